@@ -1,0 +1,30 @@
+"""One error family for the whole library; the CLI turns any of these into a message and exit code 1."""
+from __future__ import annotations
+
+
+class TablespecError(Exception):
+    """Base of every error tablespec raises on purpose (bad input, refused action, corrupt table)."""
+
+
+class SpecError(TablespecError):
+    """A spec (or project file, or variable) is invalid; carries diagnostics with file/line/field."""
+
+    def __init__(self, diagnostics):
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(str(d) for d in self.diagnostics))
+
+
+class HudiFormatError(TablespecError):
+    """A table's files do not follow the Hudi v6 format (or use a feature tablespec does not support)."""
+
+
+class UnsupportedTableError(HudiFormatError):
+    """A real Hudi table that tablespec recognises but refuses (e.g. MERGE_ON_READ, other table versions)."""
+
+
+class PlanError(TablespecError):
+    """A plan cannot be made or applied (stale plan, refused action, destructive change without consent)."""
+
+
+class StalePlanError(PlanError):
+    """The table or spec changed since the plan was made."""
