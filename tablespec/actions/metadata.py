@@ -1,0 +1,53 @@
+"""Actions that change only table metadata: create a table, rewrite its managed settings.
+
+Both end in one atomic write of hoodie.properties (Hudi's backup-file protocol), so a crash
+leaves the table as it was before or after, and re-running converges.
+"""
+from __future__ import annotations
+
+import json
+
+from tablespec.hudi.avro import to_avro_schema
+from tablespec.errors import HudiFormatError, StalePlanError
+from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
+from tablespec.hudi.io import storage_for
+from tablespec.plan.columns import spec_columns
+from tablespec.plan.settings import desired_properties, managed_properties_update
+
+# Fixed properties of every table tablespec creates (Hudi table version 6, copy-on-write layout).
+TABLE_DEFAULTS = {
+    "hoodie.table.version": "6",
+    "hoodie.timeline.layout.version": "1",
+    "hoodie.archivelog.folder": "archived",
+    "hoodie.datasource.write.partitionpath.urlencode": "false",
+    "hoodie.datasource.write.drop.partition.columns": "false",
+    "hoodie.populate.meta.fields": "true",
+}
+
+
+def creation_properties(spec) -> dict[str, str]:
+    props = dict(TABLE_DEFAULTS)
+    props.update(desired_properties(spec))
+    schema = to_avro_schema(spec_columns(spec), spec.metadata.name)
+    props["hoodie.table.create.schema"] = json.dumps(schema, separators=(",", ":"))
+    return props
+
+
+def create_table(location: str, spec) -> TableConfig:
+    """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does."""
+    storage, base = storage_for(location)
+    config = TableConfig.from_properties(creation_properties(spec))
+    try:
+        init_table(storage, base, config)
+    except HudiFormatError as e:
+        raise StalePlanError(f"{e}; it was created since the plan was made") from None
+    return config
+
+
+def update_settings(location: str, spec) -> TableConfig:
+    """Set every managed property to the spec's value, keeping everything else in the file."""
+    storage, base = storage_for(location)
+    current = read_table_config(storage, base)
+    config = TableConfig.from_properties(managed_properties_update(current.to_properties(), spec))
+    write_table_config(storage, base, config)
+    return config

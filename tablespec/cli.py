@@ -1,0 +1,207 @@
+"""The `tablespec` command: parse arguments, call the library, print, exit.
+
+Exit codes: 0 success (plan --detailed-exitcode: no changes), 1 error, 2 changes present
+(plan --detailed-exitcode only). Every library error is printed as a message, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from tablespec import __version__
+from tablespec.errors import PlanError, SpecError, TablespecError
+
+DEFAULT_SPEC_PATHS = ["specs/"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tablespec", description="Infrastructure-as-config for Apache Hudi tables.")
+    p.add_argument("--version", action="version", version=f"tablespec {__version__}")
+    p.add_argument("--project", metavar="FILE", help="project file (default: tablespec.project.yaml here or above)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def with_vars(sp):
+        sp.add_argument("--var", action="append", default=[], metavar="K=V", help="template variable (repeatable)")
+
+    v = sub.add_parser("validate", help="check spec files and print every problem")
+    v.add_argument("paths", nargs="*", metavar="PATH")
+    with_vars(v)
+
+    pl = sub.add_parser("plan", help="show what apply would change")
+    pl.add_argument("paths", nargs="*", metavar="PATH")
+    pl.add_argument("--warehouse", metavar="DIR")
+    with_vars(pl)
+    pl.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    pl.add_argument("--out", metavar="PLAN.json", help="also save the plan for `apply PLAN.json`")
+    pl.add_argument("--detailed-exitcode", action="store_true", help="exit 0 no changes, 2 changes, 1 error")
+
+    ap = sub.add_parser("apply", help="make the tables match the specs (or run a saved plan)")
+    ap.add_argument("paths", nargs="*", metavar="PATH | PLAN.json")
+    ap.add_argument("--warehouse", metavar="DIR")
+    with_vars(ap)
+    ap.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    ap.add_argument("--allow-destructive", action="store_true", help="allow actions that rewrite keys or drop data")
+
+    sh = sub.add_parser("show", help="print the observed state of one table")
+    sh.add_argument("location")
+    sh.add_argument("--warehouse", metavar="DIR")
+    sh.add_argument("--format", choices=["text", "json"], default="text")
+
+    im = sub.add_parser("import", help="print a spec for an existing Hudi table")
+    im.add_argument("location")
+    im.add_argument("--warehouse", metavar="DIR", help="root the spec location is relative to (default: the table's parent)")
+
+    sub.add_parser("schema", help="print the JSON Schema of spec files")
+    return p
+
+
+class _Context:
+    """Project file, variables and warehouse, resolved once per command."""
+
+    def __init__(self, args):
+        from tablespec.spec.project import find_project, load_project
+        from tablespec.spec.templating import parse_var_assignments
+        self.args = args
+        self.project = load_project(args.project) if args.project else find_project(Path.cwd())
+        defaults = {k: str(v) for k, v in (self.project.vars.items() if self.project else [])}
+        self.variables = {**defaults, **parse_var_assignments(getattr(args, "var", []))}
+
+    def warehouse(self) -> str:
+        from tablespec.spec.project import resolve_warehouse
+        w = resolve_warehouse(getattr(self.args, "warehouse", None), self.project)
+        if not w:
+            raise TablespecError("no warehouse: pass --warehouse DIR, set TABLESPEC_WAREHOUSE, "
+                                 "or set `warehouse:` in tablespec.project.yaml")
+        return w
+
+    def load(self, paths):
+        from tablespec.spec.loader import load_specs
+        result = load_specs(paths or DEFAULT_SPEC_PATHS, self.variables)
+        for d in result.warnings:
+            print(d, file=sys.stderr)
+        if result.errors:
+            raise SpecError(result.errors)
+        return result.specs
+
+    def plan(self, paths):
+        from tablespec.plan.builder import build_plan, table_location
+        from tablespec.state import observe
+        specs = self.load(paths)
+        warehouse = self.warehouse()
+        states = {}
+        for ls in specs:
+            loc = table_location(warehouse, ls.spec.spec.location)
+            states[loc] = observe(loc)
+        return build_plan(specs, states, warehouse, self.variables)
+
+
+def cmd_validate(ctx: _Context) -> int:
+    specs = ctx.load(ctx.args.paths)
+    files = len({s.file for s in specs})
+    print(f"{len(specs)} spec{'s' if len(specs) != 1 else ''} in {files} file{'s' if files != 1 else ''}: valid.")
+    return 0
+
+
+def cmd_plan(ctx: _Context) -> int:
+    from tablespec.plan.render import render, render_json
+    plan = ctx.plan(ctx.args.paths)
+    sys.stdout.write(render(plan, ctx.args.format))
+    if ctx.args.out:
+        Path(ctx.args.out).write_text(render_json(plan), encoding="utf-8")
+        print(f"\nSaved the plan to {ctx.args.out}; run `tablespec apply {ctx.args.out}` to apply exactly this plan.",
+              file=sys.stderr)
+    return 2 if ctx.args.detailed_exitcode and plan.has_changes else 0
+
+
+def cmd_apply(ctx: _Context) -> int:
+    from tablespec.apply import Applier, check_spec_digests
+    from tablespec.plan.render import load_plan, render
+    paths = ctx.args.paths
+    saved = len(paths) == 1 and paths[0].endswith(".json")
+    if saved:
+        plan = load_plan(paths[0])
+        check_spec_digests(plan)
+    else:
+        plan = ctx.plan(paths)
+    sys.stdout.write(render(plan, "text"))
+    if not plan.has_changes:
+        return 0
+    if not saved and not ctx.args.auto_approve:
+        if not sys.stdin.isatty():
+            raise PlanError("refusing to prompt for confirmation: standard input is not a terminal; "
+                            "pass --auto-approve, or apply a saved plan (plan --out PLAN.json)")
+        answer = input("\nDo you want to perform these actions? Only 'yes' will be accepted: ")
+        if answer.strip() != "yes":
+            print("Apply cancelled.")
+            return 1
+
+    def report(t, a, seconds):
+        print(f"{t.name}: {a.kind} done in {seconds:.2f}s")
+
+    print()
+    result = Applier(on_action=report).apply(plan, allow_destructive=ctx.args.allow_destructive)
+    print(result.summary())
+    return 0
+
+
+def _table_path(ctx: _Context, location: str) -> str:
+    """A path as given when it exists, else relative to the warehouse (when one is configured)."""
+    from tablespec.spec.project import resolve_warehouse
+    warehouse = resolve_warehouse(getattr(ctx.args, "warehouse", None), ctx.project)
+    if os.path.isdir(location) or not warehouse:
+        return location
+    return os.path.join(warehouse, location)
+
+
+def cmd_show(ctx: _Context) -> int:
+    from tablespec.show import show_json, show_text
+    from tablespec.state import observe
+    state = observe(_table_path(ctx, ctx.args.location))
+    if not state.exists:
+        raise TablespecError(f"{ctx.args.location}: no Hudi table there (no .hoodie/hoodie.properties)")
+    sys.stdout.write(show_json(state) if ctx.args.format == "json" else show_text(state))
+    return 0
+
+
+def cmd_import(ctx: _Context) -> int:
+    from tablespec.importer import import_yaml
+    from tablespec.state import observe
+    state = observe(ctx.args.location)
+    warehouse = ctx.args.warehouse or os.path.dirname(os.path.abspath(state.location))
+    sys.stdout.write(import_yaml(state, warehouse))
+    return 0
+
+
+def cmd_schema(ctx: _Context) -> int:
+    from tablespec.spec.schema import json_schema
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return 0
+
+
+COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "apply": cmd_apply, "show": cmd_show,
+            "import": cmd_import, "schema": cmd_schema}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](_Context(args))
+    except SpecError as e:
+        for d in e.diagnostics:
+            print(d, file=sys.stderr)
+        n = len(e.diagnostics)
+        print(f"{n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+        return 1
+    except TablespecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

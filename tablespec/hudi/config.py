@@ -1,0 +1,262 @@
+"""hoodie.properties as a typed, immutable table config, and its safe rewrite protocol.
+
+Settings that tablespec manages but Hudi keeps no *table* property for (index type, bucket
+count, hash fields) are stored under Hudi's own write-config names, so Spark writers that read
+hoodie.properties agree with tablespec, and hudi-rs ignores them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from tablespec.errors import HudiFormatError, UnsupportedTableError
+from tablespec.hudi.io import Storage, join
+from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
+
+META_FOLDER = ".hoodie"
+PROPERTIES_FILE = "hoodie.properties"
+BACKUP_FILE = "hoodie.properties.backup"
+CHECKSUM_KEY = "hoodie.table.checksum"
+SUPPORTED_VERSION = 6
+# Folders Apache Hudi creates with a new table; tools that list them expect them to exist.
+TABLE_FOLDERS = (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived")
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    return raw.strip().lower() == "true"  # Java's Boolean.parseBoolean: anything else is false
+
+
+def _parse_int(key: str, raw: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise HudiFormatError(f"{key}: expected an integer, found {raw!r}") from None
+
+
+def _parse_list(key: str, raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _parse_str(key: str, raw: str) -> str:
+    return raw
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One known hoodie.* key: the TableConfig attribute it fills, its default and its parser."""
+    attr: str
+    key: str
+    parse: Callable[[str, str], Any]
+    default: Any = None
+    required: bool = False
+
+
+KNOWN_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("name", "hoodie.table.name", _parse_str, required=True),
+    ConfigKey("database", "hoodie.database.name", _parse_str),
+    ConfigKey("table_type", "hoodie.table.type", lambda k, v: v.strip().upper(), "COPY_ON_WRITE"),
+    ConfigKey("version", "hoodie.table.version", _parse_int, 0),
+    ConfigKey("timeline_layout_version", "hoodie.timeline.layout.version", _parse_int),
+    ConfigKey("record_key_fields", "hoodie.table.recordkey.fields", _parse_list, []),
+    ConfigKey("partition_fields", "hoodie.table.partition.fields", _parse_list, []),
+    ConfigKey("precombine_field", "hoodie.table.precombine.field", _parse_str),
+    ConfigKey("key_generator_class", "hoodie.table.keygenerator.class", _parse_str),
+    ConfigKey("hive_style_partitioning", "hoodie.datasource.write.hive_style_partitioning", _parse_bool, False),
+    ConfigKey("url_encode_partitioning", "hoodie.datasource.write.partitionpath.urlencode", _parse_bool, False),
+    ConfigKey("drop_partition_columns", "hoodie.datasource.write.drop.partition.columns", _parse_bool, False),
+    ConfigKey("populate_meta_fields", "hoodie.populate.meta.fields", _parse_bool, True),
+    ConfigKey("base_file_format", "hoodie.table.base.file.format", lambda k, v: v.strip().upper(), "PARQUET"),
+    ConfigKey("archivelog_folder", "hoodie.archivelog.folder", _parse_str, "archived"),
+    ConfigKey("create_schema", "hoodie.table.create.schema", _parse_str),
+    ConfigKey("index_type", "hoodie.index.type", lambda k, v: v.strip().upper()),
+    ConfigKey("bucket_num", "hoodie.bucket.index.num.buckets", _parse_int),
+    ConfigKey("bucket_hash_fields", "hoodie.bucket.index.hash.field", _parse_list, []),
+)
+KEYS_BY_ATTR = {k.attr: k for k in KNOWN_KEYS}
+KEYS_BY_NAME = {k.key: k for k in KNOWN_KEYS}
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """A table's hoodie.properties. Unknown keys ride along in `extra`, untouched.
+
+    `_present` remembers which known keys the file spelled out, so defaults are not written
+    back into a file that relied on them (Hudi's own defaults may differ by version).
+    """
+    name: str
+    database: str | None = None
+    table_type: str = "COPY_ON_WRITE"
+    version: int = SUPPORTED_VERSION
+    timeline_layout_version: int | None = 1
+    record_key_fields: list[str] = field(default_factory=list)
+    partition_fields: list[str] = field(default_factory=list)
+    precombine_field: str | None = None
+    key_generator_class: str | None = None
+    hive_style_partitioning: bool = False
+    url_encode_partitioning: bool = False
+    drop_partition_columns: bool = False
+    populate_meta_fields: bool = True
+    base_file_format: str = "PARQUET"
+    archivelog_folder: str = "archived"
+    create_schema: str | None = None
+    index_type: str | None = None
+    bucket_num: int | None = None
+    bucket_hash_fields: list[str] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)
+    _present: frozenset[str] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> TableConfig:
+        """Build from a parsed hoodie.properties; the checksum is derived, not stored."""
+        values: dict[str, Any] = {}
+        for key, raw in props.items():
+            known = KEYS_BY_NAME.get(key)
+            if known is not None:
+                values[known.attr] = known.parse(key, raw)
+        for known in KNOWN_KEYS:
+            if known.required and known.attr not in values:
+                raise HudiFormatError(f"hoodie.properties has no {known.key}")
+            values.setdefault(known.attr, known.default if not isinstance(known.default, list) else [])
+        extra = {k: v for k, v in props.items() if k not in KEYS_BY_NAME and k != CHECKSUM_KEY}
+        present = frozenset(KEYS_BY_NAME[k].attr for k in props if k in KEYS_BY_NAME)
+        return cls(**values, extra=extra, _present=present)
+
+    @property
+    def checksum(self) -> int:
+        return table_checksum(self.name, self.database)
+
+    @property
+    def partition_field_names(self) -> list[str]:
+        """Partition fields without CustomKeyGenerator's `:TYPE` suffix."""
+        return [f.split(":", 1)[0] for f in self.partition_fields]
+
+    def to_properties(self) -> dict[str, str]:
+        """The hoodie.properties content, including hoodie.table.checksum."""
+        props: dict[str, str] = {}
+        for known in KNOWN_KEYS:
+            value = getattr(self, known.attr)
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            if self._present is not None and known.attr not in self._present and value == known.default:
+                continue
+            props[known.key] = _format(value)
+        props.update(self.extra)
+        props[CHECKSUM_KEY] = str(self.checksum)
+        return props
+
+    def with_updates(self, **changes: Any) -> TableConfig:
+        """A copy with the given attributes changed; changed attributes are always written out."""
+        unknown = set(changes) - set(KEYS_BY_ATTR) - {"extra"}
+        if unknown:
+            raise TypeError(f"unknown TableConfig attribute(s): {', '.join(sorted(unknown))}")
+        present = None if self._present is None else self._present | set(changes)
+        return dataclasses.replace(self, **changes, _present=present)
+
+
+def fingerprint(props: Mapping[str, str] | TableConfig) -> str:
+    """sha256 of the sorted key=value lines: equal configs give equal fingerprints, whatever the
+    comment header or key order of the file (used to detect stale plans)."""
+    if isinstance(props, TableConfig):
+        props = props.to_properties()
+    text = "".join(f"{k}={props[k]}\n" for k in sorted(props))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def ensure_supported(config: TableConfig) -> None:
+    """Refuse tables tablespec recognises but does not manage (yet)."""
+    if config.version != SUPPORTED_VERSION:
+        raise UnsupportedTableError(
+            f"table {config.name!r} has table version {config.version}; tablespec supports Hudi table version 6")
+    if config.table_type == "MERGE_ON_READ":
+        raise UnsupportedTableError(
+            f"table {config.name!r} is a MERGE_ON_READ table; tablespec supports COPY_ON_WRITE only for now")
+    if config.table_type != "COPY_ON_WRITE":
+        raise UnsupportedTableError(f"table {config.name!r} has unknown table type {config.table_type!r}")
+    if config.base_file_format != "PARQUET":
+        raise UnsupportedTableError(
+            f"table {config.name!r} stores {config.base_file_format} base files; tablespec supports PARQUET only")
+
+
+def _load(storage: Storage, path: str) -> dict[str, str]:
+    # Java's Properties.load(InputStream) reads ISO-8859-1; non-ASCII arrives as \\uXXXX escapes.
+    return parse_properties(storage.read_bytes(path).decode("latin-1"))
+
+
+def _valid(props: Mapping[str, str]) -> bool:
+    """A complete file: it names the table, and its checksum (tables before Hudi 0.11 have none) matches."""
+    if "hoodie.table.name" not in props:
+        return False
+    if CHECKSUM_KEY not in props:
+        return True
+    try:
+        return int(props[CHECKSUM_KEY]) == table_checksum(props["hoodie.table.name"], props.get("hoodie.database.name"))
+    except ValueError:
+        return False
+
+
+def read_table_config(storage: Storage, base: str) -> TableConfig | None:
+    """The table's config, or None when `base` holds no Hudi table.
+
+    Like Hudi, fall back to hoodie.properties.backup when hoodie.properties is missing or
+    fails its checksum (a rewrite was interrupted). Table versions other than 6 are refused.
+    """
+    meta = join(base, META_FOLDER)
+    main, backup = join(meta, PROPERTIES_FILE), join(meta, BACKUP_FILE)
+    props = _load(storage, main) if storage.exists(main) else None
+    if (props is None or not _valid(props)) and storage.exists(backup):
+        props = _load(storage, backup)
+    if props is None:
+        return None
+    if not _valid(props):
+        raise HudiFormatError(f"{main}: incomplete (no hoodie.table.name, or hoodie.table.checksum does not match it)")
+    config = TableConfig.from_properties(props)
+    if config.version != SUPPORTED_VERSION:
+        raise UnsupportedTableError(
+            f"table {config.name!r} at {base} has table version {config.version}; "
+            f"tablespec supports Hudi table version {SUPPORTED_VERSION}")
+    return config
+
+
+def _render(config: TableConfig, comment: str) -> bytes:
+    return format_properties(config.to_properties(), (comment,), datetime.now(timezone.utc)).encode("ascii")
+
+
+def write_table_config(storage: Storage, base: str, config: TableConfig) -> None:
+    """Rewrite hoodie.properties so a reader always finds a complete config.
+
+    Hudi's protocol: recover a leftover backup, write the backup of the current file, replace
+    the file (atomically here), verify it, then remove the backup.
+    """
+    meta = join(base, META_FOLDER)
+    main, backup = join(meta, PROPERTIES_FILE), join(meta, BACKUP_FILE)
+    if not storage.exists(main) and storage.exists(backup):
+        storage.write_atomic(main, storage.read_bytes(backup))
+    if storage.exists(main):
+        storage.write_atomic(backup, storage.read_bytes(main))
+    storage.write_atomic(main, _render(config, "Updated by tablespec"))
+    if not _valid(_load(storage, main)):
+        raise HudiFormatError(f"{main}: checksum verification failed after rewrite; the backup was kept")
+    storage.delete(backup)
+
+
+def init_table(storage: Storage, base: str, config: TableConfig) -> None:
+    """Create the .hoodie/ layout of a new table; refuses if hoodie.properties already exists."""
+    meta = join(base, META_FOLDER)
+    for folder in TABLE_FOLDERS:
+        storage.mkdirs(join(meta, folder))
+    try:
+        storage.create_exclusive(join(meta, PROPERTIES_FILE), _render(config, "Created by tablespec"))
+    except FileExistsError:
+        raise HudiFormatError(f"{base} already holds a Hudi table") from None

@@ -1,0 +1,136 @@
+"""The file-system view: which data files make up the table, seen through a timeline.
+
+A file is part of the table only if the instant in its name is a completed write instant, or
+is older than every write instant on the active timeline (its commit was archived). Files of
+pending or unknown instants are leftovers of failed or running writes and are ignored; file
+groups replaced by a completed replacecommit are no longer part of the table. This is what
+hudi-rs reports as file slices (checked against it).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from tablespec.hudi.instant import COMPACTION, LOG_COMPACTION, WRITE_ACTIONS
+from tablespec.hudi.io import Storage, join
+from tablespec.hudi.naming import BaseFileName, LogFileName
+from tablespec.hudi.partition import discover_partitions
+from tablespec.hudi.timeline import Timeline
+
+_WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    path: str
+    file_name: BaseFileName
+    size: int
+    partition: str
+
+    @property
+    def name(self) -> str:
+        return self.file_name.format()
+
+
+@dataclass(frozen=True)
+class LogFile:
+    path: str
+    file_name: LogFileName
+    size: int
+    partition: str
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """One version of a file group: a base file written at `base_instant` (plus, for
+    merge-on-read tables, the log files appended to it)."""
+    file_id: str
+    partition: str
+    base_instant: str
+    base_file: BaseFile | None
+    log_files: tuple[LogFile, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return (self.base_file.size if self.base_file else 0) + sum(f.size for f in self.log_files)
+
+
+@dataclass(frozen=True)
+class FileGroup:
+    partition: str
+    file_id: str
+    slices: tuple[FileSlice, ...]  # oldest first
+
+    @property
+    def latest_slice(self) -> FileSlice:
+        return self.slices[-1]
+
+    def slice_as_of(self, as_of: str | None) -> FileSlice | None:
+        """The newest slice with base instant <= as_of (the newest overall when as_of is None)."""
+        eligible = [s for s in self.slices if as_of is None or s.base_instant <= as_of]
+        return eligible[-1] if eligible else None
+
+
+def _visibility(timeline: Timeline) -> Callable[[str], bool]:
+    committed = {i.timestamp for i in timeline.commits()}
+    if not committed:
+        return lambda ts: False
+    first = min(i.timestamp for i in timeline.instants if i.action in _WRITES)
+    return lambda ts: ts in committed or ts < first
+
+
+def _partition_groups(storage: Storage, base: str, partition: str,
+                      visible: Callable[[str], bool]) -> list[FileGroup]:
+    bases: dict[tuple[str, str], BaseFile] = {}
+    logs: dict[tuple[str, str], list[LogFile]] = {}
+    for info in storage.list_dir(join(base, partition)):
+        if info.is_dir:
+            continue
+        if (name := BaseFileName.parse(info.name)) and visible(name.instant):
+            key = (name.file_id, name.instant)
+            # A retried task can leave a second file for one slice (Hudi's commit
+            # reconciliation normally deletes it): choose one deterministically.
+            if key not in bases or bases[key].file_name.write_token < name.write_token:
+                bases[key] = BaseFile(info.path, name, info.size, partition)
+        elif (log := LogFileName.parse(info.name)) and visible(log.base_instant):
+            logs.setdefault((log.file_id, log.base_instant), []).append(LogFile(info.path, log, info.size, partition))
+    slices: dict[str, list[FileSlice]] = {}
+    for file_id, instant in sorted(set(bases) | set(logs), key=lambda k: k[1]):
+        log_files = sorted(logs.get((file_id, instant), ()),
+                           key=lambda f: (f.file_name.version, f.file_name.write_token or ""))
+        slices.setdefault(file_id, []).append(
+            FileSlice(file_id, partition, instant, bases.get((file_id, instant)), tuple(log_files)))
+    return [FileGroup(partition, file_id, tuple(group)) for file_id, group in slices.items()]
+
+
+class FileSystemView:
+    """File groups of a table's partitions, filtered through a timeline."""
+
+    def __init__(self, timeline: Timeline, partitions: Iterable[str], groups: Iterable[FileGroup]):
+        self.timeline = timeline
+        self.partitions: tuple[str, ...] = tuple(sorted(partitions))
+        self._groups = tuple(sorted(groups, key=lambda g: (g.partition, g.file_id)))
+
+    @classmethod
+    def build(cls, storage: Storage, base: str, timeline: Timeline,
+              partitions: Iterable[str] | None = None) -> FileSystemView:
+        """List the partitions (all discovered ones by default) and keep the visible files."""
+        parts = list(discover_partitions(storage, base) if partitions is None else partitions)
+        visible = _visibility(timeline)
+        return cls(timeline, parts, [g for p in parts for g in _partition_groups(storage, base, p, visible)])
+
+    def file_groups(self, partition: str | None = None, as_of: str | None = None) -> list[FileGroup]:
+        """File groups that are part of the table (as of `as_of`), replaced groups excluded."""
+        replaced = self.timeline.replaced_file_ids(as_of)
+        return [g for g in self._groups
+                if (partition is None or g.partition == partition)
+                and g.file_id not in replaced.get(g.partition, ())
+                and g.slice_as_of(as_of) is not None]
+
+    def latest_slices(self, partition: str | None = None, as_of: str | None = None) -> list[FileSlice]:
+        """The slice of each file group a snapshot query (as of `as_of`) reads."""
+        return [s for g in self.file_groups(partition, as_of) if (s := g.slice_as_of(as_of)) is not None]
+
+    def total_bytes(self, as_of: str | None = None) -> int:
+        """Bytes of the latest slices: the size of the table as a snapshot query sees it."""
+        return sum(s.size for s in self.latest_slices(as_of=as_of))

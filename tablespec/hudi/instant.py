@@ -1,0 +1,127 @@
+"""Timeline instants: (timestamp, action, state), and their file names in table version 6.
+
+In table version 6 (timeline layout 1) an instant's state is encoded in its file name only;
+the one irregular name is an inflight commit, `T.inflight`. Compaction and log compaction have
+no completed name: they complete as `T.commit` and `T.deltacommit`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from functools import total_ordering
+from typing import Literal
+
+from tablespec.errors import HudiFormatError
+
+State = Literal["requested", "inflight", "completed"]
+STATE_ORDER = {"requested": 0, "inflight": 1, "completed": 2}
+INSTANT_FORMAT = "%Y%m%d%H%M%S"
+
+COMMIT, DELTA_COMMIT, REPLACE_COMMIT = "commit", "deltacommit", "replacecommit"
+CLEAN, ROLLBACK, SAVEPOINT, RESTORE = "clean", "rollback", "savepoint", "restore"
+COMPACTION, LOG_COMPACTION, INDEXING, SCHEMA_COMMIT = "compaction", "logcompaction", "indexing", "schemacommit"
+WRITE_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+# The action a pending instant completes as (Hudi's "comparable action").
+COMPLETES_AS = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT}
+
+
+def _suffixes() -> dict[tuple[str, str], str]:
+    table: dict[tuple[str, str], str] = {}
+    for action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE, INDEXING, SCHEMA_COMMIT):
+        table[(action, "requested")] = f".{action}.requested"
+        table[(action, "inflight")] = f".{action}.inflight"
+        table[(action, "completed")] = f".{action}"
+    table[(COMMIT, "inflight")] = ".inflight"
+    for action in (COMPACTION, LOG_COMPACTION):
+        table[(action, "requested")] = f".{action}.requested"
+        table[(action, "inflight")] = f".{action}.inflight"
+    table[(SAVEPOINT, "inflight")] = ".savepoint.inflight"
+    table[(SAVEPOINT, "completed")] = ".savepoint"
+    return table
+
+
+SUFFIXES = _suffixes()
+_BY_SUFFIX = {suffix: key for key, suffix in SUFFIXES.items()}
+_TIMESTAMP = re.compile(r"\d{17}|\d{14}")
+
+
+def validate_timestamp(timestamp: str) -> str:
+    """Accept yyyyMMddHHmmssSSS, and the 14-digit second-precision form of old tables."""
+    if not isinstance(timestamp, str) or not _TIMESTAMP.fullmatch(timestamp):
+        raise HudiFormatError(f"invalid instant time {timestamp!r}: expected 17 digits (yyyyMMddHHmmssSSS)")
+    return timestamp
+
+
+@total_ordering
+@dataclass(frozen=True, eq=True)
+class Instant:
+    timestamp: str
+    action: str
+    state: State = "completed"
+
+    def __post_init__(self) -> None:
+        validate_timestamp(self.timestamp)
+        if (self.action, self.state) not in SUFFIXES:
+            raise HudiFormatError(f"instant action {self.action!r} has no {self.state} state in table version 6")
+
+    @property
+    def sort_key(self) -> tuple[str, int, str]:
+        return self.timestamp, STATE_ORDER[self.state], self.action
+
+    def __lt__(self, other: Instant) -> bool:
+        if not isinstance(other, Instant):
+            return NotImplemented
+        return self.sort_key < other.sort_key
+
+    @property
+    def file_name(self) -> str:
+        return self.timestamp + SUFFIXES[(self.action, self.state)]
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state == "completed"
+
+    def to(self, state: State) -> Instant:
+        """This instant in another state; a completed compaction is a commit."""
+        action = COMPLETES_AS.get(self.action, self.action) if state == "completed" else self.action
+        return Instant(self.timestamp, action, state)
+
+    @classmethod
+    def parse(cls, file_name: str) -> Instant | None:
+        """The instant a .hoodie/ file name denotes, or None for anything else (hoodie.properties, temp files)."""
+        ts, dot, rest = file_name.partition(".")
+        if not dot or not _TIMESTAMP.fullmatch(ts):
+            return None
+        key = _BY_SUFFIX.get("." + rest)
+        return None if key is None else cls(ts, key[0], key[1])  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return f"{self.timestamp}.{self.action}[{self.state}]"
+
+
+def format_instant_time(moment: datetime) -> str:
+    return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def parse_instant_time(timestamp: str) -> datetime:
+    validate_timestamp(timestamp)
+    try:
+        moment = datetime.strptime(timestamp[:14], INSTANT_FORMAT)
+    except ValueError:
+        raise HudiFormatError(f"instant time {timestamp!r} is not a date") from None
+    return moment.replace(microsecond=int(timestamp[14:] or 0) * 1000, tzinfo=timezone.utc)
+
+
+def new_instant_time(after: str | None = None) -> str:
+    """A new instant time from the UTC clock, strictly greater than `after`.
+
+    Hudi defaults to the writer's local time zone; tablespec always uses UTC so instants from
+    machines in different zones stay ordered (Hudi's hoodie.table.timeline.timezone=UTC).
+    If the clock has not moved past `after` (fast successive commits, clock skew), the result
+    is `after` plus one millisecond.
+    """
+    now = format_instant_time(datetime.now(timezone.utc))
+    if after is None or now > after:
+        return now
+    return format_instant_time(parse_instant_time(after) + timedelta(milliseconds=1))

@@ -1,0 +1,193 @@
+"""Storage behind a small interface, so object stores can be added without touching the Hudi code.
+
+Paths are plain strings joined with "/" (`join`). Two primitives carry Hudi's safety rules:
+`write_atomic` (a reader sees the old file or the whole new one, never a prefix: completed
+instants and hoodie.properties are written this way) and `create_exclusive` (fails if the file
+exists: two writers cannot request the same instant or take the same lock).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from tablespec.errors import TablespecError
+
+SUPPORTED_SCHEMES = ("file",)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    name: str
+    path: str
+    size: int
+    mtime_ms: int
+    is_dir: bool
+
+
+def join(base: str, *parts: str) -> str:
+    """Join path segments with "/", ignoring empty segments (the non-partitioned partition is "")."""
+    out = base.rstrip("/") or "/"
+    for part in parts:
+        part = part.strip("/")
+        if part:
+            out = f"{out}/{part}" if out != "/" else f"/{part}"
+    return out
+
+
+class Storage(ABC):
+    """The file operations tablespec needs from a table's storage."""
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def read_text(self, path: str, encoding: str = "utf-8") -> str:
+        return self.read_bytes(path).decode(encoding)
+
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write (or overwrite) a file, creating parent directories."""
+
+    @abstractmethod
+    def write_atomic(self, path: str, data: bytes) -> None:
+        """Replace `path` with `data` in one step: readers see the old content or all of the new."""
+
+    @abstractmethod
+    def create_exclusive(self, path: str, data: bytes = b"") -> None:
+        """Create a new file; raise FileExistsError if it already exists. Readers never see
+        partial content: the file appears with all of `data` or not at all."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[FileInfo]:
+        """Entries directly under `path`, sorted by name; [] when the directory does not exist."""
+
+    def walk_files(self, path: str) -> Iterator[FileInfo]:
+        """Every file below `path`, depth first, in name order."""
+        for info in self.list_dir(path):
+            if info.is_dir:
+                yield from self.walk_files(info.path)
+            else:
+                yield info
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Delete a file; a missing file is fine."""
+
+    @abstractmethod
+    def delete_tree(self, path: str) -> None:
+        """Delete a directory and everything below it; missing is fine."""
+
+    @abstractmethod
+    def rename(self, src: str, dst: str) -> None: ...
+
+    @abstractmethod
+    def mkdirs(self, path: str) -> None: ...
+
+
+class LocalStorage(Storage):
+    """A local (or locally mounted) file system."""
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        directory, name = os.path.split(path)
+        os.makedirs(directory or ".", exist_ok=True)
+        # Hidden temp name in the same directory: same file system for os.replace, and Hudi
+        # readers ignore dot files in .hoodie/ and partitions.
+        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def create_exclusive(self, path: str, data: bytes = b"") -> None:
+        directory, name = os.path.split(path)
+        os.makedirs(directory or ".", exist_ok=True)
+        if not data:
+            with open(path, "xb"):
+                return
+        # Write aside, then hard-link into place: the link fails if the name exists, and a
+        # reader never sees a partly written file.
+        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def list_dir(self, path: str) -> list[FileInfo]:
+        try:
+            entries = list(os.scandir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for e in entries:
+            st = e.stat()
+            out.append(FileInfo(e.name, join(path, e.name), st.st_size if not e.is_dir() else 0,
+                                st.st_mtime_ns // 1_000_000, e.is_dir()))
+        return sorted(out, key=lambda i: i.name)
+
+    def delete(self, path: str) -> None:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+    def delete_tree(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        os.rename(src, dst)
+
+    def mkdirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+
+def storage_for(uri_or_path: str) -> tuple[Storage, str]:
+    """The storage for a table location and the location as that storage's normalized base path."""
+    text = str(uri_or_path)
+    parsed = urlparse(text)
+    scheme = parsed.scheme.lower()
+    if scheme and len(scheme) > 1 and scheme != "file":  # one letter: a Windows drive, i.e. a path
+        raise TablespecError(
+            f"unsupported storage scheme {scheme!r} in {text!r}: supported are local paths and file:// URIs")
+    if scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise TablespecError(f"file URI with a remote host is not supported: {text!r}")
+        text = unquote(parsed.path)
+    if not text:
+        raise TablespecError("empty table location")
+    return LocalStorage(), os.path.normpath(os.path.abspath(text)).replace(os.sep, "/")

@@ -1,0 +1,144 @@
+"""Java .properties files as java.util.Properties reads and writes them.
+
+hoodie.properties and .hoodie_partition_metadata are written by Java; matching its escaping
+rules exactly is what lets Apache Hudi read back what tablespec writes (e.g. the Avro schema in
+hoodie.table.create.schema, full of `:` that must be written as `\\:`).
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+
+from tablespec.errors import HudiFormatError
+
+_WS = " \t\f"
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> Iterable[str]:
+    """Natural lines joined across backslash continuations; comments and blank lines dropped."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(_WS)
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _ends_with_continuation(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip(_WS)
+            i += 1
+        if _ends_with_continuation(line):  # continuation at end of file: the backslash is dropped
+            line = line[:-1]
+        yield line
+
+
+def _ends_with_continuation(line: str) -> bool:
+    n = len(line) - len(line.rstrip("\\"))
+    return n % 2 == 1
+
+
+def _unescape(s: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c != "\\" or i + 1 == len(s):
+            if c != "\\":
+                out.append(c)
+            i += 1
+            continue
+        n = s[i + 1]
+        if n == "u":
+            digits = s[i + 2:i + 6]
+            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise HudiFormatError(f"malformed \\uXXXX escape in properties: {s[i:i + 6]!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(n, n))
+            i += 2
+    # Java strings are UTF-16: a character outside the BMP arrives as two \u escapes.
+    return "".join(out).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "=:" or c in _WS:
+            break
+        i += 1
+    key, rest = line[:i], line[i:]
+    rest = rest.lstrip(_WS)
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(_WS)
+    return key, rest
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse .properties text; later duplicates win, as in Java."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split_key_value(line)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _escape(s: str, is_key: bool) -> str:
+    out: list[str] = []
+    for i, c in enumerate(s):
+        if c == " ":
+            out.append("\\ " if is_key or i == 0 else " ")
+        elif c in "\\=:#!":
+            out.append("\\" + c)
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\r":
+            out.append("\\r")
+        elif c == "\f":
+            out.append("\\f")
+        elif " " < c <= "~":
+            out.append(c)
+        else:  # control and non-ASCII characters as UTF-16 \uXXXX units, like Properties.store
+            units = c.encode("utf-16-be", "surrogatepass")
+            out.extend(f"\\u{units[j] << 8 | units[j + 1]:04X}" for j in range(0, len(units), 2))
+    return "".join(out)
+
+
+def _escape_comment(s: str) -> str:
+    """Comments keep `:`/`=`/`#`; only non-printable or non-ASCII characters become \\uXXXX."""
+    return "".join(c if " " <= c <= "~" else _escape(c, False) for c in s)
+
+
+def _java_date(now: datetime) -> str:
+    return now.strftime("%a %b %d %H:%M:%S UTC %Y")
+
+
+def format_properties(props: Mapping[str, str], comment_lines: Iterable[str] = ("Updated by tablespec",),
+                      now: datetime | None = None, sort_keys: bool = True) -> str:
+    """Render properties like Properties.store: comment lines, a date comment, escaped key=value lines.
+
+    Keys are sorted by default so that rewriting an unchanged config produces the same bytes
+    (apart from the date line).
+    """
+    now = now or datetime.now(timezone.utc)
+    lines = [f"#{_escape_comment(line)}" for c in comment_lines for line in c.splitlines() or [""]]
+    lines.append(f"#{_java_date(now)}")
+    keys = sorted(props) if sort_keys else list(props)
+    lines.extend(f"{_escape(k, True)}={_escape(str(props[k]), False)}" for k in keys)
+    return "\n".join(lines) + "\n"
+
+
+def table_checksum(table_name: str, database: str | None = None) -> int:
+    """hoodie.table.checksum: CRC32 of the UTF-8 bytes of "<database>.<table>".
+
+    Hudi formats "%s.%s" with the database defaulting to "", so a table without a database
+    checksums ".<table>" (not the bare table name).
+    """
+    return zlib.crc32(f"{database or ''}.{table_name}".encode("utf-8"))

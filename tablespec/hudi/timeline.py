@@ -1,0 +1,192 @@
+"""The active timeline (.hoodie/): an immutable snapshot for reading, and the write-side transitions.
+
+Readers only trust completed instants. Writers move an instant requested -> inflight ->
+completed; creating the completed file is the commit point, so it is written last and whole.
+"""
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import fastavro
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.commit import CommitMetadata, to_hudi_json
+from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, SUFFIXES, WRITE_ACTIONS, Instant
+from tablespec.hudi.io import Storage, join
+
+_AVRO_MAGIC = b"Obj\x01"
+
+
+def _group_key(instant: Instant) -> tuple[str, str]:
+    return instant.timestamp, COMPLETES_AS.get(instant.action, instant.action)
+
+
+def _list_instants(storage: Storage, meta: str) -> list[Instant]:
+    return [i for i in (Instant.parse(f.name) for f in storage.list_dir(meta) if not f.is_dir) if i is not None]
+
+
+class Timeline:
+    """A snapshot of the active timeline; each instant appears once, in its most advanced state."""
+
+    def __init__(self, storage: Storage, base: str, files: Iterable[Instant]):
+        self.storage, self.base, self.meta = storage, base, join(base, META_FOLDER)
+        latest: dict[tuple[str, str], Instant] = {}
+        for instant in files:
+            key = _group_key(instant)
+            if key not in latest or STATE_ORDER[instant.state] > STATE_ORDER[latest[key].state]:
+                latest[key] = instant
+        self.instants: tuple[Instant, ...] = tuple(sorted(latest.values()))
+        self._cache: dict[Instant, bytes] = {}
+
+    @classmethod
+    def load(cls, storage: Storage, base: str) -> Timeline:
+        """Read the instants under <base>/.hoodie (the archived timeline is not read)."""
+        return cls(storage, base, _list_instants(storage, join(base, META_FOLDER)))
+
+    def completed(self) -> tuple[Instant, ...]:
+        return tuple(i for i in self.instants if i.is_completed)
+
+    def pending(self) -> tuple[Instant, ...]:
+        return tuple(i for i in self.instants if not i.is_completed)
+
+    def commits(self) -> tuple[Instant, ...]:
+        """Completed instants that wrote data: commit, deltacommit, replacecommit."""
+        return tuple(i for i in self.instants if i.is_completed and i.action in WRITE_ACTIONS)
+
+    @property
+    def head(self) -> Instant | None:
+        """The latest completed instant of any action."""
+        done = self.completed()
+        return done[-1] if done else None
+
+    def last(self, action: str) -> Instant | None:
+        matches = [i for i in self.instants if i.is_completed and i.action == action]
+        return matches[-1] if matches else None
+
+    def contains_completed(self, timestamp: str) -> bool:
+        return any(i.timestamp == timestamp and i.is_completed for i in self.instants)
+
+    def read_bytes(self, instant: Instant) -> bytes:
+        if instant not in self._cache:
+            self._cache[instant] = self.storage.read_bytes(join(self.meta, instant.file_name))
+        return self._cache[instant]
+
+    def read_metadata(self, instant: Instant) -> dict[str, Any]:
+        """An instant's content as a dict: JSON (commits) or the first record of an Avro container
+        (requested replacecommit plans, clean and rollback metadata). Empty files give {}."""
+        raw = self.read_bytes(instant)
+        try:
+            if raw.startswith(_AVRO_MAGIC):
+                records = list(fastavro.reader(io.BytesIO(raw)))
+                return records[0] if records else {}
+            return json.loads(raw) if raw.strip() else {}
+        except (ValueError, EOFError, KeyError) as e:
+            raise HudiFormatError(f"{join(self.meta, instant.file_name)}: unreadable metadata: {e}") from None
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        return CommitMetadata.from_dict(self.read_metadata(instant))
+
+    def replaced_file_ids(self, as_of: str | None = None) -> dict[str, set[str]]:
+        """File groups that completed replacecommits (up to `as_of`) took out of the table."""
+        out: dict[str, set[str]] = {}
+        for instant in self.commits():
+            if instant.action != REPLACE_COMMIT or (as_of is not None and instant.timestamp > as_of):
+                continue
+            for partition, ids in (self.commit_metadata(instant).partition_to_replace_file_ids or {}).items():
+                out.setdefault(partition, set()).update(ids)
+        return out
+
+    def latest_schema(self) -> str | None:
+        """The Avro schema recorded by the latest completed commit that has one."""
+        for instant in reversed(self.commits()):
+            schema = self.commit_metadata(instant).schema
+            if schema:
+                return schema
+        return None
+
+
+class TimelineWriter:
+    """Moves instants through their states. Each step re-checks the files it depends on, so
+    a concurrent writer or a stale caller gets an error instead of a corrupt timeline."""
+
+    def __init__(self, storage: Storage, base: str):
+        self.storage, self.meta = storage, join(base, META_FOLDER)
+
+    def _path(self, instant: Instant) -> str:
+        return join(self.meta, instant.file_name)
+
+    def _exists(self, instant: Instant) -> bool:
+        return self.storage.exists(self._path(instant))
+
+    def request(self, action: str, timestamp: str, content: bytes = b"") -> Instant:
+        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant."""
+        instant = Instant(timestamp, action, "requested")
+        if len(timestamp) != 17:
+            raise HudiFormatError(f"new instant time {timestamp!r} must have 17 digits (yyyyMMddHHmmssSSS)")
+        existing = _list_instants(self.storage, self.meta)
+        newest = max((i.timestamp for i in existing), default=None)
+        if newest is not None and timestamp <= newest:
+            raise HudiFormatError(f"instant time {timestamp} is not after the latest instant {newest}")
+        try:
+            self.storage.create_exclusive(self._path(instant), content)
+        except FileExistsError:
+            raise HudiFormatError(f"instant {instant} already exists") from None
+        return instant
+
+    def start(self, instant: Instant, content: bytes = b"") -> Instant:
+        """requested -> inflight."""
+        if instant.state != "requested":
+            raise HudiFormatError(f"cannot start {instant}: only a requested instant can become inflight")
+        inflight = instant.to("inflight")
+        if not self._exists(instant):
+            raise HudiFormatError(f"cannot start {instant}: {instant.file_name} does not exist")
+        if self._exists(instant.to("completed")):
+            raise HudiFormatError(f"cannot start {instant}: it is already completed")
+        try:
+            self.storage.create_exclusive(self._path(inflight), content)
+        except FileExistsError:
+            raise HudiFormatError(f"cannot start {instant}: it is already inflight") from None
+        return inflight
+
+    def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes) -> Instant:
+        """inflight -> completed: the commit point. The completed file appears whole (written
+        aside and linked into place) and only if no one completed the instant before."""
+        if instant.state != "inflight":
+            raise HudiFormatError(f"cannot complete {instant}: only an inflight instant can complete")
+        if not self._exists(instant):
+            raise HudiFormatError(f"cannot complete {instant}: {instant.file_name} does not exist")
+        completed = instant.to("completed")
+        if isinstance(metadata, CommitMetadata):
+            content = metadata.to_json()
+        elif isinstance(metadata, dict):
+            content = to_hudi_json(metadata)
+        else:
+            content = metadata
+        try:
+            self.storage.create_exclusive(self._path(completed), content)
+        except FileExistsError:
+            raise HudiFormatError(f"cannot complete {instant}: it is already completed") from None
+        return completed
+
+    def revert_inflight(self, instant: Instant) -> Instant:
+        """inflight -> requested (a failed attempt that may be retried)."""
+        if self._exists(instant.to("completed")):
+            raise HudiFormatError(f"cannot revert {instant}: it is completed")
+        requested = instant.to("requested")
+        self.storage.delete(self._path(instant.to("inflight")))
+        if not self._exists(requested):
+            self.storage.create_exclusive(self._path(requested))
+        return requested
+
+    def delete_instant(self, instant: Instant) -> None:
+        """Remove a pending instant (its inflight, then its requested file). Completed
+        instants are history and are never deleted here."""
+        if self._exists(instant.to("completed")):
+            raise HudiFormatError(f"cannot delete {instant}: it is completed")
+        for state in ("inflight", "requested"):
+            if (instant.action, state) in SUFFIXES:  # a savepoint has no requested file
+                self.storage.delete(self._path(instant.to(state)))  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Planning: desired specs + observed states -> a Plan of typed actions (pure), and its rendering."""

@@ -1,0 +1,143 @@
+"""The planner: a pure function from desired specs and observed states to a Plan."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+from tablespec import __version__
+from tablespec.errors import UnsupportedTableError
+from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
+from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
+from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
+from tablespec.spec.loader import LoadedSpec
+from tablespec.state import TableState
+
+
+def table_location(warehouse: str, spec_location: str) -> str:
+    """A spec's table base path: its location under the warehouse root."""
+    return os.path.normpath(os.path.join(os.path.abspath(warehouse), spec_location))
+
+
+def display_name(spec) -> str:
+    return f"{spec.metadata.database}.{spec.metadata.name}" if spec.metadata.database else spec.metadata.name
+
+
+def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: str,
+               variables: dict[str, str] | None = None, now: datetime | None = None) -> Plan:
+    """Diff every spec against its table's observed state (`states` keyed by table location)."""
+    tables = [plan_table(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in specs]
+    return Plan(
+        tablespec_version=__version__,
+        created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        warehouse=os.path.abspath(warehouse),
+        variables=dict(variables or {}),
+        tables=tables,
+    )
+
+
+def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
+    spec = loaded.spec
+    if state.exists and state.config.table_type != "COPY_ON_WRITE":
+        raise UnsupportedTableError(
+            f"{state.location}: table {display_name(spec)} is a {state.config.table_type} table; "
+            "tablespec manages COPY_ON_WRITE tables only for now")
+    actions = _actions(spec, state)
+    warnings = []
+    if state.pending:
+        listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state})" for i in state.pending)
+        warnings.append(f"pending instants on the timeline: {listed}; a writer may be running, or crashed")
+    return TablePlan(
+        name=display_name(spec),
+        location=state.location,
+        spec_file=loaded.file,
+        spec_document=loaded.document,
+        spec_line=loaded.line,
+        spec_digest=loaded.digest,
+        spec=spec.model_dump(mode="json", by_alias=True, exclude_none=True),
+        observed=state.fingerprint(),
+        requirements=requirements_for(state),
+        actions=actions,
+        warnings=warnings,
+    )
+
+
+def _actions(spec, state: TableState) -> list[Action]:
+    if not state.exists:
+        return [_create(spec)]
+    settings = diff_settings(spec, state.config.to_properties())
+    columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
+    destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
+    if destructive:
+        return [Action(kind="replace_table", destructive=True,
+                       reasons=[_reason(d) for d in destructive],
+                       changes=[_change(d) for d in destructive],
+                       estimate=_rewrite_estimate(state))]
+    actions = []
+    index = [s for s in settings if s.category == "index"]
+    if index:
+        actions.append(_index_action(index, state))
+    evolutions = [c for c in columns if not c.destructive]
+    if evolutions:
+        actions.append(Action(kind="schema_evolution", reasons=[c.describe() for c in evolutions],
+                              changes=[_change(c) for c in evolutions]))
+    rest = [s for s in settings if s.category == "settings"]
+    if rest:
+        actions.append(Action(kind="update_settings", changes=[_change(s) for s in rest]))
+    return actions
+
+
+def _create(spec) -> Action:
+    props = desired_properties(spec)
+    changes = [Change(path=s.path, property=s.prop, new=props[s.prop]) for s in REGISTRY
+               if s.prop in props and s.prop != "hoodie.index.bucket.engine"]
+    changes += [Change(path="metadata.labels." + k[len(LABEL_PREFIX):], property=k, new=v)
+                for k, v in props.items() if k.startswith(LABEL_PREFIX)]
+    changes += [Change(path=f"spec.columns.{c.name}", new=c.type + ("" if c.nullable else " not null"))
+                for c in spec.spec.columns]
+    return Action(kind="create_table", changes=changes)
+
+
+def _index_action(index: list[SettingChange], state: TableState) -> Action:
+    by_prop = {s.prop: s for s in index}
+    kind_change = by_prop.get("hoodie.index.type")
+    old_type = kind_change.old if kind_change else state.config.to_properties().get("hoodie.index.type", "SIMPLE")
+    new_type = kind_change.new if kind_change else old_type
+    changes = [_change(s) for s in index if s.prop != "hoodie.index.bucket.engine"]
+    params = {"from": old_type, "to": new_type}
+    if new_type == "BUCKET" and old_type != "BUCKET":
+        return Action(kind="bucket_bootstrap", reasons=[f"index {old_type} -> BUCKET rewrites every file group into buckets"],
+                      changes=changes, params=params, estimate=_rewrite_estimate(state))
+    if new_type == "BUCKET":
+        return Action(kind="bucket_rescale", reasons=["bucket layout changes; affected partitions are rewritten"],
+                      changes=changes, params=params, estimate=_rewrite_estimate(state))
+    if new_type == "RECORD_LEVEL" and old_type != "RECORD_LEVEL":
+        return Action(kind="index_migration", reasons=[f"index {old_type} -> RECORD_LEVEL builds the record-level index"],
+                      changes=changes, params=params, estimate=_rewrite_estimate(state, rewrite=False))
+    return Action(kind="index_migration", reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
+                  changes=changes, params=params)
+
+
+def _rewrite_estimate(state: TableState, rewrite: bool = True) -> dict:
+    est = {
+        "partitions": len({fg.partition for fg in state.file_groups}),
+        "file_groups": len(state.file_groups),
+        "bytes_to_read": state.total_bytes,
+    }
+    if rewrite:
+        est["bytes_to_write"] = state.total_bytes
+    return est
+
+
+def _reason(d: SettingChange | ColumnChange) -> str:
+    if isinstance(d, ColumnChange):
+        return d.describe()
+    what = {"spec.tableType": "table type", "spec.recordKey.fields": "record key",
+            "spec.recordKey": "key generation", "spec.partitioning.fields": "partition fields",
+            "spec.partitioning.hiveStyle": "partition path style"}.get(d.path, d.path)
+    return f"{what} changes from {d.old or 'none'} to {d.new or 'none'}"
+
+
+def _change(d: SettingChange | ColumnChange) -> Change:
+    if isinstance(d, ColumnChange):
+        return Change(path=f"spec.columns.{d.name}", old=d.old, new=d.new)
+    return Change(path=d.path, property=d.prop, old=d.old, new=d.new)

@@ -1,0 +1,101 @@
+"""Plan rendering: text (Terraform-like), markdown (pull-request comment) and JSON (plan file).
+
+Text and markdown go through Jinja2 templates in `templates/`; JSON is the plan model itself
+plus a few derived fields for readers (they are dropped again when a plan file is loaded).
+"""
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from tablespec.errors import PlanError
+from tablespec.plan.actions import Plan
+
+TEMPLATES = Path(os.environ.get("TABLESPEC_TEMPLATES", Path(__file__).resolve().parents[2] / "templates"))
+FORMATS = ("text", "json", "markdown")
+_DERIVED_PLAN_KEYS = ("summary", "has_changes")
+_DERIVED_ACTION_KEYS = ("symbol", "supported")
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters["show"] = show_value
+    return env
+
+
+def show_value(value) -> str:
+    """A setting value as plans print it: quoted strings, bare numbers and booleans, `(none)`."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, str) and (value.isdigit() or value in ("true", "false")):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def relative(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("../..") else rel
+
+
+def _view(plan: Plan) -> dict:
+    tables = []
+    for t in plan.tables:
+        tables.append({
+            "name": t.name, "location": relative(t.location), "source": f"{relative(t.spec_file)}:{t.spec_line}",
+            "warnings": t.warnings,
+            "actions": [{"kind": a.kind, "symbol": a.symbol, "supported": a.supported, "destructive": a.destructive,
+                         "reasons": a.reasons, "changes": a.changes, "estimate": a.estimate} for a in t.actions],
+        })
+    return {"plan": plan, "tables": tables, "changed": [t for t in tables if t["actions"]],
+            "summary": SimpleNamespace(**plan.summary()), "warehouse": relative(plan.warehouse)}
+
+
+def render(plan: Plan, fmt: str) -> str:
+    if fmt == "json":
+        return render_json(plan)
+    if fmt not in FORMATS:
+        raise PlanError(f"unknown plan format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    name = {"text": "plan.txt.j2", "markdown": "plan.md.j2"}[fmt]
+    return _env().get_template(name).render(**_view(plan))
+
+
+def render_json(plan: Plan) -> str:
+    data = plan.model_dump(mode="json")
+    data["has_changes"] = plan.has_changes
+    data["summary"] = plan.summary()
+    for table, (t_model) in zip(data["tables"], plan.tables):
+        for action, a_model in zip(table["actions"], t_model.actions):
+            action["symbol"], action["supported"] = a_model.symbol, a_model.supported
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def load_plan(path: str) -> Plan:
+    """Read a plan file written by `plan --out`; a malformed one is a PlanError naming the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PlanError(f"{path}: plan file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PlanError(f"{path}: not a readable plan file: {e}") from None
+    if not isinstance(data, dict) or data.get("format_version") != Plan.model_fields["format_version"].default:
+        raise PlanError(f"{path}: unsupported plan format version {data.get('format_version') if isinstance(data, dict) else '?'}")
+    for key in _DERIVED_PLAN_KEYS:
+        data.pop(key, None)
+    for table in data.get("tables", []):
+        for action in table.get("actions", []):
+            for key in _DERIVED_ACTION_KEYS:
+                action.pop(key, None)
+    try:
+        return Plan.model_validate(data)
+    except Exception as e:  # pydantic.ValidationError: report the first problems, not a traceback
+        raise PlanError(f"{path}: invalid plan file: {e}") from None

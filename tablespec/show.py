@@ -1,0 +1,69 @@
+"""`show`: a table's observed state for people (text) and scripts (JSON)."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from tablespec.plan.settings import effective
+from tablespec.state import TableState
+
+
+def human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def state_dict(state: TableState) -> dict:
+    props = state.config.to_properties()
+    per_partition = Counter(fg.partition for fg in state.file_groups)
+    return {
+        "location": state.location,
+        "name": props.get("hoodie.table.name"),
+        "database": props.get("hoodie.database.name"),
+        "tableType": state.config.table_type,
+        "tableVersion": state.config.version,
+        "recordKey": props.get("hoodie.table.recordkey.fields"),
+        "keyGenerator": props.get("hoodie.table.keygenerator.class"),
+        "partitionFields": props.get("hoodie.table.partition.fields"),
+        "hiveStyle": effective(props, "hoodie.datasource.write.hive_style_partitioning") == "true",
+        "orderingField": props.get("hoodie.table.precombine.field"),
+        "index": {"type": effective(props, "hoodie.index.type"),
+                  "numBuckets": props.get("hoodie.bucket.index.num.buckets"),
+                  "hashFields": props.get("hoodie.bucket.index.hash.field")},
+        "columns": [{"name": c.name, "type": str(c.type), "nullable": c.nullable} for c in state.columns],
+        "headInstant": state.head,
+        "commits": state.commits,
+        "pendingInstants": [f"{i.timestamp}.{i.action}.{i.state}" for i in state.pending],
+        "partitions": len(state.partitions),
+        "fileGroups": len(state.file_groups),
+        "fileGroupsPerPartition": dict(sorted(per_partition.items())),
+        "totalBytes": state.total_bytes,
+    }
+
+
+def show_json(state: TableState) -> str:
+    return json.dumps(state_dict(state), indent=2) + "\n"
+
+
+def show_text(state: TableState) -> str:
+    d = state_dict(state)
+    index = d["index"]["type"] + (f" ({d['index']['numBuckets']} buckets on {d['index']['hashFields']})"
+                                  if d["index"]["type"] == "BUCKET" else "")
+    lines = [
+        f"table       {(d['database'] + '.') if d['database'] else ''}{d['name']}",
+        f"location    {d['location']}",
+        f"type        {d['tableType']} (table version {d['tableVersion']})",
+        f"record key  {d['recordKey'] or '(auto-generated)'}  [{(d['keyGenerator'] or '').rsplit('.', 1)[-1]}]",
+        f"partitions  {d['partitionFields'] or '(none)'}{' hive-style' if d['hiveStyle'] and d['partitionFields'] else ''}",
+        f"ordering    {d['orderingField'] or '(none)'}",
+        f"index       {index}",
+        f"head        {d['headInstant'] or '(no commits)'}  ({d['commits']} completed commits)",
+        f"pending     {', '.join(d['pendingInstants']) or '(none)'}",
+        f"data        {d['fileGroups']} file groups in {d['partitions']} partitions, {human_bytes(d['totalBytes'])}",
+        "columns",
+    ]
+    lines += [f"  {c['name']:<24} {c['type']}{'' if c['nullable'] else ' not null'}" for c in d["columns"]]
+    return "\n".join(lines) + "\n"

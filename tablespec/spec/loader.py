@@ -1,0 +1,172 @@
+"""Find spec files, render, parse and validate them, and check the specs against each other.
+
+Bad spec content never raises: every problem in every file becomes a diagnostic, so one
+run shows them all.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tablespec.errors import SpecError
+from tablespec.spec.diagnostics import Diagnostic, locate
+from tablespec.spec.model import TableSpec
+from tablespec.spec.project import PROJECT_FILE
+from tablespec.spec.source import read_documents
+from tablespec.spec.templating import render
+from tablespec.spec.validation import validate_document
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+def spec_digest(spec: TableSpec) -> str:
+    """sha256 of the spec's canonical JSON: equal for specs that mean the same, whatever their YAML spelling."""
+    canonical = json.dumps(spec.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    """A valid spec and where it came from."""
+
+    spec: TableSpec
+    file: str
+    document: int
+    """0-based index of the YAML document in its file."""
+    line: int
+    """1-based line where the document starts."""
+    digest: str
+    positions: Mapping[str, tuple[int, int]] = field(default_factory=dict, compare=False, hash=False)
+    """`spec.index.numBuckets` -> (line, col) of every key and list item of the document."""
+
+    def position(self, path: str) -> tuple[int, int]:
+        """Position of `path`, or of its nearest ancestor present in the YAML (for defaulted settings)."""
+        return locate(self.positions, path)
+
+    def where(self, path: str = "") -> str:
+        """`FILE:LINE` of `path` (default: the document start), for messages that point at this spec."""
+        return f"{self.file}:{self.position(path)[0] if path else self.line}"
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    specs: list[LoadedSpec]
+    diagnostics: list[Diagnostic]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+
+def _discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Diagnostic]]:
+    files: list[Path] = []
+    missing = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = (p for p in path.rglob("*") if p.suffix in SPEC_SUFFIXES and p.is_file())
+            files += sorted(p for p in found if p.name != PROJECT_FILE
+                            and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        elif path.is_file():
+            if path.name != PROJECT_FILE:
+                files.append(path)
+        else:
+            missing.append(Diagnostic(str(raw), 0, 0, "", "no such file or directory"))
+    unique = list(dict.fromkeys(files))
+    return unique, missing
+
+
+def discover(paths: Iterable[str | Path]) -> list[Path]:
+    """Spec files named by `paths`: files as given, directories searched recursively (sorted, hidden skipped)."""
+    files, missing = _discover(paths)
+    if missing:
+        raise SpecError(missing)
+    return files
+
+
+def _load(text: str, file: str, variables: Mapping[str, Any] | None) -> tuple[list[LoadedSpec], list[Diagnostic]]:
+    try:
+        text = render(text, file, variables)
+    except SpecError as e:
+        return [], e.diagnostics
+    documents, diagnostics = read_documents(text, file)
+    specs = []
+    for doc in documents:
+        spec, found = validate_document(doc, file)
+        diagnostics += found
+        if spec is not None:
+            specs.append(LoadedSpec(spec, file, doc.index, doc.line, spec_digest(spec), doc.positions))
+    return specs, diagnostics
+
+
+def _clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
+    """Two specs for one table: same (database, name), same location, or one location inside another."""
+    out = []
+    names: dict[tuple[str, str], LoadedSpec] = {}
+    locations: dict[str, LoadedSpec] = {}
+    ancestors: dict[str, LoadedSpec] = {}  # every parent directory of a claimed location
+    for loaded in specs:
+        spec = loaded.spec
+        key = ((spec.metadata.database or "").lower(), spec.name.lower())
+        first = names.setdefault(key, loaded)
+        if first is not loaded:
+            line, col = loaded.position("metadata.name")
+            out.append(Diagnostic(loaded.file, line, col, "metadata.name",
+                                  f"table '{spec.qualified_name}' is already defined at {first.where('metadata.name')}"))
+        location = PurePosixPath(spec.spec.location)
+        line, col = loaded.position("spec.location")
+        other = locations.get(str(location))
+        if other is not None:
+            out.append(Diagnostic(loaded.file, line, col, "spec.location",
+                                  f"location '{location}' is already used by table '{other.spec.qualified_name}' at {other.where('spec.location')}"))
+            continue
+        outer = next((locations[str(p)] for p in location.parents if str(p) in locations), None)
+        inner = ancestors.get(str(location))
+        if outer is not None:
+            out.append(Diagnostic(loaded.file, line, col, "spec.location",
+                                  f"location '{location}' is inside the location of table '{outer.spec.qualified_name}' "
+                                  f"at {outer.where('spec.location')}"))
+        elif inner is not None:
+            out.append(Diagnostic(loaded.file, line, col, "spec.location",
+                                  f"location '{location}' contains the location of table '{inner.spec.qualified_name}' "
+                                  f"at {inner.where('spec.location')}"))
+        else:
+            locations[str(location)] = loaded
+            for parent in location.parents:
+                ancestors.setdefault(str(parent), loaded)
+    return out
+
+
+def load_spec_text(text: str, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> LoadResult:
+    """Load the specs of one text (one or more YAML documents)."""
+    specs, diagnostics = _load(text, file, variables)
+    diagnostics += _clashes(specs)
+    diagnostics.sort(key=lambda d: (d.line, d.col))
+    return LoadResult(specs, diagnostics)
+
+
+def load_specs(paths: Iterable[str | Path], variables: Mapping[str, Any] | None = None) -> LoadResult:
+    """Load every spec under `paths`; all problems of all files come back as diagnostics, sorted by file and line."""
+    files, diagnostics = _discover(paths)
+    specs: list[LoadedSpec] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            diagnostics.append(Diagnostic(str(path), 0, 0, "", f"cannot read file: {e}"))
+            continue
+        found, problems = _load(text, str(path), variables)
+        specs += found
+        diagnostics += problems
+    diagnostics += _clashes(specs)
+    order = {str(p): i for i, p in enumerate(files)}
+    diagnostics.sort(key=lambda d: (order.get(d.file, -1), d.line, d.col))
+    return LoadResult(specs, diagnostics)

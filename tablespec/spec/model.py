@@ -1,0 +1,295 @@
+"""The spec language: one `HudiTable` document per table, validated by pydantic.
+
+Field checks live on the fields; checks that relate fields to each other (a key field must
+be a column, ...) live in `rules.py` and run as model validators, so `TableSpec.model_validate`
+alone rejects every invalid spec, wherever it comes from (YAML, plan files, import).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Annotated, Literal, Union
+
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
+
+from tablespec.spec import rules
+from tablespec.spec.base import CROSS_FIELD, SpecModel, problem, raise_problems
+from tablespec.spec.sizes import GiB, MiB, ByteSize
+from tablespec.types import DataType, TypeParseError, canonical, parse_type
+
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""Table, database and column names: valid Avro names, since Hudi stores the schema as Avro."""
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise problem(f"invalid regular expression {value!r}: {e}") from None
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_regex)]
+
+
+class Metadata(SpecModel):
+    """Identity of the table."""
+
+    name: Name
+    """Table name, written to hoodie.table.name."""
+    database: Name | None = None
+    """Database the table belongs to (hoodie.database.name); optional."""
+    labels: dict[str, str] = {}
+    """Free-form string labels (team, owner, ...); tablespec does not interpret them."""
+
+
+class Column(SpecModel):
+    """One top-level column."""
+
+    name: Name
+    """Column name."""
+    type: str
+    """Spark SQL type: string, int, long, decimal(12,2), array<string>, map<string,int>, struct<a:int,b:string>, ..."""
+    nullable: bool = True
+    """Whether the column may hold nulls."""
+    comment: str | None = None
+    """Free-form description of the column."""
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value.startswith("_hoodie_"):
+            raise problem(f"column name {value!r} is reserved: names starting with '_hoodie_' are Hudi's metadata columns")
+        return value
+
+    @field_validator("type")
+    @classmethod
+    def _canonical_type(cls, value: str) -> str:
+        try:
+            return canonical(value)
+        except TypeParseError as e:
+            raise problem(str(e)) from None
+
+    @property
+    def data_type(self) -> DataType:
+        """The parsed type tree."""
+        return parse_type(self.type)
+
+
+class RecordKey(SpecModel):
+    """How records are identified: by key columns, or by keys Hudi generates (append-only tables)."""
+
+    fields: list[str] = []
+    """Columns whose values form the record key (hoodie.table.recordkey.fields)."""
+    auto_generate: bool = False
+    """Let Hudi generate unique keys; for append-only data without a natural key."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RecordKey:
+        if self.auto_generate and self.fields:
+            raise_problems("RecordKey", [(("autoGenerate",), "autoGenerate: true cannot be combined with fields; use one or the other")])
+        if not self.auto_generate and not self.fields:
+            raise_problems("RecordKey", [((), "give the record key fields, or autoGenerate: true")])
+        return self
+
+
+class Partitioning(SpecModel):
+    """How records are laid out in partition directories."""
+
+    fields: list[str] = []
+    """Partition columns, outermost first; empty means not partitioned."""
+    hive_style: bool = True
+    """Directory names as `column=value` (true) or just `value` (false)."""
+
+
+def _type_required(schema: dict) -> None:
+    schema["required"] = ["type", *schema.get("required", [])]
+
+
+class _IndexModel(SpecModel):
+    # Python callers may omit `type` (each class has it as default); YAML authors must write it.
+    model_config = ConfigDict(json_schema_extra=_type_required)
+
+
+class SimpleIndex(_IndexModel):
+    """Hudi's SIMPLE index: joins incoming keys against the keys stored in the files."""
+
+    type: Literal["SIMPLE"] = "SIMPLE"
+    """Index type."""
+
+
+class BloomIndex(_IndexModel):
+    """Hudi's BLOOM index: bloom filters in the file footers prune the files to look up."""
+
+    type: Literal["BLOOM"] = "BLOOM"
+    """Index type."""
+
+
+class PartitionBuckets(SpecModel):
+    """A bucket count for the partitions whose path matches a pattern."""
+
+    pattern: Regex
+    """Regular expression matched against the partition path."""
+    num_buckets: Annotated[int, Field(ge=1)]
+    """Number of buckets in matching partitions."""
+
+
+class BucketIndex(_IndexModel):
+    """Hudi's BUCKET index: the hash of the key picks a fixed file group, no lookup needed."""
+
+    type: Literal["BUCKET"] = "BUCKET"
+    """Index type."""
+    num_buckets: Annotated[int, Field(ge=1)]
+    """Number of buckets (file groups) per partition (hoodie.bucket.index.num.buckets)."""
+    hash_fields: list[str] | None = None
+    """Fields hashed to pick the bucket; a subset of the record key fields. Default: the record key fields."""
+    partition_buckets: list[PartitionBuckets] = []
+    """Per-partition bucket counts, first matching pattern wins."""
+
+
+class RecordLevelSettings(SpecModel):
+    """Tuning of the record-level index in the metadata table."""
+
+    num_buckets: Annotated[int, Field(ge=1)] | None = None
+    """Initial number of file groups of the index; default: chosen by Hudi."""
+    max_files_per_bucket: Annotated[int, Field(ge=1)] = 8
+    """Upper bound on index file groups per bucket."""
+
+
+class RecordLevelIndex(_IndexModel):
+    """Hudi's RECORD_LEVEL index: key -> file group mapping kept in the metadata table."""
+
+    type: Literal["RECORD_LEVEL"] = "RECORD_LEVEL"
+    """Index type."""
+    record_level: RecordLevelSettings | None = None
+    """Settings of the record-level index."""
+
+
+Index = Annotated[Union[SimpleIndex, BloomIndex, BucketIndex, RecordLevelIndex], Field(discriminator="type")]
+INDEX_TYPES = (SimpleIndex, BloomIndex, BucketIndex, RecordLevelIndex)
+
+
+class Clustering(SpecModel):
+    """Periodic rewriting of small files into larger, optionally sorted, ones."""
+
+    strategy: Literal["NONE", "SORT", "ZORDER", "HILBERT"] = "NONE"
+    """NONE stitches small files together without sorting; SORT, ZORDER and HILBERT also order the rows."""
+    sort_columns: list[str] = []
+    """Columns to order by; required for SORT, ZORDER and HILBERT."""
+    target_file_size: Annotated[ByteSize, Field(ge=1)] = 128 * MiB
+    """Size of the files clustering writes: bytes, or a string such as 256MiB."""
+    small_file_limit: ByteSize = 100 * MiB
+    """Files smaller than this are clustering candidates; must be below targetFileSize."""
+    max_bytes_per_group: Annotated[ByteSize, Field(ge=1)] = 2 * GiB
+    """Most input bytes one clustering group rewrites."""
+    max_groups: Annotated[int, Field(ge=1)] = 30
+    """Most clustering groups in one clustering plan."""
+    every_n_commits: Annotated[int, Field(ge=1)] = 4
+    """Plan proposes clustering once this many commits landed since the last one."""
+    partition_filter: Regex | None = None
+    """Only partitions whose path matches this regular expression are clustered."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Clustering:
+        problems: list = []
+        if self.strategy != "NONE" and not self.sort_columns:
+            problems.append((("sortColumns",), f"strategy {self.strategy} needs sortColumns"))
+        if self.small_file_limit >= self.target_file_size:
+            problems.append((("smallFileLimit",), f"smallFileLimit ({self.small_file_limit} bytes) must be smaller "
+                                                  f"than targetFileSize ({self.target_file_size} bytes)"))
+        raise_problems("Clustering", problems)
+        return self
+
+
+class Retention(SpecModel):
+    """How much history the cleaner keeps."""
+
+    keep_commits: Annotated[int, Field(ge=1)] = 10
+    """File versions kept for time travel before cleaning, counted in commits."""
+
+
+class Protection(SpecModel):
+    """Guards against accidental changes."""
+
+    prevent_destroy: bool = False
+    """Refuse any plan that would drop or replace the table."""
+
+
+class TableBody(SpecModel):
+    """The desired state of the table."""
+
+    location: str
+    """Table directory, relative to the warehouse root (e.g. sales/orders)."""
+    table_type: Literal["COPY_ON_WRITE", "MERGE_ON_READ"] = "COPY_ON_WRITE"
+    """Hudi table type; only COPY_ON_WRITE is supported for now."""
+    columns: Annotated[list[Column], Field(min_length=1)]
+    """The table's columns, in order."""
+    record_key: RecordKey
+    """Record key: `fields` or `autoGenerate: true`."""
+    partitioning: Partitioning = Partitioning()
+    """Partition layout; default: not partitioned."""
+    ordering_field: str | None = None
+    """Precombine field: when two versions of a key meet, the greater value wins."""
+    index: Index = SimpleIndex()
+    """Index used to find the file group of a key."""
+    clustering: Clustering = Clustering()
+    """Clustering (small-file stitching and sorting)."""
+    retention: Retention = Retention()
+    """Cleaning policy."""
+    protection: Protection = Protection()
+    """Guards against destructive plans."""
+
+    @field_validator("location")
+    @classmethod
+    def _relative_location(cls, value: str) -> str:
+        if not value.strip():
+            raise problem("location must not be empty")
+        if "://" in value or value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value):
+            raise problem(f"location must be relative to the warehouse root, got {value!r}")
+        if "\\" in value:
+            raise problem(f"location must use '/' between directories, got {value!r}")
+        path = PurePosixPath(value)
+        if ".." in path.parts:
+            raise problem(f"location must stay inside the warehouse root ('..' is not allowed), got {value!r}")
+        if path.as_posix() == ".":
+            raise problem("location must name a directory below the warehouse root")
+        return path.as_posix()
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> TableBody:
+        raise_problems("TableBody", rules.body_problems(self), CROSS_FIELD)
+        return self
+
+
+class TableSpec(SpecModel):
+    """A Hudi table, as one YAML document."""
+
+    api_version: Literal["tablespec/v1"]
+    """Version of the spec language."""
+    kind: Literal["HudiTable"]
+    """Kind of resource."""
+    metadata: Metadata
+    """Name, database and labels."""
+    spec: TableBody
+    """Desired state of the table."""
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def qualified_name(self) -> str:
+        """`database.name`, or `name` without a database."""
+        return f"{self.metadata.database}.{self.name}" if self.metadata.database else self.name
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.spec.columns if c.name == name), None)
+
+    @property
+    def effective_hash_fields(self) -> list[str]:
+        """Fields a BUCKET index hashes (explicit, else the record key fields); [] for other indexes."""
+        index = self.spec.index
+        if not isinstance(index, BucketIndex):
+            return []
+        return list(index.hash_fields) if index.hash_fields is not None else list(self.spec.record_key.fields)

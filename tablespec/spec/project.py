@@ -1,0 +1,131 @@
+"""The project file, `tablespec.project.yaml`: warehouse root, template variables and Spark settings.
+
+It is found in the working directory or a parent, so commands work from anywhere inside
+a repository; relative paths in it are relative to the file, not to the working directory.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainValidator, PrivateAttr, ValidationError, WithJsonSchema, field_validator
+
+from tablespec.errors import SpecError
+from tablespec.spec.base import SpecModel, problem
+from tablespec.spec.diagnostics import Diagnostic
+from tablespec.spec.source import read_documents
+
+PROJECT_FILE = "tablespec.project.yaml"
+WAREHOUSE_ENV = "TABLESPEC_WAREHOUSE"
+
+
+def _conf_value(value: Any) -> Any:
+    """Spark conf values are strings; let YAML users write `4` or `true` without quotes."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+def _scalar(value: Any) -> Any:
+    if not isinstance(value, str | int | float | bool):
+        raise problem(f"a variable must be a string, number or boolean, got a {type(value).__name__}")
+    return value
+
+
+Scalar = Annotated[str | int | float | bool, PlainValidator(_scalar),
+                   WithJsonSchema({"type": ["string", "number", "boolean"]})]
+
+
+class SparkSettings(SpecModel):
+    """How the engine starts Spark (only for actions that rewrite data)."""
+
+    master: str | None = None
+    """Spark master URL, e.g. local[*]; default: Spark's own default."""
+    conf: dict[str, Annotated[str, BeforeValidator(_conf_value)]] = {}
+    """Extra Spark configuration, e.g. spark.sql.shuffle.partitions: 8."""
+
+
+class Project(SpecModel):
+    """Settings shared by every spec of a repository."""
+
+    warehouse: str | None = None
+    """Warehouse root; relative paths are relative to the project file."""
+    vars: dict[str, Scalar] = {}
+    """Template variables; `--var NAME=VALUE` overrides them."""
+    spark: SparkSettings = SparkSettings()
+    """Spark settings."""
+
+    _file: Path | None = PrivateAttr(default=None)
+
+    @field_validator("vars")
+    @classmethod
+    def _not_vars(cls, value: dict) -> dict:
+        if "vars" in value:
+            raise problem("'vars' cannot be a variable name: it is the mapping of all variables")
+        return value
+
+    @property
+    def file(self) -> Path | None:
+        """The file this project was loaded from (None when built in code)."""
+        return self._file
+
+    def resolve_warehouse(self, cli_value: str | None = None) -> str | None:
+        """Warehouse root: the CLI flag, else $TABLESPEC_WAREHOUSE, else this file's `warehouse`."""
+        return resolve_warehouse(cli_value, self)
+
+
+def resolve_warehouse(cli_value: str | None, project: Project | None) -> str | None:
+    """Warehouse root by precedence: CLI flag > $TABLESPEC_WAREHOUSE > project file (relative to its directory)."""
+    if cli_value:
+        return cli_value
+    if os.environ.get(WAREHOUSE_ENV):
+        return os.environ[WAREHOUSE_ENV]
+    if project is None or not project.warehouse:
+        return None
+    warehouse = os.path.expanduser(project.warehouse)
+    if "://" in warehouse or os.path.isabs(warehouse) or project.file is None:
+        return warehouse
+    return os.path.normpath(project.file.parent.resolve() / warehouse)
+
+
+def load_project(path: str | Path) -> Project:
+    """Load a project file; any problem raises SpecError with located diagnostics."""
+    from tablespec.spec.validation import diagnose
+
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError([Diagnostic(file, 0, 0, "", f"cannot read project file: {e}")]) from None
+    documents, diagnostics = read_documents(text, file)
+    if diagnostics:
+        raise SpecError(diagnostics)
+    if len(documents) > 1:
+        raise SpecError([Diagnostic(file, documents[1].line, documents[1].col, "", "a project file holds one YAML document")])
+    doc = documents[0] if documents else None
+    if doc is not None and not isinstance(doc.data, dict):
+        raise SpecError([Diagnostic(file, doc.line, doc.col, "", "a project file must be a mapping")])
+    try:
+        project = Project.model_validate(doc.data if doc else {}, by_alias=True, by_name=False)
+    except ValidationError as e:
+        raise SpecError(sorted(diagnose(Project, e, doc, file), key=lambda d: (d.line, d.col))) from None
+    project._file = path
+    return project
+
+
+def find_project(start: str | Path | None = None) -> Project | None:
+    """The project file at `start` (a file), or in `start` (a directory, default: cwd) or its nearest parent."""
+    start = Path(start) if start is not None else Path.cwd()
+    if not start.exists():
+        raise SpecError([Diagnostic(str(start), 0, 0, "", "no such file or directory")])
+    if start.is_file():
+        return load_project(start)
+    for directory in (start.resolve(), *start.resolve().parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return load_project(candidate)
+    return None

@@ -1,0 +1,103 @@
+"""Observed state of one table, read from its Hudi metadata only (no data files, no JVM).
+
+`observe` is the single place that turns a location into a `TableState`; the planner, `show`
+and `import` all read tables through it, and `apply` re-observes to check a plan's requirements.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.avro import from_avro_schema
+from tablespec.hudi.config import TableConfig, fingerprint, read_table_config
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.instant import Instant
+from tablespec.hudi.io import Storage, storage_for
+from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.timeline import Timeline
+from tablespec.types import DataType
+
+
+@dataclass(frozen=True)
+class ObservedColumn:
+    name: str
+    type: DataType
+    nullable: bool
+
+
+@dataclass(frozen=True)
+class FileGroupState:
+    """The latest completed slice of one file group, as a snapshot query would read it."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    size: int
+
+    @property
+    def bucket(self) -> int | None:
+        return bucket_of(self.file_id)
+
+
+@dataclass(frozen=True)
+class TableState:
+    location: str
+    exists: bool
+    config: TableConfig | None = None
+    properties_fingerprint: str | None = None
+    columns: tuple[ObservedColumn, ...] = ()
+    file_groups: tuple[FileGroupState, ...] = ()
+    pending: tuple[Instant, ...] = ()
+    head: str | None = None
+    commits: int = 0
+    last_clustering: str | None = None
+    commits_since_clustering: int = 0
+    partitions: tuple[str, ...] = field(default=())
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(fg.size for fg in self.file_groups)
+
+    def fingerprint(self) -> dict:
+        """What a plan was made against: existence, hoodie.properties and the head instant."""
+        return {"exists": self.exists, "properties": self.properties_fingerprint, "head": self.head}
+
+
+def observe(location: str, storage: Storage | None = None) -> TableState:
+    """Read a table's state from hoodie.properties, the timeline and file listings."""
+    if storage is None:
+        storage, location = storage_for(location)
+    config = read_table_config(storage, location)
+    if config is None:
+        if storage.exists(location) and not storage.is_dir(location):
+            raise HudiFormatError(f"{location}: exists and is not a directory")
+        return TableState(location=location, exists=False)
+    timeline = Timeline.load(storage, location)
+    view = FileSystemView.build(storage, location, timeline)
+    groups = tuple(
+        FileGroupState(fg.partition, fg.file_id, fg.latest_slice.base_instant,
+                       fg.latest_slice.base_file.size if fg.latest_slice.base_file else 0)
+        for fg in view.file_groups() if fg.latest_slice is not None
+    )
+    schema = timeline.latest_schema() or config.create_schema
+    columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
+    commits = [i for i in timeline.commits()]
+    clusterings = [i for i in commits if i.action == "replacecommit"
+                   and timeline.read_metadata(i).get("operationType") == "CLUSTER"]
+    last_clustering = clusterings[-1].timestamp if clusterings else None
+    since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
+    return TableState(
+        location=location,
+        exists=True,
+        config=config,
+        properties_fingerprint=fingerprint(config.to_properties()),
+        columns=columns,
+        file_groups=groups,
+        pending=tuple(timeline.pending()),
+        head=timeline.head.timestamp if timeline.head else None,
+        commits=len(commits),
+        last_clustering=last_clustering,
+        commits_since_clustering=len(since),
+        partitions=tuple(view.partitions),
+    )

@@ -1,0 +1,42 @@
+"""Test support shared by every test directory: paths, and the real Hudi tables in
+../shared/fixtures/hudi-v6 unzipped on demand."""
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "specs" / "examples"
+FIXTURES_DIR = ROOT.parent / "shared" / "fixtures" / "hudi-v6"
+COW_FIXTURES = (
+    "cow_v6_complexkeygen_hivestyle",
+    "cow_v6_empty",
+    "cow_v6_nonpartitioned",
+    "cow_v6_simplekeygen_hivestyle_no_metafields",
+    "cow_v6_simplekeygen_nonhivestyle",
+)
+MOR_FIXTURES = ("mor_parquet_v6_nonpartitioned", "mor_parquet_v6_simplekeygen_nonhivestyle")
+
+
+def _junk(member: str) -> bool:
+    """macOS archive litter: resource forks under __MACOSX/ and Finder's .DS_Store files."""
+    parts = member.split("/")
+    return parts[0] == "__MACOSX" or parts[-1] == ".DS_Store"
+
+
+def unzip_fixture(name: str, dest: Path | str) -> Path:
+    """Unzip fixture `name` into `dest` and return the table's base directory.
+
+    Raises FileNotFoundError when the fixture zip is not there.
+    """
+    archive = FIXTURES_DIR / f"{name}.zip"
+    if not archive.is_file():
+        raise FileNotFoundError(archive)
+    dest = Path(dest)
+    with zipfile.ZipFile(archive) as zf:
+        members = [m for m in zf.namelist() if not _junk(m)]
+        zf.extractall(dest, members)
+    tops = {m.split("/")[0] for m in members}
+    if len(tops) != 1:
+        raise ValueError(f"{archive} does not hold exactly one table directory: {sorted(tops)}")
+    return dest / tops.pop()

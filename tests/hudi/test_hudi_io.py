@@ -1,0 +1,82 @@
+import os
+
+import pytest
+
+from tablespec.errors import TablespecError
+from tablespec.hudi.io import LocalStorage, join, storage_for
+
+
+def test_write_bytes_creates_parents(tmp_path):
+    st = LocalStorage()
+    path = join(str(tmp_path), "a/b/c.txt")
+    st.write_bytes(path, b"x")
+    assert st.read_bytes(path) == b"x" and st.read_text(path) == "x"
+
+
+def test_write_atomic_replaces_whole_file_and_leaves_no_temp(tmp_path):
+    st = LocalStorage()
+    path = join(str(tmp_path), "d/f")
+    st.write_atomic(path, b"old")
+    st.write_atomic(path, b"new")
+    assert st.read_bytes(path) == b"new"
+    assert [i.name for i in st.list_dir(join(str(tmp_path), "d"))] == ["f"]
+
+
+def test_create_exclusive_refuses_existing_file(tmp_path):
+    st = LocalStorage()
+    path = join(str(tmp_path), "lock")
+    st.create_exclusive(path, b"me")
+    with pytest.raises(FileExistsError):
+        st.create_exclusive(path, b"you")
+    with pytest.raises(FileExistsError):
+        st.create_exclusive(path)
+    assert st.read_bytes(path) == b"me"
+    assert [i.name for i in st.list_dir(str(tmp_path))] == ["lock"]
+
+
+def test_list_dir_sorted_with_sizes_and_missing_dir_empty(tmp_path):
+    st = LocalStorage()
+    st.write_bytes(join(str(tmp_path), "b"), b"123")
+    st.mkdirs(join(str(tmp_path), "a"))
+    infos = st.list_dir(str(tmp_path))
+    assert [(i.name, i.is_dir) for i in infos] == [("a", True), ("b", False)]
+    assert infos[1].size == 3 and infos[1].mtime_ms > 0 and infos[1].path == join(str(tmp_path), "b")
+    assert st.list_dir(join(str(tmp_path), "missing")) == []
+
+
+def test_walk_delete_rename(tmp_path):
+    st = LocalStorage()
+    root = str(tmp_path)
+    for rel in ("x/1", "x/y/2", "3"):
+        st.write_bytes(join(root, rel), b"")
+    assert [i.name for i in st.walk_files(root)] == ["3", "1", "2"]
+    st.rename(join(root, "3"), join(root, "z/4"))
+    assert st.exists(join(root, "z/4")) and not st.exists(join(root, "3"))
+    st.delete(join(root, "missing"))
+    st.delete(join(root, "z/4"))
+    assert not st.exists(join(root, "z/4")) and st.is_dir(join(root, "z"))
+    st.delete_tree(join(root, "x"))
+    st.delete_tree(join(root, "x"))
+    assert not st.exists(join(root, "x"))
+
+
+def test_join_skips_empty_partition():
+    assert join("/t", "", "f") == "/t/f"
+    assert join("/t/", "a/b", "f") == "/t/a/b/f"
+
+
+def test_storage_for_accepts_paths_and_file_uris(tmp_path):
+    _, base = storage_for(str(tmp_path) + "/")
+    assert base == str(tmp_path)
+    _, base = storage_for(f"file://{tmp_path}")
+    assert base == str(tmp_path)
+    _, base = storage_for(f"file:{tmp_path}/t%20x")
+    assert base == f"{tmp_path}/t x"
+    _, base = storage_for("rel/path")
+    assert base == os.path.abspath("rel/path")
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/t", "gs://b/t", "hdfs://nn:8020/t"])
+def test_storage_for_unknown_scheme_names_supported_ones(uri):
+    with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths and file:// URIs"):
+        storage_for(uri)

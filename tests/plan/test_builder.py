@@ -1,0 +1,147 @@
+"""The planner is pure: build specs and observed states by hand, assert the actions."""
+from __future__ import annotations
+
+import pytest
+
+from tablespec.actions.metadata import creation_properties
+from tablespec.errors import UnsupportedTableError
+from tablespec.hudi.avro import from_avro_schema
+from tablespec.hudi.config import TableConfig
+from tablespec.plan.builder import build_plan
+from tablespec.spec.loader import load_spec_text
+from tablespec.state import ObservedColumn, TableState
+
+BASE = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: orders, database: sales}
+spec:
+  location: sales/orders
+  columns:
+    - {name: order_id, type: string, nullable: false}
+    - {name: customer_id, type: long}
+    - {name: amount, type: "decimal(12,2)"}
+    - {name: updated_at, type: timestamp}
+    - {name: order_date, type: date}
+  recordKey: {fields: [order_id]}
+  partitioning: {fields: [order_date]}
+  orderingField: updated_at
+  index: {type: BUCKET, numBuckets: 16}
+"""
+WAREHOUSE = "/wh"
+LOCATION = "/wh/sales/orders"
+
+
+def load(text: str):
+    result = load_spec_text(text, "orders.yaml")
+    assert not result.errors, result.errors
+    return result.specs
+
+
+def state_for(text: str, **overrides) -> TableState:
+    """The state a table created from `text` has (optionally with hoodie.properties edited)."""
+    spec = load(text)[0].spec
+    props = creation_properties(spec)
+    props.update(overrides)
+    import json
+    cols = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(props["hoodie.table.create.schema"])))
+    return TableState(location=LOCATION, exists=True, config=TableConfig.from_properties(props),
+                      properties_fingerprint="fp", columns=cols, head="20261121000000000")
+
+
+def actions(text: str, state: TableState):
+    plan = build_plan(load(text), {LOCATION: state}, WAREHOUSE)
+    return plan.tables[0].actions
+
+
+def test_plan_absent_table_creates_it():
+    acts = actions(BASE, TableState(location=LOCATION, exists=False))
+    assert [a.kind for a in acts] == ["create_table"]
+    changes = {c.path: c.new for c in acts[0].changes}
+    assert changes["spec.index.numBuckets"] == "16"
+    assert changes["spec.recordKey.fields"] == "order_id"
+    assert changes["spec.columns.amount"] == "decimal(12,2)"
+
+
+def test_plan_matching_table_has_no_changes():
+    plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, WAREHOUSE)
+    assert not plan.has_changes
+    assert plan.summary() == {"create": 0, "update": 0, "replace": 0, "unchanged": 1}
+
+
+def test_plan_ordering_field_change_is_settings_update():
+    acts = actions(BASE.replace("orderingField: updated_at", "orderingField: customer_id"), state_for(BASE))
+    assert [(a.kind, a.destructive) for a in acts] == [("update_settings", False)]
+    assert [(c.path, c.old, c.new) for c in acts[0].changes] == [("spec.orderingField", "updated_at", "customer_id")]
+
+
+def test_plan_bucket_count_change_is_rescale():
+    acts = actions(BASE.replace("numBuckets: 16", "numBuckets: 32"), state_for(BASE))
+    assert [a.kind for a in acts] == ["bucket_rescale"]
+    assert acts[0].changes[0].old == "16" and acts[0].changes[0].new == "32"
+    assert not acts[0].supported
+
+
+def test_plan_simple_to_bucket_is_bootstrap():
+    simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
+    acts = actions(BASE, state_for(simple))
+    assert [a.kind for a in acts] == ["bucket_bootstrap"]
+    assert acts[0].params == {"from": "SIMPLE", "to": "BUCKET"}
+
+
+def test_plan_bucket_to_bloom_is_config_only_migration():
+    bloom = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: BLOOM}")
+    acts = actions(bloom, state_for(BASE))
+    assert [a.kind for a in acts] == ["index_migration"]
+    assert acts[0].supported and not acts[0].destructive
+    assert {c.path for c in acts[0].changes} == {"spec.index.type", "spec.index.numBuckets", "spec.index.hashFields"}
+
+
+def test_plan_migration_to_record_level_is_not_yet_supported():
+    rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
+    acts = actions(rli, state_for(BASE))
+    assert [(a.kind, a.supported) for a in acts] == [("index_migration", False)]
+
+
+@pytest.mark.parametrize("edit, reason", [
+    (("recordKey: {fields: [order_id]}", "recordKey: {fields: [order_id, customer_id]}"), "record key changes"),
+    (("partitioning: {fields: [order_date]}", "partitioning: {fields: [customer_id]}"), "partition fields changes"),
+    (("partitioning: {fields: [order_date]}", "partitioning: {fields: [order_date], hiveStyle: false}"),
+     "partition path style changes"),
+    (("    - {name: amount, type: \"decimal(12,2)\"}\n", ""), "drop column amount"),
+    (("type: long}", "type: string}"), "change type of column customer_id"),
+])
+def test_plan_destructive_changes_replace_table(edit, reason):
+    acts = actions(BASE.replace(*edit), state_for(BASE))
+    assert [(a.kind, a.destructive, a.symbol) for a in acts] == [("replace_table", True, "-/+")]
+    assert any(r.startswith(reason) for r in acts[0].reasons), acts[0].reasons
+
+
+def test_plan_added_nullable_column_and_widening_are_schema_evolution():
+    text = BASE.replace("    - {name: order_date, type: date}\n",
+                        "    - {name: order_date, type: date}\n    - {name: note, type: string}\n")
+    text = text.replace("decimal(12,2)", "decimal(14,2)")
+    acts = actions(text, state_for(BASE))
+    assert [a.kind for a in acts] == ["schema_evolution"]
+    assert sorted(acts[0].reasons) == ["add column note string", "widen column amount: decimal(12,2) -> decimal(14,2)"]
+
+
+def test_plan_labels_and_retention_are_settings():
+    text = BASE.replace("metadata: {name: orders, database: sales}",
+                        "metadata: {name: orders, database: sales, labels: {team: payments}}")
+    text += "  retention: {keepCommits: 20}\n"
+    acts = actions(text, state_for(BASE))
+    assert [a.kind for a in acts] == ["update_settings"]
+    assert {(c.path, c.old, c.new) for c in acts[0].changes} == {
+        ("metadata.labels.team", None, "payments"), ("spec.retention.keepCommits", "10", "20")}
+
+
+def test_plan_merge_on_read_table_is_refused():
+    with pytest.raises(UnsupportedTableError, match="MERGE_ON_READ"):
+        actions(BASE, state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"}))
+
+
+def test_plan_records_requirements_of_observed_state():
+    plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, WAREHOUSE)
+    reqs = {r.type: r for r in plan.tables[0].requirements}
+    assert reqs["table_exists"].exists and reqs["head_instant"].head == "20261121000000000"
+    assert reqs["properties_fingerprint"].fingerprint == "fp"

@@ -1,0 +1,76 @@
+"""Plan output in all three formats, against golden files (UPDATE_GOLDEN=1 rewrites them)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from _support import EXAMPLES, ROOT
+from tablespec.apply import Applier
+from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.render import load_plan, render, render_json
+from tablespec.spec.loader import load_specs
+from tablespec.state import observe
+
+GOLDEN = ROOT / "tests" / "golden"
+NOW = datetime(2026, 11, 21, 9, 30, tzinfo=timezone.utc)
+
+
+def make_plan(specs_dir="specs"):
+    loaded = load_specs([specs_dir])
+    assert not loaded.errors, loaded.errors
+    states = {}
+    for ls in loaded.specs:
+        loc = table_location("warehouse", ls.spec.spec.location)
+        states[loc] = observe(loc)
+    return build_plan(loaded.specs, states, "warehouse", {"env": "test"}, now=NOW)
+
+
+def check_golden(name: str, text: str, tmp_path: Path):
+    text = text.replace(str(tmp_path.resolve()), "<TMP>")
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} differs from its golden file; run with UPDATE_GOLDEN=1 if intended"
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    shutil.copytree(EXAMPLES, tmp_path / "specs")
+    (tmp_path / "warehouse").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def edit(path: Path, old: str, new: str):
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("fmt, ext", [("text", "txt"), ("markdown", "md"), ("json", "json")])
+def test_render_golden(workdir, fmt, ext):
+    create = make_plan()
+    check_golden(f"plan_create.{ext}", render(create, fmt), workdir)
+    Applier().apply(create)
+    check_golden(f"plan_nochange.{ext}", render(make_plan(), fmt), workdir)
+    edit(workdir / "specs" / "orders.yaml", "numBuckets: 16", "numBuckets: 32")
+    edit(workdir / "specs" / "orders.yaml", "keepCommits: 10", "keepCommits: 20")
+    edit(workdir / "specs" / "customers.yaml", "fields: [customer_id]", "fields: [customer_id, email]")
+    edit(workdir / "specs" / "events.yaml", "team: growth", "team: marketing")
+    check_golden(f"plan_change.{ext}", render(make_plan(), fmt), workdir)
+
+
+def test_plan_json_round_trips(workdir, tmp_path):
+    plan = make_plan()
+    path = tmp_path / "plan.json"
+    path.write_text(render_json(plan))
+    assert load_plan(str(path)) == plan
+    data = json.loads(path.read_text())
+    assert data["summary"] == {"create": 3, "update": 0, "replace": 0, "unchanged": 0}
+    assert {a["symbol"] for t in data["tables"] for a in t["actions"]} == {"+"}

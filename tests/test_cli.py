@@ -1,0 +1,216 @@
+"""End to end through the CLI on real files: validate, plan, apply, show, import, exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _support import COW_FIXTURES, EXAMPLES, MOR_FIXTURES, ROOT
+from tablespec.cli import main
+from tablespec.hudi.config import read_table_config, write_table_config
+from tablespec.hudi.io import LocalStorage
+from tablespec.state import observe
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A scratch project: a copy of the example specs and an empty warehouse, cwd set to it."""
+    shutil.copytree(EXAMPLES, tmp_path / "specs")
+    (tmp_path / "warehouse").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_examples_ok(project, capsys):
+    code, out, err = run(capsys, "validate", "specs")
+    assert code == 0, err
+    assert "3 specs in 3 files: valid." in out
+    assert err == ""
+
+
+def test_validate_reports_file_line_field(project, capsys):
+    bad = project / "specs" / "bad.yaml"
+    bad.write_text((project / "specs" / "orders.yaml").read_text().replace("numBuckets: 16", "numBuckets: 0"))
+    code, out, err = run(capsys, "validate", str(bad))
+    assert code == 1
+    line = next(i for i, l in enumerate(bad.read_text().splitlines(), 1) if "numBuckets" in l)
+    assert f"{bad}:{line}:" in err and "spec.index.numBuckets" in err
+    assert "Traceback" not in err
+
+
+def test_plan_detailed_exitcode_and_apply_round_trip(project, capsys):
+    code, out, _ = run(capsys, "plan", "specs", "--warehouse", "warehouse", "--detailed-exitcode")
+    assert code == 2
+    assert "Plan: 3 to create, 0 to update, 0 to replace, 0 unchanged." in out
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    assert code == 0, err
+    assert "Apply complete: 3 created" in out
+    code, out, _ = run(capsys, "plan", "specs", "--warehouse", "warehouse", "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes.")
+    code, out, _ = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    assert code == 0 and out.startswith("No changes.") and "Apply complete" not in out
+    state = observe(str(project / "warehouse" / "sales" / "orders"))
+    assert state.exists and state.config.to_properties()["hoodie.bucket.index.num.buckets"] == "16"
+
+
+def test_plan_error_exit_code_is_one(project, capsys):
+    (project / "specs" / "orders.yaml").write_text("apiVersion: tablespec/v1\nkind: HudiTable\n")
+    code, _, err = run(capsys, "plan", "specs", "--warehouse", "warehouse", "--detailed-exitcode")
+    assert code == 1 and "orders.yaml:" in err
+
+
+def test_warehouse_from_environment(project, capsys, monkeypatch):
+    monkeypatch.setenv("TABLESPEC_WAREHOUSE", str(project / "warehouse"))
+    code, out, _ = run(capsys, "plan", "specs")
+    assert code == 0 and "3 to create" in out
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE")
+    code, _, err = run(capsys, "plan", "specs")
+    assert code == 1 and "no warehouse" in err
+
+
+def test_settings_update_applies_without_spark(project, capsys):
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    spec = project / "specs" / "orders.yaml"
+    spec.write_text(spec.read_text().replace("keepCommits: 10", "keepCommits: 24"))
+    code, out, _ = run(capsys, "plan", "specs", "--warehouse", "warehouse", "--detailed-exitcode")
+    assert code == 2 and "~ spec.retention.keepCommits: 10 -> 24" in out
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    assert code == 0, err
+    props = read_table_config(LocalStorage(), str(project / "warehouse" / "sales" / "orders")).to_properties()
+    assert props["hoodie.cleaner.commits.retained"] == "24"
+    assert run(capsys, "plan", "specs", "--warehouse", "warehouse", "--detailed-exitcode")[0] == 0
+
+
+def test_saved_plan_applies_and_refuses_when_stale(project, capsys):
+    code, _, _ = run(capsys, "plan", "specs", "--warehouse", "warehouse", "--out", "plan.json")
+    assert code == 0 and json.loads(Path("plan.json").read_text())["format_version"] == 1
+    # a table created behind the plan's back makes it stale: nothing is applied
+    orders = project / "warehouse" / "sales" / "orders"
+    run(capsys, "apply", "specs/orders.yaml", "--warehouse", "warehouse", "--auto-approve")
+    code, _, err = run(capsys, "apply", "plan.json")
+    assert code == 1 and "stale" in err and "sales.orders" in err
+    assert not (project / "warehouse" / "analytics").exists() or not any((project / "warehouse").rglob("events/.hoodie"))
+    # a fresh plan applies exactly
+    run(capsys, "plan", "specs", "--warehouse", "warehouse", "--out", "plan.json")
+    code, out, err = run(capsys, "apply", "plan.json")
+    assert code == 0, err
+    assert observe(str(orders)).exists
+
+
+def test_saved_plan_refused_when_spec_changed(project, capsys):
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    spec = project / "specs" / "orders.yaml"
+    spec.write_text(spec.read_text().replace("keepCommits: 10", "keepCommits: 11"))
+    run(capsys, "plan", "specs", "--warehouse", "warehouse", "--out", "plan.json")
+    spec.write_text(spec.read_text().replace("keepCommits: 11", "keepCommits: 12"))
+    code, _, err = run(capsys, "apply", "plan.json")
+    assert code == 1 and "spec" in err and "stale" in err
+    props = read_table_config(LocalStorage(), str(project / "warehouse" / "sales" / "orders")).to_properties()
+    assert props["hoodie.cleaner.commits.retained"] == "10"
+
+
+def test_saved_plan_refused_when_properties_changed(project, capsys):
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    spec = project / "specs" / "orders.yaml"
+    spec.write_text(spec.read_text().replace("keepCommits: 10", "keepCommits: 11"))
+    run(capsys, "plan", "specs", "--warehouse", "warehouse", "--out", "plan.json")
+    base = str(project / "warehouse" / "sales" / "orders")
+    storage = LocalStorage()
+    cfg = read_table_config(storage, base)
+    write_table_config(storage, base, cfg.with_updates(precombine_field="customer_id"))
+    code, _, err = run(capsys, "apply", "plan.json")
+    assert code == 1 and "hoodie.properties changed" in err
+
+
+def test_apply_refuses_to_prompt_without_terminal(project, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", open(os.devnull))
+    code, _, err = run(capsys, "apply", "specs", "--warehouse", "warehouse")
+    assert code == 1 and "--auto-approve" in err
+    assert not any((project / "warehouse").iterdir())
+
+
+def test_apply_refuses_unsupported_and_destructive_untouched(project, capsys):
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    orders = str(project / "warehouse" / "sales" / "orders")
+    before = observe(orders).fingerprint()
+    spec = project / "specs" / "orders.yaml"
+    text = spec.read_text()
+    spec.write_text(text.replace("numBuckets: 16", "numBuckets: 32").replace("keepCommits: 10", "keepCommits: 3"))
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    assert code == 1 and "bucket_rescale" in err and "nothing was changed" in err
+    assert observe(orders).fingerprint() == before
+    spec.write_text(text.replace("fields: [order_date]", "fields: [customer_id]"))
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    assert code == 1 and "destructive" in err
+    assert "-/+ replace_table" in out
+    assert observe(orders).fingerprint() == before
+
+
+def test_show_and_import_round_trip(project, capsys):
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    code, out, _ = run(capsys, "show", "warehouse/sales/orders")
+    assert code == 0 and "BUCKET (16 buckets on order_id)" in out
+    code, out, _ = run(capsys, "show", "warehouse/sales/orders", "--format", "json")
+    assert json.loads(out)["index"]["numBuckets"] == "16"
+    code, out, _ = run(capsys, "import", "warehouse/sales/orders", "--warehouse", "warehouse")
+    assert code == 0 and out.startswith("# yaml-language-server: $schema=")
+    imported = project / "imported"
+    imported.mkdir()
+    (imported / "orders.yaml").write_text(out)
+    code, out, err = run(capsys, "plan", "imported", "--warehouse", "warehouse", "--detailed-exitcode")
+    assert code == 0, out + err
+
+
+def test_show_missing_table_is_an_error(project, capsys):
+    code, _, err = run(capsys, "show", "nowhere")
+    assert code == 1 and "no Hudi table" in err
+
+
+@pytest.mark.parametrize("name", COW_FIXTURES)
+def test_import_real_table_then_plan_no_changes(name, real_table, tmp_path, capsys, monkeypatch):
+    base = real_table(name)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "import", str(base))
+    assert code == 0, err
+    (tmp_path / "imported.yaml").write_text(out)
+    code, out, err = run(capsys, "plan", "imported.yaml", "--warehouse", str(base.parent), "--detailed-exitcode")
+    assert code == 0, out + err
+    assert out.startswith("No changes.")
+
+
+@pytest.mark.parametrize("name", MOR_FIXTURES)
+def test_merge_on_read_tables_are_refused(name, real_table, capsys):
+    base = real_table(name)
+    for argv in (("import", str(base)),):
+        code, _, err = run(capsys, *argv)
+        assert code == 1 and "MERGE_ON_READ" in err and "Traceback" not in err
+
+
+def test_validate_and_plan_need_no_java(project):
+    """validate and plan must run with no Java anywhere and never import pyspark."""
+    bindir = project / "bin"
+    bindir.mkdir()
+    os.symlink(sys.executable, bindir / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON")}
+    env["PATH"] = str(bindir)
+    env["PYTHONPATH"] = str(ROOT)
+    code = ("import sys; from tablespec.cli import main; "
+            "rcs = [main(['validate', 'specs']), main(['plan', 'specs', '--warehouse', 'warehouse']), "
+            "main(['apply', 'specs', '--warehouse', 'warehouse', '--auto-approve'])]; "
+            "assert 'pyspark' not in sys.modules, 'pyspark imported'; print(rcs)")
+    proc = subprocess.run([str(bindir / "python"), "-c", code], cwd=project, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("[0, 0, 0]")
+    assert shutil.which("java", path=env["PATH"]) is None
