@@ -6,7 +6,6 @@ Exit codes: 0 success (plan --detailed-exitcode: no changes), 1 error, 2 changes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -66,7 +65,7 @@ class _Context:
         from tablespec.spec.templating import parse_var_assignments
         self.args = args
         self.project = load_project(args.project) if args.project else find_project(Path.cwd())
-        defaults = {k: str(v) for k, v in (self.project.vars.items() if self.project else [])}
+        defaults = dict(self.project.vars) if self.project else {}
         self.variables = {**defaults, **parse_var_assignments(getattr(args, "var", []))}
 
     def warehouse(self) -> str:
@@ -176,8 +175,8 @@ def cmd_import(ctx: _Context) -> int:
 
 
 def cmd_schema(ctx: _Context) -> int:
-    from tablespec.spec.schema import json_schema
-    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    from tablespec.spec.schema import render_schema
+    sys.stdout.write(render_schema())
     return 0
 
 

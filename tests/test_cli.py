@@ -214,3 +214,15 @@ def test_validate_and_plan_need_no_java(project):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("[0, 0, 0]")
     assert shutil.which("java", path=env["PATH"]) is None
+
+
+def test_created_tables_open_in_hudi_rs(project, capsys):
+    import hudi
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    t = hudi.HudiTableBuilder.from_base_uri(str(project / "warehouse" / "sales" / "orders")).build()
+    schema = t.get_schema()
+    assert schema.names == ["order_id", "customer_id", "amount", "updated_at", "order_date"]
+    assert str(schema.field("amount").type) == "decimal128(12, 2)"
+    assert not schema.field("order_id").nullable
+    assert t.hudi_options()["hoodie.index.type"] == "BUCKET"
+    assert t.read() == [] and t.get_file_slices() == []

@@ -124,7 +124,7 @@ class Plan(_Frozen):
     tablespec_version: str
     created_at: str
     warehouse: str
-    variables: dict[str, str] = {}
+    variables: dict[str, Any] = {}   # template variables the specs were rendered with
     tables: list[TablePlan] = []
 
     @property

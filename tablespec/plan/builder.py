@@ -23,7 +23,7 @@ def display_name(spec) -> str:
 
 
 def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: str,
-               variables: dict[str, str] | None = None, now: datetime | None = None) -> Plan:
+               variables: dict | None = None, now: datetime | None = None) -> Plan:
     """Diff every spec against its table's observed state (`states` keyed by table location)."""
     tables = [plan_table(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in specs]
     return Plan(

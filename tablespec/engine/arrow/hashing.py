@@ -34,7 +34,7 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     """(31**k, 31**-k) mod 2**32 for k in 0..n, cached and grown on demand."""
     global _POW31, _INVPOW31
     if len(_POW31) <= n:
-        size = max(n + 1, 2 * len(_POW31))
+        size = max(n + 1, 2 * len(_POW31), _SLICE_BYTES + 1)
         _POW31 = np.cumprod(np.r_[1, np.full(size - 1, 31)].astype(np.uint32), dtype=np.uint32)
         _INVPOW31 = np.cumprod(np.r_[1, np.full(size - 1, _INV31)].astype(np.uint32), dtype=np.uint32)
     return _POW31, _INVPOW31
@@ -235,6 +235,8 @@ def hash_values_from_record_keys(record_keys, hash_fields: list[str]) -> pa.List
 
 def bucket_ids_for_record_keys(record_keys, hash_fields: list[str], num_buckets: int) -> np.ndarray:
     """The bucket a Hudi writer gives each record key (see `hash_values_from_record_keys`)."""
+    if not pc.any(pc.match_substring_regex(record_keys, "[,:]")).as_py():  # simple keys: [key]
+        return bucket_ids([record_keys], num_buckets)
     return bucket_of_hash(java_list_hash_of_lists(hash_values_from_record_keys(record_keys, hash_fields)),
                           num_buckets)
 
