@@ -68,7 +68,7 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
             os.makedirs(f"{location}/{part}", exist_ok=True)
             write_partition_metadata(storage, location, part, ts)
             fid = new_file_id()
-            name = BaseFileName(fid, "0-1-1", ts, "parquet").format()
+            name = BaseFileName(fid, "0-1-1", ts).format()
             pq.write_table(table, f"{location}/{part}/{name}")
             size = os.path.getsize(f"{location}/{part}/{name}")
             stats[part] = [WriteStat(file_id=fid, path=f"{part}/{name}", num_writes=1, num_inserts=1,

@@ -53,6 +53,16 @@ def _parser() -> argparse.ArgumentParser:
     im.add_argument("location")
     im.add_argument("--warehouse", metavar="DIR", help="root the spec location is relative to (default: the table's parent)")
 
+    ing = sub.add_parser("ingest", help="write a file of records into a table (runs Spark)")
+    ing.add_argument("spec", metavar="SPEC")
+    ing.add_argument("--input", required=True, metavar="PATH", help="file or directory of records")
+    ing.add_argument("--input-format", choices=["parquet", "csv", "json"], default="parquet")
+    ing.add_argument("--operation", choices=["insert", "upsert", "bulk_insert", "delete"], default="upsert")
+    ing.add_argument("--name", help="the table, when SPEC holds several")
+    ing.add_argument("--warehouse", metavar="DIR")
+    ing.add_argument("--master", help="Spark master (default: spark.master of the project file, else local[*])")
+    with_vars(ing)
+
     sub.add_parser("schema", help="print the JSON Schema of spec files")
     return p
 
@@ -174,6 +184,23 @@ def cmd_import(ctx: _Context) -> int:
     return 0
 
 
+def cmd_ingest(ctx: _Context) -> int:
+    from tablespec.engine.session import get_spark
+    from tablespec.table import Table
+    args = ctx.args
+    if not os.path.exists(args.input):
+        raise TablespecError(f"{args.input}: no such file or directory")
+    spark_conf = ctx.project.spark if ctx.project else None
+    spark = get_spark(args.master or (spark_conf.master if spark_conf else None), spark_conf.conf if spark_conf else None)
+    table = Table.load(args.spec, ctx.warehouse(), name=args.name, variables=ctx.variables, spark=spark)
+    reader = spark.read.schema(table.spec_ddl()) if args.input_format != "parquet" else spark.read
+    if args.input_format == "csv":
+        reader = reader.option("header", "true")
+    df = getattr(reader, args.input_format)(args.input)
+    print(table.write(df, args.operation))
+    return 0
+
+
 def cmd_schema(ctx: _Context) -> int:
     from tablespec.spec.schema import render_schema
     sys.stdout.write(render_schema())
@@ -181,7 +208,7 @@ def cmd_schema(ctx: _Context) -> int:
 
 
 COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "apply": cmd_apply, "show": cmd_show,
-            "import": cmd_import, "schema": cmd_schema}
+            "import": cmd_import, "ingest": cmd_ingest, "schema": cmd_schema}
 
 
 def main(argv: list[str] | None = None) -> int:

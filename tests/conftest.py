@@ -15,3 +15,12 @@ def real_table(tmp_path):
         except FileNotFoundError:
             pytest.skip("../shared/fixtures not found")
     return make
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test run: 2 threads, task retries allowed (tests make tasks fail)."""
+    from tablespec.engine.session import get_spark
+    session = get_spark("local[2,4]", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    yield session
+    session.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -78,6 +79,15 @@ class Storage(ABC):
                 yield from self.walk_files(info.path)
             else:
                 yield info
+
+    def info(self, path: str) -> FileInfo | None:
+        """The listing entry of one file or directory, or None when it does not exist."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        return next((i for i in self.list_dir(parent or "/") if i.name == name), None)
+
+    def touch(self, path: str) -> None:
+        """Create an empty file or, if it exists, set its modification time to now (heartbeats)."""
+        self.write_bytes(path, b"")
 
     @abstractmethod
     def delete(self, path: str) -> None:
@@ -158,6 +168,21 @@ class LocalStorage(Storage):
             out.append(FileInfo(e.name, join(path, e.name), st.st_size if not e.is_dir() else 0,
                                 st.st_mtime_ns // 1_000_000, e.is_dir()))
         return sorted(out, key=lambda i: i.name)
+
+    def info(self, path: str) -> FileInfo | None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        is_dir = stat.S_ISDIR(st.st_mode)
+        return FileInfo(os.path.basename(path.rstrip("/")), path, 0 if is_dir else st.st_size,
+                        st.st_mtime_ns // 1_000_000, is_dir)
+
+    def touch(self, path: str) -> None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "ab"):
+            pass
+        os.utime(path)
 
     def delete(self, path: str) -> None:
         try:

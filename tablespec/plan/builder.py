@@ -41,7 +41,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         raise UnsupportedTableError(
             f"{state.location}: table {display_name(spec)} is a {state.config.table_type} table; "
             "tablespec manages COPY_ON_WRITE tables only for now")
-    actions = _actions(spec, state)
+    actions = table_actions(spec, state)
     warnings = []
     if state.pending:
         listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state})" for i in state.pending)
@@ -61,7 +61,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     )
 
 
-def _actions(spec, state: TableState) -> list[Action]:
+def table_actions(spec, state: TableState) -> list[Action]:
     if not state.exists:
         return [_create(spec)]
     settings = diff_settings(spec, state.config.to_properties())

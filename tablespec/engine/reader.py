@@ -1,0 +1,70 @@
+"""Snapshot and time-travel reads: the latest completed file slices, as Spark reads parquet.
+
+Which files to read is decided from metadata only (timeline + file-system view); Spark only
+reads them. An equality filter on every hash field of a BUCKET table prunes to one bucket.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
+from tablespec.engine.arrow.keys import record_keys
+from tablespec.engine.schema import data_schema, table_schema
+from tablespec.errors import TablespecError
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.timeline import Timeline
+
+
+class ReadError(TablespecError):
+    """A read that cannot be served (unknown or cleaned instant, bad filter)."""
+
+
+def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: dict | None = None) -> list[str]:
+    """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible."""
+    storage, base = storage_for(location)
+    timeline = Timeline.load(storage, base)
+    if as_of is not None:
+        completed = [i.timestamp for i in timeline.commits()]
+        if as_of not in completed:
+            hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
+            raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
+    view = FileSystemView.build(storage, base, timeline)
+    slices = [s for s in view.latest_slices(as_of=as_of) if s.base_file is not None]
+    bucket = _filter_bucket(spec, filters)
+    if bucket is not None:
+        slices = [s for s in slices if bucket_of(s.file_id) == bucket]
+    return [s.base_file.path for s in slices]
+
+
+def _filter_bucket(spec, filters: dict | None) -> int | None:
+    """The one bucket an equality filter on all hash fields can match, if the table is bucketed."""
+    if not filters or spec is None or spec.spec.index.type != "BUCKET":
+        return None
+    hash_fields = spec.effective_hash_fields
+    if not set(hash_fields) <= set(filters):
+        return None
+    key_fields = spec.spec.record_key.fields
+    schema = data_schema(spec)
+    row = pa.table({f: pa.array([filters.get(f)], schema.field(f).type) for f in key_fields})
+    keys, invalid = record_keys(row, key_fields, len(key_fields) > 1 or len(spec.spec.partitioning.fields) > 1)
+    if invalid.any():
+        return None
+    if set(hash_fields) != set(key_fields):
+        return None  # key fields beyond the hash fields are unknown: cannot build the key
+    return int(bucket_ids_for_record_keys(keys, hash_fields, spec.spec.index.num_buckets)[0])
+
+
+def read(spark, location: str, spec, as_of: str | None = None, filters: dict | None = None):
+    """A DataFrame of the table (meta columns first) as of the latest or a given commit."""
+    from pyspark.sql import functions as F
+
+    files = snapshot_files(location, as_of, spec, filters)
+    ddl = ", ".join(f"`{f.name}` " + ("string" if f.name.startswith("_hoodie_") else
+                                      next(c.type for c in spec.spec.columns if c.name == f.name))
+                    for f in table_schema(spec))
+    df = spark.read.schema(ddl).parquet(*files) if files else spark.createDataFrame([], ddl)
+    for name, value in (filters or {}).items():
+        df = df.filter(F.col(f"`{name}`") == F.lit(value))
+    return df

@@ -1,0 +1,28 @@
+"""The SparkSession tablespec runs on: `local[*]` by default, any master by configuration."""
+from __future__ import annotations
+
+import os
+
+DEFAULT_MASTER = "local[*]"
+# Arrow transfer (mapInArrow needs it), UTC session time (Hudi stores timestamps in UTC),
+# and no speculation: a write task's files must come from the attempt whose result is committed.
+BASE_CONF = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.speculation": "false",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "8",
+}
+
+
+def get_spark(master: str | None = None, conf: dict[str, str] | None = None, app_name: str = "tablespec"):
+    """The active session if there is one, else a new one (master: argument > $TABLESPEC_SPARK_MASTER > local[*])."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("TABLESPEC_SPARK_MASTER") or DEFAULT_MASTER)
+    for key, value in {**BASE_CONF, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

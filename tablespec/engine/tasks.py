@@ -1,0 +1,242 @@
+"""What executors run: pure pyarrow functions over Arrow batches, given a picklable WriteJob.
+
+`prepare` computes keys, partition paths and (for bucket tables) file groups row by row;
+`assign_inserts` spreads new records over file groups; `write_file_groups` merges each file
+group's incoming records with its latest base file and writes the new file slice. Nothing here
+touches the timeline: the driver commits what the tasks report.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tablespec.engine.arrow.basefile import write_base_file
+from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
+from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
+
+KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
+COMMIT_TIME, SEQNO = "_hoodie_commit_time", "_hoodie_commit_seqno"
+STATS_SCHEMA = pa.schema([
+    ("partition", pa.string()), ("file_id", pa.string()), ("path", pa.string()), ("prev_commit", pa.string()),
+    ("num_writes", pa.int64()), ("num_inserts", pa.int64()), ("num_updates", pa.int64()),
+    ("num_deletes", pa.int64()), ("bytes", pa.int64()), ("invalid", pa.int64()), ("invalid_sample", pa.string()),
+])
+STATS_DDL = ("partition string, file_id string, path string, prev_commit string, num_writes bigint, "
+             "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
+             "invalid_sample string")
+INSERT_SLOTS = 10_000
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """Everything a task needs, decided on the driver (plain data: it is pickled to executors)."""
+
+    base: str
+    instant: str
+    operation: str                      # insert | upsert | bulk_insert | delete
+    data_schema: pa.Schema              # the spec's columns
+    avro_schema: str
+    key_fields: tuple[str, ...]
+    complex_key: bool
+    auto_keys: bool
+    partition_fields: tuple[str, ...]
+    hive_style: bool
+    url_encode: bool
+    ordering_field: str | None
+    num_buckets: int | None = None      # BUCKET index
+    hash_fields: tuple[str, ...] = ()
+    bucket_groups: dict = field(default_factory=dict)    # (partition, bucket) -> existing file id
+    base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant)
+    insert_targets: dict = field(default_factory=dict)   # partition -> [(file id, cumulative weight)]
+
+    @property
+    def uses_existing(self) -> bool:
+        return self.operation != "bulk_insert"
+
+
+def _task_ids() -> tuple[int, int, int]:
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    return (ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()) if ctx else (0, 0, 0)
+
+
+def new_bucket_file_id(job: WriteJob, partition: str, bucket: int) -> str:
+    """The file id of a bucket's new file group: derived, so every task picks the same one."""
+    return bucket_file_id(bucket, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job.base}|{job.instant}|{partition}|{bucket}")))
+
+
+def prepare(job: WriteJob, batches):
+    """Add record key, partition path, bucket file group, input sequence and validity to each row."""
+    partition_id = _task_ids()[0]
+    row = 0
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        n = table.num_rows
+        if job.auto_keys and KEY not in table.column_names:
+            keys, invalid = auto_keys(job.instant, partition_id, n, row), np.zeros(n, dtype=bool)
+        elif KEY in table.column_names:
+            keys = table.column(KEY).combine_chunks()
+            invalid = np.asarray(pc.fill_null(pc.equal(pc.binary_length(keys), 0), True))
+            table = table.drop_columns([KEY])
+        else:
+            keys, invalid = record_keys(table, list(job.key_fields), job.complex_key)
+        parts = partition_paths(table, list(job.partition_fields), job.hive_style, job.url_encode)
+        fg = pa.nulls(n, pa.string())
+        if job.num_buckets and n:
+            safe = pc.fill_null(keys, "")
+            buckets = bucket_ids_for_record_keys(safe, list(job.hash_fields), job.num_buckets)
+            fg = _bucket_groups(job, parts, buckets)
+        seq = (np.int64(partition_id) << np.int64(33)) + np.arange(row, row + n, dtype=np.int64)
+        row += n
+        out = table.append_column(KEY, keys).append_column(PART, parts).append_column(FG, fg)
+        out = out.append_column(SEQ, pa.array(seq)).append_column(INVALID, pa.array(invalid))
+        yield from out.to_batches()
+
+
+def _bucket_groups(job: WriteJob, parts: pa.Array, buckets: np.ndarray) -> pa.Array:
+    pairs = pc.binary_join_element_wise(parts, pa.array(buckets).cast(pa.string()), "\x00")
+    encoded = pairs.dictionary_encode()
+    ids = []
+    for pair in encoded.dictionary.to_pylist():
+        partition, bucket = pair.rsplit("\x00", 1)
+        b = int(bucket)
+        ids.append(job.bucket_groups.get((partition, b)) or new_bucket_file_id(job, partition, b))
+    return pa.array(ids, pa.string()).take(encoded.indices)
+
+
+def assign_inserts(job: WriteJob, batches):
+    """Give untagged rows (inserts) a file group: small file groups first, then new ones."""
+    for batch in batches:
+        fg = batch.column(FG)
+        if fg.null_count == 0 or len(batch) == 0:
+            yield batch
+            continue
+        parts = batch.column(PART).to_pylist()
+        slots = (java_string_hash(batch.column(KEY)).view(np.uint32) % INSERT_SLOTS).astype(np.int64)
+        current = fg.to_pylist()
+        for i, f in enumerate(current):
+            if f is None:
+                targets = job.insert_targets.get(parts[i])
+                if not targets:  # a partition the driver did not plan inserts for cannot happen
+                    raise RuntimeError(f"no insert target for partition {parts[i]!r}")
+                weights = [w for _, w in targets]
+                current[i] = targets[int(np.searchsorted(weights, slots[i], side="right"))][0]
+        yield batch.set_column(batch.schema.get_field_index(FG), FG, pa.array(current, pa.string()))
+
+
+def write_file_groups(job: WriteJob, batches):
+    """Merge each file group's incoming rows into its latest base file and write the new slice."""
+    partition_id, stage_id, attempt = _task_ids()
+    token = write_token(partition_id, stage_id, attempt)
+    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
+    if not tables:
+        return
+    incoming = pa.concat_tables(tables)
+    invalid_mask = incoming.column(INVALID).combine_chunks()
+    invalid = pc.sum(invalid_mask.cast(pa.int64())).as_py() or 0
+    if invalid:
+        sample = incoming.filter(invalid_mask).drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3).to_pylist()
+        yield _stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
+                                 num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
+                                 invalid_sample=json.dumps(sample, default=str))])
+        return
+    incoming = incoming.sort_by([(FG, "ascending")])
+    fgs = incoming.column(FG).combine_chunks()
+    bounds = np.flatnonzero(np.asarray(pc.not_equal(fgs[1:], fgs[:-1]))) + 1 if len(fgs) > 1 else np.array([], int)
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(fgs)]])
+    stats = []
+    for s, e in zip(starts, ends):
+        group = incoming.slice(int(s), int(e - s))
+        stats.append(_write_group(job, group, fgs[int(s)].as_py(), token, partition_id))
+    yield _stats_batch(stats)
+
+
+def _stats_batch(rows: list[dict]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=STATS_SCHEMA)
+
+
+def _latest_per_key(table: pa.Table, ordering: str | None) -> pa.Table:
+    """One row per key: the greatest ordering value wins, ties go to the later input row."""
+    order = [(KEY, "ascending")] + ([(ordering, "ascending")] if ordering else []) + [(SEQ, "ascending")]
+    table = table.sort_by(order, null_placement="at_start")  # a null ordering value is the smallest
+    keys = table.column(KEY).combine_chunks()
+    if len(keys) < 2:
+        return table
+    last = np.append(np.asarray(pc.not_equal(keys[1:], keys[:-1])), True)
+    return table.filter(pa.array(last))
+
+
+def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, partition_id: int) -> dict:
+    partition = group.column(PART)[0].as_py()
+    data_cols = job.data_schema.names
+    existing_info = job.base_files.get(file_id) if job.uses_existing else None
+    if job.operation in ("upsert", "delete"):
+        group = _latest_per_key(group, job.ordering_field)
+    incoming = group.select(data_cols).cast(job.data_schema)
+    inc_keys = group.column(KEY).combine_chunks()
+    n_in = len(inc_keys)
+    old = None
+    if existing_info is not None:
+        old_part, old_name, prev_commit = existing_info
+        old = pq.read_table(os.path.join(job.base, old_part, old_name) if old_part else os.path.join(job.base, old_name))
+    else:
+        prev_commit = "null"
+    inserts = updates = deletes = 0
+    if old is None or job.operation in ("insert", "bulk_insert"):
+        kept = old
+        new_rows, new_keys = incoming, inc_keys
+        inserts = n_in
+        if job.operation == "delete":
+            new_rows, new_keys, inserts = incoming.slice(0, 0), inc_keys.slice(0, 0), 0
+    else:
+        old_keys = old.column(KEY).combine_chunks()
+        matched_old = np.asarray(pc.is_in(old_keys, value_set=inc_keys))
+        matched_new = np.asarray(pc.is_in(inc_keys, value_set=old_keys))
+        if job.operation == "delete":
+            deletes = int(matched_old.sum())
+            kept, new_rows, new_keys = old.filter(pa.array(~matched_old)), incoming.slice(0, 0), inc_keys.slice(0, 0)
+        else:
+            take_new = np.ones(n_in, dtype=bool)
+            replace_old = matched_old.copy()
+            if job.ordering_field and matched_old.any():
+                # Existing rows win only when their ordering value is strictly greater.
+                old_idx = np.flatnonzero(matched_old)
+                old_ord = old.column(job.ordering_field).take(pa.array(old_idx))
+                pos = np.asarray(pc.index_in(old_keys.take(pa.array(old_idx)), value_set=inc_keys))
+                new_ord = incoming.column(job.ordering_field).take(pa.array(pos))
+                old_wins = np.asarray(pc.fill_null(pc.greater(old_ord, new_ord), False)) | (
+                    np.asarray(new_ord.is_null()) & ~np.asarray(old_ord.is_null()))
+                replace_old[old_idx[old_wins]] = False
+                take_new[pos[old_wins]] = False
+            updates = int((matched_new & take_new).sum())
+            inserts = int((~matched_new).sum())
+            kept = old.filter(pa.array(~replace_old))
+            new_rows, new_keys = incoming.filter(pa.array(take_new)), inc_keys.filter(pa.array(take_new))
+    schema = pa.schema([pa.field(COMMIT_TIME, pa.string()), pa.field(SEQNO, pa.string())] + list(job.data_schema))
+    pieces, keys = [schema.empty_table()], [pa.array([], pa.string())]
+    if kept is not None and kept.num_rows:
+        pieces.append(kept.select(schema.names).cast(schema))
+        keys.append(kept.column(KEY).combine_chunks())
+    if new_rows.num_rows:
+        nulls = pa.nulls(new_rows.num_rows, pa.string())
+        pieces.append(pa.Table.from_arrays([nulls, nulls] + list(new_rows.columns), schema=schema))
+        keys.append(new_keys)
+    table = pa.concat_tables(pieces)
+    all_keys = pa.concat_arrays(keys)
+    name = BaseFileName(file_id, token, job.instant).format()
+    rel = f"{partition}/{name}" if partition else name
+    written = write_base_file(os.path.join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
+                              partition_id=partition_id, record_keys=all_keys, avro_schema_json=job.avro_schema,
+                              preserve_meta=True)
+    return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
+                num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
+                invalid_sample="")

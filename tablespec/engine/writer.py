@@ -1,0 +1,310 @@
+"""The copy-on-write writer's driver: one write = one commit transaction on the timeline.
+
+Order of events: take the table lock, finish or roll back leftover work, check the table
+matches the spec, check the data's schema, request + start the instant (with a heartbeat),
+let executors write file slices, refuse bad keys / pending-clustering conflicts, remove files
+of failed task attempts, write partition metadata, and complete the instant last. Any error
+after the instant was requested rolls it back; a killed driver leaves an inflight instant
+whose heartbeat expires, and the next writer or apply rolls it back.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import socket
+from dataclasses import dataclass
+
+import pyarrow.parquet as pq
+
+from tablespec.engine import tasks
+from tablespec.engine.schema import conform, data_schema
+from tablespec.errors import HudiFormatError, TablespecError
+from tablespec.hudi.avro import to_avro_schema
+from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.heartbeat import Heartbeat
+from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.lock import TableLock
+from tablespec.hudi.naming import BaseFileName, bucket_of, new_file_id
+from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.rollback import recover, rollback
+from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.plan.builder import table_actions
+from tablespec.plan.columns import spec_columns
+from tablespec.state import observe
+
+OPERATIONS = {"insert": "INSERT", "upsert": "UPSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
+DEFAULT_RECORD_BYTES = 128
+HEARTBEAT_TOLERANCE_SECONDS = 60.0
+
+
+class WriteRefused(TablespecError):
+    """A write that must not happen (table absent or out of date, bad keys, conflicts); nothing was committed."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    instant: str
+    operation: str
+    inserted: int
+    updated: int
+    deleted: int
+    files: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
+                f"{self.deleted} deleted, {len(self.files)} files written")
+
+
+def _pending_clustering_groups(timeline: Timeline) -> set[str]:
+    """File ids under a pending clustering plan (requested or inflight replacecommit)."""
+    ids: set[str] = set()
+    for instant in timeline.pending():
+        if instant.action != "replacecommit":
+            continue
+        plan = timeline.read_metadata(instant.to("requested")) or {}
+        for group in ((plan.get("clusteringPlan") or {}).get("inputGroups") or []):
+            ids.update(s.get("fileId") for s in group.get("slices") or [])
+    return ids
+
+
+class TableWriter:
+    """Writes DataFrames into one table as its spec declares (keys, partitioning, index)."""
+
+    def __init__(self, spark, spec, location: str, lock_timeout: float = 30.0,
+                 heartbeat_tolerance: float = HEARTBEAT_TOLERANCE_SECONDS):
+        self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
+        self.heartbeat_tolerance = heartbeat_tolerance
+        self.storage, self.base = storage_for(location)
+
+    def write(self, df, operation: str = "upsert") -> WriteResult:
+        if operation not in OPERATIONS:
+            raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
+        lock = TableLock(self.storage, self.base, owner=f"tablespec writer {socket.gethostname()}:{os.getpid()}",
+                         auto_renew=True)
+        lock.acquire(timeout_seconds=self.lock_timeout)
+        try:
+            recover(self.storage, self.base, self.heartbeat_tolerance)
+            return self._write_locked(df, operation)
+        finally:
+            lock.release()
+
+    def _check_table(self):
+        state = observe(self.base)
+        name = self.spec.qualified_name
+        if not state.exists:
+            raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")
+        pending = table_actions(self.spec, state)
+        if pending:
+            kinds = ", ".join(a.kind for a in pending)
+            raise WriteRefused(f"table {name} does not match its spec ({kinds} pending); "
+                               "run `tablespec plan` and `tablespec apply` first")
+        if not state.config.populate_meta_fields:
+            raise WriteRefused(f"table {name} does not populate Hudi meta fields; tablespec cannot write it yet")
+        return state
+
+    def _write_locked(self, df, operation: str) -> WriteResult:
+        spec = self.spec.spec
+        self._check_table()
+        auto = spec.record_key.auto_generate
+        if auto and operation in ("upsert", "delete") and "_hoodie_record_key" not in df.columns:
+            raise WriteRefused(f"{operation} into {self.spec.qualified_name} needs the `_hoodie_record_key` column: "
+                               "its keys are auto-generated, so only the stored key identifies a record")
+        df = conform(df, self.spec, key_column_allowed=auto)
+        timeline = Timeline.load(self.storage, self.base)
+        view = FileSystemView.build(self.storage, self.base, timeline)
+        last = timeline.instants[-1].timestamp if timeline.instants else None
+        instant_ts = new_instant_time(after=last)
+        writer = TimelineWriter(self.storage, self.base)
+        requested = writer.request("commit", instant_ts)
+        with Heartbeat(self.storage, self.base, instant_ts):
+            try:
+                inflight = writer.start(requested)
+                stats = self._run(df, self._job(instant_ts, operation, view), view)
+                self._refuse_bad(stats, timeline)
+                self._reconcile(instant_ts, stats)
+                metadata = self._commit_metadata(operation, stats)
+                for partition in {s["partition"] for s in stats}:
+                    write_partition_metadata(self.storage, self.base, partition, instant_ts)
+                writer.complete(inflight, metadata)
+            except BaseException:
+                rollback(self.storage, self.base, requested)
+                raise
+        return WriteResult(instant_ts, operation, sum(s["num_inserts"] for s in stats),
+                           sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
+                           tuple(s["path"] for s in stats))
+
+    def _job(self, instant_ts: str, operation: str, view: FileSystemView) -> tasks.WriteJob:
+        spec = self.spec.spec
+        slices = view.latest_slices()
+        base_files = {s.file_id: (s.partition, s.base_file.name, s.base_instant) for s in slices if s.base_file is not None}
+        bucket_groups: dict = {}
+        if spec.index.type == "BUCKET":
+            for s in slices:
+                key = (s.partition, bucket_of(s.file_id))
+                if key in bucket_groups:
+                    raise HudiFormatError(f"{self.base}: partition {s.partition!r} has two file groups for bucket "
+                                          f"{key[1]}: {bucket_groups[key]} and {s.file_id}; the table is corrupt")
+                bucket_groups[key] = s.file_id
+        return tasks.WriteJob(
+            base=self.base, instant=instant_ts, operation=operation, data_schema=data_schema(self.spec),
+            avro_schema=json.dumps(to_avro_schema(spec_columns(self.spec), self.spec.metadata.name), separators=(",", ":")),
+            key_fields=tuple(spec.record_key.fields), complex_key=len(spec.record_key.fields) > 1
+            or len(spec.partitioning.fields) > 1, auto_keys=spec.record_key.auto_generate,
+            partition_fields=tuple(spec.partitioning.fields), hive_style=spec.partitioning.hive_style,
+            url_encode=False, ordering_field=spec.ordering_field,
+            num_buckets=getattr(spec.index, "num_buckets", None) if spec.index.type == "BUCKET" else None,
+            hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files)
+
+    def _run(self, df, job: tasks.WriteJob, view: FileSystemView) -> list[dict]:
+        """The Spark part: prepare rows, tag them with file groups, write file slices."""
+        from pyspark.sql import functions as F
+
+        from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+        fields = [f for f in df.schema.fields if f.name != tasks.KEY]
+        out_schema = StructType(fields + [StructField(tasks.KEY, StringType()), StructField(tasks.PART, StringType()),
+                                          StructField(tasks.FG, StringType()), StructField(tasks.SEQ, LongType()),
+                                          StructField(tasks.INVALID, BooleanType())])
+        prepared = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
+        if job.num_buckets:
+            tagged = prepared
+            if job.operation == "delete":
+                tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
+        else:
+            prepared = prepared.persist()
+            tagged = self._tag(prepared, job, view)
+            counts = {r[0]: r[1] for r in tagged.filter(F.col(tasks.FG).isNull() & ~F.col(tasks.INVALID))
+                      .groupBy(tasks.PART).count().collect()}
+            job = _with_insert_targets(job, counts, view, self.spec)
+            tagged = tagged.mapInArrow(functools.partial(tasks.assign_inserts, job), tagged.schema)
+        n = max(1, self.spark.sparkContext.defaultParallelism * 2)
+        rows = (tagged.repartition(n, tasks.FG)
+                .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
+        if not job.num_buckets:
+            prepared.unpersist()
+        return [r.asDict() for r in rows]
+
+    def _tag(self, prepared, job: tasks.WriteJob, view: FileSystemView):
+        """Non-bucket indexes: find each incoming key's file group among the affected partitions."""
+        from pyspark.sql import functions as F
+
+        if job.operation in ("insert", "bulk_insert"):
+            return prepared
+        partitions = [r[0] for r in prepared.select(tasks.PART).distinct().collect()]
+        files = [s.base_file.path for p in partitions for s in view.latest_slices(p) if s.base_file is not None]
+        if self.spec.spec.index.type == "BLOOM" and files:
+            files = self._bloom_candidates(prepared, files)
+        if not files:
+            tagged = prepared
+        else:
+            existing = (self.spark.read.parquet(*files)
+                        .select(F.col(tasks.KEY), F.col(tasks.PART),
+                                F.substring_index(F.col("_metadata.file_name"), "_", 1).alias("_ts_efg")))
+            tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")
+                      .withColumn(tasks.FG, F.col("_ts_efg")).drop("_ts_efg")
+                      .select(*prepared.columns))
+        if job.operation == "delete":
+            tagged = tagged.filter(F.col(tasks.FG).isNotNull() | F.col(tasks.INVALID))
+        return tagged
+
+    def _bloom_candidates(self, prepared, files: list[str]) -> list[str]:
+        """BLOOM: only files whose footer key range holds some incoming key of their partition."""
+        from pyspark.sql import functions as F
+
+        from tablespec.engine.arrow.basefile import read_footer_keys
+        ranges = []
+        for f in files:
+            lo, hi = read_footer_keys(f)
+            part = os.path.relpath(os.path.dirname(f), self.base)
+            ranges.append((f, "" if part == "." else part, lo, hi))
+        unbounded = [f for f, _, lo, hi in ranges if lo is None or hi is None]
+        bounded = [r for r in ranges if r[2] is not None and r[3] is not None]
+        if not bounded:
+            return unbounded
+        rdf = self.spark.createDataFrame(bounded, "file string, part string, lo string, hi string")
+        keys = prepared.select(F.col(tasks.KEY).alias("k"), F.col(tasks.PART).alias("p"))
+        hit = (keys.join(F.broadcast(rdf), (keys.p == rdf.part) & (keys.k >= rdf.lo) & (keys.k <= rdf.hi))
+               .select("file").distinct().collect())
+        return unbounded + [r[0] for r in hit]
+
+    def _refuse_bad(self, stats: list[dict], timeline: Timeline) -> None:
+        invalid = sum(s["invalid"] for s in stats)
+        if invalid:
+            sample = next(s["invalid_sample"] for s in stats if s["invalid"])
+            raise WriteRefused(f"{invalid} row(s) have a null or empty record key "
+                               f"({', '.join(self.spec.spec.record_key.fields)}); nothing was committed. "
+                               f"Sample: {sample}")
+        locked = _pending_clustering_groups(timeline) & {s["file_id"] for s in stats}
+        if locked:
+            raise WriteRefused(f"the write touches file groups under a pending clustering plan: "
+                               f"{', '.join(sorted(locked))}; run or roll back the clustering first")
+
+    def _reconcile(self, instant_ts: str, stats: list[dict]) -> None:
+        """Delete files of this instant that no successful task reported (failed or retried attempts)."""
+        keep = {s["path"] for s in stats}
+        for partition in {s["partition"] for s in stats}:
+            folder = os.path.join(self.base, partition) if partition else self.base
+            for info in self.storage.list_dir(folder):
+                name = BaseFileName.parse(info.name)
+                rel = f"{partition}/{info.name}" if partition else info.name
+                if name is not None and name.instant == instant_ts and rel not in keep:
+                    self.storage.delete(info.path)
+
+    def _commit_metadata(self, operation: str, stats: list[dict]) -> CommitMetadata:
+        by_partition: dict[str, list[WriteStat]] = {}
+        for s in stats:
+            by_partition.setdefault(s["partition"], []).append(WriteStat(
+                file_id=s["file_id"], path=s["path"], prev_commit=s["prev_commit"], num_writes=s["num_writes"],
+                num_deletes=s["num_deletes"], num_update_writes=s["num_updates"], num_inserts=s["num_inserts"],
+                total_write_bytes=s["bytes"], partition_path=s["partition"], file_size_in_bytes=s["bytes"]))
+        schema = json.dumps(to_avro_schema(spec_columns(self.spec), self.spec.metadata.name), separators=(",", ":"))
+        return CommitMetadata(partition_to_write_stats=by_partition, extra_metadata={"schema": schema},
+                              operation_type=OPERATIONS[operation])
+
+
+def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: FileSystemView, spec) -> tasks.WriteJob:
+    """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups."""
+    from dataclasses import replace
+    target = spec.spec.clustering.target_file_size
+    small = spec.spec.clustering.small_file_limit
+    targets = {}
+    for partition, n in counts.items():
+        slices = [s for s in view.latest_slices(partition) if s.base_file is not None]
+        record_bytes = _record_bytes(slices)
+        per_file = max(1, target // record_bytes)
+        plan: list[tuple[str, int]] = []
+        remaining = n
+        if job.operation != "bulk_insert":
+            for s in sorted(slices, key=lambda s: s.base_file.size):
+                if remaining <= 0 or s.base_file.size >= small:
+                    continue
+                room = max(0, (target - s.base_file.size) // record_bytes)
+                take = min(remaining, room)
+                if take:
+                    plan.append((s.file_id, take))
+                    remaining -= take
+        for _ in range(math.ceil(remaining / per_file)):
+            take = min(remaining, per_file)
+            plan.append((new_file_id(), take))
+            remaining -= take
+        total = sum(t for _, t in plan)
+        cumulative, acc = [], 0
+        for fid, take in plan:
+            acc += take
+            cumulative.append((fid, round(acc * tasks.INSERT_SLOTS / total)))
+        cumulative[-1] = (cumulative[-1][0], tasks.INSERT_SLOTS)
+        targets[partition] = cumulative
+    return replace(job, insert_targets=targets)
+
+
+def _record_bytes(slices) -> int:
+    """Average stored bytes per record, from one base file's footer (metadata only)."""
+    for s in slices:
+        rows = pq.read_metadata(s.base_file.path).num_rows
+        if rows:
+            return max(1, s.base_file.size // rows)
+    return DEFAULT_RECORD_BYTES

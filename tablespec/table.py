@@ -1,0 +1,59 @@
+"""The Python API ingestion jobs use: a table as its spec declares it.
+
+    table = Table.load("specs/examples/orders.yaml", warehouse="./warehouse")
+    table.write(df, operation="upsert")
+    table.read(as_of="20261121093000123")
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tablespec.errors import SpecError, TablespecError
+from tablespec.plan.builder import table_location
+from tablespec.spec.loader import load_specs
+from tablespec.spec.project import find_project, resolve_warehouse
+
+
+class Table:
+    def __init__(self, spec, location: str, spark=None):
+        self.spec, self.location, self._spark = spec, location, spark
+
+    @classmethod
+    def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
+             variables: dict | None = None, spark=None) -> "Table":
+        """The table a spec file declares (`name` picks one of several documents)."""
+        project = find_project(Path.cwd())
+        result = load_specs([spec_path], {**(project.vars if project else {}), **(variables or {})})
+        if result.errors:
+            raise SpecError(result.errors)
+        specs = [s.spec for s in result.specs if name in (None, s.spec.name, s.spec.qualified_name)]
+        if len(specs) != 1:
+            names = ", ".join(s.spec.qualified_name for s in result.specs) or "none"
+            raise TablespecError(f"{spec_path}: expected one table{f' named {name}' if name else ''}, found: {names}")
+        root = resolve_warehouse(warehouse, project)
+        if not root:
+            raise TablespecError("no warehouse: pass warehouse=..., set TABLESPEC_WAREHOUSE, "
+                                 "or set `warehouse:` in tablespec.project.yaml")
+        return cls(specs[0], table_location(root, specs[0].spec.location), spark)
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            from tablespec.engine.session import get_spark
+            self._spark = get_spark()
+        return self._spark
+
+    def spec_ddl(self) -> str:
+        """The spec's columns as a Spark DDL schema (for reading untyped inputs such as CSV)."""
+        from tablespec.engine.schema import spark_ddl
+        return spark_ddl(self.spec)
+
+    def write(self, df, operation: str = "upsert", **options):
+        """Commit `df` with insert / upsert / bulk_insert / delete; returns what was committed."""
+        from tablespec.engine.writer import TableWriter
+        return TableWriter(self.spark, self.spec, self.location, **options).write(df, operation)
+
+    def read(self, as_of: str | None = None, filters: dict | None = None):
+        """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame."""
+        from tablespec.engine.reader import read
+        return read(self.spark, self.location, self.spec, as_of, filters)
