@@ -56,6 +56,7 @@ class WriteJob:
     bucket_groups: dict = field(default_factory=dict)    # (partition, bucket) -> existing file id
     base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant)
     insert_targets: dict = field(default_factory=dict)   # partition -> [(file id, cumulative weight)]
+    bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
 
     @property
     def uses_existing(self) -> bool:
@@ -236,7 +237,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     rel = f"{partition}/{name}" if partition else name
     written = write_base_file(os.path.join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
                               partition_id=partition_id, record_keys=all_keys, avro_schema_json=job.avro_schema,
-                              preserve_meta=True)
+                              preserve_meta=True, bloom_filter=job.bloom_filter)
     return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
                 num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
                 invalid_sample="")

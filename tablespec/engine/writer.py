@@ -157,7 +157,8 @@ class TableWriter:
             partition_fields=tuple(spec.partitioning.fields), hive_style=spec.partitioning.hive_style,
             url_encode=False, ordering_field=spec.ordering_field,
             num_buckets=getattr(spec.index, "num_buckets", None) if spec.index.type == "BUCKET" else None,
-            hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files)
+            hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
+            bloom_filter=spec.index.type == "BLOOM")
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView) -> list[dict]:
         """The Spark part: prepare rows, tag them with file groups, write file slices."""

@@ -164,9 +164,13 @@ class LocalStorage(Storage):
             return []
         out = []
         for e in entries:
-            st = e.stat()
-            out.append(FileInfo(e.name, join(path, e.name), st.st_size if not e.is_dir() else 0,
-                                st.st_mtime_ns // 1_000_000, e.is_dir()))
+            try:
+                st = e.stat()
+            except FileNotFoundError:  # gone since the scan, e.g. a concurrent writer's temp file
+                continue
+            is_dir = stat.S_ISDIR(st.st_mode)
+            out.append(FileInfo(e.name, join(path, e.name), 0 if is_dir else st.st_size,
+                                st.st_mtime_ns // 1_000_000, is_dir))
         return sorted(out, key=lambda i: i.name)
 
     def info(self, path: str) -> FileInfo | None:

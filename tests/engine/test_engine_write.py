@@ -93,7 +93,7 @@ def java_bucket(key: str, n: int) -> int:
 
 def test_bucket_routing_matches_java_hashing(spark, tmp_path):
     table = make_table(spark, tmp_path, spec_for("BUCKET").replace("numBuckets: 4", "numBuckets: 7"))
-    keys = ["o1", "Zürich", "東京-42", "emoji-😀", "polygenelubricants", "x" * 40, "a,b", ""][:-1]
+    keys = ["o1", "Zürich", "東京-42", "emoji-😀", "polygenelubricants", "x" * 40]  # incl. negative hash codes
     table.write(orders(spark, [(k, 1, "1.00", 0, 1) for k in keys]), "upsert")
     located = {r._hoodie_record_key: r._hoodie_file_name for r in table.read().collect()}
     assert set(located) == set(keys)
@@ -126,9 +126,11 @@ def test_inserts_fill_small_file_groups_first(spark, tmp_path):
     table = make_table(spark, tmp_path, spec_for("SIMPLE"))
     r1 = table.write(orders(spark, [("a", 1, "1.00", 0, 1)]), "insert")
     r2 = table.write(orders(spark, [("b", 1, "1.00", 0, 1), ("c", 1, "1.00", 0, 1)]), "insert")
-    assert r2.files[0].split("_")[0] == r1.files[0].split("_")[0]  # same file group, new slice
+    def fid(result):
+        return os.path.basename(result.files[0]).split("_")[0]
+    assert fid(r2) == fid(r1)  # the small file group got the inserts: a new slice of it
     r3 = table.write(orders(spark, [("d", 1, "1.00", 0, 1)]), "bulk_insert")
-    assert r3.files[0].split("_")[0] != r1.files[0].split("_")[0]
+    assert fid(r3) != fid(r1)
     assert sorted(r.order_id for r in table.read().collect()) == ["a", "b", "c", "d"]
     assert_hudi_rs_agrees(table)
 
@@ -161,7 +163,7 @@ def test_schema_mismatch_is_refused_before_writing(spark, tmp_path):
     table.write(partial, "upsert")
     row = table.read().collect()[0]
     assert row.customer_id is None and row.amount is None
-    assert Timeline.load(LocalStorage(), table.location).pending() == []
+    assert not Timeline.load(LocalStorage(), table.location).pending()
 
 
 def test_write_refused_when_table_missing_or_out_of_date(spark, tmp_path):

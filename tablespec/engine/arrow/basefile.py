@@ -7,8 +7,10 @@ plain int32 like Avro's `int`), and footer entries readers rely on:
 and `parquet.avro.schema` (parquet-avro readers take the file's Avro schema from it).
 
 Rows are sorted by record key in Java's `String.compareTo` order (UTF-16 code units), the
-order Hudi compares min/max keys in. Bloom filters are not written (optional for Hudi
-readers; see `bloom` for reading them). The file is written under its final name: Hudi
+order Hudi compares min/max keys in. The Hudi bloom filter (`DYNAMIC_V0`, Hudi's default
+sizes) is written on request: Apache Hudi's BLOOM index (its Spark default) reads it from
+every file whose key range matches and fails on a file without one, but it costs about
+430 KB of footer per file. The file is written under its final name: Hudi
 names are final, and the file stays invisible until its instant completes.
 """
 from __future__ import annotations
@@ -22,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+from tablespec.engine.arrow import bloom
 
 META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                 "_hoodie_partition_path", "_hoodie_file_name")
@@ -45,7 +49,7 @@ class WrittenFile:
 
 def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_path: str,
                     partition_id: int, record_keys, avro_schema_json: str,
-                    preserve_meta: bool = False, compression: str = "snappy",
+                    preserve_meta: bool = False, bloom_filter: bool = False, compression: str = "snappy",
                     filesystem: pafs.FileSystem | None = None) -> WrittenFile:
     """Write `table` as the base file `path` (its name goes into `_hoodie_file_name`).
 
@@ -84,6 +88,8 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     footer = {AVRO_SCHEMA: with_meta_fields(avro_schema_json).encode()}
     if n:
         footer.update({MIN_KEY: min_key.encode(), MAX_KEY: max_key.encode()})
+    if bloom_filter:
+        footer.update({bloom.FOOTER_KEY: bloom.build_bloom_filter(keys), bloom.TYPE_CODE_KEY: b"DYNAMIC_V0"})
     schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + list(data.schema))
     out = pa.Table.from_arrays(meta + list(data.columns), schema=schema)
 

@@ -29,6 +29,12 @@ from tablespec.errors import HudiFormatError
 
 FOOTER_KEY = b"org.apache.hudi.bloomfilter"
 TYPE_CODE_KEY = b"hoodie_bloom_filter_type_code"
+# Hudi's defaults: hoodie.index.bloom.num_entries, hoodie.index.bloom.fpp (-> 30 hashes over
+# 2587966 bits) and hoodie.bloom.index.filter.dynamic.max.entries.
+ENTRIES_PER_ROW = 60_000
+NUM_HASHES = 30
+VECTOR_SIZE = 2_587_966
+MAX_ENTRIES = 100_000
 _M = np.uint32(0x5BD1E995)
 _HEADER = struct.Struct(">iibi")
 
@@ -46,21 +52,12 @@ class BloomFilter:
         if isinstance(keys, pa.ChunkedArray):
             keys = keys.combine_chunks()
         keys = keys.cast(pa.binary())
-        lengths = np.asarray(pc.binary_length(keys).fill_null(0), dtype=np.int64)
         result = np.zeros(len(keys), dtype=bool)
-        offsets = np.frombuffer(keys.buffers()[1], np.int32)[keys.offset: keys.offset + len(keys) + 1].astype(np.int64)
-        data_buf = keys.buffers()[2]
-        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        for length in np.unique(lengths[lengths > 0]):  # Hadoop refuses empty keys: they stay False
-            rows = np.flatnonzero(lengths == length)
-            matrix = data[offsets[rows][:, None] + np.arange(length)]
-            positions = _bit_positions(matrix, self.num_hashes, self.vector_size)
+        for rows, positions in _key_positions(keys, self.num_hashes, self.vector_size):
             hit = np.zeros(len(rows), dtype=bool)
             for bits in self.rows:
                 hit |= np.all((bits[positions >> 3] >> (positions & 7).astype(np.uint8)) & 1 == 1, axis=1)
             result[rows] = hit
-        if keys.null_count:
-            result[np.asarray(keys.is_null())] = False
         return result
 
 
@@ -82,6 +79,33 @@ def parse_bloom_filter(encoded: str | bytes, type_code: str | None = "DYNAMIC_V0
         return BloomFilter(num_hashes, size, tuple(rows))
     except (struct.error, ValueError) as e:
         raise HudiFormatError(f"corrupt Hudi bloom filter: {e}") from e
+
+
+def build_bloom_filter(keys) -> bytes:
+    """A `DYNAMIC_V0` footer value (base64) holding `keys`, laid out as Hudi writes it.
+
+    Keys fill a row of `ENTRIES_PER_ROW`, then a new row while rows * entries stay below
+    `MAX_ENTRIES`; once that bound is reached keys go to the rows in turn (Hudi's bounded
+    dynamic filter), which readers never notice: they test every row.
+    """
+    keys = pa.array(keys, pa.string()) if not isinstance(keys, (pa.Array, pa.ChunkedArray)) else keys
+    keys = (keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys).cast(pa.binary())
+    n = len(keys)
+    full_rows = 1 + max(0, (MAX_ENTRIES - 1) // ENTRIES_PER_ROW)  # rows opened before the bound
+    j = np.arange(n)
+    bounded = j >= full_rows * ENTRIES_PER_ROW
+    turn = np.maximum(j - full_rows * ENTRIES_PER_ROW - 1, 0) % full_rows
+    row_of = np.where(bounded, turn, j // ENTRIES_PER_ROW)
+    num_rows = max(1, int(row_of.max(initial=0)) + 1)
+    rows = [np.zeros(VECTOR_SIZE, dtype=bool) for _ in range(num_rows)]
+    for idx, positions in _key_positions(keys, NUM_HASHES, VECTOR_SIZE):
+        for r in np.unique(row_of[idx]):
+            rows[r][positions[row_of[idx] == r].ravel()] = True
+    in_last = int((row_of == num_rows - 1).sum()) if not bounded.any() else n - (num_rows - 1) * ENTRIES_PER_ROW
+    out = [_HEADER.pack(-1, NUM_HASHES, 1, VECTOR_SIZE), struct.pack(">iii", ENTRIES_PER_ROW, in_last, num_rows)]
+    for bits in rows:
+        out += [_HEADER.pack(-1, NUM_HASHES, 1, VECTOR_SIZE), np.packbits(bits, bitorder="little").tobytes()]
+    return base64.b64encode(b"".join(out))
 
 
 def read_bloom_filter(path: str, filesystem=None) -> BloomFilter | None:
@@ -107,6 +131,18 @@ def _read_filter(raw: bytes, offset: int) -> tuple[int, int, np.ndarray, int]:
     if end > len(raw):
         raise HudiFormatError("bloom filter bit vector is truncated")
     return num_hashes, size, np.frombuffer(raw, np.uint8, end - start, start), end
+
+
+def _key_positions(keys: pa.BinaryArray, num_hashes: int, size: int):
+    """(row indices, bit positions) per group of equally long keys; null and empty keys
+    (which Hadoop refuses) are left out."""
+    lengths = np.asarray(pc.binary_length(keys).fill_null(0), dtype=np.int64)
+    offsets = np.frombuffer(keys.buffers()[1], np.int32)[keys.offset: keys.offset + len(keys) + 1].astype(np.int64)
+    data_buf = keys.buffers()[2]
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    for length in np.unique(lengths[lengths > 0]):
+        rows = np.flatnonzero(lengths == length)
+        yield rows, _bit_positions(data[offsets[rows][:, None] + np.arange(length)], num_hashes, size)
 
 
 def _bit_positions(matrix: np.ndarray, num_hashes: int, size: int) -> np.ndarray:

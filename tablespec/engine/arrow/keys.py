@@ -52,11 +52,11 @@ def column(table: pa.Table, field: str) -> pa.Array:
     else:
         head, _, rest = field.partition(".")
         if not rest or head not in table.column_names:
-            raise TablespecError(f"key field {field!r} is not a column of the data")
+            raise TablespecError(f"field {field!r} is not a column of the data")
         arr = table.column(head)
         for part in rest.split("."):
             if not pa.types.is_struct(arr.type) or arr.type.get_field_index(part) < 0:
-                raise TablespecError(f"key field {field!r} is not a column of the data")
+                raise TablespecError(f"field {field!r} is not a column of the data")
             arr = pc.struct_field(arr, part)
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 

@@ -13,13 +13,13 @@ import pytest
 
 from tablespec.engine.arrow.basefile import (
     META_COLUMNS,
+    hudi_type,
     java_sort_indices,
     read_footer_keys,
     write_base_file,
 )
+from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.keys import partition_paths, record_keys
-
-hudi = pytest.importorskip("hudi")
 
 INSTANT = "20260102030405678"
 UTC = dt.timezone.utc
@@ -155,6 +155,7 @@ def rows_by_key(table: pa.Table) -> list[dict]:
 
 
 def test_base_files_read_back_through_hudi_rs_with_meta_columns(tmp_path):
+    hudi = pytest.importorskip("hudi")
     base = tmp_path / "t"
     written = build_table(base, sample_table())
     ours = pa.concat_tables([pq.read_table(w.path) for w in written])
@@ -200,6 +201,34 @@ def test_rows_are_sorted_by_key_with_seqnos_and_footer_min_max(tmp_path):
     avro = json.loads(footer[b"parquet.avro.schema"])
     assert [f["name"] for f in avro["fields"]] == list(META_COLUMNS) + ["k", "v"]
     assert avro["fields"][0] == {"name": "_hoodie_commit_time", "type": ["null", "string"], "doc": "", "default": None}
+
+
+@pytest.mark.parametrize("given, expected", [
+    (pa.timestamp("ms", "Asia/Tokyo"), pa.timestamp("us", "UTC")),
+    (pa.timestamp("ns", "UTC"), pa.timestamp("us", "UTC")),
+    (pa.timestamp("us"), pa.timestamp("us")),  # timestamp_ntz stays local (not adjusted to UTC)
+    (pa.int8(), pa.int32()), (pa.int16(), pa.int32()), (pa.int64(), pa.int64()),
+    (pa.large_string(), pa.string()), (pa.date64(), pa.date32()), (pa.decimal128(20, 4), pa.decimal128(20, 4)),
+    (pa.list_(pa.struct([("t", pa.timestamp("ms", "UTC")), ("b", pa.int8())])),
+     pa.list_(pa.struct([("t", pa.timestamp("us", "UTC")), ("b", pa.int32())]))),
+    (pa.map_(pa.string(), pa.int16()), pa.map_(pa.string(), pa.int32())),
+])
+def test_hudi_types(given, expected):
+    assert hudi_type(given) == expected
+
+
+def test_bloom_filter_footer_on_request(tmp_path):
+    table = pa.table({"k": [f"key-{i}" for i in range(100)]})
+    kwargs = dict(commit_time=INSTANT, partition_path="", partition_id=0, record_keys=table.column("k"),
+                  avro_schema_json='{"type":"record","name":"r","fields":[{"name":"k","type":"string"}]}')
+    plain = write_base_file(str(tmp_path / f"a-0_0-1-1_{INSTANT}.parquet"), table, **kwargs)
+    with_bloom = write_base_file(str(tmp_path / f"b-0_0-1-1_{INSTANT}.parquet"), table, bloom_filter=True, **kwargs)
+    assert read_bloom_filter(plain.path) is None
+    footer = pq.read_metadata(with_bloom.path).metadata
+    assert footer[b"hoodie_bloom_filter_type_code"] == b"DYNAMIC_V0"
+    bf = read_bloom_filter(with_bloom.path)
+    assert bf.might_contain(table.column("k")).all()
+    assert not bf.might_contain(pa.array(["key-100", "nope"])).any()
 
 
 def test_key_order_is_javas_utf16_order():

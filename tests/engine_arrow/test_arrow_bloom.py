@@ -9,7 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablespec.engine.arrow.bloom import _bit_positions, parse_bloom_filter, read_bloom_filter
+from tablespec.engine.arrow.bloom import (
+    ENTRIES_PER_ROW,
+    _bit_positions,
+    build_bloom_filter,
+    parse_bloom_filter,
+    read_bloom_filter,
+)
 from tablespec.errors import HudiFormatError
 
 
@@ -103,3 +109,28 @@ def test_files_without_a_filter_give_none(real_table):
     base = real_table("cow_v6_simplekeygen_hivestyle_no_metafields")
     f = next(p for p in base.rglob("*.parquet") if "__MACOSX" not in p.parts)
     assert read_bloom_filter(str(f)) is None
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("name", ["cow_v6_nonpartitioned", "cow_v6_simplekeygen_nonhivestyle",
+                                  "mor_parquet_v6_nonpartitioned"])
+def test_built_filters_equal_hudis_byte_for_byte(real_table, name):
+    files = sorted(p for p in real_table(name).rglob("*.parquet") if "__MACOSX" not in p.parts)
+    for f in files:
+        footer = pq.read_metadata(f).metadata
+        keys = pq.read_table(f, columns=["_hoodie_record_key"]).column(0)
+        assert build_bloom_filter(keys) == footer[b"org.apache.hudi.bloomfilter"], f.name
+
+
+def test_built_filter_grows_rows_like_hudis_bounded_dynamic_filter():
+    n = 2 * ENTRIES_PER_ROW + 1000
+    keys = pa.array([f"k{i}" for i in range(n)])
+    encoded = build_bloom_filter(keys)
+    raw = base64.b64decode(encoded)
+    entries, last, rows = struct.unpack_from(">iii", raw, 13)
+    assert (entries, rows, last) == (ENTRIES_PER_ROW, 2, n - ENTRIES_PER_ROW)
+    bf = parse_bloom_filter(encoded)
+    assert bf.might_contain(keys).all()
+    assert bf.might_contain(pa.array([f"x{i}" for i in range(5000)])).mean() < 0.01
+    empty = parse_bloom_filter(build_bloom_filter(pa.array([], pa.string())))
+    assert len(empty.rows) == 1 and not empty.rows[0].any()

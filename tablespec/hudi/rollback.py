@@ -1,0 +1,289 @@
+"""Rolling back failed writes, lazily, as Apache Hudi does: the next writer (or apply) cleans up.
+
+A write that died leaves a pending commit or replacecommit instant and the data files named
+with its instant time. Readers already ignore both; a rollback removes them and records itself
+on the timeline as a transaction in Hudi's own Avro formats:
+
+    R.rollback.requested   HoodieRollbackPlan: the instant and the files to delete
+    R.rollback.inflight    (empty)
+    ... delete the data files, the markers, the instant's timeline files, its heartbeat ...
+    R.rollback             HoodieRollbackMetadata: what was deleted
+
+Every step after the plan is idempotent and the plan names its target, so a crash anywhere is
+repaired by running the rollback again: `resume_pending_rollbacks` finishes rollbacks left
+requested or inflight. A rollback is completed only when every file of the instant is gone;
+otherwise it stays pending and is retried, because a leftover data file of an instant that is
+no longer on the timeline could become visible once older commits are archived.
+
+Which pending instants are failed writes (`pending_to_roll_back`): commit and replacecommit
+instants whose heartbeat expired (see heartbeat.py); a live heartbeat means a writer is still at
+work. A requested replacecommit holding a clustering plan, with no inflight, is a scheduled
+plan waiting for execution, not a failed write, and is left alone; a clustering that died while
+executing is rolled back to its requested plan (its files deleted, the plan kept), so it can run
+again, as Hudi does. Pending deltacommits (merge-on-read, which tablespec does not write) are
+left to Hudi. Callers hold the table lock (lock.py) while recovering.
+"""
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import fastavro
+
+from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
+from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
+from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
+from tablespec.hudi.io import Storage, join
+from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.timeline import Timeline, TimelineWriter
+
+ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT)
+MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
+
+# The Avro schemas of Apache Hudi 0.14/0.15 (org.apache.hudi.avro.model), field for field, so
+# Hudi's tools read the rollbacks tablespec writes and tablespec resumes the ones Hudi left.
+_NAMESPACE = "org.apache.hudi.avro.model"
+_SIZES = ["null", {"type": "map", "values": "long"}]
+
+
+def _instant_info() -> dict[str, Any]:
+    return {"type": "record", "name": "HoodieInstantInfo", "namespace": _NAMESPACE,
+            "fields": [{"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}
+
+
+ROLLBACK_PLAN_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "HoodieRollbackPlan", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "instantToRollback", "type": ["null", _instant_info()], "default": None},
+        {"name": "RollbackRequests", "default": None, "type": ["null", {"type": "array", "items": {
+            "type": "record", "name": "HoodieRollbackRequest",
+            "fields": [
+                {"name": "partitionPath", "type": "string"},
+                {"name": "fileId", "type": ["null", "string"], "default": None},
+                {"name": "latestBaseInstant", "type": ["null", "string"], "default": None},
+                {"name": "filesToBeDeleted", "type": {"type": "array", "items": "string"}, "default": []},
+                {"name": "logBlocksToBeDeleted", "type": _SIZES, "default": None},
+            ]}}]},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ]})
+
+ROLLBACK_METADATA_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "HoodieRollbackMetadata", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "startRollbackTime", "type": "string"},
+        {"name": "timeTakenInMillis", "type": "long"},
+        {"name": "totalFilesDeleted", "type": "int"},
+        {"name": "commitsRollback", "type": {"type": "array", "items": "string"}},
+        {"name": "partitionMetadata", "type": {"type": "map", "values": {
+            "type": "record", "name": "HoodieRollbackPartitionMetadata",
+            "fields": [
+                {"name": "partitionPath", "type": "string"},
+                {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
+                {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
+                {"name": "rollbackLogFiles", "type": _SIZES, "default": None},
+                {"name": "logFilesFromFailedCommit", "type": _SIZES, "default": None},
+            ]}}},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "instantsRollback", "type": {"type": "array", "items": _instant_info()}, "default": []},
+    ]})
+
+
+def _avro(schema: Any, record: dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    fastavro.writer(out, schema, [record])
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    """One rolled-back instant. `instant` is in the state it was last seen in (requested when an
+    interrupted attempt had already removed its inflight file); `deleted_files` are the
+    instant's data files, now gone; `rollback_instant` is the completed rollback's time."""
+    instant: Instant
+    deleted_files: list[str]
+    rollback_instant: str
+
+
+def _instant_files(storage: Storage, base: str, instant_ts: str) -> dict[str, str]:
+    """Every data file named with `instant_ts` below `base`: path -> partition (relative dir).
+    All visible directories are searched, not only marked partitions: a write can die between
+    creating a partition directory and marking it."""
+    found: dict[str, str] = {}
+
+    def visit(path: str, rel: str) -> None:
+        for info in storage.list_dir(path):
+            if info.name.startswith("."):
+                continue
+            if info.is_dir:
+                visit(info.path, f"{rel}/{info.name}" if rel else info.name)
+            elif (name := BaseFileName.parse(info.name)) is not None and name.instant == instant_ts:
+                found[info.path] = rel
+
+    visit(base, "")
+    return found
+
+
+def _storage_path(path: str) -> str:
+    """Hudi's plans hold full URIs (file:/...); tablespec's hold storage paths."""
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def is_clustering_plan(timeline: Timeline, instant: Instant) -> bool:
+    """Whether a replacecommit's requested file holds a clustering plan (HoodieRequestedReplaceMetadata
+    with a clusteringPlan). Writes like insert_overwrite request replacecommits with no plan."""
+    if instant.action != REPLACE_COMMIT:
+        return False
+    requested = instant.to("requested")
+    if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
+        return False
+    meta = timeline.read_metadata(requested)
+    return meta.get("clusteringPlan") is not None or meta.get("operationType") == "CLUSTER"
+
+
+def _target(timeline: Timeline, rollback: Instant) -> Instant:
+    """The instant a rollback's plan rolls back."""
+    plan = timeline.read_metadata(rollback.to("requested"))
+    info = plan.get("instantToRollback")
+    if not info:
+        raise HudiFormatError(f"{join(timeline.meta, rollback.to('requested').file_name)}: rollback plan "
+                              f"names no instant to roll back")
+    return Instant(info["commitTime"], info["action"], "requested")
+
+
+def _plan(instant: Instant, files: dict[str, str]) -> bytes:
+    by_partition: dict[str, list[str]] = {}
+    for path, partition in sorted(files.items()):
+        by_partition.setdefault(partition, []).append(path)
+    requests = [{"partitionPath": p, "fileId": "", "latestBaseInstant": "", "filesToBeDeleted": paths,
+                 "logBlocksToBeDeleted": {}} for p, paths in sorted(by_partition.items())]
+    return _avro(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
+                                        "RollbackRequests": requests, "version": 1})
+
+
+def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
+    """Run a requested or inflight rollback to completion; every step may be repeated."""
+    started = time.monotonic()
+    writer = TimelineWriter(storage, base)
+    target = _target(timeline, rollback)
+    if target.action not in ROLLBACK_ACTIONS:
+        raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
+                                    f"back only {' and '.join(ROLLBACK_ACTIONS)} instants")
+    meta = timeline.meta
+    if storage.exists(join(meta, target.to("completed").file_name)):
+        raise HudiFormatError(f"rollback {rollback.timestamp} targets {target.timestamp}.{target.action}, which is "
+                              f"completed: the table was written without its lock. Inspect it; delete "
+                              f"{join(meta, rollback.file_name)} only if that commit is valid")
+    last_seen = next((i for i in (target.to("inflight"), target) if storage.exists(join(meta, i.file_name))), target)
+    inflight = rollback if rollback.state == "inflight" else writer.start(rollback)
+
+    plan = timeline.read_metadata(rollback.to("requested"))
+    files = {_storage_path(path): req["partitionPath"]
+             for req in plan.get("RollbackRequests") or () for path in req["filesToBeDeleted"]}
+    files.update(_instant_files(storage, base, target.timestamp))  # also files written after planning
+    failed = []
+    for path in sorted(files):
+        try:
+            storage.delete(path)
+        except OSError as e:
+            failed.append(f"{path} ({e})")
+    if failed:
+        raise TablespecError(f"rollback {rollback.timestamp} of {target.timestamp}: could not delete "
+                             f"{len(failed)} file(s): {'; '.join(failed[:5])}. It stays pending and is retried "
+                             f"by the next recovery")
+    storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
+    if is_clustering_plan(timeline, target):
+        writer.revert_inflight(target.to("inflight"))  # keep the plan: the clustering runs again
+    else:
+        writer.delete_instant(target)
+    storage.delete(heartbeat_path(base, target.timestamp))
+
+    partitions: dict[str, list[str]] = {}
+    for path, partition in sorted(files.items()):
+        partitions.setdefault(partition, []).append(path)
+    metadata = {
+        "startRollbackTime": rollback.timestamp,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": len(files),
+        "commitsRollback": [target.timestamp],
+        "partitionMetadata": {p: {"partitionPath": p, "successDeleteFiles": paths, "failedDeleteFiles": [],
+                                  "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}
+                              for p, paths in partitions.items()},
+        "version": 1,
+        "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
+    }
+    writer.complete(inflight, _avro(ROLLBACK_METADATA_SCHEMA, metadata))
+    return RollbackResult(last_seen, sorted(files), rollback.timestamp)
+
+
+def _completed_rollback_of(timeline: Timeline, instant_ts: str) -> RollbackResult | None:
+    for done in reversed([i for i in timeline.completed() if i.action == ROLLBACK]):
+        meta = timeline.read_metadata(done)
+        if instant_ts in meta.get("commitsRollback", ()):
+            action = next((i["action"] for i in meta.get("instantsRollback") or () if i["commitTime"] == instant_ts),
+                          COMMIT)
+            files = sorted(f for p in meta.get("partitionMetadata", {}).values() for f in p["successDeleteFiles"])
+            return RollbackResult(Instant(instant_ts, action, "requested"), files, done.timestamp)
+    return None
+
+
+def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | None = None) -> RollbackResult:
+    """Roll back a pending commit or replacecommit: delete its data files, markers, timeline files
+    and heartbeat, recorded as a rollback instant. Repeating it is harmless: an interrupted
+    rollback of the instant is finished, a finished one is reported again.
+
+    The caller holds the table lock and has made sure no writer is still at work on the instant
+    (pending_to_roll_back checks heartbeats); this function does not look at the heartbeat."""
+    timeline = Timeline.load(storage, base)
+    for pending in timeline.pending():
+        if pending.action == ROLLBACK and _target(timeline, pending).timestamp == instant.timestamp:
+            return _finish(storage, base, timeline, pending)
+    current = next((i for i in timeline.instants if i.timestamp == instant.timestamp and i.action != ROLLBACK), None)
+    if current is None:
+        done = _completed_rollback_of(timeline, instant.timestamp)
+        if done is None:
+            raise TablespecError(f"table {base} has no instant {instant.timestamp} to roll back")
+        return done
+    if current.is_completed:
+        raise TablespecError(f"cannot roll back {current}: it is completed (only pending writes are rolled back)")
+    if current.action not in ROLLBACK_ACTIONS:
+        raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
+                                    f"{' and '.join(ROLLBACK_ACTIONS)} instants")
+    if current.state == "requested" and is_clustering_plan(timeline, current):
+        raise TablespecError(f"{current} is a scheduled clustering plan, not a failed write: nothing to roll back")
+    ts = rollback_ts or new_instant_time(timeline.instants[-1].timestamp)
+    plan = _plan(current, _instant_files(storage, base, current.timestamp))
+    requested = TimelineWriter(storage, base).request(ROLLBACK, ts, plan)
+    result = _finish(storage, base, Timeline.load(storage, base), requested)
+    return RollbackResult(current, result.deleted_files, result.rollback_instant)
+
+
+def resume_pending_rollbacks(storage: Storage, base: str) -> list[RollbackResult]:
+    """Finish every rollback an earlier run left requested or inflight, oldest first."""
+    timeline = Timeline.load(storage, base)
+    return [_finish(storage, base, timeline, i) for i in timeline.pending() if i.action == ROLLBACK]
+
+
+def pending_to_roll_back(storage: Storage, base: str, timeline: Timeline,
+                         tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+                         now: float | None = None) -> list[Instant]:
+    """Pending commit / replacecommit instants of failed writes: heartbeat expired (or missing),
+    not a scheduled clustering plan, not already the target of a pending rollback."""
+    targeted = {_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
+    return [i for i in timeline.pending()
+            if i.action in ROLLBACK_ACTIONS and i.timestamp not in targeted
+            and not (i.state == "requested" and is_clustering_plan(timeline, i))
+            and heartbeat_expired(storage, base, i.timestamp, tolerance_seconds, now)]
+
+
+def recover(storage: Storage, base: str, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+            now: float | None = None) -> list[RollbackResult]:
+    """What every writer (and apply) runs first, holding the table lock: finish interrupted
+    rollbacks, then roll back the writes that died."""
+    results = resume_pending_rollbacks(storage, base)
+    timeline = Timeline.load(storage, base)
+    return results + [rollback(storage, base, i) for i in pending_to_roll_back(storage, base, timeline,
+                                                                               tolerance_seconds, now)]
