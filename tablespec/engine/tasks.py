@@ -167,8 +167,8 @@ def _stats_batch(rows: list[dict]) -> pa.RecordBatch:
 
 def _latest_per_key(table: pa.Table, ordering: str | None) -> pa.Table:
     """One row per key: the greatest ordering value wins, ties go to the later input row."""
-    order = [(KEY, "ascending")] + ([(ordering, "ascending")] if ordering else []) + [(SEQ, "ascending")]
-    table = table.sort_by(order, null_placement="at_start")  # a null ordering value is the smallest
+    order = [(KEY, "ascending")] + ([(ordering, "ascending", "at_start")] if ordering else []) + [(SEQ, "ascending")]
+    table = table.take(pc.sort_indices(table, sort_keys=order))  # a null ordering value is the smallest
     keys = table.column(KEY).combine_chunks()
     if len(keys) < 2:
         return table

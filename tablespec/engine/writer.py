@@ -30,7 +30,7 @@ from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import BaseFileName, bucket_of, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.rollback import recover, rollback
+from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS, recover, rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.plan.builder import table_actions
 from tablespec.plan.columns import spec_columns
@@ -38,7 +38,6 @@ from tablespec.state import observe
 
 OPERATIONS = {"insert": "INSERT", "upsert": "UPSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
 DEFAULT_RECORD_BYTES = 128
-HEARTBEAT_TOLERANCE_SECONDS = 60.0
 
 
 class WriteRefused(TablespecError):
@@ -75,7 +74,7 @@ class TableWriter:
     """Writes DataFrames into one table as its spec declares (keys, partitioning, index)."""
 
     def __init__(self, spark, spec, location: str, lock_timeout: float = 30.0,
-                 heartbeat_tolerance: float = HEARTBEAT_TOLERANCE_SECONDS):
+                 heartbeat_tolerance: float = DEFAULT_TOLERANCE_SECONDS):
         self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
         self.heartbeat_tolerance = heartbeat_tolerance
         self.storage, self.base = storage_for(location)
@@ -88,7 +87,7 @@ class TableWriter:
         lock.acquire(timeout_seconds=self.lock_timeout)
         try:
             recover(self.storage, self.base, self.heartbeat_tolerance)
-            return self._write_locked(df, operation)
+            return self._write_locked(df, operation, lock)
         finally:
             lock.release()
 
@@ -106,7 +105,7 @@ class TableWriter:
             raise WriteRefused(f"table {name} does not populate Hudi meta fields; tablespec cannot write it yet")
         return state
 
-    def _write_locked(self, df, operation: str) -> WriteResult:
+    def _write_locked(self, df, operation: str, lock: TableLock) -> WriteResult:
         spec = self.spec.spec
         self._check_table()
         auto = spec.record_key.auto_generate
@@ -129,6 +128,7 @@ class TableWriter:
                 metadata = self._commit_metadata(operation, stats)
                 for partition in {s["partition"] for s in stats}:
                     write_partition_metadata(self.storage, self.base, partition, instant_ts)
+                lock.verify()  # the lease must still be ours at the commit point
                 writer.complete(inflight, metadata)
             except BaseException:
                 rollback(self.storage, self.base, requested)

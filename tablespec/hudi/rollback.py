@@ -34,7 +34,6 @@ from urllib.parse import urlparse
 import fastavro
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
-from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
 from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
@@ -160,8 +159,8 @@ def _plan(instant: Instant, files: dict[str, str]) -> bytes:
         by_partition.setdefault(partition, []).append(path)
     requests = [{"partitionPath": p, "fileId": "", "latestBaseInstant": "", "filesToBeDeleted": paths,
                  "logBlocksToBeDeleted": {}} for p, paths in sorted(by_partition.items())]
-    return _avro(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
-                                        "RollbackRequests": requests, "version": 1})
+    target = {"commitTime": instant.timestamp, "action": instant.action}
+    return _avro(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": target, "RollbackRequests": requests, "version": 1})
 
 
 def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:

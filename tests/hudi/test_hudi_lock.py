@@ -143,8 +143,8 @@ def test_renew_refuses_after_the_lease_ran_out_even_if_nobody_took_it(tmp_path):
 
 def test_auto_renew_keeps_the_lock_beyond_its_lease(tmp_path):
     base = str(tmp_path)
-    with TableLock(ST, base, owner="long-write", lease_seconds=0.3, auto_renew=True) as lock:
-        time.sleep(0.8)
+    with TableLock(ST, base, owner="long-write", lease_seconds=0.6, auto_renew=True) as lock:
+        time.sleep(1.5)
         lock.verify()
         with pytest.raises(LockTimeoutError, match="long-write"):
             TableLock(ST, base).acquire(timeout_seconds=0.3, poll=0.05)
@@ -222,11 +222,11 @@ def test_lock_held_by_another_process_released_cleanly(tmp_path):
 
 def test_lock_of_a_killed_process_is_taken_over_after_its_lease(tmp_path):
     base = str(tmp_path)
-    proc = _holder(base, 0.6)
+    proc = _holder(base, 0.9)
     try:
         # alive, the other process renews its lease: waiting longer than the lease does not help
         with pytest.raises(LockTimeoutError, match="other-process"):
-            TableLock(ST, base).acquire(timeout_seconds=1.5, poll=0.05)
+            TableLock(ST, base).acquire(timeout_seconds=2, poll=0.05)
     finally:
         proc.kill()  # dies holding the lock
         proc.wait()
