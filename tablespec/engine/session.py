@@ -11,6 +11,7 @@ BASE_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.speculation": "false",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",
 }
 
@@ -25,4 +26,6 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None, app
     builder = SparkSession.builder.appName(app_name).master(master or os.environ.get("TABLESPEC_SPARK_MASTER") or DEFAULT_MASTER)
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("TABLESPEC_SPARK_LOG_LEVEL", "ERROR"))
+    return session

@@ -177,3 +177,20 @@ def test_write_refused_when_table_missing_or_out_of_date(spark, tmp_path):
     stale = Table(spec, os.path.join(tmp_path, "sales", "orders"), spark)
     with pytest.raises(WriteRefused, match="does not match its spec .*bucket_bootstrap"):
         stale.write(orders(spark, [("o1", 1, "1.00", 0, 1)]))
+
+
+def test_ingest_cli_csv_then_read_back(spark, tmp_path, monkeypatch, capsys):
+    from tablespec.cli import main
+    spec = tmp_path / "orders.yaml"
+    spec.write_text(spec_for("BUCKET"))
+    make_table(spark, tmp_path / "wh", spec_for("BUCKET"))
+    csv = tmp_path / "in.csv"
+    csv.write_text("order_id,customer_id,amount,updated_at,order_date\n"
+                   "o1,1,10.50,2026-11-01T12:00:00Z,2026-11-01\no2,2,3.25,2026-11-01T13:00:00Z,2026-11-02\n")
+    code = main(["ingest", str(spec), "--input", str(csv), "--input-format", "csv", "--operation", "upsert",
+                 "--warehouse", str(tmp_path / "wh")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "2 inserted, 0 updated, 0 deleted" in out
+    code = main(["ingest", str(spec), "--input", str(tmp_path / "missing.csv"), "--warehouse", str(tmp_path / "wh")])
+    assert code == 1 and "no such file" in capsys.readouterr().err
