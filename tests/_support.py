@@ -40,3 +40,22 @@ def unzip_fixture(name: str, dest: Path | str) -> Path:
     if len(tops) != 1:
         raise ValueError(f"{archive} does not hold exactly one table directory: {sorted(tops)}")
     return dest / tops.pop()
+
+
+# A bucket-indexed orders table used across planner and engine tests.
+ORDERS_SPEC = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: orders, database: sales}
+spec:
+  location: sales/orders
+  columns:
+    - {name: order_id, type: string, nullable: false}
+    - {name: customer_id, type: long}
+    - {name: amount, type: "decimal(12,2)"}
+    - {name: updated_at, type: timestamp}
+    - {name: order_date, type: date}
+  recordKey: {fields: [order_id]}
+  partitioning: {fields: [order_date]}
+  orderingField: updated_at
+  index: {type: BUCKET, numBuckets: 16}
+"""

@@ -104,6 +104,23 @@ class Storage(ABC):
     def mkdirs(self, path: str) -> None: ...
 
 
+def _write_aside(path: str, data: bytes, place) -> None:
+    """Write `data` to a hidden temp file beside `path` (same file system; Hudi readers ignore
+    dot files), then `place(tmp, path)` (os.replace or os.link): readers never see a partial file."""
+    directory, name = os.path.split(path)
+    os.makedirs(directory or ".", exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        place(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 class LocalStorage(Storage):
     """A local (or locally mounted) file system."""
 
@@ -117,39 +134,15 @@ class LocalStorage(Storage):
             f.write(data)
 
     def write_atomic(self, path: str, data: bytes) -> None:
-        directory, name = os.path.split(path)
-        os.makedirs(directory or ".", exist_ok=True)
-        # Hidden temp name in the same directory: same file system for os.replace, and Hudi
-        # readers ignore dot files in .hoodie/ and partitions.
-        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        _write_aside(path, data, os.replace)
 
     def create_exclusive(self, path: str, data: bytes = b"") -> None:
-        directory, name = os.path.split(path)
-        os.makedirs(directory or ".", exist_ok=True)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         if not data:
             with open(path, "xb"):
                 return
-        # Write aside, then hard-link into place: the link fails if the name exists, and a
-        # reader never sees a partly written file.
-        tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.link(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        # Hard-link into place: the link fails if the name exists.
+        _write_aside(path, data, os.link)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

@@ -9,7 +9,8 @@ from decimal import Decimal
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import assert_hudi_rs_agrees, make_table, tablespec_rows
+from _support import ORDERS_SPEC
+from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.engine.writer import WriteRefused
 from tablespec.engine.schema import DataSchemaError
 from tablespec.hudi.io import LocalStorage
@@ -17,22 +18,6 @@ from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
 
-ORDERS = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {name: orders, database: sales}
-spec:
-  location: sales/orders
-  columns:
-    - {name: order_id, type: string, nullable: false}
-    - {name: customer_id, type: long}
-    - {name: amount, type: "decimal(12,2)"}
-    - {name: updated_at, type: timestamp}
-    - {name: order_date, type: date}
-  recordKey: {fields: [order_id]}
-  partitioning: {fields: [order_date]}
-  orderingField: updated_at
-  index: {type: INDEX}
-"""
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
 T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -44,7 +29,8 @@ def orders(spark, rows):
 
 
 def spec_for(index: str) -> str:
-    return ORDERS.replace("{type: INDEX}", {"BUCKET": "{type: BUCKET, numBuckets: 4}"}.get(index, f"{{type: {index}}}"))
+    index_block = "{type: BUCKET, numBuckets: 4}" if index == "BUCKET" else f"{{type: {index}}}"
+    return ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: " + index_block)
 
 
 @pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"])

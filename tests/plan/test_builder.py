@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from _support import ORDERS_SPEC
 from tablespec.actions.metadata import creation_properties
 from tablespec.errors import UnsupportedTableError
 from tablespec.hudi.avro import from_avro_schema
@@ -11,22 +12,7 @@ from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import ObservedColumn, TableState
 
-BASE = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {name: orders, database: sales}
-spec:
-  location: sales/orders
-  columns:
-    - {name: order_id, type: string, nullable: false}
-    - {name: customer_id, type: long}
-    - {name: amount, type: "decimal(12,2)"}
-    - {name: updated_at, type: timestamp}
-    - {name: order_date, type: date}
-  recordKey: {fields: [order_id]}
-  partitioning: {fields: [order_date]}
-  orderingField: updated_at
-  index: {type: BUCKET, numBuckets: 16}
-"""
+BASE = ORDERS_SPEC
 WAREHOUSE = "/wh"
 LOCATION = "/wh/sales/orders"
 
