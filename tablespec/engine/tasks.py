@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.basefile import write_base_file
+from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
@@ -159,6 +160,33 @@ def write_file_groups(job: WriteJob, batches):
         group = incoming.slice(int(s), int(e - s))
         stats.append(_write_group(job, group, fgs[int(s)].as_py(), token, partition_id))
     yield _stats_batch(stats)
+
+
+def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches):
+    """BLOOM index: the files (of `ranges`: file, partition, min key, max key) that may hold
+    some incoming key: within the file's key range and, where the file has one, passing its
+    bloom filter. Footers are read here, on the executor, once per file per task."""
+    by_partition: dict[str, list[tuple[str, str, str]]] = {}
+    for path, part, lo, hi in ranges:
+        by_partition.setdefault(part, []).append((path, lo, hi))
+    filters: dict[str, object] = {}
+    hits: set[str] = set()
+    for batch in batches:
+        keys, parts = batch.column(KEY), batch.column(PART)
+        for part in pc.unique(parts).to_pylist():
+            in_part = keys.filter(pc.equal(parts, part))
+            for path, lo, hi in by_partition.get(part, []):
+                if path in hits:
+                    continue
+                candidates = in_part.filter(pc.and_(pc.greater_equal(in_part, lo), pc.less_equal(in_part, hi)))
+                if not len(candidates):
+                    continue
+                if path not in filters:
+                    filters[path] = read_bloom_filter(path)
+                bloom = filters[path]
+                if bloom is None or bool(np.any(bloom.might_contain(candidates))):
+                    hits.add(path)
+    yield pa.RecordBatch.from_pydict({"file": sorted(hits)}, schema=pa.schema([("file", pa.string())]))
 
 
 def _stats_batch(rows: list[dict]) -> pa.RecordBatch:

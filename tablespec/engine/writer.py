@@ -213,23 +213,21 @@ class TableWriter:
         return tagged
 
     def _bloom_candidates(self, prepared, files: list[str]) -> list[str]:
-        """BLOOM: only files whose footer key range holds some incoming key of their partition."""
-        from pyspark.sql import functions as F
-
+        """BLOOM: files whose footer key range, then bloom filter, admits some incoming key."""
         from tablespec.engine.arrow.basefile import read_footer_keys
-        ranges = []
+        ranges, unbounded = [], []
         for f in files:
             lo, hi = read_footer_keys(f)
             part = os.path.relpath(os.path.dirname(f), self.base)
-            ranges.append((f, "" if part == "." else part, lo, hi))
-        unbounded = [f for f, _, lo, hi in ranges if lo is None or hi is None]
-        bounded = [r for r in ranges if r[2] is not None and r[3] is not None]
-        if not bounded:
+            if lo is None or hi is None:
+                unbounded.append(f)
+            else:
+                ranges.append((f, "" if part == "." else part, lo, hi))
+        if not ranges:
             return unbounded
-        rdf = self.spark.createDataFrame(bounded, "file string, part string, lo string, hi string")
-        keys = prepared.select(F.col(tasks.KEY).alias("k"), F.col(tasks.PART).alias("p"))
-        hit = (keys.join(F.broadcast(rdf), (keys.p == rdf.part) & (keys.k >= rdf.lo) & (keys.k <= rdf.hi))
-               .select("file").distinct().collect())
+        hit = (prepared.select(tasks.KEY, tasks.PART)
+               .mapInArrow(functools.partial(tasks.bloom_candidates, ranges), "file string")
+               .distinct().collect())
         return unbounded + [r[0] for r in hit]
 
     def _refuse_bad(self, stats: list[dict], timeline: Timeline) -> None:
