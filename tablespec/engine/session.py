@@ -13,6 +13,9 @@ BASE_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",
+    # tablespec always hands Spark explicit file lists (the file-system view decides what to read);
+    # listing them again in a parallel job costs seconds for a few thousand files.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
 

@@ -121,17 +121,21 @@ def assign_inserts(job: WriteJob, batches):
         if fg.null_count == 0 or len(batch) == 0:
             yield batch
             continue
-        parts = batch.column(PART).to_pylist()
         slots = (java_string_hash(batch.column(KEY)).view(np.uint32) % INSERT_SLOTS).astype(np.int64)
-        current = fg.to_pylist()
-        for i, f in enumerate(current):
-            if f is None:
-                targets = job.insert_targets.get(parts[i])
-                if not targets:  # a partition the driver did not plan inserts for cannot happen
-                    raise RuntimeError(f"no insert target for partition {parts[i]!r}")
-                weights = [w for _, w in targets]
-                current[i] = targets[int(np.searchsorted(weights, slots[i], side="right"))][0]
-        yield batch.set_column(batch.schema.get_field_index(FG), FG, pa.array(current, pa.string()))
+        encoded = batch.column(PART).dictionary_encode()
+        codes = np.asarray(encoded.indices)
+        missing = np.asarray(fg.is_null())
+        chosen = fg.to_numpy(zero_copy_only=False)
+        for code, partition in enumerate(encoded.dictionary.to_pylist()):
+            rows = np.flatnonzero(missing & (codes == code))
+            if not len(rows):
+                continue
+            targets = job.insert_targets.get(partition)
+            if not targets:
+                raise RuntimeError(f"no insert target for partition {partition!r}")
+            ids = np.array([f for f, _ in targets], dtype=object)
+            chosen[rows] = ids[np.searchsorted([w for _, w in targets], slots[rows], side="right")]
+        yield batch.set_column(batch.schema.get_field_index(FG), FG, pa.array(chosen, pa.string()))
 
 
 def write_file_groups(job: WriteJob, batches):

@@ -177,7 +177,7 @@ class TableWriter:
                 tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
         else:
             prepared = prepared.persist()
-            tagged = self._tag(prepared, job, view)
+            tagged = self._tag(prepared, job, view).persist()
             counts = {r[0]: r[1] for r in tagged.filter(F.col(tasks.FG).isNull() & ~F.col(tasks.INVALID))
                       .groupBy(tasks.PART).count().collect()}
             job = _with_insert_targets(job, counts, view, self.spec)
@@ -187,6 +187,7 @@ class TableWriter:
                 .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
         if not job.num_buckets:
             prepared.unpersist()
+            tagged.unpersist()
         return [r.asDict() for r in rows]
 
     def _tag(self, prepared, job: tasks.WriteJob, view: FileSystemView):
