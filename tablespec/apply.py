@@ -6,21 +6,21 @@ refused or stale plan leaves all tables as they were. Dispatch is by action kind
 """
 from __future__ import annotations
 
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tablespec.actions import metadata
+from tablespec.actions import metadata, schema
 from tablespec.errors import PlanError, StalePlanError
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
 from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
+HEARTBEAT_TOLERANCE_ENV = "TABLESPEC_HEARTBEAT_TOLERANCE"  # seconds before a silent writer counts as dead
 LATER = {
-    "bucket_bootstrap": "the bucket-index migration work",
-    "bucket_rescale": "the bucket-index migration work",
-    "schema_evolution": "the schema-evolution work",
     "replace_table": "the table-replacement work",
     "index_migration": "the record-level index work",
 }
@@ -31,6 +31,7 @@ class ActionResult:
     table: str
     kind: str
     seconds: float
+    actual: dict = field(default_factory=dict)   # what happened, next to the action's estimate
 
 
 @dataclass
@@ -72,7 +73,7 @@ def preflight(plan: Plan, allow_destructive: bool = False) -> None:
             if a.destructive and not allow_destructive:
                 raise PlanError(f"{t.name}: {a.kind} is destructive ({'; '.join(a.reasons)}); "
                                 "re-run with --allow-destructive to allow it; nothing was changed")
-            if not a.supported:
+            if not a.supported or not hasattr(Applier, f"visit_{a.kind}"):
                 raise PlanError(f"{t.name}: apply cannot run {a.kind} yet (it comes with {LATER.get(a.kind, 'later work')}); "
                                 "nothing was changed")
 
@@ -82,32 +83,93 @@ def _protected(location: str) -> bool:
     return bool(state.exists and state.config.to_properties().get("tablespec.protection.prevent.destroy") == "true")
 
 
-class Applier:
-    """Runs a checked plan action by action; `on_action` reports progress to the caller."""
+def heartbeat_tolerance() -> float:
+    from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS
+    return float(os.environ.get(HEARTBEAT_TOLERANCE_ENV, DEFAULT_TOLERANCE_SECONDS))
 
-    def __init__(self, on_action: Callable[[TablePlan, Action, float], None] | None = None):
-        self.on_action = on_action or (lambda t, a, s: None)
+
+@contextmanager
+def locked(location: str, owner: str = "tablespec apply"):
+    """Hold the table lock (the one writers take) and finish or roll back leftover work first."""
+    from tablespec.hudi.io import storage_for
+    from tablespec.hudi.lock import TableLock
+    from tablespec.hudi.rollback import recover
+    storage, base = storage_for(location)
+    lock = TableLock(storage, base, owner=owner, auto_renew=True)
+    lock.acquire()
+    try:
+        recover(storage, base, heartbeat_tolerance())
+        yield lock
+    finally:
+        lock.release()
+
+
+class Applier:
+    """Runs a checked plan action by action; `on_action` reports each finished action and
+    `on_progress` the progress of long ones (partitions and bytes done, elapsed seconds)."""
+
+    def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
+                 on_progress: Callable[..., None] | None = None, spark=None):
+        self.on_action = on_action or (lambda t, a, r: None)
+        self.on_progress = on_progress
+        self._spark = spark
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            from tablespec.engine.session import get_spark
+            self._spark = get_spark()
+        return self._spark
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
         preflight(plan, allow_destructive)
         result = ApplyResult()
         for t, a in plan.actions:
-            visit = getattr(self, f"visit_{a.kind}", None)
-            if visit is None:
-                raise PlanError(f"{t.name}: no executor for action {a.kind}")
             started = time.monotonic()
-            visit(t, a, TableSpec.model_validate(t.spec))
-            elapsed = time.monotonic() - started
-            result.actions.append(ActionResult(t.name, a.kind, elapsed))
-            self.on_action(t, a, elapsed)
+            actual = getattr(self, f"visit_{a.kind}")(t, a, TableSpec.model_validate(t.spec))
+            done = ActionResult(t.name, a.kind, time.monotonic() - started, actual or {})
+            result.actions.append(done)
+            self.on_action(t, a, done)
         return result
 
     def visit_create_table(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
         metadata.create_table(t.location, spec)
 
     def visit_update_settings(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
-        metadata.update_settings(t.location, spec)
+        with locked(t.location):
+            metadata.update_settings(t.location, spec)
 
     def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
         # Only configuration-only migrations reach here (preflight refuses RECORD_LEVEL builds).
-        metadata.update_settings(t.location, spec)
+        with locked(t.location):
+            metadata.update_settings(t.location, spec)
+
+    def visit_bucket_bootstrap(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
+
+        Data first: until hoodie.properties says BUCKET, writers keep using the old index, which
+        works on any layout; a crash between the two steps is finished by the next apply."""
+        from tablespec.engine.rebucket import rebucket
+        from tablespec.engine.writer import table_avro_schema
+        from tablespec.plan.builder import rebucket_partitions
+        with locked(t.location):
+            state = observe(t.location)
+            partitions = rebucket_partitions(spec, state)
+            actual = {"partitions": 0}
+            if partitions:
+                done = rebucket(self.spark, spec, t.location, partitions, table_avro_schema(spec),
+                                progress=self._progress(t, a))
+                actual = done.actual()
+            metadata.update_settings(t.location, spec)
+        return actual
+
+    visit_bucket_rescale = visit_bucket_bootstrap
+
+    def _progress(self, t: TablePlan, a: Action):
+        if self.on_progress is None:
+            return None
+        return lambda **kw: self.on_progress(t, a, **kw)
+
+    def visit_schema_evolution(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
+        # Metadata only: a commit recording the wider schema; no data file is rewritten.
+        schema.evolve_schema(t.location, spec)

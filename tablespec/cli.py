@@ -147,13 +147,42 @@ def cmd_apply(ctx: _Context) -> int:
             print("Apply cancelled.")
             return 1
 
-    def report(t, a, seconds):
-        print(f"{t.name}: {a.kind} done in {seconds:.2f}s")
+    def report(t, a, done):
+        print(f"{t.name}: {a.kind} done in {done.seconds:.2f}s")
+        if a.estimate or done.actual:
+            print(f"    estimate: {_pairs(a.estimate)}")
+            print(f"    actual:   {_pairs(done.actual)}")
 
     print()
-    result = Applier(on_action=report).apply(plan, allow_destructive=ctx.args.allow_destructive)
+    applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout))
+    result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
     print(result.summary())
     return 0
+
+
+def _pairs(values: dict) -> str:
+    from tablespec.spec.sizes import human_bytes
+    return ", ".join(f"{k}={human_bytes(v) if 'bytes' in k else v}" for k, v in values.items()) or "-"
+
+
+class ProgressPrinter:
+    """Progress of long actions: one updating line on a terminal, plain log lines otherwise (CI)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.tty = stream.isatty()
+
+    def __call__(self, t, a, done_partitions, partitions, done_bytes, total_bytes, elapsed):
+        from tablespec.spec.sizes import human_bytes
+        rate = done_bytes / elapsed if elapsed > 0 else 0
+        left = (total_bytes - done_bytes) / rate if rate else 0
+        line = (f"{t.name}: {a.kind} {done_partitions}/{partitions} partitions, {human_bytes(done_bytes)}/"
+                f"{human_bytes(total_bytes)}, {human_bytes(int(rate))}/s, ~{left:.0f}s left")
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if done_bytes >= total_bytes else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
 
 def _table_path(ctx: _Context, location: str) -> str:

@@ -5,15 +5,8 @@ import json
 from collections import Counter
 
 from tablespec.plan.settings import effective
+from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
-
-
-def human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 def state_dict(state: TableState) -> dict:

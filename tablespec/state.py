@@ -49,7 +49,7 @@ class TableState:
     columns: tuple[ObservedColumn, ...] = ()
     file_groups: tuple[FileGroupState, ...] = ()
     pending: tuple[Instant, ...] = ()
-    head: str | None = None
+    head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
     last_clustering: str | None = None
     commits_since_clustering: int = 0
@@ -95,7 +95,7 @@ def observe(location: str, storage: Storage | None = None) -> TableState:
         columns=columns,
         file_groups=groups,
         pending=tuple(timeline.pending()),
-        head=timeline.head.timestamp if timeline.head else None,
+        head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         last_clustering=last_clustering,
         commits_since_clustering=len(since),

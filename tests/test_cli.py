@@ -147,9 +147,10 @@ def test_apply_refuses_unsupported_and_destructive_untouched(project, capsys):
     before = observe(orders).fingerprint()
     spec = project / "specs" / "orders.yaml"
     text = spec.read_text()
-    spec.write_text(text.replace("numBuckets: 16", "numBuckets: 32").replace("keepCommits: 10", "keepCommits: 3"))
+    spec.write_text(text.replace("type: BUCKET", "type: RECORD_LEVEL").replace("    numBuckets: 16\n", "")
+                    .replace("    hashFields: [order_id]\n", "").replace("keepCommits: 10", "keepCommits: 3"))
     code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
-    assert code == 1 and "bucket_rescale" in err and "nothing was changed" in err
+    assert code == 1 and "index_migration" in err and "nothing was changed" in err
     assert observe(orders).fingerprint() == before
     spec.write_text(text.replace("fields: [order_date]", "fields: [customer_id]"))
     code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")

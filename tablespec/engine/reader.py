@@ -9,9 +9,12 @@ import pyarrow as pa
 
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.arrow.keys import record_keys
+from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import data_schema, table_schema
 from tablespec.errors import TablespecError
+from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.instant import SAVEPOINT
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.timeline import Timeline
@@ -26,6 +29,12 @@ def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: 
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
     if as_of is not None:
+        earliest = earliest_readable_instant(timeline)
+        savepoints = {i.timestamp for i in timeline.completed() if i.action == SAVEPOINT}
+        if earliest is not None and as_of < earliest and as_of not in savepoints:
+            raise ReadError(f"{base}: instant {as_of} has been cleaned: its files were deleted under the table's "
+                            f"retention (spec.retention.keepCommits); the earliest instant still readable is "
+                            f"{earliest}")
         completed = [i.timestamp for i in timeline.commits()]
         if as_of not in completed:
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
@@ -64,7 +73,8 @@ def read(spark, location: str, spec, as_of: str | None = None, filters: dict | N
     ddl = ", ".join(f"`{f.name}` " + ("string" if f.name.startswith("_hoodie_") else
                                       next(c.type for c in spec.spec.columns if c.name == f.name))
                     for f in table_schema(spec))
-    df = spark.read.schema(ddl).parquet(*files) if files else spark.createDataFrame([], ddl)
+    # Files written before a schema evolution are read with their own columns and converted.
+    df = read_files(spark, location, files, spec, ddl) if files else spark.createDataFrame([], ddl)
     for name, value in (filters or {}).items():
         df = df.filter(F.col(f"`{name}`") == F.lit(value))
     return df

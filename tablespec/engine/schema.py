@@ -74,3 +74,8 @@ def data_schema(spec) -> pa.Schema:
 def table_schema(spec) -> pa.Schema:
     """A base file's schema: meta columns then the spec's columns."""
     return pa.schema([pa.field(m, pa.string()) for m in META_FIELDS] + list(data_schema(spec)))
+
+
+def table_ddl(spec) -> str:
+    """A base file's columns as a Spark DDL string (meta columns, then the spec's, all nullable)."""
+    return ", ".join([f"`{m}` string" for m in META_FIELDS] + [f"`{c.name}` {c.type}" for c in spec.spec.columns])

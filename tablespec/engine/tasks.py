@@ -17,11 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tablespec.engine.arrow.align import align_to_schema
 from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
+from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
 COMMIT_TIME, SEQNO = "_hoodie_commit_time", "_hoodie_commit_seqno"
@@ -52,7 +54,7 @@ class WriteJob:
     hive_style: bool
     url_encode: bool
     ordering_field: str | None
-    num_buckets: int | None = None      # BUCKET index
+    buckets: BucketLayout | None = None  # BUCKET index: bucket count per partition
     hash_fields: tuple[str, ...] = ()
     bucket_groups: dict = field(default_factory=dict)    # (partition, bucket) -> existing file id
     base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant)
@@ -92,15 +94,22 @@ def prepare(job: WriteJob, batches):
             keys, invalid = record_keys(table, list(job.key_fields), job.complex_key)
         parts = partition_paths(table, list(job.partition_fields), job.hive_style, job.url_encode)
         fg = pa.nulls(n, pa.string())
-        if job.num_buckets and n:
-            safe = pc.fill_null(keys, "")
-            buckets = bucket_ids_for_record_keys(safe, list(job.hash_fields), job.num_buckets)
+        if job.buckets and n:
+            buckets = bucket_ids_for_record_keys(pc.fill_null(keys, ""), list(job.hash_fields),
+                                                 buckets_per_row(job.buckets, parts))
             fg = _bucket_groups(job, parts, buckets)
         seq = (np.int64(partition_id) << np.int64(33)) + np.arange(row, row + n, dtype=np.int64)
         row += n
         out = table.append_column(KEY, keys).append_column(PART, parts).append_column(FG, fg)
         out = out.append_column(SEQ, pa.array(seq)).append_column(INVALID, pa.array(invalid))
         yield from out.to_batches()
+
+
+def buckets_per_row(layout: BucketLayout, parts: pa.Array) -> np.ndarray:
+    """Each row's partition's bucket count."""
+    encoded = parts.dictionary_encode()
+    counts = np.array([layout.buckets_for(p) for p in encoded.dictionary.to_pylist()], dtype=np.uint32)
+    return counts[np.asarray(encoded.indices)]
 
 
 def _bucket_groups(job: WriteJob, parts: pa.Array, buckets: np.ndarray) -> pa.Array:
@@ -257,7 +266,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     schema = pa.schema([pa.field(COMMIT_TIME, pa.string()), pa.field(SEQNO, pa.string())] + list(job.data_schema))
     pieces, keys = [schema.empty_table()], [pa.array([], pa.string())]
     if kept is not None and kept.num_rows:
-        pieces.append(kept.select(schema.names).cast(schema))
+        pieces.append(align_to_schema(kept, schema))
         keys.append(kept.column(KEY).combine_chunks())
     if new_rows.num_rows:
         nulls = pa.nulls(new_rows.num_rows, pa.string())

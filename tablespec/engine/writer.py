@@ -22,22 +22,29 @@ from tablespec.engine import tasks
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.engine.commit import commit_metadata, reconcile
+from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.heartbeat import Heartbeat
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
-from tablespec.hudi.naming import BaseFileName, bucket_of, new_file_id
+from tablespec.hudi.naming import bucket_of, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS, recover, rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
 from tablespec.plan.columns import spec_columns
 from tablespec.state import observe
 
 OPERATIONS = {"insert": "INSERT", "upsert": "UPSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
 DEFAULT_RECORD_BYTES = 128
+
+
+def table_avro_schema(spec) -> str:
+    """The table's Avro schema (JSON) as commits record it in extraMetadata.schema."""
+    return json.dumps(to_avro_schema(spec_columns(spec), spec.metadata.name), separators=(",", ":"))
 
 
 class WriteRefused(TablespecError):
@@ -124,7 +131,7 @@ class TableWriter:
                 inflight = writer.start(requested)
                 stats = self._run(df, self._job(instant_ts, operation, view), view)
                 self._refuse_bad(stats, timeline)
-                self._reconcile(instant_ts, stats)
+                reconcile(self.storage, self.base, instant_ts, stats)
                 metadata = self._commit_metadata(operation, stats)
                 for partition in {s["partition"] for s in stats}:
                     write_partition_metadata(self.storage, self.base, partition, instant_ts)
@@ -151,12 +158,12 @@ class TableWriter:
                 bucket_groups[key] = s.file_id
         return tasks.WriteJob(
             base=self.base, instant=instant_ts, operation=operation, data_schema=data_schema(self.spec),
-            avro_schema=json.dumps(to_avro_schema(spec_columns(self.spec), self.spec.metadata.name), separators=(",", ":")),
+            avro_schema=table_avro_schema(self.spec),
             key_fields=tuple(spec.record_key.fields), complex_key=len(spec.record_key.fields) > 1
             or len(spec.partitioning.fields) > 1, auto_keys=spec.record_key.auto_generate,
             partition_fields=tuple(spec.partitioning.fields), hive_style=spec.partitioning.hive_style,
             url_encode=False, ordering_field=spec.ordering_field,
-            num_buckets=getattr(spec.index, "num_buckets", None) if spec.index.type == "BUCKET" else None,
+            buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
             bloom_filter=spec.index.type == "BLOOM")
 
@@ -171,7 +178,7 @@ class TableWriter:
                                           StructField(tasks.FG, StringType()), StructField(tasks.SEQ, LongType()),
                                           StructField(tasks.INVALID, BooleanType())])
         prepared = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
-        if job.num_buckets:
+        if job.buckets:
             tagged = prepared
             if job.operation == "delete":
                 tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
@@ -185,7 +192,7 @@ class TableWriter:
         n = max(1, self.spark.sparkContext.defaultParallelism * 2)
         rows = (tagged.repartition(n, tasks.FG)
                 .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
-        if not job.num_buckets:
+        if not job.buckets:
             prepared.unpersist()
             tagged.unpersist()
         return [r.asDict() for r in rows]
@@ -243,27 +250,8 @@ class TableWriter:
             raise WriteRefused(f"the write touches file groups under a pending clustering plan: "
                                f"{', '.join(sorted(locked))}; run or roll back the clustering first")
 
-    def _reconcile(self, instant_ts: str, stats: list[dict]) -> None:
-        """Delete files of this instant that no successful task reported (failed or retried attempts)."""
-        keep = {s["path"] for s in stats}
-        for partition in {s["partition"] for s in stats}:
-            folder = os.path.join(self.base, partition) if partition else self.base
-            for info in self.storage.list_dir(folder):
-                name = BaseFileName.parse(info.name)
-                rel = f"{partition}/{info.name}" if partition else info.name
-                if name is not None and name.instant == instant_ts and rel not in keep:
-                    self.storage.delete(info.path)
-
     def _commit_metadata(self, operation: str, stats: list[dict]) -> CommitMetadata:
-        by_partition: dict[str, list[WriteStat]] = {}
-        for s in stats:
-            by_partition.setdefault(s["partition"], []).append(WriteStat(
-                file_id=s["file_id"], path=s["path"], prev_commit=s["prev_commit"], num_writes=s["num_writes"],
-                num_deletes=s["num_deletes"], num_update_writes=s["num_updates"], num_inserts=s["num_inserts"],
-                total_write_bytes=s["bytes"], partition_path=s["partition"], file_size_in_bytes=s["bytes"]))
-        schema = json.dumps(to_avro_schema(spec_columns(self.spec), self.spec.metadata.name), separators=(",", ":"))
-        return CommitMetadata(partition_to_write_stats=by_partition, extra_metadata={"schema": schema},
-                              operation_type=OPERATIONS[operation])
+        return commit_metadata(stats, OPERATIONS[operation], table_avro_schema(self.spec))
 
 
 def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: FileSystemView, spec) -> tasks.WriteJob:

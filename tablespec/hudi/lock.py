@@ -63,6 +63,16 @@ def _default_owner() -> str:
         return "unknown"
 
 
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
 @dataclass(frozen=True)
 class LockInfo:
     """One generation of the lock. Times are epoch seconds here and ISO-8601 UTC on disk."""
@@ -75,8 +85,10 @@ class LockInfo:
     released: bool = False
 
     def expired(self, now: float | None = None) -> bool:
-        """Free to take: released by its holder, or its lease ran out."""
-        return self.released or (time.time() if now is None else now) >= self.expires_at
+        """Free to take: released by its holder, its lease ran out, or its holder was a process
+        on this host that no longer exists (a killed writer need not wait out its lease)."""
+        return (self.released or (time.time() if now is None else now) >= self.expires_at
+                or (self.host == socket.gethostname() and not _process_alive(self.pid)))
 
     def describe(self) -> str:
         return (f"owner {self.owner!r} (host {self.host}, pid {self.pid}) since {_iso(self.acquired_at)}, "

@@ -19,7 +19,8 @@ ActionKind = Literal[
 ]
 SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
 # Kinds `apply` can run today; the others are planned and shown, and refused by name on apply.
-SUPPORTED_KINDS = {"create_table", "update_settings", "index_migration"}
+SUPPORTED_KINDS = {"create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
+                   "schema_evolution"}
 
 
 class _Frozen(BaseModel):
@@ -88,7 +89,8 @@ class Action(_Frozen):
     reasons: list[str] = []
     changes: list[Change] = []
     params: dict[str, Any] = {}      # what the executor needs beyond the spec (e.g. index from/to)
-    estimate: dict[str, Any] = {}
+    estimate: dict[str, Any] = {}    # from metadata only: partitions, file groups, bytes
+    advice: list[str] = []           # doubtful but legal (e.g. bucket files far from the target size)
 
     @property
     def symbol(self) -> str:

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 from tablespec import __version__
 from tablespec.errors import UnsupportedTableError
+from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
@@ -75,7 +76,7 @@ def table_actions(spec, state: TableState) -> list[Action]:
     actions = []
     index = [s for s in settings if s.category == "index"]
     if index:
-        actions.append(_index_action(index, state))
+        actions.append(_index_action(index, state, spec))
     evolutions = [c for c in columns if not c.destructive]
     if evolutions:
         actions.append(Action(kind="schema_evolution", reasons=[c.describe() for c in evolutions],
@@ -97,24 +98,63 @@ def _create(spec) -> Action:
     return Action(kind="create_table", changes=changes)
 
 
-def _index_action(index: list[SettingChange], state: TableState) -> Action:
+def _index_action(index: list[SettingChange], state: TableState, spec) -> Action:
     by_prop = {s.prop: s for s in index}
+    props = state.config.to_properties()
     kind_change = by_prop.get("hoodie.index.type")
-    old_type = kind_change.old if kind_change else state.config.to_properties().get("hoodie.index.type", "SIMPLE")
+    old_type = kind_change.old if kind_change else props.get("hoodie.index.type", "SIMPLE")
     new_type = kind_change.new if kind_change else old_type
     changes = [_change(s) for s in index if s.prop != "hoodie.index.bucket.engine"]
     params = {"from": old_type, "to": new_type}
-    if new_type == "BUCKET" and old_type != "BUCKET":
-        return Action(kind="bucket_bootstrap", reasons=[f"index {old_type} -> BUCKET rewrites every file group into buckets"],
-                      changes=changes, params=params, estimate=_rewrite_estimate(state))
     if new_type == "BUCKET":
-        return Action(kind="bucket_rescale", reasons=["bucket layout changes; affected partitions are rewritten"],
-                      changes=changes, params=params, estimate=_rewrite_estimate(state))
+        return _bucket_action(old_type, by_prop, state, spec, changes, params)
     if new_type == "RECORD_LEVEL" and old_type != "RECORD_LEVEL":
         return Action(kind="index_migration", reasons=[f"index {old_type} -> RECORD_LEVEL builds the record-level index"],
                       changes=changes, params=params, estimate=_rewrite_estimate(state, rewrite=False))
     return Action(kind="index_migration", reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
                   changes=changes, params=params)
+
+
+def rebucket_partitions(spec, state: TableState) -> list[str]:
+    """Partitions whose data must be rewritten to reach the spec's bucket layout."""
+    props = state.config.to_properties()
+    old = BucketLayout.from_properties(props)
+    new = BucketLayout.from_spec(spec)
+    with_data = sorted({fg.partition for fg in state.file_groups})
+    if old is None or props.get("hoodie.bucket.index.hash.field") != ",".join(spec.effective_hash_fields):
+        return with_data
+    return [p for p in with_data if old.buckets_for(p) != new.buckets_for(p)]
+
+
+def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, changes, params) -> Action:
+    partitions = rebucket_partitions(spec, state)
+    layout = BucketLayout.from_spec(spec)
+    target = spec.spec.clustering.target_file_size
+    part_bytes = {p: 0 for p in partitions}
+    for fg in state.file_groups:
+        if fg.partition in part_bytes:
+            part_bytes[fg.partition] += fg.size
+    estimate = {
+        "partitions": len(partitions),
+        "file_groups": f"{sum(1 for fg in state.file_groups if fg.partition in part_bytes)} -> "
+                       f"{sum(layout.buckets_for(p) for p in partitions)}",
+        "bytes_to_read": sum(part_bytes.values()),
+        "bytes_to_write": sum(part_bytes.values()),
+    }
+    if partitions:
+        sizes = [part_bytes[p] // layout.buckets_for(p) for p in partitions]
+        estimate["bucket_file_bytes"] = sum(sizes) // len(sizes)
+        estimate["suggested_num_buckets"] = suggested_buckets(max(part_bytes.values()), target)
+    advice = [w] if (w := sizing_warning(part_bytes, layout, target)) else []
+    params = {**params, "partitions": partitions}
+    if old_type != "BUCKET":
+        reason = f"index {old_type} -> BUCKET rewrites {len(partitions)} partition(s) into bucket file groups"
+        return Action(kind="bucket_bootstrap", reasons=[reason], changes=changes, params=params, estimate=estimate,
+                      advice=advice)
+    reason = (f"bucket layout changes: {len(partitions)} partition(s) rewritten" if partitions else
+              "bucket layout changes for no existing partition: configuration only")
+    return Action(kind="bucket_rescale", reasons=[reason], changes=changes, params=params, estimate=estimate,
+                  advice=advice)
 
 
 def _rewrite_estimate(state: TableState, rewrite: bool = True) -> dict:

@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
+from tablespec.spec.sizes import human_bytes
 
 TEMPLATES = Path(os.environ.get("TABLESPEC_TEMPLATES", Path(__file__).resolve().parents[2] / "templates"))
 FORMATS = ("text", "json", "markdown")
@@ -54,7 +55,9 @@ def _view(plan: Plan) -> dict:
             "name": t.name, "location": relative(t.location), "source": f"{relative(t.spec_file)}:{t.spec_line}",
             "warnings": t.warnings,
             "actions": [{"kind": a.kind, "symbol": a.symbol, "supported": a.supported, "destructive": a.destructive,
-                         "reasons": a.reasons, "changes": a.changes, "estimate": a.estimate} for a in t.actions],
+                         "reasons": a.reasons, "changes": a.changes, "advice": a.advice,
+                         "estimate": {k: human_bytes(v) if k.endswith("bytes") or "_bytes_" in k else v
+                                      for k, v in a.estimate.items()}} for a in t.actions],
         })
     return {"plan": plan, "tables": tables, "changed": [t for t in tables if t["actions"]],
             "summary": SimpleNamespace(**plan.summary()), "warehouse": relative(plan.warehouse)}

@@ -62,3 +62,15 @@ ByteSize = Annotated[
     ]}),
 ]
 """An int of bytes in Python; in YAML also a string with a unit."""
+
+
+def human_bytes(n) -> str:
+    """Bytes for people: 1536 -> '1.5 KiB' (non-integers are shown as they are)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        return str(n)
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"

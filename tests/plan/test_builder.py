@@ -64,14 +64,14 @@ def test_plan_bucket_count_change_is_rescale():
     acts = actions(BASE.replace("numBuckets: 16", "numBuckets: 32"), state_for(BASE))
     assert [a.kind for a in acts] == ["bucket_rescale"]
     assert acts[0].changes[0].old == "16" and acts[0].changes[0].new == "32"
-    assert not acts[0].supported
+    assert acts[0].supported and acts[0].params["partitions"] == []  # the table has no data yet
 
 
 def test_plan_simple_to_bucket_is_bootstrap():
     simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
     acts = actions(BASE, state_for(simple))
     assert [a.kind for a in acts] == ["bucket_bootstrap"]
-    assert acts[0].params == {"from": "SIMPLE", "to": "BUCKET"}
+    assert acts[0].params == {"from": "SIMPLE", "to": "BUCKET", "partitions": []}
 
 
 def test_plan_bucket_to_bloom_is_config_only_migration():

@@ -233,12 +233,20 @@ def hash_values_from_record_keys(record_keys, hash_fields: list[str]) -> pa.List
     return pa.ListArray.from_arrays(pa.array(offsets), element.take(pa.array(kept)))
 
 
-def bucket_ids_for_record_keys(record_keys, hash_fields: list[str], num_buckets: int) -> np.ndarray:
-    """The bucket a Hudi writer gives each record key (see `hash_values_from_record_keys`)."""
+def record_key_hashes(record_keys, hash_fields: list[str]) -> np.ndarray:
+    """The `List<String>` hash a Hudi writer computes for each record key (int32)."""
     if not pc.any(pc.match_substring_regex(record_keys, "[,:]")).as_py():  # simple keys: [key]
-        return bucket_ids([record_keys], num_buckets)
-    return bucket_of_hash(java_list_hash_of_lists(hash_values_from_record_keys(record_keys, hash_fields)),
-                          num_buckets)
+        return java_list_hash([record_keys])
+    return java_list_hash_of_lists(hash_values_from_record_keys(record_keys, hash_fields))
+
+
+def bucket_ids_for_record_keys(record_keys, hash_fields: list[str], num_buckets) -> np.ndarray:
+    """The bucket a Hudi writer gives each record key (see `hash_values_from_record_keys`);
+    `num_buckets` may be one count or an array of per-row counts (per-partition buckets)."""
+    hashes = record_key_hashes(record_keys, hash_fields)
+    if np.isscalar(num_buckets):
+        return bucket_of_hash(hashes, int(num_buckets))
+    return ((hashes.view(np.uint32) & INT_MAX) % np.asarray(num_buckets, dtype=np.uint32)).astype(np.int32)
 
 
 def bench(rows: int = 5_000_000, seed: int = 7) -> dict[str, float]:

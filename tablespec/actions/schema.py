@@ -1,0 +1,72 @@
+"""Schema evolution: make the spec's columns the table's schema without rewriting any data.
+
+Hudi readers take a table's schema from the latest completed commit that records one
+(`extraMetadata.schema`), so the change is one empty commit carrying the new Avro schema, with
+operationType ALTER_SCHEMA as Hudi's own ALTER TABLE writes it. Files written before it keep
+their columns and types; readers fill added columns with nulls and cast widened ones.
+`hoodie.table.create.schema` stays the schema the table was created with.
+
+Like a write, the commit is a transaction under the table lock: leftover failed writes are
+rolled back first, and a crash before the completed file leaves a pending instant that the
+next writer or apply rolls back (the table keeps its old schema). Re-running after a crash past
+the commit point finds nothing left to change.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+from tablespec.errors import StalePlanError
+from tablespec.hudi.avro import to_avro_schema
+from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.heartbeat import Heartbeat
+from tablespec.hudi.instant import COMMIT, new_instant_time
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS, recover, rollback
+from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.plan.columns import diff_columns, spec_columns
+from tablespec.state import observe
+
+OPERATION = "ALTER_SCHEMA"
+
+
+def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                  heartbeat_tolerance: float = DEFAULT_TOLERANCE_SECONDS) -> str | None:
+    """Commit the spec's columns as the table schema; returns the instant, or None when the
+    table already has them."""
+    storage, base = storage_for(location)
+    lock = TableLock(storage, base, owner=f"tablespec apply {socket.gethostname()}:{os.getpid()}", auto_renew=True)
+    lock.acquire(timeout_seconds=lock_timeout)
+    try:
+        recover(storage, base, heartbeat_tolerance)
+        if not _changes(base, spec):
+            return None
+        schema = json.dumps(to_avro_schema(spec_columns(spec), spec.metadata.name), separators=(",", ":"))
+        timeline = Timeline.load(storage, base)
+        instant_ts = new_instant_time(after=timeline.instants[-1].timestamp if timeline.instants else None)
+        writer = TimelineWriter(storage, base)
+        with Heartbeat(storage, base, instant_ts):
+            requested = writer.request(COMMIT, instant_ts)
+            try:
+                inflight = writer.start(requested, CommitMetadata(operation_type=OPERATION).to_json())
+                lock.verify()  # the lease must still be ours at the commit point
+                writer.complete(inflight, CommitMetadata(extra_metadata={"schema": schema}, operation_type=OPERATION))
+            except BaseException:
+                rollback(storage, base, requested)
+                raise
+        return instant_ts
+    finally:
+        lock.release()
+
+
+def _changes(base: str, spec) -> list:
+    """The column changes still to make, re-observed under the lock; only evolutions may remain."""
+    state = observe(base)
+    changes = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns])
+    destructive = [c.describe() for c in changes if c.destructive]
+    if destructive:
+        raise StalePlanError(f"{base}: the table's columns changed since the plan was made; the spec now needs "
+                             f"{'; '.join(destructive)}. Run `tablespec plan` again.")
+    return changes

@@ -1,0 +1,193 @@
+"""Bucket bootstrap and rescale: rewrite partitions into bucket file groups in one replacecommit.
+
+Rows keep their record key, partition path, `_hoodie_commit_time` and `_hoodie_commit_seqno`;
+only `_hoodie_file_name` changes. New files are written partition batch by partition batch
+(progress is reported after each batch), all under the same instant, and the old file groups
+are replaced when the replacecommit completes: readers see the old layout or the new one.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablespec.engine import tasks
+from tablespec.engine.arrow.basefile import write_base_file
+from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
+from tablespec.engine.commit import commit_metadata, reconcile
+from tablespec.engine.schema import table_ddl
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.heartbeat import Heartbeat
+from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.naming import BaseFileName, write_token
+from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.rollback import rollback
+from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.plan.buckets import BucketLayout
+
+CRASH_ENV = "TABLESPEC_CRASH_AT"  # fault injection for recovery tests: kill -9 at a named point
+# Partitions are rewritten in batches of about this many input bytes (progress is per batch).
+BATCH_BYTES = int(os.environ.get("TABLESPEC_REWRITE_BATCH_BYTES", 512 * 1024 * 1024))
+
+
+def crash_point(name: str) -> None:
+    """Kill this process (SIGKILL, as `kill -9`) when $TABLESPEC_CRASH_AT names this point."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class RebucketJob:
+    base: str
+    instant: str
+    layout: BucketLayout
+    hash_fields: tuple[str, ...]
+    avro_schema: str
+    data_columns: tuple[str, ...]
+    table_ddl: str
+
+
+@dataclass
+class RebucketResult:
+    instant: str
+    partitions: int = 0
+    file_groups_before: int = 0
+    file_groups_after: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+    replaced: dict = field(default_factory=dict)
+
+    def actual(self) -> dict:
+        return {"partitions": self.partitions, "file_groups": f"{self.file_groups_before} -> {self.file_groups_after}",
+                "bytes_read": self.bytes_read, "bytes_written": self.bytes_written, "seconds": round(self.seconds, 2)}
+
+
+def assign_buckets(job: RebucketJob, batches):
+    """Executor: each stored row's bucket file group under the new layout."""
+    for batch in batches:
+        if not len(batch):
+            continue
+        keys, parts = batch.column(tasks.KEY), batch.column(tasks.PART)
+        buckets = bucket_ids_for_record_keys(keys, list(job.hash_fields), tasks.buckets_per_row(job.layout, parts))
+        pairs = pc.binary_join_element_wise(parts, pa.array(buckets).cast(pa.string()), "\x00").dictionary_encode()
+        ids = [tasks.new_bucket_file_id(job, *_split(p)) for p in pairs.dictionary.to_pylist()]
+        yield batch.append_column(tasks.FG, pa.array(ids, pa.string()).take(pairs.indices))
+
+
+def _split(pair: str) -> tuple[str, int]:
+    partition, bucket = pair.rsplit("\x00", 1)
+    return partition, int(bucket)
+
+
+def write_buckets(job: RebucketJob, batches):
+    """Executor: write each bucket file group's rows, meta columns preserved."""
+    partition_id, stage_id, attempt = tasks._task_ids()
+    token = write_token(partition_id, stage_id, attempt)
+    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables).sort_by([(tasks.FG, "ascending")])
+    fgs = rows.column(tasks.FG).combine_chunks()
+    change = np.flatnonzero(np.asarray(pc.not_equal(fgs[1:], fgs[:-1]))) + 1 if len(fgs) > 1 else np.array([], int)
+    starts, ends = np.concatenate([[0], change]), np.concatenate([change, [len(fgs)]])
+    stats = []
+    for s, e in zip(starts, ends):
+        group = rows.slice(int(s), int(e - s))
+        file_id = fgs[int(s)].as_py()
+        partition = group.column(tasks.PART)[0].as_py()
+        name = BaseFileName(file_id, token, job.instant).format()
+        rel = f"{partition}/{name}" if partition else name
+        table = group.select([tasks.COMMIT_TIME, tasks.SEQNO] + list(job.data_columns))
+        written = write_base_file(os.path.join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
+                                  partition_id=partition_id, record_keys=group.column(tasks.KEY),
+                                  avro_schema_json=job.avro_schema, preserve_meta=True)
+        stats.append(dict(partition=partition, file_id=file_id, path=rel, prev_commit="null",
+                          num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
+                          bytes=written.size, invalid=0, invalid_sample=""))
+    yield tasks._stats_batch(stats)
+
+
+def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_schema: str,
+             progress=None) -> RebucketResult:
+    """Rewrite `partitions` (None: all) into the spec's bucket layout as one replacecommit.
+
+    The caller holds the table lock and has run recovery. Any error rolls the instant back;
+    a killed driver leaves an inflight replacecommit that the next apply rolls back.
+    """
+    storage, base = storage_for(location)
+    started = time.monotonic()
+    timeline = Timeline.load(storage, base)
+    view = FileSystemView.build(storage, base, timeline)
+    wanted = view.partitions if partitions is None else partitions
+    slices = {p: [s for s in view.latest_slices(p) if s.base_file is not None] for p in wanted}
+    slices = {p: ss for p, ss in slices.items() if ss}
+    last = timeline.instants[-1].timestamp if timeline.instants else None
+    instant_ts = new_instant_time(after=last)
+    job = RebucketJob(base, instant_ts, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields), avro_schema,
+                      tuple(c.name for c in spec.spec.columns), table_ddl(spec))
+    result = RebucketResult(instant_ts, partitions=len(slices),
+                            file_groups_before=sum(len(ss) for ss in slices.values()),
+                            replaced={p: [s.file_id for s in ss] for p, ss in slices.items()})
+    total = sum(s.base_file.size for ss in slices.values() for s in ss)
+    crash_point("before_requested")
+    writer = TimelineWriter(storage, base)
+    requested = writer.request("replacecommit", instant_ts)
+    with Heartbeat(storage, base, instant_ts):
+        try:
+            inflight = writer.start(requested)
+            stats: list[dict] = []
+            for batch in _batches(slices):
+                stats += _rewrite(spark, job, [s.base_file.path for p in batch for s in slices[p]])
+                result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p])
+                if progress:
+                    progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
+                             done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
+                crash_point("mid_write")
+            crash_point("after_data_files")
+            reconcile(storage, base, instant_ts, stats)
+            for partition in {s["partition"] for s in stats}:
+                write_partition_metadata(storage, base, partition, instant_ts)
+            metadata = commit_metadata(stats, "INSERT_OVERWRITE", avro_schema, {"tablespec.action": "rebucket"},
+                                       replaced=result.replaced)
+            crash_point("before_completion")
+            writer.complete(inflight, metadata)
+        except BaseException:
+            rollback(storage, base, requested)
+            raise
+    result.file_groups_after = len(stats)
+    result.bytes_written = sum(s["bytes"] for s in stats)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _batches(slices: dict) -> list[list[str]]:
+    batches, current, size = [], [], 0
+    for partition in sorted(slices):
+        current.append(partition)
+        size += sum(s.base_file.size for s in slices[partition])
+        if size >= BATCH_BYTES:
+            batches.append(current)
+            current, size = [], 0
+    return batches + ([current] if current else [])
+
+
+def _rewrite(spark, job: RebucketJob, files: list[str]) -> list[dict]:
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    df = (spark.read.schema(job.table_ddl).parquet(*files)
+          .select(tasks.COMMIT_TIME, tasks.SEQNO, tasks.KEY, tasks.PART, *job.data_columns))
+    schema = StructType(df.schema.fields + [StructField(tasks.FG, StringType())])
+    tagged = df.mapInArrow(functools.partial(assign_buckets, job), schema)
+    n = max(1, spark.sparkContext.defaultParallelism * 2)
+    rows = (tagged.repartition(n, tasks.FG)
+            .mapInArrow(functools.partial(write_buckets, job), tasks.STATS_DDL).collect())
+    return [r.asDict() for r in rows]

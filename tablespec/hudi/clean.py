@@ -1,0 +1,333 @@
+"""Cleaning old file slices, as Apache Hudi's cleaner does with the KEEP_LATEST_COMMITS policy.
+
+Every commit that rewrites a file group leaves the previous slice behind so that readers and
+time travel to recent instants keep working. The cleaner bounds that history: the
+`keep_commits`-th latest completed commit is the earliest commit to retain E, and a slice is
+kept when a snapshot as of any instant >= E can read it (the latest slice as of E, every newer
+slice) or a savepoint protects it. File groups that a replacecommit took out of the table
+before E are read by no retained instant and go whole. E never passes a pending write: a
+running writer (or a scheduled clustering) reads the slices that were latest when it began.
+
+A clean is a timeline transaction in Hudi's own Avro formats, so Hudi's tools read it:
+
+    C.clean.requested   HoodieCleanerPlan: E and the files to delete, per partition
+    C.clean.inflight    the same plan
+    ... delete the files ...
+    C.clean             HoodieCleanMetadata: what was deleted, and E (earliestCommitToRetain)
+
+Deleting is idempotent, so a clean interrupted anywhere is finished by running its plan again
+(`resume_pending_cleans`). Readers learn from the latest clean which instants are no longer
+readable (`earliest_readable_instant`). Callers hold the table lock (lock.py).
+"""
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import fastavro
+
+from tablespec.errors import StalePlanError, TablespecError
+from tablespec.hudi.fs_view import FileGroup, FileSlice, FileSystemView
+from tablespec.hudi.instant import (
+    CLEAN,
+    COMPACTION,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    new_instant_time,
+)
+from tablespec.hudi.io import Storage, join
+from tablespec.hudi.timeline import Timeline, TimelineWriter
+
+POLICY = "KEEP_LATEST_COMMITS"
+VERSION = 2  # cleaner plan and clean metadata version of Hudi 0.14/0.15 (full paths per file)
+_PENDING_WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
+
+# The Avro schemas of Apache Hudi 0.14/0.15 (org.apache.hudi.avro.model), field for field.
+_NAMESPACE = "org.apache.hudi.avro.model"
+_STRINGS = {"type": "array", "items": "string"}
+_EXTRA = {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string"}], "default": None}
+
+CLEANER_PLAN_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "HoodieCleanerPlan", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "earliestInstantToRetain", "default": None, "type": ["null", {
+            "type": "record", "name": "HoodieActionInstant",
+            "fields": [{"name": "timestamp", "type": "string"}, {"name": "action", "type": "string"},
+                       {"name": "state", "type": "string"}]}]},
+        {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+        {"name": "policy", "type": "string"},
+        {"name": "filesToBeDeletedPerPartition", "type": ["null", {"type": "map", "values": _STRINGS}],
+         "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "filePathsToBeDeletedPerPartition", "default": None, "type": ["null", {
+            "type": "map", "values": {"type": "array", "items": {
+                "type": "record", "name": "HoodieCleanFileInfo",
+                "fields": [{"name": "filePath", "type": ["null", "string"], "default": None},
+                           {"name": "isBootstrapBaseFile", "type": ["null", "boolean"], "default": None}]}}}]},
+        {"name": "partitionsToBeDeleted", "type": ["null", _STRINGS], "default": None},
+        _EXTRA,
+    ]})
+
+CLEAN_METADATA_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "HoodieCleanMetadata", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "startCleanTime", "type": "string"},
+        {"name": "timeTakenInMillis", "type": "long"},
+        {"name": "totalFilesDeleted", "type": "int"},
+        {"name": "earliestCommitToRetain", "type": "string"},
+        {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
+        {"name": "partitionMetadata", "type": {"type": "map", "values": {
+            "type": "record", "name": "HoodieCleanPartitionMetadata",
+            "fields": [
+                {"name": "partitionPath", "type": "string"},
+                {"name": "policy", "type": "string"},
+                {"name": "deletePathPatterns", "type": _STRINGS},
+                {"name": "successDeleteFiles", "type": _STRINGS},
+                {"name": "failedDeleteFiles", "type": _STRINGS},
+                {"name": "isPartitionDeleted", "type": ["null", "boolean"], "default": None},
+            ]}}},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "bootstrapPartitionMetadata", "default": None,
+         "type": ["null", {"type": "map", "values": "HoodieCleanPartitionMetadata"}]},
+        _EXTRA,
+    ]})
+
+
+def _avro(schema: Any, record: dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    fastavro.writer(out, schema, [record])
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class CleanFile:
+    """One data file the cleaner deletes; `path` is relative to the table's base path."""
+    partition: str
+    path: str
+    size: int
+
+
+@dataclass(frozen=True)
+class CleanPlan:
+    """What a clean will delete, decided from metadata only."""
+    earliest_instant_to_retain: Instant
+    last_completed_commit: str
+    files_to_delete: tuple[CleanFile, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files_to_delete)
+
+    @property
+    def partitions(self) -> tuple[str, ...]:
+        return tuple(sorted({f.partition for f in self.files_to_delete}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan estimate: how much the clean frees and where."""
+        return {"earliest_instant_to_retain": self.earliest_instant_to_retain.timestamp,
+                "partitions": len(self.partitions), "files": len(self.files_to_delete), "bytes_to_free": self.bytes}
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """A completed clean: the storage paths it deleted (or found already gone), the ones it could
+    not delete (recorded as failed, as Hudi does: the next clean plans them again) and the bytes
+    this run freed."""
+    clean_instant: str
+    earliest_instant_to_retain: str
+    deleted_files: tuple[str, ...]
+    failed_files: tuple[str, ...]
+    bytes_freed: int
+
+    def __str__(self) -> str:
+        failed = f", {len(self.failed_files)} could not be deleted" if self.failed_files else ""
+        return (f"cleaned {self.clean_instant}: {len(self.deleted_files)} file(s) deleted, {self.bytes_freed} bytes "
+                f"freed{failed}; the earliest instant still readable is {self.earliest_instant_to_retain}")
+
+
+def earliest_commit_to_retain(timeline: Timeline, keep_commits: int) -> Instant | None:
+    """The `keep_commits`-th latest completed commit, or the last completed commit before the
+    earliest pending write if that is older; None when there are no more commits than that."""
+    if keep_commits < 1:
+        raise TablespecError(f"keep_commits must be at least 1, got {keep_commits}")
+    commits = timeline.commits()
+    if len(commits) <= keep_commits:
+        return None
+    earliest = commits[len(commits) - keep_commits]
+    pending = [i.timestamp for i in timeline.pending() if i.action in _PENDING_WRITES]
+    if pending and pending[0] < earliest.timestamp:
+        before = [c for c in commits if c.timestamp < pending[0]]
+        return before[-1] if before else None
+    return earliest
+
+
+def _replaced_groups(timeline: Timeline, view: FileSystemView) -> list[tuple[str | None, FileGroup]]:
+    """Every file group a completed replacecommit took out of the table, with the replacing
+    instant's timestamp. A group is listed as the view saw it just before its replacement."""
+    out: list[tuple[str | None, FileGroup]] = []
+    for instant in timeline.commits():
+        if instant.action != REPLACE_COMMIT:
+            continue
+        replaced = timeline.commit_metadata(instant).partition_to_replace_file_ids or {}
+        # Instant times are fixed-width digits: one less is "just before" in string order too.
+        before = f"{int(instant.timestamp) - 1:0{len(instant.timestamp)}d}"
+        for partition, ids in replaced.items():
+            out += [(instant.timestamp, g) for g in view.file_groups(partition, as_of=before) if g.file_id in ids]
+    return out
+
+
+def _slice_files(base: str, file_slice: FileSlice) -> list[CleanFile]:
+    files = ([file_slice.base_file] if file_slice.base_file else []) + list(file_slice.log_files)
+    return [CleanFile(f.partition, f.path[len(base):].lstrip("/"), f.size) for f in files]
+
+
+def plan_clean(base: str, timeline: Timeline, view: FileSystemView, keep_commits: int) -> CleanPlan | None:
+    """The files a KEEP_LATEST_COMMITS clean deletes now, or None when there is nothing to delete.
+
+    A slice stays when a snapshot as of the earliest commit to retain or later reads it, or a
+    completed savepoint protects it; groups replaced before the earliest commit to retain go
+    whole. Files of pending instants are not in the view and never planned."""
+    retain = earliest_commit_to_retain(timeline, keep_commits)
+    if retain is None:
+        return None
+    earliest = retain.timestamp
+    savepoints = [i.timestamp for i in timeline.completed() if i.action == SAVEPOINT]
+    groups = [(None, g) for g in view.file_groups()] + _replaced_groups(timeline, view)
+    files: list[CleanFile] = []
+    for replaced_at, group in groups:
+        keep = {s.base_instant for s in group.slices if s.base_instant > earliest}
+        keep |= {s.base_instant for t in savepoints
+                 if (replaced_at is None or t < replaced_at) and (s := group.slice_as_of(t)) is not None}
+        if replaced_at is None or replaced_at >= earliest:  # Hudi: replaced strictly before E goes whole
+            keep |= {s.base_instant for s in [group.slice_as_of(earliest)] if s is not None}
+        for file_slice in group.slices:
+            if file_slice.base_instant not in keep:
+                files += _slice_files(base, file_slice)
+    if not files:
+        return None
+    return CleanPlan(retain, timeline.commits()[-1].timestamp,
+                     tuple(sorted(files, key=lambda f: (f.partition, f.path))))
+
+
+def _plan_record(base: str, plan: CleanPlan) -> dict[str, Any]:
+    by_partition: dict[str, list[dict[str, Any]]] = {}
+    for f in plan.files_to_delete:
+        by_partition.setdefault(f.partition, []).append({"filePath": join(base, f.path), "isBootstrapBaseFile": False})
+    retain = plan.earliest_instant_to_retain
+    return {
+        "earliestInstantToRetain": {"timestamp": retain.timestamp, "action": retain.action, "state": "COMPLETED"},
+        "lastCompletedCommitTimestamp": plan.last_completed_commit,
+        "policy": POLICY,
+        "filesToBeDeletedPerPartition": {},
+        "version": VERSION,
+        "filePathsToBeDeletedPerPartition": by_partition,
+        "partitionsToBeDeleted": [],
+        "extraMetadata": {},
+    }
+
+
+def schedule_clean(storage: Storage, base: str, plan: CleanPlan, clean_ts: str | None = None) -> Instant:
+    """Write `C.clean.requested` holding the plan: from here on the clean is resumable."""
+    timeline = Timeline.load(storage, base)
+    retain = plan.earliest_instant_to_retain
+    if not timeline.contains_completed(retain.timestamp):
+        raise StalePlanError(f"clean plan for {base} retains from {retain.timestamp}, which is not a completed "
+                             f"commit on the timeline any more; plan the clean again")
+    ts = clean_ts or new_instant_time(timeline.instants[-1].timestamp if timeline.instants else None)
+    return TimelineWriter(storage, base).request(CLEAN, ts, _avro(CLEANER_PLAN_SCHEMA, _plan_record(base, plan)))
+
+
+def _storage_path(path: str) -> str:
+    """Hudi's plans hold full URIs (file:/...); tablespec's hold storage paths."""
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def _planned_files(base: str, plan: dict[str, Any]) -> dict[str, list[str]]:
+    """Partition -> storage paths to delete; version 1 plans (Hudi < 0.8) list file names."""
+    if plan.get("filePathsToBeDeletedPerPartition"):
+        return {p: [_storage_path(f["filePath"]) for f in infos if f.get("filePath")]
+                for p, infos in plan["filePathsToBeDeletedPerPartition"].items()}
+    return {p: [join(base, p, name) for name in names]
+            for p, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()}
+
+
+def _finish(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> CleanResult:
+    """Run a requested or inflight clean to completion; every step may be repeated."""
+    started = time.monotonic()
+    requested = clean.to("requested")
+    plan = timeline.read_metadata(requested)
+    writer = TimelineWriter(storage, base)
+    inflight = clean if clean.state == "inflight" else writer.start(clean, timeline.read_bytes(requested))
+    deleted: list[str] = []
+    failed: list[str] = []
+    freed = 0
+    partitions: dict[str, dict[str, Any]] = {}
+    for partition, paths in sorted(_planned_files(base, plan).items()):
+        meta = partitions[partition] = {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
+                                        "deletePathPatterns": [], "successDeleteFiles": [], "failedDeleteFiles": [],
+                                        "isPartitionDeleted": False}
+        for path in paths:
+            name = path.rsplit("/", 1)[-1]
+            meta["deletePathPatterns"].append(name)
+            info = storage.info(path)
+            try:
+                storage.delete(path)
+            except OSError:
+                failed.append(path)
+                meta["failedDeleteFiles"].append(name)
+                continue
+            deleted.append(path)
+            freed += info.size if info else 0
+            meta["successDeleteFiles"].append(name)
+    for partition in plan.get("partitionsToBeDeleted") or ():  # only in plans Hudi wrote
+        storage.delete_tree(join(base, partition))
+        partitions.setdefault(partition, {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
+                                          "deletePathPatterns": [], "successDeleteFiles": [],
+                                          "failedDeleteFiles": []})["isPartitionDeleted"] = True
+    retain = (plan.get("earliestInstantToRetain") or {}).get("timestamp", "")
+    metadata = {
+        "startCleanTime": clean.timestamp,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": len(deleted),
+        "earliestCommitToRetain": retain,
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+        "partitionMetadata": partitions,
+        "version": VERSION,
+        "bootstrapPartitionMetadata": {},
+        "extraMetadata": plan.get("extraMetadata") or {},
+    }
+    writer.complete(inflight, _avro(CLEAN_METADATA_SCHEMA, metadata))
+    return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
+
+
+def execute_clean(storage: Storage, base: str, plan: CleanPlan, clean_ts: str | None = None) -> CleanResult:
+    """Schedule and run a clean: requested -> inflight -> delete the files -> completed."""
+    requested = schedule_clean(storage, base, plan, clean_ts)
+    return _finish(storage, base, Timeline.load(storage, base), requested)
+
+
+def resume_pending_cleans(storage: Storage, base: str) -> list[CleanResult]:
+    """Finish every clean an earlier run left requested or inflight, oldest first."""
+    timeline = Timeline.load(storage, base)
+    return [_finish(storage, base, timeline, i) for i in timeline.pending() if i.action == CLEAN]
+
+
+def earliest_readable_instant(timeline: Timeline) -> str | None:
+    """The earliest instant time travel can still read: the earliest commit to retain of the
+    latest clean (an inflight clean may have deleted files already, so it counts). None when no
+    clean recorded one."""
+    for clean in reversed([i for i in timeline.instants if i.action == CLEAN and i.state != "requested"]):
+        if clean.is_completed:
+            earliest = timeline.read_metadata(clean).get("earliestCommitToRetain")
+        else:
+            plan = timeline.read_metadata(clean.to("requested"))
+            earliest = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+        if earliest:
+            return earliest
+    return None

@@ -1,0 +1,64 @@
+"""Bucket counts per partition (RFC-89) and the sizing advice the planner gives.
+
+The table's bucket layout is `hoodie.bucket.index.num.buckets` plus optional rules
+`[{pattern, numBuckets}]` (first full regex match on the partition path wins). The same
+function decides the count for the planner (desired and observed) and for writers.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BucketLayout:
+    num_buckets: int
+    rules: tuple[tuple[str, int], ...] = ()
+
+    def buckets_for(self, partition: str) -> int:
+        for pattern, n in self.rules:
+            if re.fullmatch(pattern, partition):
+                return n
+        return self.num_buckets
+
+    @classmethod
+    def from_spec(cls, spec) -> "BucketLayout | None":
+        index = spec.spec.index
+        if index.type != "BUCKET":
+            return None
+        return cls(index.num_buckets, tuple((r.pattern, r.num_buckets) for r in index.partition_buckets))
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "BucketLayout | None":
+        if props.get("hoodie.index.type") != "BUCKET" or not props.get("hoodie.bucket.index.num.buckets"):
+            return None
+        rules = json.loads(props.get("tablespec.bucket.partition.buckets") or "[]")
+        return cls(int(props["hoodie.bucket.index.num.buckets"]), tuple((r["pattern"], int(r["numBuckets"])) for r in rules))
+
+
+def suggested_buckets(partition_bytes: int, target_file_size: int) -> int:
+    """Buckets that make files of about the target size for the largest partition."""
+    return max(1, math.ceil(partition_bytes / max(1, target_file_size)))
+
+
+def sizing_warning(partition_bytes: dict[str, int], layout: BucketLayout, target_file_size: int) -> str | None:
+    """The seed article's warning: too few buckets make huge files, too many make tiny ones."""
+    if not partition_bytes:
+        return None
+    largest = max(partition_bytes.values())
+    if largest == 0:
+        return None
+    sizes = [b / layout.buckets_for(p) for p, b in partition_bytes.items()]
+    avg = sum(sizes) / len(sizes)
+    suggest = suggested_buckets(largest, target_file_size)
+    if max(sizes) > 2 * target_file_size:
+        return (f"expected bucket files of up to {max(sizes) / MiB:.0f} MiB, more than twice the target "
+                f"{target_file_size / MiB:.0f} MiB: too few buckets; consider numBuckets: {suggest}")
+    if avg < target_file_size / 8 and layout.num_buckets > suggest:
+        return (f"expected bucket files of {avg / MiB:.1f} MiB on average, far below the target "
+                f"{target_file_size / MiB:.0f} MiB: too many buckets make small files; consider numBuckets: {suggest}")
+    return None

@@ -1,0 +1,150 @@
+"""Bucket bootstrap and rescale through plan -> apply -> plan, with crashes at every step."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from decimal import Decimal
+
+import pytest
+
+from _support import ORDERS_SPEC, ROOT
+from helpers import assert_hudi_rs_agrees, make_table
+from tablespec.apply import Applier
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.timeline import Timeline
+from tablespec.plan.builder import build_plan, table_location
+from tablespec.spec.loader import load_spec_text, load_specs
+from tablespec.state import observe
+from tablespec.table import Table
+from test_engine_write import java_bucket
+
+pytestmark = pytest.mark.spark
+SIMPLE = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
+SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+
+
+def load_orders(spark, table, n=120, days=3):
+    rows = [(f"o{i:04d}", i, Decimal(f"{i}.50"), T0 + dt.timedelta(minutes=i), dt.date(2026, 11, 1 + i % days))
+            for i in range(n)]
+    table.write(spark.createDataFrame(rows[: n // 2], SCHEMA), "insert")
+    table.write(spark.createDataFrame(rows[n // 2:], SCHEMA), "insert")
+
+
+def content(table) -> list[tuple]:
+    """Every row with its meta columns except the file name (which a rewrite changes)."""
+    df = table.read().drop("_hoodie_file_name")
+    return sorted(tuple(r) for r in df.collect())
+
+
+def plan_for(text: str, warehouse, file="orders.yaml"):
+    loaded = load_spec_text(text, file)
+    assert not loaded.errors, loaded.errors
+    loc = table_location(str(warehouse), loaded.specs[0].spec.spec.location)
+    return build_plan(loaded.specs, {loc: observe(loc)}, str(warehouse)), loaded.specs[0].spec
+
+
+def apply_spec(spark, text, warehouse):
+    plan, spec = plan_for(text, warehouse)
+    result = Applier(spark=spark).apply(plan)
+    after, _ = plan_for(text, warehouse)
+    assert not after.has_changes, [a.kind for _, a in after.actions]
+    return plan, result, spec
+
+
+def assert_bucketed(table, layout):
+    for r in table.read().select("_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name").collect():
+        assert int(r._hoodie_file_name[:8]) == java_bucket(r._hoodie_record_key, layout(r._hoodie_partition_path))
+
+
+def test_bucket_bootstrap_preserves_rows_and_meta(spark, tmp_path):
+    table = make_table(spark, tmp_path, SIMPLE)
+    load_orders(spark, table)
+    before = content(table)
+    target = ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4")
+    plan, result, spec = apply_spec(spark, target, tmp_path)
+    (t, action), = plan.actions
+    assert action.kind == "bucket_bootstrap"
+    assert action.estimate["partitions"] == 3 and action.estimate["file_groups"].endswith("-> 12")
+    assert result.actions[0].actual["partitions"] == 3
+    bucketed = Table(spec, table.location, spark)
+    assert content(bucketed) == before
+    assert_bucketed(bucketed, lambda p: 4)
+    assert_hudi_rs_agrees(bucketed)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    replace = timeline.read_metadata(timeline.last("replacecommit"))
+    assert sum(len(v) for v in replace["partitionToReplaceFileIds"].values()) == 3
+    # the bucket writer takes over: an upsert lands in the right buckets
+    r = bucketed.write(spark.createDataFrame([("o0001", 1, Decimal("9.99"), T0 + dt.timedelta(days=9),
+                                                 dt.date(2026, 11, 2))], SCHEMA), "upsert")
+    assert r.updated == 1
+    assert_hudi_rs_agrees(bucketed)
+
+
+def test_bucket_rescale_only_partitions_whose_count_changes(spark, tmp_path):
+    four = ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4")
+    table = make_table(spark, tmp_path, four)
+    load_orders(spark, table)
+    before = content(table)
+    untouched = {fg.file_id for fg in observe(table.location).file_groups if fg.partition != "order_date=2026-11-02"}
+    rule = four.replace("numBuckets: 4}", "numBuckets: 4, partitionBuckets: [{pattern: 'order_date=2026-11-02', numBuckets: 8}]}")
+    plan, result, spec = apply_spec(spark, rule, tmp_path)
+    (t, action), = plan.actions
+    assert action.kind == "bucket_rescale" and action.params["partitions"] == ["order_date=2026-11-02"]
+    rescaled = Table(spec, table.location, spark)
+    assert content(rescaled) == before
+    assert untouched <= {fg.file_id for fg in observe(table.location).file_groups}
+    assert_bucketed(rescaled, lambda p: 8 if p == "order_date=2026-11-02" else 4)
+    assert_hudi_rs_agrees(rescaled)
+    # writers follow the per-partition counts
+    rescaled.write(spark.createDataFrame([("new-1", 1, Decimal("1.00"), T0, dt.date(2026, 11, 2))], SCHEMA), "upsert")
+    assert_bucketed(rescaled, lambda p: 8 if p == "order_date=2026-11-02" else 4)
+
+
+def test_real_fixture_moved_to_bucket_index(spark, real_table, tmp_path):
+    from tablespec.importer import import_yaml
+    base = real_table("cow_v6_simplekeygen_nonhivestyle")
+    text = import_yaml(observe(str(base)), str(base.parent))
+    original = Table(load_spec_text(text, "f.yaml").specs[0].spec, str(base), spark)
+    before = content(original)
+    target = text.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 2, hashFields: [id]}")
+    plan, result, spec = apply_spec(spark, target, base.parent)
+    assert [a.kind for _, a in plan.actions] == ["bucket_bootstrap"]
+    moved = Table(spec, str(base), spark)
+    assert content(moved) == before
+    assert_hudi_rs_agrees(moved)
+
+
+@pytest.mark.parametrize("point", ["before_requested", "mid_write", "after_data_files", "before_completion"])
+def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, monkeypatch, point):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "orders.yaml").write_text(SIMPLE)
+    table = make_table(spark, tmp_path / "wh", SIMPLE)
+    load_orders(spark, table, n=90, days=3)
+    before = content(table)
+    (specs / "orders.yaml").write_text(ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4"))
+    env = {**os.environ, "TABLESPEC_CRASH_AT": point, "TABLESPEC_REWRITE_BATCH_BYTES": "1",
+           "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse",
+                           str(tmp_path / "wh"), "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # readers see the table as before the crash (tablespec and hudi-rs)
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    # the next apply rolls back the dead instant and converges
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    loaded = load_specs([str(specs)])
+    loc = table.location
+    plan = build_plan(loaded.specs, {loc: observe(loc)}, str(tmp_path / "wh"))
+    Applier(spark=spark).apply(plan)
+    after = build_plan(loaded.specs, {loc: observe(loc)}, str(tmp_path / "wh"))
+    assert not after.has_changes
+    spec = loaded.specs[0].spec
+    recovered = Table(spec, loc, spark)
+    assert content(recovered) == before
+    assert not Timeline.load(LocalStorage(), loc).pending()
+    assert_hudi_rs_agrees(recovered)
+    assert_bucketed(recovered, lambda p: 4)
