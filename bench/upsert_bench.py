@@ -26,57 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tablespec.actions.metadata import create_table
-from tablespec.engine.session import get_spark
-from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import storage_for
+from _common import EventLog, Phases, dir_bytes, latest_base_files, make_table, orders, stage_line, start_spark
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import table_location
-from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
-
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {{name: {name}, database: bench}}
-spec:
-  location: bench/{name}
-  columns:
-    - {{name: order_id, type: string, nullable: false}}
-    - {{name: customer_id, type: long}}
-    - {{name: amount, type: "decimal(12,2)"}}
-    - {{name: updated_at, type: timestamp}}
-    - {{name: order_date, type: date}}
-  recordKey: {{fields: [order_id]}}
-  partitioning: {{fields: [order_date]}}
-  orderingField: updated_at
-  index: {index}
-"""
-EPOCH_2026 = 1_767_225_600  # 2026-01-01T00:00:00Z
-UPDATE_SHIFT = 30 * 86_400  # updates are a month newer than what they replace
-
-
-def make_table(spark, warehouse: str, name: str, index: str) -> Table:
-    result = load_spec_text(SPEC.format(name=name, index=index), f"{name}.yaml")
-    if result.errors:
-        raise SystemExit(f"bench spec invalid: {result.errors}")
-    spec = result.specs[0].spec
-    location = table_location(warehouse, spec.spec.location)
-    create_table(location, spec)
-    return Table(spec, location, spark)
-
-
-def orders(ids, partitions: int, version: int):
-    """Rows for the ids in a DataFrame column `id`; the partition follows the key, `version` ages the row."""
-    from pyspark.sql import functions as F
-
-    return ids.select(
-        F.format_string("ord-%010d", "id").alias("order_id"),
-        ((F.col("id") * 2_654_435_761) % 1_000_003).alias("customer_id"),
-        (((F.col("id") * 7919 + version * 13) % 10_000_000) / 100).cast("decimal(12,2)").alias("amount"),
-        F.timestamp_seconds(F.lit(EPOCH_2026 + version * UPDATE_SHIFT) + F.col("id") % 86_400).alias("updated_at"),
-        F.date_add(F.lit("2026-01-01").cast("date"), (F.col("id") % partitions).cast("int")).alias("order_date"),
-    )
 
 
 def update_ids(spark, rows: int, n: int):
@@ -93,21 +45,10 @@ def upsert_input(spark, rows: int, n_updates: int, n_new: int, partitions: int):
     return updates.unionByName(new)
 
 
-def latest_base_files(location: str) -> dict[str, tuple[str, int]]:
-    """file id -> (path, size) of each file group's latest base file."""
-    storage, base = storage_for(location)
-    view = FileSystemView.build(storage, base, Timeline.load(storage, base))
-    return {s.file_id: (s.base_file.path, s.base_file.size) for s in view.latest_slices() if s.base_file is not None}
-
-
 def written(location: str, files) -> tuple[set[str], int]:
     """File ids and total bytes of the files a write reports (paths relative to the table)."""
     ids = {BaseFileName.parse(os.path.basename(f)).file_id for f in files}
     return ids, sum(os.path.getsize(os.path.join(location, f)) for f in files)
-
-
-def dir_bytes(path: str) -> int:
-    return sum(os.path.getsize(p) for p in glob.glob(os.path.join(path, "*.parquet")))
 
 
 def baseline_write(spark, touched: list[str], new_rows, out: str) -> None:
@@ -121,83 +62,6 @@ def baseline_write(spark, touched: list[str], new_rows, out: str) -> None:
             F.lit("00000000-0000-0000-0000-000000000000-0_0-0-0_20260101000000000.parquet")
             .alias("_hoodie_file_name")]
     spark.read.parquet(*touched).unionByName(new_rows.select(*meta, "*")).write.mode("overwrite").parquet(out)
-
-
-class EventLog:
-    """Stage timings per job description, from Spark's JSON event log."""
-
-    def __init__(self, directory: str):
-        self.directory = directory
-
-    def phases(self) -> dict[str, list[dict]]:
-        files = [f for f in glob.glob(os.path.join(self.directory, "*")) if os.path.isfile(f)]
-        stage_phase, stages = {}, {}
-        for f in files:
-            with open(f) as fh:
-                for line in fh:
-                    e = json.loads(line)
-                    kind = e.get("Event")
-                    if kind == "SparkListenerJobStart":
-                        desc = (e.get("Properties") or {}).get("spark.job.description") or "other"
-                        for sid in e.get("Stage IDs", []):
-                            stage_phase[sid] = desc
-                    elif kind == "SparkListenerStageCompleted":
-                        info = e["Stage Info"]
-                        if "Completion Time" not in info or "Submission Time" not in info:
-                            continue
-                        acc = {a.get("Name"): a.get("Value") for a in info.get("Accumulables", [])}
-                        ops = {json.loads(r["Scope"])["name"].strip() for r in info.get("RDD Info", []) if r.get("Scope")}
-                        stages[info["Stage ID"]] = dict(
-                            stage=info["Stage ID"], ops="+".join(sorted(o for o in ops if o)) or info["Stage Name"],
-                            tasks=info["Number of Tasks"],
-                            wall_s=(info["Completion Time"] - info["Submission Time"]) / 1000,
-                            task_run_s=_num(acc.get("internal.metrics.executorRunTime")) / 1000,
-                            output_mb=_num(acc.get("internal.metrics.output.bytesWritten")) / 2**20,
-                            shuffle_write_mb=_num(acc.get("internal.metrics.shuffle.write.bytesWritten")) / 2**20,
-                            shuffle_read_mb=(_num(acc.get("internal.metrics.shuffle.read.remoteBytesRead"))
-                                             + _num(acc.get("internal.metrics.shuffle.read.localBytesRead"))) / 2**20)
-        out: dict[str, list[dict]] = {}
-        for sid in sorted(stages):
-            out.setdefault(stage_phase.get(sid, "other"), []).append(stages[sid])
-        return out
-
-
-def _num(v) -> float:
-    try:
-        return float(v or 0)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """(busy CPU ticks of the machine, ticks of this process and its descendants: JVM, Python workers).
-
-    The machine may be shared: the difference over a timed phase is CPU that others took.
-    Linux /proc only; (0, 0) elsewhere.
-    """
-    try:
-        with open("/proc/stat") as fh:
-            cpu = [int(x) for x in fh.readline().split()[1:]]
-    except OSError:
-        return 0, 0
-    procs = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        procs[int(pid)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))  # ppid; utime+stime+cutime+cstime
-    tree = {os.getpid()}
-    for _ in range(8):  # descendants, a few generations deep
-        tree |= {pid for pid, (ppid, _) in procs.items() if ppid in tree}
-    ours = sum(procs[pid][1] for pid in tree if pid in procs)
-    return sum(cpu) - cpu[3] - cpu[4], ours  # minus idle and iowait
-
-
-def stage_line(s: dict) -> str:
-    return (f"  stage {s['stage']:>4} {s['ops'][:44]:<44}{s['wall_s']:>7.2f}{s['task_run_s']:>8.2f}{s['tasks']:>6}"
-            f"  out {s['output_mb']:.0f} MB, shuffle w {s['shuffle_write_mb']:.0f} r {s['shuffle_read_mb']:.0f} MB")
 
 
 def main() -> int:
@@ -220,35 +84,14 @@ def main() -> int:
 
     work = args.workdir or tempfile.mkdtemp(prefix="upsert_bench_")
     events = os.path.join(work, "events")
-    os.makedirs(events, exist_ok=True)
-    spark = get_spark(args.master, {
-        "spark.driver.memory": args.driver_memory,
-        "spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + os.path.abspath(events),
-        "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false",
-    }, app_name="upsert_bench")
+    spark = start_spark(args.master, args.driver_memory, events, app_name="upsert_bench")
     sc = spark.sparkContext
+    phases = Phases(sc, repeat)
+    timings, measure = phases.timings, phases.measure
     setup: dict[str, float] = {}
-    timings: dict[str, dict] = {}  # phase -> best seconds, CPU cores others kept busy in each run
     upserts: dict[str, dict] = {}
     baselines: dict[str, dict] = {}
     checks: dict[str, dict] = {}
-
-    def measure(phase: str, run, before=None):
-        """Best of `repeat` runs of run(i) (before(i) prepares run i untimed); returns the best run's result."""
-        best, others = None, []
-        for i in range(repeat):
-            arg = before(i) if before else i
-            sc.setJobDescription(phase)
-            busy0, ours0 = cpu_ticks()
-            t = time.perf_counter()
-            out = run(arg)
-            secs = time.perf_counter() - t
-            busy1, ours1 = cpu_ticks()
-            others.append(round(max(0, (busy1 - busy0) - (ours1 - ours0)) / os.sysconf("SC_CLK_TCK") / secs, 2))
-            if best is None or secs < best[0]:
-                best = (secs, out)
-        timings[phase] = dict(seconds=best[0], other_cpu_cores=others)
-        return best[1]
 
     try:
         warehouse = os.path.join(work, "warehouse")

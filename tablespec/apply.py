@@ -6,7 +6,6 @@ refused or stale plan leaves all tables as they were. Dispatch is by action kind
 """
 from __future__ import annotations
 
-import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
-HEARTBEAT_TOLERANCE_ENV = "TABLESPEC_HEARTBEAT_TOLERANCE"  # seconds before a silent writer counts as dead
 LATER = {
     "replace_table": "the table-replacement work",
     "index_migration": "the record-level index work",
@@ -83,14 +81,10 @@ def _protected(location: str) -> bool:
     return bool(state.exists and state.config.to_properties().get("tablespec.protection.prevent.destroy") == "true")
 
 
-def heartbeat_tolerance() -> float:
-    from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS
-    return float(os.environ.get(HEARTBEAT_TOLERANCE_ENV, DEFAULT_TOLERANCE_SECONDS))
-
-
 @contextmanager
 def locked(location: str, owner: str = "tablespec apply"):
     """Hold the table lock (the one writers take) and finish or roll back leftover work first."""
+    from tablespec.hudi.heartbeat import tolerance_seconds
     from tablespec.hudi.io import storage_for
     from tablespec.hudi.lock import TableLock
     from tablespec.hudi.rollback import recover
@@ -98,7 +92,7 @@ def locked(location: str, owner: str = "tablespec apply"):
     lock = TableLock(storage, base, owner=owner, auto_renew=True)
     lock.acquire()
     try:
-        recover(storage, base, heartbeat_tolerance())
+        recover(storage, base, tolerance_seconds())
         yield lock
     finally:
         lock.release()
@@ -164,6 +158,29 @@ class Applier:
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
+
+    def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
+        from tablespec.hudi.clean import execute_clean, plan_clean
+        from tablespec.hudi.fs_view import FileSystemView
+        from tablespec.hudi.io import storage_for
+        from tablespec.hudi.timeline import Timeline
+        storage, base = storage_for(t.location)
+        with locked(t.location):  # recovery finishes an interrupted clean first
+            timeline = Timeline.load(storage, base)
+            plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
+                              spec.spec.retention.keep_commits)
+            if plan is None:
+                return {"files": 0, "bytes_freed": 0}
+            result = execute_clean(storage, base, plan)
+        return {"clean_instant": result.clean_instant, "files": len(result.deleted_files),
+                "bytes_freed": result.bytes_freed}
+
+    def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Roll back writes whose writer died (taking the lock runs the recovery)."""
+        with locked(t.location):
+            pass
+        return {"rolled_back": len(a.params.get("instants", []))}
 
     def _progress(self, t: TablePlan, a: Action):
         if self.on_progress is None:

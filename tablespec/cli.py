@@ -103,7 +103,7 @@ class _Context:
         states = {}
         for ls in specs:
             loc = table_location(warehouse, ls.spec.spec.location)
-            states[loc] = observe(loc)
+            states[loc] = observe(loc, keep_commits=ls.spec.spec.retention.keep_commits)
         return build_plan(specs, states, warehouse, self.variables)
 
 

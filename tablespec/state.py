@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import from_avro_schema
+from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.config import TableConfig, fingerprint, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, storage_for
+from tablespec.hudi.heartbeat import tolerance_seconds
 from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
 from tablespec.types import DataType
 
@@ -49,6 +52,8 @@ class TableState:
     columns: tuple[ObservedColumn, ...] = ()
     file_groups: tuple[FileGroupState, ...] = ()
     pending: tuple[Instant, ...] = ()
+    expired: tuple[Instant, ...] = ()  # pending writes whose writer died (heartbeat expired)
+    cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
     last_clustering: str | None = None
@@ -64,8 +69,11 @@ class TableState:
         return {"exists": self.exists, "properties": self.properties_fingerprint, "head": self.head}
 
 
-def observe(location: str, storage: Storage | None = None) -> TableState:
-    """Read a table's state from hoodie.properties, the timeline and file listings."""
+def observe(location: str, storage: Storage | None = None, keep_commits: int | None = None) -> TableState:
+    """Read a table's state from hoodie.properties, the timeline and file listings.
+
+    `keep_commits` (a spec's retention) also works out what a clean would delete; without it
+    the table's own `hoodie.cleaner.commits.retained` (default 10) is used."""
     if storage is None:
         storage, location = storage_for(location)
     config = read_table_config(storage, location)
@@ -87,14 +95,18 @@ def observe(location: str, storage: Storage | None = None) -> TableState:
                    and timeline.read_metadata(i).get("operationType") == "CLUSTER"]
     last_clustering = clusterings[-1].timestamp if clusterings else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
+    retained = keep_commits or int(config.to_properties().get("hoodie.cleaner.commits.retained", 10))
+    clean = plan_clean(location, timeline, view, retained)
     return TableState(
         location=location,
         exists=True,
+        cleanable={retained: clean.to_dict()} if clean else {},
         config=config,
         properties_fingerprint=fingerprint(config.to_properties()),
         columns=columns,
         file_groups=groups,
         pending=tuple(timeline.pending()),
+        expired=tuple(pending_to_roll_back(storage, location, timeline, tolerance_seconds())),
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         last_clustering=last_clustering,

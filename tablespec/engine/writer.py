@@ -31,7 +31,8 @@ from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS, recover, rollback
+from tablespec.hudi.heartbeat import tolerance_seconds
+from tablespec.hudi.rollback import recover, rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
@@ -81,9 +82,9 @@ class TableWriter:
     """Writes DataFrames into one table as its spec declares (keys, partitioning, index)."""
 
     def __init__(self, spark, spec, location: str, lock_timeout: float = 30.0,
-                 heartbeat_tolerance: float = DEFAULT_TOLERANCE_SECONDS):
+                 heartbeat_tolerance: float | None = None):
         self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
-        self.heartbeat_tolerance = heartbeat_tolerance
+        self.heartbeat_tolerance = tolerance_seconds() if heartbeat_tolerance is None else heartbeat_tolerance
         self.storage, self.base = storage_for(location)
 
     def write(self, df, operation: str = "upsert") -> WriteResult:

@@ -17,6 +17,7 @@ has a heartbeat) and stop it after the instant completed or failed; stopping del
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -28,6 +29,13 @@ from tablespec.hudi.io import Storage, join
 HEARTBEAT_FOLDER = ".heartbeat"
 DEFAULT_INTERVAL_SECONDS = 10.0
 DEFAULT_TOLERANCE_SECONDS = 120.0
+TOLERANCE_ENV = "TABLESPEC_HEARTBEAT_TOLERANCE"
+
+
+def tolerance_seconds() -> float:
+    """How long an instant's heartbeat may be silent before its writer counts as dead
+    (default 120 s, as Hudi's 2 missed 60 s beats; $TABLESPEC_HEARTBEAT_TOLERANCE overrides)."""
+    return float(os.environ.get(TOLERANCE_ENV, DEFAULT_TOLERANCE_SECONDS))
 
 
 def heartbeat_path(base: str, instant_ts: str) -> str:

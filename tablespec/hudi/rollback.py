@@ -281,8 +281,10 @@ def pending_to_roll_back(storage: Storage, base: str, timeline: Timeline,
 def recover(storage: Storage, base: str, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
             now: float | None = None) -> list[RollbackResult]:
     """What every writer (and apply) runs first, holding the table lock: finish interrupted
-    rollbacks, then roll back the writes that died."""
+    rollbacks and cleans, then roll back the writes that died."""
+    from tablespec.hudi.clean import resume_pending_cleans  # clean builds on the timeline, not on rollback
     results = resume_pending_rollbacks(storage, base)
+    resume_pending_cleans(storage, base)
     timeline = Timeline.load(storage, base)
     return results + [rollback(storage, base, i) for i in pending_to_roll_back(storage, base, timeline,
                                                                                tolerance_seconds, now)]

@@ -43,10 +43,21 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
             f"{state.location}: table {display_name(spec)} is a {state.config.table_type} table; "
             "tablespec manages COPY_ON_WRITE tables only for now")
     actions = table_actions(spec, state)
+    if state.expired:
+        listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)
+        actions.insert(0, Action(kind="rollback", reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
+                                 params={"instants": [i.timestamp for i in state.expired]}))
+    clean = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
+    if clean and not any(a.destructive for a in actions):
+        actions.append(Action(kind="clean", estimate=clean, reasons=[
+            f"{clean['files']} file version(s) older than the {spec.spec.retention.keep_commits} retained commits "
+            f"(earliest retained {clean['earliest_instant_to_retain']})"]))
     warnings = []
-    if state.pending:
-        listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state})" for i in state.pending)
-        warnings.append(f"pending instants on the timeline: {listed}; a writer may be running, or crashed")
+    live = [i for i in state.pending if i not in state.expired]
+    if live:
+        listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state})" for i in live)
+        warnings.append(f"pending instants on the timeline: {listed}; a writer is running, or crashed less than "
+                        "the heartbeat tolerance ago")
     return TablePlan(
         name=display_name(spec),
         location=state.location,

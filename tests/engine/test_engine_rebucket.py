@@ -148,3 +148,63 @@ def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, monkeypatch, po
     assert not Timeline.load(LocalStorage(), loc).pending()
     assert_hudi_rs_agrees(recovered)
     assert_bucketed(recovered, lambda p: 4)
+
+
+def test_plan_proposes_rollback_of_dead_write_and_apply_runs_it(spark, tmp_path, monkeypatch):
+    from tablespec.hudi.instant import new_instant_time
+    from tablespec.hudi.timeline import TimelineWriter
+    table = make_table(spark, tmp_path, ORDERS_SPEC)
+    load_orders(spark, table, n=20, days=2)
+    before = content(table)
+    storage = LocalStorage()
+    writer = TimelineWriter(storage, table.location)
+    ts = new_instant_time(after=Timeline.load(storage, table.location).instants[-1].timestamp)
+    writer.start(writer.request("commit", ts))
+    from tablespec.hudi.heartbeat import heartbeat_path
+    storage.touch(heartbeat_path(table.location, ts))  # its writer beat a moment ago, then died
+    plan, _ = plan_for(ORDERS_SPEC, tmp_path)
+    assert not plan.has_changes and "pending instants" in plan.tables[0].warnings[0]  # heartbeat not yet expired
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    plan, _ = plan_for(ORDERS_SPEC, tmp_path)
+    assert [(a.kind, a.params["instants"]) for _, a in plan.actions] == [("rollback", [ts])]
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(ORDERS_SPEC, tmp_path)[0].has_changes
+    assert not Timeline.load(storage, table.location).pending()
+    assert content(table) == before
+
+
+def test_bucket_to_simple_is_configuration_only_and_writes_continue(spark, tmp_path):
+    table = make_table(spark, tmp_path, ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4"))
+    load_orders(spark, table, n=40, days=2)
+    before = content(table)
+    files = {fg.file_id for fg in observe(table.location).file_groups}
+    plan, result, spec = apply_spec(spark, SIMPLE, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["index_migration"]
+    simple = Table(spec, table.location, spark)
+    assert content(simple) == before and {fg.file_id for fg in observe(table.location).file_groups} == files
+    r = simple.write(spark.createDataFrame([("o0003", 3, Decimal("7.00"), T0 + dt.timedelta(days=3),
+                                             dt.date(2026, 11, 2))], SCHEMA), "upsert")
+    assert r.updated == 1
+    assert_hudi_rs_agrees(simple)
+
+
+def test_clean_planned_with_bytes_and_applied(spark, tmp_path):
+    keep2 = ORDERS_SPEC.replace("numBuckets: 16}", "numBuckets: 2}\n  retention: {keepCommits: 2}")
+    table = make_table(spark, tmp_path, keep2)
+    for i in range(4):  # four commits rewriting the same file group
+        table.write(spark.createDataFrame([("o1", i, Decimal(f"{i}.00"), T0 + dt.timedelta(hours=i),
+                                            dt.date(2026, 11, 1))], SCHEMA), "upsert")
+    commits = [i.timestamp for i in Timeline.load(LocalStorage(), table.location).commits()]
+    before = content(table)
+    plan, _ = plan_for(keep2, tmp_path)
+    (t, action), = plan.actions
+    assert action.kind == "clean" and action.estimate["files"] == 2 and action.estimate["bytes_to_free"] > 0
+    result = Applier(spark=spark).apply(plan)
+    assert result.actions[0].actual["files"] == 2
+    assert not plan_for(keep2, tmp_path)[0].has_changes
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    assert table.read(as_of=commits[-2]).count() == 1  # within retention
+    from tablespec.engine.reader import ReadError
+    with pytest.raises(ReadError, match="cleaned"):
+        table.read(as_of=commits[0])

@@ -1,0 +1,269 @@
+"""Bucket bootstrap and rescale against plain Spark rewriting the same rows by the same hash.
+
+Creates a SIMPLE-index orders table (the upsert bench's schema: key order_id, partitioned by
+order_date), bulk-inserts `--rows` rows (setup), then times what `tablespec apply` runs for two
+spec changes: index SIMPLE -> BUCKET(--buckets) (bucket_bootstrap), then BUCKET(--buckets) ->
+BUCKET(--rescale-to) (bucket_rescale): observe, build_plan, Applier.apply. The baseline for
+each, in the same run: plain Spark reading the same base files, giving every row its bucket
+with the same Java-compatible hash over `_hoodie_record_key` (a mapInArrow, as tablespec
+does), repartitioning by (order_date, bucket) and writing parquet partitioned by both (one
+file per bucket, as in the Hudi layout). After every phase the rows are checked unchanged
+(count, distinct keys, sum of amounts, a checksum over keys, meta and data columns) and in
+the right bucket. Prints a table and writes JSON (default bench/results/migrate_bench.json).
+
+    python bench/migrate_bench.py [--rows 5000000] [--partitions 30] [--buckets 64] [--rescale-to 128]
+    python bench/migrate_bench.py --rows 500000      # quick run
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from _common import (EventLog, Phases, dir_bytes, latest_base_files, make_table, orders, parquet_files, spec_text,
+                     stage_line, start_spark)
+from tablespec.apply import Applier
+from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
+from tablespec.plan.builder import build_plan, table_location
+from tablespec.spec.loader import load_spec_text
+from tablespec.state import observe
+from tablespec.table import Table
+
+NAME = "orders"
+KEY, BUCKET, HASH_FIELDS = "_hoodie_record_key", "_bucket", ["order_id"]
+CHECKED = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+           "order_id", "customer_id", "amount", "updated_at", "order_date")
+TARGET = 1.3
+
+
+def bucket_index(n: int) -> str:
+    return f"{{type: BUCKET, numBuckets: {n}}}"
+
+
+def apply_index(spark, warehouse: str, index: str) -> dict:
+    """What `tablespec apply` runs when the orders spec's index becomes `index`: observe, plan, apply."""
+    loaded = load_spec_text(spec_text(NAME, index), f"{NAME}.yaml")
+    location = table_location(warehouse, loaded.specs[0].spec.spec.location)
+    t = time.perf_counter()
+    plan = build_plan(loaded.specs, {location: observe(location)}, warehouse)
+    plan_s = time.perf_counter() - t
+    progress = []
+    result = Applier(spark=spark, on_progress=lambda t, a, **kw: progress.append(kw)).apply(plan)
+    (_, action), = plan.actions
+    done, = result.actions
+    return dict(action=action.kind, estimate=action.estimate, actual=done.actual, plan_s=plan_s,
+                apply_s=done.seconds, progress=progress, location=location)
+
+
+def with_bucket(num_buckets: int, batches):
+    """Executor: each row's bucket, as a Hudi writer (and tablespec) computes it from the record key."""
+    for batch in batches:
+        if len(batch):
+            ids = bucket_ids_for_record_keys(batch.column(KEY), HASH_FIELDS, num_buckets)
+            yield batch.append_column(BUCKET, pa.array(ids, pa.int32()))
+
+
+def baseline_write(spark, files: list[str], num_buckets: int, out: str) -> None:
+    """Plain Spark: read the base files, add each row's bucket, write one parquet file per (partition, bucket)."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    df = spark.read.parquet(*files)
+    tagged = df.mapInArrow(functools.partial(with_bucket, num_buckets),
+                           StructType(df.schema.fields + [StructField(BUCKET, IntegerType())]))
+    tagged.repartition("order_date", BUCKET).write.mode("overwrite").partitionBy("order_date", BUCKET).parquet(out)
+
+
+def fingerprint(df) -> dict:
+    """Rows, distinct keys, sum of amounts and a checksum over the columns a migration must keep."""
+    from pyspark.sql import functions as F
+
+    row = df.select(F.count(F.lit(1)), F.count_distinct(KEY), F.sum("amount"),
+                    F.sum(F.xxhash64(*[F.col(c).cast("string") for c in CHECKED]).cast("decimal(38,0)"))).first()
+    return dict(rows=row[0], keys=row[1], amount_sum=str(row[2]), checksum=str(row[3]))
+
+
+def count_misplaced(num_buckets: int, batches):
+    """Executor: rows whose bucket (column `_bucket`) is not the one their record key hashes to."""
+    n = 0
+    for batch in batches:
+        if len(batch):
+            want = bucket_ids_for_record_keys(batch.column(KEY), HASH_FIELDS, num_buckets)
+            n += int((np.asarray(pc.fill_null(batch.column(BUCKET), -1)) != want).sum())
+    yield pa.RecordBatch.from_pydict({"n": [n]}, schema=pa.schema([("n", pa.int64())]))
+
+
+def misplaced(df, bucket, num_buckets: int) -> int:
+    """Rows of `df` stored in another bucket than Hudi's hash gives (`bucket`: a column expression)."""
+    from pyspark.sql import functions as F
+
+    tagged = df.select(KEY, bucket.cast("int").alias(BUCKET))
+    return sum(r.n for r in tagged.mapInArrow(functools.partial(count_misplaced, num_buckets), "n bigint").collect())
+
+
+def check(got: dict, expected: dict, misplaced_rows: int, files: int, expected_files: int) -> dict:
+    ok = got == expected and misplaced_rows == 0 and files == expected_files
+    return dict(**got, misplaced=misplaced_rows, files=files, expected_files=expected_files, ok=ok,
+                **({} if got == expected else {"expected": expected}))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=5_000_000, help="rows in the table (setup)")
+    ap.add_argument("--partitions", type=int, default=30, help="distinct order_date values")
+    ap.add_argument("--buckets", type=int, default=64, help="numBuckets of the bootstrap (SIMPLE -> BUCKET)")
+    ap.add_argument("--rescale-to", type=int, default=128, help="numBuckets of the rescale that follows")
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--driver-memory", default="8g")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="timed runs per phase, best taken (default 2 up to 1M rows, else 1)")
+    ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
+    ap.add_argument("--out", default="bench/results/migrate_bench.json")
+    args = ap.parse_args()
+    repeat = args.repeat or (2 if args.rows <= 1_000_000 else 1)
+    b0, b1 = args.buckets, args.rescale_to
+    boot, rescale = f"bootstrap -> {b0}", f"rescale {b0} -> {b1}"
+    base0, base1 = f"baseline {b0}", f"baseline {b1}"
+
+    work = args.workdir or tempfile.mkdtemp(prefix="migrate_bench_")
+    events = os.path.join(work, "events")
+    spark = start_spark(args.master, args.driver_memory, events, app_name="migrate_bench")
+    sc = spark.sparkContext
+    phases = Phases(sc, repeat)
+    setup: dict[str, float] = {}
+    migrations: dict[str, dict] = {}
+    io: dict[str, dict] = {}
+    checks: dict[str, dict] = {}
+    warehouses = [os.path.join(work, f"run{i}") for i in range(repeat)]  # one table per timed run
+
+    def verify(name: str, df, bucket, num_buckets: int, files: int) -> None:
+        sc.setJobDescription("verify")
+        checks[name] = check(fingerprint(df), expected, misplaced(df, bucket, num_buckets), files,
+                             args.partitions * num_buckets)
+
+    def timed_migration(phase: str, index: str, num_buckets: int) -> None:
+        from pyspark.sql import functions as F
+
+        best = phases.measure(phase, lambda w: apply_index(spark, w, index), lambda i: warehouses[i])
+        migrations[phase] = {k: v for k, v in best.items() if k != "location"}
+        a = best["actual"]
+        io[phase] = dict(files_read=int(a["file_groups"].split(" -> ")[0]), files_written=int(a["file_groups"].split(" -> ")[1]),
+                         bytes_read=a["bytes_read"], bytes_written=a["bytes_written"])
+        for i, w in enumerate(warehouses):
+            table = Table(load_spec_text(spec_text(NAME, index), "v.yaml").specs[0].spec,
+                          table_location(w, f"bench/{NAME}"), spark)
+            verify(f"{phase} (run {i})", table.read(), F.substring("_hoodie_file_name", 1, 8), num_buckets,
+                   len(latest_base_files(table.location)))
+
+    def timed_baseline(phase: str, files: dict, num_buckets: int) -> None:
+        from pyspark.sql import functions as F
+
+        paths = [p for p, _ in files.values()]
+        outs = [os.path.join(work, f"{phase.replace(' ', '_')}_run{i}") for i in range(repeat)]
+        phases.measure(phase, lambda out: baseline_write(spark, paths, num_buckets, out), lambda i: outs[i])
+        io[phase] = dict(files_read=len(paths), files_written=len(parquet_files(outs[0])),
+                         bytes_read=sum(size for _, size in files.values()), bytes_written=dir_bytes(outs[0]))
+        for i, out in enumerate(outs):
+            verify(f"{phase} (run {i})", spark.read.parquet(out), F.col(BUCKET), num_buckets,
+                   len(parquet_files(out)))
+
+    try:
+        # Warm-up: a tiny table through bootstrap, rescale and a baseline (JVM, Python workers, imports).
+        sc.setJobDescription("warm-up")
+        t = time.perf_counter()
+        warm = os.path.join(work, "warmup")
+        tiny = make_table(spark, warm, NAME, "{type: SIMPLE}")
+        tiny.write(orders(spark.range(0, 2000), 3, 0), "bulk_insert")
+        simple_files = [p for p, _ in latest_base_files(tiny.location).values()]
+        apply_index(spark, warm, bucket_index(4))
+        apply_index(spark, warm, bucket_index(8))
+        baseline_write(spark, simple_files, 4, os.path.join(work, "warmup_out"))
+        setup["warm-up"] = time.perf_counter() - t
+
+        sc.setJobDescription("load")
+        t = time.perf_counter()
+        table = make_table(spark, warehouses[0], NAME, "{type: SIMPLE}")
+        table.write(orders(spark.range(0, args.rows), args.partitions, 0), "bulk_insert")
+        setup["load SIMPLE"] = time.perf_counter() - t
+        for w in warehouses[1:]:  # copies of the loaded table for the repeated runs
+            shutil.copytree(table.location, table_location(w, f"bench/{NAME}"))
+        simple_files = latest_base_files(table.location)
+        sc.setJobDescription("verify")
+        expected = fingerprint(table.read())
+        checks["loaded"] = dict(**expected, ok=expected["rows"] == args.rows == expected["keys"])
+
+        # Order: each baseline right after the tablespec phase that reads the same files.
+        timed_migration(boot, bucket_index(b0), b0)
+        bucketed_files = latest_base_files(table.location)
+        timed_baseline(base0, simple_files, b0)
+        timed_migration(rescale, bucket_index(b1), b1)
+        timed_baseline(base1, bucketed_files, b1)
+    finally:
+        sc.setJobDescription(None)
+        spark.stop()
+
+    stages, jobs = EventLog(events).phases(), EventLog(events).job_seconds()
+    print(f"bucket bootstrap SIMPLE -> BUCKET({b0}) and rescale {b0} -> {b1} of {args.rows:,} rows, "
+          f"{args.partitions} partitions; master {args.master}, {os.cpu_count()} cpus; best of {repeat}")
+    print("setup: " + ", ".join(f"{k} {v:.1f}s" for k, v in setup.items()))
+    print(f"{'phase':<20}{'seconds':>8}{'rows/s':>10}{'x baseline':>11}{'files r/w':>12}{'MB read':>9}"
+          f"{'MB written':>11}{'others':>8}")
+    results = {}
+    for phase, baseline in ((boot, base0), (base0, base0), (rescale, base1), (base1, base1)):
+        secs = phases.seconds(phase)
+        ratio = secs / phases.seconds(baseline)
+        results[phase] = dict(seconds=secs, rows_per_s=args.rows / secs, ratio_to_baseline=ratio, baseline=baseline,
+                              other_cpu_cores=phases.timings[phase]["other_cpu_cores"], **io[phase])
+        files = f"{io[phase]['files_read']}/{io[phase]['files_written']}"
+        print(f"{phase:<20}{secs:>8.2f}{args.rows / secs:>10,.0f}{ratio:>10.2f}x{files:>12}"
+              f"{io[phase]['bytes_read'] / 2**20:>9.1f}{io[phase]['bytes_written'] / 2**20:>11.1f}"
+              f"{max(phases.timings[phase]['other_cpu_cores']):>8.2f}")
+    print(f"baseline = plain Spark reading the same base files, hashing each record key as Hudi does (mapInArrow), "
+          f"repartition(order_date, bucket), write.partitionBy(order_date, bucket); "
+          f"others = CPU cores other processes kept busy meanwhile")
+    target_met = all(results[p]["ratio_to_baseline"] <= TARGET for p in (boot, rescale))
+    print(f"target <= {TARGET}x baseline: " + ", ".join(f"{p} {results[p]['ratio_to_baseline']:.2f}x" for p in (boot, rescale))
+          + f": {'met' if target_met else 'NOT met'}")
+    print("where the time goes (seconds; Spark = wall time with a Spark job running, summed over runs):")
+    for phase in results:
+        spark_s = jobs.get(phase, {}).get("wall_s", 0.0) / repeat
+        extra = ""
+        if phase in migrations:
+            m = migrations[phase]
+            extra = f", plan {m['plan_s']:.2f}, apply {m['apply_s']:.2f} (rebucket {m['actual'].get('seconds', 0):.2f})"
+        print(f"  {phase:<20} total {phases.seconds(phase):.2f}, Spark jobs {spark_s:.2f} "
+              f"({jobs.get(phase, {}).get('jobs', 0) // repeat} jobs), driver outside jobs "
+              f"{phases.seconds(phase) - spark_s:.2f}{extra}")
+    print(f"stages per phase{'':<34}{'wall s':>8}{'task s':>8}{'tasks':>6}")
+    for phase in results:
+        print(f" {phase}")
+        for s in stages.get(phase, []):
+            print(stage_line(s))
+    ok = all(c["ok"] for c in checks.values())
+    print("correctness: " + "; ".join(f"{k} {c['rows']:,} rows{'' if c['ok'] else ' MISMATCH'}" for k, c in checks.items()))
+    if not ok:
+        print(json.dumps({k: c for k, c in checks.items() if not c["ok"]}, indent=2))
+
+    result = {"rows": args.rows, "partitions": args.partitions, "buckets": b0, "rescale_to": b1,
+              "master": args.master, "cpus": os.cpu_count(), "driver_memory": args.driver_memory, "repeat": repeat,
+              "setup_s": setup, "results": results, "target_ratio": TARGET, "target_met": target_met,
+              "migrations": migrations, "spark_jobs": jobs, "checks": checks, "stages": stages}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(f"wrote {args.out}")
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
