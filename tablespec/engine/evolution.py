@@ -64,8 +64,8 @@ def _read_evolved(spark, paths: list[str], written: Columns, spec):
     from pyspark.sql import functions as F
 
     columns = [(name, dt) for name, dt, _ in spec_columns(spec)]
-    ddl = ", ".join([f"`{m}` string" for m in META_FIELDS] + [f"`{n}` {written[n]}" for n, _ in columns if n in written])
-    df = spark.read.schema(ddl).parquet(*paths)
+    own = [f"`{n}` {written[n]}" for n, _ in columns if n in written]
+    df = spark.read.schema(", ".join([f"`{m}` string" for m in META_FIELDS] + own)).parquet(*paths)
     data = [(_convert(F.col(f"`{n}`"), written[n], dt) if n in written else F.lit(None).cast(str(dt))).alias(n)
             for n, dt in columns]
     return df.select(*[F.col(m) for m in META_FIELDS], *data)

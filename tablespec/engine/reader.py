@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
+from tablespec.engine.arrow.hashing import record_key_hashes
 from tablespec.engine.arrow.keys import record_keys
 from tablespec.engine.evolution import read_files
-from tablespec.engine.schema import data_schema, table_schema
+from tablespec.engine.schema import data_schema, table_ddl
 from tablespec.errors import TablespecError
 from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.fs_view import FileSystemView
@@ -18,6 +18,7 @@ from tablespec.hudi.instant import SAVEPOINT
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.timeline import Timeline
+from tablespec.plan.buckets import BucketLayout
 
 
 class ReadError(TablespecError):
@@ -41,14 +42,15 @@ def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: 
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
     view = FileSystemView.build(storage, base, timeline)
     slices = [s for s in view.latest_slices(as_of=as_of) if s.base_file is not None]
-    bucket = _filter_bucket(spec, filters)
-    if bucket is not None:
-        slices = [s for s in slices if bucket_of(s.file_id) == bucket]
+    key_hash = _filter_hash(spec, filters)
+    if key_hash is not None:
+        layout = BucketLayout.from_spec(spec)  # buckets per partition (RFC-89) decide the modulus
+        slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
     return [s.base_file.path for s in slices]
 
 
-def _filter_bucket(spec, filters: dict | None) -> int | None:
-    """The one bucket an equality filter on all hash fields can match, if the table is bucketed."""
+def _filter_hash(spec, filters: dict | None) -> int | None:
+    """The key hash an equality filter on all hash fields pins down, if the table is bucketed."""
     if not filters or spec is None or spec.spec.index.type != "BUCKET":
         return None
     hash_fields = spec.effective_hash_fields
@@ -62,7 +64,7 @@ def _filter_bucket(spec, filters: dict | None) -> int | None:
         return None
     if set(hash_fields) != set(key_fields):
         return None  # key fields beyond the hash fields are unknown: cannot build the key
-    return int(bucket_ids_for_record_keys(keys, hash_fields, spec.spec.index.num_buckets)[0])
+    return int(record_key_hashes(keys, hash_fields).view("uint32")[0])
 
 
 def read(spark, location: str, spec, as_of: str | None = None, filters: dict | None = None):
@@ -70,9 +72,7 @@ def read(spark, location: str, spec, as_of: str | None = None, filters: dict | N
     from pyspark.sql import functions as F
 
     files = snapshot_files(location, as_of, spec, filters)
-    ddl = ", ".join(f"`{f.name}` " + ("string" if f.name.startswith("_hoodie_") else
-                                      next(c.type for c in spec.spec.columns if c.name == f.name))
-                    for f in table_schema(spec))
+    ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.
     df = read_files(spark, location, files, spec, ddl) if files else spark.createDataFrame([], ddl)
     for name, value in (filters or {}).items():

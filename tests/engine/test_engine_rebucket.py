@@ -208,3 +208,14 @@ def test_clean_planned_with_bytes_and_applied(spark, tmp_path):
     from tablespec.engine.reader import ReadError
     with pytest.raises(ReadError, match="cleaned"):
         table.read(as_of=commits[0])
+
+
+def test_read_filter_prunes_with_per_partition_bucket_counts(spark, tmp_path):
+    from tablespec.engine.reader import snapshot_files
+    rule = ORDERS_SPEC.replace("numBuckets: 16}", "numBuckets: 4, partitionBuckets: [{pattern: 'order_date=2026-11-02', numBuckets: 8}]}")
+    table = make_table(spark, tmp_path, rule)
+    load_orders(spark, table, n=60, days=2)
+    for key in ("o0001", "o0002", "o0010"):
+        files = snapshot_files(table.location, spec=table.spec, filters={"order_id": key})
+        assert len(files) == 2  # one bucket file per partition
+        assert [r.order_id for r in table.read(filters={"order_id": key}).collect()] == [key]

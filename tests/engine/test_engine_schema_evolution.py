@@ -13,15 +13,20 @@ import os
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from _support import ROOT
 from helpers import assert_hudi_rs_agrees, make_table
+from tablespec.actions.metadata import create_table
 from tablespec.actions.schema import evolve_schema
 from tablespec.apply import Applier
 from tablespec.cli import main
-from tablespec.errors import PlanError, StalePlanError
+from tablespec.engine.arrow.align import align_to_schema
+from tablespec.engine.evolution import written_columns
+from tablespec.engine.reader import snapshot_files
+from tablespec.errors import StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
@@ -32,6 +37,7 @@ from tablespec.plan.columns import spec_columns
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
 from tablespec.table import Table
+from tablespec.types import Decimal, Primitive
 
 pytestmark = pytest.mark.spark
 
@@ -125,9 +131,9 @@ def test_schema_evolution_plan_apply_read_upsert_hudi_rs_agree(spark, tmp_path, 
     assert by_id(evolved.read(as_of=timeline.commits()[-2].timestamp)) == rows  # time travel reads as evolved too
     assert_hudi_rs_agrees(evolved)
 
-    # An upsert in the new columns rewrites eu's file (old rows carried over) and leaves us's old file.
-    first = evolved.write(spark.createDataFrame(
-        [("a", "eu", 2 ** 40, D("1234567890.12"), 0.1, "big"), ("d", "eu", 4, D("4.00"), 4.0, "new")], NEW_DDL), "upsert")
+    # An upsert in the new columns rewrites eu's file(s) (old rows carried over) and leaves us's old file.
+    incoming = [("a", "eu", 2 ** 40, D("1234567890.12"), 0.1, "big"), ("d", "eu", 4, D("4.00"), 4.0, "new")]
+    first = evolved.write(spark.createDataFrame(incoming, NEW_DDL), "upsert")
     assert (first.inserted, first.updated) == (1, 1)
     for path in first.files:
         written = pq.read_schema(os.path.join(table.location, path))
@@ -247,28 +253,28 @@ def test_schema_evolution_through_the_cli(spark, tmp_path, monkeypatch, capsys):
 
 # Metadata only: no Spark below.
 
-def _empty_table(tmp_path, text: str) -> tuple[str, object]:
-    from tablespec.actions.metadata import create_table
+def _empty_table(tmp_path, text: str) -> str:
     spec = load(text).specs[0].spec
     location = table_location(str(tmp_path), spec.spec.location)
     create_table(location, spec)
-    return location, spec
+    return location
 
 
 def test_evolve_schema_is_idempotent_and_refuses_destructive_specs(tmp_path):
-    location, _ = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
+    location = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
     new = load(EVOLVED.replace("INDEX", INDEXES["simple"])).specs[0].spec
     instant = evolve_schema(location, new)
     assert instant is not None and observe(location).head == instant
     assert evolve_schema(location, new) is None  # a re-run finds nothing to change
-    dropped = load(SPEC.replace("INDEX", INDEXES["simple"]).replace("    - {name: score, type: float}\n", "")).specs[0].spec
+    dropped_text = SPEC.replace("INDEX", INDEXES["simple"]).replace("    - {name: score, type: float}\n", "")
+    dropped = load(dropped_text).specs[0].spec
     with pytest.raises(StalePlanError, match="drop column score"):
         evolve_schema(location, dropped)
     assert observe(location).head == instant
 
 
 def test_crashed_schema_evolution_is_rolled_back_then_applied(tmp_path):
-    location, _ = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
+    location = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
     storage, writer = LocalStorage(), TimelineWriter(LocalStorage(), location)
     crashed = new_instant_time()
     writer.start(writer.request("commit", crashed), b"")  # a dead apply: inflight, no heartbeat
@@ -285,3 +291,38 @@ def test_schema_action_does_not_import_pyspark():
     code = ("import sys, tablespec.actions.schema, tablespec.apply; "
             "assert not [m for m in sys.modules if m.startswith('pyspark')]")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_read_falls_back_to_footer_schema_when_commit_has_none(spark, tmp_path):
+    """A file whose commit records no schema (or was archived) is read by its footer's Avro schema."""
+    text = SPEC.replace("INDEX", INDEXES["simple"])
+    table = make_table(spark, tmp_path, text)
+    write = table.write(spark.createDataFrame([("a", "eu", 1, D("1.50"), 0.5)], OLD_DDL), "upsert")
+    Applier().apply(plan(tmp_path, EVOLVED.replace("INDEX", INDEXES["simple"])))
+    storage = LocalStorage()
+    timeline = Timeline.load(storage, table.location)
+    [instant] = [i for i in timeline.commits() if i.timestamp == write.instant]
+    meta = timeline.commit_metadata(instant)
+    meta.extra_metadata.pop("schema")
+    storage.write_atomic(f"{table.location}/.hoodie/{instant.file_name}", meta.to_json())
+    [columns] = written_columns(table.location, snapshot_files(table.location)).values()
+    assert (columns["qty"], columns["price"], "note" in columns) == (Primitive("int"), Decimal(10, 2), False)
+    evolved = evolved_table(spark, table, EVOLVED.replace("INDEX", INDEXES["simple"]))
+    [row] = evolved.read().collect()
+    assert (row.qty, row.price, row.score, row.note) == (1, D("1.50"), 0.5, None)
+    assert_hudi_rs_agrees(evolved)
+
+
+def test_align_to_schema_fills_casts_orders_and_drops():
+    old = pa.table({"extra": [1, 2], "qty": pa.array([1, 2 ** 31 - 1], pa.int32()),
+                    "info": pa.array([{"a": 1}, None], pa.struct([("a", pa.int32())])),
+                    "big": pa.array([2 ** 53 + 1, None], pa.int64())})
+    schema = pa.schema([("note", pa.string()), ("info", pa.struct([("a", pa.int64()), ("b", pa.string())])),
+                        ("qty", pa.int64()), ("big", pa.float64())])
+    aligned = align_to_schema(old, schema)
+    assert aligned.schema == schema
+    assert aligned.to_pylist() == [
+        {"note": None, "info": {"a": 1, "b": None}, "qty": 1, "big": float(2 ** 53)},
+        {"note": None, "info": None, "qty": 2 ** 31 - 1, "big": None}]
+    with pytest.raises(pa.ArrowInvalid):  # narrowing is never a widening: refused, not truncated
+        align_to_schema(pa.table({"qty": pa.array([2 ** 40], pa.int64())}), pa.schema([("qty", pa.int32())]))
