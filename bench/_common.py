@@ -104,11 +104,11 @@ class Phases:
 
     def __init__(self, sc, repeat: int):
         self.sc, self.repeat = sc, repeat
-        self.timings: dict[str, dict] = {}  # phase -> best seconds, CPU cores others kept busy in each run
+        self.timings: dict[str, dict] = {}  # phase -> best seconds, seconds and CPU cores others kept busy per run
 
     def measure(self, phase: str, run, before=None):
         """Best of `repeat` runs of run(arg), arg = before(i) prepared untimed (default i); the best run's result."""
-        best, others = None, []
+        best, runs, others = None, [], []
         for i in range(self.repeat):
             arg = before(i) if before else i
             self.sc.setJobDescription(phase)
@@ -116,11 +116,12 @@ class Phases:
             t = time.perf_counter()
             out = run(arg)
             secs = time.perf_counter() - t
+            runs.append(round(secs, 3))
             busy1, ours1 = cpu_ticks()
             others.append(round(max(0, (busy1 - busy0) - (ours1 - ours0)) / os.sysconf("SC_CLK_TCK") / secs, 2))
             if best is None or secs < best[0]:
                 best = (secs, out)
-        self.timings[phase] = dict(seconds=best[0], other_cpu_cores=others)
+        self.timings[phase] = dict(seconds=best[0], runs=runs, other_cpu_cores=others)
         return best[1]
 
     def seconds(self, phase: str) -> float:

@@ -233,3 +233,16 @@ def is_widening(old: DataType, new: DataType) -> bool:
         return all(f.name in new_fields and is_widening(f.type, new_fields[f.name].type) for f in old.fields) and all(
             f.nullable for f in new.fields if f.name not in {o.name for o in old.fields})
     return False
+
+
+def stored(dt: DataType) -> DataType:
+    """The type a Hudi table stores for `dt`: Avro has no byte or short, so they are kept as int."""
+    if isinstance(dt, Primitive) and dt.name in ("byte", "short"):
+        return Primitive("int")
+    if isinstance(dt, Array):
+        return Array(stored(dt.element))
+    if isinstance(dt, Map):
+        return Map(stored(dt.key), stored(dt.value))
+    if isinstance(dt, Struct):
+        return Struct(tuple(Field(f.name, stored(f.type), f.nullable) for f in dt.fields))
+    return dt

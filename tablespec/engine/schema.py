@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
-from tablespec.types import Array, DataType, Decimal, Map, Primitive, Struct, parse_type
+from tablespec.types import Array, DataType, Decimal, Map, Primitive, Struct, parse_type, stored
 
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                "_hoodie_partition_path", "_hoodie_file_name")
@@ -77,5 +77,6 @@ def table_schema(spec) -> pa.Schema:
 
 
 def table_ddl(spec) -> str:
-    """A base file's columns as a Spark DDL string (meta columns, then the spec's, all nullable)."""
-    return ", ".join([f"`{m}` string" for m in META_FIELDS] + [f"`{c.name}` {c.type}" for c in spec.spec.columns])
+    """A base file's columns as a Spark DDL string (meta columns, then the spec's as stored, all nullable)."""
+    return ", ".join([f"`{m}` string" for m in META_FIELDS] +
+                     [f"`{c.name}` {stored(parse_type(c.type))}" for c in spec.spec.columns])

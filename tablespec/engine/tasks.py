@@ -230,6 +230,9 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     if existing_info is not None:
         old_part, old_name, prev_commit = existing_info
         old = pq.read_table(os.path.join(job.base, old_part, old_name) if old_part else os.path.join(job.base, old_name))
+        # A file written before a schema evolution: bring it to the current columns first.
+        old = align_to_schema(old, pa.schema([pa.field(c, pa.string()) for c in (COMMIT_TIME, SEQNO, KEY)]
+                                             + list(job.data_schema)))
     else:
         prev_commit = "null"
     inserts = updates = deletes = 0

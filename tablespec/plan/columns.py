@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from tablespec.types import DataType, is_widening, parse_type
+from tablespec.types import DataType, is_widening, parse_type, stored
 
 ColumnChangeKind = Literal["add", "drop", "widen", "retype", "relax_nullability", "require_not_null"]
 DESTRUCTIVE_KINDS = {"drop", "retype", "require_not_null"}
@@ -42,8 +42,8 @@ def _show(dt: DataType, nullable: bool) -> str:
 
 def diff_columns(desired: list[tuple[str, DataType, bool]], observed: list[tuple[str, DataType, bool]]) -> list[ColumnChange]:
     """Changes that turn the observed columns into the desired ones (order is not significant)."""
-    old = {n: (t, nl) for n, t, nl in observed}
-    new = {n: (t, nl) for n, t, nl in desired}
+    old = {n: (stored(t), nl) for n, t, nl in observed}
+    new = {n: (stored(t), nl) for n, t, nl in desired}
     changes: list[ColumnChange] = []
     for name, (t, nl) in new.items():
         if name not in old:

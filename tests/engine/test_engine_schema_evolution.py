@@ -273,14 +273,20 @@ def test_evolve_schema_is_idempotent_and_refuses_destructive_specs(tmp_path):
     assert observe(location).head == instant
 
 
-def test_crashed_schema_evolution_is_rolled_back_then_applied(tmp_path):
+@pytest.mark.parametrize("through_plan", [True, False])
+def test_crashed_schema_evolution_is_rolled_back_then_applied(tmp_path, through_plan):
+    """A dead apply left an inflight instant (no heartbeat): the plan rolls it back first; the
+    executor alone also recovers it (under the lock) before committing."""
     location = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
     storage, writer = LocalStorage(), TimelineWriter(LocalStorage(), location)
     crashed = new_instant_time()
-    writer.start(writer.request("commit", crashed), b"")  # a dead apply: inflight, no heartbeat
+    writer.start(writer.request("commit", crashed), b"")
     evolved_text = EVOLVED.replace("INDEX", INDEXES["simple"])
-    assert [a.kind for a in plan(tmp_path, evolved_text).tables[0].actions] == ["schema_evolution"]
-    Applier().apply(plan(tmp_path, evolved_text))
+    if through_plan:
+        assert [a.kind for a in plan(tmp_path, evolved_text).tables[0].actions] == ["rollback", "schema_evolution"]
+        Applier().apply(plan(tmp_path, evolved_text))
+    else:
+        evolve_schema(location, load(evolved_text).specs[0].spec)
     timeline = Timeline.load(storage, location)
     assert not timeline.pending() and not timeline.contains_completed(crashed)
     assert [i.action for i in timeline.completed()] == ["rollback", "commit"]

@@ -131,3 +131,11 @@ def test_plan_records_requirements_of_observed_state():
     reqs = {r.type: r for r in plan.tables[0].requirements}
     assert reqs["table_exists"].exists and reqs["head_instant"].head == "20261121000000000"
     assert reqs["properties_fingerprint"].fingerprint == "fp"
+
+
+def test_plan_short_and_byte_columns_match_their_stored_int():
+    text = BASE.replace("    - {name: order_date, type: date}\n",
+                        "    - {name: order_date, type: date}\n    - {name: qty, type: short}\n"
+                        "    - {name: flags, type: \"array<byte>\"}\n")
+    plan = build_plan(load(text), {LOCATION: state_for(text)}, WAREHOUSE)
+    assert not plan.has_changes
