@@ -106,10 +106,11 @@ class Phases:
         self.sc, self.repeat = sc, repeat
         self.timings: dict[str, dict] = {}  # phase -> best seconds, seconds and CPU cores others kept busy per run
 
-    def measure(self, phase: str, run, before=None):
-        """Best of `repeat` runs of run(arg), arg = before(i) prepared untimed (default i); the best run's result."""
+    def measure(self, phase: str, run, before=None, repeat: int | None = None):
+        """Best of `repeat` (default: the bench's) runs of run(arg), arg = before(i) prepared untimed
+        (default i); returns the best run's result."""
         best, runs, others = None, [], []
-        for i in range(self.repeat):
+        for i in range(repeat or self.repeat):
             arg = before(i) if before else i
             self.sc.setJobDescription(phase)
             busy0, ours0 = cpu_ticks()

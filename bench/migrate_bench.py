@@ -3,16 +3,20 @@
 Creates a SIMPLE-index orders table (the upsert bench's schema: key order_id, partitioned by
 order_date), bulk-inserts `--rows` rows (setup), then times what `tablespec apply` runs for two
 spec changes: index SIMPLE -> BUCKET(--buckets) (bucket_bootstrap), then BUCKET(--buckets) ->
-BUCKET(--rescale-to) (bucket_rescale): observe, build_plan, Applier.apply. The baseline for
-each, in the same run: plain Spark reading the same base files, giving every row its bucket
-with the same Java-compatible hash over `_hoodie_record_key` (a mapInArrow, as tablespec
-does), repartitioning by (order_date, bucket) and writing parquet partitioned by both (one
-file per bucket, as in the Hudi layout). After every phase the rows are checked unchanged
-(count, distinct keys, sum of amounts, a checksum over keys, meta and data columns) and in
-the right bucket. Prints a table and writes JSON (default bench/results/migrate_bench.json).
+BUCKET(--rescale-to) (bucket_rescale): observe, build_plan, Applier.apply.
+
+The baseline for each, in the same run: plain Spark reading the same base files, giving every
+row its bucket with the same Java-compatible hash over `_hoodie_record_key` (a mapInArrow, as
+tablespec does), `repartition(order_date, bucket)` and `write.partitionBy(order_date)`. A
+reference variant, run once, writes `partitionBy(order_date, bucket)`: one file per bucket as
+the Hudi layout has, but Spark's local-file-system writes pay a large cost per file (Hadoop
+without its native library forks `chmod` for every file and folder). After every phase the
+rows are checked unchanged (count, distinct keys, sum of amounts, a checksum over keys, meta
+and data columns) and in the right bucket. Prints a table and writes JSON (default
+bench/results/migrate_bench.json); stage timings per phase come from Spark's event log.
 
     python bench/migrate_bench.py [--rows 5000000] [--partitions 30] [--buckets 64] [--rescale-to 128]
-    python bench/migrate_bench.py --rows 500000      # quick run
+    python bench/migrate_bench.py --rows 500000 --no-per-bucket      # quick run
 """
 from __future__ import annotations
 
@@ -62,7 +66,7 @@ def apply_index(spark, warehouse: str, index: str) -> dict:
     (_, action), = plan.actions
     done, = result.actions
     return dict(action=action.kind, estimate=action.estimate, actual=done.actual, plan_s=plan_s,
-                apply_s=done.seconds, progress=progress, location=location)
+                apply_s=done.seconds, progress=progress)
 
 
 def with_bucket(num_buckets: int, batches):
@@ -73,9 +77,9 @@ def with_bucket(num_buckets: int, batches):
             yield batch.append_column(BUCKET, pa.array(ids, pa.int32()))
 
 
-def baseline_write(spark, files: list[str], num_buckets: int, out: str, file_per_bucket: bool = True) -> None:
+def baseline_write(spark, files: list[str], num_buckets: int, out: str, file_per_bucket: bool = False) -> None:
     """Plain Spark: read the base files, add each row's bucket, repartition by (partition, bucket) and write
-    one parquet file per bucket (the Hudi layout), or with `file_per_bucket=False` one per partition and task."""
+    one parquet file per partition and task, or with `file_per_bucket` one per bucket (the Hudi layout)."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     df = spark.read.parquet(*files)
@@ -85,35 +89,28 @@ def baseline_write(spark, files: list[str], num_buckets: int, out: str, file_per
     tagged.repartition("order_date", BUCKET).write.mode("overwrite").partitionBy(*folders).parquet(out)
 
 
-def fingerprint(df) -> dict:
-    """Rows, distinct keys, sum of amounts and a checksum over the columns a migration must keep."""
-    from pyspark.sql import functions as F
-
-    row = df.select(F.count(F.lit(1)), F.count_distinct(KEY), F.sum("amount"),
-                    F.sum(F.xxhash64(*[F.col(c).cast("string") for c in CHECKED]).cast("decimal(38,0)"))).first()
-    return dict(rows=row[0], keys=row[1], amount_sum=str(row[2]), checksum=str(row[3]))
-
-
-def count_misplaced(num_buckets: int, batches):
-    """Executor: rows whose bucket (column `_bucket`) is not the one their record key hashes to."""
-    n = 0
+def flag_misplaced(num_buckets: int, batches):
+    """Executor: 1 for a row whose bucket (column `_bucket`) is not the one its record key hashes to."""
     for batch in batches:
         if len(batch):
             want = bucket_ids_for_record_keys(batch.column(KEY), HASH_FIELDS, num_buckets)
-            n += int((np.asarray(pc.fill_null(batch.column(BUCKET), -1)) != want).sum())
-    yield pa.RecordBatch.from_pydict({"n": [n]}, schema=pa.schema([("n", pa.int64())]))
+            bad = np.asarray(pc.fill_null(batch.column(BUCKET), -1)) != want
+            yield batch.append_column("misplaced", pa.array(bad.astype(np.int64)))
 
 
-def misplaced(df, bucket, num_buckets: int) -> int:
-    """Rows of `df` stored in another bucket than Hudi's hash gives (`bucket`: a column expression)."""
-    tagged = df.select(KEY, bucket.cast("int").alias(BUCKET))
-    return sum(r.n for r in tagged.mapInArrow(functools.partial(count_misplaced, num_buckets), "n bigint").collect())
+def fingerprint(df, bucket=None, num_buckets: int = 1) -> dict:
+    """One pass over the rows: count, distinct keys, sum of amounts, a checksum over the columns a
+    migration must keep and, given `bucket` (a column expression), rows in the wrong bucket."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
 
-
-def check(got: dict, expected: dict, misplaced_rows: int, files: int, expected_files: int | None) -> dict:
-    ok = got == expected and misplaced_rows == 0 and expected_files in (None, files)
-    return dict(**got, misplaced=misplaced_rows, files=files, expected_files=expected_files, ok=ok,
-                **({} if got == expected else {"expected": expected}))
+    rows = df.select(KEY, "amount", F.xxhash64(*[F.col(c).cast("string") for c in CHECKED]).alias("h"),
+                     (bucket if bucket is not None else F.lit(0)).cast("int").alias(BUCKET))
+    rows = rows.mapInArrow(functools.partial(flag_misplaced, num_buckets if bucket is not None else 1),
+                           StructType(rows.schema.fields + [StructField("misplaced", LongType())]))
+    r = rows.agg(F.count(F.lit(1)), F.count_distinct(KEY), F.sum("amount"), F.sum(F.col("h").cast("decimal(38,0)")),
+                 F.sum("misplaced")).first()
+    return dict(rows=r[0], keys=r[1], amount_sum=str(r[2]), checksum=str(r[3]), misplaced=r[4] or 0)
 
 
 def main() -> int:
@@ -126,14 +123,17 @@ def main() -> int:
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--repeat", type=int, default=None,
                     help="timed runs per phase, best taken (default 2 up to 1M rows, else 1)")
+    ap.add_argument("--no-per-bucket", action="store_true",
+                    help="skip the reference baseline that writes one file per bucket (slow on a local file system)")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--out", default="bench/results/migrate_bench.json")
     args = ap.parse_args()
     repeat = args.repeat or (2 if args.rows <= 1_000_000 else 1)
     b0, b1 = args.buckets, args.rescale_to
-    boot, rescale = f"bootstrap -> {b0}", f"rescale {b0} -> {b1}"
-    base0, base1 = f"baseline {b0}", f"baseline {b1}"
-    base0d, base1d = f"{base0} by date", f"{base1} by date"
+    boot, rescale, base0, base1 = f"bootstrap -> {b0}", f"rescale {b0} -> {b1}", f"baseline {b0}", f"baseline {b1}"
+    ref0, ref1 = f"{base0} per bucket", f"{base1} per bucket"
+    baseline_of = {boot: base0, base0: base0, ref0: base0, rescale: base1, base1: base1, ref1: base1}
+    reference_of = {p: (ref0 if b == base0 else ref1) for p, b in baseline_of.items()}
 
     work = args.workdir or tempfile.mkdtemp(prefix="migrate_bench_")
     events = os.path.join(work, "events")
@@ -146,39 +146,43 @@ def main() -> int:
     checks: dict[str, dict] = {}
     warehouses = [os.path.join(work, f"run{i}") for i in range(repeat)]  # one table per timed run
 
-    def verify(name: str, df, bucket, num_buckets: int, files: int, file_per_bucket: bool = True) -> None:
+    def verify(name: str, df, bucket, num_buckets: int, files: int, expected_files: int | None) -> None:
         sc.setJobDescription("verify")
         t = time.perf_counter()
-        checks[name] = check(fingerprint(df), expected, misplaced(df, bucket, num_buckets), files,
-                             args.partitions * num_buckets if file_per_bucket else None)
+        got = fingerprint(df, bucket, num_buckets)
+        same = {k: got[k] for k in expected} == expected
+        checks[name] = dict(**got, files=files, expected_files=expected_files,
+                            ok=same and got["misplaced"] == 0 and expected_files in (None, files),
+                            **({} if same else {"expected": expected}))
         setup["verify"] = setup.get("verify", 0.0) + time.perf_counter() - t
 
-    def timed_migration(phase: str, index: str, num_buckets: int) -> None:
+    def timed_migration(phase: str, num_buckets: int) -> None:
         from pyspark.sql import functions as F
 
+        index = bucket_index(num_buckets)
         best = phases.measure(phase, lambda w: apply_index(spark, w, index), lambda i: warehouses[i])
-        migrations[phase] = {k: v for k, v in best.items() if k != "location"}
-        a = best["actual"]
-        io[phase] = dict(files_read=int(a["file_groups"].split(" -> ")[0]), files_written=int(a["file_groups"].split(" -> ")[1]),
-                         bytes_read=a["bytes_read"], bytes_written=a["bytes_written"])
-        for i, w in enumerate(warehouses):
-            table = Table(load_spec_text(spec_text(NAME, index), "v.yaml").specs[0].spec,
-                          table_location(w, f"bench/{NAME}"), spark)
+        migrations[phase] = best
+        before, after = (int(n) for n in best["actual"]["file_groups"].split(" -> "))
+        io[phase] = dict(files_read=before, files_written=after, bytes_read=best["actual"]["bytes_read"],
+                         bytes_written=best["actual"]["bytes_written"])
+        spec = load_spec_text(spec_text(NAME, index), f"{NAME}.yaml").specs[0].spec
+        for i, w in enumerate(warehouses):  # every run's table: the product under test
+            table = Table(spec, table_location(w, spec.spec.location), spark)
             verify(f"{phase} (run {i})", table.read(), F.substring("_hoodie_file_name", 1, 8), num_buckets,
-                   len(latest_base_files(table.location)))
+                   len(latest_base_files(table.location)), args.partitions * num_buckets)
 
-    def timed_baseline(phase: str, files: dict, num_buckets: int, file_per_bucket: bool = True) -> None:
+    def timed_baseline(phase: str, files: dict, num_buckets: int, file_per_bucket: bool = False) -> None:
         from pyspark.sql import functions as F
 
         paths = [p for p, _ in files.values()]
-        outs = [os.path.join(work, f"{phase.replace(' ', '_')}_run{i}") for i in range(repeat)]
+        runs = 1 if file_per_bucket else repeat
+        outs = [os.path.join(work, f"{phase.replace(' ', '_')}_run{i}") for i in range(runs)]
         phases.measure(phase, lambda out: baseline_write(spark, paths, num_buckets, out, file_per_bucket),
-                       lambda i: outs[i])
+                       lambda i: outs[i], repeat=runs)
         io[phase] = dict(files_read=len(paths), files_written=len(parquet_files(outs[0])),
                          bytes_read=sum(size for _, size in files.values()), bytes_written=dir_bytes(outs[0]))
-        for i, out in enumerate(outs):
-            verify(f"{phase} (run {i})", spark.read.parquet(out), F.col(BUCKET), num_buckets,
-                   len(parquet_files(out)), file_per_bucket)
+        verify(f"{phase} (run 0)", spark.read.parquet(outs[0]), F.col(BUCKET), num_buckets,
+               len(parquet_files(outs[0])), args.partitions * num_buckets if file_per_bucket else None)
 
     try:
         # Warm-up: a tiny table through bootstrap, rescale and a baseline (JVM, Python workers, imports).
@@ -187,10 +191,10 @@ def main() -> int:
         warm = os.path.join(work, "warmup")
         tiny = make_table(spark, warm, NAME, "{type: SIMPLE}")
         tiny.write(orders(spark.range(0, 2000), 3, 0), "bulk_insert")
-        simple_files = [p for p, _ in latest_base_files(tiny.location).values()]
+        tiny_files = [p for p, _ in latest_base_files(tiny.location).values()]
         apply_index(spark, warm, bucket_index(4))
         apply_index(spark, warm, bucket_index(8))
-        baseline_write(spark, simple_files, 4, os.path.join(work, "warmup_out"))
+        baseline_write(spark, tiny_files, 4, os.path.join(work, "warmup_out"))
         setup["warm-up"] = time.perf_counter() - t
 
         sc.setJobDescription("load")
@@ -199,49 +203,55 @@ def main() -> int:
         table.write(orders(spark.range(0, args.rows), args.partitions, 0), "bulk_insert")
         setup["load SIMPLE"] = time.perf_counter() - t
         for w in warehouses[1:]:  # copies of the loaded table for the repeated runs
-            shutil.copytree(table.location, table_location(w, f"bench/{NAME}"))
+            shutil.copytree(table.location, table_location(w, table.spec.spec.location))
         simple_files = latest_base_files(table.location)
         sc.setJobDescription("verify")
-        expected = fingerprint(table.read())
-        checks["loaded"] = dict(**expected, ok=expected["rows"] == args.rows == expected["keys"])
+        loaded = fingerprint(table.read())
+        expected = {k: loaded[k] for k in ("rows", "keys", "amount_sum", "checksum")}
+        checks["loaded"] = dict(**loaded, ok=loaded["rows"] == args.rows == loaded["keys"])
 
-        # Order: each baseline right after the tablespec phase that reads the same files.
-        timed_migration(boot, bucket_index(b0), b0)
+        # Each baseline runs right after the tablespec phase that reads the same files.
+        timed_migration(boot, b0)
         bucketed_files = latest_base_files(table.location)
         timed_baseline(base0, simple_files, b0)
-        timed_baseline(base0d, simple_files, b0, file_per_bucket=False)
-        timed_migration(rescale, bucket_index(b1), b1)
+        if not args.no_per_bucket:
+            timed_baseline(ref0, simple_files, b0, file_per_bucket=True)
+        timed_migration(rescale, b1)
         timed_baseline(base1, bucketed_files, b1)
-        timed_baseline(base1d, bucketed_files, b1, file_per_bucket=False)
+        if not args.no_per_bucket:
+            timed_baseline(ref1, bucketed_files, b1, file_per_bucket=True)
     finally:
         sc.setJobDescription(None)
         spark.stop()
 
-    stages, jobs = EventLog(events).phases(), EventLog(events).job_seconds()
+    log = EventLog(events)
+    stages, jobs = log.phases(), log.job_seconds()
     print(f"bucket bootstrap SIMPLE -> BUCKET({b0}) and rescale {b0} -> {b1} of {args.rows:,} rows, "
           f"{args.partitions} partitions; master {args.master}, {os.cpu_count()} cpus; best of {repeat}")
     print("setup: " + ", ".join(f"{k} {v:.1f}s" for k, v in setup.items()))
-    print(f"{'phase':<22}{'seconds':>8}{'rows/s':>10}{'x baseline':>11}{'x by date':>10}{'files r/w':>12}"
+    print(f"{'phase':<24}{'seconds':>8}{'rows/s':>10}{'x baseline':>11}{'x per bucket':>13}{'files r/w':>12}"
           f"{'MB read':>9}{'MB written':>11}{'others':>8}")
     results = {}
-    order = ((boot, base0, base0d), (base0, base0, base0d), (base0d, base0, base0d),
-             (rescale, base1, base1d), (base1, base1, base1d), (base1d, base1, base1d))
-    for phase, baseline, by_date in order:
-        secs = phases.seconds(phase)
-        ratio, ratio_d = secs / phases.seconds(baseline), secs / phases.seconds(by_date)
+    for phase in phases.timings:
+        secs, baseline, reference = phases.seconds(phase), baseline_of[phase], reference_of[phase]
+        ratio = secs / phases.seconds(baseline)
+        ratio_ref = secs / phases.seconds(reference) if reference in phases.timings else None
+        t = phases.timings[phase]
         results[phase] = dict(seconds=secs, rows_per_s=args.rows / secs, ratio_to_baseline=ratio, baseline=baseline,
-                              ratio_to_by_date=ratio_d, runs=phases.timings[phase]["runs"],
-                              other_cpu_cores=phases.timings[phase]["other_cpu_cores"], **io[phase])
+                              ratio_to_per_bucket=ratio_ref, runs=t["runs"], other_cpu_cores=t["other_cpu_cores"],
+                              **io[phase])
         files = f"{io[phase]['files_read']}/{io[phase]['files_written']}"
-        print(f"{phase:<22}{secs:>8.2f}{args.rows / secs:>10,.0f}{ratio:>10.2f}x{ratio_d:>9.2f}x{files:>12}"
+        ref = f"{ratio_ref:>12.2f}x" if ratio_ref is not None else f"{'-':>13}"
+        print(f"{phase:<24}{secs:>8.2f}{args.rows / secs:>10,.0f}{ratio:>10.2f}x{ref}{files:>12}"
               f"{io[phase]['bytes_read'] / 2**20:>9.1f}{io[phase]['bytes_written'] / 2**20:>11.1f}"
-              f"{max(phases.timings[phase]['other_cpu_cores']):>8.2f}")
-    print("baseline = plain Spark reading the same base files, hashing each record key as Hudi does (mapInArrow), "
-          "repartition(order_date, bucket), write.partitionBy(order_date, bucket): one file per bucket, as tablespec "
-          "writes; 'by date' = write.partitionBy(order_date): one file per date and task, far fewer files; "
+              f"{max(t['other_cpu_cores']):>8.2f}")
+    print("baseline = plain Spark over the same base files: Hudi's bucket hash of each record key (mapInArrow), "
+          "repartition(order_date, bucket), write.partitionBy(order_date); per bucket = the same with "
+          "partitionBy(order_date, bucket), one file per bucket as tablespec writes (run once); "
           "others = CPU cores other processes kept busy meanwhile")
     target_met = all(results[p]["ratio_to_baseline"] <= TARGET for p in (boot, rescale))
-    print(f"target <= {TARGET}x baseline: " + ", ".join(f"{p} {results[p]['ratio_to_baseline']:.2f}x" for p in (boot, rescale))
+    print(f"target <= {TARGET}x baseline: "
+          + ", ".join(f"{p} {results[p]['ratio_to_baseline']:.2f}x" for p in (boot, rescale))
           + f": {'met' if target_met else 'NOT met'}")
     print("where the time goes (mean seconds per run = with a Spark job running + driver alone):")
     for phase in results:
@@ -252,15 +262,16 @@ def main() -> int:
         if phase in migrations:
             m = migrations[phase]
             extra = f"; best run: plan {m['plan_s']:.2f}, apply {m['apply_s']:.2f}, rebucket {m['actual']['seconds']:.2f}"
-        print(f"  {phase:<22}{mean:7.2f} = {spark_s:6.2f} Spark ({job['jobs'] // len(runs)} jobs) + "
+        print(f"  {phase:<24}{mean:7.2f} = {spark_s:6.2f} Spark ({job['jobs'] // len(runs)} jobs) + "
               f"{mean - spark_s:5.2f} driver{extra}")
-    print(f"stages per phase{'':<34}{'wall s':>8}{'task s':>8}{'tasks':>6}")
+    print(f"stages per phase (all runs){'':<24}{'wall s':>8}{'task s':>8}{'tasks':>6}")
     for phase in results:
         print(f" {phase}")
         for s in stages.get(phase, []):
             print(stage_line(s))
     ok = all(c["ok"] for c in checks.values())
-    print("correctness: " + "; ".join(f"{k} {c['rows']:,} rows{'' if c['ok'] else ' MISMATCH'}" for k, c in checks.items()))
+    print("correctness: " + "; ".join(f"{k} {c['rows']:,} rows{'' if c['ok'] else ' MISMATCH'}"
+                                      for k, c in checks.items()))
     if not ok:
         print(json.dumps({k: c for k, c in checks.items() if not c["ok"]}, indent=2))
 
@@ -269,7 +280,7 @@ def main() -> int:
               "setup_s": setup, "results": results, "target_ratio": TARGET, "target_met": target_met,
               "migrations": migrations, "spark_jobs": jobs, "checks": checks, "stages": stages}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

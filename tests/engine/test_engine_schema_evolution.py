@@ -205,7 +205,7 @@ def test_widenings_spark_cannot_read_natively_and_nested_fields(spark, tmp_path)
 
 @pytest.mark.parametrize("edit, reason", [
     (("    - {name: score, type: float}\n", ""), "drop column score"),
-    (("{name: qty, type: int}", "{name: qty, type: short}"), "change type of column qty: int -> short"),
+    (("{name: qty, type: int}", "{name: qty, type: string}"), "change type of column qty: int -> string"),
     (("decimal(10,2)", "decimal(8,2)"), "change type of column price"),
     (("{name: qty, type: int}", "{name: qty, type: int, nullable: false}"), "column qty becomes NOT NULL"),
     (("{name: score, type: float}", "{name: score, type: float}\n    - {name: must, type: string, nullable: false}"),
