@@ -21,7 +21,6 @@ readable (`earliest_readable_instant`). Callers hold the table lock (lock.py).
 """
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from tablespec.hudi.instant import (
     new_instant_time,
 )
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 POLICY = "KEEP_LATEST_COMMITS"
 VERSION = 2  # cleaner plan and clean metadata version of Hudi 0.14/0.15 (full paths per file)
@@ -97,12 +96,6 @@ CLEAN_METADATA_SCHEMA = fastavro.parse_schema({
          "type": ["null", {"type": "map", "values": "HoodieCleanPartitionMetadata"}]},
         _EXTRA,
     ]})
-
-
-def _avro(schema: Any, record: dict[str, Any]) -> bytes:
-    out = io.BytesIO()
-    fastavro.writer(out, schema, [record])
-    return out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -240,7 +233,7 @@ def schedule_clean(storage: Storage, base: str, plan: CleanPlan, clean_ts: str |
         raise StalePlanError(f"clean plan for {base} retains from {retain.timestamp}, which is not a completed "
                              f"commit on the timeline any more; plan the clean again")
     ts = clean_ts or new_instant_time(timeline.instants[-1].timestamp if timeline.instants else None)
-    return TimelineWriter(storage, base).request(CLEAN, ts, _avro(CLEANER_PLAN_SCHEMA, _plan_record(base, plan)))
+    return TimelineWriter(storage, base).request(CLEAN, ts, avro_record(CLEANER_PLAN_SCHEMA, _plan_record(base, plan)))
 
 
 def _storage_path(path: str) -> str:
@@ -302,7 +295,7 @@ def _finish(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> 
         "bootstrapPartitionMetadata": {},
         "extraMetadata": plan.get("extraMetadata") or {},
     }
-    writer.complete(inflight, _avro(CLEAN_METADATA_SCHEMA, metadata))
+    writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata))
     return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
 
 

@@ -25,7 +25,6 @@ left to Hudi. Callers hold the table lock (lock.py) while recovering.
 """
 from __future__ import annotations
 
-import io
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,7 @@ from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expire
 from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT)
 MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
@@ -89,12 +88,6 @@ ROLLBACK_METADATA_SCHEMA = fastavro.parse_schema({
         {"name": "version", "type": ["int", "null"], "default": 1},
         {"name": "instantsRollback", "type": {"type": "array", "items": _instant_info()}, "default": []},
     ]})
-
-
-def _avro(schema: Any, record: dict[str, Any]) -> bytes:
-    out = io.BytesIO()
-    fastavro.writer(out, schema, [record])
-    return out.getvalue()
 
 
 @dataclass(frozen=True)
@@ -160,7 +153,7 @@ def _plan(instant: Instant, files: dict[str, str]) -> bytes:
     requests = [{"partitionPath": p, "fileId": "", "latestBaseInstant": "", "filesToBeDeleted": paths,
                  "logBlocksToBeDeleted": {}} for p, paths in sorted(by_partition.items())]
     target = {"commitTime": instant.timestamp, "action": instant.action}
-    return _avro(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": target, "RollbackRequests": requests, "version": 1})
+    return avro_record(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": target, "RollbackRequests": requests, "version": 1})
 
 
 def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
@@ -214,7 +207,7 @@ def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) 
         "version": 1,
         "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
     }
-    writer.complete(inflight, _avro(ROLLBACK_METADATA_SCHEMA, metadata))
+    writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata))
     return RollbackResult(last_seen, sorted(files), rollback.timestamp)
 
 

@@ -29,6 +29,14 @@ def _list_instants(storage: Storage, meta: str) -> list[Instant]:
     return [i for i in (Instant.parse(f.name) for f in storage.list_dir(meta) if not f.is_dir) if i is not None]
 
 
+def avro_record(schema, record: dict) -> bytes:
+    """One record as an Avro container file: how Hudi stores plan and metadata instants
+    (requested replacecommit, clean, rollback)."""
+    out = io.BytesIO()
+    fastavro.writer(out, schema, [record])
+    return out.getvalue()
+
+
 class Timeline:
     """A snapshot of the active timeline; each instant appears once, in its most advanced state."""
 
