@@ -8,15 +8,17 @@ BUCKET(--rescale-to) (bucket_rescale): observe, build_plan, Applier.apply.
 The baseline for each, in the same run: plain Spark reading the same base files, giving every
 row its bucket with the same Java-compatible hash over `_hoodie_record_key` (a mapInArrow, as
 tablespec does), `repartition(order_date, bucket)` and `write.partitionBy(order_date)`. A
-reference variant, run once, writes `partitionBy(order_date, bucket)`: one file per bucket as
-the Hudi layout has, but Spark's local-file-system writes pay a large cost per file (Hadoop
-without its native library forks `chmod` for every file and folder). After every phase the
-rows are checked unchanged (count, distinct keys, sum of amounts, a checksum over keys, meta
-and data columns) and in the right bucket. Prints a table and writes JSON (default
-bench/results/migrate_bench.json); stage timings per phase come from Spark's event log.
+reference variant, run once (by default above 1M rows), writes `partitionBy(order_date,
+bucket)`: one file per bucket as the Hudi layout has, but Spark's local-file-system writes pay
+a large cost per file (Hadoop without its native library forks `chmod` for every file and
+folder). After every phase the rows are checked unchanged (count, distinct keys, sum of
+amounts, a checksum over keys, meta and data columns) and in the right bucket; repeated runs
+do the same work on copies, so the first run's result is checked. Prints a table and writes
+JSON (default bench/results/migrate_bench.json); stage timings per phase come from Spark's
+event log, and each timed phase records the CPU cores other processes kept busy.
 
     python bench/migrate_bench.py [--rows 5000000] [--partitions 30] [--buckets 64] [--rescale-to 128]
-    python bench/migrate_bench.py --rows 500000 --no-per-bucket      # quick run
+    python bench/migrate_bench.py --rows 500000      # quick run (no per-bucket reference)
 """
 from __future__ import annotations
 
@@ -123,12 +125,14 @@ def main() -> int:
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--repeat", type=int, default=None,
                     help="timed runs per phase, best taken (default 2 up to 1M rows, else 1)")
-    ap.add_argument("--no-per-bucket", action="store_true",
-                    help="skip the reference baseline that writes one file per bucket (slow on a local file system)")
+    ap.add_argument("--per-bucket", action=argparse.BooleanOptionalAction, default=None,
+                    help="also run the reference baseline writing one file per bucket, once "
+                         "(slow on a local file system; default: above 1M rows)")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--out", default="bench/results/migrate_bench.json")
     args = ap.parse_args()
     repeat = args.repeat or (2 if args.rows <= 1_000_000 else 1)
+    per_bucket = args.per_bucket if args.per_bucket is not None else args.rows > 1_000_000
     b0, b1 = args.buckets, args.rescale_to
     boot, rescale, base0, base1 = f"bootstrap -> {b0}", f"rescale {b0} -> {b1}", f"baseline {b0}", f"baseline {b1}"
     ref0, ref1 = f"{base0} per bucket", f"{base1} per bucket"
@@ -213,11 +217,11 @@ def main() -> int:
         timed_migration(boot, b0)
         bucketed_files = latest_base_files(table.location)
         timed_baseline(base0, simple_files, b0)
-        if not args.no_per_bucket:
+        if per_bucket:
             timed_baseline(ref0, simple_files, b0, file_per_bucket=True)
         timed_migration(rescale, b1)
         timed_baseline(base1, bucketed_files, b1)
-        if not args.no_per_bucket:
+        if per_bucket:
             timed_baseline(ref1, bucketed_files, b1, file_per_bucket=True)
     finally:
         sc.setJobDescription(None)

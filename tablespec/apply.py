@@ -19,7 +19,6 @@ from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
 LATER = {
-    "replace_table": "the table-replacement work",
     "index_migration": "the record-level index work",
 }
 
@@ -158,6 +157,31 @@ class Applier:
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
+
+    def visit_replace_table(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Destructive: rewrite every row under the new keys / partitioning / columns in one
+        replacecommit, then switch hoodie.properties. Rows keep their data; keys are recomputed."""
+        from pyspark.sql import functions as F
+
+        from tablespec.engine.reader import snapshot_files
+        from tablespec.engine.schema import META_FIELDS
+        from tablespec.engine.writer import TableWriter
+        from tablespec.types import stored
+        with locked(t.location) as lock:
+            state = observe(t.location)
+            old = {c.name: c for c in state.columns}
+            missing = [c.name for c in spec.spec.columns if c.name not in old and not c.nullable]
+            if missing:
+                raise PlanError(f"{t.name}: cannot replace the table: new NOT NULL column(s) {', '.join(missing)} "
+                                "have no values for existing rows; nothing was changed")
+            files = snapshot_files(t.location)
+            ddl = ", ".join([f"`{m}` string" for m in META_FIELDS] + [f"`{c.name}` {stored(c.type)}" for c in state.columns])
+            current = self.spark.read.schema(ddl).parquet(*files) if files else self.spark.createDataFrame([], ddl)
+            df = current.select(*[(F.col(f"`{c.name}`") if c.name in old else F.lit(None))
+                                  .cast(c.type).alias(c.name) for c in spec.spec.columns])
+            result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
+            metadata.update_settings(t.location, spec)
+        return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
 
     def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""

@@ -9,6 +9,7 @@ whose heartbeat expires, and the next writer or apply rolls it back.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -23,7 +24,6 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.engine.commit import commit_metadata, reconcile
-from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.heartbeat import Heartbeat
 from tablespec.hudi.instant import new_instant_time
@@ -120,20 +120,38 @@ class TableWriter:
         if auto and operation in ("upsert", "delete") and "_hoodie_record_key" not in df.columns:
             raise WriteRefused(f"{operation} into {self.spec.qualified_name} needs the `_hoodie_record_key` column: "
                                "its keys are auto-generated, so only the stored key identifies a record")
-        df = conform(df, self.spec, key_column_allowed=auto)
+        return self._commit(conform(df, self.spec, key_column_allowed=auto), operation, lock)
+
+    def overwrite(self, df, lock: TableLock) -> WriteResult:
+        """Replace every file group with `df` written under this spec (one replacecommit).
+
+        For a table whose keys or partitioning change: the caller holds `lock`, has recovered
+        leftover work, and switches hoodie.properties to the new spec afterwards."""
+        return self._commit(conform(df, self.spec), "bulk_insert", lock, replace=True)
+
+    def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
         timeline = Timeline.load(self.storage, self.base)
         view = FileSystemView.build(self.storage, self.base, timeline)
         last = timeline.instants[-1].timestamp if timeline.instants else None
         instant_ts = new_instant_time(after=last)
         writer = TimelineWriter(self.storage, self.base)
-        requested = writer.request("commit", instant_ts)
+        requested = writer.request("replacecommit" if replace else "commit", instant_ts)
         with Heartbeat(self.storage, self.base, instant_ts):
             try:
                 inflight = writer.start(requested)
-                stats = self._run(df, self._job(instant_ts, operation, view), view)
+                job = self._job(instant_ts, operation, view)
+                if replace:  # everything goes to new file groups
+                    job = dataclasses.replace(job, bucket_groups={}, base_files={})
+                stats = self._run(df, job, view)
                 self._refuse_bad(stats, timeline)
                 reconcile(self.storage, self.base, instant_ts, stats)
-                metadata = self._commit_metadata(operation, stats)
+                replaced = None
+                if replace:
+                    replaced = {}
+                    for s in view.latest_slices():
+                        replaced.setdefault(s.partition, []).append(s.file_id)
+                metadata = commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
+                                           table_avro_schema(self.spec), replaced=replaced)
                 for partition in {s["partition"] for s in stats}:
                     write_partition_metadata(self.storage, self.base, partition, instant_ts)
                 lock.verify()  # the lease must still be ours at the commit point
@@ -250,10 +268,6 @@ class TableWriter:
         if locked:
             raise WriteRefused(f"the write touches file groups under a pending clustering plan: "
                                f"{', '.join(sorted(locked))}; run or roll back the clustering first")
-
-    def _commit_metadata(self, operation: str, stats: list[dict]) -> CommitMetadata:
-        return commit_metadata(stats, OPERATIONS[operation], table_avro_schema(self.spec))
-
 
 def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: FileSystemView, spec) -> tasks.WriteJob:
     """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups."""

@@ -20,7 +20,7 @@ ActionKind = Literal[
 SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
 # Kinds `apply` can run today; the others are planned and shown, and refused by name on apply.
 SUPPORTED_KINDS = {"create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-                   "schema_evolution", "rollback", "clean"}
+                   "schema_evolution", "rollback", "clean", "replace_table"}
 
 
 class _Frozen(BaseModel):

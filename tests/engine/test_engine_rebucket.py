@@ -219,3 +219,29 @@ def test_read_filter_prunes_with_per_partition_bucket_counts(spark, tmp_path):
         files = snapshot_files(table.location, spec=table.spec, filters={"order_id": key})
         assert len(files) == 2  # one bucket file per partition
         assert [r.order_id for r in table.read(filters={"order_id": key}).collect()] == [key]
+
+
+def test_replace_table_rekeys_and_repartitions_with_allow_destructive(spark, tmp_path):
+    table = make_table(spark, tmp_path, SIMPLE)
+    load_orders(spark, table, n=30, days=3)
+    data_before = sorted(tuple(r) for r in table.read().select("order_id", "customer_id", "amount").collect())
+    target = (SIMPLE.replace("recordKey: {fields: [order_id]}", "recordKey: {fields: [order_id, customer_id]}")
+              .replace("partitioning: {fields: [order_date]}", "partitioning: {fields: [customer_id]}")
+              .replace("    - {name: updated_at, type: timestamp}\n", "    - {name: updated_at, type: timestamp}\n"
+                       "    - {name: note, type: string}\n"))
+    plan, spec = plan_for(target, tmp_path)
+    (t, action), = plan.actions
+    assert action.kind == "replace_table" and action.destructive
+    from tablespec.errors import PlanError
+    with pytest.raises(PlanError, match="--allow-destructive"):
+        Applier(spark=spark).apply(plan)
+    result = Applier(spark=spark).apply(plan, allow_destructive=True)
+    assert result.actions[0].actual["rows"] == 30
+    assert not plan_for(target, tmp_path)[0].has_changes
+    replaced = Table(spec, table.location, spark)
+    rows = replaced.read().collect()
+    assert sorted((r.order_id, r.customer_id, r.amount) for r in rows) == data_before
+    assert all(r._hoodie_record_key == f"order_id:{r.order_id},customer_id:{r.customer_id}" for r in rows)
+    assert all(r._hoodie_partition_path == f"customer_id={r.customer_id}" for r in rows)
+    assert all(r.note is None for r in rows)
+    assert_hudi_rs_agrees(replaced)
