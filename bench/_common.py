@@ -7,23 +7,30 @@ stage timings from the event log (the UI is off) are attributed to them; each ti
 records how many CPU cores other processes kept busy, since the machine may be shared.
 
 Benches run as scripts (`python bench/<name>.py`), so this module is imported from the
-script's directory; nothing here is shipped to executors.
+script's directory (import it before tablespec); nothing here is shipped to executors.
 """
 from __future__ import annotations
 
 import glob
 import json
 import os
+import sys
 import time
 
-from tablespec.actions.metadata import create_table
-from tablespec.engine.session import get_spark
-from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import storage_for
-from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import table_location
-from tablespec.spec.loader import load_spec_text
-from tablespec.table import Table
+# Measure the checkout the bench lives in, not whichever copy is installed: on the driver, and in
+# Spark's Python workers, which inherit PYTHONPATH.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+
+from tablespec.actions.metadata import create_table  # noqa: E402
+from tablespec.engine.session import get_spark  # noqa: E402
+from tablespec.hudi.fs_view import FileSystemView  # noqa: E402
+from tablespec.hudi.io import storage_for  # noqa: E402
+from tablespec.hudi.timeline import Timeline  # noqa: E402
+from tablespec.plan.builder import table_location  # noqa: E402
+from tablespec.spec.loader import load_spec_text  # noqa: E402
+from tablespec.table import Table  # noqa: E402
 
 SPEC = """apiVersion: tablespec/v1
 kind: HudiTable

@@ -64,7 +64,7 @@ def apply_index(spark, warehouse: str, index: str) -> dict:
     plan = build_plan(loaded.specs, {location: observe(location)}, warehouse)
     plan_s = time.perf_counter() - t
     progress = []
-    result = Applier(spark=spark, on_progress=lambda t, a, **kw: progress.append(kw)).apply(plan)
+    result = Applier(spark=spark, on_progress=lambda table, action, **kw: progress.append(kw)).apply(plan)
     (_, action), = plan.actions
     done, = result.actions
     return dict(action=action.kind, estimate=action.estimate, actual=done.actual, plan_s=plan_s,
