@@ -1,10 +1,17 @@
-"""Driver-side steps shared by every data-writing action before its commit point."""
+"""The driver side of every data-writing action: its timeline transaction and commit steps."""
 from __future__ import annotations
 
 import os
+import signal
+import sys
 
 from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.heartbeat import Heartbeat
+from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.rollback import rollback
+from tablespec.hudi.timeline import Timeline, TimelineWriter
 
 
 def reconcile(storage, base: str, instant_ts: str, stats: list[dict]) -> None:
@@ -32,3 +39,55 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
                           extra_metadata={"schema": avro_schema, **(extra or {})},
                           partition_to_replace_file_ids=None if replaced is None else
                           {p: list(ids) for p, ids in replaced.items()})
+
+
+CRASH_ENV = "TABLESPEC_CRASH_AT"  # fault injection for recovery tests: kill -9 at a named point
+
+
+def crash_point(name: str) -> None:
+    """Kill this process (SIGKILL, as `kill -9`) when $TABLESPEC_CRASH_AT names this point."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Transaction:
+    """One data-writing instant: requested -> inflight (with a heartbeat) -> completed.
+
+    Use as a context manager; any error inside rolls the instant back. `commit` does the
+    steps every action shares before its commit point, and writes the completed file last."""
+
+    def __init__(self, storage, base: str, action: str, lock=None):
+        self.storage, self.base, self.lock = storage, base, lock
+        timeline = Timeline.load(storage, base)
+        last = timeline.instants[-1].timestamp if timeline.instants else None
+        self.instant = new_instant_time(after=last)
+        crash_point("before_requested")
+        self.writer = TimelineWriter(storage, base)
+        self.requested = self.writer.request(action, self.instant)
+        self.heartbeat = Heartbeat(storage, base, self.instant)
+
+    def __enter__(self) -> "Transaction":
+        self.heartbeat.start()
+        try:
+            self.inflight = self.writer.start(self.requested)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is not None:
+                rollback(self.storage, self.base, self.requested)
+        finally:
+            self.heartbeat.stop()
+
+    def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
+        crash_point("after_data_files")
+        reconcile(self.storage, self.base, self.instant, stats)
+        for partition in {s["partition"] for s in stats}:
+            write_partition_metadata(self.storage, self.base, partition, self.instant)
+        if self.lock is not None:
+            self.lock.verify()  # the lease must still be ours at the commit point
+        crash_point("before_completion")
+        self.writer.complete(self.inflight, metadata)

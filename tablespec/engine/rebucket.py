@@ -8,9 +8,7 @@ are replaced when the replacecommit completes: readers see the old layout or the
 from __future__ import annotations
 
 import functools
-import json
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 
@@ -21,27 +19,16 @@ import pyarrow.compute as pc
 from tablespec.engine import tasks
 from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
-from tablespec.engine.commit import commit_metadata, reconcile
+from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.heartbeat import Heartbeat
-from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName, write_token
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.rollback import rollback
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 
-CRASH_ENV = "TABLESPEC_CRASH_AT"  # fault injection for recovery tests: kill -9 at a named point
 # Partitions are rewritten in batches of about this many input bytes (progress is per batch).
 BATCH_BYTES = int(os.environ.get("TABLESPEC_REWRITE_BATCH_BYTES", 512 * 1024 * 1024))
-
-
-def crash_point(name: str) -> None:
-    """Kill this process (SIGKILL, as `kill -9`) when $TABLESPEC_CRASH_AT names this point."""
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -130,39 +117,23 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     wanted = view.partitions if partitions is None else partitions
     slices = {p: [s for s in view.latest_slices(p) if s.base_file is not None] for p in wanted}
     slices = {p: ss for p, ss in slices.items() if ss}
-    last = timeline.instants[-1].timestamp if timeline.instants else None
-    instant_ts = new_instant_time(after=last)
-    job = RebucketJob(base, instant_ts, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields), avro_schema,
-                      tuple(c.name for c in spec.spec.columns), table_ddl(spec))
-    result = RebucketResult(instant_ts, partitions=len(slices),
-                            file_groups_before=sum(len(ss) for ss in slices.values()),
-                            replaced={p: [s.file_id for s in ss] for p, ss in slices.items()})
     total = sum(s.base_file.size for ss in slices.values() for s in ss)
-    crash_point("before_requested")
-    writer = TimelineWriter(storage, base)
-    requested = writer.request("replacecommit", instant_ts)
-    with Heartbeat(storage, base, instant_ts):
-        try:
-            inflight = writer.start(requested)
-            stats: list[dict] = []
-            for batch in _batches(slices):
-                stats += _rewrite(spark, job, [s.base_file.path for p in batch for s in slices[p]])
-                result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p])
-                if progress:
-                    progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
-                             done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
-                crash_point("mid_write")
-            crash_point("after_data_files")
-            reconcile(storage, base, instant_ts, stats)
-            for partition in {s["partition"] for s in stats}:
-                write_partition_metadata(storage, base, partition, instant_ts)
-            metadata = commit_metadata(stats, "INSERT_OVERWRITE", avro_schema, {"tablespec.action": "rebucket"},
-                                       replaced=result.replaced)
-            crash_point("before_completion")
-            writer.complete(inflight, metadata)
-        except BaseException:
-            rollback(storage, base, requested)
-            raise
+    replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
+    with Transaction(storage, base, "replacecommit") as txn:
+        job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
+                          avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec))
+        result = RebucketResult(txn.instant, partitions=len(slices),
+                                file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
+        stats: list[dict] = []
+        for batch in _batches(slices):
+            stats += _rewrite(spark, job, [s.base_file.path for p in batch for s in slices[p]])
+            result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p])
+            if progress:
+                progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
+                         done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
+            crash_point("mid_write")
+        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema, {"tablespec.action": "rebucket"},
+                                          replaced=replaced))
     result.file_groups_after = len(stats)
     result.bytes_written = sum(s["bytes"] for s in stats)
     result.seconds = time.monotonic() - started

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
-from tablespec.types import Array, DataType, Decimal, Map, Primitive, Struct, parse_type, stored
+from tablespec.types import Array, DataType, Decimal, Map, Primitive, parse_type, stored
 
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                "_hoodie_partition_path", "_hoodie_file_name")

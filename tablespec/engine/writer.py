@@ -20,20 +20,17 @@ from dataclasses import dataclass
 import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
+from tablespec.engine.commit import Transaction, commit_metadata
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.engine.commit import commit_metadata, reconcile
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.heartbeat import Heartbeat
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.heartbeat import tolerance_seconds
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.heartbeat import tolerance_seconds
-from tablespec.hudi.rollback import recover, rollback
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.rollback import recover
+from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
 from tablespec.plan.columns import spec_columns
@@ -132,34 +129,19 @@ class TableWriter:
     def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
         timeline = Timeline.load(self.storage, self.base)
         view = FileSystemView.build(self.storage, self.base, timeline)
-        last = timeline.instants[-1].timestamp if timeline.instants else None
-        instant_ts = new_instant_time(after=last)
-        writer = TimelineWriter(self.storage, self.base)
-        requested = writer.request("replacecommit" if replace else "commit", instant_ts)
-        with Heartbeat(self.storage, self.base, instant_ts):
-            try:
-                inflight = writer.start(requested)
-                job = self._job(instant_ts, operation, view)
-                if replace:  # everything goes to new file groups
-                    job = dataclasses.replace(job, bucket_groups={}, base_files={})
-                stats = self._run(df, job, view)
-                self._refuse_bad(stats, timeline)
-                reconcile(self.storage, self.base, instant_ts, stats)
-                replaced = None
-                if replace:
-                    replaced = {}
-                    for s in view.latest_slices():
-                        replaced.setdefault(s.partition, []).append(s.file_id)
-                metadata = commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
-                                           table_avro_schema(self.spec), replaced=replaced)
-                for partition in {s["partition"] for s in stats}:
-                    write_partition_metadata(self.storage, self.base, partition, instant_ts)
-                lock.verify()  # the lease must still be ours at the commit point
-                writer.complete(inflight, metadata)
-            except BaseException:
-                rollback(self.storage, self.base, requested)
-                raise
-        return WriteResult(instant_ts, operation, sum(s["num_inserts"] for s in stats),
+        with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
+            job = self._job(txn.instant, operation, view)
+            replaced = None
+            if replace:  # everything goes to new file groups and replaces every current one
+                job = dataclasses.replace(job, bucket_groups={}, base_files={})
+                replaced = {}
+                for s in view.latest_slices():
+                    replaced.setdefault(s.partition, []).append(s.file_id)
+            stats = self._run(df, job, view)
+            self._refuse_bad(stats, timeline)
+            txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
+                                              table_avro_schema(self.spec), replaced=replaced))
+        return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats))
 
