@@ -222,11 +222,20 @@ def cmd_ingest(ctx: _Context) -> int:
     spark_conf = ctx.project.spark if ctx.project else None
     spark = get_spark(args.master or (spark_conf.master if spark_conf else None), spark_conf.conf if spark_conf else None)
     table = Table.load(args.spec, ctx.warehouse(), name=args.name, variables=ctx.variables, spark=spark)
-    reader = spark.read.schema(table.spec_ddl()) if args.input_format != "parquet" else spark.read
+    reader = spark.read
+    if args.input_format != "parquet":  # typed by the spec; a malformed record fails the ingest
+        reader = reader.schema(table.spec_ddl()).option("mode", "FAILFAST")
     if args.input_format == "csv":
         reader = reader.option("header", "true")
-    df = getattr(reader, args.input_format)(args.input)
-    print(table.write(df, args.operation))
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    try:
+        df = getattr(reader, args.input_format)(args.input)
+        print(table.write(df, args.operation))
+    except (PySparkException, Py4JJavaError) as e:  # unreadable or malformed input: Spark's reason, no traceback
+        text = e.java_exception.getMessage() if isinstance(e, Py4JJavaError) else str(e)
+        first = (text or type(e).__name__).strip().splitlines()[0]
+        raise TablespecError(f"{args.input}: cannot ingest ({args.input_format}): {first}; nothing was committed") from None
     return 0
 
 

@@ -180,3 +180,18 @@ def test_ingest_cli_csv_then_read_back(spark, tmp_path, monkeypatch, capsys):
     assert "2 inserted, 0 updated, 0 deleted" in out
     code = main(["ingest", str(spec), "--input", str(tmp_path / "missing.csv"), "--warehouse", str(tmp_path / "wh")])
     assert code == 1 and "no such file" in capsys.readouterr().err
+
+
+def test_ingest_cli_malformed_input_is_a_clear_error(spark, tmp_path, capsys):
+    from tablespec.cli import main
+    spec = tmp_path / "orders.yaml"
+    spec.write_text(spec_for("BUCKET"))
+    make_table(spark, tmp_path / "wh", spec_for("BUCKET"))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"order_id": "o1", "customer_id": "not a number", "order_date": "2026-11-01"}\n')
+    code = main(["ingest", str(spec), "--input", str(bad), "--input-format", "json", "--warehouse", str(tmp_path / "wh")])
+    out, err = capsys.readouterr()
+    assert code == 1 and "cannot ingest" in err and "Traceback" not in err
+    from tablespec.hudi.io import LocalStorage
+    from tablespec.hudi.timeline import Timeline
+    assert not Timeline.load(LocalStorage(), str(tmp_path / "wh" / "sales" / "orders")).commits()
