@@ -18,6 +18,7 @@ from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
+SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table"}  # the others are metadata only
 LATER = {
     "index_migration": "the record-level index work",
 }
@@ -91,7 +92,7 @@ def locked(location: str, owner: str = "tablespec apply"):
     lock = TableLock(storage, base, owner=owner, auto_renew=True)
     lock.acquire()
     try:
-        recover(storage, base, tolerance_seconds())
+        lock.recovered = recover(storage, base, tolerance_seconds())
         yield lock
     finally:
         lock.release()
@@ -103,6 +104,7 @@ class Applier:
 
     def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
                  on_progress: Callable[..., None] | None = None, spark=None):
+        """`spark`: a SparkSession, or a function making one (called only if an action needs Spark)."""
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark
@@ -111,7 +113,9 @@ class Applier:
     def spark(self):
         if self._spark is None:
             from tablespec.engine.session import get_spark
-            self._spark = get_spark()
+            self._spark = get_spark
+        if callable(self._spark) and not hasattr(self._spark, "sparkContext"):
+            self._spark = self._spark()
         return self._spark
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
@@ -145,13 +149,13 @@ class Applier:
         from tablespec.engine.rebucket import rebucket
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
-        with locked(t.location):
+        with locked(t.location) as lock:
             state = observe(t.location)
             partitions = rebucket_partitions(spec, state)
             actual = {"partitions": 0}
             if partitions:
                 done = rebucket(self.spark, spec, t.location, partitions, table_avro_schema(spec),
-                                progress=self._progress(t, a))
+                                progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
             metadata.update_settings(t.location, spec)
         return actual
@@ -163,10 +167,11 @@ class Applier:
         replacecommit, then switch hoodie.properties. Rows keep their data; keys are recomputed."""
         from pyspark.sql import functions as F
 
+        from tablespec.engine.evolution import read_files
         from tablespec.engine.reader import snapshot_files
-        from tablespec.engine.schema import META_FIELDS
+        from tablespec.engine.schema import table_ddl
         from tablespec.engine.writer import TableWriter
-        from tablespec.types import stored
+        from tablespec.importer import observed_spec
         with locked(t.location) as lock:
             state = observe(t.location)
             old = {c.name: c for c in state.columns}
@@ -175,8 +180,10 @@ class Applier:
                 raise PlanError(f"{t.name}: cannot replace the table: new NOT NULL column(s) {', '.join(missing)} "
                                 "have no values for existing rows; nothing was changed")
             files = snapshot_files(t.location)
-            ddl = ", ".join([f"`{m}` string" for m in META_FIELDS] + [f"`{c.name}` {stored(c.type)}" for c in state.columns])
-            current = self.spark.read.schema(ddl).parquet(*files) if files else self.spark.createDataFrame([], ddl)
+            observed = observed_spec(state)
+            ddl = table_ddl(observed)
+            current = read_files(self.spark, t.location, files, observed, ddl) if files else \
+                self.spark.createDataFrame([], ddl)
             df = current.select(*[(F.col(f"`{c.name}`") if c.name in old else F.lit(None))
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
             result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
@@ -202,9 +209,8 @@ class Applier:
 
     def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
-        with locked(t.location):
-            pass
-        return {"rolled_back": len(a.params.get("instants", []))}
+        with locked(t.location) as lock:
+            return {"rolled_back": len(lock.recovered)}
 
     def _progress(self, t: TablePlan, a: Action):
         if self.on_progress is None:

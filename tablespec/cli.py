@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from tablespec import __version__
@@ -86,6 +87,15 @@ class _Context:
                                  "or set `warehouse:` in tablespec.project.yaml")
         return w
 
+    def spark_factory(self, master: str | None = None):
+        """Makes the SparkSession when an action needs one: master and conf from the project file."""
+        settings = self.project.spark if self.project else None
+
+        def make():
+            from tablespec.engine.session import get_spark
+            return get_spark(master or (settings.master if settings else None), settings.conf if settings else None)
+        return make
+
     def load(self, paths):
         from tablespec.spec.loader import load_specs
         result = load_specs(paths or DEFAULT_SPEC_PATHS, self.variables)
@@ -116,6 +126,9 @@ def cmd_validate(ctx: _Context) -> int:
 
 def cmd_plan(ctx: _Context) -> int:
     from tablespec.plan.render import render, render_json
+    out = ctx.args.out
+    if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise TablespecError(f"--out {out}: its directory does not exist")
     plan = ctx.plan(ctx.args.paths)
     sys.stdout.write(render(plan, ctx.args.format))
     if ctx.args.out:
@@ -126,7 +139,7 @@ def cmd_plan(ctx: _Context) -> int:
 
 
 def cmd_apply(ctx: _Context) -> int:
-    from tablespec.apply import Applier, check_spec_digests
+    from tablespec.apply import SPARK_ACTIONS, Applier, check_spec_digests
     from tablespec.plan.render import load_plan, render
     paths = ctx.args.paths
     saved = len(paths) == 1 and paths[0].endswith(".json")
@@ -154,10 +167,28 @@ def cmd_apply(ctx: _Context) -> int:
             print(f"    actual:   {_pairs(done.actual)}")
 
     print()
-    applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout))
-    result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
+    applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory())
+    if any(a.kind in SPARK_ACTIONS for _, a in plan.actions):
+        with spark_errors("apply failed"):
+            result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
+    else:
+        result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
     print(result.summary())
     return 0
+
+
+@contextmanager
+def spark_errors(what: str):
+    """Spark failures caused by the data (malformed input, values that do not cast) as one
+    clear line; the action was rolled back, so nothing was committed."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+    try:
+        yield
+    except (PySparkException, Py4JJavaError) as e:
+        text = e.java_exception.getMessage() if isinstance(e, Py4JJavaError) else str(e)
+        first = (text or type(e).__name__).strip().splitlines()[0]
+        raise TablespecError(f"{what}: {first}; nothing was committed") from None
 
 
 def _pairs(values: dict) -> str:
@@ -214,28 +245,20 @@ def cmd_import(ctx: _Context) -> int:
 
 
 def cmd_ingest(ctx: _Context) -> int:
-    from tablespec.engine.session import get_spark
     from tablespec.table import Table
     args = ctx.args
     if not os.path.exists(args.input):
         raise TablespecError(f"{args.input}: no such file or directory")
-    spark_conf = ctx.project.spark if ctx.project else None
-    spark = get_spark(args.master or (spark_conf.master if spark_conf else None), spark_conf.conf if spark_conf else None)
+    spark = ctx.spark_factory(args.master)()
     table = Table.load(args.spec, ctx.warehouse(), name=args.name, variables=ctx.variables, spark=spark)
     reader = spark.read
     if args.input_format != "parquet":  # typed by the spec; a malformed record fails the ingest
         reader = reader.schema(table.spec_ddl()).option("mode", "FAILFAST")
     if args.input_format == "csv":
         reader = reader.option("header", "true")
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
-    try:
+    with spark_errors(f"{args.input}: cannot ingest ({args.input_format})"):
         df = getattr(reader, args.input_format)(args.input)
         print(table.write(df, args.operation))
-    except (PySparkException, Py4JJavaError) as e:  # unreadable or malformed input: Spark's reason, no traceback
-        text = e.java_exception.getMessage() if isinstance(e, Py4JJavaError) else str(e)
-        first = (text or type(e).__name__).strip().splitlines()[0]
-        raise TablespecError(f"{args.input}: cannot ingest ({args.input_format}): {first}; nothing was committed") from None
     return 0
 
 
@@ -261,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except TablespecError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a path that is not what it should be (a file for a directory, no permission)
+        print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -84,6 +84,11 @@ def spec_document(state: TableState, warehouse: str) -> dict:
     return doc
 
 
+def observed_spec(state: TableState) -> TableSpec:
+    """The table as it is, as a spec object (for actions that read it under its current layout)."""
+    return TableSpec.model_validate(spec_document(state, os.path.dirname(state.location)))
+
+
 def import_yaml(state: TableState, warehouse: str) -> str:
     yaml = YAML()
     yaml.default_flow_style = None

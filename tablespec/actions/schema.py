@@ -24,7 +24,8 @@ from tablespec.hudi.heartbeat import Heartbeat
 from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
-from tablespec.hudi.rollback import DEFAULT_TOLERANCE_SECONDS, recover, rollback
+from tablespec.hudi.heartbeat import tolerance_seconds
+from tablespec.hudi.rollback import recover, rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.plan.columns import diff_columns, spec_columns
 from tablespec.state import observe
@@ -33,14 +34,14 @@ OPERATION = "ALTER_SCHEMA"
 
 
 def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                  heartbeat_tolerance: float = DEFAULT_TOLERANCE_SECONDS) -> str | None:
+                  heartbeat_tolerance: float | None = None) -> str | None:
     """Commit the spec's columns as the table schema; returns the instant, or None when the
     table already has them."""
     storage, base = storage_for(location)
     lock = TableLock(storage, base, owner=f"tablespec apply {socket.gethostname()}:{os.getpid()}", auto_renew=True)
     lock.acquire(timeout_seconds=lock_timeout)
     try:
-        recover(storage, base, heartbeat_tolerance)
+        recover(storage, base, tolerance_seconds() if heartbeat_tolerance is None else heartbeat_tolerance)
         if not _changes(base, spec):
             return None
         schema = json.dumps(to_avro_schema(spec_columns(spec), spec.metadata.name), separators=(",", ":"))

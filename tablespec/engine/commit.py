@@ -8,6 +8,7 @@ import sys
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.heartbeat import Heartbeat
 from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.lock import LockLostError
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import rollback
@@ -67,8 +68,8 @@ class Transaction:
         self.heartbeat = Heartbeat(storage, base, self.instant)
 
     def __enter__(self) -> "Transaction":
-        self.heartbeat.start()
         try:
+            self.heartbeat.start()
             self.inflight = self.writer.start(self.requested)
         except BaseException:
             self.__exit__(*sys.exc_info())
@@ -77,8 +78,14 @@ class Transaction:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if exc_type is not None:
-                rollback(self.storage, self.base, self.requested)
+            if exc_type is not None and not issubclass(exc_type, LockLostError):
+                # Without the lock another writer may own the table now: leave the instant to recovery.
+                try:
+                    rollback(self.storage, self.base, self.requested)
+                except Exception as failure:  # keep the original error; recovery finishes the rollback
+                    if exc is not None:
+                        exc.add_note(f"rolling back {self.instant} failed too ({failure}); the next writer "
+                                     "or apply finishes it")
         finally:
             self.heartbeat.stop()
 

@@ -20,6 +20,7 @@ from tablespec.engine import tasks
 from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
+from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
@@ -104,10 +105,10 @@ def write_buckets(job: RebucketJob, batches):
 
 
 def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_schema: str,
-             progress=None) -> RebucketResult:
+             progress=None, lock=None) -> RebucketResult:
     """Rewrite `partitions` (None: all) into the spec's bucket layout as one replacecommit.
 
-    The caller holds the table lock and has run recovery. Any error rolls the instant back;
+    The caller holds the table `lock` (verified at the commit point) and has run recovery. Any error rolls the instant back;
     a killed driver leaves an inflight replacecommit that the next apply rolls back.
     """
     storage, base = storage_for(location)
@@ -119,14 +120,14 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     slices = {p: ss for p, ss in slices.items() if ss}
     total = sum(s.base_file.size for ss in slices.values() for s in ss)
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
-    with Transaction(storage, base, "replacecommit") as txn:
+    with Transaction(storage, base, "replacecommit", lock) as txn:
         job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
                           avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec))
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []
         for batch in _batches(slices):
-            stats += _rewrite(spark, job, [s.base_file.path for p in batch for s in slices[p]])
+            stats += _rewrite(spark, job, spec, [s.base_file.path for p in batch for s in slices[p]])
             result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p])
             if progress:
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
@@ -151,10 +152,10 @@ def _batches(slices: dict) -> list[list[str]]:
     return batches + ([current] if current else [])
 
 
-def _rewrite(spark, job: RebucketJob, files: list[str]) -> list[dict]:
+def _rewrite(spark, job: RebucketJob, spec, files: list[str]) -> list[dict]:
     from pyspark.sql.types import StringType, StructField, StructType
 
-    df = (spark.read.schema(job.table_ddl).parquet(*files)
+    df = (read_files(spark, job.base, files, spec, job.table_ddl)  # files from before a schema evolution cast up
           .select(tasks.COMMIT_TIME, tasks.SEQNO, tasks.KEY, tasks.PART, *job.data_columns))
     schema = StructType(df.schema.fields + [StructField(tasks.FG, StringType())])
     tagged = df.mapInArrow(functools.partial(assign_buckets, job), schema)

@@ -71,11 +71,6 @@ def data_schema(spec) -> pa.Schema:
     return pa.schema([pa.field(c.name, arrow_type(parse_type(c.type)), c.nullable) for c in spec.spec.columns])
 
 
-def table_schema(spec) -> pa.Schema:
-    """A base file's schema: meta columns then the spec's columns."""
-    return pa.schema([pa.field(m, pa.string()) for m in META_FIELDS] + list(data_schema(spec)))
-
-
 def table_ddl(spec) -> str:
     """A base file's columns as a Spark DDL string (meta columns, then the spec's as stored, all nullable)."""
     return ", ".join([f"`{m}` string" for m in META_FIELDS] +

@@ -63,7 +63,8 @@ class WriteJob:
 
     @property
     def uses_existing(self) -> bool:
-        return self.operation != "bulk_insert"
+        """bulk_insert opens new file groups, except in bucket tables: one file group per bucket."""
+        return self.operation != "bulk_insert" or self.buckets is not None
 
 
 def _task_ids() -> tuple[int, int, int]:
@@ -133,7 +134,7 @@ def assign_inserts(job: WriteJob, batches):
         slots = (java_string_hash(batch.column(KEY)).view(np.uint32) % INSERT_SLOTS).astype(np.int64)
         encoded = batch.column(PART).dictionary_encode()
         codes = np.asarray(encoded.indices)
-        missing = np.asarray(fg.is_null())
+        missing = np.asarray(fg.is_null()) & ~np.asarray(batch.column(INVALID))  # invalid rows are refused later
         chosen = fg.to_numpy(zero_copy_only=False)
         for code, partition in enumerate(encoded.dictionary.to_pylist()):
             rows = np.flatnonzero(missing & (codes == code))

@@ -18,7 +18,6 @@ from urllib.parse import unquote, urlparse
 
 from tablespec.errors import TablespecError
 
-SUPPORTED_SCHEMES = ("file",)
 
 
 @dataclass(frozen=True)

@@ -195,3 +195,21 @@ def test_ingest_cli_malformed_input_is_a_clear_error(spark, tmp_path, capsys):
     from tablespec.hudi.io import LocalStorage
     from tablespec.hudi.timeline import Timeline
     assert not Timeline.load(LocalStorage(), str(tmp_path / "wh" / "sales" / "orders")).commits()
+
+
+def test_bulk_insert_into_bucket_table_keeps_existing_rows(spark, tmp_path):
+    table = make_table(spark, tmp_path, spec_for("BUCKET"))
+    table.write(orders(spark, [("o1", 1, "1.00", 0, 1), ("o2", 2, "2.00", 0, 1)]), "upsert")
+    table.write(orders(spark, [("o3", 3, "3.00", 0, 1), ("o4", 4, "4.00", 0, 1)]), "bulk_insert")
+    assert sorted(r.order_id for r in table.read().collect()) == ["o1", "o2", "o3", "o4"]
+    assert_hudi_rs_agrees(table)
+
+
+def test_null_key_among_updates_is_refused_not_crashing(spark, tmp_path):
+    table = make_table(spark, tmp_path, spec_for("SIMPLE"))
+    table.write(orders(spark, [("o1", 1, "1.00", 0, 1)]), "upsert")
+    mixed = spark.createDataFrame([("o1", 1, Decimal("5"), T0, dt.date(2026, 11, 1)),
+                                   (None, 2, Decimal("1"), T0, dt.date(2026, 11, 1))], SCHEMA)
+    with pytest.raises(WriteRefused, match=r"1 row\(s\) have a null or empty record key"):
+        table.write(mixed, "upsert")
+    assert [str(r.amount) for r in table.read().collect()] == ["1.00"]
