@@ -7,11 +7,11 @@ refused or stale plan leaves all tables as they were. Dispatch is by action kind
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
 from tablespec.actions import metadata, schema
+from tablespec.engine.commit import locked
 from tablespec.errors import PlanError, StalePlanError
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
 from tablespec.spec.loader import load_specs
@@ -79,23 +79,6 @@ def preflight(plan: Plan, allow_destructive: bool = False) -> None:
 def _protected(location: str) -> bool:
     state = observe(location)
     return bool(state.exists and state.config.to_properties().get("tablespec.protection.prevent.destroy") == "true")
-
-
-@contextmanager
-def locked(location: str, owner: str = "tablespec apply"):
-    """Hold the table lock (the one writers take) and finish or roll back leftover work first."""
-    from tablespec.hudi.heartbeat import tolerance_seconds
-    from tablespec.hudi.io import storage_for
-    from tablespec.hudi.lock import TableLock
-    from tablespec.hudi.rollback import recover
-    storage, base = storage_for(location)
-    lock = TableLock(storage, base, owner=owner, auto_renew=True)
-    lock.acquire()
-    try:
-        lock.recovered = recover(storage, base, tolerance_seconds())
-        yield lock
-    finally:
-        lock.release()
 
 
 class Applier:

@@ -14,19 +14,14 @@ the commit point finds nothing left to change.
 from __future__ import annotations
 
 import json
-import os
-import socket
 
+from tablespec.engine.commit import Transaction, locked
 from tablespec.errors import StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.heartbeat import Heartbeat
-from tablespec.hudi.instant import COMMIT, new_instant_time
+from tablespec.hudi.instant import COMMIT
 from tablespec.hudi.io import storage_for
-from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
-from tablespec.hudi.heartbeat import tolerance_seconds
-from tablespec.hudi.rollback import recover, rollback
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS
 from tablespec.plan.columns import diff_columns, spec_columns
 from tablespec.state import observe
 
@@ -38,28 +33,13 @@ def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SEC
     """Commit the spec's columns as the table schema; returns the instant, or None when the
     table already has them."""
     storage, base = storage_for(location)
-    lock = TableLock(storage, base, owner=f"tablespec apply {socket.gethostname()}:{os.getpid()}", auto_renew=True)
-    lock.acquire(timeout_seconds=lock_timeout)
-    try:
-        recover(storage, base, tolerance_seconds() if heartbeat_tolerance is None else heartbeat_tolerance)
+    with locked(base, "apply", lock_timeout, heartbeat_tolerance) as lock:
         if not _changes(base, spec):
             return None
         schema = json.dumps(to_avro_schema(spec_columns(spec), spec.metadata.name), separators=(",", ":"))
-        timeline = Timeline.load(storage, base)
-        instant_ts = new_instant_time(after=timeline.instants[-1].timestamp if timeline.instants else None)
-        writer = TimelineWriter(storage, base)
-        with Heartbeat(storage, base, instant_ts):
-            requested = writer.request(COMMIT, instant_ts)
-            try:
-                inflight = writer.start(requested, CommitMetadata(operation_type=OPERATION).to_json())
-                lock.verify()  # the lease must still be ours at the commit point
-                writer.complete(inflight, CommitMetadata(extra_metadata={"schema": schema}, operation_type=OPERATION))
-            except BaseException:
-                rollback(storage, base, requested)
-                raise
-        return instant_ts
-    finally:
-        lock.release()
+        with Transaction(storage, base, COMMIT, lock) as txn:
+            txn.commit([], CommitMetadata(extra_metadata={"schema": schema}, operation_type=OPERATION))
+        return txn.instant
 
 
 def _changes(base: str, spec) -> list:

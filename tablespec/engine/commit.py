@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
+from contextlib import contextmanager
 
 from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.heartbeat import Heartbeat
+from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.lock import LockLostError
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.rollback import rollback
+from tablespec.hudi.rollback import recover, rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 
 
@@ -40,6 +43,22 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
                           extra_metadata={"schema": avro_schema, **(extra or {})},
                           partition_to_replace_file_ids=None if replaced is None else
                           {p: list(ids) for p, ids in replaced.items()})
+
+
+@contextmanager
+def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+           heartbeat_tolerance: float | None = None):
+    """Hold the table lock (writers and apply take the same one) and, first, finish interrupted
+    rollbacks/cleans and roll back writes whose writer died; `lock.recovered` lists those."""
+    storage, base = storage_for(location)
+    lock = TableLock(storage, base, owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
+    lock.acquire(timeout_seconds=timeout_seconds)
+    try:
+        lock.recovered = recover(storage, base, tolerance_seconds() if heartbeat_tolerance is None
+                                 else heartbeat_tolerance)
+        yield lock
+    finally:
+        lock.release()
 
 
 CRASH_ENV = "TABLESPEC_CRASH_AT"  # fault injection for recovery tests: kill -9 at a named point

@@ -12,9 +12,6 @@ import os
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from tablespec.engine import tasks
 from tablespec.engine.arrow.basefile import write_base_file
@@ -24,7 +21,7 @@ from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
-from tablespec.hudi.naming import BaseFileName, write_token
+from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 
@@ -60,37 +57,20 @@ class RebucketResult:
 
 
 def assign_buckets(job: RebucketJob, batches):
-    """Executor: each stored row's bucket file group under the new layout."""
+    """Executor: each stored row's bucket file group under the new layout (all new file groups)."""
     for batch in batches:
         if not len(batch):
             continue
         keys, parts = batch.column(tasks.KEY), batch.column(tasks.PART)
         buckets = bucket_ids_for_record_keys(keys, list(job.hash_fields), tasks.buckets_per_row(job.layout, parts))
-        pairs = pc.binary_join_element_wise(parts, pa.array(buckets).cast(pa.string()), "\x00").dictionary_encode()
-        ids = [tasks.new_bucket_file_id(job, *_split(p)) for p in pairs.dictionary.to_pylist()]
-        yield batch.append_column(tasks.FG, pa.array(ids, pa.string()).take(pairs.indices))
-
-
-def _split(pair: str) -> tuple[str, int]:
-    partition, bucket = pair.rsplit("\x00", 1)
-    return partition, int(bucket)
+        yield batch.append_column(tasks.FG, tasks.bucket_file_groups(job, parts, buckets, {}))
 
 
 def write_buckets(job: RebucketJob, batches):
     """Executor: write each bucket file group's rows, meta columns preserved."""
-    partition_id, stage_id, attempt = tasks._task_ids()
-    token = write_token(partition_id, stage_id, attempt)
-    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
-    if not tables:
-        return
-    rows = pa.concat_tables(tables).sort_by([(tasks.FG, "ascending")])
-    fgs = rows.column(tasks.FG).combine_chunks()
-    change = np.flatnonzero(np.asarray(pc.not_equal(fgs[1:], fgs[:-1]))) + 1 if len(fgs) > 1 else np.array([], int)
-    starts, ends = np.concatenate([[0], change]), np.concatenate([change, [len(fgs)]])
+    partition_id, token = tasks.task_token()
     stats = []
-    for s, e in zip(starts, ends):
-        group = rows.slice(int(s), int(e - s))
-        file_id = fgs[int(s)].as_py()
+    for file_id, group in tasks.by_file_group(batches):
         partition = group.column(tasks.PART)[0].as_py()
         name = BaseFileName(file_id, token, job.instant).format()
         rel = f"{partition}/{name}" if partition else name
@@ -101,7 +81,8 @@ def write_buckets(job: RebucketJob, batches):
         stats.append(dict(partition=partition, file_id=file_id, path=rel, prev_commit="null",
                           num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
                           bytes=written.size, invalid=0, invalid_sample=""))
-    yield tasks._stats_batch(stats)
+    if stats:
+        yield tasks.stats_batch(stats)
 
 
 def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_schema: str,

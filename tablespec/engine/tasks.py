@@ -98,7 +98,7 @@ def prepare(job: WriteJob, batches):
         if job.buckets and n:
             buckets = bucket_ids_for_record_keys(pc.fill_null(keys, ""), list(job.hash_fields),
                                                  buckets_per_row(job.buckets, parts))
-            fg = _bucket_groups(job, parts, buckets)
+            fg = bucket_file_groups(job, parts, buckets, job.bucket_groups)
         seq = (np.int64(partition_id) << np.int64(33)) + np.arange(row, row + n, dtype=np.int64)
         row += n
         out = table.append_column(KEY, keys).append_column(PART, parts).append_column(FG, fg)
@@ -113,15 +113,35 @@ def buckets_per_row(layout: BucketLayout, parts: pa.Array) -> np.ndarray:
     return counts[np.asarray(encoded.indices)]
 
 
-def _bucket_groups(job: WriteJob, parts: pa.Array, buckets: np.ndarray) -> pa.Array:
+def bucket_file_groups(job, parts: pa.Array, buckets: np.ndarray, existing: dict) -> pa.Array:
+    """Each row's bucket file group: the existing one of its (partition, bucket), else the
+    derived id of a new one (the same in every task). `job` supplies base and instant."""
     pairs = pc.binary_join_element_wise(parts, pa.array(buckets).cast(pa.string()), "\x00")
     encoded = pairs.dictionary_encode()
     ids = []
     for pair in encoded.dictionary.to_pylist():
         partition, bucket = pair.rsplit("\x00", 1)
         b = int(bucket)
-        ids.append(job.bucket_groups.get((partition, b)) or new_bucket_file_id(job, partition, b))
+        ids.append(existing.get((partition, b)) or new_bucket_file_id(job, partition, b))
     return pa.array(ids, pa.string()).take(encoded.indices)
+
+
+def by_file_group(batches):
+    """A task's rows, grouped: yields (file id, rows of that file group)."""
+    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables).sort_by([(FG, "ascending")])
+    fgs = rows.column(FG).combine_chunks()
+    bounds = np.flatnonzero(np.asarray(pc.not_equal(fgs[1:], fgs[:-1]))) + 1 if len(fgs) > 1 else np.array([], int)
+    for s, e in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(fgs)]])):
+        yield fgs[int(s)].as_py(), rows.slice(int(s), int(e - s))
+
+
+def task_token() -> tuple[int, str]:
+    """This task's Spark partition id and its write token (`<partition>-<stage>-<attempt>`)."""
+    partition_id, stage_id, attempt = _task_ids()
+    return partition_id, write_token(partition_id, stage_id, attempt)
 
 
 def assign_inserts(job: WriteJob, batches):
@@ -150,30 +170,19 @@ def assign_inserts(job: WriteJob, batches):
 
 def write_file_groups(job: WriteJob, batches):
     """Merge each file group's incoming rows into its latest base file and write the new slice."""
-    partition_id, stage_id, attempt = _task_ids()
-    token = write_token(partition_id, stage_id, attempt)
-    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
-    if not tables:
+    partition_id, token = task_token()
+    groups = list(by_file_group(batches))
+    if not groups:
         return
-    incoming = pa.concat_tables(tables)
-    invalid_mask = incoming.column(INVALID).combine_chunks()
-    invalid = pc.sum(invalid_mask.cast(pa.int64())).as_py() or 0
+    invalid_rows = [g.filter(g.column(INVALID)) for _, g in groups]
+    invalid = sum(t.num_rows for t in invalid_rows)
     if invalid:
-        sample = incoming.filter(invalid_mask).drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3).to_pylist()
-        yield _stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
-                                 num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
-                                 invalid_sample=json.dumps(sample, default=str))])
+        sample = pa.concat_tables(invalid_rows).drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3).to_pylist()
+        yield stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
+                                num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
+                                invalid_sample=json.dumps(sample, default=str))])
         return
-    incoming = incoming.sort_by([(FG, "ascending")])
-    fgs = incoming.column(FG).combine_chunks()
-    bounds = np.flatnonzero(np.asarray(pc.not_equal(fgs[1:], fgs[:-1]))) + 1 if len(fgs) > 1 else np.array([], int)
-    starts = np.concatenate([[0], bounds])
-    ends = np.concatenate([bounds, [len(fgs)]])
-    stats = []
-    for s, e in zip(starts, ends):
-        group = incoming.slice(int(s), int(e - s))
-        stats.append(_write_group(job, group, fgs[int(s)].as_py(), token, partition_id))
-    yield _stats_batch(stats)
+    yield stats_batch([_write_group(job, group, file_id, token, partition_id) for file_id, group in groups])
 
 
 def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches):
@@ -203,7 +212,7 @@ def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches):
     yield pa.RecordBatch.from_pydict({"file": sorted(hits)}, schema=pa.schema([("file", pa.string())]))
 
 
-def _stats_batch(rows: list[dict]) -> pa.RecordBatch:
+def stats_batch(rows: list[dict]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=STATS_SCHEMA)
 
 

@@ -14,22 +14,19 @@ import functools
 import json
 import math
 import os
-import socket
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
-from tablespec.engine.commit import Transaction, commit_metadata
+from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.heartbeat import tolerance_seconds
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
-from tablespec.hudi.rollback import recover
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
@@ -81,20 +78,14 @@ class TableWriter:
     def __init__(self, spark, spec, location: str, lock_timeout: float = 30.0,
                  heartbeat_tolerance: float | None = None):
         self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
-        self.heartbeat_tolerance = tolerance_seconds() if heartbeat_tolerance is None else heartbeat_tolerance
+        self.heartbeat_tolerance = heartbeat_tolerance
         self.storage, self.base = storage_for(location)
 
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
-        lock = TableLock(self.storage, self.base, owner=f"tablespec writer {socket.gethostname()}:{os.getpid()}",
-                         auto_renew=True)
-        lock.acquire(timeout_seconds=self.lock_timeout)
-        try:
-            recover(self.storage, self.base, self.heartbeat_tolerance)
+        with locked(self.base, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
             return self._write_locked(df, operation, lock)
-        finally:
-            lock.release()
 
     def _check_table(self):
         state = observe(self.base)
