@@ -3,6 +3,7 @@
     table = Table.load("specs/examples/orders.yaml", warehouse="./warehouse")
     table.write(df, operation="upsert")
     table.read(as_of="20261121093000123")
+    table.lookup(["o-1", "o-2"])   # RECORD_LEVEL tables: where keys live, no Spark
 """
 from __future__ import annotations
 
@@ -57,3 +58,9 @@ class Table:
         """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame."""
         from tablespec.engine.reader import read
         return read(self.spark, self.location, self.spec, as_of, filters)
+
+    def lookup(self, keys):
+        """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table
+        holds (absent keys are left out). Reads the index files on the driver; no Spark."""
+        from tablespec.index import lookup
+        return lookup(self.location, keys)

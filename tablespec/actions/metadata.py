@@ -11,6 +11,7 @@ from tablespec.hudi.avro import to_avro_schema
 from tablespec.errors import HudiFormatError, StalePlanError
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.settings import desired_properties, managed_properties_update
 
@@ -29,6 +30,8 @@ def creation_properties(spec) -> dict[str, str]:
     props = dict(TABLE_DEFAULTS)
     props.update(desired_properties(spec))
     schema = to_avro_schema(spec_columns(spec), spec.metadata.name)
+    if spec.spec.index.type == "RECORD_LEVEL":  # an empty table: the smallest index, fixed from now on
+        props.setdefault(NUM_BUCKETS_PROPERTY, str(default_num_buckets(0)))
     props["hoodie.table.create.schema"] = json.dumps(schema, separators=(",", ":"))
     return props
 
@@ -44,10 +47,11 @@ def create_table(location: str, spec) -> TableConfig:
     return config
 
 
-def update_settings(location: str, spec) -> TableConfig:
-    """Set every managed property to the spec's value, keeping everything else in the file."""
+def update_settings(location: str, spec, extra: dict[str, str] | None = None) -> TableConfig:
+    """Set every managed property to the spec's value (`extra`: values tablespec chose, such as
+    a record-level index's bucket count), keeping everything else in the file."""
     storage, base = storage_for(location)
     current = read_table_config(storage, base)
-    config = TableConfig.from_properties(managed_properties_update(current.to_properties(), spec))
+    config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
     write_table_config(storage, base, config)
     return config

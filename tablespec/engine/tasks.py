@@ -26,6 +26,7 @@ from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
 from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
+DEL = "_ts_del"  # record-level index: the row removes its key from this file group (the key moved)
 COMMIT_TIME, SEQNO = "_hoodie_commit_time", "_hoodie_commit_seqno"
 STATS_SCHEMA = pa.schema([
     ("partition", pa.string()), ("file_id", pa.string()), ("path", pa.string()), ("prev_commit", pa.string()),
@@ -216,7 +217,7 @@ def stats_batch(rows: list[dict]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=STATS_SCHEMA)
 
 
-def _latest_per_key(table: pa.Table, ordering: str | None) -> pa.Table:
+def latest_per_key(table: pa.Table, ordering: str | None) -> pa.Table:
     """One row per key: the greatest ordering value wins, ties go to the later input row."""
     order = [(KEY, "ascending")] + ([(ordering, "ascending", "at_start")] if ordering else []) + [(SEQ, "ascending")]
     table = table.take(pc.sort_indices(table, sort_keys=order))  # a null ordering value is the smallest
@@ -230,9 +231,13 @@ def _latest_per_key(table: pa.Table, ordering: str | None) -> pa.Table:
 def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, partition_id: int) -> dict:
     partition = group.column(PART)[0].as_py()
     data_cols = job.data_schema.names
+    leaving = pa.array([], pa.string())
+    if DEL in group.column_names:
+        leaving = group.filter(group.column(DEL)).column(KEY).combine_chunks()
+        group = group.filter(pc.invert(group.column(DEL)))
     existing_info = job.base_files.get(file_id) if job.uses_existing else None
     if job.operation in ("upsert", "delete"):
-        group = _latest_per_key(group, job.ordering_field)
+        group = latest_per_key(group, job.ordering_field)
     incoming = group.select(data_cols).cast(job.data_schema)
     inc_keys = group.column(KEY).combine_chunks()
     n_in = len(inc_keys)
@@ -246,6 +251,10 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     else:
         prev_commit = "null"
     inserts = updates = deletes = 0
+    if old is not None and len(leaving):
+        gone = pc.is_in(old.column(KEY), value_set=leaving)
+        deletes = pc.sum(gone).as_py() or 0
+        old = old.filter(pc.invert(gone))
     if old is None or job.operation in ("insert", "bulk_insert"):
         kept = old
         new_rows, new_keys = incoming, inc_keys
@@ -257,7 +266,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
         matched_old = np.asarray(pc.is_in(old_keys, value_set=inc_keys))
         matched_new = np.asarray(pc.is_in(inc_keys, value_set=old_keys))
         if job.operation == "delete":
-            deletes = int(matched_old.sum())
+            deletes += int(matched_old.sum())
             kept, new_rows, new_keys = old.filter(pa.array(~matched_old)), incoming.slice(0, 0), inc_keys.slice(0, 0)
         else:
             take_new = np.ones(n_in, dtype=bool)

@@ -23,6 +23,7 @@ from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
+from tablespec.hudi.config import read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
@@ -55,6 +56,8 @@ class WriteResult:
     deleted: int
     files: tuple[str, ...]
 
+    index_buckets: int | None = None   # RECORD_LEVEL: the index's bucket count this commit used
+
     def __str__(self) -> str:
         return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
                 f"{self.deleted} deleted, {len(self.files)} files written")
@@ -86,6 +89,14 @@ class TableWriter:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
         with locked(self.base, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
             return self._write_locked(df, operation, lock)
+
+    def _record_index(self, timeline, props: dict, rows: int = 0):
+        """RECORD_LEVEL tables: the index as of `timeline` (None for other indexes)."""
+        if self.spec.spec.index.type != "RECORD_LEVEL":
+            return None
+        from tablespec.engine.record_index import chosen_num_buckets, index_job
+        return index_job(self.storage, self.base, timeline, chosen_num_buckets(self.spec, props, rows),
+                         self.spec.spec.ordering_field)
 
     def _check_table(self):
         state = observe(self.base)
@@ -120,21 +131,31 @@ class TableWriter:
     def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
         timeline = Timeline.load(self.storage, self.base)
         view = FileSystemView.build(self.storage, self.base, timeline)
+        props = read_table_config(self.storage, self.base).to_properties()
+        index = None if replace else self._record_index(timeline, props)
         with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
             job = self._job(txn.instant, operation, view)
+            if index is not None and operation in ("insert", "bulk_insert"):
+                job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             replaced = None
             if replace:  # everything goes to new file groups and replaces every current one
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
                 replaced = {}
                 for s in view.latest_slices():
                     replaced.setdefault(s.partition, []).append(s.file_id)
-            stats = self._run(df, job, view)
+            stats = self._run(df, job, view, index)
             self._refuse_bad(stats, timeline)
+            if replace:  # everything is rewritten: the index is rebuilt from the new files
+                index = self._record_index(timeline, props, rows=sum(s["num_writes"] for s in stats))
+            if index is not None:
+                from tablespec.engine.record_index import write_index_delta
+                write_index_delta(self.spark, self.storage, self.base, txn.instant, index.num_buckets, view, stats,
+                                  replaced, full=replace)
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
                                               table_avro_schema(self.spec), replaced=replaced))
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
-                           tuple(s["path"] for s in stats))
+                           tuple(s["path"] for s in stats), index.num_buckets if index else None)
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView) -> tasks.WriteJob:
         spec = self.spec.spec
@@ -159,7 +180,7 @@ class TableWriter:
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
             bloom_filter=spec.index.type == "BLOOM")
 
-    def _run(self, df, job: tasks.WriteJob, view: FileSystemView) -> list[dict]:
+    def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None) -> list[dict]:
         """The Spark part: prepare rows, tag them with file groups, write file slices."""
         from pyspark.sql import functions as F
 
@@ -176,7 +197,11 @@ class TableWriter:
                 tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
         else:
             prepared = prepared.persist()
-            tagged = self._tag(prepared, job, view).persist()
+            if index is not None:
+                from tablespec.engine.record_index import tag
+                tagged = tag(self.spark, prepared, index, job.operation).persist()
+            else:
+                tagged = self._tag(prepared, job, view).persist()
             counts = {r[0]: r[1] for r in tagged.filter(F.col(tasks.FG).isNull() & ~F.col(tasks.INVALID))
                       .groupBy(tasks.PART).count().collect()}
             job = _with_insert_targets(job, counts, view, self.spec)
@@ -190,7 +215,7 @@ class TableWriter:
         return [r.asDict() for r in rows]
 
     def _tag(self, prepared, job: tasks.WriteJob, view: FileSystemView):
-        """Non-bucket indexes: find each incoming key's file group among the affected partitions."""
+        """SIMPLE and BLOOM: find each incoming key's file group among the affected partitions."""
         from pyspark.sql import functions as F
 
         if job.operation in ("insert", "bulk_insert"):

@@ -6,7 +6,8 @@ on the timeline as a transaction in Hudi's own Avro formats:
 
     R.rollback.requested   HoodieRollbackPlan: the instant and the files to delete
     R.rollback.inflight    (empty)
-    ... delete the data files, the markers, the instant's timeline files, its heartbeat ...
+    ... delete the data files, the markers, the instant's record-index files (record_index.py),
+        the instant's timeline files, its heartbeat ...
     R.rollback             HoodieRollbackMetadata: what was deleted
 
 Every step after the plan is idempotent and the plan names its target, so a crash anywhere is
@@ -37,6 +38,7 @@ from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expire
 from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.record_index import delete_instant_files
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT)
@@ -187,6 +189,7 @@ def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) 
                              f"{len(failed)} file(s): {'; '.join(failed[:5])}. It stays pending and is retried "
                              f"by the next recovery")
     storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
+    delete_instant_files(storage, base, target.timestamp)  # the record-level index rolls back with the data
     if is_clustering_plan(timeline, target):
         writer.revert_inflight(target.to("inflight"))  # keep the plan: the clustering runs again
     else:

@@ -24,6 +24,7 @@ class Setting:
     category: Category                # what changing it means: settings (metadata), key (destructive), index
     desired: Callable[[TableSpec], str | None]
     default: str | None = None        # effective value when the property is absent from a table
+    sized_by_table: bool = False      # unset in the spec: tablespec chose the value; keep it, no diff
 
 
 def _csv(values) -> str | None:
@@ -83,7 +84,8 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("hoodie.bucket.index.hash.field", "spec.index.hashFields", "index",
             lambda s: _csv(s.effective_hash_fields) if s.spec.index.type == "BUCKET" else None),
     Setting("tablespec.bucket.partition.buckets", "spec.index.partitionBuckets", "index", _partition_buckets),
-    Setting("tablespec.record.level.num.buckets", "spec.index.recordLevel.numBuckets", "index", _record_level_buckets),
+    Setting("tablespec.record.level.num.buckets", "spec.index.recordLevel.numBuckets", "index", _record_level_buckets,
+            sized_by_table=True),
     Setting("tablespec.clustering.strategy", "spec.clustering.strategy", "settings",
             lambda s: s.spec.clustering.strategy, _C.strategy),
     Setting("hoodie.clustering.plan.strategy.sort.columns", "spec.clustering.sortColumns", "settings",
@@ -137,7 +139,7 @@ def diff_settings(spec: TableSpec, observed: dict[str, str]) -> list[SettingChan
     for s in REGISTRY:
         new = desired.get(s.prop, s.default)
         old = effective(observed, s.prop)
-        if s.prop == "hoodie.index.bucket.engine" or new == old:
+        if s.prop == "hoodie.index.bucket.engine" or new == old or (s.sized_by_table and new is None):
             continue
         changes.append(SettingChange(s.path, s.prop, s.category, old, new))
     labels = sorted({k for k in list(desired) + list(observed) if k.startswith(LABEL_PREFIX)})
@@ -152,5 +154,7 @@ def managed_properties_update(current: dict[str, str], spec: TableSpec) -> dict[
     """`current` with every managed property set to what the spec says (others left as they are)."""
     desired = desired_properties(spec)
     props = {k: v for k, v in current.items() if k not in BY_PROP and not k.startswith(LABEL_PREFIX)}
+    if spec.spec.index.type == current.get("hoodie.index.type"):  # same index: keep what tablespec sized
+        props.update({s.prop: current[s.prop] for s in REGISTRY if s.sized_by_table and s.prop in current})
     props.update(desired)
     return props

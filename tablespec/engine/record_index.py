@@ -1,0 +1,217 @@
+"""The record-level index on Spark: distributed tagging, and the index delta of any commit.
+
+Tagging (`tag`): incoming rows are partitioned by index bucket, so each task probes only its
+buckets' files and sees every row of a key; it keeps each key's latest row and gives it the
+key's current file group. Global semantics: a key found in another partition is inserted in
+its new partition and removed from the old file group (a delete row for that group).
+
+Index delta (`write_index_delta`): what a commit did to key locations, from its written file
+slices and replaced file groups. For each touched file group, keys in the new slice and not in
+the previous one get an entry, keys gone from it a tombstone (a key both added somewhere and
+removed elsewhere keeps its new location). Every data-rewriting action calls it inside its
+Transaction, before the commit completes: writes, replace_table, the index build, clustering.
+"""
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tablespec.engine import tasks
+from tablespec.hudi import record_index as ri
+
+IB, DEL = "_ts_ib", tasks.DEL
+
+
+@dataclass(frozen=True)
+class IndexJob:
+    """What tasks need to probe or extend one table's index (plain data, pickled to executors)."""
+
+    base: str
+    num_buckets: int
+    chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
+    ordering_field: str | None = None
+
+    @property
+    def folder(self) -> str:
+        return ri.index_folder(self.base)
+
+
+def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
+    """The index's bucket count: the spec's, else the table's (already RECORD_LEVEL), else sized from `rows`."""
+    settings = getattr(spec.spec.index, "record_level", None)
+    if settings is not None and settings.num_buckets:
+        return settings.num_buckets
+    if props.get("hoodie.index.type") == "RECORD_LEVEL" and props.get(ri.NUM_BUCKETS_PROPERTY):
+        return int(props[ri.NUM_BUCKETS_PROPERTY])
+    return ri.default_num_buckets(rows)
+
+
+def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
+    idx = ri.RecordIndex(storage, base, timeline, num_buckets)
+    return IndexJob(base, num_buckets, idx.chains, ordering_field)
+
+
+def add_bucket(job: IndexJob, batches):
+    """Executor: each row's index bucket (rows with an invalid key go to bucket 0)."""
+    for batch in batches:
+        keys = pc.fill_null(batch.column(tasks.KEY), "")
+        yield batch.append_column(IB, pa.array(ri.buckets_of(ri.key_hashes(keys), job.num_buckets)))
+
+
+def probe_rows(job: IndexJob, operation: str, batches):
+    """Executor: keep each key's latest row, look its location up, route it (see module doc)."""
+    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
+    if not tables:
+        return
+    rows = pa.concat_tables(tables).drop_columns([IB])
+    invalid = rows.filter(rows.column(tasks.INVALID))
+    rows = tasks.latest_per_key(rows.filter(pc.invert(rows.column(tasks.INVALID))), job.ordering_field)
+    keys = rows.column(tasks.KEY).combine_chunks()
+    found = ri.lookup_in(job.folder, job.chains, job.num_buckets, keys)
+    pos = pc.index_in(keys, value_set=found.column("key"))
+    old_part = found.column("partition_path").take(pos)
+    old_fg = found.column("file_id").take(pos)
+    hit = np.asarray(pos.is_valid())
+    fg_index = rows.schema.get_field_index(tasks.FG)
+    out = []
+    if operation == "delete":
+        gone = rows.filter(pa.array(hit))
+        gone = gone.set_column(rows.schema.get_field_index(tasks.PART), tasks.PART, old_part.filter(pa.array(hit)))
+        gone = gone.set_column(fg_index, tasks.FG, old_fg.filter(pa.array(hit)))
+        out.append(gone.append_column(DEL, pa.array(np.ones(gone.num_rows, bool))))
+    else:
+        same = hit & np.asarray(pc.fill_null(pc.equal(old_part, rows.column(tasks.PART)), False))
+        routed = rows.set_column(fg_index, tasks.FG, pc.if_else(pa.array(same), old_fg, pa.nulls(len(keys), pa.string())))
+        out.append(routed.append_column(DEL, pa.array(np.zeros(len(keys), bool))))
+        moved = pa.array(hit & ~same)
+        leaving = rows.filter(moved)  # removed from the old partition's file group
+        leaving = leaving.set_column(rows.schema.get_field_index(tasks.PART), tasks.PART, old_part.filter(moved))
+        leaving = leaving.set_column(fg_index, tasks.FG, old_fg.filter(moved))
+        out.append(leaving.append_column(DEL, pa.array(np.ones(leaving.num_rows, bool))))
+    out.append(invalid.append_column(DEL, pa.array(np.zeros(invalid.num_rows, bool))))
+    schema = out[0].schema
+    yield from pa.concat_tables([t.cast(schema) for t in out]).to_batches()
+
+
+def tag(spark, prepared, job: IndexJob, operation: str):
+    """Tag prepared rows with their file groups through the index; adds the DEL column."""
+    from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
+    with_bucket = prepared.mapInArrow(functools.partial(add_bucket, job),
+                                      StructType(prepared.schema.fields + [StructField(IB, IntegerType())]))
+    n = max(1, spark.sparkContext.defaultParallelism * 2)
+    out_schema = StructType(prepared.schema.fields + [StructField(DEL, BooleanType())])
+    return (with_bucket.repartition(n, IB)
+            .mapInArrow(functools.partial(probe_rows, job, operation), out_schema))
+
+
+# --- index delta ---------------------------------------------------------------------------
+
+TOUCHED_DDL = "partition string, file_id string, new_path string, old_path string"
+
+
+def touched_file_groups(base: str, view, stats: list[dict], replaced: dict | None = None,
+                        full: bool = False) -> list[dict]:
+    """One row per file group a commit touched: its new slice's file and its previous one
+    (from `view`, the file-system view before the commit); with `full`, no previous ones."""
+    previous = {} if full else {(s.partition, s.file_id): s.base_file.path for s in view.latest_slices()
+                                if s.base_file is not None}
+    rows = {}
+    for s in stats:
+        if not s.get("file_id"):
+            continue
+        rows[(s["partition"], s["file_id"])] = dict(partition=s["partition"], file_id=s["file_id"],
+                                                    new_path=os.path.join(base, s["path"]),
+                                                    old_path=previous.get((s["partition"], s["file_id"]), ""))
+    for partition, ids in (replaced or {}).items():
+        for fid in ids:
+            if (partition, fid) not in rows and (partition, fid) in previous:
+                rows[(partition, fid)] = dict(partition=partition, file_id=fid, new_path="",
+                                              old_path=previous[(partition, fid)])
+    return sorted(rows.values(), key=lambda r: (r["partition"], r["file_id"]))
+
+
+def _keys_of(path: str) -> pa.Array:
+    if not path:
+        return pa.array([], pa.string())
+    return pq.read_table(path, columns=[tasks.KEY]).column(tasks.KEY).combine_chunks().cast(pa.string())
+
+
+def diff_file_groups(num_buckets: int, batches):
+    """Executor: per touched file group, entries for keys added to it, tombstones for keys gone."""
+    for batch in batches:
+        for r in batch.to_pylist():
+            new, old = _keys_of(r["new_path"]), _keys_of(r["old_path"])
+            added = new.filter(pc.invert(pc.is_in(new, value_set=old))) if len(old) else new
+            gone = old.filter(pc.invert(pc.is_in(old, value_set=new))) if len(new) else old
+            keys = pa.concat_arrays([added, gone])
+            if not len(keys):
+                continue
+            fids = pa.concat_arrays([pa.array([r["file_id"]] * len(added), pa.string()),
+                                     pa.nulls(len(gone), pa.string())])
+            yield pa.RecordBatch.from_pydict({
+                IB: pa.array(ri.buckets_of(ri.key_hashes(keys), num_buckets)), "key": keys,
+                "partition": pa.array([r["partition"]] * len(keys), pa.string()), "file_id": fids})
+
+
+def write_bucket_files(base: str, instant: str, kind: str, batches):
+    """Executor: one index file per bucket of its rows; yields the names written."""
+    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
+    names = []
+    if tables:
+        rows = pa.concat_tables(tables)
+        rows = rows.take(pc.sort_indices(rows, [(IB, "ascending")]))
+        buckets = rows.column(IB).to_numpy()
+        bounds = np.flatnonzero(np.diff(buckets)) + 1
+        for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(buckets)]):
+            part = rows.slice(int(s), int(e - s))
+            file = ri.IndexFile(int(buckets[s]), instant, kind)
+            ri.write_file(ri.index_folder(base), file,
+                          ri.entries(part.column("key"), part.column("partition"), part.column("file_id")))
+            names.append(file.name)
+    yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
+
+
+def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int, view, stats: list[dict],
+                      replaced: dict | None = None, full: bool = False) -> list[str]:
+    """Write the record-index files of `instant` (the caller's Transaction, before it commits).
+
+    `stats`: the commit's write stats (partition, file_id, path relative to the table);
+    `replaced`: partition -> file ids the commit replaces; `view`: the file-system view before
+    the commit. `full`: the written slices are the whole table (an index build, replace_table):
+    every bucket gets a base file, so nothing older counts. Returns the file names written."""
+    touched = touched_file_groups(base, view, stats, replaced, full)
+    names: list[str] = []
+    if touched:
+        from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+        entry_schema = StructType([StructField(IB, IntegerType()), StructField("key", StringType()),
+                                   StructField("partition", StringType()), StructField("file_id", StringType())])
+        n = max(1, spark.sparkContext.defaultParallelism * 2)
+        groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
+        rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets), entry_schema)
+                .repartition(n, IB)
+                .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta"),
+                            "name string").collect())
+        names = [r.name for r in rows]
+    if full:  # buckets without keys still get a (empty) base: it hides every older file
+        for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
+            file = ri.IndexFile(b, instant, "base")
+            ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table())
+            names.append(file.name)
+    keep = set(names)  # files of failed task attempts are not ours to count
+    for f in ri.list_files(storage, base):
+        if f.instant == instant and f.name not in keep:
+            storage.delete(os.path.join(ri.index_folder(base), f.name))
+    return sorted(names)
+
+
+def slice_stats(slices) -> list[dict]:
+    """Write-stat-like rows for existing file slices (an index build reads the latest slices)."""
+    return [dict(partition=s.partition, file_id=s.file_id,
+                 path=f"{s.partition}/{s.base_file.name}" if s.partition else s.base_file.name)
+            for s in slices if s.base_file is not None]

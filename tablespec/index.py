@@ -1,0 +1,119 @@
+"""The record-level index as users meet it: `lookup` and `verify` (driver side, no Spark).
+
+`verify` is RFC-08's comparison tool: it reads the record key, partition path and file id of
+every row of the latest file slices and the index's live entries, and reports the keys that
+are missing from the index, indexed at the wrong place, indexed but gone, or stored twice.
+It reads key columns only (Parquet column projection), on the driver: no JVM.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tablespec.errors import TablespecError
+from tablespec.hudi import record_index as ri
+from tablespec.hudi.config import read_table_config
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.timeline import Timeline
+
+KEY, PART = "_hoodie_record_key", "_hoodie_partition_path"
+EXAMPLES = 5
+
+
+class NotRecordLevel(TablespecError):
+    """The table has no record-level index."""
+
+
+def open_index(location: str) -> tuple[ri.RecordIndex, Timeline]:
+    storage, base = storage_for(location)
+    config = read_table_config(storage, base)
+    if config is None:
+        raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
+    props = config.to_properties()
+    if props.get("hoodie.index.type") != "RECORD_LEVEL":
+        raise NotRecordLevel(f"{base}: the table's index is {props.get('hoodie.index.type', 'SIMPLE')}, not "
+                             "RECORD_LEVEL; there is no record-level index to look up or verify")
+    timeline = Timeline.load(storage, base)
+    return ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props)), timeline
+
+
+def lookup(location: str, keys) -> pa.Table:
+    """Where each key lives: (key, partition_path, file_id); keys the table lacks are absent."""
+    index, _ = open_index(location)
+    return index.lookup(keys)
+
+
+@dataclass
+class Difference:
+    kind: str          # missing | misplaced | extra | duplicate
+    count: int
+    examples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerifyResult:
+    location: str
+    keys: int
+    entries: int
+    differences: list[Difference]
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def __str__(self) -> str:
+        head = f"{self.location}: {self.keys} live keys, {self.entries} index entries"
+        if self.ok:
+            return f"{head}: the index matches the data"
+        lines = [f"{head}: {sum(d.count for d in self.differences)} difference(s)"]
+        lines += [f"  {d.kind}: {d.count} (e.g. {'; '.join(d.examples)})" for d in self.differences]
+        return "\n".join(lines)
+
+
+def data_locations(location: str, timeline: Timeline) -> pa.Table:
+    """(key, partition_path, file_id) of every row of the latest file slices."""
+    storage, base = storage_for(location)
+    parts = []
+    for s in FileSystemView.build(storage, base, timeline).latest_slices():
+        if s.base_file is None:
+            continue
+        keys = pq.read_table(s.base_file.path, columns=[KEY]).column(KEY).combine_chunks().cast(pa.string())
+        parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
+                               "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
+    empty = pa.table({n: pa.array([], pa.string()) for n in ("key", "partition_path", "file_id")})
+    return pa.concat_tables(parts) if parts else empty
+
+
+def verify(location: str) -> VerifyResult:
+    """Compare the index with the data: every live key indexed at its true location, nothing extra."""
+    index, timeline = open_index(location)
+    data = data_locations(location, timeline)
+    live = index.live_entries()
+    indexed = pa.table({"key": live.column("key"), "i_part": live.column("partition").cast(pa.string()),
+                        "i_fid": live.column("file_id").cast(pa.string())})
+    counts = data.group_by("key").aggregate([("key", "count")])
+    dup = counts.filter(pc.greater(counts.column("key_count"), 1)).column("key")
+    joined = data.join(indexed, "key", join_type="full outer")
+    differences = []
+
+    def report(kind: str, rows: pa.Table, describe) -> None:
+        if rows.num_rows:
+            differences.append(Difference(kind, rows.num_rows, [describe(r) for r in rows.slice(0, EXAMPLES).to_pylist()]))
+
+    where = lambda p, f: f"{p or '(root)'}/{f}"  # noqa: E731
+    report("missing", joined.filter(pc.is_null(joined.column("i_fid"))),
+           lambda r: f"{r['key']} in {where(r['partition_path'], r['file_id'])} is not indexed")
+    report("extra", joined.filter(pc.is_null(joined.column("file_id"))),
+           lambda r: f"{r['key']} indexed at {where(r['i_part'], r['i_fid'])} is not in the table")
+    both = joined.filter(pc.and_(pc.is_valid(joined.column("file_id")), pc.is_valid(joined.column("i_fid"))))
+    wrong = both.filter(pc.or_(pc.not_equal(both.column("file_id"), both.column("i_fid")),
+                               pc.not_equal(both.column("partition_path"), both.column("i_part"))))
+    wrong = wrong.filter(pc.invert(pc.is_in(wrong.column("key"), value_set=dup)))
+    report("misplaced", wrong, lambda r: f"{r['key']} is in {where(r['partition_path'], r['file_id'])}, "
+                                         f"indexed at {where(r['i_part'], r['i_fid'])}")
+    report("duplicate", pa.table({"key": dup}), lambda r: f"{r['key']} is stored in more than one file group")
+    return VerifyResult(index.base, counts.num_rows, live.num_rows, differences)
