@@ -18,10 +18,9 @@ from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
-SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table"}  # the others are metadata only
-LATER = {
-    "index_migration": "the record-level index work",
-}
+SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration",
+                 "record_index_compaction"}  # the others are metadata only
+LATER: dict[str, str] = {}  # kind -> the work that will make apply run it
 
 
 @dataclass
@@ -119,10 +118,30 @@ class Applier:
         with locked(t.location):
             metadata.update_settings(t.location, spec)
 
-    def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
-        # Only configuration-only migrations reach here (preflight refuses RECORD_LEVEL builds).
-        with locked(t.location):
+    def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """To RECORD_LEVEL (or a new bucket count): build the index (a commit with no data change),
+        then switch hoodie.properties; a crash between the two is redone by the next apply.
+        Away from RECORD_LEVEL: switch first (writers stop using the index), then drop its files."""
+        from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+        with locked(t.location) as lock:
+            if a.params.get("to") == "RECORD_LEVEL":
+                from tablespec.engine.record_index import build_index
+                built = build_index(self.spark, spec, t.location, lock)
+                metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
+                return {"rows": built.entries, **built.actual()}
             metadata.update_settings(t.location, spec)
+            if a.params.get("from") == "RECORD_LEVEL":
+                from tablespec.engine.record_index import drop_index
+                return {"index_files_removed": drop_index(t.location)}
+        return {}
+
+    def visit_record_index_compaction(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Merge index buckets with too many files (re-planned under the lock)."""
+        from tablespec.engine.record_index import compact_index
+        from tablespec.spec.model import RecordLevelSettings
+        settings = spec.spec.index.record_level or RecordLevelSettings()
+        with locked(t.location) as lock:
+            return compact_index(self.spark, t.location, settings.max_files_per_bucket, lock).actual()
 
     def visit_bucket_bootstrap(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
@@ -154,6 +173,7 @@ class Applier:
         from tablespec.engine.reader import snapshot_files
         from tablespec.engine.schema import table_ddl
         from tablespec.engine.writer import TableWriter
+        from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         from tablespec.importer import observed_spec
         with locked(t.location) as lock:
             state = observe(t.location)
@@ -170,7 +190,8 @@ class Applier:
             df = current.select(*[(F.col(f"`{c.name}`") if c.name in old else F.lit(None))
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
             result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
-            metadata.update_settings(t.location, spec)
+            chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
+            metadata.update_settings(t.location, spec, chosen)
         return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
 
     def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:

@@ -64,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--master", help="Spark master (default: spark.master of the project file, else local[*])")
     with_vars(ing)
 
+    vf = sub.add_parser("verify", help="check a RECORD_LEVEL table's index against its data (exit 1 on a mismatch)")
+    vf.add_argument("location")
+
+    lk = sub.add_parser("lookup", help="print where record keys live (RECORD_LEVEL tables)")
+    lk.add_argument("location")
+    lk.add_argument("keys", nargs="+", metavar="KEY")
+
     sub.add_parser("schema", help="print the JSON Schema of spec files")
     return p
 
@@ -262,6 +269,24 @@ def cmd_ingest(ctx: _Context) -> int:
     return 0
 
 
+def cmd_verify(ctx: _Context) -> int:
+    from tablespec.index import verify
+    result = verify(ctx.args.location)
+    print(result)
+    return 0 if result.ok else 1
+
+
+def cmd_lookup(ctx: _Context) -> int:
+    from tablespec.index import lookup
+    found = lookup(ctx.args.location, ctx.args.keys).to_pylist()
+    for r in found:
+        print(f"{r['key']}\t{r['partition_path']}\t{r['file_id']}")
+    missing = len(set(ctx.args.keys)) - len({r["key"] for r in found})
+    if missing:
+        print(f"({missing} key(s) not in the table)", file=sys.stderr)
+    return 0
+
+
 def cmd_schema(ctx: _Context) -> int:
     from tablespec.spec.schema import render_schema
     sys.stdout.write(render_schema())
@@ -269,7 +294,8 @@ def cmd_schema(ctx: _Context) -> int:
 
 
 COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "apply": cmd_apply, "show": cmd_show,
-            "import": cmd_import, "ingest": cmd_ingest, "schema": cmd_schema}
+            "import": cmd_import, "ingest": cmd_ingest, "verify": cmd_verify, "lookup": cmd_lookup,
+            "schema": cmd_schema}
 
 
 def main(argv: list[str] | None = None) -> int:

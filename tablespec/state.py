@@ -16,6 +16,7 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, storage_for
 from tablespec.hudi.heartbeat import tolerance_seconds
+from tablespec.hudi import record_index
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
@@ -59,6 +60,8 @@ class TableState:
     last_clustering: str | None = None
     commits_since_clustering: int = 0
     partitions: tuple[str, ...] = field(default=())
+    rows: int | None = None           # rows in the latest slices, from commit metadata (None: unknown)
+    index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
 
     @property
     def total_bytes(self) -> int:
@@ -97,6 +100,8 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     retained = keep_commits or int(config.to_properties().get("hoodie.cleaner.commits.retained", 10))
     clean = plan_clean(location, timeline, view, retained)
+    index = _index_buckets(storage, location, timeline) if config.to_properties().get("hoodie.index.type") == \
+        "RECORD_LEVEL" else {}
     return TableState(
         location=location,
         exists=True,
@@ -112,4 +117,26 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         last_clustering=last_clustering,
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),
+        rows=_rows(timeline, view),
+        index_buckets=index,
     )
+
+
+def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
+    """Rows of the latest slices, from the numWrites their commits recorded (None if a commit is archived)."""
+    completed = {i.timestamp: i for i in timeline.commits()}
+    wanted = {(s.partition, s.file_id, s.base_instant) for s in view.latest_slices() if s.base_file is not None}
+    total = 0
+    for ts in {w[2] for w in wanted}:
+        if ts not in completed:
+            return None
+        for stats in timeline.commit_metadata(completed[ts]).partition_to_write_stats.values():
+            total += sum(st.num_writes for st in stats if (st.partition_path, st.file_id, ts) in wanted)
+    return total
+
+
+def _index_buckets(storage: Storage, base: str, timeline: Timeline) -> dict[int, tuple[int, int]]:
+    """Record-level index: each bucket's live file count and bytes (a listing, no file read)."""
+    sizes = {i.name: i.size for i in storage.list_dir(record_index.index_folder(base))}
+    return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
+            for b, chain in record_index.live_files(storage, base, timeline).items()}

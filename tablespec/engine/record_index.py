@@ -24,6 +24,10 @@ import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
 from tablespec.hudi import record_index as ri
+from tablespec.hudi.config import read_table_config
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.timeline import Timeline
 
 IB, DEL = "_ts_ib", tasks.DEL
 
@@ -215,3 +219,105 @@ def slice_stats(slices) -> list[dict]:
     return [dict(partition=s.partition, file_id=s.file_id,
                  path=f"{s.partition}/{s.base_file.name}" if s.partition else s.base_file.name)
             for s in slices if s.base_file is not None]
+
+
+# --- actions: build, compaction --------------------------------------------------------------
+
+INDEX_OPERATION = "INDEX"  # Hudi's WriteOperationType for index maintenance: a commit with no data
+
+
+@dataclass
+class IndexActionResult:
+    instant: str | None
+    num_buckets: int
+    files_written: int = 0
+    files_removed: int = 0
+    entries: int = 0
+
+    def actual(self) -> dict:
+        return {"instant": self.instant, "num_buckets": self.num_buckets, "index_files_written": self.files_written,
+                "index_files_removed": self.files_removed}
+
+
+def _index_commit(txn, timeline, action: str) -> None:
+    from tablespec.hudi.commit import CommitMetadata
+    extra = {"tablespec.action": action}
+    if schema := timeline.latest_schema():
+        extra["schema"] = schema  # readers take the table schema from the latest commit
+    txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
+
+
+def _remove_superseded(storage, base: str) -> int:
+    """Delete counted files that a newer base hides (after the commit that wrote the base)."""
+    old = ri.superseded_files(storage, base, Timeline.load(storage, base))
+    for f in old:
+        storage.delete(os.path.join(ri.index_folder(base), f.name))
+    return len(old)
+
+
+def build_index(spark, spec, location: str, lock) -> IndexActionResult:
+    """Build the index from the latest file slices as one commit with no data change (RFC-08's
+    bootstrap). Executors read the key column of each base file; every bucket gets a base file.
+    The caller holds `lock` and switches hoodie.properties to RECORD_LEVEL afterwards."""
+    from tablespec.engine.commit import Transaction
+    storage, base = storage_for(location)
+    timeline = Timeline.load(storage, base)
+    view = FileSystemView.build(storage, base, timeline)
+    slices = [s for s in view.latest_slices() if s.base_file is not None]
+    rows = sum(pq.read_metadata(s.base_file.path).num_rows for s in slices)
+    props = read_table_config(storage, base).to_properties()
+    num_buckets = chosen_num_buckets(spec, {} if props.get("hoodie.index.type") != "RECORD_LEVEL" else props, rows)
+    with Transaction(storage, base, "commit", lock) as txn:
+        names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
+        _index_commit(txn, timeline, "record_index_build")
+    return IndexActionResult(txn.instant, num_buckets, len(names), _remove_superseded(storage, base), rows)
+
+
+def drop_index(location: str) -> int:
+    """Remove every index file (the table left RECORD_LEVEL); returns how many there were."""
+    storage, base = storage_for(location)
+    count = len(ri.list_files(storage, base))
+    storage.delete_tree(ri.index_folder(base))
+    return count
+
+
+def buckets_to_compact(chains: dict, max_files: int) -> dict:
+    return {b: names for b, names in chains.items() if len(names) > max_files}
+
+
+def compact_buckets(base: str, instant: str, batches):
+    """Executor: merge each bucket's live files into one base file, tombstones dropped."""
+    folder = ri.index_folder(base)
+    names = []
+    for batch in batches:
+        for r in batch.to_pylist():
+            state = ri.resolve([os.path.join(folder, n) for n in r["files"]])
+            state = state.filter(pc.is_valid(state.column("file_id")))
+            file = ri.IndexFile(r["bucket"], instant, "base")
+            ri.write_file(folder, file, state)
+            names.append(file.name)
+    yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
+
+
+def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResult:
+    """Compact buckets with more than `max_files` live files, as one commit with no data change.
+    A crash before completion is rolled back like any write (its files go with it); files the
+    new bases hide are deleted after completion (and ignored by lookups until then)."""
+    from tablespec.engine.commit import Transaction
+    storage, base = storage_for(location)
+    timeline = Timeline.load(storage, base)
+    props = read_table_config(storage, base).to_properties()
+    index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
+    todo = buckets_to_compact(index.chains, max_files)
+    if not todo:
+        return IndexActionResult(None, index.num_buckets, 0, _remove_superseded(storage, base))
+    with Transaction(storage, base, "commit", lock) as txn:
+        jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
+        rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
+                .mapInArrow(functools.partial(compact_buckets, base, txn.instant), "name string").collect())
+        keep = {r.name for r in rows}
+        for f in ri.list_files(storage, base):  # failed task attempts
+            if f.instant == txn.instant and f.name not in keep:
+                storage.delete(os.path.join(ri.index_folder(base), f.name))
+        _index_commit(txn, timeline, "record_index_compaction")
+    return IndexActionResult(txn.instant, index.num_buckets, len(keep), _remove_superseded(storage, base))

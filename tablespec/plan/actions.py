@@ -15,12 +15,12 @@ PLAN_FORMAT_VERSION = 1
 
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-    "schema_evolution", "replace_table", "rollback", "clean",
+    "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction",
 ]
 SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
 # Kinds `apply` can run today; the others are planned and shown, and refused by name on apply.
 SUPPORTED_KINDS = {"create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-                   "schema_evolution", "rollback", "clean", "replace_table"}
+                   "schema_evolution", "rollback", "clean", "replace_table", "record_index_compaction"}
 
 
 class _Frozen(BaseModel):
@@ -98,8 +98,6 @@ class Action(_Frozen):
 
     @property
     def supported(self) -> bool:
-        if self.kind == "index_migration":
-            return self.params.get("to") != "RECORD_LEVEL"
         return self.kind in SUPPORTED_KINDS
 
 

@@ -10,7 +10,9 @@ from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_bucke
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
+from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.spec.loader import LoadedSpec
+from tablespec.spec.model import RecordLevelSettings
 from tablespec.state import TableState
 
 
@@ -47,6 +49,8 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)
         actions.insert(0, Action(kind="rollback", reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
                                  params={"instants": [i.timestamp for i in state.expired]}))
+    if state.exists and not any(a.kind in ("index_migration", "replace_table") for a in actions):
+        actions += _index_compaction(spec, state)
     clean = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
     if clean and not any(a.destructive for a in actions):
         actions.append(Action(kind="clean", estimate=clean, reasons=[
@@ -119,11 +123,31 @@ def _index_action(index: list[SettingChange], state: TableState, spec) -> Action
     params = {"from": old_type, "to": new_type}
     if new_type == "BUCKET":
         return _bucket_action(old_type, by_prop, state, spec, changes, params)
-    if new_type == "RECORD_LEVEL" and old_type != "RECORD_LEVEL":
-        return Action(kind="index_migration", reasons=[f"index {old_type} -> RECORD_LEVEL builds the record-level index"],
-                      changes=changes, params=params, estimate=_rewrite_estimate(state, rewrite=False))
+    if new_type == "RECORD_LEVEL" and (old_type != "RECORD_LEVEL" or NUM_BUCKETS_PROPERTY in by_prop):
+        why = (f"index {old_type} -> RECORD_LEVEL builds the record-level index" if old_type != "RECORD_LEVEL" else
+               "the record-level index's bucket count changes: the index is rebuilt")
+        estimate = {"rows": "unknown" if state.rows is None else state.rows, **_rewrite_estimate(state, rewrite=False)}
+        return Action(kind="index_migration", reasons=[why], changes=changes, params=params, estimate=estimate)
+    if old_type == "RECORD_LEVEL":
+        return Action(kind="index_migration", reasons=[f"index RECORD_LEVEL -> {new_type}: configuration only; "
+                                                       "the record-level index files are dropped"],
+                      changes=changes, params=params)
     return Action(kind="index_migration", reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
                   changes=changes, params=params)
+
+
+def _index_compaction(spec, state: TableState) -> list[Action]:
+    """RECORD_LEVEL: merge index buckets that have more live files than the spec allows."""
+    if spec.spec.index.type != "RECORD_LEVEL" or not state.index_buckets:
+        return []
+    limit = (spec.spec.index.record_level or RecordLevelSettings()).max_files_per_bucket
+    over = {b: v for b, v in state.index_buckets.items() if v[0] > limit}
+    if not over:
+        return []
+    estimate = {"buckets": len(over), "index_files": sum(n for n, _ in over.values()),
+                "bytes_to_read": sum(size for _, size in over.values())}
+    return [Action(kind="record_index_compaction", estimate=estimate, reasons=[
+        f"{len(over)} record-index bucket(s) have more than {limit} files (maxFilesPerBucket)"])]
 
 
 def rebucket_partitions(spec, state: TableState) -> list[str]:

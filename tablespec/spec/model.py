@@ -149,16 +149,17 @@ class BucketIndex(_IndexModel):
 
 
 class RecordLevelSettings(SpecModel):
-    """Tuning of the record-level index in the metadata table."""
+    """Tuning of the record-level index (tablespec's index files under .hoodie/.tablespec/record_index)."""
 
     num_buckets: Annotated[int, Field(ge=1)] | None = None
-    """Initial number of file groups of the index; default: chosen by Hudi."""
+    """Index buckets, fixed for the table's life (changing it rebuilds the index); default: sized from the
+    table when the index is built (~1M keys per bucket with 30% headroom), kept in hoodie.properties."""
     max_files_per_bucket: Annotated[int, Field(ge=1)] = 8
-    """Upper bound on index file groups per bucket."""
+    """A bucket with more index files than this is compacted (`plan` proposes record_index_compaction)."""
 
 
 class RecordLevelIndex(_IndexModel):
-    """Hudi's RECORD_LEVEL index: key -> file group mapping kept in the metadata table."""
+    """A global record-level index: key -> (partition, file group), keys unique across partitions."""
 
     type: Literal["RECORD_LEVEL"] = "RECORD_LEVEL"
     """Index type."""

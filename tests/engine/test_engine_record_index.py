@@ -78,3 +78,92 @@ def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, tmp_p
     files = ri.list_files(LocalStorage(), table.location)
     done = {i.timestamp for i in Timeline.load(LocalStorage(), table.location).completed()}
     assert files and all(f.instant in done for f in files)
+
+
+def test_real_fixture_migrates_to_record_level_and_back(spark, real_table):
+    from test_engine_rebucket import apply_spec, content
+    from tablespec.importer import import_yaml
+    from tablespec.spec.loader import load_spec_text
+    from tablespec.state import observe
+    from tablespec.table import Table
+    base = real_table("cow_v6_simplekeygen_nonhivestyle")
+    text = import_yaml(observe(str(base)), str(base.parent))
+    original = Table(load_spec_text(text, "f.yaml").specs[0].spec, str(base), spark)
+    before = content(original)
+    plan, result, spec = apply_spec(spark, text.replace("{type: SIMPLE}", "{type: RECORD_LEVEL}"), base.parent)
+    (t, action), = plan.actions
+    assert action.kind == "index_migration" and action.estimate["rows"] == len(before)
+    assert result.actions[0].actual["rows"] == len(before)
+    props = observe(str(base)).config.to_properties()
+    assert props["hoodie.index.type"] == "RECORD_LEVEL"
+    assert props[ri.NUM_BUCKETS_PROPERTY] == str(ri.MIN_BUCKETS)  # sized from the table: small
+    table = Table(spec, str(base), spark)
+    data = assert_consistent(table)
+    assert content(table) == before and len(data) == len(before)
+    assert_hudi_rs_agrees(table)  # hudi-rs reads the table with .hoodie/.tablespec/ present
+    # writes keep using and extending it
+    row = table.read().orderBy("_hoodie_record_key").limit(1)
+    cols = [c.name for c in spec.spec.columns]
+    table.write(row.select(*cols).withColumn("intField", row["intField"] + 1), "upsert")
+    assert assert_consistent(table) == data
+    # away from RECORD_LEVEL: the index files are dropped in the same action
+    plan, result, _ = apply_spec(spark, text, base.parent)
+    assert [a.kind for _, a in plan.actions] == ["index_migration"]
+    assert not ri.list_files(LocalStorage(), str(base)) and result.actions[0].actual["index_files_removed"] > 0
+
+
+def test_verify_reports_injected_inconsistencies(spark, tmp_path, capsys):
+    from tablespec.cli import main
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(10)], DDL), "insert")
+    assert main(["verify", table.location]) == 0
+    assert "matches" in capsys.readouterr().out
+    # corrupt the index files in place: k1 points elsewhere, k2 is dropped, k404 is invented
+    folder = ri.index_folder(table.location)
+    for f in ri.list_files(LocalStorage(), table.location):
+        t = ri.read_file(os.path.join(folder, f.name)).to_pydict()
+        rows = {k: (p, fid) for k, p, fid in zip(t["key"], t["partition"], t["file_id"]) if k != "k2"}
+        if "k1" in rows:
+            rows["k1"] = (rows["k1"][0], "elsewhere")
+        if f.bucket == ri.buckets_of(ri.key_hashes(pa.array(["k404"])), 3)[0]:
+            rows["k404"] = ("ber", "x")
+        ri.write_file(folder, f, ri.entries(list(rows), [v[0] for v in rows.values()], [v[1] for v in rows.values()]))
+    assert main(["verify", table.location]) == 1
+    out = capsys.readouterr().out
+    assert "missing: 1" in out and "k2" in out and "extra: 1" in out and "k404" in out
+    assert "misplaced: 1" in out and "k1 is in" in out and "3 difference(s)" in out
+
+
+def test_verify_and_lookup_refuse_other_indexes_clearly(spark, tmp_path, capsys):
+    from tablespec.cli import main
+    table = make_table(spark, tmp_path, SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}",
+                                                     "{type: SIMPLE}"))
+    assert main(["verify", table.location]) == 1
+    assert "not RECORD_LEVEL" in capsys.readouterr().err
+    assert main(["lookup", table.location, "k1"]) == 1
+
+
+def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.state import observe
+    table = make_table(spark, tmp_path, SPEC)
+    for i in range(4):  # each commit adds a delta to most buckets; deletes leave tombstones
+        table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(6)], DDL), "insert")
+    table.write(spark.createDataFrame([("k0-0", "ams", 0), ("k1-1", "ams", 0)], DDL), "delete")
+    data = assert_consistent(table)
+    over = {b: n for b, (n, _) in observe(table.location).index_buckets.items() if n > 2}
+    assert over
+    plan, _ = plan_for(SPEC, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["record_index_compaction"]
+    result = Applier(spark=spark).apply(plan)
+    assert result.actions[0].actual["index_files_written"] == len(over)
+    assert all(n == 1 for b, (n, _) in observe(table.location).index_buckets.items() if b in over)
+    assert assert_consistent(table) == data
+    files = ri.list_files(LocalStorage(), table.location)
+    assert not ri.superseded_files(LocalStorage(), table.location, Timeline.load(LocalStorage(), table.location))
+    assert not any(ri.read_file(os.path.join(ri.index_folder(table.location), f.name)).column("file_id").null_count
+                   for f in files if f.kind == "base")  # tombstones dropped
+    plan, _ = plan_for(SPEC, tmp_path)
+    assert not plan.has_changes
+    assert_hudi_rs_agrees(table)  # the compaction commit (no data) does not disturb readers

@@ -1,6 +1,8 @@
 """The planner is pure: build specs and observed states by hand, assert the actions."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from _support import ORDERS_SPEC
@@ -82,10 +84,29 @@ def test_plan_bucket_to_bloom_is_config_only_migration():
     assert {c.path for c in acts[0].changes} == {"spec.index.type", "spec.index.numBuckets", "spec.index.hashFields"}
 
 
-def test_plan_migration_to_record_level_is_not_yet_supported():
+def test_plan_migration_to_record_level_builds_with_an_estimate():
     rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
     acts = actions(rli, state_for(BASE))
-    assert [(a.kind, a.supported) for a in acts] == [("index_migration", False)]
+    assert [(a.kind, a.supported, a.params["to"]) for a in acts] == [("index_migration", True, "RECORD_LEVEL")]
+    assert {"rows", "file_groups", "bytes_to_read"} <= set(acts[0].estimate)
+
+
+def test_plan_record_level_bucket_count_chosen_by_tablespec_is_no_change():
+    rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
+    state = state_for(rli, **{"tablespec.record.level.num.buckets": "12"})
+    assert actions(rli, state) == []
+    explicit = rli.replace("{type: RECORD_LEVEL}", "{type: RECORD_LEVEL, recordLevel: {numBuckets: 20}}")
+    assert [(a.kind, a.reasons[0][:40]) for a in actions(explicit, state)] == [
+        ("index_migration", "the record-level index's bucket count ch")]
+
+
+def test_plan_proposes_index_compaction_over_max_files_per_bucket():
+    rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}",
+                       "index: {type: RECORD_LEVEL, recordLevel: {numBuckets: 4, maxFilesPerBucket: 2}}")
+    state = dataclasses.replace(state_for(rli), index_buckets={0: (3, 300), 1: (2, 50), 2: (5, 700)})
+    acts = actions(rli, state)
+    assert [a.kind for a in acts] == ["record_index_compaction"]
+    assert acts[0].estimate == {"buckets": 2, "index_files": 8, "bytes_to_read": 1000}
 
 
 @pytest.mark.parametrize("edit, reason", [
