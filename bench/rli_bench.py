@@ -1,0 +1,218 @@
+"""Record-level index: lookup latency at 1M and 10M keys, and the tagging share of an upsert.
+
+Lookups (no Spark): an index of N keys ("ord-%010d", 0 <= id < N) is built through the format
+layer directly (tablespec.hudi.record_index: one base file per bucket, the bucket count
+tablespec picks for N rows), not by ingesting N rows through Spark. Each repetition looks up
+100k keys, half present (ids below N) and half absent (ids from N to 2N), in random order,
+on the driver as `Table.lookup` does; p50 / p95 over the repetitions. RFC-08's reference is
+~600 ms p95 for 100k lookups in 1M entries (HFile); targets: 60 ms at 1M, 250 ms at 10M.
+
+Tagging share (Spark): one orders table (bench/_common.py) is loaded with `--rows` rows,
+copied, and the copy moved to RECORD_LEVEL through `index_migration` (plan -> apply). The same
+upsert (half updates over every partition, half new keys) then runs into both. Tagging is
+timed by materialising the tagged rows where the writer produces them (key preparation
+included, the same for both); for RECORD_LEVEL the index delta written before the commit is
+timed too. Prints a table and writes JSON (default bench/results/rli_bench.json).
+
+    python bench/rli_bench.py [--sizes 1000000,10000000] [--lookups 100000] [--repeat 20] [--rows 1000000]
+    python bench/rli_bench.py --sizes 1000000 --rows 200000 --upsert-rows 20000   # quick run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from _common import make_table, orders, spec_text, start_spark
+from tablespec.hudi import record_index as ri
+
+INSTANT = "20260101000000000"
+
+
+def order_keys(ids: np.ndarray) -> pa.Array:
+    return pc.binary_join_element_wise("ord-", pc.utf8_lpad(pc.cast(pa.array(ids), pa.string()), 10, "0"), "")
+
+
+def build_index(folder: str, n: int) -> tuple[dict, int, float]:
+    """One base file per bucket for keys 0..n-1 (partition and file id vary like a real table)."""
+    num_buckets = ri.default_num_buckets(n)
+    t = time.perf_counter()
+    keys = order_keys(np.arange(n))
+    buckets = ri.buckets_of(ri.key_hashes(keys), num_buckets)
+    parts = pc.binary_join_element_wise("order_date=2026-01-", pc.cast(pa.array(np.arange(n) % 30 + 1), pa.string()), "")
+    fids = pc.binary_join_element_wise("fg-", pc.cast(pa.array(np.arange(n) % 997), pa.string()), "")
+    chains = {}
+    order = np.argsort(buckets, kind="stable")
+    bounds = np.flatnonzero(np.diff(buckets[order])) + 1
+    for rows in np.split(order, bounds):
+        b = int(buckets[rows[0]])
+        file = ri.IndexFile(b, INSTANT, "base")
+        take = pa.array(rows)
+        ri.write_file(folder, file, ri.entries(keys.take(take), parts.take(take), fids.take(take)))
+        chains[b] = [file.name]
+    return chains, num_buckets, time.perf_counter() - t
+
+
+def lookup_latency(folder: str, chains: dict, num_buckets: int, n: int, lookups: int, repeat: int) -> dict:
+    rng = np.random.default_rng(42)
+    times, found = [], []
+    ri.lookup_in(folder, chains, num_buckets, order_keys(np.arange(10)))  # warm-up: imports, power tables
+    for _ in range(repeat):
+        ids = np.concatenate([rng.choice(n, lookups // 2, replace=False), n + rng.choice(n, lookups - lookups // 2,
+                                                                                          replace=False)])
+        keys = order_keys(rng.permutation(ids))
+        t = time.perf_counter()
+        out = ri.lookup_in(folder, chains, num_buckets, keys)
+        times.append(time.perf_counter() - t)
+        found.append(out.num_rows)
+    ms = np.array(times) * 1000
+    return dict(entries=n, buckets=num_buckets, lookups=lookups, repeat=repeat, p50_ms=float(np.percentile(ms, 50)),
+                p95_ms=float(np.percentile(ms, 95)), max_ms=float(ms.max()), found=found,
+                ok=all(f == lookups // 2 for f in found),
+                index_bytes=sum(os.path.getsize(os.path.join(folder, c[0])) for c in chains.values()))
+
+
+class TagTimer:
+    """Times tagging (and the RECORD_LEVEL index delta) inside real writes, by wrapping the writer's seams."""
+
+    def __init__(self):
+        from tablespec.engine import record_index
+        from tablespec.engine.writer import TableWriter
+        self.seconds: dict[str, float] = {}
+        self._rli, self._writer = record_index, TableWriter
+        self._orig = (TableWriter._tag, record_index.tag, record_index.write_index_delta)
+
+        def timed(name, fn, materialise):
+            def run(*a, **kw):
+                t = time.perf_counter()
+                out = fn(*a, **kw)
+                if materialise:
+                    out = out.persist()
+                    out.count()
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
+                return out
+            return run
+
+        TableWriter._tag = timed("tag", self._orig[0], True)
+        record_index.tag = timed("tag", self._orig[1], True)
+        record_index.write_index_delta = timed("index delta", self._orig[2], False)
+
+    def close(self):
+        self._writer._tag, self._rli.tag, self._rli.write_index_delta = self._orig
+
+
+def upsert_input(spark, rows: int, n: int, partitions: int):
+    from pyspark.sql import functions as F
+    step = max(1, rows // max(n // 2, 1))
+    updates = orders(spark.range(0, n // 2).select((F.col("id") * step + F.col("id") % step).alias("id")),
+                     partitions, version=1)
+    return updates.unionByName(orders(spark.range(rows, rows + n - n // 2), partitions, version=1))
+
+
+def tagging_share(args, work: str) -> dict:
+    from tablespec.apply import Applier
+    from tablespec.plan.builder import build_plan
+    from tablespec.spec.loader import load_spec_text
+    from tablespec.state import observe
+    from tablespec.table import Table
+    spark = start_spark(args.master, args.driver_memory, os.path.join(work, "events"), app_name="rli_bench")
+    out = {}
+    try:
+        warehouse = os.path.join(work, "warehouse")
+        warm = make_table(spark, os.path.join(work, "warmup"), "warm", "{type: SIMPLE}")
+        warm.write(orders(spark.range(0, 2000), 3, 0), "bulk_insert")
+        warm.write(upsert_input(spark, 2000, 200, 3), "upsert")
+        simple = make_table(spark, warehouse, "orders", "{type: SIMPLE}")
+        t = time.perf_counter()
+        simple.write(orders(spark.range(0, args.rows), args.partitions, 0), "bulk_insert")
+        out["load_s"] = time.perf_counter() - t
+        rli_location = simple.location + "_rli"
+        shutil.copytree(simple.location, rli_location)
+        text = spec_text("orders", "{type: RECORD_LEVEL}").replace("location: bench/orders", "location: bench/orders_rli")
+        loaded = load_spec_text(text, "orders.yaml")
+        plan = build_plan(loaded.specs, {rli_location: observe(rli_location)}, warehouse)
+        t = time.perf_counter()
+        built = Applier(spark=spark).apply(plan).actions[0].actual
+        out["index_build"] = dict(seconds=time.perf_counter() - t, **built)
+        tables = {"SIMPLE": simple, "RECORD_LEVEL": Table(loaded.specs[0].spec, rli_location, spark)}
+        for kind, table in tables.items():
+            timer = TagTimer()
+            try:
+                t = time.perf_counter()
+                result = table.write(upsert_input(spark, args.rows, args.upsert_rows, args.partitions), "upsert")
+                total = time.perf_counter() - t
+            finally:
+                timer.close()
+            out[kind] = dict(upsert_s=total, tag_s=timer.seconds.get("tag", 0.0),
+                             index_delta_s=timer.seconds.get("index delta", 0.0),
+                             tag_share=timer.seconds.get("tag", 0.0) / total, inserted=result.inserted,
+                             updated=result.updated)
+        from tablespec.index import verify
+        out["verify_ok"] = verify(rli_location).ok
+    finally:
+        spark.stop()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000000,10000000", help="index sizes (keys), comma-separated")
+    ap.add_argument("--lookups", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the upsert table (0: skip the Spark part)")
+    ap.add_argument("--upsert-rows", type=int, default=100_000, help="rows upserted; half update existing keys")
+    ap.add_argument("--partitions", type=int, default=30)
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
+    ap.add_argument("--out", default="bench/results/rli_bench.json")
+    args = ap.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="rli_bench_")
+    targets = {1_000_000: 60.0, 10_000_000: 250.0}
+    result: dict = {"lookups": {}, "cpus": os.cpu_count(), "scan_fraction": ri.SCAN_FRACTION}
+    try:
+        print(f"lookup of {args.lookups:,} keys (half present), {args.repeat} repetitions, driver only")
+        print(f"{'entries':>12}{'buckets':>9}{'index MB':>10}{'build s':>9}{'p50 ms':>9}{'p95 ms':>9}{'target':>9}")
+        for n in (int(s) for s in args.sizes.split(",") if s):
+            folder = os.path.join(work, f"index_{n}")
+            chains, num_buckets, build_s = build_index(folder, n)
+            r = lookup_latency(folder, chains, num_buckets, n, args.lookups, args.repeat)
+            target = targets.get(n)
+            r.update(build_s=build_s, target_p95_ms=target, target_met=None if target is None else r["p95_ms"] <= target)
+            result["lookups"][str(n)] = r
+            print(f"{n:>12,}{num_buckets:>9}{r['index_bytes'] / 2**20:>10.1f}{build_s:>9.1f}{r['p50_ms']:>9.1f}"
+                  f"{r['p95_ms']:>9.1f}{'' if target is None else f'{target:.0f}':>9}"
+                  f"{'' if r['ok'] else '  WRONG RESULT'}")
+            shutil.rmtree(folder, ignore_errors=True)
+        if args.rows:
+            share = tagging_share(args, work)
+            result["upsert"] = {"rows": args.rows, "upsert_rows": args.upsert_rows, "partitions": args.partitions,
+                                "master": args.master, **share}
+            print(f"\nupsert of {args.upsert_rows:,} rows (half updates) into {args.rows:,} rows, "
+                  f"{args.partitions} partitions; index build (index_migration) {share['index_build']['seconds']:.1f}s")
+            print(f"{'index':<14}{'upsert s':>9}{'tag s':>8}{'tag share':>10}{'index delta s':>14}")
+            for kind in ("SIMPLE", "RECORD_LEVEL"):
+                u = share[kind]
+                print(f"{kind:<14}{u['upsert_s']:>9.2f}{u['tag_s']:>8.2f}{u['tag_share']:>9.0%}{u['index_delta_s']:>14.2f}")
+            print(f"verify after the upserts: {'ok' if share['verify_ok'] else 'MISMATCH'}")
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    ok = all(r["ok"] for r in result["lookups"].values()) and result.get("upsert", {}).get("verify_ok", True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
