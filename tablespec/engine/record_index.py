@@ -40,6 +40,7 @@ class IndexJob:
     num_buckets: int
     chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
     ordering_field: str | None = None
+    file_groups: frozenset = frozenset()         # the table's live file ids: an entry elsewhere is stale
 
     @property
     def folder(self) -> str:
@@ -58,7 +59,8 @@ def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
 
 def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
     idx = ri.RecordIndex(storage, base, timeline, num_buckets)
-    return IndexJob(base, num_buckets, idx.chains, ordering_field)
+    live = frozenset(s.file_id for s in FileSystemView.build(storage, base, timeline).latest_slices())
+    return IndexJob(base, num_buckets, idx.chains, ordering_field, live)
 
 
 def add_bucket(job: IndexJob, batches):
@@ -78,6 +80,8 @@ def probe_rows(job: IndexJob, operation: str, batches):
     rows = tasks.latest_per_key(rows.filter(pc.invert(rows.column(tasks.INVALID))), job.ordering_field)
     keys = rows.column(tasks.KEY).combine_chunks()
     found = ri.lookup_in(job.folder, job.chains, job.num_buckets, keys)
+    # never route into a file group the table no longer has (an index out of step: `verify` reports it)
+    found = found.filter(pc.is_in(found.column("file_id"), value_set=pa.array(sorted(job.file_groups), pa.string())))
     pos = pc.index_in(keys, value_set=found.column("key"))
     old_part = found.column("partition_path").take(pos)
     old_fg = found.column("file_id").take(pos)

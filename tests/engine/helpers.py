@@ -54,3 +54,16 @@ def assert_hudi_rs_agrees(table: Table) -> list[tuple]:
     theirs = hudi_rs_rows(table.location)
     assert theirs == ours
     return ours
+
+
+def run_script(body: str, **env: str):
+    """Run `body` (dedented) in a fresh Python process that imports this checkout and these helpers
+    (for local-cluster sessions and crash tests); returns the CompletedProcess."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from _support import ROOT
+    script = f"import sys\nsys.path.insert(0, {str(ROOT / 'tests' / 'engine')!r})\n" + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})

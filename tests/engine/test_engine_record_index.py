@@ -6,7 +6,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from helpers import assert_hudi_rs_agrees, make_table
+from helpers import assert_hudi_rs_agrees, make_table, run_script
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.timeline import Timeline
@@ -171,17 +171,11 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
 
 @pytest.mark.parametrize("point", ["after_data_files", "before_completion"])
 def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, point):
-    import subprocess
-    import sys
-    import textwrap
-    from _support import ROOT
     table = make_table(spark, tmp_path, SPEC)
     table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(12)], DDL), "insert")
     before = assert_consistent(table)
     (tmp_path / "people.yaml").write_text(SPEC)
-    script = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(ROOT / 'tests' / 'engine')!r})
+    proc = run_script(f"""
         from tablespec.engine.session import get_spark
         from tablespec.spec.loader import load_spec_text
         from tablespec.table import Table
@@ -190,9 +184,7 @@ def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, point
         table = Table(spec, {table.location!r}, spark)
         df = spark.createDataFrame([("k1", "ber", 7), ("new", "cph", 1)], {DDL!r})
         table.write(df, "upsert")
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "TABLESPEC_CRASH_AT": point})
+    """, TABLESPEC_CRASH_AT=point)
     assert proc.returncode == -9, proc.stderr[-3000:]
     storage = LocalStorage()
     crashed = Timeline.load(storage, table.location).pending()[0].timestamp
@@ -229,14 +221,8 @@ def test_replace_table_into_record_level_rebuilds_the_index(spark, tmp_path):
 
 def test_record_level_writes_on_local_cluster(tmp_path):
     """Tagging and index deltas on separate executor JVMs: nothing depends on driver-local state."""
-    import subprocess
-    import sys
-    import textwrap
-    from _support import ROOT
     (tmp_path / "people.yaml").write_text(SPEC)
-    script = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(ROOT / 'tests' / 'engine')!r})
+    proc = run_script(f"""
         from helpers import make_table
         from tablespec.engine.session import get_spark
         from tablespec.index import verify
@@ -254,6 +240,4 @@ def test_record_level_writes_on_local_cluster(tmp_path):
         spark.stop()
         print("LOCAL-CLUSTER OK")
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stderr[-3000:]

@@ -2,14 +2,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from _support import ROOT
-from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table
+from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.lock import LockTimeoutError, TableLock
@@ -92,9 +88,7 @@ def test_crashed_write_is_rolled_back_by_next_writer(spark, tmp_path):
 def test_upsert_on_local_cluster(tmp_path):
     """The same write on separate executor JVMs (local-cluster): nothing depends on driver-local state."""
     (tmp_path / "items.yaml").write_text(SPEC)
-    script = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(ROOT / 'tests' / 'engine')!r})
+    proc = run_script(f"""
         from helpers import assert_hudi_rs_agrees, make_table
         from tablespec.engine.session import get_spark
         spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
@@ -108,8 +102,6 @@ def test_upsert_on_local_cluster(tmp_path):
         spark.stop()
         print("LOCAL-CLUSTER OK")
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stderr[-3000:]
 
 
