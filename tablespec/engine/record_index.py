@@ -244,10 +244,12 @@ class IndexActionResult:
 
 
 def _index_commit(txn, timeline, action: str) -> None:
+    """Complete an index-only instant: no write stats, the table schema carried over (hudi-rs
+    resolves the schema from the latest commit and fails on one with neither)."""
     from tablespec.hudi.commit import CommitMetadata
     extra = {"tablespec.action": action}
-    if schema := timeline.latest_schema():
-        extra["schema"] = schema  # readers take the table schema from the latest commit
+    if schema := timeline.latest_schema() or read_table_config(txn.storage, txn.base).create_schema:
+        extra["schema"] = schema
     txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
 
 

@@ -241,3 +241,15 @@ def test_record_level_writes_on_local_cluster(tmp_path):
         print("LOCAL-CLUSTER OK")
     """)
     assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stderr[-3000:]
+
+
+def test_index_build_on_a_table_without_commits_keeps_hudi_rs_reading(spark, tmp_path):
+    from helpers import hudi_rs_rows
+    from test_engine_rebucket import apply_spec
+    simple = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}", "{type: SIMPLE}")
+    table = make_table(spark, tmp_path, simple)
+    plan, result, spec = apply_spec(spark, SPEC, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["index_migration"]
+    assert len(ri.list_files(LocalStorage(), table.location)) == 3  # an empty base per bucket
+    assert hudi_rs_rows(table.location) == []
+    assert verify(table.location).ok
