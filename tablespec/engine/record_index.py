@@ -218,6 +218,15 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
     return sorted(names)
 
 
+def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> list[str]:
+    """The hook for data-rewriting actions other than writes (e.g. clustering): if the table has a
+    record-level index, write `instant`'s index delta (call inside the Transaction, before commit)."""
+    props = read_table_config(storage, base).to_properties()
+    if props.get("hoodie.index.type") != "RECORD_LEVEL":
+        return []
+    return write_index_delta(spark, storage, base, instant, ri.num_buckets_of(props), view, stats, replaced)
+
+
 def slice_stats(slices) -> list[dict]:
     """Write-stat-like rows for existing file slices (an index build reads the latest slices)."""
     return [dict(partition=s.partition, file_id=s.file_id,

@@ -253,3 +253,38 @@ def test_index_build_on_a_table_without_commits_keeps_hudi_rs_reading(spark, tmp
     assert len(ri.list_files(LocalStorage(), table.location)) == 3  # an empty base per bucket
     assert hudi_rs_rows(table.location) == []
     assert verify(table.location).ok
+
+
+def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_path):
+    """The contract for data-rewriting actions: stitch a partition's file groups into a new one
+    in a replacecommit, calling `on_commit` inside the Transaction; the index follows."""
+    import pyarrow.parquet as pq
+    from tablespec.engine import tasks
+    from tablespec.engine.arrow.basefile import write_base_file
+    from tablespec.engine.commit import Transaction, commit_metadata, locked
+    from tablespec.engine.record_index import on_commit
+    from tablespec.engine.writer import table_avro_schema
+    from tablespec.hudi.fs_view import FileSystemView
+    from tablespec.hudi.naming import BaseFileName, new_file_id
+    table = make_table(spark, tmp_path, SPEC)
+    for i in range(2):
+        table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(4)], DDL), "insert")
+    storage = LocalStorage()
+    view = FileSystemView.build(storage, table.location, Timeline.load(storage, table.location))
+    inputs = view.latest_slices("city=ams")
+    with locked(table.location) as lock, Transaction(storage, table.location, "replacecommit", lock) as txn:
+        rows = pa.concat_tables([pq.read_table(s.base_file.path) for s in inputs])
+        fid = new_file_id()
+        rel = f"city=ams/{BaseFileName(fid, '0-0-0', txn.instant).format()}"
+        written = write_base_file(os.path.join(table.location, rel), rows.drop_columns(["_hoodie_file_name"]),
+                                  commit_time=txn.instant, partition_path="city=ams", partition_id=0,
+                                  record_keys=rows.column(tasks.KEY), avro_schema_json=table_avro_schema(table.spec),
+                                  preserve_meta=True)
+        stats = [dict(partition="city=ams", file_id=fid, path=rel, prev_commit="null", num_writes=written.num_rows,
+                      num_inserts=written.num_rows, num_updates=0, num_deletes=0, bytes=written.size)]
+        replaced = {"city=ams": [s.file_id for s in inputs]}
+        assert len(on_commit(spark, storage, table.location, txn.instant, view, stats, replaced)) >= 1
+        txn.commit(stats, commit_metadata(stats, "CLUSTER", table_avro_schema(table.spec), replaced=replaced))
+    data = assert_consistent(table)
+    assert len(data) == 8 and {f for _, f in data.values()} == {fid}
+    assert_hudi_rs_agrees(table)
