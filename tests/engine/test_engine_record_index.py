@@ -156,6 +156,18 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     assert over
     plan, _ = plan_for(SPEC, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["record_index_compaction"]
+    # a compaction failing before its commit point leaves nothing behind (its files roll back)
+    from tablespec.engine import record_index
+    files_before = ri.list_files(LocalStorage(), table.location)
+
+    def disk_full(*_):
+        raise OSError("disk full")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="disk full"):
+        mp.setattr(record_index, "_index_commit", disk_full)
+        Applier(spark=spark).apply(plan)
+    assert ri.list_files(LocalStorage(), table.location) == files_before and assert_consistent(table) == data
+    plan, _ = plan_for(SPEC, tmp_path)
     result = Applier(spark=spark).apply(plan)
     assert result.actions[0].actual["index_files_written"] == len(over)
     assert all(n == 1 for b, (n, _) in observe(table.location).index_buckets.items() if b in over)
