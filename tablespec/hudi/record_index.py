@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.engine.arrow.hashing import INT_MAX, java_string_hash
+from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import Storage, join
 
@@ -246,7 +247,10 @@ def probe(paths: list[str], qkeys: pa.Array, qh: np.ndarray, mode: str = "auto")
 def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys) -> pa.Table:
     """Where each key lives: (key, partition_path, file_id); missing and deleted keys are absent.
     `chains` maps a bucket to its live file names, newest first (see `live_files`)."""
-    keys = _strings(keys)
+    try:
+        keys = _strings(keys)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise TablespecError(f"record keys to look up must be strings: {e}") from None
     keys = keys.filter(pc.is_valid(keys))
     h = key_hashes(keys)
     buckets = buckets_of(h, num_buckets)

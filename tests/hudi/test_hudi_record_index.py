@@ -112,6 +112,12 @@ def test_hudi_rs_reads_a_timeline_with_index_files_and_index_commits(tmp_path):
     assert ts in repr([i.timestamp for i in t.get_timeline().get_completed_commits()])
 
 
+def test_lookup_of_non_string_keys_is_a_clear_error(tmp_path):
+    from tablespec.errors import TablespecError
+    with pytest.raises(TablespecError, match="must be strings"):
+        lookup(table(tmp_path), [{"a": 1}])
+
+
 def test_default_bucket_count_has_headroom():
     assert ri.default_num_buckets(0) == ri.MIN_BUCKETS
     assert ri.default_num_buckets(10_000_000) == 13  # 10M * 1.3 / 1M
