@@ -23,6 +23,7 @@ from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
+from tablespec.hudi.clustering import pending_plans
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
@@ -62,14 +63,7 @@ class WriteResult:
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
     """File ids under a pending clustering plan (requested or inflight replacecommit)."""
-    ids: set[str] = set()
-    for instant in timeline.pending():
-        if instant.action != "replacecommit":
-            continue
-        plan = timeline.read_metadata(instant.to("requested")) or {}
-        for group in ((plan.get("clusteringPlan") or {}).get("inputGroups") or []):
-            ids.update(s.get("fileId") for s in group.get("slices") or [])
-    return ids
+    return {file_id for plan in pending_plans(timeline).values() for _, file_id in plan.file_ids()}
 
 
 class TableWriter:
