@@ -41,7 +41,7 @@ def spec_text(clustering: str, index: str = "{type: SIMPLE}", partitioned: bool 
 
 
 def batch(spark, start: int, n: int, days: int = 2):
-    rows = [(f"o{i:05d}", (i * 7919) % 1000, Decimal(f"{i % 500}.25"), T0 + dt.timedelta(minutes=i),
+    rows = [(f"o{i:05d}", (i * 7919) % 1000, Decimal(f"{(i * 6007) % 997}.25"), T0 + dt.timedelta(minutes=i),
              dt.date(2026, 11, 1 + i % days)) for i in range(start, start + n)]
     return spark.createDataFrame(rows, SCHEMA)
 
@@ -139,3 +139,125 @@ def test_requested_plan_is_hudi_avro_and_parses_back(spark, tmp_path):
     slices = [s for g in plan["inputGroups"] for s in g["slices"]]
     assert len(slices) == 4 and all(os.path.exists(s["dataFilePath"]) for s in slices)
     assert observe(table.location).last_clustering_layout.strategy == "ZORDER"
+
+
+def _spread(files: list[dict]) -> float:
+    """Mean over files of the area of the (customer_id, amount) box each file's rows span."""
+    return float(np.mean([(max(f["customer_id"]) - min(f["customer_id"])) * float(max(f["amount"]) - min(f["amount"]))
+                          for f in files]))
+
+
+@pytest.mark.parametrize("strategy", ["ZORDER", "HILBERT"])
+def test_curve_layouts_tighten_per_file_ranges(spark, tmp_path, strategy):
+    text = spec_text(f"{{strategy: {strategy}, sortColumns: [customer_id, amount], everyNCommits: 8, "
+                     "targetFileSize: 6KiB, smallFileLimit: 5KiB}", partitioned=False)
+    table = small_table(spark, tmp_path, text, commits=8, n=30)
+    before, spread_before = content(table), _spread(file_columns(table.location, ["customer_id", "amount"]))
+    done = cluster(spark, table, text, tmp_path)
+    files = file_columns(table.location, ["customer_id", "amount"])
+    assert len(files) >= 5 and done["action"].estimate["strategy"] == f"{strategy}(customer_id, amount)"
+    assert _spread(files) < spread_before / 2
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+
+
+def test_bucket_table_sorts_within_each_bucket(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}",
+                     index="{type: BUCKET, numBuckets: 2}")
+    table = small_table(spark, tmp_path, text, operation="upsert")
+    before = content(table)
+    groups_before = {(fg.partition, fg.bucket) for fg in observe(table.location).file_groups}
+    cluster(spark, table, text, tmp_path)
+    after = observe(table.location).file_groups
+    assert {(fg.partition, fg.bucket) for fg in after} == groups_before and len(after) == len(groups_before)
+    for f in file_columns(table.location, ["customer_id"]):
+        assert f["customer_id"] == sorted(f["customer_id"])
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    # the bucket writer finds the new file groups by their bucket numbers
+    spec = load_spec_text(text, "orders.yaml").specs[0].spec
+    r = Table(spec, table.location, spark).write(batch(spark, 0, 5), "upsert")
+    assert r.updated == 5 and r.inserted == 0
+    assert_hudi_rs_agrees(table)
+
+
+def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, tmp_path):
+    from tablespec.engine.clustering import schedule
+    from tablespec.plan.clustering import clustering_plan
+    text = spec_text("{everyNCommits: 3}", partitioned=False)
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    with pytest.raises(WriteRefused, match="pending clustering plan"):
+        table.write(batch(spark, 0, 3), "upsert")
+    assert content(table) == before  # readers still see the old files
+    plan = plan_for(text, tmp_path)
+    (t, action), = plan.actions
+    assert action.kind == "clustering" and action.params["instant"] == instant.timestamp
+    assert not plan.tables[0].warnings
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(text, tmp_path).has_changes
+    assert content(table) == before
+    assert table.write(batch(spark, 0, 3), "upsert").updated == 3
+
+
+def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
+    """A requested plan written the way Apache Hudi writes it (full URIs, Hudi's params and metrics)."""
+    text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}")
+    table = small_table(spark, tmp_path, text, commits=2)
+    before = content(table)
+    slices = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    group = {"slices": [{"dataFilePath": "file:" + s.base_file.path, "deltaFilePaths": [], "fileId": s.file_id,
+                         "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in slices],
+             "metrics": {"TOTAL_IO_READ_MB": 0.0, "TOTAL_IO_WRITE_MB": 0.0, "TOTAL_IO_MB": 0.0,
+                         "TOTAL_LOG_FILE_SIZE": 0.0, "TOTAL_LOG_FILES": 0.0}, "numOutputFileGroups": 1, "version": 1}
+    record = {"operationType": "CLUSTER", "extraMetadata": None, "version": 1, "clusteringPlan": {
+        "inputGroups": [group], "extraMetadata": None, "version": 1, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+                     "strategyParams": {"hoodie.clustering.plan.strategy.sort.columns": "amount"}, "version": 1}}}
+    out = io.BytesIO()
+    fastavro.writer(out, REQUESTED_REPLACE_SCHEMA, [record])
+    from tablespec.hudi.instant import new_instant_time
+    from tablespec.hudi.timeline import TimelineWriter
+    ts = new_instant_time(Timeline.load(LocalStorage(), table.location).instants[-1].timestamp)
+    TimelineWriter(LocalStorage(), table.location).request("replacecommit", ts, out.getvalue())
+    plan = plan_for(text, tmp_path)
+    (t, action), = plan.actions
+    assert action.params["instant"] == ts and action.estimate["files"] == "2 -> 1"
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(text, tmp_path).has_changes
+    assert content(table) == before
+    clustered = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    assert len(clustered) == 1 and clustered[0].base_instant == ts
+    amounts = pq.read_table(clustered[0].base_file.path, columns=["amount"]).column(0).to_pylist()
+    assert amounts == sorted(amounts)
+    assert_hudi_rs_agrees(table)
+
+
+@pytest.mark.parametrize("point", ["mid_write", "before_completion"])
+def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, monkeypatch, point):
+    specs, warehouse = tmp_path / "specs", tmp_path / "wh"
+    specs.mkdir()
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
+    (specs / "orders.yaml").write_text(text)
+    table = small_table(spark, warehouse, text)
+    before = content(table)
+    env = {**os.environ, "TABLESPEC_CRASH_AT": point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", str(warehouse),
+                           "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    pending, = Timeline.load(LocalStorage(), table.location).pending()
+    assert pending.state == "inflight"
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    loaded = load_specs([str(specs)])
+    plan = build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse))
+    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [
+        ("rollback", None), ("clustering", pending.timestamp)]
+    Applier(spark=spark).apply(plan)
+    assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and timeline.last("replacecommit").timestamp == pending.timestamp
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
