@@ -21,8 +21,8 @@ _CURVE = "_ts_curve"
 def layout_indices(table: pa.Table, strategy: str, columns: list[str], key: str) -> pa.Array:
     """The order of `table`'s rows under `strategy` (SORT, ZORDER or HILBERT) on `columns`."""
     if strategy == "SORT":
-        keys = [(c, "ascending") for c in columns] + [(key, "ascending")]
-        return pc.sort_indices(table, sort_keys=keys, null_placement="at_start")
+        keys = [(c, "ascending", "at_start") for c in columns] + [(key, "ascending", "at_start")]
+        return pc.sort_indices(table, sort_keys=keys)
     bits = max(1, min(32, 64 // len(columns)))
     coords = [_scaled_ranks(table.column(c), bits) for c in columns]
     curve = z_values(coords, bits) if strategy == "ZORDER" else hilbert_values(coords, bits)
@@ -32,8 +32,8 @@ def layout_indices(table: pa.Table, strategy: str, columns: list[str], key: str)
 
 def _scaled_ranks(column: pa.ChunkedArray, bits: int) -> np.ndarray:
     """Dense ranks (nulls first, from 0) stretched over [0, 2**bits - 1]."""
-    ranks = np.asarray(pc.rank(column, sort_keys="ascending", null_placement="at_start",
-                               tiebreaker="dense")).astype(np.float64) - 1
+    ranks = np.asarray(pc.rank(column, tiebreaker="dense")).astype(np.float64)  # 1.., nulls last
+    ranks[np.asarray(column.is_null())] = 0
     top = ranks.max() if len(ranks) else 0
     if top <= 0:
         return np.zeros(len(ranks), np.uint64)
