@@ -237,10 +237,12 @@ class TableWriter:
                                f"{', '.join(sorted(locked))}; run or roll back the clustering first")
 
 def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: FileSystemView, spec) -> tasks.WriteJob:
-    """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups."""
+    """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups.
+    File groups under a pending clustering plan are not filled (the write would be refused)."""
     from dataclasses import replace
     target = spec.spec.clustering.target_file_size
     small = spec.spec.clustering.small_file_limit
+    clustering = _pending_clustering_groups(view.timeline)
     targets = {}
     for partition, n in counts.items():
         slices = [s for s in view.latest_slices(partition) if s.base_file is not None]
@@ -250,7 +252,7 @@ def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: File
         remaining = n
         if job.operation != "bulk_insert":
             for s in sorted(slices, key=lambda s: s.base_file.size):
-                if remaining <= 0 or s.base_file.size >= small:
+                if remaining <= 0 or s.base_file.size >= small or s.file_id in clustering:
                     continue
                 room = max(0, (target - s.base_file.size) // record_bytes)
                 take = min(remaining, room)

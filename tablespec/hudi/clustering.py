@@ -21,7 +21,10 @@ from typing import Any
 import fastavro
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.timeline import avro_record
+from tablespec.hudi.instant import REPLACE_COMMIT, Instant
+from tablespec.hudi.io import join
+from tablespec.hudi.rollback import is_clustering_plan
+from tablespec.hudi.timeline import Timeline, avro_record
 
 CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: requested metadata and completed commit
 # Hudi's Spark executor of sorted (linear / z-order / hilbert) and unsorted clusterings.
@@ -215,22 +218,21 @@ def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
                           dict(plan.get("extraMetadata") or {}), True if preserve is None else bool(preserve))
 
 
-def pending_plans(timeline) -> dict:
+def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
     """Pending clusterings on a timeline: instant (in its latest state) -> ClusteringPlan."""
-    from tablespec.hudi.rollback import is_clustering_plan
     out = {}
     for instant in timeline.pending():
         if is_clustering_plan(timeline, instant):
             requested = instant.to("requested")
-            out[instant] = decode_plan(timeline.read_metadata(requested), f"{timeline.meta}/{requested.file_name}")
+            out[instant] = decode_plan(timeline.read_metadata(requested), join(timeline.meta, requested.file_name))
     return out
 
 
-def last_layout(timeline) -> tuple[str, Layout] | None:
-    """The latest completed clustering on the active timeline and the layout its plan used."""
-    from tablespec.hudi.io import join
+def last_layout(timeline: Timeline) -> tuple[str, Layout] | None:
+    """The latest completed clustering on the active timeline and the layout its plan used
+    (NONE when its plan is no longer on the active timeline)."""
     for instant in reversed(timeline.commits()):
-        if instant.action != "replacecommit" or timeline.read_metadata(instant).get("operationType") != CLUSTER:
+        if instant.action != REPLACE_COMMIT or timeline.read_metadata(instant).get("operationType") != CLUSTER:
             continue
         requested = instant.to("requested")
         if not timeline.storage.exists(join(timeline.meta, requested.file_name)):

@@ -191,6 +191,8 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     with pytest.raises(WriteRefused, match="pending clustering plan"):
         table.write(batch(spark, 0, 3), "upsert")
     assert content(table) == before  # readers still see the old files
+    table.write(batch(spark, 1000, 3), "insert")  # new records go to new file groups, not the planned ones
+    before = content(table)
     plan = plan_for(text, tmp_path)
     (t, action), = plan.actions
     assert action.kind == "clustering" and action.params["instant"] == instant.timestamp
