@@ -30,12 +30,13 @@ from tablespec.engine.arrow.layout import layout_indices
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
-from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, decode_plan, encode_plan, pending_plans
+from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
 from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.types import Array, Map, Struct
 
 
 @dataclass(frozen=True)
@@ -160,15 +161,13 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
     storage, base = storage_for(location)
     started = time.monotonic()
     timeline = Timeline.load(storage, base)
-    requested = instant.to("requested")
-    if not storage.exists(join(timeline.meta, requested.file_name)) or instant not in {
-            i.to("requested") for i in pending_plans(timeline)}:
+    plan = next((p for i, p in pending_plans(timeline).items() if i.timestamp == instant.timestamp), None)
+    if plan is None:
         raise TablespecError(f"{base}: no pending clustering plan {instant.timestamp}")
-    plan = decode_plan(timeline.read_metadata(requested), join(timeline.meta, requested.file_name))
     _check_layout(spec, plan.layout)
     files, bytes_read = _input_files(storage, base, plan, instant)
     bucketed = spec.spec.index.type == "BUCKET"
-    with Transaction(storage, base, "replacecommit", lock, requested=requested) as txn:
+    with Transaction(storage, base, "replacecommit", lock, requested=instant.to("requested")) as txn:
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
@@ -189,8 +188,8 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
 
 
 def _check_layout(spec, layout: Layout) -> None:
-    names = {c.name for c in spec.spec.columns}
-    missing = [c for c in layout.columns if c not in names]
-    if missing:
-        raise TablespecError(f"clustering plan sorts by {', '.join(missing)}, not a column of "
+    """A plan (possibly Hudi's) must sort by primitive columns of the table."""
+    bad = [c for c in layout.columns if spec.column(c) is None or isinstance(spec.column(c).data_type, Array | Map | Struct)]
+    if bad:
+        raise TablespecError(f"clustering plan sorts by {', '.join(bad)}: not primitive columns of "
                              f"{spec.qualified_name}")
