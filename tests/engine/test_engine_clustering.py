@@ -263,3 +263,19 @@ def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, monkey
     assert not timeline.pending() and timeline.last("replacecommit").timestamp == pending.timestamp
     assert content(table) == before
     assert_hudi_rs_agrees(table)
+
+
+def test_clustering_after_schema_evolution_carries_old_files_into_the_new_columns(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}", partitioned=False)
+    table = small_table(spark, tmp_path, text, commits=2)
+    evolved = text.replace("    - {name: order_date, type: date}\n",
+                           "    - {name: order_date, type: date}\n    - {name: note, type: string}\n")
+    plan = plan_for(evolved, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["schema_evolution"]
+    Applier(spark=spark).apply(plan)  # the schema commit is the third commit: clustering is due now
+    new = Table(load_spec_text(evolved, "orders.yaml").specs[0].spec, table.location, spark)
+    before = content(new)
+    done = cluster(spark, new, evolved, tmp_path)
+    assert done["actual"]["rows"] == 80
+    assert content(new) == before and {r[-1] for r in before} == {None}
+    assert_hudi_rs_agrees(new)
