@@ -167,6 +167,10 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
     _check_layout(spec, plan.layout)
     files, bytes_read = _input_files(storage, base, plan, instant)
     bucketed = spec.spec.index.type == "BUCKET"
+    if bucketed and any(g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1
+                        for g in plan.groups):
+        raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
+                             "table (each group must be one bucket's file group, written into one file group)")
     with Transaction(storage, base, "replacecommit", lock, requested=instant.to("requested")) as txn:
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))

@@ -203,26 +203,32 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     assert table.write(batch(spark, 0, 3), "upsert").updated == 3
 
 
+def request_hudi_plan(location: str, slices, params: dict, outputs: int = 1) -> str:
+    """Schedule a plan the way Apache Hudi writes it (full URIs, Hudi's params and metrics); its instant."""
+    from tablespec.hudi.instant import new_instant_time
+    from tablespec.hudi.timeline import TimelineWriter
+    group = {"slices": [{"dataFilePath": "file:" + s.base_file.path, "deltaFilePaths": [], "fileId": s.file_id,
+                         "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in slices],
+             "metrics": {"TOTAL_IO_READ_MB": 0.0, "TOTAL_IO_WRITE_MB": 0.0, "TOTAL_IO_MB": 0.0,
+                         "TOTAL_LOG_FILE_SIZE": 0.0, "TOTAL_LOG_FILES": 0.0}, "numOutputFileGroups": outputs,
+             "version": 1}
+    record = {"operationType": "CLUSTER", "extraMetadata": None, "version": 1, "clusteringPlan": {
+        "inputGroups": [group], "extraMetadata": None, "version": 1, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+                     "strategyParams": params, "version": 1}}}
+    out = io.BytesIO()
+    fastavro.writer(out, REQUESTED_REPLACE_SCHEMA, [record])
+    ts = new_instant_time(Timeline.load(LocalStorage(), location).instants[-1].timestamp)
+    TimelineWriter(LocalStorage(), location).request("replacecommit", ts, out.getvalue())
+    return ts
+
+
 def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
-    """A requested plan written the way Apache Hudi writes it (full URIs, Hudi's params and metrics)."""
     text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}")
     table = small_table(spark, tmp_path, text, commits=2)
     before = content(table)
     slices = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
-    group = {"slices": [{"dataFilePath": "file:" + s.base_file.path, "deltaFilePaths": [], "fileId": s.file_id,
-                         "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in slices],
-             "metrics": {"TOTAL_IO_READ_MB": 0.0, "TOTAL_IO_WRITE_MB": 0.0, "TOTAL_IO_MB": 0.0,
-                         "TOTAL_LOG_FILE_SIZE": 0.0, "TOTAL_LOG_FILES": 0.0}, "numOutputFileGroups": 1, "version": 1}
-    record = {"operationType": "CLUSTER", "extraMetadata": None, "version": 1, "clusteringPlan": {
-        "inputGroups": [group], "extraMetadata": None, "version": 1, "preserveHoodieMetadata": True,
-        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
-                     "strategyParams": {"hoodie.clustering.plan.strategy.sort.columns": "amount"}, "version": 1}}}
-    out = io.BytesIO()
-    fastavro.writer(out, REQUESTED_REPLACE_SCHEMA, [record])
-    from tablespec.hudi.instant import new_instant_time
-    from tablespec.hudi.timeline import TimelineWriter
-    ts = new_instant_time(Timeline.load(LocalStorage(), table.location).instants[-1].timestamp)
-    TimelineWriter(LocalStorage(), table.location).request("replacecommit", ts, out.getvalue())
+    ts = request_hudi_plan(table.location, slices, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
     plan = plan_for(text, tmp_path)
     (t, action), = plan.actions
     assert action.params["instant"] == ts and action.estimate["files"] == "2 -> 1"
@@ -234,6 +240,20 @@ def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
     amounts = pq.read_table(clustered[0].base_file.path, columns=["amount"]).column(0).to_pylist()
     assert amounts == sorted(amounts)
     assert_hudi_rs_agrees(table)
+
+
+def test_plan_merging_buckets_is_refused_and_changes_nothing(spark, tmp_path):
+    from tablespec.errors import TablespecError
+    text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}", index="{type: BUCKET, numBuckets: 2}")
+    table = small_table(spark, tmp_path, text, commits=1, operation="upsert")
+    before = content(table)
+    slices = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    assert len(slices) == 2
+    ts = request_hudi_plan(table.location, slices, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
+    with pytest.raises(TablespecError, match="would merge or split buckets"):
+        Applier(spark=spark).apply(plan_for(text, tmp_path))
+    assert content(table) == before
+    assert [(i.timestamp, i.state) for i in Timeline.load(LocalStorage(), table.location).pending()] == [(ts, "requested")]
 
 
 @pytest.mark.parametrize("point", ["mid_write", "before_completion"])
