@@ -19,7 +19,7 @@ from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
 SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration",
-                 "record_index_compaction"}  # the others are metadata only
+                 "record_index_compaction", "clustering"}  # the others are metadata only
 LATER: dict[str, str] = {}  # kind -> the work that will make apply run it
 
 
@@ -210,6 +210,23 @@ class Applier:
             result = execute_clean(storage, base, plan)
         return {"clean_instant": result.clean_instant, "files": len(result.deleted_files),
                 "bytes_freed": result.bytes_freed}
+
+    def visit_clustering(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Run a pending clustering plan (`instant`), or schedule the one that is due now and run
+        it. Planned again under the lock, from the table as it is (the plan's requirements held)."""
+        from tablespec.engine import clustering
+        from tablespec.engine.writer import table_avro_schema
+        from tablespec.hudi.instant import Instant
+        from tablespec.plan.clustering import clustering_plan
+        with locked(t.location) as lock:  # recovery reverts a dead run to its requested plan
+            if "instant" in a.params:
+                instant = Instant(a.params["instant"], "replacecommit", "requested")
+            else:
+                plan = clustering_plan(spec, observe(t.location))
+                if plan is None:
+                    return {"groups": 0}
+                instant = clustering.schedule(t.location, plan)
+            return clustering.run(self.spark, spec, t.location, instant, table_avro_schema(spec), lock).actual()
 
     def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""

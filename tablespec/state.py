@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
+from tablespec.hudi.clustering import Layout, last_layout, pending_plans
 from tablespec.hudi.config import TableConfig, fingerprint, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
@@ -38,6 +39,7 @@ class FileGroupState:
     file_id: str
     base_instant: str
     size: int
+    base_file: str = ""   # the base file's name (empty for a slice without one)
 
     @property
     def bucket(self) -> int | None:
@@ -58,7 +60,9 @@ class TableState:
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
     last_clustering: str | None = None
+    last_clustering_layout: Layout | None = None   # the layout the last clustering's plan used
     commits_since_clustering: int = 0
+    pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
     rows: int | None = None           # rows in the latest slices, from commit metadata (None: unknown)
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
@@ -88,15 +92,15 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     view = FileSystemView.build(storage, location, timeline)
     groups = tuple(
         FileGroupState(fg.partition, fg.file_id, fg.latest_slice.base_instant,
-                       fg.latest_slice.base_file.size if fg.latest_slice.base_file else 0)
+                       fg.latest_slice.base_file.size if fg.latest_slice.base_file else 0,
+                       fg.latest_slice.base_file.name if fg.latest_slice.base_file else "")
         for fg in view.file_groups() if fg.latest_slice is not None
     )
     schema = timeline.latest_schema() or config.create_schema
     columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
     commits = [i for i in timeline.commits()]
-    clusterings = [i for i in commits if i.action == "replacecommit"
-                   and timeline.read_metadata(i).get("operationType") == "CLUSTER"]
-    last_clustering = clusterings[-1].timestamp if clusterings else None
+    last = last_layout(timeline)
+    last_clustering = last[0] if last else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     retained = keep_commits or int(config.to_properties().get("hoodie.cleaner.commits.retained", 10))
     clean = plan_clean(location, timeline, view, retained)
@@ -115,6 +119,8 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         last_clustering=last_clustering,
+        last_clustering_layout=last[1] if last else None,
+        pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),
         rows=_rows(timeline, view),

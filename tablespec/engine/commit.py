@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 from tablespec.hudi.naming import BaseFileName
@@ -76,14 +76,18 @@ class Transaction:
     Use as a context manager; any error inside rolls the instant back. `commit` does the
     steps every action shares before its commit point, and writes the completed file last."""
 
-    def __init__(self, storage, base: str, action: str, lock=None):
+    def __init__(self, storage, base: str, action: str, lock=None, plan: bytes = b"",
+                 requested: Instant | None = None):
+        """Request a new instant (with `plan` as its requested content), or take over the
+        already `requested` one (a scheduled clustering plan)."""
         self.storage, self.base, self.lock = storage, base, lock
-        timeline = Timeline.load(storage, base)
-        last = timeline.instants[-1].timestamp if timeline.instants else None
-        self.instant = new_instant_time(after=last)
-        crash_point("before_requested")
         self.writer = TimelineWriter(storage, base)
-        self.requested = self.writer.request(action, self.instant)
+        if requested is None:
+            timeline = Timeline.load(storage, base)
+            last = timeline.instants[-1].timestamp if timeline.instants else None
+            crash_point("before_requested")
+            requested = self.writer.request(action, new_instant_time(after=last), plan)
+        self.requested, self.instant = requested, requested.timestamp
         self.heartbeat = Heartbeat(storage, base, self.instant)
 
     def __enter__(self) -> "Transaction":

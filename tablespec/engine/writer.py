@@ -24,6 +24,7 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
+from tablespec.hudi.clustering import pending_plans
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
@@ -65,14 +66,7 @@ class WriteResult:
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
     """File ids under a pending clustering plan (requested or inflight replacecommit)."""
-    ids: set[str] = set()
-    for instant in timeline.pending():
-        if instant.action != "replacecommit":
-            continue
-        plan = timeline.read_metadata(instant.to("requested")) or {}
-        for group in ((plan.get("clusteringPlan") or {}).get("inputGroups") or []):
-            ids.update(s.get("fileId") for s in group.get("slices") or [])
-    return ids
+    return {file_id for plan in pending_plans(timeline).values() for _, file_id in plan.file_ids()}
 
 
 class TableWriter:
@@ -268,10 +262,12 @@ class TableWriter:
                                f"{', '.join(sorted(locked))}; run or roll back the clustering first")
 
 def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: FileSystemView, spec) -> tasks.WriteJob:
-    """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups."""
+    """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups.
+    File groups under a pending clustering plan are not filled (the write would be refused)."""
     from dataclasses import replace
     target = spec.spec.clustering.target_file_size
     small = spec.spec.clustering.small_file_limit
+    clustering = _pending_clustering_groups(view.timeline)
     targets = {}
     for partition, n in counts.items():
         slices = [s for s in view.latest_slices(partition) if s.base_file is not None]
@@ -281,7 +277,7 @@ def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: File
         remaining = n
         if job.operation != "bulk_insert":
             for s in sorted(slices, key=lambda s: s.base_file.size):
-                if remaining <= 0 or s.base_file.size >= small:
+                if remaining <= 0 or s.base_file.size >= small or s.file_id in clustering:
                     continue
                 room = max(0, (target - s.base_file.size) // record_bytes)
                 take = min(remaining, room)

@@ -15,12 +15,13 @@ PLAN_FORMAT_VERSION = 1
 
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-    "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction",
+    "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
 ]
 SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
 # Kinds `apply` can run today; the others are planned and shown, and refused by name on apply.
 SUPPORTED_KINDS = {"create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-                   "schema_evolution", "rollback", "clean", "replace_table", "record_index_compaction"}
+                   "schema_evolution", "rollback", "clean", "replace_table", "record_index_compaction",
+                   "clustering"}
 
 
 class _Frozen(BaseModel):

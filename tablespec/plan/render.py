@@ -56,6 +56,8 @@ def _view(plan: Plan) -> dict:
             "warnings": t.warnings,
             "actions": [{"kind": a.kind, "symbol": a.symbol, "supported": a.supported, "destructive": a.destructive,
                          "reasons": a.reasons, "changes": a.changes, "advice": a.advice,
+                         "groups": [{**g, "input_bytes": human_bytes(g["input_bytes"])}
+                                    for g in a.params.get("groups", [])] if a.kind == "clustering" else [],
                          "estimate": {k: human_bytes(v) if k.endswith("bytes") or "_bytes_" in k else v
                                       for k, v in a.estimate.items()}} for a in t.actions],
         })

@@ -188,8 +188,12 @@ class Clustering(SpecModel):
     """Most clustering groups in one clustering plan."""
     every_n_commits: Annotated[int, Field(ge=1)] = 4
     """Plan proposes clustering once this many commits landed since the last one."""
+    max_small_files: Annotated[int, Field(ge=1)] | None = None
+    """Plan also proposes clustering as soon as more small files than this exist, whatever the commit count."""
     partition_filter: Regex | None = None
     """Only partitions whose path matches this regular expression are clustered."""
+    latest_partitions: Annotated[int, Field(ge=1)] | None = None
+    """Only the latest N partitions (in partition path order) are clustered."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Clustering:

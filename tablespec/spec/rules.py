@@ -101,7 +101,7 @@ def body_problems(body: TableBody) -> list[Problem]:
 
     if body.clustering is not None:
         for i, name in enumerate(body.clustering.sort_columns):
-            reference(("clustering", "sortColumns", i), name, "sort column")
+            reference(("clustering", "sortColumns", i), name, "sort column", primitive=True)
         problems += _duplicates(("clustering", "sortColumns"), body.clustering.sort_columns, "sort column")
     return problems
 

@@ -74,3 +74,20 @@ def test_plan_json_round_trips(workdir, tmp_path):
     data = json.loads(path.read_text())
     assert data["summary"] == {"create": 3, "update": 0, "replace": 0, "unchanged": 0}
     assert {a["symbol"] for t in data["tables"] for a in t["actions"]} == {"+"}
+
+
+@pytest.mark.parametrize("fmt, ext", [("text", "txt"), ("markdown", "md")])
+def test_render_clustering_golden(workdir, fmt, ext):
+    """A clustering action shows its layout, its groups and their sizes."""
+    from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
+    from tablespec.plan.clustering import _action, group_summary
+    Applier().apply(make_plan())
+    plan = make_plan()
+    mib = 1024 * 1024
+    slices = [SliceInfo("order_date=2026-11-01", f"f{i}", f"f{i}_0-1-2_20261121093000000.parquet", 40 * mib)
+              for i in range(7)]
+    clustering = ClusteringPlan((ClusteringGroup(tuple(slices[:5]), 2), ClusteringGroup(tuple(slices[5:]), 1)),
+                                Layout("ZORDER", ("customer_id", "amount")))
+    action = _action(clustering, group_summary(clustering), ["5 commits and no clustering yet; everyNCommits is 4"], {})
+    tables = [t.model_copy(update={"actions": [action]}) if t.name == "sales.orders" else t for t in plan.tables]
+    check_golden(f"plan_clustering.{ext}", render(plan.model_copy(update={"tables": tables}), fmt), workdir)

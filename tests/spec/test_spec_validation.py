@@ -72,6 +72,11 @@ ERRORS = [
         "t.yaml:26:19: spec.clustering.sortColumns[0]: sort column 'customer' is not a column; did you mean 'customer_id'?",
         id="sort-column-not-a-column"),
     pytest.param(
+        ("sortColumns: [customer_id]", "sortColumns: [address]"),
+        "t.yaml:26:19: spec.clustering.sortColumns[0]: sort column 'address' has the complex type struct<city:string>; "
+        "it must be a primitive type",
+        id="sort-column-complex-type"),
+    pytest.param(
         ("fields: [order_id]", "fields: [order_id, order_id]"),
         "t.yaml:16:24: spec.recordKey.fields[1]: record key field 'order_id' is listed twice",
         id="record-key-field-twice"),

@@ -7,7 +7,7 @@ plain int32 like Avro's `int`), and footer entries readers rely on:
 and `parquet.avro.schema` (parquet-avro readers take the file's Avro schema from it).
 
 Rows are sorted by record key in Java's `String.compareTo` order (UTF-16 code units), the
-order Hudi compares min/max keys in. The Hudi bloom filter (`DYNAMIC_V0`, Hudi's default
+order Hudi compares min/max keys in, unless the caller laid them out itself (clustering). The Hudi bloom filter (`DYNAMIC_V0`, Hudi's default
 sizes) is written on request: Apache Hudi's BLOOM index (its Spark default) reads it from
 every file whose key range matches and fails on a file without one, but it costs about
 430 KB of footer per file. The file is written under its final name: Hudi
@@ -50,14 +50,15 @@ class WrittenFile:
 def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_path: str,
                     partition_id: int, record_keys, avro_schema_json: str,
                     preserve_meta: bool = False, bloom_filter: bool = False, compression: str = "snappy",
-                    filesystem: pafs.FileSystem | None = None) -> WrittenFile:
+                    keep_order: bool = False, filesystem: pafs.FileSystem | None = None) -> WrittenFile:
     """Write `table` as the base file `path` (its name goes into `_hoodie_file_name`).
 
     `record_keys` holds each row's key (see `keys.record_keys`); `partition_id` is the
     Spark partition id of the writing task, used in `_hoodie_commit_seqno`
     (`<commit_time>_<partition_id>_<row>`). With `preserve_meta`, rows that carry a
     `_hoodie_commit_time` / `_hoodie_commit_seqno` keep them (a copy-on-write merge or
-    clustering rewrites them unchanged); rows without get new ones.
+    clustering rewrites them unchanged); rows without get new ones. With `keep_order` the rows
+    stay in the given order (a clustering layout) instead of being sorted by key.
     """
     keys = record_keys.combine_chunks() if isinstance(record_keys, pa.ChunkedArray) else pa.array(record_keys)
     keys = keys.cast(pa.string())
@@ -66,8 +67,8 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     if keys.null_count:
         raise ValueError("record keys must not be null")
     order = java_sort_indices(keys)
-    table = table.take(order)
-    keys = keys.take(order)
+    if not keep_order:
+        table, keys = table.take(order), keys.take(order)
     n = table.num_rows
 
     seqno = pc.binary_join_element_wise(f"{commit_time}_{partition_id}_",
@@ -83,8 +84,9 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     data = table.drop_columns([c for c in META_COLUMNS if c in table.column_names])
     data = data.cast(pa.schema([pa.field(f.name, hudi_type(f.type), f.nullable) for f in data.schema]))
 
-    min_key = keys[0].as_py() if n else None
-    max_key = keys[n - 1].as_py() if n else None
+    sorted_keys = keys if not keep_order else keys.take(order)
+    min_key = sorted_keys[0].as_py() if n else None
+    max_key = sorted_keys[n - 1].as_py() if n else None
     footer = {AVRO_SCHEMA: with_meta_fields(avro_schema_json).encode()}
     if n:
         footer.update({MIN_KEY: min_key.encode(), MAX_KEY: max_key.encode()})

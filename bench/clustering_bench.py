@@ -1,0 +1,257 @@
+"""Clustering (RFC-19's experiment at our scale): small files in, SORT and ZORDER out, query before/after.
+
+Ingests `--rows` rows in `--commits` small commits through tablespec's writer (bulk_insert with a
+small `targetFileSize`, so each commit opens several small file groups: hundreds of small files
+in one non-partitioned table), copies the table, and clusters one copy with SORT and one with
+ZORDER on (customer_id, amount) into files of `--target-mib`. The peer, in the same run, is
+delta-rs: the same rows appended as the same number of commits, then `optimize.z_order` on the
+same two columns and target size.
+
+The query is RFC-19's shape: a range filter on both sort columns and a group by
+(`sum(amount), count(*) ... where customer_id between .. and amount between .. group by
+category`). It is run the way a reader with parquet statistics pruning runs it: the snapshot's
+files from metadata (tablespec's file-system view; the Delta log for delta-rs), each file's
+footer read, row groups whose min/max statistics of the two columns miss the ranges skipped,
+the rest read (three columns), filtered and aggregated with pyarrow. Reported: files, row groups
+and rows read, and wall time (best of `--repeat`).
+
+    python bench/clustering_bench.py [--rows 5000000] [--commits 100] [--target-mib 8]
+    python bench/clustering_bench.py --rows 500000 --commits 40       # quick run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import dir_bytes, latest_base_files, start_spark
+from tablespec.actions.metadata import create_table
+from tablespec.apply import Applier
+from tablespec.plan.builder import build_plan, table_location
+from tablespec.spec.loader import load_spec_text
+from tablespec.state import observe
+from tablespec.table import Table
+
+SPEC = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {{name: sales, database: bench}}
+spec:
+  location: bench/{location}
+  columns:
+    - {{name: order_id, type: string, nullable: false}}
+    - {{name: customer_id, type: long}}
+    - {{name: amount, type: double}}
+    - {{name: category, type: string}}
+    - {{name: updated_at, type: timestamp}}
+  recordKey: {{fields: [order_id]}}
+  index: {{type: SIMPLE}}
+  clustering: {clustering}
+"""
+CUSTOMERS, AMOUNT = 1_000_000, 10_000.0
+# The query: about 5% of customers and 10% of amounts (0.5% of the rows).
+LOW_CUSTOMER, HIGH_CUSTOMER, LOW_AMOUNT, HIGH_AMOUNT = 400_000, 450_000, 2_000.0, 3_000.0
+
+
+def spec(location: str, clustering: str):
+    result = load_spec_text(SPEC.format(location=location, clustering=clustering), f"{location}.yaml")
+    if result.errors:
+        raise SystemExit(f"bench spec invalid: {result.errors}")
+    return result.specs
+
+
+def rows(spark, start: int, n: int):
+    """Deterministic rows: customer and amount independent of each other and of the commit."""
+    from pyspark.sql import functions as F
+
+    ids = spark.range(start, start + n)
+    h = F.xxhash64("id")
+    return ids.select(
+        F.format_string("ord-%010d", "id").alias("order_id"),
+        F.pmod(h, F.lit(CUSTOMERS)).alias("customer_id"),
+        (F.pmod(F.xxhash64(F.col("id") * 31 + 7), F.lit(1_000_000)) / 1_000_000 * AMOUNT).alias("amount"),
+        F.concat(F.lit("cat-"), F.pmod(F.xxhash64(F.col("id") + 99), F.lit(20)).cast("string")).alias("category"),
+        F.timestamp_seconds(F.lit(1_767_225_600) + F.col("id") % 86_400).alias("updated_at"),
+    )
+
+
+def query(files: list[str]) -> dict:
+    """The selective query over `files`, row groups pruned by their min/max statistics."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    row_groups = read_groups = read_rows = 0
+    parts = []
+    for path in files:
+        pf = pq.ParquetFile(path.removeprefix("file://"))
+        names = pf.schema_arrow.names
+        ci, ai = names.index("customer_id"), names.index("amount")
+        wanted = []
+        for g in range(pf.metadata.num_row_groups):
+            row_groups += 1
+            rg = pf.metadata.row_group(g)
+            c, a = rg.column(ci).statistics, rg.column(ai).statistics
+            if c is not None and c.has_min_max and (c.max < LOW_CUSTOMER or c.min > HIGH_CUSTOMER):
+                continue
+            if a is not None and a.has_min_max and (a.max < LOW_AMOUNT or a.min > HIGH_AMOUNT):
+                continue
+            wanted.append(g)
+        if wanted:
+            t = pf.read_row_groups(wanted, columns=["customer_id", "amount", "category"])
+            read_groups += len(wanted)
+            read_rows += t.num_rows
+            mask = pc.and_(pc.and_(pc.greater_equal(t["customer_id"], LOW_CUSTOMER),
+                                   pc.less_equal(t["customer_id"], HIGH_CUSTOMER)),
+                           pc.and_(pc.greater_equal(t["amount"], LOW_AMOUNT), pc.less_equal(t["amount"], HIGH_AMOUNT)))
+            parts.append(t.filter(mask))
+    result = (pa.concat_tables(parts).group_by("category").aggregate([("amount", "sum"), ("amount", "count")])
+              if parts else pa.table({}))
+    answer = sorted((r["category"], round(r["amount_sum"], 2), r["amount_count"]) for r in result.to_pylist())
+    return dict(files=len(files), row_groups=row_groups, row_groups_read=read_groups, rows_read=read_rows,
+                answer=answer)
+
+
+def timed_query(files: list[str], repeat: int) -> dict:
+    best, out = None, None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = query(files)
+        secs = time.perf_counter() - t
+        best = secs if best is None else min(best, secs)
+    return {**out, "seconds": round(best, 3)}
+
+
+def hudi_files(location: str) -> list[str]:
+    return sorted(p for p, _ in latest_base_files(location).values())
+
+
+def ingest_hudi(spark, warehouse: str, n_rows: int, commits: int, ingest_target: int) -> Table:
+    specs = spec("small", f"{{targetFileSize: {ingest_target}, smallFileLimit: {ingest_target // 2}, "
+                          f"everyNCommits: 1000000}}")
+    s = specs[0].spec
+    location = table_location(warehouse, s.spec.location)
+    create_table(location, s)
+    table = Table(s, location, spark)
+    per = n_rows // commits
+    for c in range(commits):
+        table.write(rows(spark, c * per, per), "bulk_insert")
+    return table
+
+
+def cluster_hudi(spark, warehouse: str, source: str, name: str, strategy: str, target: int, group_bytes: int) -> dict:
+    shutil.copytree(source, os.path.join(warehouse, "bench", name))
+    loaded = spec(name, f"{{strategy: {strategy}, sortColumns: [customer_id, amount], targetFileSize: {target}, "
+                        f"smallFileLimit: {target // 2}, maxBytesPerGroup: {group_bytes}, everyNCommits: 1}}")
+    location = table_location(warehouse, loaded[0].spec.spec.location)
+    plan = build_plan(loaded, {location: observe(location)}, warehouse)
+    kinds = [a.kind for _, a in plan.actions]
+    if kinds != ["update_settings", "clustering"]:
+        raise SystemExit(f"unexpected plan for {name}: {kinds}")
+    t = time.perf_counter()
+    result = Applier(spark=spark).apply(plan)
+    seconds = time.perf_counter() - t
+    actual = result.actions[-1].actual
+    return dict(location=location, seconds=round(seconds, 2), groups=actual["groups"],
+                files_after=len(hudi_files(location)), bytes_after=sum(os.path.getsize(p) for p in hudi_files(location)))
+
+
+def delta_peer(spark, root: str, n_rows: int, commits: int, target: int, repeat: int) -> dict:
+    from deltalake import DeltaTable, write_deltalake
+
+    path = os.path.join(root, "delta")
+    per = n_rows // commits
+    for c in range(commits):
+        write_deltalake(path, rows(spark, c * per, per).toArrow(), mode="append")
+    dt = DeltaTable(path)
+    before = dict(files=len(dt.file_uris()), bytes=dir_bytes(path), query=timed_query(dt.file_uris(), repeat))
+    t = time.perf_counter()
+    metrics = dt.optimize.z_order(["customer_id", "amount"], target_size=target)
+    seconds = time.perf_counter() - t
+    dt = DeltaTable(path)
+    files = dt.file_uris()
+    return dict(before=before, z_order_seconds=round(seconds, 2), files_after=len(files),
+                bytes_after=sum(os.path.getsize(f) for f in files), query_after=timed_query(files, repeat),
+                metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float, str))})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--commits", type=int, default=100)
+    ap.add_argument("--ingest-kib", type=int, default=160, help="targetFileSize while ingesting (small files)")
+    ap.add_argument("--target-mib", type=int, default=8, help="targetFileSize of clustering and z_order")
+    ap.add_argument("--group-mib", type=int, default=64, help="maxBytesPerGroup (parallelism of clustering)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "clustering_bench.json"))
+    args = ap.parse_args()
+
+    root = tempfile.mkdtemp(prefix="clustering_bench_")
+    warehouse = os.path.join(root, "wh")
+    spark = start_spark(args.master, args.driver_memory, os.path.join(root, "events"), "clustering_bench")
+    target, group = args.target_mib * 2**20, args.group_mib * 2**20
+    try:
+        t = time.perf_counter()
+        small = ingest_hudi(spark, warehouse, args.rows, args.commits, args.ingest_kib * 1024)
+        ingest_seconds = time.perf_counter() - t
+        files = hudi_files(small.location)
+        before = dict(files=len(files), bytes=sum(os.path.getsize(p) for p in files),
+                      query=timed_query(files, args.repeat))
+        runs = {}
+        for strategy in ("SORT", "ZORDER"):
+            done = cluster_hudi(spark, warehouse, small.location, f"cluster_{strategy.lower()}", strategy, target, group)
+            done["query"] = timed_query(hudi_files(done["location"]), args.repeat)
+            runs[strategy] = done
+        delta = delta_peer(spark, root, args.rows, args.commits, target, args.repeat)
+    finally:
+        spark.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+    for name, q in [("SORT", runs["SORT"]["query"]), ("ZORDER", runs["ZORDER"]["query"]),
+                    ("delta before", delta["before"]["query"]), ("delta z_order", delta["query_after"])]:
+        if q["answer"] != before["query"]["answer"]:
+            raise SystemExit(f"query answer differs after {name}")
+    z = runs["ZORDER"]["query"]
+    report = dict(
+        rows=args.rows, commits=args.commits, ingest_seconds=round(ingest_seconds, 1),
+        target_file_bytes=target, max_bytes_per_group=group, before=before, clustered=runs, delta=delta,
+        ratios=dict(
+            query_speedup_zorder=round(before["query"]["seconds"] / z["seconds"], 2),
+            row_groups_fewer_zorder=round(before["query"]["row_groups_read"] / max(1, z["row_groups_read"]), 1),
+            rows_fewer_zorder=round(before["query"]["rows_read"] / max(1, z["rows_read"]), 1),
+            query_speedup_sort=round(before["query"]["seconds"] / runs["SORT"]["query"]["seconds"], 2),
+            clustering_vs_delta_zorder=round(runs["ZORDER"]["seconds"] / delta["z_order_seconds"], 2),
+        ),
+        targets=dict(query_speedup=">= 3", row_groups_fewer=">= 5", clustering_vs_delta=" <= 1.5"),
+    )
+    for part in (report["before"], *report["clustered"].values(), report["delta"]["before"]):
+        part.get("query", {}).pop("answer", None)
+    report["delta"]["query_after"].pop("answer", None)
+
+    print(f"{args.rows} rows in {args.commits} commits (ingest {ingest_seconds:.0f}s through tablespec's writer)")
+    print(f"{'layout':<16}{'files':>7}{'MiB':>8}{'cluster s':>11}{'rg read':>9}{'of rg':>7}{'rows read':>11}"
+          f"{'query s':>9}")
+
+    def line(name, files_, size, secs, q):
+        print(f"{name:<16}{files_:>7}{size / 2**20:>8.1f}{secs:>11}{q['row_groups_read']:>9}{q['row_groups']:>7}"
+              f"{q['rows_read']:>11}{q['seconds']:>9.3f}")
+    line("hudi small", before["files"], before["bytes"], "-", before["query"])
+    for s, r in runs.items():
+        line(f"hudi {s}", r["files_after"], r["bytes_after"], r["seconds"], r["query"])
+    line("delta small", delta["before"]["files"], delta["before"]["bytes"], "-", delta["before"]["query"])
+    line("delta z_order", delta["files_after"], delta["bytes_after"], delta["z_order_seconds"], delta["query_after"])
+    print("ratios:", json.dumps(report["ratios"]))
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Running a clustering plan: `T.replacecommit.requested` (the plan) -> inflight -> completed.
+
+Each clustering group is one Spark task: it reads its slices (pyarrow, aligned to the table's
+current columns), lays the rows out (engine/arrow/layout.py), and writes `numOutputFileGroups`
+new file groups of consecutive rows, so every output file holds a narrow range of the layout.
+Rows keep their record key, `_hoodie_commit_time` and `_hoodie_commit_seqno`. The replacecommit
+(operationType CLUSTER) names the input file groups as replaced: until it completes readers
+see the old files, after it the new ones. Writers refuse file groups under a pending plan.
+
+A plan is run from its requested file, whoever scheduled it (tablespec or Apache Hudi). A run
+that fails rolls back to the requested plan; a run killed mid-way leaves an inflight instant
+whose heartbeat expires, and recovery reverts it to the plan, which the next apply runs again.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tablespec.engine import tasks
+from tablespec.engine.arrow.align import align_to_schema
+from tablespec.engine.arrow.basefile import write_base_file
+from tablespec.engine.arrow.layout import layout_indices
+from tablespec.engine.commit import Transaction, commit_metadata, crash_point
+from tablespec.engine.record_index import on_commit
+from tablespec.engine.schema import data_schema
+from tablespec.errors import TablespecError
+from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.instant import Instant, new_instant_time
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
+from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.types import Array, Map, Struct
+
+
+@dataclass(frozen=True)
+class GroupTask:
+    """One clustering group as an executor gets it: input files, output file ids."""
+    partition: str
+    files: tuple[str, ...]
+    output_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClusteringJob:
+    base: str
+    instant: str
+    strategy: str                 # NONE | SORT | ZORDER | HILBERT
+    columns: tuple[str, ...]
+    data_schema: pa.Schema
+    avro_schema: str
+    groups: tuple[GroupTask, ...]
+    bloom_filter: bool = False
+
+
+@dataclass
+class ClusteringResult:
+    instant: str
+    groups: int = 0
+    files_before: int = 0
+    files_after: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+
+    def actual(self) -> dict:
+        return {"instant": self.instant, "groups": self.groups, "files": f"{self.files_before} -> {self.files_after}",
+                "bytes_read": self.bytes_read, "bytes_written": self.bytes_written, "rows": self.rows,
+                "seconds": round(self.seconds, 2)}
+
+
+def cluster_groups(job: ClusteringJob, batches):
+    """Executor: rewrite the clustering groups whose numbers arrive in `batches`."""
+    partition_id, token = tasks.task_token()
+    schema = pa.schema([pa.field(c, pa.string()) for c in (tasks.COMMIT_TIME, tasks.SEQNO, tasks.KEY)]
+                       + list(job.data_schema))
+    for batch in batches:
+        stats = []
+        for index in batch.column(0).to_pylist():
+            stats += _cluster_group(job, job.groups[index], schema, partition_id, token)
+        if stats:
+            yield tasks.stats_batch(stats)
+
+
+def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, partition_id: int, token: str) -> list[dict]:
+    rows = pa.concat_tables([align_to_schema(pq.read_table(f, columns=[n for n in schema.names
+                                                                       if n in pq.read_schema(f).names]), schema)
+                             for f in group.files])
+    if job.strategy != "NONE" and rows.num_rows:
+        rows = rows.take(layout_indices(rows, job.strategy, list(job.columns), tasks.KEY))
+    bounds = np.linspace(0, rows.num_rows, len(group.output_ids) + 1).round().astype(int)
+    stats = []
+    for file_id, start, end in zip(group.output_ids, bounds[:-1], bounds[1:]):
+        if end <= start:
+            continue
+        part = rows.slice(int(start), int(end - start))
+        name = BaseFileName(file_id, token, job.instant).format()
+        rel = f"{group.partition}/{name}" if group.partition else name
+        written = write_base_file(os.path.join(job.base, rel), part.drop_columns([tasks.KEY]), commit_time=job.instant,
+                                  partition_path=group.partition, partition_id=partition_id,
+                                  record_keys=part.column(tasks.KEY), avro_schema_json=job.avro_schema,
+                                  preserve_meta=True, bloom_filter=job.bloom_filter,
+                                  keep_order=job.strategy != "NONE")
+        stats.append(dict(partition=group.partition, file_id=file_id, path=rel, prev_commit="null",
+                          num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
+                          bytes=written.size, invalid=0, invalid_sample=""))
+    return stats
+
+
+def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool) -> tuple[str, ...]:
+    """New file ids, derived (every task attempt picks the same); a bucket keeps its number."""
+    ids = []
+    for k in range(plan_group.num_output_file_groups):
+        seed = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{base}|{instant}|{index}|{k}"))
+        bucket = bucket_of(plan_group.slices[0].file_id) if bucketed else None
+        ids.append(bucket_file_id(bucket, seed) if bucket is not None else f"{seed}-0")
+    return tuple(ids)
+
+
+def _input_files(storage, base: str, plan: ClusteringPlan, instant: Instant) -> tuple[list[tuple[str, ...]], int]:
+    """Each group's base files and their total bytes, checked against the file-system view: a
+    plan whose slices are no longer the latest of their file groups (or gone) cannot run."""
+    timeline = Timeline.load(storage, base)
+    latest = {(s.partition, s.file_id): s for s in FileSystemView.build(storage, base, timeline).latest_slices()}
+    out, size = [], 0
+    for g in plan.groups:
+        files = []
+        for s in g.slices:
+            current = latest.get((s.partition, s.file_id))
+            if current is None or current.base_file is None or current.base_file.name != s.file_name:
+                raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name} of file group "
+                                     f"{s.file_id}, which is not the file group's latest base file; roll the plan "
+                                     "back (delete its requested file) and plan again")
+            files.append(current.base_file.path)
+            size += current.base_file.size
+        out.append(tuple(files))
+    return out, size
+
+
+def schedule(location: str, plan: ClusteringPlan) -> Instant:
+    """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
+    storage, base = storage_for(location)
+    timeline = Timeline.load(storage, base)
+    last = timeline.instants[-1].timestamp if timeline.instants else None
+    crash_point("before_requested")
+    return TimelineWriter(storage, base).request("replacecommit", new_instant_time(after=last), encode_plan(plan))
+
+
+def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=None) -> ClusteringResult:
+    """Execute the requested clustering plan `instant` and complete its replacecommit.
+
+    The caller holds the table `lock` and has run recovery (an inflight attempt whose writer
+    died is back to requested)."""
+    storage, base = storage_for(location)
+    started = time.monotonic()
+    timeline = Timeline.load(storage, base)
+    plan = next((p for i, p in pending_plans(timeline).items() if i.timestamp == instant.timestamp), None)
+    if plan is None:
+        raise TablespecError(f"{base}: no pending clustering plan {instant.timestamp}")
+    _check_layout(spec, plan.layout)
+    files, bytes_read = _input_files(storage, base, plan, instant)
+    bucketed = spec.spec.index.type == "BUCKET"
+    if bucketed and any(g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1
+                        for g in plan.groups):
+        raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
+                             "table (each group must be one bucket's file group, written into one file group)")
+    with Transaction(storage, base, "replacecommit", lock, requested=instant.to("requested")) as txn:
+        groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
+                       for i, (g, f) in enumerate(zip(plan.groups, files)))
+        job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
+                            avro_schema, groups, bloom_filter=spec.spec.index.type == "BLOOM")
+        rows = (spark.range(len(groups), numPartitions=max(1, len(groups)))
+                .mapInArrow(functools.partial(cluster_groups, job), tasks.STATS_DDL).collect())
+        stats = [r.asDict() for r in rows]
+        crash_point("mid_write")
+        replaced = plan.replaced()
+        # keys moved to new file groups: the record-level index (if any) commits with the data
+        on_commit(spark, storage, base, txn.instant, FileSystemView.build(storage, base, timeline), stats, replaced)
+        txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering"},
+                                          replaced=replaced))
+    return ClusteringResult(txn.instant, len(groups), sum(len(f) for f in files), len(stats), bytes_read,
+                            sum(s["bytes"] for s in stats), sum(s["num_writes"] for s in stats),
+                            time.monotonic() - started)
+
+
+def _check_layout(spec, layout: Layout) -> None:
+    """A plan (possibly Hudi's) must sort by primitive columns of the table."""
+    bad = [c for c in layout.columns if spec.column(c) is None or isinstance(spec.column(c).data_type, Array | Map | Struct)]
+    if bad:
+        raise TablespecError(f"clustering plan sorts by {', '.join(bad)}: not primitive columns of "
+                             f"{spec.qualified_name}")

@@ -1,0 +1,241 @@
+"""Clustering plans: `T.replacecommit.requested` as Apache Hudi writes it, and read back.
+
+A clustering is a replacecommit whose requested file holds a HoodieRequestedReplaceMetadata
+(operationType CLUSTER) wrapping a HoodieClusteringPlan: groups of file slices, each group
+rewritten into `numOutputFileGroups` new file groups, plus the strategy that lays the rows out.
+The file is an Avro container with the writer's schema embedded (like clean and rollback
+plans), so Hudi's tools read the plans tablespec schedules and tablespec runs the plans Hudi
+scheduled. The inflight file is empty; the completed replacecommit is JSON commit metadata with
+operationType CLUSTER and the replaced file groups (see engine/clustering.py).
+
+The layout (strategy and sort columns) is recorded in the strategy params under Hudi's keys
+(`hoodie.clustering.plan.strategy.sort.columns`, `hoodie.layout.optimize.strategy`), so the
+planner can tell whether the declared layout changed since the last clustering.
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.instant import REPLACE_COMMIT, Instant
+from tablespec.hudi.io import join
+from tablespec.hudi.rollback import is_clustering_plan
+from tablespec.hudi.timeline import Timeline, avro_record
+
+CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: requested metadata and completed commit
+# Hudi's Spark executor of sorted (linear / z-order / hilbert) and unsorted clusterings.
+EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
+LAYOUT_PARAM = "hoodie.layout.optimize.strategy"
+# tablespec strategy <-> Hudi's layout optimisation strategy (NONE: no sort columns, linear).
+LAYOUTS = {"SORT": "linear", "ZORDER": "z-order", "HILBERT": "hilbert"}
+# HoodieClusteringGroup metrics Hudi's plan strategies fill in.
+METRIC_READ_MB, METRIC_WRITE_MB, METRIC_IO_MB = "TOTAL_IO_READ_MB", "TOTAL_IO_WRITE_MB", "TOTAL_IO_MB"
+METRIC_LOG_SIZE, METRIC_LOG_FILES = "TOTAL_LOG_FILE_SIZE", "TOTAL_LOG_FILES"
+
+# The Avro schemas of Apache Hudi 0.14/0.15 (namespace org.apache.hudi.avro.model), field for field.
+_NAMESPACE = "org.apache.hudi.avro.model"
+_STRING_MAP = ["null", {"type": "map", "values": "string"}]
+_SLICE_INFO = {
+    "type": "record", "name": "HoodieSliceInfo", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "dataFilePath", "type": ["null", "string"], "default": None},
+        {"name": "deltaFilePaths", "type": ["null", {"type": "array", "items": "string"}], "default": None},
+        {"name": "fileId", "type": ["null", "string"]},
+        {"name": "partitionPath", "type": ["null", "string"], "default": None},
+        {"name": "bootstrapFilePath", "type": ["null", "string"], "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ]}
+_CLUSTERING_GROUP = {
+    "type": "record", "name": "HoodieClusteringGroup", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "slices", "type": ["null", {"type": "array", "items": _SLICE_INFO}], "default": None},
+        {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": None},
+        {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ]}
+_CLUSTERING_STRATEGY = {
+    "type": "record", "name": "HoodieClusteringStrategy", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "strategyClassName", "type": ["null", "string"], "default": None},
+        {"name": "strategyParams", "type": _STRING_MAP, "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ]}
+_CLUSTERING_PLAN = {
+    "type": "record", "name": "HoodieClusteringPlan", "namespace": _NAMESPACE,
+    "fields": [
+        {"name": "inputGroups", "type": ["null", {"type": "array", "items": _CLUSTERING_GROUP}], "default": None},
+        {"name": "strategy", "type": ["null", _CLUSTERING_STRATEGY], "default": None},
+        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "preserveHoodieMetadata", "type": ["null", "boolean"], "default": None},
+    ]}
+REQUESTED_REPLACE_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "HoodieRequestedReplaceMetadata", "namespace": _NAMESPACE,
+    "fields": [
+        # Hudi declares these two defaults as written here, although they do not match the
+        # first union branch; a default is never written, only used for missing fields.
+        {"name": "operationType", "type": ["null", "string"], "default": ""},
+        {"name": "clusteringPlan", "type": [_CLUSTERING_PLAN, "null"], "default": None},
+        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ]}, _ignore_default_error=True)
+
+
+@dataclass(frozen=True)
+class SliceInfo:
+    """One input file slice: its file group and base file (copy-on-write: no log files)."""
+    partition: str
+    file_id: str
+    data_file: str | None    # the base file's path as the plan records it
+    size: int = 0            # bytes (for estimates; not part of Hudi's slice info)
+
+    @property
+    def file_name(self) -> str | None:
+        return posixpath.basename(self.data_file) if self.data_file else None
+
+
+@dataclass(frozen=True)
+class ClusteringGroup:
+    """Slices rewritten together into `num_output_file_groups` new file groups (one partition)."""
+    slices: tuple[SliceInfo, ...]
+    num_output_file_groups: int = 1
+
+    @property
+    def partition(self) -> str:
+        return self.slices[0].partition if self.slices else ""
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(s.size for s in self.slices)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a clustering orders rows: NONE (no order), SORT, ZORDER or HILBERT on `columns`."""
+    strategy: str = "NONE"
+    columns: tuple[str, ...] = ()
+
+    def params(self) -> dict[str, str]:
+        if self.strategy == "NONE" or not self.columns:
+            return {}
+        return {SORT_COLUMNS_PARAM: ",".join(self.columns), LAYOUT_PARAM: LAYOUTS[self.strategy]}
+
+    @classmethod
+    def from_params(cls, params: dict[str, str] | None) -> Layout:
+        """The layout of a plan's strategy params; Hudi's default optimiser is linear (SORT)."""
+        params = params or {}
+        columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",") if c.strip())
+        if not columns:
+            return cls()
+        by_layout = {v: k for k, v in LAYOUTS.items()}
+        layout = (params.get(LAYOUT_PARAM) or "linear").lower().replace("_", "-")
+        if layout not in by_layout:
+            raise HudiFormatError(f"clustering plan: unknown layout optimisation strategy {layout!r}")
+        return cls(by_layout[layout], columns)
+
+    def __str__(self) -> str:
+        return self.strategy if not self.columns else f"{self.strategy}({', '.join(self.columns)})"
+
+
+@dataclass(frozen=True)
+class ClusteringPlan:
+    groups: tuple[ClusteringGroup, ...]
+    layout: Layout = Layout()
+    strategy_class: str = EXECUTION_STRATEGY
+    params: dict[str, str] = field(default_factory=dict)      # strategy params beyond the layout
+    extra_metadata: dict[str, str] = field(default_factory=dict)
+    preserve_hoodie_metadata: bool = True
+
+    def file_ids(self) -> set[tuple[str, str]]:
+        return {(s.partition, s.file_id) for g in self.groups for s in g.slices}
+
+    def replaced(self) -> dict[str, list[str]]:
+        """partitionToReplaceFileIds of the completed clustering."""
+        out: dict[str, list[str]] = {}
+        for g in self.groups:
+            for s in g.slices:
+                out.setdefault(s.partition, []).append(s.file_id)
+        return out
+
+
+def _metrics(group: ClusteringGroup) -> dict[str, float]:
+    mb = group.input_bytes / (1024 * 1024)
+    return {METRIC_READ_MB: mb, METRIC_WRITE_MB: mb, METRIC_IO_MB: 2 * mb,
+            METRIC_LOG_SIZE: 0.0, METRIC_LOG_FILES: 0.0}
+
+
+def encode_plan(plan: ClusteringPlan) -> bytes:
+    """The plan as the content of `T.replacecommit.requested`."""
+    groups = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": [], "fileId": s.file_id,
+                           "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in g.slices],
+               "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "version": 1}
+              for g in plan.groups]
+    record = {
+        "operationType": CLUSTER,
+        "clusteringPlan": {
+            "inputGroups": groups,
+            "strategy": {"strategyClassName": plan.strategy_class,
+                         "strategyParams": {**plan.params, **plan.layout.params()}, "version": 1},
+            "extraMetadata": dict(plan.extra_metadata),
+            "version": 1,
+            "preserveHoodieMetadata": plan.preserve_hoodie_metadata,
+        },
+        "extraMetadata": {},
+        "version": 1,
+    }
+    return avro_record(REQUESTED_REPLACE_SCHEMA, record)
+
+
+def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
+    """A clustering plan from a requested replacecommit's content (as Timeline.read_metadata
+    returns it); `where` names the file in errors."""
+    plan = requested.get("clusteringPlan")
+    if not isinstance(plan, dict):
+        raise HudiFormatError(f"{where}: not a clustering plan (no clusteringPlan)")
+    groups = []
+    for i, group in enumerate(plan.get("inputGroups") or ()):
+        slices = []
+        for s in group.get("slices") or ():
+            if s.get("deltaFilePaths"):
+                raise HudiFormatError(f"{where}: group {i} reads log files of file group {s.get('fileId')}; "
+                                      "tablespec clusters copy-on-write tables only")
+            if not s.get("fileId") or not s.get("dataFilePath"):
+                raise HudiFormatError(f"{where}: group {i} has a slice without fileId or dataFilePath")
+            slices.append(SliceInfo(s.get("partitionPath") or "", s["fileId"], s["dataFilePath"]))
+        groups.append(ClusteringGroup(tuple(slices), int(group.get("numOutputFileGroups") or 1)))
+    strategy = plan.get("strategy") or {}
+    params = dict(strategy.get("strategyParams") or {})
+    layout = Layout.from_params(params)
+    for key in layout.params():
+        params.pop(key, None)
+    preserve = plan.get("preserveHoodieMetadata")
+    return ClusteringPlan(tuple(groups), layout, strategy.get("strategyClassName") or EXECUTION_STRATEGY, params,
+                          dict(plan.get("extraMetadata") or {}), True if preserve is None else bool(preserve))
+
+
+def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
+    """Pending clusterings on a timeline: instant (in its latest state) -> ClusteringPlan."""
+    out = {}
+    for instant in timeline.pending():
+        if is_clustering_plan(timeline, instant):
+            requested = instant.to("requested")
+            out[instant] = decode_plan(timeline.read_metadata(requested), join(timeline.meta, requested.file_name))
+    return out
+
+
+def last_layout(timeline: Timeline) -> tuple[str, Layout] | None:
+    """The latest completed clustering on the active timeline and the layout its plan used
+    (NONE when its plan is no longer on the active timeline)."""
+    for instant in reversed(timeline.commits()):
+        if instant.action != REPLACE_COMMIT or timeline.read_metadata(instant).get("operationType") != CLUSTER:
+            continue
+        requested = instant.to("requested")
+        if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
+            return instant.timestamp, Layout()
+        return instant.timestamp, decode_plan(timeline.read_metadata(requested), requested.file_name).layout
+    return None

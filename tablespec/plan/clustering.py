@@ -1,0 +1,153 @@
+"""Scheduling clustering (RFC-19), pure: is it due, which file slices, in which groups.
+
+Due when `everyNCommits` commits landed since the last clustering, when the declared layout
+(strategy, sort columns) differs from the one the last clustering used, or when there are more
+than `maxSmallFiles` small files. Eligible slices: base files below `smallFileLimit` (Hudi's
+size-based plan strategy: a file at or above it is big enough to be left alone), in file groups
+under no pending clustering, in partitions passing `partitionFilter` and `latestPartitions`.
+When the layout changed, every file is eligible: re-laying out only the small ones would leave
+most data in the old order.
+
+Groups never span partitions. Unsorted stitching (NONE) packs slices into groups of at most
+`maxBytesPerGroup` and drops groups of a single file (nothing to stitch); SORT / ZORDER / HILBERT
+keep them (the file gets sorted). Each group writes ceil(bytes / targetFileSize) file groups.
+Bucket-index tables get one group per bucket file group, rewritten into one file group of the
+same bucket: clustering sorts within a bucket and never merges buckets. At most `maxGroups`
+groups, largest partitions' slices first.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
+from tablespec.plan.actions import Action
+
+
+def declared_layout(spec) -> Layout:
+    c = spec.spec.clustering
+    return Layout() if c.strategy == "NONE" else Layout(c.strategy, tuple(c.sort_columns))
+
+
+def due_reasons(spec, state) -> list[str]:
+    """Why clustering is due now ([] when it is not)."""
+    c = spec.spec.clustering
+    layout, last = declared_layout(spec), state.last_clustering_layout
+    reasons = []
+    if last is not None and last != layout:
+        reasons.append(f"declared layout {layout} differs from the last clustering's ({last}, {state.last_clustering})")
+    if state.commits_since_clustering >= c.every_n_commits:
+        since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
+        reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
+    if c.max_small_files is not None:
+        small = sum(1 for fg in _candidates(spec, state, relayout=False))
+        if small > c.max_small_files:
+            reasons.append(f"{small} small files (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
+    return reasons
+
+
+def _partitions(spec, state) -> set[str]:
+    c = spec.spec.clustering
+    parts = sorted({fg.partition for fg in state.file_groups})
+    if c.partition_filter is not None:
+        parts = [p for p in parts if re.fullmatch(c.partition_filter, p)]
+    if c.latest_partitions is not None:
+        parts = parts[-c.latest_partitions:]
+    return set(parts)
+
+
+def _candidates(spec, state, relayout: bool):
+    c = spec.spec.clustering
+    locked = {(s.partition, s.file_id) for plan in state.pending_clustering.values() for g in plan.groups
+              for s in g.slices}
+    parts = _partitions(spec, state)
+    for fg in state.file_groups:
+        if (fg.base_file and fg.partition in parts and (fg.partition, fg.file_id) not in locked
+                and (relayout or fg.size < c.small_file_limit)):
+            yield fg
+
+
+def clustering_plan(spec, state) -> ClusteringPlan | None:
+    """The plan to schedule now, or None when clustering is not due or has nothing to do."""
+    reasons = due_reasons(spec, state)
+    if not reasons:
+        return None
+    c, layout = spec.spec.clustering, declared_layout(spec)
+    relayout = state.last_clustering_layout is not None and state.last_clustering_layout != layout
+    by_partition: dict[str, list[SliceInfo]] = {}
+    for fg in _candidates(spec, state, relayout):
+        path = os.path.join(state.location, fg.partition, fg.base_file) if fg.partition else \
+            os.path.join(state.location, fg.base_file)
+        by_partition.setdefault(fg.partition, []).append(SliceInfo(fg.partition, fg.file_id, path, fg.size))
+    bucketed = spec.spec.index.type == "BUCKET"
+    groups: list[ClusteringGroup] = []
+    for partition in sorted(by_partition, key=lambda p: (-sum(s.size for s in by_partition[p]), p)):
+        slices = sorted(by_partition[partition], key=lambda s: (-s.size, s.file_id))
+        if bucketed:
+            packed = [[s] for s in sorted(slices, key=lambda s: s.file_id)] if layout.columns else []
+        else:
+            packed = _pack(slices, c.max_bytes_per_group)
+            if not layout.columns:
+                packed = [p for p in packed if len(p) > 1]
+        for members in packed:
+            size = sum(s.size for s in members)
+            outputs = 1 if bucketed else max(1, math.ceil(size / c.target_file_size))
+            groups.append(ClusteringGroup(tuple(members), outputs))
+    groups = groups[:c.max_groups]
+    if not groups:
+        return None
+    return ClusteringPlan(tuple(groups), layout, extra_metadata={"tablespec.clustering.reasons": "; ".join(reasons)})
+
+
+def _pack(slices: list[SliceInfo], max_bytes: int) -> list[list[SliceInfo]]:
+    """Slices (largest first) into consecutive groups of at most `max_bytes` (a bigger slice alone)."""
+    groups: list[list[SliceInfo]] = []
+    size = 0
+    for s in slices:
+        if groups and size + s.size <= max_bytes:
+            groups[-1].append(s)
+            size += s.size
+        else:
+            groups.append([s])
+            size = s.size
+    return groups
+
+
+def group_summary(plan: ClusteringPlan) -> list[dict]:
+    return [{"partition": g.partition, "input_files": len(g.slices), "input_bytes": g.input_bytes,
+             "output_files": g.num_output_file_groups} for g in plan.groups]
+
+
+def clustering_actions(spec, state) -> list[Action]:
+    """Run pending plans (scheduled, or left by a crashed run), else schedule a new one if due."""
+    pending = [(i, p) for i, p in sorted(state.pending_clustering.items())
+               if i.state == "requested" or i in state.expired]
+    if pending:
+        sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
+        actions = []
+        for instant, plan in pending:
+            why = ("scheduled and not yet run" if instant.state == "requested"
+                   else "its run died (heartbeat expired); it is rolled back to its plan and run again")
+            summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
+                       for g, grp in zip(group_summary(plan), plan.groups)]
+            actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
+                                   {"instant": instant.timestamp}))
+        return actions
+    plan = clustering_plan(spec, state)
+    if plan is None:
+        return []
+    return [_action(plan, group_summary(plan), plan.extra_metadata["tablespec.clustering.reasons"].split("; "), {})]
+
+
+def _action(plan: ClusteringPlan, groups: list[dict], reasons: list[str], params: dict) -> Action:
+    read = sum(g["input_bytes"] for g in groups)
+    estimate = {
+        "strategy": str(plan.layout),
+        "groups": len(groups),
+        "partitions": len({g["partition"] for g in groups}),
+        "files": f"{sum(g['input_files'] for g in groups)} -> {sum(g['output_files'] for g in groups)}",
+        "bytes_to_read": read,
+        "bytes_to_write": read,
+    }
+    return Action(kind="clustering", reasons=reasons, params={**params, "groups": groups}, estimate=estimate)

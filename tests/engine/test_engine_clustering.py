@@ -1,0 +1,334 @@
+"""Clustering through plan -> apply -> plan: stitching, SORT, ZORDER, HILBERT, bucket tables,
+pending plans (tablespec's and Hudi's), refused writes, crashes."""
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import subprocess
+import sys
+from decimal import Decimal
+
+import fastavro
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from _support import ORDERS_SPEC, ROOT
+from helpers import assert_hudi_rs_agrees, make_table
+from tablespec.apply import Applier
+from tablespec.engine.writer import WriteRefused
+from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.timeline import Timeline
+from tablespec.plan.builder import build_plan, table_location
+from tablespec.spec.loader import load_spec_text, load_specs
+from tablespec.state import observe
+from tablespec.table import Table
+
+pytestmark = pytest.mark.spark
+SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+UNPARTITIONED = "  partitioning: {fields: [order_date]}\n"
+
+
+def spec_text(clustering: str, index: str = "{type: SIMPLE}", partitioned: bool = True) -> str:
+    text = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", f"index: {index}")
+    if not partitioned:
+        text = text.replace(UNPARTITIONED, "")
+    return text + f"  clustering: {clustering}\n"
+
+
+def batch(spark, start: int, n: int, days: int = 2):
+    rows = [(f"o{i:05d}", (i * 7919) % 1000, Decimal(f"{(i * 6007) % 997}.25"), T0 + dt.timedelta(minutes=i),
+             dt.date(2026, 11, 1 + i % days)) for i in range(start, start + n)]
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+def content(table) -> list[tuple]:
+    """Every row with its meta columns except the file name (which clustering changes)."""
+    return sorted(tuple(r) for r in table.read().drop("_hoodie_file_name").collect())
+
+
+def plan_for(text: str, warehouse):
+    loaded = load_spec_text(text, "orders.yaml")
+    assert not loaded.errors, loaded.errors
+    loc = table_location(str(warehouse), loaded.specs[0].spec.spec.location)
+    return build_plan(loaded.specs, {loc: observe(loc)}, str(warehouse))
+
+
+def small_table(spark, warehouse, text: str, commits: int = 3, n: int = 40, operation: str = "bulk_insert"):
+    table = make_table(spark, warehouse, text)
+    for c in range(commits):
+        table.write(batch(spark, c * n, n), operation)
+    return table
+
+
+def latest_files(location: str) -> list:
+    storage = LocalStorage()
+    return FileSystemView.build(storage, location, Timeline.load(storage, location)).latest_slices()
+
+
+def cluster(spark, table, text: str, warehouse) -> dict:
+    """plan -> apply -> plan: the plan proposes one clustering, and none after it ran."""
+    plan = plan_for(text, warehouse)
+    assert [a.kind for _, a in plan.actions] == ["clustering"], [a.kind for _, a in plan.actions]
+    result = Applier(spark=spark).apply(plan)
+    assert not plan_for(text, warehouse).has_changes
+    return {"action": plan.actions[0][1], "actual": result.actions[0].actual}
+
+
+def file_columns(location: str, columns: list[str]) -> list[dict]:
+    return [pq.read_table(s.base_file.path, columns=columns).to_pydict() for s in latest_files(location)]
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_stitching_merges_small_files_and_keeps_rows(spark, tmp_path, partitioned):
+    text = spec_text("{everyNCommits: 3}", partitioned=partitioned)
+    table = small_table(spark, tmp_path, text)
+    before, files_before = content(table), len(latest_files(table.location))
+    assert files_before == (6 if partitioned else 3)
+    done = cluster(spark, table, text, tmp_path)
+    assert done["action"].estimate["files"] == f"{files_before} -> {2 if partitioned else 1}"
+    assert len(latest_files(table.location)) == (2 if partitioned else 1)
+    assert content(table) == before
+    assert assert_hudi_rs_agrees(table)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    meta = timeline.read_metadata(timeline.last("replacecommit"))
+    assert meta["operationType"] == "CLUSTER"
+    assert sum(len(v) for v in meta["partitionToReplaceFileIds"].values()) == files_before
+    assert observe(table.location).commits_since_clustering == 0
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_sort_lays_files_out_by_the_sort_columns(spark, tmp_path, partitioned):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id, amount], everyNCommits: 3, targetFileSize: 8KiB, "
+                     "smallFileLimit: 7KiB}", partitioned=partitioned)
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    done = cluster(spark, table, text, tmp_path)
+    assert done["actual"]["rows"] == 120
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    files = file_columns(table.location, ["customer_id", "amount", "order_date"])
+    assert len(files) > (2 if partitioned else 1)  # several output files per group
+    by_partition: dict = {}
+    for f in files:
+        pairs = list(zip(f["customer_id"], f["amount"]))
+        assert pairs == sorted(pairs)
+        by_partition.setdefault(f["order_date"][0] if partitioned else None, []).append(pairs)
+    for ranges in by_partition.values():  # the files of a group hold consecutive ranges
+        ranges.sort()
+        assert all(a[-1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def test_requested_plan_is_hudi_avro_and_parses_back(spark, tmp_path):
+    text = spec_text("{strategy: ZORDER, sortColumns: [customer_id, amount], everyNCommits: 2}")
+    table = small_table(spark, tmp_path, text, commits=2)
+    cluster(spark, table, text, tmp_path)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    done = timeline.last("replacecommit")
+    reader = fastavro.reader(io.BytesIO(timeline.read_bytes(done.to("requested"))), reader_schema=REQUESTED_REPLACE_SCHEMA)
+    assert reader.writer_schema["name"] == "org.apache.hudi.avro.model.HoodieRequestedReplaceMetadata"
+    record, = list(reader)
+    plan = record["clusteringPlan"]
+    assert record["operationType"] == "CLUSTER" and plan["preserveHoodieMetadata"] is True
+    assert plan["strategy"]["strategyParams"] == {"hoodie.clustering.plan.strategy.sort.columns": "customer_id,amount",
+                                                  "hoodie.layout.optimize.strategy": "z-order"}
+    slices = [s for g in plan["inputGroups"] for s in g["slices"]]
+    assert len(slices) == 4 and all(os.path.exists(s["dataFilePath"]) for s in slices)
+    assert observe(table.location).last_clustering_layout.strategy == "ZORDER"
+
+
+def _spread(files: list[dict]) -> float:
+    """Mean over files of the area of the (customer_id, amount) box each file's rows span."""
+    return float(np.mean([(max(f["customer_id"]) - min(f["customer_id"])) * float(max(f["amount"]) - min(f["amount"]))
+                          for f in files]))
+
+
+@pytest.mark.parametrize("strategy", ["ZORDER", "HILBERT"])
+def test_curve_layouts_tighten_per_file_ranges(spark, tmp_path, strategy):
+    text = spec_text(f"{{strategy: {strategy}, sortColumns: [customer_id, amount], everyNCommits: 8, "
+                     "targetFileSize: 6KiB, smallFileLimit: 5KiB}", partitioned=False)
+    table = small_table(spark, tmp_path, text, commits=8, n=30)
+    before, spread_before = content(table), _spread(file_columns(table.location, ["customer_id", "amount"]))
+    done = cluster(spark, table, text, tmp_path)
+    files = file_columns(table.location, ["customer_id", "amount"])
+    assert len(files) >= 5 and done["action"].estimate["strategy"] == f"{strategy}(customer_id, amount)"
+    assert _spread(files) < spread_before / 2
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+
+
+def test_bucket_table_sorts_within_each_bucket(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}",
+                     index="{type: BUCKET, numBuckets: 2}")
+    table = small_table(spark, tmp_path, text, operation="upsert")
+    before = content(table)
+    groups_before = {(fg.partition, fg.bucket) for fg in observe(table.location).file_groups}
+    cluster(spark, table, text, tmp_path)
+    after = observe(table.location).file_groups
+    assert {(fg.partition, fg.bucket) for fg in after} == groups_before and len(after) == len(groups_before)
+    for f in file_columns(table.location, ["customer_id"]):
+        assert f["customer_id"] == sorted(f["customer_id"])
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    # the bucket writer finds the new file groups by their bucket numbers
+    spec = load_spec_text(text, "orders.yaml").specs[0].spec
+    r = Table(spec, table.location, spark).write(batch(spark, 0, 5), "upsert")
+    assert r.updated == 5 and r.inserted == 0
+    assert_hudi_rs_agrees(table)
+
+
+def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, tmp_path):
+    from tablespec.engine.clustering import schedule
+    from tablespec.plan.clustering import clustering_plan
+    text = spec_text("{everyNCommits: 3}", partitioned=False)
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    with pytest.raises(WriteRefused, match="pending clustering plan"):
+        table.write(batch(spark, 0, 3), "upsert")
+    assert content(table) == before  # readers still see the old files
+    table.write(batch(spark, 1000, 3), "insert")  # new records go to new file groups, not the planned ones
+    before = content(table)
+    plan = plan_for(text, tmp_path)
+    (t, action), = plan.actions
+    assert action.kind == "clustering" and action.params["instant"] == instant.timestamp
+    assert not plan.tables[0].warnings
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(text, tmp_path).has_changes
+    assert content(table) == before
+    assert table.write(batch(spark, 0, 3), "upsert").updated == 3
+
+
+def request_hudi_plan(location: str, slices, params: dict, outputs: int = 1) -> str:
+    """Schedule a plan the way Apache Hudi writes it (full URIs, Hudi's params and metrics); its instant."""
+    from tablespec.hudi.instant import new_instant_time
+    from tablespec.hudi.timeline import TimelineWriter
+    group = {"slices": [{"dataFilePath": "file:" + s.base_file.path, "deltaFilePaths": [], "fileId": s.file_id,
+                         "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in slices],
+             "metrics": {"TOTAL_IO_READ_MB": 0.0, "TOTAL_IO_WRITE_MB": 0.0, "TOTAL_IO_MB": 0.0,
+                         "TOTAL_LOG_FILE_SIZE": 0.0, "TOTAL_LOG_FILES": 0.0}, "numOutputFileGroups": outputs,
+             "version": 1}
+    record = {"operationType": "CLUSTER", "extraMetadata": None, "version": 1, "clusteringPlan": {
+        "inputGroups": [group], "extraMetadata": None, "version": 1, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
+                     "strategyParams": params, "version": 1}}}
+    out = io.BytesIO()
+    fastavro.writer(out, REQUESTED_REPLACE_SCHEMA, [record])
+    ts = new_instant_time(Timeline.load(LocalStorage(), location).instants[-1].timestamp)
+    TimelineWriter(LocalStorage(), location).request("replacecommit", ts, out.getvalue())
+    return ts
+
+
+def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}")
+    table = small_table(spark, tmp_path, text, commits=2)
+    before = content(table)
+    slices = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    ts = request_hudi_plan(table.location, slices, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
+    plan = plan_for(text, tmp_path)
+    (t, action), = plan.actions
+    assert action.params["instant"] == ts and action.estimate["files"] == "2 -> 1"
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(text, tmp_path).has_changes
+    assert content(table) == before
+    clustered = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    assert len(clustered) == 1 and clustered[0].base_instant == ts
+    amounts = pq.read_table(clustered[0].base_file.path, columns=["amount"]).column(0).to_pylist()
+    assert amounts == sorted(amounts)
+    assert_hudi_rs_agrees(table)
+
+
+def test_plan_merging_buckets_is_refused_and_changes_nothing(spark, tmp_path):
+    from tablespec.errors import TablespecError
+    text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}", index="{type: BUCKET, numBuckets: 2}")
+    table = small_table(spark, tmp_path, text, commits=1, operation="upsert")
+    before = content(table)
+    slices = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    assert len(slices) == 2
+    ts = request_hudi_plan(table.location, slices, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
+    with pytest.raises(TablespecError, match="would merge or split buckets"):
+        Applier(spark=spark).apply(plan_for(text, tmp_path))
+    assert content(table) == before
+    assert [(i.timestamp, i.state) for i in Timeline.load(LocalStorage(), table.location).pending()] == [(ts, "requested")]
+
+
+@pytest.mark.parametrize("point", ["mid_write", "before_completion"])
+def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, monkeypatch, point):
+    specs, warehouse = tmp_path / "specs", tmp_path / "wh"
+    specs.mkdir()
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
+    (specs / "orders.yaml").write_text(text)
+    table = small_table(spark, warehouse, text)
+    before = content(table)
+    env = {**os.environ, "TABLESPEC_CRASH_AT": point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", str(warehouse),
+                           "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    pending, = Timeline.load(LocalStorage(), table.location).pending()
+    assert pending.state == "inflight"
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    loaded = load_specs([str(specs)])
+    plan = build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse))
+    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [
+        ("rollback", None), ("clustering", pending.timestamp)]
+    Applier(spark=spark).apply(plan)
+    assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and timeline.last("replacecommit").timestamp == pending.timestamp
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+
+
+def test_clustering_after_schema_evolution_carries_old_files_into_the_new_columns(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}", partitioned=False)
+    table = small_table(spark, tmp_path, text, commits=2)
+    evolved = text.replace("    - {name: order_date, type: date}\n",
+                           "    - {name: order_date, type: date}\n    - {name: note, type: string}\n")
+    plan = plan_for(evolved, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["schema_evolution"]
+    Applier(spark=spark).apply(plan)  # the schema commit is the third commit: clustering is due now
+    new = Table(load_spec_text(evolved, "orders.yaml").specs[0].spec, table.location, spark)
+    before = content(new)
+    done = cluster(spark, new, evolved, tmp_path)
+    assert done["actual"]["rows"] == 80
+    assert content(new) == before and {r[-1] for r in before} == {None}
+    assert_hudi_rs_agrees(new)
+
+
+def test_clustering_a_record_level_table_moves_its_keys_in_the_index(spark, tmp_path, monkeypatch):
+    """The index commits and rolls back with the clustering: killed just before completion (index
+    files written), the index still says the old file groups; after the rerun, the new ones."""
+    from tablespec.index import verify
+    specs, warehouse = tmp_path / "specs", tmp_path / "wh"
+    specs.mkdir()
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}",
+                     index="{type: RECORD_LEVEL, recordLevel: {numBuckets: 2}}")
+    (specs / "orders.yaml").write_text(text)
+    table = small_table(spark, warehouse, text)
+    before = content(table)
+    old_ids = {s.file_id for s in latest_files(table.location)}
+    env = {**os.environ, "TABLESPEC_CRASH_AT": "before_completion", "PYTHONPATH": str(ROOT),
+           "TABLESPEC_SPARK_MASTER": "local[1]"}
+    proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", str(warehouse),
+                           "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert verify(table.location).ok
+    assert set(table.lookup(["o00000", "o00100"]).column("file_id").to_pylist()) <= old_ids
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    loaded = load_specs([str(specs)])
+    Applier(spark=spark).apply(build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)))
+    assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
+    new_ids = {s.file_id for s in latest_files(table.location)}
+    assert not new_ids & old_ids
+    result = verify(table.location)
+    assert result.ok, str(result)
+    found = table.lookup([r[2] for r in before])
+    assert found.num_rows == len(before) and set(found.column("file_id").to_pylist()) <= new_ids
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)

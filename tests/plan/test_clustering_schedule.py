@@ -1,0 +1,107 @@
+"""Scheduling clustering is pure: hand-built observed states in, plans and actions out."""
+from __future__ import annotations
+
+import dataclasses
+
+from test_builder import BASE, actions, load, state_for
+from tablespec.hudi.clustering import Layout
+from tablespec.hudi.instant import Instant
+from tablespec.plan.clustering import clustering_plan
+from tablespec.state import FileGroupState
+
+MiB = 1024 * 1024
+SIMPLE = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
+
+
+def with_clustering(text: str, clustering: str) -> str:
+    return text + f"  clustering: {clustering}\n"
+
+
+def files(*sizes_by_partition: tuple[str, list[int]]) -> tuple[FileGroupState, ...]:
+    return tuple(FileGroupState(p, f"{p[-2:]}-{i:02d}-0", "20261121000000000", s, f"{p[-2:]}-{i:02d}-0_0-1-2_1.parquet")
+                 for p, sizes in sizes_by_partition for i, s in enumerate(sizes))
+
+
+def state(text: str, groups, commits: int = 4, **kw):
+    return dataclasses.replace(state_for(text), file_groups=groups, commits_since_clustering=commits, **kw)
+
+
+def spec(text: str):
+    return load(text)[0].spec
+
+
+def test_not_due_before_every_n_commits():
+    text = with_clustering(SIMPLE, "{everyNCommits: 5}")
+    groups = files(("d=01", [MiB] * 4))
+    assert clustering_plan(spec(text), state(text, groups, commits=4)) is None
+    assert clustering_plan(spec(text), state(text, groups, commits=5)) is not None
+
+
+def test_stitching_takes_small_files_and_caps_group_bytes_and_count():
+    text = with_clustering(SIMPLE, "{targetFileSize: 100MiB, smallFileLimit: 60MiB, maxBytesPerGroup: 200MiB, "
+                                   "maxGroups: 3}")
+    groups = files(("d=01", [70 * MiB, 50 * MiB, 50 * MiB, 50 * MiB, 50 * MiB, 10 * MiB]), ("d=02", [5 * MiB]))
+    plan = clustering_plan(spec(text), state(text, groups))
+    # the 70 MiB file is big enough; d=02 has one file (nothing to stitch); 210 MiB -> 200 + 10 MiB
+    assert [(g.partition, len(g.slices), g.input_bytes // MiB, g.num_output_file_groups) for g in plan.groups] == [
+        ("d=01", 4, 200, 2)]
+    assert plan.layout == Layout()
+    many = files(("d=01", [2 * MiB] * 10), ("d=02", [2 * MiB] * 10), ("d=03", [2 * MiB] * 10), ("d=04", [MiB] * 2))
+    small_groups = with_clustering(SIMPLE, "{maxBytesPerGroup: 5MiB, maxGroups: 4}")
+    assert len(clustering_plan(spec(small_groups), state(small_groups, many)).groups) == 4
+
+
+def test_sorted_layouts_keep_single_files_and_record_the_layout():
+    text = with_clustering(SIMPLE, "{strategy: HILBERT, sortColumns: [customer_id, amount]}")
+    plan = clustering_plan(spec(text), state(text, files(("d=01", [MiB]), ("d=02", [MiB, MiB]))))
+    assert [len(g.slices) for g in plan.groups] == [2, 1]
+    assert plan.layout.params() == {"hoodie.clustering.plan.strategy.sort.columns": "customer_id,amount",
+                                    "hoodie.layout.optimize.strategy": "hilbert"}
+
+
+def test_layout_change_is_due_at_once_and_takes_every_file():
+    text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount]}")
+    groups = files(("d=01", [200 * MiB, MiB]))
+    st = state(text, groups, commits=0, last_clustering="20261120000000000",
+               last_clustering_layout=Layout("SORT", ("customer_id",)))
+    act, = actions(text, st)
+    assert act.kind == "clustering" and "differs from the last clustering's (SORT(customer_id)" in act.reasons[0]
+    assert act.params["groups"][0]["input_files"] == 2
+    same = dataclasses.replace(st, last_clustering_layout=Layout("ZORDER", ("customer_id", "amount")))
+    assert actions(text, same) == []
+
+
+def test_small_file_count_trigger_and_partition_filters():
+    text = with_clustering(SIMPLE, "{maxSmallFiles: 3, everyNCommits: 100, latestPartitions: 1}")
+    groups = files(("d=01", [MiB] * 3), ("d=02", [MiB] * 2))
+    assert clustering_plan(spec(text), state(text, groups, commits=1)) is None  # 2 small files in the latest partition
+    groups = files(("d=01", [MiB] * 3), ("d=02", [MiB] * 4))
+    plan = clustering_plan(spec(text), state(text, groups, commits=1))
+    assert {g.partition for g in plan.groups} == {"d=02"}
+    regex = with_clustering(SIMPLE, "{partitionFilter: 'd=0[1]'}")
+    assert {g.partition for g in clustering_plan(spec(regex), state(regex, groups)).groups} == {"d=01"}
+
+
+def test_bucket_tables_get_one_group_per_bucket_file_group():
+    text = with_clustering(BASE, "{strategy: SORT, sortColumns: [customer_id]}")
+    groups = (FileGroupState("d=01", "00000000-aaaa-0", "1", MiB, "00000000-aaaa-0_0-1-2_1.parquet"),
+              FileGroupState("d=01", "00000001-bbbb-0", "1", MiB, "00000001-bbbb-0_0-1-2_1.parquet"))
+    plan = clustering_plan(spec(text), state(text, groups))
+    assert [([s.file_id for s in g.slices], g.num_output_file_groups) for g in plan.groups] == [
+        (["00000000-aaaa-0"], 1), (["00000001-bbbb-0"], 1)]
+    unsorted = with_clustering(BASE, "{strategy: NONE}")
+    assert clustering_plan(spec(unsorted), state(unsorted, groups)) is None  # nothing to stitch within a bucket
+
+
+def test_pending_plan_is_run_first_and_its_file_groups_are_not_planned_again():
+    text = with_clustering(SIMPLE, "{}")
+    groups = files(("d=01", [MiB] * 4))
+    first = clustering_plan(spec(text), state(text, groups))
+    pending = {Instant("20261121000000001", "replacecommit", "requested"): first}
+    st = state(text, groups, pending=tuple(pending), pending_clustering=pending)
+    plan = actions(text, st)
+    assert [(a.kind, a.params.get("instant")) for a in plan] == [("clustering", "20261121000000001")]
+    assert clustering_plan(spec(text), st) is None  # every small file is under the pending plan
+    inflight = {Instant("20261121000000001", "replacecommit", "inflight"): first}
+    running = state(text, groups, pending=tuple(inflight), pending_clustering=inflight)
+    assert actions(text, running) == []  # its writer is alive: left alone
