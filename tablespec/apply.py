@@ -20,7 +20,6 @@ from tablespec.state import observe
 
 SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration",
                  "record_index_compaction", "clustering"}  # the others are metadata only
-LATER: dict[str, str] = {}  # kind -> the work that will make apply run it
 
 
 @dataclass
@@ -70,9 +69,6 @@ def preflight(plan: Plan, allow_destructive: bool = False) -> None:
             if a.destructive and not allow_destructive:
                 raise PlanError(f"{t.name}: {a.kind} is destructive ({'; '.join(a.reasons)}); "
                                 "re-run with --allow-destructive to allow it; nothing was changed")
-            if not a.supported or not hasattr(Applier, f"visit_{a.kind}"):
-                raise PlanError(f"{t.name}: apply cannot run {a.kind} yet (it comes with {LATER.get(a.kind, 'later work')}); "
-                                "nothing was changed")
 
 
 def _protected(location: str) -> bool:

@@ -18,10 +18,6 @@ ActionKind = Literal[
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
 ]
 SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
-# Kinds `apply` can run today; the others are planned and shown, and refused by name on apply.
-SUPPORTED_KINDS = {"create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-                   "schema_evolution", "rollback", "clean", "replace_table", "record_index_compaction",
-                   "clustering"}
 
 
 class _Frozen(BaseModel):
@@ -96,10 +92,6 @@ class Action(_Frozen):
     @property
     def symbol(self) -> str:
         return SYMBOLS.get(self.kind, "~")
-
-    @property
-    def supported(self) -> bool:
-        return self.kind in SUPPORTED_KINDS
 
 
 class TablePlan(_Frozen):

@@ -54,7 +54,7 @@ def _view(plan: Plan) -> dict:
         tables.append({
             "name": t.name, "location": relative(t.location), "source": f"{relative(t.spec_file)}:{t.spec_line}",
             "warnings": t.warnings,
-            "actions": [{"kind": a.kind, "symbol": a.symbol, "supported": a.supported, "destructive": a.destructive,
+            "actions": [{"kind": a.kind, "symbol": a.symbol, "destructive": a.destructive,
                          "reasons": a.reasons, "changes": a.changes, "advice": a.advice,
                          "groups": [{**g, "input_bytes": human_bytes(g["input_bytes"])}
                                     for g in a.params.get("groups", [])] if a.kind == "clustering" else [],
@@ -80,7 +80,7 @@ def render_json(plan: Plan) -> str:
     data["summary"] = plan.summary()
     for table, (t_model) in zip(data["tables"], plan.tables):
         for action, a_model in zip(table["actions"], t_model.actions):
-            action["symbol"], action["supported"] = a_model.symbol, a_model.supported
+            action["symbol"] = a_model.symbol
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
 

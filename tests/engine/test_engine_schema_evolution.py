@@ -102,7 +102,7 @@ def test_schema_evolution_plan_apply_read_upsert_hudi_rs_agree(spark, tmp_path, 
 
     p = plan(tmp_path, new_text)
     [action] = p.tables[0].actions
-    assert (action.kind, action.destructive, action.supported) == ("schema_evolution", False, True)
+    assert (action.kind, action.destructive) == ("schema_evolution", False)
     assert sorted(action.reasons) == ["add column note string", "widen column price: decimal(10,2) -> decimal(12,2)",
                                       "widen column qty: int -> long", "widen column score: float -> double"]
     result = Applier().apply(p)

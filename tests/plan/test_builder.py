@@ -66,7 +66,7 @@ def test_plan_bucket_count_change_is_rescale():
     acts = actions(BASE.replace("numBuckets: 16", "numBuckets: 32"), state_for(BASE))
     assert [a.kind for a in acts] == ["bucket_rescale"]
     assert acts[0].changes[0].old == "16" and acts[0].changes[0].new == "32"
-    assert acts[0].supported and acts[0].params["partitions"] == []  # the table has no data yet
+    assert acts[0].params["partitions"] == []  # the table has no data yet
 
 
 def test_plan_simple_to_bucket_is_bootstrap():
@@ -80,14 +80,14 @@ def test_plan_bucket_to_bloom_is_config_only_migration():
     bloom = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: BLOOM}")
     acts = actions(bloom, state_for(BASE))
     assert [a.kind for a in acts] == ["index_migration"]
-    assert acts[0].supported and not acts[0].destructive
+    assert not acts[0].destructive
     assert {c.path for c in acts[0].changes} == {"spec.index.type", "spec.index.numBuckets", "spec.index.hashFields"}
 
 
 def test_plan_migration_to_record_level_builds_with_an_estimate():
     rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
     acts = actions(rli, state_for(BASE))
-    assert [(a.kind, a.supported, a.params["to"]) for a in acts] == [("index_migration", True, "RECORD_LEVEL")]
+    assert [(a.kind, a.params["to"]) for a in acts] == [("index_migration", "RECORD_LEVEL")]
     assert {"rows", "file_groups", "bytes_to_read"} <= set(acts[0].estimate)
 
 
@@ -160,3 +160,12 @@ def test_plan_short_and_byte_columns_match_their_stored_int():
                         "    - {name: flags, type: \"array<byte>\"}\n")
     plan = build_plan(load(text), {LOCATION: state_for(text)}, WAREHOUSE)
     assert not plan.has_changes
+
+
+def test_apply_has_a_visitor_for_every_action_kind():
+    """A kind the planner can emit and apply cannot run would fail mid-plan; every kind has one."""
+    from typing import get_args
+
+    from tablespec.apply import Applier
+    from tablespec.plan.actions import ActionKind
+    assert [k for k in get_args(ActionKind) if not callable(getattr(Applier, f"visit_{k}", None))] == []
