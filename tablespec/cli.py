@@ -65,11 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     with_vars(ing)
 
     vf = sub.add_parser("verify", help="check a RECORD_LEVEL table's index against its data (exit 1 on a mismatch)")
-    vf.add_argument("location")
+    vf.add_argument("location", help="the table's base path")
 
     lk = sub.add_parser("lookup", help="print where record keys live (RECORD_LEVEL tables)")
-    lk.add_argument("location")
-    lk.add_argument("keys", nargs="+", metavar="KEY")
+    lk.add_argument("location", help="the table's base path")
+    lk.add_argument("keys", nargs="+", metavar="KEY", help="record keys as stored (e.g. id:42 for complex keys)")
 
     sub.add_parser("schema", help="print the JSON Schema of spec files")
     return p
@@ -278,10 +278,11 @@ def cmd_verify(ctx: _Context) -> int:
 
 def cmd_lookup(ctx: _Context) -> int:
     from tablespec.index import lookup
-    found = lookup(ctx.args.location, ctx.args.keys).to_pylist()
-    for r in found:
-        print(f"{r['key']}\t{r['partition_path']}\t{r['file_id']}")
-    missing = len(set(ctx.args.keys)) - len({r["key"] for r in found})
+    found = {r["key"]: r for r in lookup(ctx.args.location, ctx.args.keys).to_pylist()}
+    for key in dict.fromkeys(ctx.args.keys):  # in the order given, each once
+        if key in found:
+            print(f"{key}\t{found[key]['partition_path']}\t{found[key]['file_id']}")
+    missing = len(set(ctx.args.keys)) - len(found)
     if missing:
         print(f"({missing} key(s) not in the table)", file=sys.stderr)
     return 0

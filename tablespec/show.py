@@ -25,7 +25,13 @@ def state_dict(state: TableState) -> dict:
         "orderingField": props.get("hoodie.table.precombine.field"),
         "index": {"type": effective(props, "hoodie.index.type"),
                   "numBuckets": props.get("hoodie.bucket.index.num.buckets"),
-                  "hashFields": props.get("hoodie.bucket.index.hash.field")},
+                  "hashFields": props.get("hoodie.bucket.index.hash.field"),
+                  "recordLevel": {"numBuckets": props.get("tablespec.record.level.num.buckets"),
+                                  "files": sum(n for n, _ in state.index_buckets.values()),
+                                  "bytes": sum(b for _, b in state.index_buckets.values())}
+                  if state.index_buckets else None},
+        "lastClustering": state.last_clustering,
+        "commitsSinceClustering": state.commits_since_clustering,
         "columns": [{"name": c.name, "type": str(c.type), "nullable": c.nullable} for c in state.columns],
         "headInstant": state.head,
         "commits": state.commits,
@@ -45,6 +51,9 @@ def show_text(state: TableState) -> str:
     d = state_dict(state)
     index = d["index"]["type"] + (f" ({d['index']['numBuckets']} buckets on {d['index']['hashFields']})"
                                   if d["index"]["type"] == "BUCKET" else "")
+    if d["index"]["recordLevel"]:
+        rl = d["index"]["recordLevel"]
+        index += f" ({rl['numBuckets']} index buckets, {rl['files']} index files, {human_bytes(rl['bytes'])})"
     lines = [
         f"table       {(d['database'] + '.') if d['database'] else ''}{d['name']}",
         f"location    {d['location']}",
@@ -55,6 +64,8 @@ def show_text(state: TableState) -> str:
         f"index       {index}",
         f"head        {d['headInstant'] or '(no commits)'}  ({d['commits']} completed commits)",
         f"pending     {', '.join(d['pendingInstants']) or '(none)'}",
+        f"clustering  {('last ' + d['lastClustering']) if d['lastClustering'] else 'never'}, "
+        f"{d['commitsSinceClustering']} commits since",
         f"data        {d['fileGroups']} file groups in {d['partitions']} partitions, {human_bytes(d['totalBytes'])}",
         "columns",
     ]
