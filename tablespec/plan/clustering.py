@@ -6,7 +6,9 @@ than `maxSmallFiles` small files. Eligible slices: base files below `smallFileLi
 size-based plan strategy: a file at or above it is big enough to be left alone), in file groups
 under no pending clustering, in partitions passing `partitionFilter` and `latestPartitions`.
 When the layout changed, every file is eligible: re-laying out only the small ones would leave
-most data in the old order.
+most data in the old order. Otherwise files the last clustering wrote are as laid out as they get
+(small only because their partition is): they do not count as small files, and are rewritten only
+together with newer files, so plan -> apply -> plan settles.
 
 Groups never span partitions. Unsorted stitching (NONE) packs slices into groups of at most
 `maxBytesPerGroup` and drops groups of a single file (nothing to stitch); SORT / ZORDER / HILBERT
@@ -41,7 +43,7 @@ def due_reasons(spec, state) -> list[str]:
         since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
         reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
     if c.max_small_files is not None:
-        small = sum(1 for fg in _candidates(spec, state, relayout=False))
+        small = sum(1 for fg in _candidates(spec, state, relayout=False) if not _laid_out(state, fg))
         if small > c.max_small_files:
             reasons.append(f"{small} small files (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
     return reasons
@@ -55,6 +57,11 @@ def _partitions(spec, state) -> set[str]:
     if c.latest_partitions is not None:
         parts = parts[-c.latest_partitions:]
     return set(parts)
+
+
+def _laid_out(state, fg) -> bool:
+    """Written by the last clustering (whose layout is still the declared one when this is asked)."""
+    return state.last_clustering is not None and fg.base_instant == state.last_clustering
 
 
 def _candidates(spec, state, relayout: bool):
@@ -76,7 +83,10 @@ def clustering_plan(spec, state) -> ClusteringPlan | None:
     c, layout = spec.spec.clustering, declared_layout(spec)
     relayout = state.last_clustering_layout is not None and state.last_clustering_layout != layout
     by_partition: dict[str, list[SliceInfo]] = {}
+    laid_out = set()
     for fg in _candidates(spec, state, relayout):
+        if not relayout and _laid_out(state, fg):
+            laid_out.add((fg.partition, fg.file_id))
         path = os.path.join(state.location, fg.partition, fg.base_file) if fg.partition else \
             os.path.join(state.location, fg.base_file)
         by_partition.setdefault(fg.partition, []).append(SliceInfo(fg.partition, fg.file_id, path, fg.size))
@@ -91,6 +101,8 @@ def clustering_plan(spec, state) -> ClusteringPlan | None:
             if not layout.columns:
                 packed = [p for p in packed if len(p) > 1]
         for members in packed:
+            if len(members) == 1 and (members[0].partition, members[0].file_id) in laid_out:
+                continue  # already laid out, nothing new to lay out with it
             size = sum(s.size for s in members)
             outputs = 1 if bucketed else max(1, math.ceil(size / c.target_file_size))
             groups.append(ClusteringGroup(tuple(members), outputs))

@@ -105,3 +105,25 @@ def test_pending_plan_is_run_first_and_its_file_groups_are_not_planned_again():
     inflight = {Instant("20261121000000001", "replacecommit", "inflight"): first}
     running = state(text, groups, pending=tuple(inflight), pending_clustering=inflight)
     assert actions(text, running) == []  # its writer is alive: left alone
+
+
+def test_files_the_last_clustering_wrote_do_not_make_it_due_again():
+    """A clustering of small partitions writes small files; they are as laid out as they get, so
+    they neither count towards maxSmallFiles nor get rewritten alone (plan -> apply -> plan settles)."""
+    text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxSmallFiles: 2, everyNCommits: 3}")
+    last = "20261121000000000"  # files() writes every file at this instant
+    clustered = files(("d=01", [MiB]), ("d=02", [MiB]), ("d=03", [MiB]), ("d=04", [MiB]))
+    st = state(text, clustered, commits=0, last_clustering=last, last_clustering_layout=Layout("SORT", ("customer_id",)))
+    assert clustering_plan(spec(text), st) is None
+    assert actions(text, st) == []
+    # new small files count, and a partition with new data is clustered with the old output
+    fresh = clustered + (FileGroupState("d=04", "04-new-0", "20261121000000009", MiB, "04-new-0_0-1-2_9.parquet"),) * 1
+    fresh += tuple(FileGroupState("d=03", f"03-new{i}-0", "20261121000000009", MiB, f"03-new{i}-0_0-1-2_9.parquet")
+                   for i in range(2))
+    plan = clustering_plan(spec(text), state(text, fresh, commits=1, last_clustering=last,
+                                             last_clustering_layout=Layout("SORT", ("customer_id",))))
+    assert sorted((g.partition, len(g.slices)) for g in plan.groups) == [("d=03", 3), ("d=04", 2)]
+    # every N commits, files of partitions without new data are not re-sorted alone
+    due = state(text, clustered + fresh[4:5], commits=3, last_clustering=last,
+                last_clustering_layout=Layout("SORT", ("customer_id",)))
+    assert [(g.partition, len(g.slices)) for g in clustering_plan(spec(text), due).groups] == [("d=04", 2)]
