@@ -56,6 +56,7 @@ _CLUSTERING_GROUP = {
         {"name": "slices", "type": ["null", {"type": "array", "items": _SLICE_INFO}], "default": None},
         {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": None},
         {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
+        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},  # set by consistent-hashing plans
         {"name": "version", "type": ["int", "null"], "default": 1},
     ]}
 _CLUSTERING_STRATEGY = {
@@ -173,7 +174,8 @@ def encode_plan(plan: ClusteringPlan) -> bytes:
     """The plan as the content of `T.replacecommit.requested`."""
     groups = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": [], "fileId": s.file_id,
                            "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in g.slices],
-               "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "version": 1}
+               "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None,
+               "version": 1}
               for g in plan.groups]
     record = {
         "operationType": CLUSTER,
