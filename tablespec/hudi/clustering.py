@@ -20,11 +20,15 @@ from typing import Any
 
 import fastavro
 
-from tablespec.errors import HudiFormatError
+from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.instant import REPLACE_COMMIT, Instant
 from tablespec.hudi.io import join
 from tablespec.hudi.rollback import is_clustering_plan
 from tablespec.hudi.timeline import Timeline, avro_record
+
+class ClusteringPending(TablespecError):
+    """A write or rewrite refused because it touches file groups under a pending clustering plan."""
+
 
 CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: requested metadata and completed commit
 # Hudi's Spark executor of sorted (linear / z-order / hilbert) and unsorted clusterings.
@@ -228,6 +232,17 @@ def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
             requested = instant.to("requested")
             out[instant] = decode_plan(timeline.read_metadata(requested), join(timeline.meta, requested.file_name))
     return out
+
+
+def refuse_replacing_planned(timeline: Timeline, replaced: dict[str, list[str]], base: str) -> None:
+    """A replacecommit must not take file groups out from under a pending clustering plan: the
+    plan could never run again, and would keep the table's writers waiting for it."""
+    planned = {fg for plan in pending_plans(timeline).values() for fg in plan.file_ids()}
+    hit = sorted(f"{p}/{f}" if p else f for p, ids in replaced.items() for f in ids if (p, f) in planned)
+    if hit:
+        raise ClusteringPending(f"{base}: the rewrite would replace file groups under a pending clustering plan "
+                                f"({', '.join(hit[:5])}{', ...' if len(hit) > 5 else ''}); run the clustering first "
+                                "(`tablespec apply` runs pending plans before rewrites)")
 
 
 def last_layout(timeline: Timeline) -> tuple[str, Layout] | None:

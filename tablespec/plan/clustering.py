@@ -131,21 +131,28 @@ def group_summary(plan: ClusteringPlan) -> list[dict]:
              "output_files": g.num_output_file_groups} for g in plan.groups]
 
 
-def clustering_actions(spec, state) -> list[Action]:
-    """Run pending plans (scheduled, or left by a crashed run), else schedule a new one if due."""
+def pending_runs(state) -> list[Action]:
+    """Run the pending plans (scheduled, or left by a crashed run). They go before any rewrite
+    of the table: a rewrite may not replace file groups under a pending plan."""
     pending = [(i, p) for i, p in sorted(state.pending_clustering.items())
                if i.state == "requested" or i in state.expired]
-    if pending:
-        sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
-        actions = []
-        for instant, plan in pending:
-            why = ("scheduled and not yet run" if instant.state == "requested"
-                   else "its run died (heartbeat expired); it is rolled back to its plan and run again")
-            summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
-                       for g, grp in zip(group_summary(plan), plan.groups)]
-            actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
-                                   {"instant": instant.timestamp}))
-        return actions
+    sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
+    actions = []
+    for instant, plan in pending:
+        why = ("scheduled and not yet run" if instant.state == "requested"
+               else "its run died (heartbeat expired); it is rolled back to its plan and run again")
+        summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
+                   for g, grp in zip(group_summary(plan), plan.groups)]
+        actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
+                               {"instant": instant.timestamp}))
+    return actions
+
+
+def clustering_actions(spec, state) -> list[Action]:
+    """Run pending plans, else schedule a new one if due."""
+    runs = pending_runs(state)
+    if runs:
+        return runs
     plan = clustering_plan(spec, state)
     if plan is None:
         return []

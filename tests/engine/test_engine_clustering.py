@@ -332,3 +332,31 @@ def test_clustering_a_record_level_table_moves_its_keys_in_the_index(spark, tmp_
     assert found.num_rows == len(before) and set(found.column("file_id").to_pylist()) <= new_ids
     assert content(table) == before
     assert_hudi_rs_agrees(table)
+
+
+def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spark, tmp_path):
+    """A replacecommit taking planned file groups away would leave a plan that can never run
+    (and writers waiting on it): rewrites refuse, and apply runs the pending plan before them."""
+    from tablespec.engine.clustering import schedule
+    from tablespec.engine.commit import locked
+    from tablespec.engine.writer import TableWriter
+    from tablespec.hudi.clustering import ClusteringPending
+    from tablespec.plan.clustering import clustering_plan
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    with locked(table.location) as lock, pytest.raises(ClusteringPending, match="pending clustering plan"):
+        TableWriter(spark, table.spec, table.location).overwrite(batch(spark, 0, 5), lock)
+    assert content(table) == before
+    unpartitioned = text.replace(UNPARTITIONED, "")
+    plan = plan_for(unpartitioned, tmp_path)
+    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [
+        ("clustering", instant.timestamp), ("replace_table", None)]
+    Applier(spark=spark).apply(plan, allow_destructive=True)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and timeline.contains_completed(instant.timestamp)
+    new = Table(load_spec_text(unpartitioned, "orders.yaml").specs[0].spec, table.location, spark)
+    assert sorted((r[2], r[5], r[6]) for r in content(new)) == sorted((r[2], r[5], r[6]) for r in before)
+    assert_hudi_rs_agrees(new)
+    assert not plan_for(unpartitioned, tmp_path).has_changes
