@@ -24,7 +24,7 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
-from tablespec.hudi.clustering import pending_plans, refuse_replacing_planned
+from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
@@ -66,7 +66,7 @@ class WriteResult:
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
     """File ids under a pending clustering plan (requested or inflight replacecommit)."""
-    return {file_id for plan in pending_plans(timeline).values() for _, file_id in plan.file_ids()}
+    return {file_id for _, file_id in planned_file_groups(timeline)}
 
 
 class TableWriter:

@@ -234,10 +234,15 @@ def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
     return out
 
 
+def planned_file_groups(timeline: Timeline) -> set[tuple[str, str]]:
+    """(partition, file id) of every file group under a pending clustering plan."""
+    return {fg for plan in pending_plans(timeline).values() for fg in plan.file_ids()}
+
+
 def refuse_replacing_planned(timeline: Timeline, replaced: dict[str, list[str]], base: str) -> None:
     """A replacecommit must not take file groups out from under a pending clustering plan: the
     plan could never run again, and would keep the table's writers waiting for it."""
-    planned = {fg for plan in pending_plans(timeline).values() for fg in plan.file_ids()}
+    planned = planned_file_groups(timeline)
     hit = sorted(f"{p}/{f}" if p else f for p, ids in replaced.items() for f in ids if (p, f) in planned)
     if hit:
         raise ClusteringPending(f"{base}: the rewrite would replace file groups under a pending clustering plan "
