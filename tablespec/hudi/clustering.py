@@ -250,14 +250,28 @@ def refuse_replacing_planned(timeline: Timeline, replaced: dict[str, list[str]],
                                 "(`tablespec apply` runs pending plans before rewrites)")
 
 
-def last_layout(timeline: Timeline) -> tuple[str, Layout] | None:
-    """The latest completed clustering on the active timeline and the layout its plan used
-    (NONE when its plan is no longer on the active timeline)."""
-    for instant in reversed(timeline.commits()):
+def layout_history(timeline: Timeline) -> list[tuple[str, Layout]]:
+    """The completed clusterings on the active timeline, oldest first, each with the layout its
+    plan used (NONE when its plan is no longer on the active timeline)."""
+    out = []
+    for instant in timeline.commits():
         if instant.action != REPLACE_COMMIT or timeline.read_metadata(instant).get("operationType") != CLUSTER:
             continue
         requested = instant.to("requested")
         if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
-            return instant.timestamp, Layout()
-        return instant.timestamp, decode_plan(timeline.read_metadata(requested), requested.file_name).layout
-    return None
+            out.append((instant.timestamp, Layout()))
+        else:
+            out.append((instant.timestamp, decode_plan(timeline.read_metadata(requested), requested.file_name).layout))
+    return out
+
+
+def relayout_start(history: list[tuple[str, Layout]]) -> str | None:
+    """When the latest layout replaced another one: the first clustering with it. Files older than
+    that are still in the old layout until a clustering rewrites them (maxGroups may take several)."""
+    if not history:
+        return None
+    layout = history[-1][1]
+    k = len(history)
+    while k > 0 and history[k - 1][1] == layout:
+        k -= 1
+    return history[k][0] if k > 0 else None

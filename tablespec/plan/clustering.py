@@ -6,7 +6,8 @@ than `maxSmallFiles` small files. Eligible slices: base files below `smallFileLi
 size-based plan strategy: a file at or above it is big enough to be left alone), in file groups
 under no pending clustering, in partitions passing `partitionFilter` and `latestPartitions`.
 When the layout changed, every file is eligible: re-laying out only the small ones would leave
-most data in the old order. Otherwise files the last clustering wrote are as laid out as they get
+most data in the old order; when `maxGroups` leaves some of them out, the next clusterings take
+them (due until no file predates the switch). Otherwise files the last clustering wrote are as laid out as they get
 (small only because their partition is): they do not count as small files, and are rewritten only
 together with newer files, so plan -> apply -> plan settles.
 
@@ -42,8 +43,14 @@ def due_reasons(spec, state) -> list[str]:
     if state.commits_since_clustering >= c.every_n_commits:
         since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
         reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
+    elif last is not None and state.relayout_since is not None and layout.columns:
+        old = _old_layout(state, layout)
+        left = sum(1 for fg in _candidates(spec, state, old) if old(fg))
+        if left:
+            reasons.append(f"{left} file(s) still predate the switch to {layout} ({state.relayout_since}); "
+                           "maxGroups left them for a later clustering")
     if c.max_small_files is not None:
-        small = sum(1 for fg in _candidates(spec, state, relayout=False) if not _laid_out(state, fg))
+        small = sum(1 for fg in _candidates(spec, state, lambda fg: False) if not _laid_out(state, fg))
         if small > c.max_small_files:
             reasons.append(f"{small} small files (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
     return reasons
@@ -64,14 +71,25 @@ def _laid_out(state, fg) -> bool:
     return state.last_clustering is not None and fg.base_instant == state.last_clustering
 
 
-def _candidates(spec, state, relayout: bool):
+def _old_layout(state, layout: Layout):
+    """Which files are still to be re-laid out for `layout`: every file when it differs from the
+    last clustering's; after a switch to it, the files older than the switch."""
+    last, since = state.last_clustering_layout, state.relayout_since
+    if last is not None and last != layout:
+        return lambda fg: True
+    if last is not None and since is not None and layout.columns:
+        return lambda fg: fg.base_instant < since
+    return lambda fg: False
+
+
+def _candidates(spec, state, old_layout):
     c = spec.spec.clustering
     locked = {(s.partition, s.file_id) for plan in state.pending_clustering.values() for g in plan.groups
               for s in g.slices}
     parts = _partitions(spec, state)
     for fg in state.file_groups:
         if (fg.base_file and fg.partition in parts and (fg.partition, fg.file_id) not in locked
-                and (relayout or fg.size < c.small_file_limit)):
+                and (old_layout(fg) or fg.size < c.small_file_limit)):
             yield fg
 
 
@@ -81,11 +99,11 @@ def clustering_plan(spec, state) -> ClusteringPlan | None:
     if not reasons:
         return None
     c, layout = spec.spec.clustering, declared_layout(spec)
-    relayout = state.last_clustering_layout is not None and state.last_clustering_layout != layout
+    old = _old_layout(state, layout)
     by_partition: dict[str, list[SliceInfo]] = {}
     laid_out = set()
-    for fg in _candidates(spec, state, relayout):
-        if not relayout and _laid_out(state, fg):
+    for fg in _candidates(spec, state, old):
+        if not old(fg) and _laid_out(state, fg):
             laid_out.add((fg.partition, fg.file_id))
         path = os.path.join(state.location, fg.partition, fg.base_file) if fg.partition else \
             os.path.join(state.location, fg.base_file)

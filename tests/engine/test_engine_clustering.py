@@ -385,3 +385,23 @@ def test_clustering_on_local_cluster(tmp_path):
         print("LOCAL-CLUSTER OK")
     """)
     assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterings(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3, maxGroups: 1}")
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    cluster(spark, table, text, tmp_path)  # one partition (maxGroups), SORT
+    zorder = text.replace("{strategy: SORT, sortColumns: [customer_id]", "{strategy: ZORDER, sortColumns: [customer_id, amount]")
+    switch = plan_for(zorder, tmp_path)
+    assert [a.kind for _, a in switch.actions] == ["update_settings", "clustering"]
+    first = Applier(spark=spark).apply(switch).actions[-1].actual["instant"]  # layout switch: one partition again
+    assert observe(table.location).relayout_since == first
+    plan = plan_for(zorder, tmp_path)
+    (_, action), = plan.actions
+    assert "still predate the switch to ZORDER(customer_id, amount)" in action.reasons[0]
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(zorder, tmp_path).has_changes
+    assert all(s.base_instant >= first for s in latest_files(table.location))  # every file laid out anew
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)

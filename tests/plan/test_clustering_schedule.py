@@ -127,3 +127,29 @@ def test_files_the_last_clustering_wrote_do_not_make_it_due_again():
     due = state(text, clustered + fresh[4:5], commits=3, last_clustering=last,
                 last_clustering_layout=Layout("SORT", ("customer_id",)))
     assert [(g.partition, len(g.slices)) for g in clustering_plan(spec(text), due).groups] == [("d=04", 2)]
+
+
+def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_laid_out():
+    text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], maxGroups: 1}")
+    switch = "20261121000000005"  # the first ZORDER clustering, after SORT ones
+    old = files(("d=01", [200 * MiB]), ("d=02", [300 * MiB]))  # written before the switch, big
+    new = (FileGroupState("d=03", "03-z-0", switch, 200 * MiB, "03-z-0_0-1-2_5.parquet"),)
+    zorder = Layout("ZORDER", ("customer_id", "amount"))
+    st = state(text, old + new, commits=0, last_clustering=switch, last_clustering_layout=zorder, relayout_since=switch)
+    act, = actions(text, st)
+    assert "2 file(s) still predate the switch to ZORDER(customer_id, amount)" in act.reasons[0]
+    plan = clustering_plan(spec(text), st)
+    assert [(g.partition, len(g.slices)) for g in plan.groups] == [("d=02", 1)]  # maxGroups: one at a time
+    done = dataclasses.replace(st, file_groups=new + (dataclasses.replace(old[0], base_instant="20261121000000007"),
+                                                      dataclasses.replace(old[1], base_instant=switch)),
+                               last_clustering="20261121000000007")
+    assert clustering_plan(spec(text), done) is None
+
+
+def test_relayout_start_is_the_first_clustering_of_the_latest_layout_after_another():
+    from tablespec.hudi.clustering import relayout_start
+    s, z = Layout("SORT", ("a",)), Layout("ZORDER", ("a", "b"))
+    assert relayout_start([]) is None
+    assert relayout_start([("1", z), ("2", z)]) is None  # never switched
+    assert relayout_start([("1", s), ("2", z), ("3", z)]) == "2"
+    assert relayout_start([("1", z), ("2", s), ("3", z)]) == "3"
