@@ -188,8 +188,9 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     table = small_table(spark, tmp_path, text)
     before = content(table)
     instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
-    with pytest.raises(WriteRefused, match="pending clustering plan"):
-        table.write(batch(spark, 0, 3), "upsert")
+    for operation in ("upsert", "delete"):
+        with pytest.raises(WriteRefused, match="pending clustering plan"):
+            table.write(batch(spark, 0, 3), operation)
     assert content(table) == before  # readers still see the old files
     table.write(batch(spark, 1000, 3), "insert")  # new records go to new file groups, not the planned ones
     before = content(table)
