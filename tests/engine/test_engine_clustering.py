@@ -89,7 +89,17 @@ def test_stitching_merges_small_files_and_keeps_rows(spark, tmp_path, partitione
     table = small_table(spark, tmp_path, text)
     before, files_before = content(table), len(latest_files(table.location))
     assert files_before == (6 if partitioned else 3)
+    last_write = Timeline.load(LocalStorage(), table.location).commits()[-1].timestamp
     done = cluster(spark, table, text, tmp_path)
+    # time travel to before the clustering reads the replaced files, through tablespec and hudi-rs
+    assert sorted(tuple(r) for r in table.read(as_of=last_write).drop("_hoodie_file_name").collect()) == before
+    import hudi
+    old = hudi.HudiTableBuilder.from_base_uri(table.location).build().read(
+        hudi.HudiReadOptions().with_as_of_timestamp(last_write))
+    assert sum(b.num_rows for b in old) == len(before)
+    assert {f for b in old for f in b.column("_hoodie_file_name").to_pylist()} == {
+        s.base_file.name for s in FileSystemView.build(LocalStorage(), table.location, Timeline.load(
+            LocalStorage(), table.location)).latest_slices(as_of=last_write)}
     assert done["action"].estimate["files"] == f"{files_before} -> {2 if partitioned else 1}"
     assert len(latest_files(table.location)) == (2 if partitioned else 1)
     assert content(table) == before
