@@ -416,3 +416,20 @@ def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterin
     assert all(s.base_instant >= first for s in latest_files(table.location))  # every file laid out anew
     assert content(table) == before
     assert_hudi_rs_agrees(table)
+
+
+def test_clean_after_clustering_removes_the_replaced_files_and_readers_keep_reading(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}") + "  retention: {keepCommits: 1}\n"
+    table = small_table(spark, tmp_path, text)
+    replaced = {s.base_file.path for s in latest_files(table.location)}
+    cluster(spark, table, text, tmp_path)  # the replacecommit is the earliest retained: nothing to clean yet
+    assert all(os.path.exists(p) for p in replaced)
+    table.write(batch(spark, 0, 4), "upsert")
+    before = content(table)
+    plan = plan_for(text, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["clean"]
+    Applier(spark=spark).apply(plan)
+    assert not any(os.path.exists(p) for p in replaced)
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    assert not plan_for(text, tmp_path).has_changes
