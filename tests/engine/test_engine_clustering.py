@@ -433,3 +433,23 @@ def test_clean_after_clustering_removes_the_replaced_files_and_readers_keep_read
     assert content(table) == before
     assert_hudi_rs_agrees(table)
     assert not plan_for(text, tmp_path).has_changes
+
+
+def test_pending_plan_runs_before_the_table_is_rewritten_into_buckets(spark, tmp_path):
+    from tablespec.engine.clustering import schedule
+    from tablespec.plan.clustering import clustering_plan
+    text = spec_text("{everyNCommits: 3}")
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    bucketed = text.replace("index: {type: SIMPLE}", "index: {type: BUCKET, numBuckets: 2}")
+    plan = plan_for(bucketed, tmp_path)
+    kinds = [(a.kind, a.params.get("instant")) for _, a in plan.actions]
+    assert kinds[0] == ("clustering", instant.timestamp) and len(kinds) > 1, kinds
+    Applier(spark=spark).apply(plan)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and timeline.contains_completed(instant.timestamp)
+    new = Table(load_spec_text(bucketed, "orders.yaml").specs[0].spec, table.location, spark)
+    assert sorted(r[2:] for r in content(new)) == sorted(r[2:] for r in before)
+    assert_hudi_rs_agrees(new)
+    assert not plan_for(bucketed, tmp_path).has_changes
