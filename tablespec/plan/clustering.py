@@ -40,15 +40,15 @@ def due_reasons(spec, state) -> list[str]:
     reasons = []
     if last is not None and last != layout:
         reasons.append(f"declared layout {layout} differs from the last clustering's ({last}, {state.last_clustering})")
-    if state.commits_since_clustering >= c.every_n_commits:
-        since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
-        reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
     elif last is not None and state.relayout_since is not None and layout.columns:
         old = _old_layout(state, layout)
         left = sum(1 for fg in _candidates(spec, state, old) if old(fg))
         if left:
-            reasons.append(f"{left} file(s) still predate the switch to {layout} ({state.relayout_since}); "
-                           "maxGroups left them for a later clustering")
+            reasons.append(f"{left} file(s) still predate the switch to {layout} ({state.relayout_since}), "
+                           "left by maxGroups for a later clustering")
+    if state.commits_since_clustering >= c.every_n_commits:
+        since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
+        reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
     if c.max_small_files is not None:
         small = sum(1 for fg in _candidates(spec, state, lambda fg: False) if not _laid_out(state, fg))
         if small > c.max_small_files:
@@ -174,7 +174,7 @@ def clustering_actions(spec, state) -> list[Action]:
     plan = clustering_plan(spec, state)
     if plan is None:
         return []
-    return [_action(plan, group_summary(plan), plan.extra_metadata["tablespec.clustering.reasons"].split("; "), {})]
+    return [_action(plan, group_summary(plan), due_reasons(spec, state), {})]
 
 
 def _action(plan: ClusteringPlan, groups: list[dict], reasons: list[str], params: dict) -> Action:

@@ -130,7 +130,8 @@ def test_files_the_last_clustering_wrote_do_not_make_it_due_again():
 
 
 def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_laid_out():
-    text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], maxGroups: 1}")
+    text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], maxGroups: 1, "
+                                   "everyNCommits: 3}")
     switch = "20261121000000005"  # the first ZORDER clustering, after SORT ones
     old = files(("d=01", [200 * MiB]), ("d=02", [300 * MiB]))  # written before the switch, big
     new = (FileGroupState("d=03", "03-z-0", switch, 200 * MiB, "03-z-0_0-1-2_5.parquet"),)
@@ -144,6 +145,13 @@ def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_l
                                                       dataclasses.replace(old[1], base_instant=switch)),
                                last_clustering="20261121000000007")
     assert clustering_plan(spec(text), done) is None
+    # due by commits as well: both reasons; switched again: only the new switch is the reason
+    both, = actions(text, dataclasses.replace(st, commits_since_clustering=4))
+    assert [r.split(" ")[1:3] for r in both.reasons] == [["file(s)", "still"], ["commits", "since"]]
+    assert both.reasons[1].endswith("; everyNCommits is 3")  # reasons are not split at their own "; "
+    again = with_clustering(SIMPLE, "{strategy: HILBERT, sortColumns: [customer_id, amount], maxGroups: 1}")
+    switched, = [a for a in actions(again, st) if a.kind == "clustering"]
+    assert len(switched.reasons) == 1 and "differs from the last clustering's" in switched.reasons[0]
 
 
 def test_relayout_start_is_the_first_clustering_of_the_latest_layout_after_another():
