@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
-from tablespec.hudi.clustering import Layout, last_layout, pending_plans
+from tablespec.hudi.clustering import Layout, layout_history, pending_plans, relayout_start
 from tablespec.hudi.config import TableConfig, fingerprint, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
@@ -61,6 +61,7 @@ class TableState:
     commits: int = 0
     last_clustering: str | None = None
     last_clustering_layout: Layout | None = None   # the layout the last clustering's plan used
+    relayout_since: str | None = None   # the first clustering with that layout, if it replaced another one
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
@@ -99,7 +100,8 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     schema = timeline.latest_schema() or config.create_schema
     columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
     commits = [i for i in timeline.commits()]
-    last = last_layout(timeline)
+    history = layout_history(timeline)
+    last = history[-1] if history else None
     last_clustering = last[0] if last else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     retained = keep_commits or int(config.to_properties().get("hoodie.cleaner.commits.retained", 10))
@@ -120,6 +122,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         commits=len(commits),
         last_clustering=last_clustering,
         last_clustering_layout=last[1] if last else None,
+        relayout_since=relayout_start(history),
         pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),

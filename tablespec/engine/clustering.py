@@ -91,9 +91,7 @@ def cluster_groups(job: ClusteringJob, batches):
 
 
 def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, partition_id: int, token: str) -> list[dict]:
-    rows = pa.concat_tables([align_to_schema(pq.read_table(f, columns=[n for n in schema.names
-                                                                       if n in pq.read_schema(f).names]), schema)
-                             for f in group.files])
+    rows = pa.concat_tables([_read_aligned(f, schema) for f in group.files])
     if job.strategy != "NONE" and rows.num_rows:
         rows = rows.take(layout_indices(rows, job.strategy, list(job.columns), tasks.KEY))
     bounds = np.linspace(0, rows.num_rows, len(group.output_ids) + 1).round().astype(int)
@@ -113,6 +111,12 @@ def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, part
                           num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
                           bytes=written.size, invalid=0, invalid_sample=""))
     return stats
+
+
+def _read_aligned(path: str, schema: pa.Schema) -> pa.Table:
+    """A base file's rows in `schema` (columns it predates are null); its footer is read once."""
+    present = set(pq.read_schema(path).names)
+    return align_to_schema(pq.read_table(path, columns=[n for n in schema.names if n in present]), schema)
 
 
 def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool) -> tuple[str, ...]:

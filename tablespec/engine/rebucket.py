@@ -19,6 +19,7 @@ from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import table_ddl
+from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName
@@ -101,6 +102,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     slices = {p: ss for p, ss in slices.items() if ss}
     total = sum(s.base_file.size for ss in slices.values() for s in ss)
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
+    refuse_replacing_planned(timeline, replaced, base)
     with Transaction(storage, base, "replacecommit", lock) as txn:
         job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
                           avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec))

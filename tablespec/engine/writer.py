@@ -24,7 +24,7 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
-from tablespec.hudi.clustering import pending_plans
+from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
@@ -66,7 +66,7 @@ class WriteResult:
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
     """File ids under a pending clustering plan (requested or inflight replacecommit)."""
-    return {file_id for plan in pending_plans(timeline).values() for _, file_id in plan.file_ids()}
+    return {file_id for _, file_id in planned_file_groups(timeline)}
 
 
 class TableWriter:
@@ -127,6 +127,11 @@ class TableWriter:
         view = FileSystemView.build(self.storage, self.base, timeline)
         props = read_table_config(self.storage, self.base).to_properties()
         index = None if replace else self._record_index(timeline, props)
+        if replace:
+            everything: dict[str, list[str]] = {}
+            for s in view.latest_slices():
+                everything.setdefault(s.partition, []).append(s.file_id)
+            refuse_replacing_planned(timeline, everything, self.base)
         with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
             job = self._job(txn.instant, operation, view)
             if index is not None and operation in ("insert", "bulk_insert"):

@@ -20,11 +20,15 @@ from typing import Any
 
 import fastavro
 
-from tablespec.errors import HudiFormatError
+from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.instant import REPLACE_COMMIT, Instant
 from tablespec.hudi.io import join
 from tablespec.hudi.rollback import is_clustering_plan
 from tablespec.hudi.timeline import Timeline, avro_record
+
+class ClusteringPending(TablespecError):
+    """A write or rewrite refused because it touches file groups under a pending clustering plan."""
+
 
 CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: requested metadata and completed commit
 # Hudi's Spark executor of sorted (linear / z-order / hilbert) and unsorted clusterings.
@@ -56,6 +60,7 @@ _CLUSTERING_GROUP = {
         {"name": "slices", "type": ["null", {"type": "array", "items": _SLICE_INFO}], "default": None},
         {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": None},
         {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
+        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},  # set by consistent-hashing plans
         {"name": "version", "type": ["int", "null"], "default": 1},
     ]}
 _CLUSTERING_STRATEGY = {
@@ -173,7 +178,8 @@ def encode_plan(plan: ClusteringPlan) -> bytes:
     """The plan as the content of `T.replacecommit.requested`."""
     groups = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": [], "fileId": s.file_id,
                            "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in g.slices],
-               "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "version": 1}
+               "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None,
+               "version": 1}
               for g in plan.groups]
     record = {
         "operationType": CLUSTER,
@@ -228,14 +234,44 @@ def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
     return out
 
 
-def last_layout(timeline: Timeline) -> tuple[str, Layout] | None:
-    """The latest completed clustering on the active timeline and the layout its plan used
-    (NONE when its plan is no longer on the active timeline)."""
-    for instant in reversed(timeline.commits()):
+def planned_file_groups(timeline: Timeline) -> set[tuple[str, str]]:
+    """(partition, file id) of every file group under a pending clustering plan."""
+    return {fg for plan in pending_plans(timeline).values() for fg in plan.file_ids()}
+
+
+def refuse_replacing_planned(timeline: Timeline, replaced: dict[str, list[str]], base: str) -> None:
+    """A replacecommit must not take file groups out from under a pending clustering plan: the
+    plan could never run again, and would keep the table's writers waiting for it."""
+    planned = planned_file_groups(timeline)
+    hit = sorted(f"{p}/{f}" if p else f for p, ids in replaced.items() for f in ids if (p, f) in planned)
+    if hit:
+        raise ClusteringPending(f"{base}: the rewrite would replace file groups under a pending clustering plan "
+                                f"({', '.join(hit[:5])}{', ...' if len(hit) > 5 else ''}); run the clustering first "
+                                "(`tablespec apply` runs pending plans before rewrites)")
+
+
+def layout_history(timeline: Timeline) -> list[tuple[str, Layout]]:
+    """The completed clusterings on the active timeline, oldest first, each with the layout its
+    plan used (NONE when its plan is no longer on the active timeline)."""
+    out = []
+    for instant in timeline.commits():
         if instant.action != REPLACE_COMMIT or timeline.read_metadata(instant).get("operationType") != CLUSTER:
             continue
         requested = instant.to("requested")
         if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
-            return instant.timestamp, Layout()
-        return instant.timestamp, decode_plan(timeline.read_metadata(requested), requested.file_name).layout
-    return None
+            out.append((instant.timestamp, Layout()))
+        else:
+            out.append((instant.timestamp, decode_plan(timeline.read_metadata(requested), requested.file_name).layout))
+    return out
+
+
+def relayout_start(history: list[tuple[str, Layout]]) -> str | None:
+    """When the latest layout replaced another one: the first clustering with it. Files older than
+    that are still in the old layout until a clustering rewrites them (maxGroups may take several)."""
+    if not history:
+        return None
+    layout = history[-1][1]
+    k = len(history)
+    while k > 0 and history[k - 1][1] == layout:
+        k -= 1
+    return history[k][0] if k > 0 else None

@@ -8,7 +8,7 @@ from tablespec import __version__
 from tablespec.errors import UnsupportedTableError
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
-from tablespec.plan.clustering import clustering_actions
+from tablespec.plan.clustering import clustering_actions, pending_runs
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
@@ -57,8 +57,12 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         actions.append(Action(kind="clean", estimate=clean, reasons=[
             f"{clean['files']} file version(s) older than the {spec.spec.retention.keep_commits} retained commits "
             f"(earliest retained {clean['earliest_instant_to_retain']})"]))
-    if not any(a.kind not in ("update_settings", "schema_evolution", "rollback", "clean") for a in actions):
+    housekeeping = ("update_settings", "schema_evolution", "rollback", "clean")
+    if not any(a.kind not in housekeeping for a in actions):
         actions += clustering_actions(spec, state)  # housekeeping: only on a table that matches its spec
+    elif state.exists and (runs := pending_runs(state)):  # a pending plan runs before the table is rewritten
+        at = next(i for i, a in enumerate(actions) if a.kind not in housekeeping)
+        actions[at:at] = runs
     warnings = []
     live = [i for i in state.pending if i not in state.expired
             and not (i.state == "requested" and i in state.pending_clustering)]  # scheduled plans are actions

@@ -6,7 +6,10 @@ than `maxSmallFiles` small files. Eligible slices: base files below `smallFileLi
 size-based plan strategy: a file at or above it is big enough to be left alone), in file groups
 under no pending clustering, in partitions passing `partitionFilter` and `latestPartitions`.
 When the layout changed, every file is eligible: re-laying out only the small ones would leave
-most data in the old order.
+most data in the old order; when `maxGroups` leaves some of them out, the next clusterings take
+them (due until no file predates the switch). Otherwise files the last clustering wrote are as laid out as they get
+(small only because their partition is): they do not count as small files, and are rewritten only
+together with newer files, so plan -> apply -> plan settles.
 
 Groups never span partitions. Unsorted stitching (NONE) packs slices into groups of at most
 `maxBytesPerGroup` and drops groups of a single file (nothing to stitch); SORT / ZORDER / HILBERT
@@ -37,11 +40,17 @@ def due_reasons(spec, state) -> list[str]:
     reasons = []
     if last is not None and last != layout:
         reasons.append(f"declared layout {layout} differs from the last clustering's ({last}, {state.last_clustering})")
+    elif last is not None and state.relayout_since is not None and layout.columns:
+        old = _old_layout(state, layout)
+        left = sum(1 for fg in _candidates(spec, state, old) if old(fg))
+        if left:
+            reasons.append(f"{left} file(s) still predate the switch to {layout} ({state.relayout_since}), "
+                           "left by maxGroups for a later clustering")
     if state.commits_since_clustering >= c.every_n_commits:
         since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
         reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
     if c.max_small_files is not None:
-        small = sum(1 for fg in _candidates(spec, state, relayout=False))
+        small = sum(1 for fg in _candidates(spec, state, lambda fg: False) if not _laid_out(state, fg))
         if small > c.max_small_files:
             reasons.append(f"{small} small files (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
     return reasons
@@ -57,14 +66,30 @@ def _partitions(spec, state) -> set[str]:
     return set(parts)
 
 
-def _candidates(spec, state, relayout: bool):
+def _laid_out(state, fg) -> bool:
+    """Written by the last clustering (whose layout is still the declared one when this is asked)."""
+    return state.last_clustering is not None and fg.base_instant == state.last_clustering
+
+
+def _old_layout(state, layout: Layout):
+    """Which files are still to be re-laid out for `layout`: every file when it differs from the
+    last clustering's; after a switch to it, the files older than the switch."""
+    last, since = state.last_clustering_layout, state.relayout_since
+    if last is not None and last != layout:
+        return lambda fg: True
+    if last is not None and since is not None and layout.columns:
+        return lambda fg: fg.base_instant < since
+    return lambda fg: False
+
+
+def _candidates(spec, state, old_layout):
     c = spec.spec.clustering
     locked = {(s.partition, s.file_id) for plan in state.pending_clustering.values() for g in plan.groups
               for s in g.slices}
     parts = _partitions(spec, state)
     for fg in state.file_groups:
         if (fg.base_file and fg.partition in parts and (fg.partition, fg.file_id) not in locked
-                and (relayout or fg.size < c.small_file_limit)):
+                and (old_layout(fg) or fg.size < c.small_file_limit)):
             yield fg
 
 
@@ -74,9 +99,12 @@ def clustering_plan(spec, state) -> ClusteringPlan | None:
     if not reasons:
         return None
     c, layout = spec.spec.clustering, declared_layout(spec)
-    relayout = state.last_clustering_layout is not None and state.last_clustering_layout != layout
+    old = _old_layout(state, layout)
     by_partition: dict[str, list[SliceInfo]] = {}
-    for fg in _candidates(spec, state, relayout):
+    laid_out = set()
+    for fg in _candidates(spec, state, old):
+        if not old(fg) and _laid_out(state, fg):
+            laid_out.add((fg.partition, fg.file_id))
         path = os.path.join(state.location, fg.partition, fg.base_file) if fg.partition else \
             os.path.join(state.location, fg.base_file)
         by_partition.setdefault(fg.partition, []).append(SliceInfo(fg.partition, fg.file_id, path, fg.size))
@@ -91,6 +119,8 @@ def clustering_plan(spec, state) -> ClusteringPlan | None:
             if not layout.columns:
                 packed = [p for p in packed if len(p) > 1]
         for members in packed:
+            if len(members) == 1 and (members[0].partition, members[0].file_id) in laid_out:
+                continue  # already laid out, nothing new to lay out with it
             size = sum(s.size for s in members)
             outputs = 1 if bucketed else max(1, math.ceil(size / c.target_file_size))
             groups.append(ClusteringGroup(tuple(members), outputs))
@@ -119,25 +149,32 @@ def group_summary(plan: ClusteringPlan) -> list[dict]:
              "output_files": g.num_output_file_groups} for g in plan.groups]
 
 
-def clustering_actions(spec, state) -> list[Action]:
-    """Run pending plans (scheduled, or left by a crashed run), else schedule a new one if due."""
+def pending_runs(state) -> list[Action]:
+    """Run the pending plans (scheduled, or left by a crashed run). They go before any rewrite
+    of the table: a rewrite may not replace file groups under a pending plan."""
     pending = [(i, p) for i, p in sorted(state.pending_clustering.items())
                if i.state == "requested" or i in state.expired]
-    if pending:
-        sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
-        actions = []
-        for instant, plan in pending:
-            why = ("scheduled and not yet run" if instant.state == "requested"
-                   else "its run died (heartbeat expired); it is rolled back to its plan and run again")
-            summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
-                       for g, grp in zip(group_summary(plan), plan.groups)]
-            actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
-                                   {"instant": instant.timestamp}))
-        return actions
+    sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
+    actions = []
+    for instant, plan in pending:
+        why = ("scheduled and not yet run" if instant.state == "requested"
+               else "its run died (heartbeat expired); it is rolled back to its plan and run again")
+        summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
+                   for g, grp in zip(group_summary(plan), plan.groups)]
+        actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
+                               {"instant": instant.timestamp}))
+    return actions
+
+
+def clustering_actions(spec, state) -> list[Action]:
+    """Run pending plans, else schedule a new one if due."""
+    runs = pending_runs(state)
+    if runs:
+        return runs
     plan = clustering_plan(spec, state)
     if plan is None:
         return []
-    return [_action(plan, group_summary(plan), plan.extra_metadata["tablespec.clustering.reasons"].split("; "), {})]
+    return [_action(plan, group_summary(plan), due_reasons(spec, state), {})]
 
 
 def _action(plan: ClusteringPlan, groups: list[dict], reasons: list[str], params: dict) -> Action:

@@ -89,7 +89,17 @@ def test_stitching_merges_small_files_and_keeps_rows(spark, tmp_path, partitione
     table = small_table(spark, tmp_path, text)
     before, files_before = content(table), len(latest_files(table.location))
     assert files_before == (6 if partitioned else 3)
+    last_write = Timeline.load(LocalStorage(), table.location).commits()[-1].timestamp
     done = cluster(spark, table, text, tmp_path)
+    # time travel to before the clustering reads the replaced files, through tablespec and hudi-rs
+    assert sorted(tuple(r) for r in table.read(as_of=last_write).drop("_hoodie_file_name").collect()) == before
+    import hudi
+    old = hudi.HudiTableBuilder.from_base_uri(table.location).build().read(
+        hudi.HudiReadOptions().with_as_of_timestamp(last_write))
+    assert sum(b.num_rows for b in old) == len(before)
+    assert {f for b in old for f in b.column("_hoodie_file_name").to_pylist()} == {
+        s.base_file.name for s in FileSystemView.build(LocalStorage(), table.location, Timeline.load(
+            LocalStorage(), table.location)).latest_slices(as_of=last_write)}
     assert done["action"].estimate["files"] == f"{files_before} -> {2 if partitioned else 1}"
     assert len(latest_files(table.location)) == (2 if partitioned else 1)
     assert content(table) == before
@@ -188,8 +198,9 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     table = small_table(spark, tmp_path, text)
     before = content(table)
     instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
-    with pytest.raises(WriteRefused, match="pending clustering plan"):
-        table.write(batch(spark, 0, 3), "upsert")
+    for operation in ("upsert", "delete"):
+        with pytest.raises(WriteRefused, match="pending clustering plan"):
+            table.write(batch(spark, 0, 3), operation)
     assert content(table) == before  # readers still see the old files
     table.write(batch(spark, 1000, 3), "insert")  # new records go to new file groups, not the planned ones
     before = content(table)
@@ -332,3 +343,113 @@ def test_clustering_a_record_level_table_moves_its_keys_in_the_index(spark, tmp_
     assert found.num_rows == len(before) and set(found.column("file_id").to_pylist()) <= new_ids
     assert content(table) == before
     assert_hudi_rs_agrees(table)
+
+
+def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spark, tmp_path):
+    """A replacecommit taking planned file groups away would leave a plan that can never run
+    (and writers waiting on it): rewrites refuse, and apply runs the pending plan before them."""
+    from tablespec.engine.clustering import schedule
+    from tablespec.engine.commit import locked
+    from tablespec.engine.writer import TableWriter
+    from tablespec.hudi.clustering import ClusteringPending
+    from tablespec.plan.clustering import clustering_plan
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    with locked(table.location) as lock, pytest.raises(ClusteringPending, match="pending clustering plan"):
+        TableWriter(spark, table.spec, table.location).overwrite(batch(spark, 0, 5), lock)
+    assert content(table) == before
+    unpartitioned = text.replace(UNPARTITIONED, "")
+    plan = plan_for(unpartitioned, tmp_path)
+    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [
+        ("clustering", instant.timestamp), ("replace_table", None)]
+    Applier(spark=spark).apply(plan, allow_destructive=True)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and timeline.contains_completed(instant.timestamp)
+    new = Table(load_spec_text(unpartitioned, "orders.yaml").specs[0].spec, table.location, spark)
+    assert sorted((r[2], r[5], r[6]) for r in content(new)) == sorted((r[2], r[5], r[6]) for r in before)
+    assert_hudi_rs_agrees(new)
+    assert not plan_for(unpartitioned, tmp_path).has_changes
+
+
+def test_clustering_on_local_cluster(tmp_path):
+    """Groups rewritten on separate executor JVMs: nothing depends on driver-local state."""
+    from helpers import run_script
+    text = spec_text("{strategy: ZORDER, sortColumns: [customer_id, amount], everyNCommits: 2, "
+                     "targetFileSize: 6KiB, smallFileLimit: 5KiB}")
+    (tmp_path / "orders.yaml").write_text(text)
+    proc = run_script(f"""
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        from test_engine_clustering import batch, cluster, content, file_columns, small_table
+        from helpers import assert_hudi_rs_agrees
+        from tablespec.engine.session import get_spark
+        spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
+        text = open({str(tmp_path / "orders.yaml")!r}).read()
+        table = small_table(spark, {str(tmp_path)!r}, text, commits=2, n=60)
+        before = content(table)
+        done = cluster(spark, table, text, {str(tmp_path)!r})
+        assert done["actual"]["groups"] == 2 and done["actual"]["rows"] == 120, done
+        assert content(table) == before
+        assert_hudi_rs_agrees(table)
+        spark.stop()
+        print("LOCAL-CLUSTER OK")
+    """)
+    assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterings(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3, maxGroups: 1}")
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    cluster(spark, table, text, tmp_path)  # one partition (maxGroups), SORT
+    zorder = text.replace("{strategy: SORT, sortColumns: [customer_id]", "{strategy: ZORDER, sortColumns: [customer_id, amount]")
+    switch = plan_for(zorder, tmp_path)
+    assert [a.kind for _, a in switch.actions] == ["update_settings", "clustering"]
+    first = Applier(spark=spark).apply(switch).actions[-1].actual["instant"]  # layout switch: one partition again
+    assert observe(table.location).relayout_since == first
+    plan = plan_for(zorder, tmp_path)
+    (_, action), = plan.actions
+    assert "still predate the switch to ZORDER(customer_id, amount)" in action.reasons[0]
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(zorder, tmp_path).has_changes
+    assert all(s.base_instant >= first for s in latest_files(table.location))  # every file laid out anew
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+
+
+def test_clean_after_clustering_removes_the_replaced_files_and_readers_keep_reading(spark, tmp_path):
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}") + "  retention: {keepCommits: 1}\n"
+    table = small_table(spark, tmp_path, text)
+    replaced = {s.base_file.path for s in latest_files(table.location)}
+    cluster(spark, table, text, tmp_path)  # the replacecommit is the earliest retained: nothing to clean yet
+    assert all(os.path.exists(p) for p in replaced)
+    table.write(batch(spark, 0, 4), "upsert")
+    before = content(table)
+    plan = plan_for(text, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["clean"]
+    Applier(spark=spark).apply(plan)
+    assert not any(os.path.exists(p) for p in replaced)
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    assert not plan_for(text, tmp_path).has_changes
+
+
+def test_pending_plan_runs_before_the_table_is_rewritten_into_buckets(spark, tmp_path):
+    from tablespec.engine.clustering import schedule
+    from tablespec.plan.clustering import clustering_plan
+    text = spec_text("{everyNCommits: 3}")
+    table = small_table(spark, tmp_path, text)
+    before = content(table)
+    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    bucketed = text.replace("index: {type: SIMPLE}", "index: {type: BUCKET, numBuckets: 2}")
+    plan = plan_for(bucketed, tmp_path)
+    kinds = [(a.kind, a.params.get("instant")) for _, a in plan.actions]
+    assert kinds[0] == ("clustering", instant.timestamp) and len(kinds) > 1, kinds
+    Applier(spark=spark).apply(plan)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and timeline.contains_completed(instant.timestamp)
+    new = Table(load_spec_text(bucketed, "orders.yaml").specs[0].spec, table.location, spark)
+    assert sorted(r[2:] for r in content(new)) == sorted(r[2:] for r in before)
+    assert_hudi_rs_agrees(new)
+    assert not plan_for(bucketed, tmp_path).has_changes

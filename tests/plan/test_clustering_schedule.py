@@ -105,3 +105,59 @@ def test_pending_plan_is_run_first_and_its_file_groups_are_not_planned_again():
     inflight = {Instant("20261121000000001", "replacecommit", "inflight"): first}
     running = state(text, groups, pending=tuple(inflight), pending_clustering=inflight)
     assert actions(text, running) == []  # its writer is alive: left alone
+
+
+def test_files_the_last_clustering_wrote_do_not_make_it_due_again():
+    """A clustering of small partitions writes small files; they are as laid out as they get, so
+    they neither count towards maxSmallFiles nor get rewritten alone (plan -> apply -> plan settles)."""
+    text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxSmallFiles: 2, everyNCommits: 3}")
+    last = "20261121000000000"  # files() writes every file at this instant
+    clustered = files(("d=01", [MiB]), ("d=02", [MiB]), ("d=03", [MiB]), ("d=04", [MiB]))
+    st = state(text, clustered, commits=0, last_clustering=last, last_clustering_layout=Layout("SORT", ("customer_id",)))
+    assert clustering_plan(spec(text), st) is None
+    assert actions(text, st) == []
+    # new small files count, and a partition with new data is clustered with the old output
+    fresh = clustered + (FileGroupState("d=04", "04-new-0", "20261121000000009", MiB, "04-new-0_0-1-2_9.parquet"),) * 1
+    fresh += tuple(FileGroupState("d=03", f"03-new{i}-0", "20261121000000009", MiB, f"03-new{i}-0_0-1-2_9.parquet")
+                   for i in range(2))
+    plan = clustering_plan(spec(text), state(text, fresh, commits=1, last_clustering=last,
+                                             last_clustering_layout=Layout("SORT", ("customer_id",))))
+    assert sorted((g.partition, len(g.slices)) for g in plan.groups) == [("d=03", 3), ("d=04", 2)]
+    # every N commits, files of partitions without new data are not re-sorted alone
+    due = state(text, clustered + fresh[4:5], commits=3, last_clustering=last,
+                last_clustering_layout=Layout("SORT", ("customer_id",)))
+    assert [(g.partition, len(g.slices)) for g in clustering_plan(spec(text), due).groups] == [("d=04", 2)]
+
+
+def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_laid_out():
+    text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], maxGroups: 1, "
+                                   "everyNCommits: 3}")
+    switch = "20261121000000005"  # the first ZORDER clustering, after SORT ones
+    old = files(("d=01", [200 * MiB]), ("d=02", [300 * MiB]))  # written before the switch, big
+    new = (FileGroupState("d=03", "03-z-0", switch, 200 * MiB, "03-z-0_0-1-2_5.parquet"),)
+    zorder = Layout("ZORDER", ("customer_id", "amount"))
+    st = state(text, old + new, commits=0, last_clustering=switch, last_clustering_layout=zorder, relayout_since=switch)
+    act, = actions(text, st)
+    assert "2 file(s) still predate the switch to ZORDER(customer_id, amount)" in act.reasons[0]
+    plan = clustering_plan(spec(text), st)
+    assert [(g.partition, len(g.slices)) for g in plan.groups] == [("d=02", 1)]  # maxGroups: one at a time
+    done = dataclasses.replace(st, file_groups=new + (dataclasses.replace(old[0], base_instant="20261121000000007"),
+                                                      dataclasses.replace(old[1], base_instant=switch)),
+                               last_clustering="20261121000000007")
+    assert clustering_plan(spec(text), done) is None
+    # due by commits as well: both reasons; switched again: only the new switch is the reason
+    both, = actions(text, dataclasses.replace(st, commits_since_clustering=4))
+    assert [r.split(" ")[1:3] for r in both.reasons] == [["file(s)", "still"], ["commits", "since"]]
+    assert both.reasons[1].endswith("; everyNCommits is 3")  # reasons are not split at their own "; "
+    again = with_clustering(SIMPLE, "{strategy: HILBERT, sortColumns: [customer_id, amount], maxGroups: 1}")
+    switched, = [a for a in actions(again, st) if a.kind == "clustering"]
+    assert len(switched.reasons) == 1 and "differs from the last clustering's" in switched.reasons[0]
+
+
+def test_relayout_start_is_the_first_clustering_of_the_latest_layout_after_another():
+    from tablespec.hudi.clustering import relayout_start
+    s, z = Layout("SORT", ("a",)), Layout("ZORDER", ("a", "b"))
+    assert relayout_start([]) is None
+    assert relayout_start([("1", z), ("2", z)]) is None  # never switched
+    assert relayout_start([("1", s), ("2", z), ("3", z)]) == "2"
+    assert relayout_start([("1", z), ("2", s), ("3", z)]) == "3"
