@@ -13,6 +13,9 @@ from typing import Callable
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked
 from tablespec.errors import PlanError, StalePlanError
+from tablespec.hudi.instant import Instant
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.rollback import rollback
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
 from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
@@ -227,7 +230,10 @@ class Applier:
     def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
         with locked(t.location) as lock:
-            return {"rolled_back": len(lock.recovered)}
+            storage, base = storage_for(t.location)
+            discarded = [rollback(storage, base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
+                         for ts in a.params.get("discard_plans", [])]
+            return {"rolled_back": len(lock.recovered), **({"plans_discarded": len(discarded)} if discarded else {})}
 
     def _progress(self, t: TablePlan, a: Action):
         if self.on_progress is None:

@@ -178,6 +178,9 @@ def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) 
     files = {_storage_path(path): req["partitionPath"]
              for req in plan.get("RollbackRequests") or () for path in req["filesToBeDeleted"]}
     files.update(_instant_files(storage, base, target.timestamp))  # also files written after planning
+    # a discarded clustering plan lists its own requested file among the files to delete
+    discard = join(meta, target.to("requested").file_name) in files
+    keep_plan = not discard and is_clustering_plan(timeline, target)
     failed = []
     for path in sorted(files):
         try:
@@ -190,7 +193,7 @@ def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) 
                              f"by the next recovery")
     storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
     delete_instant_files(storage, base, target.timestamp)  # the record-level index rolls back with the data
-    if is_clustering_plan(timeline, target):
+    if keep_plan:
         writer.revert_inflight(target.to("inflight"))  # keep the plan: the clustering runs again
     else:
         writer.delete_instant(target)
@@ -225,13 +228,18 @@ def _completed_rollback_of(timeline: Timeline, instant_ts: str) -> RollbackResul
     return None
 
 
-def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | None = None) -> RollbackResult:
+def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | None = None,
+             discard_plan: bool = False) -> RollbackResult:
     """Roll back a pending commit or replacecommit: delete its data files, markers, timeline files
     and heartbeat, recorded as a rollback instant. Repeating it is harmless: an interrupted
     rollback of the instant is finished, a finished one is reported again.
 
     The caller holds the table lock and has made sure no writer is still at work on the instant
-    (pending_to_roll_back checks heartbeats); this function does not look at the heartbeat."""
+    (pending_to_roll_back checks heartbeats); this function does not look at the heartbeat.
+
+    A clustering plan is kept when its run is rolled back (the plan runs again); with
+    `discard_plan` the plan itself is rolled back too: its requested file is listed among the
+    files the rollback deletes, so an interrupted discard is finished as one."""
     timeline = Timeline.load(storage, base)
     for pending in timeline.pending():
         if pending.action == ROLLBACK and _target(timeline, pending).timestamp == instant.timestamp:
@@ -247,10 +255,14 @@ def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | N
     if current.action not in ROLLBACK_ACTIONS:
         raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
                                     f"{' and '.join(ROLLBACK_ACTIONS)} instants")
-    if current.state == "requested" and is_clustering_plan(timeline, current):
+    clustering = is_clustering_plan(timeline, current)
+    if current.state == "requested" and clustering and not discard_plan:
         raise TablespecError(f"{current} is a scheduled clustering plan, not a failed write: nothing to roll back")
     ts = rollback_ts or new_instant_time(timeline.instants[-1].timestamp)
-    plan = _plan(current, _instant_files(storage, base, current.timestamp))
+    files = _instant_files(storage, base, current.timestamp)
+    if discard_plan and clustering:
+        files[join(timeline.meta, current.to("requested").file_name)] = ""
+    plan = _plan(current, files)
     requested = TimelineWriter(storage, base).request(ROLLBACK, ts, plan)
     result = _finish(storage, base, Timeline.load(storage, base), requested)
     return RollbackResult(current, result.deleted_files, result.rollback_instant)

@@ -157,6 +157,12 @@ def pending_runs(state) -> list[Action]:
     sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
     actions = []
     for instant, plan in pending:
+        stale = unrunnable(plan, state)
+        if stale:
+            actions.append(Action(kind="rollback", params={"discard_plans": [instant.timestamp]}, reasons=[
+                f"clustering plan {instant.timestamp} can no longer run ({stale}): it is rolled back and "
+                "discarded; the next plan schedules a new one if clustering is due"]))
+            continue
         why = ("scheduled and not yet run" if instant.state == "requested"
                else "its run died (heartbeat expired); it is rolled back to its plan and run again")
         summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
@@ -164,6 +170,21 @@ def pending_runs(state) -> list[Action]:
         actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
                                {"instant": instant.timestamp}))
     return actions
+
+
+def unrunnable(plan: ClusteringPlan, state) -> str | None:
+    """Why a pending plan cannot run any more (changed outside tablespec: an input file group was
+    rewritten or replaced, a sort column dropped), or None."""
+    latest = {(fg.partition, fg.file_id): fg.base_file for fg in state.file_groups}
+    for s in (s for g in plan.groups for s in g.slices):
+        name = latest.get((s.partition, s.file_id))
+        if name is None:
+            return f"file group {s.file_id} in partition '{s.partition}' is no longer in the table"
+        if s.file_name and s.file_name != name:
+            return f"file group {s.file_id} has a newer base file than the plan's {s.file_name}"
+    columns = {c.name for c in state.columns}
+    missing = [c for c in plan.layout.columns if c not in columns]
+    return f"sort column(s) {', '.join(missing)} not in the table" if missing else None
 
 
 def clustering_actions(spec, state) -> list[Action]:

@@ -453,3 +453,29 @@ def test_pending_plan_runs_before_the_table_is_rewritten_into_buckets(spark, tmp
     assert sorted(r[2:] for r in content(new)) == sorted(r[2:] for r in before)
     assert_hudi_rs_agrees(new)
     assert not plan_for(bucketed, tmp_path).has_changes
+
+
+def test_plan_that_can_no_longer_run_is_rolled_back_and_discarded(spark, tmp_path):
+    """A plan scheduled on file slices that are no longer the latest (e.g. by another tool) can never
+    run: plan offers a rollback that discards it, and writes to its file groups work again."""
+    text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}")
+    table = small_table(spark, tmp_path, text, commits=1)
+    old = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
+    table.write(batch(spark, 0, 10), "upsert")  # rewrites those file groups: the old slices are history
+    before = content(table)
+    ts = request_hudi_plan(table.location, old, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
+    with pytest.raises(WriteRefused):
+        table.write(batch(spark, 0, 4), "upsert")
+    plan = plan_for(text, tmp_path)
+    (_, action), = plan.actions
+    assert (action.kind, action.params) == ("rollback", {"discard_plans": [ts]})
+    assert "no longer run" in action.reasons[0] and "newer base file" in action.reasons[0]
+    Applier(spark=spark).apply(plan)
+    timeline = Timeline.load(LocalStorage(), table.location)
+    assert not timeline.pending() and ts not in {i.timestamp for i in timeline.instants}
+    done = timeline.last("rollback")
+    assert ts in timeline.read_metadata(done)["commitsRollback"]
+    assert not plan_for(text, tmp_path).has_changes
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    table.write(batch(spark, 0, 4), "upsert")
