@@ -40,7 +40,7 @@ class IndexJob:
     num_buckets: int
     chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
     ordering_field: str | None = None
-    file_groups: frozenset = frozenset()         # the table's live file ids: an entry elsewhere is stale
+    file_groups: dict = field(default_factory=dict)  # live file id -> its base file (an entry elsewhere is stale)
 
     @property
     def folder(self) -> str:
@@ -59,7 +59,8 @@ def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
 
 def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
     idx = ri.RecordIndex(storage, base, timeline, num_buckets)
-    live = frozenset(s.file_id for s in FileSystemView.build(storage, base, timeline).latest_slices())
+    live = {s.file_id: s.base_file.path for s in FileSystemView.build(storage, base, timeline).latest_slices()
+            if s.base_file is not None}
     return IndexJob(base, num_buckets, idx.chains, ordering_field, live)
 
 
@@ -95,9 +96,15 @@ def probe_rows(job: IndexJob, operation: str, batches):
         out.append(gone.append_column(DEL, pa.array(np.ones(gone.num_rows, bool))))
     else:
         same = hit & np.asarray(pc.fill_null(pc.equal(old_part, rows.column(tasks.PART)), False))
+        moved = hit & ~same
+        keep = np.ones(len(keys), bool)
+        if job.ordering_field and moved.any():  # a stale row loses, as it would in place: the key stays
+            keep = ~_stored_wins(job, rows, keys, old_fg, moved)
+            moved &= keep
         routed = rows.set_column(fg_index, tasks.FG, pc.if_else(pa.array(same), old_fg, pa.nulls(len(keys), pa.string())))
-        out.append(routed.append_column(DEL, pa.array(np.zeros(len(keys), bool))))
-        moved = pa.array(hit & ~same)
+        routed = routed.filter(pa.array(keep))
+        out.append(routed.append_column(DEL, pa.array(np.zeros(routed.num_rows, bool))))
+        moved = pa.array(moved)
         leaving = rows.filter(moved)  # removed from the old partition's file group
         leaving = leaving.set_column(rows.schema.get_field_index(tasks.PART), tasks.PART, old_part.filter(moved))
         leaving = leaving.set_column(fg_index, tasks.FG, old_fg.filter(moved))
@@ -105,6 +112,29 @@ def probe_rows(job: IndexJob, operation: str, batches):
     out.append(invalid.append_column(DEL, pa.array(np.zeros(invalid.num_rows, bool))))
     schema = out[0].schema
     yield from pa.concat_tables([t.cast(schema) for t in out]).to_batches()
+
+
+def _stored_wins(job: IndexJob, rows: pa.Table, keys: pa.Array, old_fg: pa.Array, moved: np.ndarray) -> np.ndarray:
+    """Of the keys about to move partition, those whose stored row has a strictly greater ordering
+    value (or a value where the incoming one is null): the rule `tasks._write_group` applies in place."""
+    wins = np.zeros(len(keys), bool)
+    idx = np.flatnonzero(moved)
+    fids = np.asarray(old_fg.take(pa.array(idx)).to_pylist(), dtype=object)
+    incoming = rows.column(job.ordering_field).combine_chunks()
+    for fid in set(fids):
+        sel = idx[fids == fid]
+        path = job.file_groups[fid]
+        if job.ordering_field not in pq.read_schema(path).names:
+            continue  # written before the field existed: its value is null, the smallest
+        wanted = keys.take(pa.array(sel))
+        stored = pq.read_table(path, columns=[tasks.KEY, job.ordering_field],
+                               filters=pc.field(tasks.KEY).isin(wanted))
+        old = stored.column(job.ordering_field).combine_chunks().take(pc.index_in(wanted, value_set=stored.column(tasks.KEY)))
+        new = incoming.take(pa.array(sel))
+        old = old.cast(new.type) if old.type != new.type else old
+        w = np.asarray(pc.fill_null(pc.greater(old, new), False)) | (np.asarray(new.is_null()) & np.asarray(old.is_valid()))
+        wins[sel[w]] = True
+    return wins
 
 
 def tag(spark, prepared, job: IndexJob, operation: str):
