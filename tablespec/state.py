@@ -102,16 +102,17 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     last = last_layout(timeline)
     last_clustering = last[0] if last else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
-    retained = keep_commits or int(config.to_properties().get("hoodie.cleaner.commits.retained", 10))
+    props = config.to_properties()
+    retained = keep_commits or int(props.get("hoodie.cleaner.commits.retained", 10))
     clean = plan_clean(location, timeline, view, retained)
-    index = _index_buckets(storage, location, timeline) if config.to_properties().get("hoodie.index.type") == \
-        "RECORD_LEVEL" else {}
+    index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) \
+        if props.get("hoodie.index.type") == "RECORD_LEVEL" else {}
     return TableState(
         location=location,
         exists=True,
         cleanable={retained: clean.to_dict()} if clean else {},
         config=config,
-        properties_fingerprint=fingerprint(config.to_properties()),
+        properties_fingerprint=fingerprint(props),
         columns=columns,
         file_groups=groups,
         pending=tuple(timeline.pending()),
@@ -141,8 +142,8 @@ def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
     return total
 
 
-def _index_buckets(storage: Storage, base: str, timeline: Timeline) -> dict[int, tuple[int, int]]:
+def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets: int) -> dict[int, tuple[int, int]]:
     """Record-level index: each bucket's live file count and bytes (a listing, no file read)."""
     sizes = {i.name: i.size for i in storage.list_dir(record_index.index_folder(base))}
     return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
-            for b, chain in record_index.live_files(storage, base, timeline).items()}
+            for b, chain in record_index.live_files(storage, base, timeline, num_buckets).items()}

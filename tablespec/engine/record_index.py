@@ -292,9 +292,9 @@ def _index_commit(txn, timeline, action: str) -> None:
     txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
 
 
-def _remove_superseded(storage, base: str) -> int:
-    """Delete counted files that a newer base hides (after the commit that wrote the base)."""
-    old = ri.superseded_files(storage, base, Timeline.load(storage, base))
+def remove_superseded(storage, base: str, num_buckets: int) -> int:
+    """Delete counted files no lookup reads (after the commit that wrote the hiding base)."""
+    old = ri.superseded_files(storage, base, Timeline.load(storage, base), num_buckets)
     for f in old:
         storage.delete(os.path.join(ri.index_folder(base), f.name))
     return len(old)
@@ -315,7 +315,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     with Transaction(storage, base, "commit", lock) as txn:
         names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
         _index_commit(txn, timeline, "record_index_build")
-    return IndexActionResult(txn.instant, num_buckets, len(names), _remove_superseded(storage, base), rows)
+    return IndexActionResult(txn.instant, num_buckets, len(names), remove_superseded(storage, base, num_buckets), rows)
 
 
 def drop_index(location: str) -> int:
@@ -355,7 +355,7 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)
     if not todo:
-        return IndexActionResult(None, index.num_buckets, 0, _remove_superseded(storage, base))
+        return IndexActionResult(None, index.num_buckets, 0, remove_superseded(storage, base, index.num_buckets))
     with Transaction(storage, base, "commit", lock) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
@@ -365,4 +365,4 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
             if f.instant == txn.instant and f.name not in keep:
                 storage.delete(os.path.join(ri.index_folder(base), f.name))
         _index_commit(txn, timeline, "record_index_compaction")
-    return IndexActionResult(txn.instant, index.num_buckets, len(keep), _remove_superseded(storage, base))
+    return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(storage, base, index.num_buckets))

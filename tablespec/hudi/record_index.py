@@ -157,12 +157,13 @@ def list_files(storage: Storage, base: str) -> list[IndexFile]:
     return sorted(f for info in storage.list_dir(index_folder(base)) if (f := IndexFile.parse(info.name)))
 
 
-def live_files(storage: Storage, base: str, timeline) -> dict[int, list[IndexFile]]:
-    """Per bucket, the files a lookup reads, newest first: counted files down to the newest base."""
+def live_files(storage: Storage, base: str, timeline, num_buckets: int) -> dict[int, list[IndexFile]]:
+    """Per bucket, the files a lookup reads, newest first: counted files down to the newest base.
+    Buckets from `num_buckets` up belong to an index built with more buckets: nothing reads them."""
     counted = _counted(timeline)
     by_bucket: dict[int, list[IndexFile]] = {}
     for f in sorted(list_files(storage, base), key=lambda f: f.instant, reverse=True):
-        if not counted(f.instant):
+        if not counted(f.instant) or f.bucket >= num_buckets:
             continue
         chain = by_bucket.setdefault(f.bucket, [])
         if chain and chain[-1].kind == "base":
@@ -171,9 +172,10 @@ def live_files(storage: Storage, base: str, timeline) -> dict[int, list[IndexFil
     return by_bucket
 
 
-def superseded_files(storage: Storage, base: str, timeline) -> list[IndexFile]:
-    """Counted files older than their bucket's newest base: no lookup reads them any more."""
-    live = {f for chain in live_files(storage, base, timeline).values() for f in chain}
+def superseded_files(storage: Storage, base: str, timeline, num_buckets: int) -> list[IndexFile]:
+    """Counted files no lookup reads any more: older than their bucket's newest base, or of a
+    bucket the index no longer has."""
+    live = {f for chain in live_files(storage, base, timeline, num_buckets).values() for f in chain}
     counted = _counted(timeline)
     return [f for f in list_files(storage, base) if counted(f.instant) and f not in live]
 
@@ -293,7 +295,7 @@ class RecordIndex:
     def __init__(self, storage: Storage, base: str, timeline, num_buckets: int):
         self.storage, self.base, self.num_buckets = storage, base, num_buckets
         self.folder = index_folder(base)
-        self.chains = {b: [f.name for f in fs] for b, fs in live_files(storage, base, timeline).items()}
+        self.chains = {b: [f.name for f in fs] for b, fs in live_files(storage, base, timeline, num_buckets).items()}
 
     def lookup(self, keys) -> pa.Table:
         return lookup_in(self.folder, self.chains, self.num_buckets, keys)

@@ -173,7 +173,7 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     assert all(n == 1 for b, (n, _) in observe(table.location).index_buckets.items() if b in over)
     assert assert_consistent(table) == data
     files = ri.list_files(LocalStorage(), table.location)
-    assert not ri.superseded_files(LocalStorage(), table.location, Timeline.load(LocalStorage(), table.location))
+    assert not ri.superseded_files(LocalStorage(), table.location, Timeline.load(LocalStorage(), table.location), 3)
     assert not any(ri.read_file(os.path.join(ri.index_folder(table.location), f.name)).column("file_id").null_count
                    for f in files if f.kind == "base")  # tombstones dropped
     plan, _ = plan_for(SPEC, tmp_path)
@@ -314,3 +314,33 @@ def test_a_stale_row_does_not_move_a_key_to_another_partition(spark, tmp_path):
     assert {x.id: (x.city, x.n) for x in table.read().collect()} == {"k1": ("ber", 5), "k2": ("ams", 9),
                                                                      "k3": ("ber", 5)}
 
+
+def test_fewer_index_buckets_leave_no_stale_bucket_files(spark, tmp_path):
+    from test_engine_rebucket import apply_spec
+    from tablespec.state import observe
+    from tablespec.table import Table
+    table = make_table(spark, tmp_path, SPEC.replace("numBuckets: 3", "numBuckets: 7"))
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(40)], DDL), "insert")
+    _, _, spec = apply_spec(spark, SPEC, tmp_path)  # 7 -> 3 buckets: the index is rebuilt
+    table = Table(spec, table.location, spark)
+    table.write(spark.createDataFrame([(f"k{i}", "cph", 100) for i in range(10)], DDL), "upsert")  # moves
+    result = verify(table.location)
+    assert result.ok and result.entries == result.keys == 40, str(result)
+    assert set(observe(table.location).index_buckets) == {0, 1, 2}
+    assert len(assert_consistent(table)) == 40
+
+
+def test_replace_table_of_a_record_level_table_deletes_the_old_index_files(spark, tmp_path):
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.table import Table
+    table = make_table(spark, tmp_path, SPEC)
+    for i in range(2):
+        table.write(spark.createDataFrame([(f"k{i}-{j}", ["ams", "ber"][j % 2], j) for j in range(6)], DDL), "insert")
+    rekeyed = SPEC.replace("partitioning: {fields: [city]}", "partitioning: {fields: [n]}")
+    plan, spec = plan_for(rekeyed, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["replace_table"]
+    Applier(spark=spark).apply(plan, allow_destructive=True)
+    replace = Timeline.load(LocalStorage(), table.location).completed()[-1].timestamp
+    assert {f.instant for f in ri.list_files(LocalStorage(), table.location)} == {replace}
+    assert len(assert_consistent(Table(spec, table.location, spark))) == 12

@@ -100,7 +100,7 @@ def test_only_completed_instants_count_and_a_base_hides_older_files(tmp_path):
     t3 = instant(base)
     put(base, t3, {"b": ("p", "f2")}, "base")
     assert lookup(base, ["a", "b"]) == {"b": ("p", "f2")}
-    assert [f.instant for f in ri.superseded_files(ST, base, Timeline.load(ST, base))] == [t1]
+    assert [f.instant for f in ri.superseded_files(ST, base, Timeline.load(ST, base), 1)] == [t1]
 
 
 def test_hudi_rs_reads_a_timeline_with_index_files_and_index_commits(tmp_path):
