@@ -5,7 +5,9 @@ and `import` all read tables through it, and `apply` re-observes to check a plan
 """
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError
@@ -64,8 +66,14 @@ class TableState:
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
-    rows: int | None = None           # rows in the latest slices, from commit metadata (None: unknown)
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
+    count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def rows(self) -> int | None:
+        """Rows in the latest slices, from commit metadata (None: unknown). Read on first use:
+        only an index build's estimate needs it, and it reads one commit per base instant."""
+        return self.count_rows() if self.count_rows else None
 
     @property
     def total_bytes(self) -> int:
@@ -124,7 +132,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),
-        rows=_rows(timeline, view),
+        count_rows=functools.partial(_rows, timeline, view),
         index_buckets=index,
     )
 
