@@ -246,14 +246,19 @@ def probe(paths: list[str], qkeys: pa.Array, qh: np.ndarray, mode: str = "auto")
     return pa.concat_tables(out)
 
 
-def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys) -> pa.Table:
-    """Where each key lives: (key, partition_path, file_id); missing and deleted keys are absent.
-    `chains` maps a bucket to its live file names, newest first (see `live_files`)."""
+def _query_keys(keys) -> pa.Array:
+    """Keys to look up as a string array, nulls dropped."""
     try:
         keys = _strings(keys)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         raise TablespecError(f"record keys to look up must be strings: {e}") from None
-    keys = keys.filter(pc.is_valid(keys))
+    return keys.filter(pc.is_valid(keys))
+
+
+def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys) -> pa.Table:
+    """Where each key lives: (key, partition_path, file_id); missing and deleted keys are absent.
+    `chains` maps a bucket to its live file names, newest first (see `live_files`)."""
+    keys = _query_keys(keys)
     h = key_hashes(keys)
     buckets = buckets_of(h, num_buckets)
     order = np.argsort(buckets, kind="stable")
@@ -298,7 +303,8 @@ class RecordIndex:
         self.chains = {b: [f.name for f in fs] for b, fs in live_files(storage, base, timeline, num_buckets).items()}
 
     def lookup(self, keys) -> pa.Table:
-        return lookup_in(self.folder, self.chains, self.num_buckets, keys)
+        """One row per distinct key found (a key asked for twice is answered once)."""
+        return lookup_in(self.folder, self.chains, self.num_buckets, pc.unique(_query_keys(keys)))
 
     def bucket_state(self, bucket: int) -> pa.Table:
         return resolve([os.path.join(self.folder, n) for n in self.chains.get(bucket, [])])

@@ -122,3 +122,14 @@ def test_default_bucket_count_has_headroom():
     assert ri.default_num_buckets(0) == ri.MIN_BUCKETS
     assert ri.default_num_buckets(10_000_000) == 13  # 10M * 1.3 / 1M
     assert np.all(ri.buckets_of(ri.key_hashes(pa.array([f"k{i}" for i in range(1000)])), 7) < 7)
+
+
+def test_lookup_answers_each_key_once_and_handles_empty_and_non_ascii_keys(tmp_path):
+    base = table(tmp_path)
+    ts = instant(base)
+    put(base, ts, {"ключ": ("p=ü", "f1"), "鍵😀": ("p", "f2"), "Aa": ("p", "f3")})
+    keys = ["ключ", "ключ", "鍵😀", "BB", "Aa", "Aa", None]  # "Aa" and "BB" share a Java hash
+    t = ri.RecordIndex(ST, base, Timeline.load(ST, base), 1).lookup(keys)
+    assert sorted(t.column("key").to_pylist()) == ["Aa", "ключ", "鍵😀"]
+    assert lookup(base, ["ключ"]) == {"ключ": ("p=ü", "f1")}
+    assert lookup(base, []) == {}
