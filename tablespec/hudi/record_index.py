@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.engine.arrow.hashing import INT_MAX, java_string_hash
-from tablespec.errors import TablespecError
+from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import Storage, join
 
@@ -142,7 +142,11 @@ def write_file(folder: str, file: IndexFile, table: pa.Table) -> str:
 
 def read_file(path: str) -> pa.Table:
     """An index file, memory-mapped (no copy: pages are read as they are touched)."""
-    return pa.ipc.open_file(pa.memory_map(path)).read_all()
+    try:
+        return pa.ipc.open_file(pa.memory_map(path)).read_all()
+    except pa.ArrowInvalid as e:
+        raise HudiFormatError(f"{path}: not a readable record-level index file ({e}); the index is damaged: "
+                              "rebuild it by changing the table's index away from RECORD_LEVEL and back") from None
 
 
 def _counted(timeline):

@@ -133,3 +133,16 @@ def test_lookup_answers_each_key_once_and_handles_empty_and_non_ascii_keys(tmp_p
     assert sorted(t.column("key").to_pylist()) == ["Aa", "ключ", "鍵😀"]
     assert lookup(base, ["ключ"]) == {"ключ": ("p=ü", "f1")}
     assert lookup(base, []) == {}
+
+
+def test_a_damaged_index_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    from tablespec.cli import main
+    base = table(tmp_path)
+    put(base, instant(base), {"a": ("p", "f1")})
+    path, = [os.path.join(ri.index_folder(base), f.name) for f in ri.list_files(ST, base)]
+    with open(path, "r+b") as f:
+        f.truncate(20)
+    assert main(["verify", base]) == 1
+    assert main(["lookup", base, "a"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("not a readable record-level index file") == 2 and "Traceback" not in err
