@@ -344,3 +344,16 @@ def test_replace_table_of_a_record_level_table_deletes_the_old_index_files(spark
     replace = Timeline.load(LocalStorage(), table.location).completed()[-1].timestamp
     assert {f.instant for f in ri.list_files(LocalStorage(), table.location)} == {replace}
     assert len(assert_consistent(Table(spec, table.location, spark))) == 12
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert", "bulk_insert"])
+def test_first_write_with_a_key_twice_across_partitions_keeps_one_row(spark, tmp_path, operation):
+    table = make_table(spark, tmp_path, SPEC)
+    rows = [("k1", "ams", 2), ("k1", "ber", 7), ("k1", "cph", 3), ("k2", "ams", 1)]
+    assert table.write(spark.createDataFrame(rows, DDL), operation).inserted == 2
+    data = assert_consistent(table)
+    assert data["k1"][0].endswith("ber")
+    # the same operation with a key stored elsewhere moves it (keys stay unique across the table)
+    r = table.write(spark.createDataFrame([("k2", "cph", 5)], DDL), operation)
+    assert (r.inserted, r.deleted) == (1, 1) and assert_consistent(table)["k2"][0].endswith("cph")
+    assert sorted((x.id, x.city, x.n) for x in table.read().collect()) == [("k1", "ber", 7), ("k2", "cph", 5)]
