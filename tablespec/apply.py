@@ -147,8 +147,11 @@ class Applier:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
 
         Data first: until hoodie.properties says BUCKET, writers keep using the old index, which
-        works on any layout; a crash between the two steps is finished by the next apply."""
+        works on any layout (a record-level index follows the rewrite in the same replacecommit);
+        a crash between the two steps is finished by the next apply. Leaving RECORD_LEVEL drops
+        its index files after the switch, as index_migration does."""
         from tablespec.engine.rebucket import rebucket
+        from tablespec.engine.record_index import drop_index
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
         with locked(t.location) as lock:
@@ -160,6 +163,8 @@ class Applier:
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
             metadata.update_settings(t.location, spec)
+            if state.config.to_properties().get("hoodie.index.type") == "RECORD_LEVEL":
+                actual["index_files_removed"] = drop_index(t.location)
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap

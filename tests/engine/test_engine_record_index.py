@@ -357,3 +357,28 @@ def test_first_write_with_a_key_twice_across_partitions_keeps_one_row(spark, tmp
     r = table.write(spark.createDataFrame([("k2", "cph", 5)], DDL), operation)
     assert (r.inserted, r.deleted) == (1, 1) and assert_consistent(table)["k2"][0].endswith("cph")
     assert sorted((x.id, x.city, x.n) for x in table.read().collect()) == [("k1", "ber", 7), ("k2", "cph", 5)]
+
+
+def test_bucket_bootstrap_from_record_level_keeps_the_index_until_the_switch_then_drops_it(spark, tmp_path):
+    from test_engine_rebucket import plan_for
+    from tablespec.actions import metadata
+    from tablespec.apply import Applier
+    from tablespec.state import observe
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(12)], DDL), "insert")
+    bucket = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}",
+                          "{type: BUCKET, numBuckets: 2}")
+    plan, _ = plan_for(bucket, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["bucket_bootstrap"]
+
+    def crash(*_args, **_kw):
+        raise OSError("crash before the switch")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="crash before"):
+        mp.setattr(metadata, "update_settings", crash)
+        Applier(spark=spark).apply(plan)
+    assert len(assert_consistent(table)) == 12  # data rewritten, still RECORD_LEVEL: the index followed
+    plan, _ = plan_for(bucket, tmp_path)
+    Applier(spark=spark).apply(plan)
+    assert observe(table.location).config.to_properties()["hoodie.index.type"] == "BUCKET"
+    assert not ri.list_files(LocalStorage(), table.location) and table.read().count() == 12
