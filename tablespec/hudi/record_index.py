@@ -101,13 +101,16 @@ def entries(keys, partitions, file_ids) -> pa.Table:
     its location over its tombstone (a key moved within one commit: removed here, added there)."""
     keys, partitions, file_ids = (_strings(a) for a in (keys, partitions, file_ids))
     table = pa.table({"h": pa.array(key_hashes(keys)), "key": keys, "partition": partitions, "file_id": file_ids})
-    table = table.append_column("_tomb", pc.is_null(table.column("file_id")))
-    table = table.take(pc.sort_indices(table, [("h", "ascending"), ("key", "ascending"), ("_tomb", "ascending")]))
+    return _first_per_key(table.append_column("_tomb", pc.is_null(table.column("file_id"))), "_tomb")
+
+
+def _first_per_key(table: pa.Table, rank: str) -> pa.Table:
+    """Sorted by (h, key), one entry per key: the one with the lowest `rank` (then dropped)."""
+    table = table.take(pc.sort_indices(table, [("h", "ascending"), ("key", "ascending"), (rank, "ascending")]))
     k = table.column("key").combine_chunks()
     if len(k) > 1:
-        first = np.concatenate([[True], np.asarray(pc.not_equal(k[1:], k[:-1]))])
-        table = table.filter(pa.array(first))
-    return _encode(table.drop_columns(["_tomb"]))
+        table = table.filter(pa.array(np.concatenate([[True], np.asarray(pc.not_equal(k[1:], k[:-1]))])))
+    return _encode(table.drop_columns([rank]))
 
 
 def _strings(values) -> pa.Array:
@@ -289,13 +292,8 @@ def resolve(paths: list[str]) -> pa.Table:
     tables = [read_file(p).cast(plain) for p in paths]
     if not tables:
         return ENTRY_SCHEMA.empty_table()
-    table = pa.concat_tables([t.append_column("_rank", pa.array(np.full(t.num_rows, i, np.int32)))
-                              for i, t in enumerate(tables)])
-    table = table.take(pc.sort_indices(table, [("h", "ascending"), ("key", "ascending"), ("_rank", "ascending")]))
-    k = table.column("key").combine_chunks()
-    if len(k) > 1:
-        table = table.filter(pa.array(np.concatenate([[True], np.asarray(pc.not_equal(k[1:], k[:-1]))])))
-    return _encode(table.drop_columns(["_rank"]))
+    return _first_per_key(pa.concat_tables([t.append_column("_rank", pa.array(np.full(t.num_rows, i, np.int32)))
+                                            for i, t in enumerate(tables)]), "_rank")
 
 
 class RecordIndex:
