@@ -23,7 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
+from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
+from tablespec.hudi.clustering import pending_plans
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
@@ -300,6 +302,15 @@ def remove_superseded(storage, base: str, num_buckets: int) -> int:
     return len(old)
 
 
+def _refuse_under_pending_clustering(timeline, base: str, what: str) -> None:
+    """A scheduled clustering completes with its (older) instant time: an index base written
+    before it runs would hide its index delta, leaving its keys on the replaced file groups."""
+    pending = sorted(i.timestamp for i in pending_plans(timeline))
+    if pending:
+        raise TablespecError(f"{base}: {what} must wait for the pending clustering plan(s) {', '.join(pending)}; "
+                             "run or roll back the clustering first")
+
+
 def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     """Build the index from the latest file slices as one commit with no data change (RFC-08's
     bootstrap). Executors read the key column of each base file; every bucket gets a base file.
@@ -307,6 +318,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     from tablespec.engine.commit import Transaction
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
+    _refuse_under_pending_clustering(timeline, base, "building the record-level index")
     view = FileSystemView.build(storage, base, timeline)
     slices = [s for s in view.latest_slices() if s.base_file is not None]
     rows = sum(pq.read_metadata(s.base_file.path).num_rows for s in slices)
@@ -351,6 +363,7 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     from tablespec.engine.commit import Transaction
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
+    _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
     props = read_table_config(storage, base).to_properties()
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)

@@ -382,3 +382,38 @@ def test_bucket_bootstrap_from_record_level_keeps_the_index_until_the_switch_the
     Applier(spark=spark).apply(plan)
     assert observe(table.location).config.to_properties()["hoodie.index.type"] == "BUCKET"
     assert not ri.list_files(LocalStorage(), table.location) and table.read().count() == 12
+
+
+def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
+    """A scheduled clustering completes after later instants but carries its older instant time:
+    an index base written meanwhile would hide its index delta (keys left on replaced file groups)."""
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.engine.clustering import schedule
+    from tablespec.engine.commit import locked
+    from tablespec.engine.record_index import build_index, compact_index
+    from tablespec.errors import TablespecError
+    from tablespec.plan.clustering import clustering_plan
+    from tablespec.state import observe
+    text = SPEC + "  clustering: {strategy: SORT, sortColumns: [n], everyNCommits: 1}\n"
+    table = make_table(spark, tmp_path, text)
+    for i in range(4):
+        table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(6)], DDL), "bulk_insert")
+    plan = clustering_plan(table.spec, observe(table.location))
+    assert plan is not None
+    schedule(table.location, plan)
+    assert any(n > 2 for n, _ in observe(table.location).index_buckets.values())
+    kinds = []
+    while "clustering" not in kinds or "record_index_compaction" not in kinds:  # plan -> apply
+        plan, _ = plan_for(text, tmp_path)
+        kinds += [a.kind for _, a in plan.actions]
+        Applier(spark=spark).apply(plan)
+        assert len(assert_consistent(table)) == 24
+    assert kinds.index("clustering") < kinds.index("record_index_compaction")
+    table.write(spark.createDataFrame([("k9", "ber", 1)], DDL), "upsert")
+    schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    with locked(table.location) as lock:
+        with pytest.raises(TablespecError, match="pending clustering"):
+            compact_index(spark, table.location, 0, lock)
+        with pytest.raises(TablespecError, match="pending clustering"):
+            build_index(spark, table.spec, table.location, lock)
