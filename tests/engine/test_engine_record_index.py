@@ -417,3 +417,31 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
             compact_index(spark, table.location, 0, lock)
         with pytest.raises(TablespecError, match="pending clustering"):
             build_index(spark, table.spec, table.location, lock)
+
+
+@pytest.mark.parametrize("action", ["index_build", "replace_table"])
+def test_index_writing_actions_failing_before_their_commit_leave_the_index_as_it_was(spark, tmp_path, action):
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.engine import record_index, writer
+    simple = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}", "{type: SIMPLE}")
+    table = make_table(spark, tmp_path, simple if action == "index_build" else SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(8)], DDL), "insert")
+    files_before = ri.list_files(LocalStorage(), table.location)
+    target = SPEC if action == "index_build" else SPEC.replace("partitioning: {fields: [city]}", "partitioning: {fields: [n]}")
+    plan, _ = plan_for(target, tmp_path)
+    written = []
+
+    def fail(*_args, **_kw):
+        written.extend(ri.list_files(LocalStorage(), table.location))
+        raise OSError("disk full")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="disk full"):
+        mp.setattr(record_index, "_index_commit", fail)
+        mp.setattr(writer, "commit_metadata", fail)
+        Applier(spark=spark).apply(plan, allow_destructive=True)
+    assert len(written) > len(files_before)  # the failed instant had written index files
+    assert ri.list_files(LocalStorage(), table.location) == files_before
+    assert not Timeline.load(LocalStorage(), table.location).pending()
+    if action == "replace_table":
+        assert len(assert_consistent(table)) == 8
