@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
@@ -20,7 +19,6 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 
-KEY, PART = "_hoodie_record_key", "_hoodie_partition_path"
 EXAMPLES = 5
 
 
@@ -81,7 +79,7 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
     for s in FileSystemView.build(storage, base, timeline).latest_slices():
         if s.base_file is None:
             continue
-        keys = pq.read_table(s.base_file.path, columns=[KEY]).column(KEY).combine_chunks().cast(pa.string())
+        keys = ri.base_file_keys(s.base_file.path)
         parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
                                "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
     empty = pa.table({n: pa.array([], pa.string()) for n in ("key", "partition_path", "file_id")})

@@ -177,9 +177,7 @@ def touched_file_groups(base: str, view, stats: list[dict], replaced: dict | Non
 
 
 def _keys_of(path: str) -> pa.Array:
-    if not path:
-        return pa.array([], pa.string())
-    return pq.read_table(path, columns=[tasks.KEY]).column(tasks.KEY).combine_chunks().cast(pa.string())
+    return ri.base_file_keys(path) if path else pa.array([], pa.string())
 
 
 def diff_file_groups(num_buckets: int, batches):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.hashing import INT_MAX, java_string_hash
 from tablespec.errors import HudiFormatError, TablespecError
@@ -141,6 +142,12 @@ def write_file(folder: str, file: IndexFile, table: pa.Table) -> str:
         if os.path.exists(tmp):
             os.remove(tmp)
     return path
+
+
+def base_file_keys(path: str) -> pa.Array:
+    """The record keys of a data base file (`_hoodie_record_key` only: Parquet column projection)."""
+    key = "_hoodie_record_key"
+    return pq.read_table(path, columns=[key]).column(key).combine_chunks().cast(pa.string())
 
 
 def read_file(path: str) -> pa.Table:
