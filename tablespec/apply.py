@@ -125,9 +125,11 @@ class Applier:
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         with locked(t.location) as lock:
             if a.params.get("to") == "RECORD_LEVEL":
-                from tablespec.engine.record_index import build_index
+                from tablespec.engine.record_index import build_index, remove_superseded
+                from tablespec.hudi.io import storage_for
                 built = build_index(self.spark, spec, t.location, lock)
                 metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
+                built.files_removed = remove_superseded(*storage_for(t.location), built.num_buckets)
                 return {"rows": built.entries, **built.actual()}
             metadata.update_settings(t.location, spec)
             if a.params.get("from") == "RECORD_LEVEL":
@@ -197,6 +199,10 @@ class Applier:
             result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
             chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
             metadata.update_settings(t.location, spec, chosen)
+            if result.index_buckets is not None:  # the rebuilt index serves now: older files go
+                from tablespec.engine.record_index import remove_superseded
+                from tablespec.hudi.io import storage_for
+                remove_superseded(*storage_for(t.location), result.index_buckets)
         return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
 
     def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:

@@ -197,7 +197,7 @@ def diff_file_groups(num_buckets: int, batches):
                 "partition": pa.array([r["partition"]] * len(keys), pa.string()), "file_id": fids})
 
 
-def write_bucket_files(base: str, instant: str, kind: str, batches):
+def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches):
     """Executor: one index file per bucket of its rows; yields the names written."""
     tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
     names = []
@@ -208,7 +208,7 @@ def write_bucket_files(base: str, instant: str, kind: str, batches):
         bounds = np.flatnonzero(np.diff(buckets)) + 1
         for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(buckets)]):
             part = rows.slice(int(s), int(e - s))
-            file = ri.IndexFile(int(buckets[s]), instant, kind)
+            file = ri.IndexFile(int(buckets[s]), instant, kind, num_buckets)
             ri.write_file(ri.index_folder(base), file,
                           ri.entries(part.column("key"), part.column("partition"), part.column("file_id")))
             names.append(file.name)
@@ -233,12 +233,12 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
         groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
         rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets), entry_schema)
                 .repartition(n, IB)
-                .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta"),
-                            "name string").collect())
+                .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
+                                              num_buckets), "name string").collect())
         names = [r.name for r in rows]
     if full:  # buckets without keys still get a (empty) base: it hides every older file
         for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
-            file = ri.IndexFile(b, instant, "base")
+            file = ri.IndexFile(b, instant, "base", num_buckets)
             ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table())
             names.append(file.name)
     keep = set(names)  # files of failed task attempts are not ours to count
@@ -312,7 +312,8 @@ def _refuse_under_pending_clustering(timeline, base: str, what: str) -> None:
 def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     """Build the index from the latest file slices as one commit with no data change (RFC-08's
     bootstrap). Executors read the key column of each base file; every bucket gets a base file.
-    The caller holds `lock` and switches hoodie.properties to RECORD_LEVEL afterwards."""
+    The caller holds `lock`, switches hoodie.properties to RECORD_LEVEL and the built bucket count
+    afterwards, then calls `remove_superseded` (the old layout serves until the switch)."""
     from tablespec.engine.commit import Transaction
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
@@ -325,7 +326,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     with Transaction(storage, base, "commit", lock) as txn:
         names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
         _index_commit(txn, timeline, "record_index_build")
-    return IndexActionResult(txn.instant, num_buckets, len(names), remove_superseded(storage, base, num_buckets), rows)
+    return IndexActionResult(txn.instant, num_buckets, len(names), 0, rows)
 
 
 def drop_index(location: str) -> int:
@@ -340,7 +341,7 @@ def buckets_to_compact(chains: dict, max_files: int) -> dict:
     return {b: names for b, names in chains.items() if len(names) > max_files}
 
 
-def compact_buckets(base: str, instant: str, batches):
+def compact_buckets(base: str, instant: str, num_buckets: int, batches):
     """Executor: merge each bucket's live files into one base file, tombstones dropped."""
     folder = ri.index_folder(base)
     names = []
@@ -348,7 +349,7 @@ def compact_buckets(base: str, instant: str, batches):
         for r in batch.to_pylist():
             state = ri.resolve([os.path.join(folder, n) for n in r["files"]])
             state = state.filter(pc.is_valid(state.column("file_id")))
-            file = ri.IndexFile(r["bucket"], instant, "base")
+            file = ri.IndexFile(r["bucket"], instant, "base", num_buckets)
             ri.write_file(folder, file, state)
             names.append(file.name)
     yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
@@ -370,7 +371,7 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     with Transaction(storage, base, "commit", lock) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
-                .mapInArrow(functools.partial(compact_buckets, base, txn.instant), "name string").collect())
+                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets), "name string").collect())
         keep = {r.name for r in rows}
         for f in ri.list_files(storage, base):  # failed task attempts
             if f.instant == txn.instant and f.name not in keep:

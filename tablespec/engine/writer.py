@@ -147,9 +147,6 @@ class TableWriter:
                                   replaced, full=replace)
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
                                               table_avro_schema(self.spec), replaced=replaced))
-        if replace and index is not None:  # the new bases hide every older index file: delete them
-            from tablespec.engine.record_index import remove_superseded
-            remove_superseded(self.storage, self.base, index.num_buckets)
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), index.num_buckets if index else None)

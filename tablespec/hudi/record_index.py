@@ -7,7 +7,10 @@ Buckets: a key's bucket is `(String.hashCode(key) & 0x7fffffff) % num_buckets`, 
 engine/arrow/hashing. The count is fixed for the table's life (`tablespec.record.level.num.buckets`
 in hoodie.properties); changing it means rebuilding the index.
 
-Files: `<bucket:05d>_<instant>.<kind>.arrow`, immutable. Each commit writes one `delta` per
+Files: `<bucket:05d>-of-<buckets:05d>_<instant>.<kind>.arrow`, immutable; `buckets` is the bucket
+count the file's layout hashes with, and only files of the table's current count are read (a
+rebuild with another count commits before hoodie.properties switches to it: until then the old
+layout still serves, and it is deleted after the switch). Each commit writes one `delta` per
 bucket it touches; a build or a compaction writes a `base` holding the bucket's whole state at
 its instant. A file counts once its instant is completed on the timeline (or was archived);
 rollback deletes the instant's files with its data files. A bucket's live files are those
@@ -55,7 +58,7 @@ ENTRY_SCHEMA = pa.schema([
     ("h", pa.uint32()), ("key", pa.string()),
     ("partition", pa.dictionary(pa.int32(), pa.string())), ("file_id", pa.dictionary(pa.int32(), pa.string())),
 ])
-_NAME = re.compile(r"^(?P<bucket>\d{5})_(?P<instant>\d+)\.(?P<kind>base|delta)\.arrow$")
+_NAME = re.compile(r"^(?P<bucket>\d{5})-of-(?P<buckets>\d{5})_(?P<instant>\d+)\.(?P<kind>base|delta)\.arrow$")
 
 
 @dataclass(frozen=True, order=True)
@@ -63,15 +66,16 @@ class IndexFile:
     bucket: int
     instant: str
     kind: str          # base | delta
+    buckets: int       # the bucket count of the layout the file belongs to
 
     @property
     def name(self) -> str:
-        return f"{self.bucket:05d}_{self.instant}.{self.kind}.arrow"
+        return f"{self.bucket:05d}-of-{self.buckets:05d}_{self.instant}.{self.kind}.arrow"
 
     @classmethod
     def parse(cls, name: str) -> IndexFile | None:
         m = _NAME.match(name)
-        return cls(int(m["bucket"]), m["instant"], m["kind"]) if m else None
+        return cls(int(m["bucket"]), m["instant"], m["kind"], int(m["buckets"])) if m else None
 
 
 def index_folder(base: str) -> str:
@@ -172,12 +176,12 @@ def list_files(storage: Storage, base: str) -> list[IndexFile]:
 
 
 def live_files(storage: Storage, base: str, timeline, num_buckets: int) -> dict[int, list[IndexFile]]:
-    """Per bucket, the files a lookup reads, newest first: counted files down to the newest base.
-    Buckets from `num_buckets` up belong to an index built with more buckets: nothing reads them."""
+    """Per bucket, the files a lookup reads, newest first: counted files of the `num_buckets`
+    layout down to the newest base."""
     counted = _counted(timeline)
     by_bucket: dict[int, list[IndexFile]] = {}
     for f in sorted(list_files(storage, base), key=lambda f: f.instant, reverse=True):
-        if not counted(f.instant) or f.bucket >= num_buckets:
+        if not counted(f.instant) or f.buckets != num_buckets:
             continue
         chain = by_bucket.setdefault(f.bucket, [])
         if chain and chain[-1].kind == "base":
@@ -187,8 +191,8 @@ def live_files(storage: Storage, base: str, timeline, num_buckets: int) -> dict[
 
 
 def superseded_files(storage: Storage, base: str, timeline, num_buckets: int) -> list[IndexFile]:
-    """Counted files no lookup reads any more: older than their bucket's newest base, or of a
-    bucket the index no longer has."""
+    """Counted files no lookup reads any more: older than their bucket's newest base, or of
+    another layout (bucket count)."""
     live = {f for chain in live_files(storage, base, timeline, num_buckets).values() for f in chain}
     counted = _counted(timeline)
     return [f for f in list_files(storage, base) if counted(f.instant) and f not in live]

@@ -445,3 +445,31 @@ def test_index_writing_actions_failing_before_their_commit_leave_the_index_as_it
     assert not Timeline.load(LocalStorage(), table.location).pending()
     if action == "replace_table":
         assert len(assert_consistent(table)) == 8
+
+
+def test_a_rebuild_with_a_new_bucket_count_cut_before_the_switch_leaves_the_old_index_working(spark, tmp_path):
+    """The build commits before hoodie.properties takes the new count: until the switch, readers
+    and writers use the old count, so they must still find the index laid out for it."""
+    from test_engine_rebucket import plan_for
+    from tablespec.actions import metadata
+    from tablespec.apply import Applier
+    seven = SPEC.replace("numBuckets: 3", "numBuckets: 7")
+    table = make_table(spark, tmp_path, seven)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(20)], DDL), "insert")
+    plan, _ = plan_for(SPEC, tmp_path)  # 7 -> 3 buckets
+    assert [a.kind for _, a in plan.actions] == ["index_migration"]
+
+    def crash(*_args, **_kw):
+        raise OSError("crash before the switch")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="crash before"):
+        mp.setattr(metadata, "update_settings", crash)
+        Applier(spark=spark).apply(plan)
+    before = assert_consistent(table)  # still 7 buckets by hoodie.properties
+    assert not plan_for(seven, tmp_path)[0].has_changes  # the spec went back to 7: nothing to do
+    r = table.write(spark.createDataFrame([(f"k{i}", "cph", 100) for i in range(20)], DDL), "upsert")
+    assert (r.inserted, r.deleted) == (20, 20)  # every key found and moved, none duplicated
+    assert len(assert_consistent(table)) == len(before) == 20
+    _, _, spec = __import__("test_engine_rebucket").apply_spec(spark, SPEC, tmp_path)  # 7 -> 3 after all
+    assert len(assert_consistent(table)) == 20
+    assert {f.bucket for f in ri.list_files(LocalStorage(), table.location)} == {0, 1, 2}

@@ -44,7 +44,7 @@ def instant(base: str, complete: bool = True) -> str:
 
 
 def put(base: str, ts: str, rows: dict, kind: str = "delta") -> None:
-    ri.write_file(ri.index_folder(base), ri.IndexFile(0, ts, kind),
+    ri.write_file(ri.index_folder(base), ri.IndexFile(0, ts, kind, 1),
                   ri.entries(list(rows), [v and v[0] for v in rows.values()], [v and v[1] for v in rows.values()]))
 
 
@@ -57,10 +57,10 @@ def test_file_is_sorted_by_hash_uncompressed_and_memory_mapped(tmp_path):
     e = ri.entries(["b", "a", "c", "a"], ["p"] * 4, ["f1", None, "f3", "f4"])
     assert e.column("key").to_pylist().count("a") == 1  # a location beats a tombstone of the same key
     assert list(e.column("h").to_numpy()) == sorted(e.column("h").to_numpy())
-    path = ri.write_file(str(tmp_path), ri.IndexFile(3, "20260101000000000", "delta"), e)
+    path = ri.write_file(str(tmp_path), ri.IndexFile(3, "20260101000000000", "delta", 4), e)
     mapped = ri.read_file(path)
     assert mapped.equals(e) and mapped.column("h").chunk(0).buffers()[1].address != 0
-    assert os.path.basename(path) == "00003_20260101000000000.delta.arrow"
+    assert os.path.basename(path) == "00003-of-00004_20260101000000000.delta.arrow"
 
 
 @pytest.mark.parametrize("mode", ["seek", "scan", "auto"])
@@ -68,7 +68,7 @@ def test_seek_and_scan_agree_including_hash_collisions(tmp_path, mode):
     keys = [f"k{i}" for i in range(500)] + ["Aa", "BB", "AaAa", "BBBB", "AaBB"]  # Java hashCode collisions
     assert len(set(ri.key_hashes(pa.array(["Aa", "BB"])))) == 1
     e = ri.entries(keys, ["p"] * len(keys), [f"f{i}" for i in range(len(keys))])
-    path = ri.write_file(str(tmp_path), ri.IndexFile(0, "20260101000000000", "base"), e)
+    path = ri.write_file(str(tmp_path), ri.IndexFile(0, "20260101000000000", "base", 1), e)
     queries = pa.array(["BB", "k7", "nope", "AaBB", "BBAa", "Aa"])
     found = ri.probe([path], queries, ri.key_hashes(queries), mode)
     got = {queries[q].as_py(): f for q, f in zip(found.column("q").to_pylist(), found.column("file_id").to_pylist())}
