@@ -473,3 +473,22 @@ def test_a_rebuild_with_a_new_bucket_count_cut_before_the_switch_leaves_the_old_
     _, _, spec = __import__("test_engine_rebucket").apply_spec(spark, SPEC, tmp_path)  # 7 -> 3 after all
     assert len(assert_consistent(table)) == 20
     assert {f.bucket for f in ri.list_files(LocalStorage(), table.location)} == {0, 1, 2}
+
+
+def test_verify_reports_an_entry_filed_in_the_wrong_bucket(spark, tmp_path):
+    """Lookups (and so writers) never read another bucket's files: such an entry is missing."""
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(10)], DDL), "insert")
+    folder = ri.index_folder(table.location)
+    home = int(ri.buckets_of(ri.key_hashes(pa.array(["k5"])), 3)[0])
+    for f in ri.list_files(LocalStorage(), table.location):
+        t = ri.read_file(os.path.join(folder, f.name)).to_pydict()
+        rows = {k: (p, fid) for k, p, fid in zip(t["key"], t["partition"], t["file_id"])}
+        if f.bucket == home:
+            k5 = rows.pop("k5")
+        ri.write_file(folder, f, ri.entries(list(rows), [v[0] for v in rows.values()], [v[1] for v in rows.values()]))
+    other = next(f for f in ri.list_files(LocalStorage(), table.location) if f.bucket != home)
+    t = ri.read_file(os.path.join(folder, other.name)).to_pydict()
+    ri.write_file(folder, other, ri.entries(t["key"] + ["k5"], t["partition"] + [k5[0]], t["file_id"] + [k5[1]]))
+    result = verify(table.location)
+    assert [(d.kind, d.count) for d in result.differences] == [("missing", 1)] and "k5" in str(result)
