@@ -1,8 +1,9 @@
 """The record-level index as users meet it: `lookup` and `verify` (driver side, no Spark).
 
 `verify` is RFC-08's comparison tool: it reads the record key, partition path and file id of
-every row of the latest file slices and the index's live entries, and reports the keys that
-are missing from the index, indexed at the wrong place, indexed but gone, or stored twice.
+every row of the latest file slices, looks every key up as writers do, reads the index's live
+entries, and reports the keys that are missing from the index (or unreachable by a lookup),
+indexed at the wrong place, indexed but gone, or stored twice.
 It reads key columns only (Parquet column projection), on the driver: no JVM.
 """
 from __future__ import annotations
