@@ -32,6 +32,7 @@ from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 
 IB, DEL = "_ts_ib", tasks.DEL
+EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -198,9 +199,10 @@ def diff_file_groups(num_buckets: int, batches):
 
 
 def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches):
-    """Executor: one index file per bucket of its rows; yields the names written."""
+    """Executor: one index file per bucket of its rows; yields the names written, and (name null)
+    keys given a location more than once (stored twice: a table-wide rewrite refuses them)."""
     tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
-    names = []
+    names, twice = [], []
     if tables:
         rows = pa.concat_tables(tables)
         rows = rows.take(pc.sort_indices(rows, [(IB, "ascending")]))
@@ -212,7 +214,10 @@ def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, bat
             ri.write_file(ri.index_folder(base), file,
                           ri.entries(part.column("key"), part.column("partition"), part.column("file_id")))
             names.append(file.name)
-    yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
+            located = part.filter(pc.is_valid(part.column("file_id"))).group_by("key").aggregate([("key", "count")])
+            twice += located.filter(pc.greater(located.column("key_count"), 1)).column("key").to_pylist()[:EXAMPLES]
+    yield pa.RecordBatch.from_pydict({"name": pa.array(names + [None] * len(twice), pa.string()),
+                                      "twice": pa.array([None] * len(names) + twice, pa.string())})
 
 
 def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int, view, stats: list[dict],
@@ -234,8 +239,13 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
         rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets), entry_schema)
                 .repartition(n, IB)
                 .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
-                                              num_buckets), "name string").collect())
-        names = [r.name for r in rows]
+                                              num_buckets), "name string, twice string").collect())
+        names = [r.name for r in rows if r.name]
+        twice = sorted(r.twice for r in rows if r.twice)
+        if full and twice:  # raised inside the caller's Transaction: its files roll back
+            raise TablespecError(f"{base}: record key(s) stored more than once in the table, e.g. "
+                                 f"{', '.join(twice[:EXAMPLES])}; a RECORD_LEVEL index needs every key once in "
+                                 "the table: delete the extra copies first")
     if full:  # buckets without keys still get a (empty) base: it hides every older file
         for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
             file = ri.IndexFile(b, instant, "base", num_buckets)

@@ -492,3 +492,19 @@ def test_verify_reports_an_entry_filed_in_the_wrong_bucket(spark, tmp_path):
     ri.write_file(folder, other, ri.entries(t["key"] + ["k5"], t["partition"] + [k5[0]], t["file_id"] + [k5[1]]))
     result = verify(table.location)
     assert [(d.kind, d.count) for d in result.differences] == [("missing", 1)] and "k5" in str(result)
+
+
+def test_building_the_index_refuses_keys_stored_in_two_partitions(spark, tmp_path, capsys):
+    """SIMPLE keeps keys unique per partition only; a global index cannot pick one copy silently."""
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.errors import TablespecError
+    from tablespec.state import observe
+    simple = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}", "{type: SIMPLE}")
+    table = make_table(spark, tmp_path, simple)
+    table.write(spark.createDataFrame([("k1", "ams", 1), ("k1", "ber", 2), ("k2", "ams", 3)], DDL), "insert")
+    plan, _ = plan_for(SPEC, tmp_path)
+    with pytest.raises(TablespecError, match=r"stored more than once in the table, e.g. k1;"):
+        Applier(spark=spark).apply(plan)
+    assert observe(table.location).config.to_properties()["hoodie.index.type"] == "SIMPLE"
+    assert not ri.list_files(LocalStorage(), table.location) and not Timeline.load(LocalStorage(), table.location).pending()
