@@ -55,7 +55,7 @@ def build_index(folder: str, n: int) -> tuple[dict, int, float]:
     bounds = np.flatnonzero(np.diff(buckets[order])) + 1
     for rows in np.split(order, bounds):
         b = int(buckets[rows[0]])
-        file = ri.IndexFile(b, INSTANT, "base")
+        file = ri.IndexFile(b, INSTANT, "base", num_buckets)
         take = pa.array(rows)
         ri.write_file(folder, file, ri.entries(keys.take(take), parts.take(take), fids.take(take)))
         chains[b] = [file.name]

@@ -124,9 +124,11 @@ class Applier:
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         with locked(t.location) as lock:
             if a.params.get("to") == "RECORD_LEVEL":
-                from tablespec.engine.record_index import build_index
+                from tablespec.engine.record_index import build_index, remove_superseded
+                from tablespec.hudi.io import storage_for
                 built = build_index(self.spark, spec, t.location, lock)
                 metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
+                built.files_removed = remove_superseded(*storage_for(t.location), built.num_buckets)
                 return {"rows": built.entries, **built.actual()}
             metadata.update_settings(t.location, spec)
             if a.params.get("from") == "RECORD_LEVEL":
@@ -146,8 +148,11 @@ class Applier:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
 
         Data first: until hoodie.properties says BUCKET, writers keep using the old index, which
-        works on any layout; a crash between the two steps is finished by the next apply."""
+        works on any layout (a record-level index follows the rewrite in the same replacecommit);
+        a crash between the two steps is finished by the next apply. Leaving RECORD_LEVEL drops
+        its index files after the switch, as index_migration does."""
         from tablespec.engine.rebucket import rebucket
+        from tablespec.engine.record_index import drop_index
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
         with locked(t.location) as lock:
@@ -159,6 +164,8 @@ class Applier:
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
             metadata.update_settings(t.location, spec)
+            if state.config.to_properties().get("hoodie.index.type") == "RECORD_LEVEL":
+                actual["index_files_removed"] = drop_index(t.location)
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
@@ -191,6 +198,10 @@ class Applier:
             result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
             chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
             metadata.update_settings(t.location, spec, chosen)
+            if result.index_buckets is not None:  # the rebuilt index serves now: older files go
+                from tablespec.engine.record_index import remove_superseded
+                from tablespec.hudi.io import storage_for
+                remove_superseded(*storage_for(t.location), result.index_buckets)
         return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
 
     def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:

@@ -1,8 +1,9 @@
 """The record-level index as users meet it: `lookup` and `verify` (driver side, no Spark).
 
 `verify` is RFC-08's comparison tool: it reads the record key, partition path and file id of
-every row of the latest file slices and the index's live entries, and reports the keys that
-are missing from the index, indexed at the wrong place, indexed but gone, or stored twice.
+every row of the latest file slices, looks every key up as writers do, reads the index's live
+entries, and reports the keys that are missing from the index (or unreachable by a lookup),
+indexed at the wrong place, indexed but gone, or stored twice.
 It reads key columns only (Parquet column projection), on the driver: no JVM.
 """
 from __future__ import annotations
@@ -11,7 +12,6 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
@@ -20,7 +20,6 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 
-KEY, PART = "_hoodie_record_key", "_hoodie_partition_path"
 EXAMPLES = 5
 
 
@@ -81,7 +80,7 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
     for s in FileSystemView.build(storage, base, timeline).latest_slices():
         if s.base_file is None:
             continue
-        keys = pq.read_table(s.base_file.path, columns=[KEY]).column(KEY).combine_chunks().cast(pa.string())
+        keys = ri.base_file_keys(s.base_file.path)
         parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
                                "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
     empty = pa.table({n: pa.array([], pa.string()) for n in ("key", "partition_path", "file_id")})
@@ -89,15 +88,17 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
 
 
 def verify(location: str) -> VerifyResult:
-    """Compare the index with the data: every live key indexed at its true location, nothing extra."""
+    """Compare the index with the data: every live key found by a lookup at its true location
+    (the path writers take: an entry in the wrong bucket's files is missing), nothing extra."""
     index, timeline = open_index(location)
     data = data_locations(location, timeline)
     live = index.live_entries()
-    indexed = pa.table({"key": live.column("key"), "i_part": live.column("partition").cast(pa.string()),
-                        "i_fid": live.column("file_id").cast(pa.string())})
+    found = index.lookup(data.column("key"))
+    indexed = pa.table({"key": found.column("key"), "i_part": found.column("partition_path"),
+                        "i_fid": found.column("file_id")})
     counts = data.group_by("key").aggregate([("key", "count")])
     dup = counts.filter(pc.greater(counts.column("key_count"), 1)).column("key")
-    joined = data.join(indexed, "key", join_type="full outer")
+    joined = data.join(indexed, "key", join_type="left outer")
     differences = []
 
     def report(kind: str, rows: pa.Table, describe) -> None:
@@ -107,9 +108,9 @@ def verify(location: str) -> VerifyResult:
     where = lambda p, f: f"{p or '(root)'}/{f}"  # noqa: E731
     report("missing", joined.filter(pc.is_null(joined.column("i_fid"))),
            lambda r: f"{r['key']} in {where(r['partition_path'], r['file_id'])} is not indexed")
-    report("extra", joined.filter(pc.is_null(joined.column("file_id"))),
-           lambda r: f"{r['key']} indexed at {where(r['i_part'], r['i_fid'])} is not in the table")
-    both = joined.filter(pc.and_(pc.is_valid(joined.column("file_id")), pc.is_valid(joined.column("i_fid"))))
+    extra = live.filter(pc.invert(pc.is_in(live.column("key"), value_set=data.column("key").combine_chunks())))
+    report("extra", extra, lambda r: f"{r['key']} indexed at {where(r['partition'], r['file_id'])} is not in the table")
+    both = joined.filter(pc.is_valid(joined.column("i_fid")))
     wrong = both.filter(pc.or_(pc.not_equal(both.column("file_id"), both.column("i_fid")),
                                pc.not_equal(both.column("partition_path"), both.column("i_part"))))
     wrong = wrong.filter(pc.invert(pc.is_in(wrong.column("key"), value_set=dup)))

@@ -5,7 +5,9 @@ and `import` all read tables through it, and `apply` re-observes to check a plan
 """
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError
@@ -65,8 +67,14 @@ class TableState:
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
-    rows: int | None = None           # rows in the latest slices, from commit metadata (None: unknown)
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
+    count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def rows(self) -> int | None:
+        """Rows in the latest slices, from commit metadata (None: unknown). Read on first use:
+        only an index build's estimate needs it, and it reads one commit per base instant."""
+        return self.count_rows() if self.count_rows else None
 
     @property
     def total_bytes(self) -> int:
@@ -104,16 +112,17 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     last = history[-1] if history else None
     last_clustering = last[0] if last else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
-    retained = keep_commits or int(config.to_properties().get("hoodie.cleaner.commits.retained", 10))
+    props = config.to_properties()
+    retained = keep_commits or int(props.get("hoodie.cleaner.commits.retained", 10))
     clean = plan_clean(location, timeline, view, retained)
-    index = _index_buckets(storage, location, timeline) if config.to_properties().get("hoodie.index.type") == \
-        "RECORD_LEVEL" else {}
+    index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) \
+        if props.get("hoodie.index.type") == "RECORD_LEVEL" else {}
     return TableState(
         location=location,
         exists=True,
         cleanable={retained: clean.to_dict()} if clean else {},
         config=config,
-        properties_fingerprint=fingerprint(config.to_properties()),
+        properties_fingerprint=fingerprint(props),
         columns=columns,
         file_groups=groups,
         pending=tuple(timeline.pending()),
@@ -126,7 +135,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),
-        rows=_rows(timeline, view),
+        count_rows=functools.partial(_rows, timeline, view),
         index_buckets=index,
     )
 
@@ -144,8 +153,8 @@ def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
     return total
 
 
-def _index_buckets(storage: Storage, base: str, timeline: Timeline) -> dict[int, tuple[int, int]]:
+def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets: int) -> dict[int, tuple[int, int]]:
     """Record-level index: each bucket's live file count and bytes (a listing, no file read)."""
     sizes = {i.name: i.size for i in storage.list_dir(record_index.index_folder(base))}
     return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
-            for b, chain in record_index.live_files(storage, base, timeline).items()}
+            for b, chain in record_index.live_files(storage, base, timeline, num_buckets).items()}

@@ -18,6 +18,7 @@ from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.evolution import read_files
+from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
@@ -116,6 +117,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
             crash_point("mid_write")
+        on_commit(spark, storage, base, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
         txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema, {"tablespec.action": "rebucket"},
                                           replaced=replaced))
     result.file_groups_after = len(stats)

@@ -23,13 +23,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
+from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
+from tablespec.hudi.clustering import pending_plans
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 
 IB, DEL = "_ts_ib", tasks.DEL
+EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class IndexJob:
     num_buckets: int
     chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
     ordering_field: str | None = None
-    file_groups: frozenset = frozenset()         # the table's live file ids: an entry elsewhere is stale
+    file_groups: dict = field(default_factory=dict)  # live file id -> its base file (an entry elsewhere is stale)
 
     @property
     def folder(self) -> str:
@@ -59,7 +62,8 @@ def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
 
 def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
     idx = ri.RecordIndex(storage, base, timeline, num_buckets)
-    live = frozenset(s.file_id for s in FileSystemView.build(storage, base, timeline).latest_slices())
+    live = {s.file_id: s.base_file.path for s in FileSystemView.build(storage, base, timeline).latest_slices()
+            if s.base_file is not None}
     return IndexJob(base, num_buckets, idx.chains, ordering_field, live)
 
 
@@ -95,9 +99,15 @@ def probe_rows(job: IndexJob, operation: str, batches):
         out.append(gone.append_column(DEL, pa.array(np.ones(gone.num_rows, bool))))
     else:
         same = hit & np.asarray(pc.fill_null(pc.equal(old_part, rows.column(tasks.PART)), False))
+        moved = hit & ~same
+        keep = np.ones(len(keys), bool)
+        if job.ordering_field and moved.any():  # a stale row loses, as it would in place: the key stays
+            keep = ~_stored_wins(job, rows, keys, old_fg, moved)
+            moved &= keep
         routed = rows.set_column(fg_index, tasks.FG, pc.if_else(pa.array(same), old_fg, pa.nulls(len(keys), pa.string())))
-        out.append(routed.append_column(DEL, pa.array(np.zeros(len(keys), bool))))
-        moved = pa.array(hit & ~same)
+        routed = routed.filter(pa.array(keep))
+        out.append(routed.append_column(DEL, pa.array(np.zeros(routed.num_rows, bool))))
+        moved = pa.array(moved)
         leaving = rows.filter(moved)  # removed from the old partition's file group
         leaving = leaving.set_column(rows.schema.get_field_index(tasks.PART), tasks.PART, old_part.filter(moved))
         leaving = leaving.set_column(fg_index, tasks.FG, old_fg.filter(moved))
@@ -105,6 +115,29 @@ def probe_rows(job: IndexJob, operation: str, batches):
     out.append(invalid.append_column(DEL, pa.array(np.zeros(invalid.num_rows, bool))))
     schema = out[0].schema
     yield from pa.concat_tables([t.cast(schema) for t in out]).to_batches()
+
+
+def _stored_wins(job: IndexJob, rows: pa.Table, keys: pa.Array, old_fg: pa.Array, moved: np.ndarray) -> np.ndarray:
+    """Of the keys about to move partition, those whose stored row has a strictly greater ordering
+    value (or a value where the incoming one is null): the rule `tasks._write_group` applies in place."""
+    wins = np.zeros(len(keys), bool)
+    idx = np.flatnonzero(moved)
+    fids = np.asarray(old_fg.take(pa.array(idx)).to_pylist(), dtype=object)
+    incoming = rows.column(job.ordering_field).combine_chunks()
+    for fid in set(fids):
+        sel = idx[fids == fid]
+        path = job.file_groups[fid]
+        if job.ordering_field not in pq.read_schema(path).names:
+            continue  # written before the field existed: its value is null, the smallest
+        wanted = keys.take(pa.array(sel))
+        stored = pq.read_table(path, columns=[tasks.KEY, job.ordering_field],
+                               filters=pc.field(tasks.KEY).isin(wanted))
+        old = stored.column(job.ordering_field).combine_chunks().take(pc.index_in(wanted, value_set=stored.column(tasks.KEY)))
+        new = incoming.take(pa.array(sel))
+        old = old.cast(new.type) if old.type != new.type else old
+        w = np.asarray(pc.fill_null(pc.greater(old, new), False)) | (np.asarray(new.is_null()) & np.asarray(old.is_valid()))
+        wins[sel[w]] = True
+    return wins
 
 
 def tag(spark, prepared, job: IndexJob, operation: str):
@@ -145,9 +178,7 @@ def touched_file_groups(base: str, view, stats: list[dict], replaced: dict | Non
 
 
 def _keys_of(path: str) -> pa.Array:
-    if not path:
-        return pa.array([], pa.string())
-    return pq.read_table(path, columns=[tasks.KEY]).column(tasks.KEY).combine_chunks().cast(pa.string())
+    return ri.base_file_keys(path) if path else pa.array([], pa.string())
 
 
 def diff_file_groups(num_buckets: int, batches):
@@ -167,10 +198,11 @@ def diff_file_groups(num_buckets: int, batches):
                 "partition": pa.array([r["partition"]] * len(keys), pa.string()), "file_id": fids})
 
 
-def write_bucket_files(base: str, instant: str, kind: str, batches):
-    """Executor: one index file per bucket of its rows; yields the names written."""
+def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches):
+    """Executor: one index file per bucket of its rows; yields the names written, and (name null)
+    keys given a location more than once (stored twice: a table-wide rewrite refuses them)."""
     tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
-    names = []
+    names, twice = [], []
     if tables:
         rows = pa.concat_tables(tables)
         rows = rows.take(pc.sort_indices(rows, [(IB, "ascending")]))
@@ -178,11 +210,14 @@ def write_bucket_files(base: str, instant: str, kind: str, batches):
         bounds = np.flatnonzero(np.diff(buckets)) + 1
         for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(buckets)]):
             part = rows.slice(int(s), int(e - s))
-            file = ri.IndexFile(int(buckets[s]), instant, kind)
+            file = ri.IndexFile(int(buckets[s]), instant, kind, num_buckets)
             ri.write_file(ri.index_folder(base), file,
                           ri.entries(part.column("key"), part.column("partition"), part.column("file_id")))
             names.append(file.name)
-    yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
+            located = part.filter(pc.is_valid(part.column("file_id"))).group_by("key").aggregate([("key", "count")])
+            twice += located.filter(pc.greater(located.column("key_count"), 1)).column("key").to_pylist()[:EXAMPLES]
+    yield pa.RecordBatch.from_pydict({"name": pa.array(names + [None] * len(twice), pa.string()),
+                                      "twice": pa.array([None] * len(names) + twice, pa.string())})
 
 
 def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int, view, stats: list[dict],
@@ -203,12 +238,17 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
         groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
         rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets), entry_schema)
                 .repartition(n, IB)
-                .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta"),
-                            "name string").collect())
-        names = [r.name for r in rows]
+                .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
+                                              num_buckets), "name string, twice string").collect())
+        names = [r.name for r in rows if r.name]
+        twice = sorted(r.twice for r in rows if r.twice)
+        if full and twice:  # raised inside the caller's Transaction: its files roll back
+            raise TablespecError(f"{base}: record key(s) stored more than once in the table, e.g. "
+                                 f"{', '.join(twice[:EXAMPLES])}; a RECORD_LEVEL index needs every key once in "
+                                 "the table: delete the extra copies first")
     if full:  # buckets without keys still get a (empty) base: it hides every older file
         for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
-            file = ri.IndexFile(b, instant, "base")
+            file = ri.IndexFile(b, instant, "base", num_buckets)
             ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table())
             names.append(file.name)
     keep = set(names)  # files of failed task attempts are not ours to count
@@ -262,21 +302,32 @@ def _index_commit(txn, timeline, action: str) -> None:
     txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
 
 
-def _remove_superseded(storage, base: str) -> int:
-    """Delete counted files that a newer base hides (after the commit that wrote the base)."""
-    old = ri.superseded_files(storage, base, Timeline.load(storage, base))
+def remove_superseded(storage, base: str, num_buckets: int) -> int:
+    """Delete counted files no lookup reads (after the commit that wrote the hiding base)."""
+    old = ri.superseded_files(storage, base, Timeline.load(storage, base), num_buckets)
     for f in old:
         storage.delete(os.path.join(ri.index_folder(base), f.name))
     return len(old)
 
 
+def _refuse_under_pending_clustering(timeline, base: str, what: str) -> None:
+    """A scheduled clustering completes with its (older) instant time: an index base written
+    before it runs would hide its index delta, leaving its keys on the replaced file groups."""
+    pending = sorted(i.timestamp for i in pending_plans(timeline))
+    if pending:
+        raise TablespecError(f"{base}: {what} must wait for the pending clustering plan(s) {', '.join(pending)}; "
+                             "run or roll back the clustering first")
+
+
 def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     """Build the index from the latest file slices as one commit with no data change (RFC-08's
     bootstrap). Executors read the key column of each base file; every bucket gets a base file.
-    The caller holds `lock` and switches hoodie.properties to RECORD_LEVEL afterwards."""
+    The caller holds `lock`, switches hoodie.properties to RECORD_LEVEL and the built bucket count
+    afterwards, then calls `remove_superseded` (the old layout serves until the switch)."""
     from tablespec.engine.commit import Transaction
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
+    _refuse_under_pending_clustering(timeline, base, "building the record-level index")
     view = FileSystemView.build(storage, base, timeline)
     slices = [s for s in view.latest_slices() if s.base_file is not None]
     rows = sum(pq.read_metadata(s.base_file.path).num_rows for s in slices)
@@ -285,7 +336,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     with Transaction(storage, base, "commit", lock) as txn:
         names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
         _index_commit(txn, timeline, "record_index_build")
-    return IndexActionResult(txn.instant, num_buckets, len(names), _remove_superseded(storage, base), rows)
+    return IndexActionResult(txn.instant, num_buckets, len(names), 0, rows)
 
 
 def drop_index(location: str) -> int:
@@ -300,7 +351,7 @@ def buckets_to_compact(chains: dict, max_files: int) -> dict:
     return {b: names for b, names in chains.items() if len(names) > max_files}
 
 
-def compact_buckets(base: str, instant: str, batches):
+def compact_buckets(base: str, instant: str, num_buckets: int, batches):
     """Executor: merge each bucket's live files into one base file, tombstones dropped."""
     folder = ri.index_folder(base)
     names = []
@@ -308,7 +359,7 @@ def compact_buckets(base: str, instant: str, batches):
         for r in batch.to_pylist():
             state = ri.resolve([os.path.join(folder, n) for n in r["files"]])
             state = state.filter(pc.is_valid(state.column("file_id")))
-            file = ri.IndexFile(r["bucket"], instant, "base")
+            file = ri.IndexFile(r["bucket"], instant, "base", num_buckets)
             ri.write_file(folder, file, state)
             names.append(file.name)
     yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
@@ -321,18 +372,19 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     from tablespec.engine.commit import Transaction
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
+    _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
     props = read_table_config(storage, base).to_properties()
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)
     if not todo:
-        return IndexActionResult(None, index.num_buckets, 0, _remove_superseded(storage, base))
+        return IndexActionResult(None, index.num_buckets, 0, remove_superseded(storage, base, index.num_buckets))
     with Transaction(storage, base, "commit", lock) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
-                .mapInArrow(functools.partial(compact_buckets, base, txn.instant), "name string").collect())
+                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets), "name string").collect())
         keep = {r.name for r in rows}
         for f in ri.list_files(storage, base):  # failed task attempts
             if f.instant == txn.instant and f.name not in keep:
                 storage.delete(os.path.join(ri.index_folder(base), f.name))
         _index_commit(txn, timeline, "record_index_compaction")
-    return IndexActionResult(txn.instant, index.num_buckets, len(keep), _remove_superseded(storage, base))
+    return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(storage, base, index.num_buckets))

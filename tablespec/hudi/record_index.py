@@ -7,7 +7,10 @@ Buckets: a key's bucket is `(String.hashCode(key) & 0x7fffffff) % num_buckets`, 
 engine/arrow/hashing. The count is fixed for the table's life (`tablespec.record.level.num.buckets`
 in hoodie.properties); changing it means rebuilding the index.
 
-Files: `<bucket:05d>_<instant>.<kind>.arrow`, immutable. Each commit writes one `delta` per
+Files: `<bucket:05d>-of-<buckets:05d>_<instant>.<kind>.arrow`, immutable; `buckets` is the bucket
+count the file's layout hashes with, and only files of the table's current count are read (a
+rebuild with another count commits before hoodie.properties switches to it: until then the old
+layout still serves, and it is deleted after the switch). Each commit writes one `delta` per
 bucket it touches; a build or a compaction writes a `base` holding the bucket's whole state at
 its instant. A file counts once its instant is completed on the timeline (or was archived);
 rollback deletes the instant's files with its data files. A bucket's live files are those
@@ -32,9 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.hashing import INT_MAX, java_string_hash
-from tablespec.errors import TablespecError
+from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import Storage, join
 
@@ -54,7 +58,7 @@ ENTRY_SCHEMA = pa.schema([
     ("h", pa.uint32()), ("key", pa.string()),
     ("partition", pa.dictionary(pa.int32(), pa.string())), ("file_id", pa.dictionary(pa.int32(), pa.string())),
 ])
-_NAME = re.compile(r"^(?P<bucket>\d{5})_(?P<instant>\d+)\.(?P<kind>base|delta)\.arrow$")
+_NAME = re.compile(r"^(?P<bucket>\d{5})-of-(?P<buckets>\d{5})_(?P<instant>\d+)\.(?P<kind>base|delta)\.arrow$")
 
 
 @dataclass(frozen=True, order=True)
@@ -62,15 +66,16 @@ class IndexFile:
     bucket: int
     instant: str
     kind: str          # base | delta
+    buckets: int       # the bucket count of the layout the file belongs to
 
     @property
     def name(self) -> str:
-        return f"{self.bucket:05d}_{self.instant}.{self.kind}.arrow"
+        return f"{self.bucket:05d}-of-{self.buckets:05d}_{self.instant}.{self.kind}.arrow"
 
     @classmethod
     def parse(cls, name: str) -> IndexFile | None:
         m = _NAME.match(name)
-        return cls(int(m["bucket"]), m["instant"], m["kind"]) if m else None
+        return cls(int(m["bucket"]), m["instant"], m["kind"], int(m["buckets"])) if m else None
 
 
 def index_folder(base: str) -> str:
@@ -101,13 +106,16 @@ def entries(keys, partitions, file_ids) -> pa.Table:
     its location over its tombstone (a key moved within one commit: removed here, added there)."""
     keys, partitions, file_ids = (_strings(a) for a in (keys, partitions, file_ids))
     table = pa.table({"h": pa.array(key_hashes(keys)), "key": keys, "partition": partitions, "file_id": file_ids})
-    table = table.append_column("_tomb", pc.is_null(table.column("file_id")))
-    table = table.take(pc.sort_indices(table, [("h", "ascending"), ("key", "ascending"), ("_tomb", "ascending")]))
+    return _first_per_key(table.append_column("_tomb", pc.is_null(table.column("file_id"))), "_tomb")
+
+
+def _first_per_key(table: pa.Table, rank: str) -> pa.Table:
+    """Sorted by (h, key), one entry per key: the one with the lowest `rank` (then dropped)."""
+    table = table.take(pc.sort_indices(table, [("h", "ascending"), ("key", "ascending"), (rank, "ascending")]))
     k = table.column("key").combine_chunks()
     if len(k) > 1:
-        first = np.concatenate([[True], np.asarray(pc.not_equal(k[1:], k[:-1]))])
-        table = table.filter(pa.array(first))
-    return _encode(table.drop_columns(["_tomb"]))
+        table = table.filter(pa.array(np.concatenate([[True], np.asarray(pc.not_equal(k[1:], k[:-1]))])))
+    return _encode(table.drop_columns([rank]))
 
 
 def _strings(values) -> pa.Array:
@@ -140,9 +148,19 @@ def write_file(folder: str, file: IndexFile, table: pa.Table) -> str:
     return path
 
 
+def base_file_keys(path: str) -> pa.Array:
+    """The record keys of a data base file (`_hoodie_record_key` only: Parquet column projection)."""
+    key = "_hoodie_record_key"
+    return pq.read_table(path, columns=[key]).column(key).combine_chunks().cast(pa.string())
+
+
 def read_file(path: str) -> pa.Table:
     """An index file, memory-mapped (no copy: pages are read as they are touched)."""
-    return pa.ipc.open_file(pa.memory_map(path)).read_all()
+    try:
+        return pa.ipc.open_file(pa.memory_map(path)).read_all()
+    except pa.ArrowInvalid as e:
+        raise HudiFormatError(f"{path}: not a readable record-level index file ({e}); the index is damaged: "
+                              "rebuild it by changing the table's index away from RECORD_LEVEL and back") from None
 
 
 def _counted(timeline):
@@ -157,12 +175,13 @@ def list_files(storage: Storage, base: str) -> list[IndexFile]:
     return sorted(f for info in storage.list_dir(index_folder(base)) if (f := IndexFile.parse(info.name)))
 
 
-def live_files(storage: Storage, base: str, timeline) -> dict[int, list[IndexFile]]:
-    """Per bucket, the files a lookup reads, newest first: counted files down to the newest base."""
+def live_files(storage: Storage, base: str, timeline, num_buckets: int) -> dict[int, list[IndexFile]]:
+    """Per bucket, the files a lookup reads, newest first: counted files of the `num_buckets`
+    layout down to the newest base."""
     counted = _counted(timeline)
     by_bucket: dict[int, list[IndexFile]] = {}
     for f in sorted(list_files(storage, base), key=lambda f: f.instant, reverse=True):
-        if not counted(f.instant):
+        if not counted(f.instant) or f.buckets != num_buckets:
             continue
         chain = by_bucket.setdefault(f.bucket, [])
         if chain and chain[-1].kind == "base":
@@ -171,9 +190,10 @@ def live_files(storage: Storage, base: str, timeline) -> dict[int, list[IndexFil
     return by_bucket
 
 
-def superseded_files(storage: Storage, base: str, timeline) -> list[IndexFile]:
-    """Counted files older than their bucket's newest base: no lookup reads them any more."""
-    live = {f for chain in live_files(storage, base, timeline).values() for f in chain}
+def superseded_files(storage: Storage, base: str, timeline, num_buckets: int) -> list[IndexFile]:
+    """Counted files no lookup reads any more: older than their bucket's newest base, or of
+    another layout (bucket count)."""
+    live = {f for chain in live_files(storage, base, timeline, num_buckets).values() for f in chain}
     counted = _counted(timeline)
     return [f for f in list_files(storage, base) if counted(f.instant) and f not in live]
 
@@ -244,14 +264,19 @@ def probe(paths: list[str], qkeys: pa.Array, qh: np.ndarray, mode: str = "auto")
     return pa.concat_tables(out)
 
 
-def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys) -> pa.Table:
-    """Where each key lives: (key, partition_path, file_id); missing and deleted keys are absent.
-    `chains` maps a bucket to its live file names, newest first (see `live_files`)."""
+def _query_keys(keys) -> pa.Array:
+    """Keys to look up as a string array, nulls dropped."""
     try:
         keys = _strings(keys)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         raise TablespecError(f"record keys to look up must be strings: {e}") from None
-    keys = keys.filter(pc.is_valid(keys))
+    return keys.filter(pc.is_valid(keys))
+
+
+def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys) -> pa.Table:
+    """Where each key lives: (key, partition_path, file_id); missing and deleted keys are absent.
+    `chains` maps a bucket to its live file names, newest first (see `live_files`)."""
+    keys = _query_keys(keys)
     h = key_hashes(keys)
     buckets = buckets_of(h, num_buckets)
     order = np.argsort(buckets, kind="stable")
@@ -278,13 +303,8 @@ def resolve(paths: list[str]) -> pa.Table:
     tables = [read_file(p).cast(plain) for p in paths]
     if not tables:
         return ENTRY_SCHEMA.empty_table()
-    table = pa.concat_tables([t.append_column("_rank", pa.array(np.full(t.num_rows, i, np.int32)))
-                              for i, t in enumerate(tables)])
-    table = table.take(pc.sort_indices(table, [("h", "ascending"), ("key", "ascending"), ("_rank", "ascending")]))
-    k = table.column("key").combine_chunks()
-    if len(k) > 1:
-        table = table.filter(pa.array(np.concatenate([[True], np.asarray(pc.not_equal(k[1:], k[:-1]))])))
-    return _encode(table.drop_columns(["_rank"]))
+    return _first_per_key(pa.concat_tables([t.append_column("_rank", pa.array(np.full(t.num_rows, i, np.int32)))
+                                            for i, t in enumerate(tables)]), "_rank")
 
 
 class RecordIndex:
@@ -293,10 +313,11 @@ class RecordIndex:
     def __init__(self, storage: Storage, base: str, timeline, num_buckets: int):
         self.storage, self.base, self.num_buckets = storage, base, num_buckets
         self.folder = index_folder(base)
-        self.chains = {b: [f.name for f in fs] for b, fs in live_files(storage, base, timeline).items()}
+        self.chains = {b: [f.name for f in fs] for b, fs in live_files(storage, base, timeline, num_buckets).items()}
 
     def lookup(self, keys) -> pa.Table:
-        return lookup_in(self.folder, self.chains, self.num_buckets, keys)
+        """One row per distinct key found (a key asked for twice is answered once)."""
+        return lookup_in(self.folder, self.chains, self.num_buckets, pc.unique(_query_keys(keys)))
 
     def bucket_state(self, bucket: int) -> pa.Table:
         return resolve([os.path.join(self.folder, n) for n in self.chains.get(bucket, [])])

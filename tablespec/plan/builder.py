@@ -146,8 +146,8 @@ def _index_action(index: list[SettingChange], state: TableState, spec) -> Action
 
 def _index_compaction(spec, state: TableState) -> list[Action]:
     """RECORD_LEVEL: merge index buckets that have more live files than the spec allows."""
-    if spec.spec.index.type != "RECORD_LEVEL" or not state.index_buckets:
-        return []
+    if spec.spec.index.type != "RECORD_LEVEL" or not state.index_buckets or state.pending_clustering:
+        return []  # a pending clustering runs first: a base written before it would hide its index delta
     limit = (spec.spec.index.record_level or RecordLevelSettings()).max_files_per_bucket
     over = {b: v for b, v in state.index_buckets.items() if v[0] > limit}
     if not over:

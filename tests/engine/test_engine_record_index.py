@@ -173,7 +173,7 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     assert all(n == 1 for b, (n, _) in observe(table.location).index_buckets.items() if b in over)
     assert assert_consistent(table) == data
     files = ri.list_files(LocalStorage(), table.location)
-    assert not ri.superseded_files(LocalStorage(), table.location, Timeline.load(LocalStorage(), table.location))
+    assert not ri.superseded_files(LocalStorage(), table.location, Timeline.load(LocalStorage(), table.location), 3)
     assert not any(ri.read_file(os.path.join(ri.index_folder(table.location), f.name)).column("file_id").null_count
                    for f in files if f.kind == "base")  # tombstones dropped
     plan, _ = plan_for(SPEC, tmp_path)
@@ -300,3 +300,211 @@ def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_
     data = assert_consistent(table)
     assert len(data) == 8 and {f for _, f in data.values()} == {fid}
     assert_hudi_rs_agrees(table)
+
+
+def test_a_stale_row_does_not_move_a_key_to_another_partition(spark, tmp_path):
+    """Global semantics respect the ordering field as updates in place do: a row older than the
+    stored one loses, wherever it would move the key (Hudi merges before relocating)."""
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([("k1", "ber", 5), ("k2", "ber", 5), ("k3", "ber", 5)], DDL), "insert")
+    r = table.write(spark.createDataFrame([("k1", "ams", 1), ("k2", "ams", 9), ("k3", "ams", None)], DDL), "upsert")
+    assert (r.inserted, r.deleted) == (1, 1)  # only k2 moves
+    data = assert_consistent(table)
+    assert data["k1"][0].endswith("ber") and data["k2"][0].endswith("ams") and data["k3"][0].endswith("ber")
+    assert {x.id: (x.city, x.n) for x in table.read().collect()} == {"k1": ("ber", 5), "k2": ("ams", 9),
+                                                                     "k3": ("ber", 5)}
+
+
+def test_fewer_index_buckets_leave_no_stale_bucket_files(spark, tmp_path):
+    from test_engine_rebucket import apply_spec
+    from tablespec.state import observe
+    from tablespec.table import Table
+    table = make_table(spark, tmp_path, SPEC.replace("numBuckets: 3", "numBuckets: 7"))
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(40)], DDL), "insert")
+    _, _, spec = apply_spec(spark, SPEC, tmp_path)  # 7 -> 3 buckets: the index is rebuilt
+    table = Table(spec, table.location, spark)
+    table.write(spark.createDataFrame([(f"k{i}", "cph", 100) for i in range(10)], DDL), "upsert")  # moves
+    result = verify(table.location)
+    assert result.ok and result.entries == result.keys == 40, str(result)
+    assert set(observe(table.location).index_buckets) == {0, 1, 2}
+    assert len(assert_consistent(table)) == 40
+
+
+def test_replace_table_of_a_record_level_table_deletes_the_old_index_files(spark, tmp_path):
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.table import Table
+    table = make_table(spark, tmp_path, SPEC)
+    for i in range(2):
+        table.write(spark.createDataFrame([(f"k{i}-{j}", ["ams", "ber"][j % 2], j) for j in range(6)], DDL), "insert")
+    rekeyed = SPEC.replace("partitioning: {fields: [city]}", "partitioning: {fields: [n]}")
+    plan, spec = plan_for(rekeyed, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["replace_table"]
+    Applier(spark=spark).apply(plan, allow_destructive=True)
+    replace = Timeline.load(LocalStorage(), table.location).completed()[-1].timestamp
+    assert {f.instant for f in ri.list_files(LocalStorage(), table.location)} == {replace}
+    assert len(assert_consistent(Table(spec, table.location, spark))) == 12
+
+
+@pytest.mark.parametrize("operation", ["upsert", "insert", "bulk_insert"])
+def test_first_write_with_a_key_twice_across_partitions_keeps_one_row(spark, tmp_path, operation):
+    table = make_table(spark, tmp_path, SPEC)
+    rows = [("k1", "ams", 2), ("k1", "ber", 7), ("k1", "cph", 3), ("k2", "ams", 1)]
+    assert table.write(spark.createDataFrame(rows, DDL), operation).inserted == 2
+    data = assert_consistent(table)
+    assert data["k1"][0].endswith("ber")
+    # the same operation with a key stored elsewhere moves it (keys stay unique across the table)
+    r = table.write(spark.createDataFrame([("k2", "cph", 5)], DDL), operation)
+    assert (r.inserted, r.deleted) == (1, 1) and assert_consistent(table)["k2"][0].endswith("cph")
+    assert sorted((x.id, x.city, x.n) for x in table.read().collect()) == [("k1", "ber", 7), ("k2", "cph", 5)]
+
+
+def test_bucket_bootstrap_from_record_level_keeps_the_index_until_the_switch_then_drops_it(spark, tmp_path):
+    from test_engine_rebucket import plan_for
+    from tablespec.actions import metadata
+    from tablespec.apply import Applier
+    from tablespec.state import observe
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(12)], DDL), "insert")
+    bucket = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}",
+                          "{type: BUCKET, numBuckets: 2}")
+    plan, _ = plan_for(bucket, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["bucket_bootstrap"]
+
+    def crash(*_args, **_kw):
+        raise OSError("crash before the switch")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="crash before"):
+        mp.setattr(metadata, "update_settings", crash)
+        Applier(spark=spark).apply(plan)
+    assert len(assert_consistent(table)) == 12  # data rewritten, still RECORD_LEVEL: the index followed
+    plan, _ = plan_for(bucket, tmp_path)
+    Applier(spark=spark).apply(plan)
+    assert observe(table.location).config.to_properties()["hoodie.index.type"] == "BUCKET"
+    assert not ri.list_files(LocalStorage(), table.location) and table.read().count() == 12
+
+
+def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
+    """A scheduled clustering completes after later instants but carries its older instant time:
+    an index base written meanwhile would hide its index delta (keys left on replaced file groups)."""
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.engine.clustering import schedule
+    from tablespec.engine.commit import locked
+    from tablespec.engine.record_index import build_index, compact_index
+    from tablespec.errors import TablespecError
+    from tablespec.plan.clustering import clustering_plan
+    from tablespec.state import observe
+    text = SPEC + "  clustering: {strategy: SORT, sortColumns: [n], everyNCommits: 1}\n"
+    table = make_table(spark, tmp_path, text)
+    for i in range(4):
+        table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(6)], DDL), "bulk_insert")
+    plan = clustering_plan(table.spec, observe(table.location))
+    assert plan is not None
+    schedule(table.location, plan)
+    assert any(n > 2 for n, _ in observe(table.location).index_buckets.values())
+    kinds = []
+    while "clustering" not in kinds or "record_index_compaction" not in kinds:  # plan -> apply
+        plan, _ = plan_for(text, tmp_path)
+        kinds += [a.kind for _, a in plan.actions]
+        Applier(spark=spark).apply(plan)
+        assert len(assert_consistent(table)) == 24
+    assert kinds.index("clustering") < kinds.index("record_index_compaction")
+    table.write(spark.createDataFrame([("k9", "ber", 1)], DDL), "upsert")
+    schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    with locked(table.location) as lock:
+        with pytest.raises(TablespecError, match="pending clustering"):
+            compact_index(spark, table.location, 0, lock)
+        with pytest.raises(TablespecError, match="pending clustering"):
+            build_index(spark, table.spec, table.location, lock)
+
+
+@pytest.mark.parametrize("action", ["index_build", "replace_table"])
+def test_index_writing_actions_failing_before_their_commit_leave_the_index_as_it_was(spark, tmp_path, action):
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.engine import record_index, writer
+    simple = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}", "{type: SIMPLE}")
+    table = make_table(spark, tmp_path, simple if action == "index_build" else SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(8)], DDL), "insert")
+    files_before = ri.list_files(LocalStorage(), table.location)
+    target = SPEC if action == "index_build" else SPEC.replace("partitioning: {fields: [city]}", "partitioning: {fields: [n]}")
+    plan, _ = plan_for(target, tmp_path)
+    written = []
+
+    def fail(*_args, **_kw):
+        written.extend(ri.list_files(LocalStorage(), table.location))
+        raise OSError("disk full")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="disk full"):
+        mp.setattr(record_index, "_index_commit", fail)
+        mp.setattr(writer, "commit_metadata", fail)
+        Applier(spark=spark).apply(plan, allow_destructive=True)
+    assert len(written) > len(files_before)  # the failed instant had written index files
+    assert ri.list_files(LocalStorage(), table.location) == files_before
+    assert not Timeline.load(LocalStorage(), table.location).pending()
+    if action == "replace_table":
+        assert len(assert_consistent(table)) == 8
+
+
+def test_a_rebuild_with_a_new_bucket_count_cut_before_the_switch_leaves_the_old_index_working(spark, tmp_path):
+    """The build commits before hoodie.properties takes the new count: until the switch, readers
+    and writers use the old count, so they must still find the index laid out for it."""
+    from test_engine_rebucket import plan_for
+    from tablespec.actions import metadata
+    from tablespec.apply import Applier
+    seven = SPEC.replace("numBuckets: 3", "numBuckets: 7")
+    table = make_table(spark, tmp_path, seven)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(20)], DDL), "insert")
+    plan, _ = plan_for(SPEC, tmp_path)  # 7 -> 3 buckets
+    assert [a.kind for _, a in plan.actions] == ["index_migration"]
+
+    def crash(*_args, **_kw):
+        raise OSError("crash before the switch")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="crash before"):
+        mp.setattr(metadata, "update_settings", crash)
+        Applier(spark=spark).apply(plan)
+    before = assert_consistent(table)  # still 7 buckets by hoodie.properties
+    assert not plan_for(seven, tmp_path)[0].has_changes  # the spec went back to 7: nothing to do
+    r = table.write(spark.createDataFrame([(f"k{i}", "cph", 100) for i in range(20)], DDL), "upsert")
+    assert (r.inserted, r.deleted) == (20, 20)  # every key found and moved, none duplicated
+    assert len(assert_consistent(table)) == len(before) == 20
+    _, _, spec = __import__("test_engine_rebucket").apply_spec(spark, SPEC, tmp_path)  # 7 -> 3 after all
+    assert len(assert_consistent(table)) == 20
+    assert {f.bucket for f in ri.list_files(LocalStorage(), table.location)} == {0, 1, 2}
+
+
+def test_verify_reports_an_entry_filed_in_the_wrong_bucket(spark, tmp_path):
+    """Lookups (and so writers) never read another bucket's files: such an entry is missing."""
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(10)], DDL), "insert")
+    folder = ri.index_folder(table.location)
+    home = int(ri.buckets_of(ri.key_hashes(pa.array(["k5"])), 3)[0])
+    for f in ri.list_files(LocalStorage(), table.location):
+        t = ri.read_file(os.path.join(folder, f.name)).to_pydict()
+        rows = {k: (p, fid) for k, p, fid in zip(t["key"], t["partition"], t["file_id"])}
+        if f.bucket == home:
+            k5 = rows.pop("k5")
+        ri.write_file(folder, f, ri.entries(list(rows), [v[0] for v in rows.values()], [v[1] for v in rows.values()]))
+    other = next(f for f in ri.list_files(LocalStorage(), table.location) if f.bucket != home)
+    t = ri.read_file(os.path.join(folder, other.name)).to_pydict()
+    ri.write_file(folder, other, ri.entries(t["key"] + ["k5"], t["partition"] + [k5[0]], t["file_id"] + [k5[1]]))
+    result = verify(table.location)
+    assert [(d.kind, d.count) for d in result.differences] == [("missing", 1)] and "k5" in str(result)
+
+
+def test_building_the_index_refuses_keys_stored_in_two_partitions(spark, tmp_path, capsys):
+    """SIMPLE keeps keys unique per partition only; a global index cannot pick one copy silently."""
+    from test_engine_rebucket import plan_for
+    from tablespec.apply import Applier
+    from tablespec.errors import TablespecError
+    from tablespec.state import observe
+    simple = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}", "{type: SIMPLE}")
+    table = make_table(spark, tmp_path, simple)
+    table.write(spark.createDataFrame([("k1", "ams", 1), ("k1", "ber", 2), ("k2", "ams", 3)], DDL), "insert")
+    plan, _ = plan_for(SPEC, tmp_path)
+    with pytest.raises(TablespecError, match=r"stored more than once in the table, e.g. k1;"):
+        Applier(spark=spark).apply(plan)
+    assert observe(table.location).config.to_properties()["hoodie.index.type"] == "SIMPLE"
+    assert not ri.list_files(LocalStorage(), table.location) and not Timeline.load(LocalStorage(), table.location).pending()

@@ -44,7 +44,7 @@ def instant(base: str, complete: bool = True) -> str:
 
 
 def put(base: str, ts: str, rows: dict, kind: str = "delta") -> None:
-    ri.write_file(ri.index_folder(base), ri.IndexFile(0, ts, kind),
+    ri.write_file(ri.index_folder(base), ri.IndexFile(0, ts, kind, 1),
                   ri.entries(list(rows), [v and v[0] for v in rows.values()], [v and v[1] for v in rows.values()]))
 
 
@@ -57,10 +57,10 @@ def test_file_is_sorted_by_hash_uncompressed_and_memory_mapped(tmp_path):
     e = ri.entries(["b", "a", "c", "a"], ["p"] * 4, ["f1", None, "f3", "f4"])
     assert e.column("key").to_pylist().count("a") == 1  # a location beats a tombstone of the same key
     assert list(e.column("h").to_numpy()) == sorted(e.column("h").to_numpy())
-    path = ri.write_file(str(tmp_path), ri.IndexFile(3, "20260101000000000", "delta"), e)
+    path = ri.write_file(str(tmp_path), ri.IndexFile(3, "20260101000000000", "delta", 4), e)
     mapped = ri.read_file(path)
     assert mapped.equals(e) and mapped.column("h").chunk(0).buffers()[1].address != 0
-    assert os.path.basename(path) == "00003_20260101000000000.delta.arrow"
+    assert os.path.basename(path) == "00003-of-00004_20260101000000000.delta.arrow"
 
 
 @pytest.mark.parametrize("mode", ["seek", "scan", "auto"])
@@ -68,7 +68,7 @@ def test_seek_and_scan_agree_including_hash_collisions(tmp_path, mode):
     keys = [f"k{i}" for i in range(500)] + ["Aa", "BB", "AaAa", "BBBB", "AaBB"]  # Java hashCode collisions
     assert len(set(ri.key_hashes(pa.array(["Aa", "BB"])))) == 1
     e = ri.entries(keys, ["p"] * len(keys), [f"f{i}" for i in range(len(keys))])
-    path = ri.write_file(str(tmp_path), ri.IndexFile(0, "20260101000000000", "base"), e)
+    path = ri.write_file(str(tmp_path), ri.IndexFile(0, "20260101000000000", "base", 1), e)
     queries = pa.array(["BB", "k7", "nope", "AaBB", "BBAa", "Aa"])
     found = ri.probe([path], queries, ri.key_hashes(queries), mode)
     got = {queries[q].as_py(): f for q, f in zip(found.column("q").to_pylist(), found.column("file_id").to_pylist())}
@@ -100,7 +100,7 @@ def test_only_completed_instants_count_and_a_base_hides_older_files(tmp_path):
     t3 = instant(base)
     put(base, t3, {"b": ("p", "f2")}, "base")
     assert lookup(base, ["a", "b"]) == {"b": ("p", "f2")}
-    assert [f.instant for f in ri.superseded_files(ST, base, Timeline.load(ST, base))] == [t1]
+    assert [f.instant for f in ri.superseded_files(ST, base, Timeline.load(ST, base), 1)] == [t1]
 
 
 def test_hudi_rs_reads_a_timeline_with_index_files_and_index_commits(tmp_path):
@@ -122,3 +122,27 @@ def test_default_bucket_count_has_headroom():
     assert ri.default_num_buckets(0) == ri.MIN_BUCKETS
     assert ri.default_num_buckets(10_000_000) == 13  # 10M * 1.3 / 1M
     assert np.all(ri.buckets_of(ri.key_hashes(pa.array([f"k{i}" for i in range(1000)])), 7) < 7)
+
+
+def test_lookup_answers_each_key_once_and_handles_empty_and_non_ascii_keys(tmp_path):
+    base = table(tmp_path)
+    ts = instant(base)
+    put(base, ts, {"ключ": ("p=ü", "f1"), "鍵😀": ("p", "f2"), "Aa": ("p", "f3")})
+    keys = ["ключ", "ключ", "鍵😀", "BB", "Aa", "Aa", None]  # "Aa" and "BB" share a Java hash
+    t = ri.RecordIndex(ST, base, Timeline.load(ST, base), 1).lookup(keys)
+    assert sorted(t.column("key").to_pylist()) == ["Aa", "ключ", "鍵😀"]
+    assert lookup(base, ["ключ"]) == {"ключ": ("p=ü", "f1")}
+    assert lookup(base, []) == {}
+
+
+def test_a_damaged_index_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    from tablespec.cli import main
+    base = table(tmp_path)
+    put(base, instant(base), {"a": ("p", "f1")})
+    path, = [os.path.join(ri.index_folder(base), f.name) for f in ri.list_files(ST, base)]
+    with open(path, "r+b") as f:
+        f.truncate(20)
+    assert main(["verify", base]) == 1
+    assert main(["lookup", base, "a"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("not a readable record-level index file") == 2 and "Traceback" not in err
