@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 # Measure the checkout the bench lives in, not whichever copy is installed: on the driver, and in
 # Spark's Python workers, which inherit PYTHONPATH.
@@ -241,3 +242,10 @@ def cpu_ticks() -> tuple[int, int]:
 def stage_line(s: dict) -> str:
     return (f"  stage {s['stage']:>4} {s['ops'][:44]:<44}{s['wall_s']:>7.2f}{s['task_run_s']:>8.2f}{s['tasks']:>6}"
             f"  out {s['output_mb']:.0f} MB, shuffle w {s['shuffle_write_mb']:.0f} r {s['shuffle_read_mb']:.0f} MB")
+
+
+def write_report(path: str, report: dict) -> None:
+    """The bench's figures as JSON (bench/results/ is gitignored)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path}")

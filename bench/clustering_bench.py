@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import dir_bytes, latest_base_files, start_spark
+from _common import dir_bytes, latest_base_files, start_spark, write_report
 from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
 from tablespec.plan.builder import build_plan, table_location
@@ -247,9 +247,7 @@ def main() -> int:
     line("delta small", delta["before"]["files"], delta["before"]["bytes"], "-", delta["before"]["query"])
     line("delta z_order", delta["files_after"], delta["bytes_after"], delta["z_order_seconds"], delta["query_after"])
     print("ratios:", json.dumps(report["ratios"]))
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2))
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
     return 0
 
 

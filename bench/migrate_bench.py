@@ -30,14 +30,13 @@ import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _common import (EventLog, Phases, dir_bytes, latest_base_files, make_table, orders, parquet_files, spec_text,
-                     stage_line, start_spark)
+from _common import (dir_bytes, EventLog, latest_base_files, make_table, orders, parquet_files, Phases, spec_text,
+                     stage_line, start_spark, write_report)
 from tablespec.apply import Applier
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.plan.builder import build_plan, table_location
@@ -282,9 +281,7 @@ def main() -> int:
               "master": args.master, "cpus": os.cpu_count(), "driver_memory": args.driver_memory, "repeat": repeat,
               "setup_s": setup, "results": results, "target_ratio": TARGET, "target_met": target_met,
               "migrations": migrations, "spark_jobs": jobs, "checks": checks, "stages": stages}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, result)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1

@@ -20,19 +20,17 @@ timed too. Prints a table and writes JSON (default bench/results/rli_bench.json)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _common import make_table, orders, spec_text, start_spark
+from _common import make_table, orders, spec_text, start_spark, write_report
 from tablespec.hudi import record_index as ri
 
 INSTANT = "20260101000000000"
@@ -207,9 +205,7 @@ def main() -> int:
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, result)
     ok = all(r["ok"] for r in result["lookups"].values()) and result.get("upsert", {}).get("verify_ok", True)
     return 0 if ok else 1
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from _common import EventLog, Phases, dir_bytes, latest_base_files, make_table, orders, stage_line, start_spark
+from _common import (dir_bytes, EventLog, latest_base_files, make_table, orders, Phases, stage_line, start_spark,
+                     write_report)
 from tablespec.hudi.naming import BaseFileName
 from tablespec.table import Table
 
@@ -201,9 +200,7 @@ def main() -> int:
               "driver_memory": args.driver_memory, "repeat": repeat, "setup_s": setup, "results": results,
               "simple_vs_own_files_baseline": simple_own, "target_ratio": 1.5, "target_met": target_met,
               "upserts": upserts, "baselines": baselines, "checks": checks, "stages": stages}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, result)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return 0 if ok else 1
