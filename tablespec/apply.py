@@ -125,7 +125,6 @@ class Applier:
         with locked(t.location) as lock:
             if a.params.get("to") == "RECORD_LEVEL":
                 from tablespec.engine.record_index import build_index, remove_superseded
-                from tablespec.hudi.io import storage_for
                 built = build_index(self.spark, spec, t.location, lock)
                 metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
                 built.files_removed = remove_superseded(*storage_for(t.location), built.num_buckets)
@@ -200,7 +199,6 @@ class Applier:
             metadata.update_settings(t.location, spec, chosen)
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded
-                from tablespec.hudi.io import storage_for
                 remove_superseded(*storage_for(t.location), result.index_buckets)
         return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
 
@@ -208,7 +206,6 @@ class Applier:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
         from tablespec.hudi.clean import execute_clean, plan_clean
         from tablespec.hudi.fs_view import FileSystemView
-        from tablespec.hudi.io import storage_for
         from tablespec.hudi.timeline import Timeline
         storage, base = storage_for(t.location)
         with locked(t.location):  # recovery finishes an interrupted clean first
@@ -226,7 +223,6 @@ class Applier:
         it. Planned again under the lock, from the table as it is (the plan's requirements held)."""
         from tablespec.engine import clustering
         from tablespec.engine.writer import table_avro_schema
-        from tablespec.hudi.instant import Instant
         from tablespec.plan.clustering import clustering_plan
         with locked(t.location) as lock:  # recovery reverts a dead run to its requested plan
             if "instant" in a.params:

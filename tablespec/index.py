@@ -83,8 +83,7 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
         keys = ri.base_file_keys(s.base_file.path)
         parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
                                "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
-    empty = pa.table({n: pa.array([], pa.string()) for n in ("key", "partition_path", "file_id")})
-    return pa.concat_tables(parts) if parts else empty
+    return pa.concat_tables(parts) if parts else ri.LOCATIONS.empty_table()
 
 
 def verify(location: str) -> VerifyResult:

@@ -116,8 +116,9 @@ def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, part
 
 def _read_aligned(path: str, schema: pa.Schema) -> pa.Table:
     """A base file's rows in `schema` (columns it predates are null); its footer is read once."""
-    present = set(pq.read_schema(path).names)
-    return align_to_schema(pq.read_table(path, columns=[n for n in schema.names if n in present]), schema)
+    file = pq.ParquetFile(path)
+    present = set(file.schema_arrow.names)
+    return align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)
 
 
 def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool) -> tuple[str, ...]:
@@ -130,11 +131,11 @@ def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool)
     return tuple(ids)
 
 
-def _input_files(storage, base: str, plan: ClusteringPlan, instant: Instant) -> tuple[list[tuple[str, ...]], int]:
+def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
+                 instant: Instant) -> tuple[list[tuple[str, ...]], int]:
     """Each group's base files and their total bytes, checked against the file-system view: a
     plan whose slices are no longer the latest of their file groups (or gone) cannot run."""
-    timeline = Timeline.load(storage, base)
-    latest = {(s.partition, s.file_id): s for s in FileSystemView.build(storage, base, timeline).latest_slices()}
+    latest = {(s.partition, s.file_id): s for s in view.latest_slices()}
     out, size = [], 0
     for g in plan.groups:
         files = []
@@ -142,8 +143,8 @@ def _input_files(storage, base: str, plan: ClusteringPlan, instant: Instant) -> 
             current = latest.get((s.partition, s.file_id))
             if current is None or current.base_file is None or current.base_file.name != s.file_name:
                 raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name} of file group "
-                                     f"{s.file_id}, which is not the file group's latest base file; roll the plan "
-                                     "back (delete its requested file) and plan again")
+                                     f"{s.file_id}, which is not the file group's latest base file; `tablespec plan` "
+                                     "offers to roll the plan back (discarding it)")
             files.append(current.base_file.path)
             size += current.base_file.size
         out.append(tuple(files))
@@ -171,7 +172,8 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
     if plan is None:
         raise TablespecError(f"{base}: no pending clustering plan {instant.timestamp}")
     _check_layout(spec, plan.layout)
-    files, bytes_read = _input_files(storage, base, plan, instant)
+    view = FileSystemView.build(storage, base, timeline)  # as before the clustering
+    files, bytes_read = _input_files(view, base, plan, instant)
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
     index_type = read_table_config(storage, base).to_properties().get("hoodie.index.type", "SIMPLE")
     bucketed = index_type == "BUCKET"
@@ -190,7 +192,7 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
         crash_point("mid_write")
         replaced = plan.replaced()
         # keys moved to new file groups: the record-level index (if any) commits with the data
-        on_commit(spark, storage, base, txn.instant, FileSystemView.build(storage, base, timeline), stats, replaced)
+        on_commit(spark, storage, base, txn.instant, view, stats, replaced)
         txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering"},
                                           replaced=replaced))
     return ClusteringResult(txn.instant, len(groups), sum(len(f) for f in files), len(stats), bytes_read,

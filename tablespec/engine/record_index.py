@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from tablespec.engine import tasks
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
-from tablespec.hudi.clustering import pending_plans
+from tablespec.hudi.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
@@ -251,11 +251,15 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
             file = ri.IndexFile(b, instant, "base", num_buckets)
             ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table())
             names.append(file.name)
-    keep = set(names)  # files of failed task attempts are not ours to count
+    _remove_strays(storage, base, instant, set(names))
+    return sorted(names)
+
+
+def _remove_strays(storage, base: str, instant: str, keep: set[str]) -> None:
+    """Delete `instant`'s index files that its successful tasks did not report (failed attempts)."""
     for f in ri.list_files(storage, base):
         if f.instant == instant and f.name not in keep:
             storage.delete(os.path.join(ri.index_folder(base), f.name))
-    return sorted(names)
 
 
 def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> list[str]:
@@ -315,7 +319,7 @@ def _refuse_under_pending_clustering(timeline, base: str, what: str) -> None:
     before it runs would hide its index delta, leaving its keys on the replaced file groups."""
     pending = sorted(i.timestamp for i in pending_plans(timeline))
     if pending:
-        raise TablespecError(f"{base}: {what} must wait for the pending clustering plan(s) {', '.join(pending)}; "
+        raise ClusteringPending(f"{base}: {what} must wait for the pending clustering plan(s) {', '.join(pending)}; "
                              "run or roll back the clustering first")
 
 
@@ -383,8 +387,6 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
                 .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets), "name string").collect())
         keep = {r.name for r in rows}
-        for f in ri.list_files(storage, base):  # failed task attempts
-            if f.instant == txn.instant and f.name not in keep:
-                storage.delete(os.path.join(ri.index_folder(base), f.name))
+        _remove_strays(storage, base, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")
     return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(storage, base, index.num_buckets))

@@ -127,21 +127,18 @@ class TableWriter:
         view = FileSystemView.build(self.storage, self.base, timeline)
         props = read_table_config(self.storage, self.base).to_properties()
         index = None if replace else self._record_index(timeline, props)
-        if replace:
-            everything: dict[str, list[str]] = {}
+        replaced = None
+        if replace:  # everything goes to new file groups and replaces every current one
+            replaced = {}
             for s in view.latest_slices():
-                everything.setdefault(s.partition, []).append(s.file_id)
-            refuse_replacing_planned(timeline, everything, self.base)
+                replaced.setdefault(s.partition, []).append(s.file_id)
+            refuse_replacing_planned(timeline, replaced, self.base)
         with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
             job = self._job(txn.instant, operation, view)
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
-            replaced = None
-            if replace:  # everything goes to new file groups and replaces every current one
+            if replace:
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
-                replaced = {}
-                for s in view.latest_slices():
-                    replaced.setdefault(s.partition, []).append(s.file_id)
             stats = self._run(df, job, view, index)
             self._refuse_bad(stats, timeline)
             if replace:  # everything is rewritten: the index is rebuilt from the new files

@@ -58,6 +58,8 @@ ENTRY_SCHEMA = pa.schema([
     ("h", pa.uint32()), ("key", pa.string()),
     ("partition", pa.dictionary(pa.int32(), pa.string())), ("file_id", pa.dictionary(pa.int32(), pa.string())),
 ])
+# What a lookup answers: where each key lives.
+LOCATIONS = pa.schema([("key", pa.string()), ("partition_path", pa.string()), ("file_id", pa.string())])
 _NAME = re.compile(r"^(?P<bucket>\d{5})-of-(?P<buckets>\d{5})_(?P<instant>\d+)\.(?P<kind>base|delta)\.arrow$")
 
 
@@ -290,10 +292,7 @@ def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys)
         found = found.filter(pc.is_valid(found.column("file_id")))
         parts.append(pa.table({"key": keys.take(pa.array(group[found.column("q").to_numpy()])),
                                "partition_path": found.column("partition"), "file_id": found.column("file_id")}))
-    if not parts:
-        return pa.table({"key": pa.array([], pa.string()), "partition_path": pa.array([], pa.string()),
-                         "file_id": pa.array([], pa.string())})
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts) if parts else LOCATIONS.empty_table()
 
 
 def resolve(paths: list[str]) -> pa.Table:

@@ -84,8 +84,7 @@ def _old_layout(state, layout: Layout):
 
 def _candidates(spec, state, old_layout):
     c = spec.spec.clustering
-    locked = {(s.partition, s.file_id) for plan in state.pending_clustering.values() for g in plan.groups
-              for s in g.slices}
+    locked = set().union(*(plan.file_ids() for plan in state.pending_clustering.values()))
     parts = _partitions(spec, state)
     for fg in state.file_groups:
         if (fg.base_file and fg.partition in parts and (fg.partition, fg.file_id) not in locked
