@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers import make_table
+from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.apply import Applier
 from tablespec.cli import main
 from test_engine_clustering import batch, plan_for, spec_text
@@ -29,3 +29,4 @@ def test_show_reports_the_record_index_and_the_last_clustering(spark, tmp_path, 
     shown = json.loads(capsys.readouterr().out)
     assert (shown["lastClustering"], shown["commitsSinceClustering"]) == (instant, 0)
     assert shown["index"]["recordLevel"]["numBuckets"] == "2" and shown["index"]["recordLevel"]["files"] >= 2
+    assert_hudi_rs_agrees(table)
