@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from _common import dir_bytes, latest_base_files, start_spark, write_report
+from tablespec.engine.reader import to_arrow
 from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
 from tablespec.plan.builder import build_plan, table_location
@@ -166,7 +167,7 @@ def delta_peer(spark, root: str, n_rows: int, commits: int, target: int, repeat:
     path = os.path.join(root, "delta")
     per = n_rows // commits
     for c in range(commits):
-        write_deltalake(path, rows(spark, c * per, per).toArrow(), mode="append")
+        write_deltalake(path, to_arrow(rows(spark, c * per, per)), mode="append")
     dt = DeltaTable(path)
     before = dict(files=len(dt.file_uris()), bytes=dir_bytes(path), query=timed_query(dt.file_uris(), repeat))
     t = time.perf_counter()

@@ -78,3 +78,11 @@ def read(spark, location: str, spec, as_of: str | None = None, filters: dict | N
     for name, value in (filters or {}).items():
         df = df.filter(F.col(f"`{name}`") == F.lit(value))
     return df
+
+
+def to_arrow(df) -> pa.Table:
+    """Collect a DataFrame as a pyarrow Table (Spark 3.5 has no public `DataFrame.toArrow`)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    batches = df._collect_as_arrow()
+    return pa.Table.from_batches(batches, schema=None if batches else to_arrow_schema(df.schema))

@@ -6,6 +6,7 @@ import decimal
 import pyarrow as pa
 
 from tablespec.actions.metadata import create_table
+from tablespec.engine.reader import to_arrow
 from tablespec.plan.builder import table_location
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
@@ -45,7 +46,7 @@ def hudi_rs_rows(location: str) -> list[tuple]:
 
 
 def tablespec_rows(table: Table, **kw) -> list[tuple]:
-    return rows(table.read(**kw).toArrow())
+    return rows(to_arrow(table.read(**kw)))
 
 
 def assert_hudi_rs_agrees(table: Table) -> list[tuple]:

@@ -118,9 +118,10 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     table = Table(spec, str(base), spark)
     files = [os.path.join(base, p, f) for p in ("10", "20", "30") for f in os.listdir(base / p) if f.endswith(".parquet")]
     existing = table.read().select("_hoodie_record_key", "_hoodie_partition_path").collect()
-    batch = spark.createDataFrame([(k, p) for k, p in existing] + [("no-such-key", "10")],
-                                  "_hoodie_record_key string, _hoodie_partition_path string").toArrow().to_batches()
+    batch = to_arrow(spark.createDataFrame([(k, p) for k, p in existing] + [("no-such-key", "10")],
+                                           "_hoodie_record_key string, _hoodie_partition_path string")).to_batches()
     from tablespec.engine.arrow.basefile import read_footer_keys
+    from tablespec.engine.reader import to_arrow
     ranges = [(f, os.path.basename(os.path.dirname(f)), *read_footer_keys(f)) for f in files]
     hit = next(tasks.bloom_candidates(ranges, batch)).column("file").to_pylist()
     assert set(hit) <= set(files) and hit  # files holding keys are found
