@@ -113,15 +113,11 @@ class _Context:
         return result.specs
 
     def plan(self, paths):
-        from tablespec.plan.builder import build_plan, table_location
-        from tablespec.state import observe
+        from tablespec.plan.builder import build_plan
+        from tablespec.state import observe_specs
         specs = self.load(paths)
         warehouse = self.warehouse()
-        states = {}
-        for ls in specs:
-            loc = table_location(warehouse, ls.spec.spec.location)
-            states[loc] = observe(loc, keep_commits=ls.spec.spec.retention.keep_commits)
-        return build_plan(specs, states, warehouse, self.variables)
+        return build_plan(specs, observe_specs(specs, warehouse), warehouse, self.variables)
 
 
 def cmd_validate(ctx: _Context) -> int:

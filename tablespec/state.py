@@ -158,3 +158,14 @@ def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets:
     sizes = {i.name: i.size for i in storage.list_dir(record_index.index_folder(base))}
     return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
             for b, chain in record_index.live_files(storage, base, timeline, num_buckets).items()}
+
+
+def observe_specs(specs, warehouse: str) -> dict[str, TableState]:
+    """The state of every table `specs` (loaded specs) declare under `warehouse`, keyed by location;
+    what a clean would delete is worked out under each spec's retention, as the plan needs it."""
+    from tablespec.plan.builder import table_location
+    states = {}
+    for loaded in specs:
+        loc = table_location(warehouse, loaded.spec.spec.location)
+        states[loc] = observe(loc, keep_commits=loaded.spec.spec.retention.keep_commits)
+    return states

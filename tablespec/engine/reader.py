@@ -10,8 +10,9 @@ import pyarrow as pa
 from tablespec.engine.arrow.hashing import record_key_hashes
 from tablespec.engine.arrow.keys import record_keys
 from tablespec.engine.evolution import read_files
-from tablespec.engine.schema import data_schema, table_ddl
+from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
 from tablespec.errors import TablespecError
+from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import SAVEPOINT
@@ -19,6 +20,7 @@ from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
+from tablespec.types import parse_type, stored
 
 
 class ReadError(TablespecError):
@@ -75,9 +77,29 @@ def read(spark, location: str, spec, as_of: str | None = None, filters: dict | N
     ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.
     df = read_files(spark, location, files, spec, ddl) if files else spark.createDataFrame([], ddl)
+    if as_of is not None:
+        df = _as_of_columns(df, location, as_of, spec)
     for name, value in (filters or {}).items():
         df = df.filter(F.col(f"`{name}`") == F.lit(value))
     return df
+
+
+def _as_of_columns(df, location: str, as_of: str, spec):
+    """Time travel shows the table as it was, as Apache Hudi does: the columns (and types) of the
+    schema in force at `as_of`, not columns a later schema evolution added."""
+    from pyspark.sql import functions as F
+
+    storage, base = storage_for(location)
+    schema = Timeline.load(storage, base).latest_schema(as_of=as_of)
+    if schema is None:
+        return df
+    then = {c.name: c.type for c in from_avro_schema(schema)}
+    now = {c.name: stored(parse_type(c.type)) for c in spec.spec.columns}
+    if then.keys() >= now.keys() and all(then[n] == t for n, t in now.items()):
+        return df
+    kept = [n for n in df.columns if n in META_FIELDS or n in then]
+    return df.select(*[F.col(f"`{n}`") if n in META_FIELDS or then[n] == now.get(n)
+                       else F.col(f"`{n}`").cast(str(then[n])).alias(n) for n in kept])
 
 
 def to_arrow(df) -> pa.Table:

@@ -108,9 +108,11 @@ class Timeline:
                 out.setdefault(partition, set()).update(ids)
         return out
 
-    def latest_schema(self) -> str | None:
-        """The Avro schema recorded by the latest completed commit that has one."""
+    def latest_schema(self, as_of: str | None = None) -> str | None:
+        """The Avro schema recorded by the latest completed commit (at or before `as_of`) that has one."""
         for instant in reversed(self.commits()):
+            if as_of is not None and instant.timestamp > as_of:
+                continue
             schema = self.commit_metadata(instant).schema
             if schema:
                 return schema

@@ -22,9 +22,9 @@ from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
-from tablespec.state import observe
+from tablespec.state import observe, observe_specs
 from tablespec.table import Table
 
 pytestmark = pytest.mark.spark
@@ -54,8 +54,7 @@ def content(table) -> list[tuple]:
 def plan_for(text: str, warehouse):
     loaded = load_spec_text(text, "orders.yaml")
     assert not loaded.errors, loaded.errors
-    loc = table_location(str(warehouse), loaded.specs[0].spec.spec.location)
-    return build_plan(loaded.specs, {loc: observe(loc)}, str(warehouse))
+    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse))
 
 
 def small_table(spark, warehouse, text: str, commits: int = 3, n: int = 40, operation: str = "bulk_insert"):

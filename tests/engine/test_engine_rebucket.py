@@ -14,9 +14,9 @@ from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.apply import Applier
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
-from tablespec.state import observe
+from tablespec.state import observe, observe_specs
 from tablespec.table import Table
 from test_engine_write import java_bucket
 
@@ -42,8 +42,7 @@ def content(table) -> list[tuple]:
 def plan_for(text: str, warehouse, file="orders.yaml"):
     loaded = load_spec_text(text, file)
     assert not loaded.errors, loaded.errors
-    loc = table_location(str(warehouse), loaded.specs[0].spec.spec.location)
-    return build_plan(loaded.specs, {loc: observe(loc)}, str(warehouse)), loaded.specs[0].spec
+    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse)), loaded.specs[0].spec
 
 
 def apply_spec(spark, text, warehouse):

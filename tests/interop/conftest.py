@@ -1,5 +1,11 @@
-"""The Apache Hudi tier: every test here runs real Apache Hudi in the session's SparkSession."""
+"""The Apache Hudi tier: every test here runs real Apache Hudi in the session's SparkSession.
+Engine test helpers (tests/engine) are shared with it."""
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
 
 def pytest_collection_modifyitems(items):

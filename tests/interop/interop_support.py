@@ -2,14 +2,9 @@
 Spark datasource and compare what every reader sees (tablespec, hudi-rs, Apache Hudi)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from helpers import hudi_rs_rows, rows, tablespec_rows  # tests/engine, put on sys.path by conftest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
-
-from helpers import hudi_rs_rows, rows, tablespec_rows  # noqa: E402
-
-from tablespec.engine.reader import to_arrow  # noqa: E402
+from tablespec.engine.reader import to_arrow
 
 # Hudi's Spark reader adds no columns of its own; these keep its reads close to a plain snapshot.
 READ_OPTIONS = {"hoodie.datasource.query.type": "snapshot"}
