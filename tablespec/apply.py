@@ -84,11 +84,14 @@ class Applier:
     `on_progress` the progress of long ones (partitions and bytes done, elapsed seconds)."""
 
     def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
-                 on_progress: Callable[..., None] | None = None, spark=None):
-        """`spark`: a SparkSession, or a function making one (called only if an action needs Spark)."""
+                 on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False):
+        """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
+        `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
+        `run_clustering`, or a later apply, runs them)."""
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark
+        self.schedule_only = schedule_only
 
     @property
     def spark(self):
@@ -227,11 +230,15 @@ class Applier:
         with locked(t.location) as lock:  # recovery reverts a dead run to its requested plan
             if "instant" in a.params:
                 instant = Instant(a.params["instant"], "replacecommit", "requested")
+                if self.schedule_only:
+                    return {"pending": instant.timestamp}
             else:
                 plan = clustering_plan(spec, observe(t.location))
                 if plan is None:
                     return {"groups": 0}
                 instant = clustering.schedule(t.location, plan)
+                if self.schedule_only:
+                    return {"scheduled": instant.timestamp, "groups": len(plan.groups)}
             return clustering.run(self.spark, spec, t.location, instant, table_avro_schema(spec), lock).actual()
 
     def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:

@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     with_vars(ap)
     ap.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     ap.add_argument("--allow-destructive", action="store_true", help="allow actions that rewrite keys or drop data")
+    ap.add_argument("--schedule-only", action="store_true",
+                    help="write clustering plans to the timeline without running them (Apache Hudi's "
+                         "run_clustering or a later apply runs them)")
 
     sh = sub.add_parser("show", help="print the observed state of one table")
     sh.add_argument("location")
@@ -170,7 +173,8 @@ def cmd_apply(ctx: _Context) -> int:
             print(f"    actual:   {_pairs(done.actual)}")
 
     print()
-    applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory())
+    applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
+                      schedule_only=ctx.args.schedule_only)
     if any(a.kind in SPARK_ACTIONS for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)

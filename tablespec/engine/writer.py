@@ -223,9 +223,11 @@ class TableWriter:
         if not files:
             tagged = prepared
         else:
+            # input_file_name, not _metadata.file_name: once Apache Hudi ran a procedure in the session,
+            # Spark 3.5 no longer resolves _metadata on parquet reads of paths inside a Hudi table.
+            file_name = F.substring_index(F.input_file_name(), "/", -1)
             existing = (self.spark.read.parquet(*files)
-                        .select(F.col(tasks.KEY), F.col(tasks.PART),
-                                F.substring_index(F.col("_metadata.file_name"), "_", 1).alias("_ts_efg")))
+                        .select(F.col(tasks.KEY), F.col(tasks.PART), F.substring_index(file_name, "_", 1).alias("_ts_efg")))
             tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")
                       .withColumn(tasks.FG, F.col("_ts_efg")).drop("_ts_efg")
                       .select(*prepared.columns))
