@@ -69,7 +69,8 @@ def unseen_commits(timeline) -> tuple[Instant, ...]:
 
 
 def commit_file_groups(timeline, instants) -> dict[tuple[str, str], int]:
-    """(partition, file id) -> rows written, for the file groups `instants` wrote or replaced."""
+    """(partition, file id) -> rows its latest write left (0 once replaced), for the file groups
+    `instants` (oldest first) wrote or replaced."""
     out: dict[tuple[str, str], int] = {}
     for instant in instants:
         metadata = timeline.commit_metadata(instant)
@@ -78,7 +79,7 @@ def commit_file_groups(timeline, instants) -> dict[tuple[str, str], int]:
                 out[(s.partition_path or "", s.file_id)] = s.num_writes
         for partition, ids in (metadata.partition_to_replace_file_ids or {}).items():
             for fid in ids:
-                out.setdefault((partition, fid), 0)
+                out[(partition, fid)] = 0
     return out
 
 
