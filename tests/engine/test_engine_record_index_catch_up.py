@@ -12,6 +12,7 @@ from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_rebucket import plan_for
 from test_engine_record_index import DDL, SPEC, assert_consistent, where
 from tablespec.apply import Applier
+from tablespec.cli import main
 from tablespec.engine.writer import TableWriter
 from tablespec.errors import TablespecError
 from tablespec.hudi import index_coverage as coverage
@@ -50,7 +51,7 @@ def seeded(spark, tmp_path):
     return table, assert_consistent(table)
 
 
-def test_unseen_commits_are_refused_then_caught_up_incrementally(spark, tmp_path):
+def test_unseen_commits_are_refused_then_caught_up_incrementally(spark, tmp_path, capsys):
     table, before = seeded(spark, tmp_path)
     assert unseen(table) == []
     update = older_write(spark, table, [("k0", "ams", 10), ("n1", "ber", 1)])
@@ -61,6 +62,9 @@ def test_unseen_commits_are_refused_then_caught_up_incrementally(spark, tmp_path
                     lambda: table.lookup(["k0"]), lambda: verify(table.location)):
         with pytest.raises(IndexBehind, match=f"{update.instant}.commit, {delete.instant}.commit.*tablespec plan"):
             refused()
+    assert main(["verify", table.location]) == 1
+    err = capsys.readouterr().err
+    assert update.instant in err and "record_index_catch_up" in err and "Traceback" not in err
     plan, _ = plan_for(SPEC, tmp_path)
     [(_, action)] = plan.actions
     assert action.kind == "record_index_catch_up"
@@ -81,6 +85,31 @@ def test_unseen_commits_are_refused_then_caught_up_incrementally(spark, tmp_path
     # writes through the index work again: a move to another partition keeps keys unique
     r = table.write(spark.createDataFrame([("n1", "ams", 5)], DDL), "upsert")
     assert r.deleted == 1 and assert_consistent(table)["n1"][0].endswith("ams")
+    assert_hudi_rs_agrees(table)
+
+
+def test_a_clustering_after_unseen_commits_is_caught_up_with_them(spark, tmp_path):
+    """A rewrite cannot diff from a view the index does not have: it writes no delta, stays unseen,
+    and the catch-up indexes the file groups it replaced and wrote."""
+    from tablespec.engine import clustering
+    from tablespec.engine.commit import locked
+    from tablespec.engine.writer import table_avro_schema
+    from tablespec.plan.clustering import clustering_plan
+    from tablespec.state import observe
+    spec_text = SPEC + "  clustering: {everyNCommits: 1}\n"
+    table = make_table(spark, tmp_path, spec_text)
+    table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(6)], DDL), "insert")
+    older = older_write(spark, table, [("n3", "ams", 3), ("n4", "ams", 4)], "bulk_insert")  # a second ams file group
+    with locked(table.location) as lock:
+        plan = clustering_plan(table.spec, observe(table.location))
+        done = clustering.run(spark, table.spec, table.location, clustering.schedule(table.location, plan),
+                              table_avro_schema(table.spec), lock)
+    assert unseen(table) == [older.instant, done.instant]
+    [(_, action)] = plan_for(spec_text, tmp_path)[0].actions
+    assert action.kind == "record_index_catch_up" and action.estimate["commits"] == 2
+    Applier(spark=spark).apply(plan_for(spec_text, tmp_path)[0])
+    data = assert_consistent(table)
+    assert len(data) == 8 and data["n3"] == data["k0"]  # stitched into one ams file group
     assert_hudi_rs_agrees(table)
 
 
