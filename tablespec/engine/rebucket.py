@@ -118,8 +118,8 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
             crash_point("mid_write")
         marks = on_commit(spark, storage, base, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
-        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema, {"tablespec.action": "rebucket", **marks},
-                                          replaced=replaced))
+        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,
+                                          {"tablespec.action": "rebucket", **marks}, replaced=replaced))
     result.file_groups_after = len(stats)
     result.bytes_written = sum(s["bytes"] for s in stats)
     result.seconds = time.monotonic() - started

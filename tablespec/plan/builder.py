@@ -153,8 +153,8 @@ def _index_catch_up(spec, state: TableState) -> list[Action]:
         return []
     return [Action(kind="record_index_catch_up", estimate=todo.estimate(),
                    params={"instants": [i.timestamp for i in todo.instants]},
-                   reasons=[f"the record-level index has not seen {len(todo.instants)} data commit(s): {describe(todo.instants)}; "
-                            "the file groups they wrote or replaced are indexed (no rebuild)"])]
+                   reasons=[f"the record-level index has not seen {len(todo.instants)} data commit(s): "
+                            f"{describe(todo.instants)}; the file groups they wrote or replaced are indexed (no rebuild)"])]
 
 
 def _index_compaction(spec, state: TableState) -> list[Action]:
