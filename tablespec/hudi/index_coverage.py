@@ -55,17 +55,22 @@ def _has_data(metadata) -> bool:
 
 
 def unseen_commits(timeline) -> tuple[Instant, ...]:
-    """Completed data commits the index has not seen, oldest first (see the module doc)."""
-    commits = timeline.commits()
-    extra = {i: timeline.commit_metadata(i).extra_metadata for i in commits}
-    builds = [i for i in commits if extra[i].get(MARK) == BUILD]
-    start = builds[-1].timestamp if builds else ""
-    stragglers = _listed(extra[builds[-1]].get(PENDING)) if builds else set()
-    caught_up = set().union(*(_listed(extra[i].get(INSTANTS)) for i in commits
-                              if i.timestamp > start and extra[i].get(MARK) == CATCH_UP))
-    return tuple(i for i in commits
-                 if (i.timestamp > start or i.timestamp in stragglers) and MARK not in extra[i]
-                 and i.timestamp not in caught_up and _has_data(timeline.commit_metadata(i)))
+    """Completed data commits the index has not seen, oldest first (see the module doc). Reads
+    commit metadata newest first, down to the latest build only."""
+    candidates, caught_up, stragglers = [], set(), set()
+    for instant in reversed(timeline.commits()):
+        extra = timeline.commit_metadata(instant).extra_metadata
+        if extra.get(MARK) == BUILD:
+            stragglers = _listed(extra.get(PENDING))
+            break
+        if extra.get(MARK) == CATCH_UP:
+            caught_up |= _listed(extra.get(INSTANTS))
+        elif MARK not in extra:
+            candidates.append(instant)
+    candidates += [i for i in timeline.commits() if i.timestamp in stragglers
+                   and MARK not in timeline.commit_metadata(i).extra_metadata]
+    return tuple(sorted(i for i in candidates
+                        if i.timestamp not in caught_up and _has_data(timeline.commit_metadata(i))))
 
 
 def commit_file_groups(timeline, instants) -> dict[tuple[str, str], int]:
