@@ -22,7 +22,7 @@ from tablespec.spec.model import TableSpec
 from tablespec.state import observe
 
 SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration",
-                 "record_index_compaction", "clustering"}  # the others are metadata only
+                 "record_index_compaction", "record_index_catch_up", "clustering"}  # the others are metadata only
 
 
 @dataclass
@@ -145,6 +145,12 @@ class Applier:
         settings = spec.spec.index.record_level or RecordLevelSettings()
         with locked(t.location) as lock:
             return compact_index(self.spark, t.location, settings.max_files_per_bucket, lock).actual()
+
+    def visit_record_index_catch_up(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+        """Index the data commits the index has not seen (re-planned under the lock: all of them)."""
+        from tablespec.engine.record_index import catch_up_index
+        with locked(t.location) as lock:
+            return catch_up_index(self.spark, t.location, lock).actual()
 
     def visit_bucket_bootstrap(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
+from tablespec.hudi.index_coverage import refuse_unseen
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
@@ -27,7 +28,9 @@ class NotRecordLevel(TablespecError):
     """The table has no record-level index."""
 
 
-def open_index(location: str) -> tuple[ri.RecordIndex, Timeline]:
+def open_index(location: str, what: str) -> tuple[ri.RecordIndex, Timeline]:
+    """The table's index, refused (IndexBehind) while it has not seen every data commit: its
+    answers would be silently wrong."""
     storage, base = storage_for(location)
     config = read_table_config(storage, base)
     if config is None:
@@ -37,12 +40,13 @@ def open_index(location: str) -> tuple[ri.RecordIndex, Timeline]:
         raise NotRecordLevel(f"{base}: the table's index is {props.get('hoodie.index.type', 'SIMPLE')}, not "
                              "RECORD_LEVEL; there is no record-level index to look up or verify")
     timeline = Timeline.load(storage, base)
+    refuse_unseen(timeline, base, what)
     return ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props)), timeline
 
 
 def lookup(location: str, keys) -> pa.Table:
     """Where each key lives: (key, partition_path, file_id); keys the table lacks are absent."""
-    index, _ = open_index(location)
+    index, _ = open_index(location, "a lookup")
     return index.lookup(keys)
 
 
@@ -89,7 +93,7 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
 def verify(location: str) -> VerifyResult:
     """Compare the index with the data: every live key found by a lookup at its true location
     (the path writers take: an entry in the wrong bucket's files is missing), nothing extra."""
-    index, timeline = open_index(location)
+    index, timeline = open_index(location, "verify")
     data = data_locations(location, timeline)
     live = index.live_entries()
     found = index.lookup(data.column("key"))

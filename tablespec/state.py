@@ -20,6 +20,7 @@ from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, storage_for
 from tablespec.hudi.heartbeat import tolerance_seconds
 from tablespec.hudi import record_index
+from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
@@ -68,6 +69,7 @@ class TableState:
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
+    index_catch_up: CatchUp | None = None  # RECORD_LEVEL: data commits the index has not seen
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
@@ -115,8 +117,8 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     props = config.to_properties()
     retained = keep_commits or int(props.get("hoodie.cleaner.commits.retained", 10))
     clean = plan_clean(location, timeline, view, retained)
-    index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) \
-        if props.get("hoodie.index.type") == "RECORD_LEVEL" else {}
+    record_level = record_index.is_record_level(props)
+    index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) if record_level else {}
     return TableState(
         location=location,
         exists=True,
@@ -137,6 +139,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         partitions=tuple(view.partitions),
         count_rows=functools.partial(_rows, timeline, view),
         index_buckets=index,
+        index_catch_up=catch_up(timeline) if record_level else None,
     )
 
 

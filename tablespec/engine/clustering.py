@@ -192,8 +192,8 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
         crash_point("mid_write")
         replaced = plan.replaced()
         # keys moved to new file groups: the record-level index (if any) commits with the data
-        on_commit(spark, storage, base, txn.instant, view, stats, replaced)
-        txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering"},
+        marks = on_commit(spark, storage, base, txn.instant, view, stats, replaced)
+        txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering", **marks},
                                           replaced=replaced))
     return ClusteringResult(txn.instant, len(groups), sum(len(f) for f in files), len(stats), bytes_read,
                             sum(s["bytes"] for s in stats), sum(s["num_writes"] for s in stats),

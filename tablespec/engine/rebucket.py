@@ -117,9 +117,9 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
             crash_point("mid_write")
-        on_commit(spark, storage, base, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
-        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema, {"tablespec.action": "rebucket"},
-                                          replaced=replaced))
+        marks = on_commit(spark, storage, base, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
+        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,
+                                          {"tablespec.action": "rebucket", **marks}, replaced=replaced))
     result.file_groups_after = len(stats)
     result.bytes_written = sum(s["bytes"] for s in stats)
     result.seconds = time.monotonic() - started

@@ -9,7 +9,12 @@ Index delta (`write_index_delta`): what a commit did to key locations, from its 
 slices and replaced file groups. For each touched file group, keys in the new slice and not in
 the previous one get an entry, keys gone from it a tombstone (a key both added somewhere and
 removed elsewhere keeps its new location). Every data-rewriting action calls it inside its
-Transaction, before the commit completes: writes, replace_table, the index build, clustering.
+Transaction, before the commit completes: writes, replace_table, the index build, clustering;
+their commits are marked as indexed (hudi/index_coverage).
+
+Catch-up (`catch_up_index`): the same delta for the commits the index has not seen (written by
+Apache Hudi or without index maintenance), each file group they touched diffed from its slice
+before them to its slice now, and checked against what the index says.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
 from tablespec.errors import TablespecError
+from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.config import read_table_config
@@ -154,6 +160,7 @@ def tag(spark, prepared, job: IndexJob, operation: str):
 # --- index delta ---------------------------------------------------------------------------
 
 TOUCHED_DDL = "partition string, file_id string, new_path string, old_path string"
+LEFT = "left_fg"   # of a tombstone: the file group the key left
 
 
 def touched_file_groups(base: str, view, stats: list[dict], replaced: dict | None = None,
@@ -182,7 +189,8 @@ def _keys_of(path: str) -> pa.Array:
 
 
 def diff_file_groups(num_buckets: int, batches):
-    """Executor: per touched file group, entries for keys added to it, tombstones for keys gone."""
+    """Executor: per touched file group, entries for keys added to it, tombstones for keys gone
+    (with the group they left, LEFT)."""
     for batch in batches:
         for r in batch.to_pylist():
             new, old = _keys_of(r["new_path"]), _keys_of(r["old_path"])
@@ -193,14 +201,40 @@ def diff_file_groups(num_buckets: int, batches):
                 continue
             fids = pa.concat_arrays([pa.array([r["file_id"]] * len(added), pa.string()),
                                      pa.nulls(len(gone), pa.string())])
+            left = pa.concat_arrays([pa.nulls(len(added), pa.string()),
+                                     pa.array([r["file_id"]] * len(gone), pa.string())])
             yield pa.RecordBatch.from_pydict({
                 IB: pa.array(ri.buckets_of(ri.key_hashes(keys), num_buckets)), "key": keys,
-                "partition": pa.array([r["partition"]] * len(keys), pa.string()), "file_id": fids})
+                "partition": pa.array([r["partition"]] * len(keys), pa.string()), "file_id": fids, LEFT: left})
 
 
-def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches):
+def against_index(job: IndexJob, part: pa.Table) -> tuple[pa.Table, list[str]]:
+    """Catch-up: check one bucket's delta rows against what the index says. A tombstone for a
+    file group the index does not place the key in is dropped (it would hide where the key is);
+    a key added to a file group while the index has it in another live one it did not leave is
+    stored twice (a non-global index inserted it again): returned by name."""
+    keys, fids, left = (part.column(c).combine_chunks() for c in ("key", "file_id", LEFT))
+    found = ri.lookup_in(job.folder, job.chains, job.num_buckets, pc.unique(keys))
+    indexed = found.column("file_id").combine_chunks().take(pc.index_in(keys, value_set=found.column("key")))
+    tomb = pc.is_null(fids)
+    elsewhere = pc.fill_null(pc.not_equal(indexed, pc.fill_null(fids, "")), False)
+    left = pc.fill_null(left, "")
+
+    def pair(k, f):
+        return pc.binary_join_element_wise(k, pc.fill_null(f, ""), "\x00")
+
+    still_there = pc.invert(pc.is_in(pair(keys, indexed), value_set=pair(keys, left).filter(tomb)))
+    live = pc.is_in(indexed, value_set=pa.array(sorted(job.file_groups), pa.string()))
+    twice = pc.and_(pc.and_(pc.invert(tomb), elsewhere), pc.fill_null(pc.and_(live, still_there), False))
+    stray = pc.and_(tomb, pc.fill_null(pc.not_equal(indexed, left), False))
+    return part.filter(pc.invert(stray)), pc.unique(keys.filter(twice)).to_pylist()[:EXAMPLES]
+
+
+def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches,
+                       against: IndexJob | None = None):
     """Executor: one index file per bucket of its rows; yields the names written, and (name null)
-    keys given a location more than once (stored twice: a table-wide rewrite refuses them)."""
+    keys stored twice: given a location more than once, or (`against`, a catch-up) in a file
+    group while the index has them in another (a table-wide rewrite and a catch-up refuse them)."""
     tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
     names, twice = [], []
     if tables:
@@ -210,6 +244,9 @@ def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, bat
         bounds = np.flatnonzero(np.diff(buckets)) + 1
         for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(buckets)]):
             part = rows.slice(int(s), int(e - s))
+            if against is not None:
+                part, elsewhere = against_index(against, part)
+                twice += elsewhere
             file = ri.IndexFile(int(buckets[s]), instant, kind, num_buckets)
             ri.write_file(ri.index_folder(base), file,
                           ri.entries(part.column("key"), part.column("partition"), part.column("file_id")))
@@ -221,31 +258,34 @@ def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, bat
 
 
 def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int, view, stats: list[dict],
-                      replaced: dict | None = None, full: bool = False) -> list[str]:
+                      replaced: dict | None = None, full: bool = False, against: IndexJob | None = None) -> list[str]:
     """Write the record-index files of `instant` (the caller's Transaction, before it commits).
 
     `stats`: the commit's write stats (partition, file_id, path relative to the table);
     `replaced`: partition -> file ids the commit replaces; `view`: the file-system view before
     the commit. `full`: the written slices are the whole table (an index build, replace_table):
-    every bucket gets a base file, so nothing older counts. Returns the file names written."""
+    every bucket gets a base file, so nothing older counts. `against`: the index to check the
+    delta against (a catch-up, see `against_index`). Returns the file names written."""
     touched = touched_file_groups(base, view, stats, replaced, full)
     names: list[str] = []
     if touched:
         from pyspark.sql.types import IntegerType, StringType, StructField, StructType
         entry_schema = StructType([StructField(IB, IntegerType()), StructField("key", StringType()),
-                                   StructField("partition", StringType()), StructField("file_id", StringType())])
+                                   StructField("partition", StringType()), StructField("file_id", StringType()),
+                                   StructField(LEFT, StringType())])
         n = max(1, spark.sparkContext.defaultParallelism * 2)
         groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
         rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets), entry_schema)
                 .repartition(n, IB)
                 .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
-                                              num_buckets), "name string, twice string").collect())
+                                              num_buckets, against=against), "name string, twice string").collect())
         names = [r.name for r in rows if r.name]
         twice = sorted(r.twice for r in rows if r.twice)
-        if full and twice:  # raised inside the caller's Transaction: its files roll back
+        if (full or against is not None) and twice:  # raised inside the caller's Transaction: its files roll back
             raise TablespecError(f"{base}: record key(s) stored more than once in the table, e.g. "
                                  f"{', '.join(twice[:EXAMPLES])}; a RECORD_LEVEL index needs every key once in "
-                                 "the table: delete the extra copies first")
+                                 "the table (a writer with a non-global index may insert a key again in another "
+                                 "partition): delete the extra copies first")
     if full:  # buckets without keys still get a (empty) base: it hides every older file
         for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
             file = ri.IndexFile(b, instant, "base", num_buckets)
@@ -262,13 +302,17 @@ def _remove_strays(storage, base: str, instant: str, keep: set[str]) -> None:
             storage.delete(os.path.join(ri.index_folder(base), f.name))
 
 
-def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> list[str]:
+def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> dict:
     """The hook for data-rewriting actions other than writes (e.g. clustering): if the table has a
-    record-level index, write `instant`'s index delta (call inside the Transaction, before commit)."""
+    record-level index, write `instant`'s index delta (call inside the Transaction, before commit).
+    Returns the extraMetadata marking the commit as indexed. An index behind unseen commits gets
+    no delta (it would be diffed from a view the index does not have): the commit stays unseen
+    too, and the catch-up indexes it with them."""
     props = read_table_config(storage, base).to_properties()
-    if props.get("hoodie.index.type") != "RECORD_LEVEL":
-        return []
-    return write_index_delta(spark, storage, base, instant, ri.num_buckets_of(props), view, stats, replaced)
+    if not ri.is_record_level(props) or coverage.unseen_commits(view.timeline):
+        return {}
+    write_index_delta(spark, storage, base, instant, ri.num_buckets_of(props), view, stats, replaced)
+    return coverage.delta_marks()
 
 
 def slice_stats(slices) -> list[dict]:
@@ -290,17 +334,19 @@ class IndexActionResult:
     files_written: int = 0
     files_removed: int = 0
     entries: int = 0
+    commits: int = 0     # a catch-up: the data commits it indexed
 
     def actual(self) -> dict:
         return {"instant": self.instant, "num_buckets": self.num_buckets, "index_files_written": self.files_written,
-                "index_files_removed": self.files_removed}
+                "index_files_removed": self.files_removed, **({"commits": self.commits} if self.commits else {})}
 
 
-def _index_commit(txn, timeline, action: str) -> None:
+def _index_commit(txn, timeline, action: str, marks: dict | None = None) -> None:
     """Complete an index-only instant: no write stats, the table schema carried over (hudi-rs
-    resolves the schema from the latest commit and fails on one with neither)."""
+    resolves the schema from the latest commit and fails on one with neither); `marks`: what
+    it indexed (hudi/index_coverage)."""
     from tablespec.hudi.commit import CommitMetadata
-    extra = {"tablespec.action": action}
+    extra = {"tablespec.action": action, **(marks or {})}
     if schema := timeline.latest_schema() or read_table_config(txn.storage, txn.base).create_schema:
         extra["schema"] = schema
     txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
@@ -339,7 +385,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     num_buckets = chosen_num_buckets(spec, {} if props.get("hoodie.index.type") != "RECORD_LEVEL" else props, rows)
     with Transaction(storage, base, "commit", lock) as txn:
         names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
-        _index_commit(txn, timeline, "record_index_build")
+        _index_commit(txn, timeline, "record_index_build", coverage.build_marks(timeline))
     return IndexActionResult(txn.instant, num_buckets, len(names), 0, rows)
 
 
@@ -377,6 +423,7 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
     _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
+    coverage.refuse_unseen(timeline, base, "compacting the record-level index")
     props = read_table_config(storage, base).to_properties()
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)
@@ -390,3 +437,35 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
         _remove_strays(storage, base, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")
     return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(storage, base, index.num_buckets))
+
+
+def catch_up_index(spark, location: str, lock) -> IndexActionResult:
+    """Index the data commits the index has not seen, as one commit with no data change (a crash
+    before completion rolls it back like any write). Not a rebuild: only the file groups those
+    commits wrote or replaced are read, each from its slice before them (the view the index has)
+    to its slice now, and the delta is checked against what the index says (`against_index`)."""
+    from tablespec.engine.commit import Transaction
+    storage, base = storage_for(location)
+    timeline = Timeline.load(storage, base)
+    _refuse_under_pending_clustering(timeline, base, "catching the record-level index up")
+    num_buckets = ri.num_buckets_of(read_table_config(storage, base).to_properties())
+    todo = coverage.catch_up(timeline)
+    if todo is None:
+        return IndexActionResult(None, num_buckets)
+    unseen = set(todo.instants)
+    before = FileSystemView.build(storage, base, Timeline(storage, base, [i.to("inflight") if i in unseen else i
+                                                                         for i in timeline.instants]))
+    now = {(s.partition, s.file_id): s for s in FileSystemView.build(storage, base, timeline).latest_slices()
+           if s.base_file is not None}
+    touched = coverage.commit_file_groups(timeline, todo.instants)
+    replaced: dict[str, list[str]] = {}
+    for partition, fid in touched:
+        if (partition, fid) not in now:
+            replaced.setdefault(partition, []).append(fid)
+    stats = slice_stats([now[k] for k in sorted(touched) if k in now])
+    against = index_job(storage, base, timeline, num_buckets)
+    with Transaction(storage, base, "commit", lock) as txn:
+        names = write_index_delta(spark, storage, base, txn.instant, num_buckets, before, stats, replaced,
+                                  against=against)
+        _index_commit(txn, timeline, "record_index_catch_up", coverage.catch_up_marks(todo.instants))
+    return IndexActionResult(txn.instant, num_buckets, len(names), 0, todo.rows, commits=len(todo.instants))

@@ -26,6 +26,7 @@ from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
@@ -127,6 +128,8 @@ class TableWriter:
         view = FileSystemView.build(self.storage, self.base, timeline)
         props = read_table_config(self.storage, self.base).to_properties()
         index = None if replace else self._record_index(timeline, props)
+        if index is not None:  # tagging through the index: it must have seen every data commit
+            refuse_unseen(timeline, self.base, f"a RECORD_LEVEL {operation}")
         replaced = None
         if replace:  # everything goes to new file groups and replaces every current one
             replaced = {}
@@ -147,8 +150,9 @@ class TableWriter:
                 from tablespec.engine.record_index import write_index_delta
                 write_index_delta(self.spark, self.storage, self.base, txn.instant, index.num_buckets, view, stats,
                                   replaced, full=replace)
+            marks = None if index is None else build_marks(timeline) if replace else delta_marks()
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
-                                              table_avro_schema(self.spec), replaced=replaced))
+                                              table_avro_schema(self.spec), marks, replaced=replaced))
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), index.num_buckets if index else None)

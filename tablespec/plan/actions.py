@@ -16,6 +16,7 @@ PLAN_FORMAT_VERSION = 1
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
+    "record_index_catch_up",
 ]
 SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
 

@@ -11,6 +11,7 @@ from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements
 from tablespec.plan.clustering import clustering_actions, pending_runs
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
+from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import RecordLevelSettings
@@ -51,7 +52,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         actions.insert(0, Action(kind="rollback", reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
                                  params={"instants": [i.timestamp for i in state.expired]}))
     if state.exists and not any(a.kind in ("index_migration", "replace_table") for a in actions):
-        actions += _index_compaction(spec, state)
+        actions += _index_catch_up(spec, state) + _index_compaction(spec, state)
     clean = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
     if clean and not any(a.destructive for a in actions):
         actions.append(Action(kind="clean", estimate=clean, reasons=[
@@ -142,6 +143,18 @@ def _index_action(index: list[SettingChange], state: TableState, spec) -> Action
                       changes=changes, params=params)
     return Action(kind="index_migration", reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
                   changes=changes, params=params)
+
+
+def _index_catch_up(spec, state: TableState) -> list[Action]:
+    """RECORD_LEVEL: index the data commits the index has not seen (e.g. written by Apache Hudi),
+    before anything relies on it; a rebuild or a move away from RECORD_LEVEL makes it moot."""
+    todo = state.index_catch_up
+    if spec.spec.index.type != "RECORD_LEVEL" or todo is None:
+        return []
+    return [Action(kind="record_index_catch_up", estimate=todo.estimate(),
+                   params={"instants": [i.timestamp for i in todo.instants]},
+                   reasons=[f"the record-level index has not seen {len(todo.instants)} data commit(s): "
+                            f"{describe(todo.instants)}; the file groups they wrote or replaced are indexed (no rebuild)"])]
 
 
 def _index_compaction(spec, state: TableState) -> list[Action]:

@@ -269,7 +269,8 @@ def test_index_build_on_a_table_without_commits_keeps_hudi_rs_reading(spark, tmp
 
 def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_path):
     """The contract for data-rewriting actions: stitch a partition's file groups into a new one
-    in a replacecommit, calling `on_commit` inside the Transaction; the index follows."""
+    in a replacecommit, calling `on_commit` inside the Transaction and recording the marks it
+    returns (the commit is then seen by the index); the index follows."""
     import pyarrow.parquet as pq
     from tablespec.engine import tasks
     from tablespec.engine.arrow.basefile import write_base_file
@@ -277,6 +278,7 @@ def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_
     from tablespec.engine.record_index import on_commit
     from tablespec.engine.writer import table_avro_schema
     from tablespec.hudi.fs_view import FileSystemView
+    from tablespec.hudi.index_coverage import delta_marks
     from tablespec.hudi.naming import BaseFileName, new_file_id
     table = make_table(spark, tmp_path, SPEC)
     for i in range(2):
@@ -295,8 +297,9 @@ def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_
         stats = [dict(partition="city=ams", file_id=fid, path=rel, prev_commit="null", num_writes=written.num_rows,
                       num_inserts=written.num_rows, num_updates=0, num_deletes=0, bytes=written.size)]
         replaced = {"city=ams": [s.file_id for s in inputs]}
-        assert len(on_commit(spark, storage, table.location, txn.instant, view, stats, replaced)) >= 1
-        txn.commit(stats, commit_metadata(stats, "CLUSTER", table_avro_schema(table.spec), replaced=replaced))
+        marks = on_commit(spark, storage, table.location, txn.instant, view, stats, replaced)
+        assert marks == delta_marks() and any(f.instant == txn.instant for f in ri.list_files(storage, table.location))
+        txn.commit(stats, commit_metadata(stats, "CLUSTER", table_avro_schema(table.spec), marks, replaced=replaced))
     data = assert_consistent(table)
     assert len(data) == 8 and {f for _, f in data.values()} == {fid}
     assert_hudi_rs_agrees(table)
