@@ -97,14 +97,127 @@ def dir_bytes(path: str) -> int:
     return sum(os.path.getsize(p) for p in parquet_files(path))
 
 
-def start_spark(master: str, driver_memory: str, events: str, app_name: str):
-    """tablespec's session, with an uncompressed JSON event log in `events` for the stage breakdown."""
+def start_spark(master: str, driver_memory: str, events: str, app_name: str, hudi: bool = False):
+    """tablespec's session, with an uncompressed JSON event log in `events` for the stage breakdown.
+
+    With `hudi`, Apache Hudi's Spark bundle is loaded into the same session (fetched with Maven into
+    ~/.cache/tablespec when missing): its SQL extension, catalog and Kryo registrar, which then
+    serve tablespec's jobs too, so both run under the same settings."""
     os.makedirs(events, exist_ok=True)
-    return get_spark(master, {
+    conf = {
         "spark.driver.memory": driver_memory,
         "spark.eventLog.enabled": "true", "spark.eventLog.dir": "file://" + os.path.abspath(events),
         "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false",
-    }, app_name=app_name)
+    }
+    if hudi:
+        from tablespec.engine.hudi_bundle import bundle_jar, session_conf
+        conf.update(session_conf(bundle_jar()))
+    return get_spark(master, conf, app_name=app_name)
+
+
+# Apache Hudi 0.15.0, the performance peer: the same work through Hudi's Spark datasource and its
+# procedures, in the same session (start_spark(..., hudi=True)), over the same generated rows.
+HUDI_CODEC = "snappy"  # what tablespec writes (engine/arrow/basefile.py); Hudi 0.15 defaults to gzip
+HUDI_INDEX = {"BUCKET": "BUCKET", "SIMPLE": "SIMPLE", "RECORD_LEVEL": "RECORD_INDEX"}  # tablespec -> Hudi
+MIB = 2**20
+
+
+def hudi_options(name: str, index: str, buckets: int | None = None, *, key: str = "order_id",
+                 partition: str | None = "order_date", ordering: str | None = "updated_at",
+                 target_file: int = 128 * MIB, small_file: int = 100 * MIB) -> dict[str, str]:
+    """Hudi write options equivalent to a tablespec spec (defaults: the orders spec above).
+
+    Same record key, partition field (hive-style paths, SimpleKeyGenerator; NonpartitionedKeyGenerator
+    without one), precombine field, index (`index` in tablespec's names: BUCKET with `buckets` hashed
+    on the key, SIMPLE, RECORD_LEVEL -> Hudi's RECORD_INDEX kept in its metadata table), meta fields
+    populated, tablespec's parquet codec, and tablespec's file sizing defaults (targetFileSize 128MiB
+    -> hoodie.parquet.max.file.size, smallFileLimit 100MiB -> hoodie.parquet.small.file.limit).
+    Hudi's metadata table is left as Hudi defaults it (enabled, `files` partition; the record index
+    partition only with RECORD_LEVEL). Automatic clean and archival are off: a tablespec write does
+    neither (clean is a separate action)."""
+    opts = {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
+        "hoodie.datasource.write.recordkey.field": key,
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.populate.meta.fields": "true",
+        "hoodie.parquet.compression.codec": HUDI_CODEC,
+        "hoodie.parquet.max.file.size": str(target_file),
+        "hoodie.parquet.small.file.limit": str(small_file),
+        "hoodie.index.type": HUDI_INDEX[index],
+        "hoodie.clean.automatic": "false",
+        "hoodie.archive.automatic": "false",
+    }
+    if partition:
+        opts.update({"hoodie.datasource.write.partitionpath.field": partition,
+                     "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"})
+    else:
+        opts.update({"hoodie.datasource.write.partitionpath.field": "",
+                     "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"})
+    if ordering:
+        opts["hoodie.datasource.write.precombine.field"] = ordering
+    if index == "BUCKET":
+        opts.update({"hoodie.index.bucket.engine": "SIMPLE", "hoodie.bucket.index.num.buckets": str(buckets),
+                     "hoodie.bucket.index.hash.field": key})
+    if index == "RECORD_LEVEL":
+        opts["hoodie.metadata.record.index.enable"] = "true"
+    return opts
+
+
+def hudi_write(df, location: str, options: dict[str, str], operation: str) -> dict:
+    """One Hudi write (`operation`: bulk_insert, upsert, insert_overwrite_table, ...), creating the
+    table at `location` if needed; returns what its commit reports (hudi_commit_stats)."""
+    df.write.format("hudi").options(**options).option("hoodie.datasource.write.operation", operation) \
+        .mode("append").save(location)
+    return hudi_commit_stats(location)
+
+
+def hudi_commit_stats(location: str) -> dict:
+    """Rows inserted / updated, files and bytes written by the table's latest completed commit or
+    replacecommit (Hudi 0.15 writes commit metadata as JSON)."""
+    timeline = os.path.join(location, ".hoodie")
+    done = sorted(f for f in os.listdir(timeline) if f.endswith((".commit", ".replacecommit")))
+    with open(os.path.join(timeline, done[-1])) as fh:
+        meta = json.load(fh)
+    stats = [s for group in (meta.get("partitionToWriteStats") or {}).values() for s in group]
+    return dict(instant=done[-1].split(".")[0], operation=meta.get("operationType"),
+                inserted=sum(s.get("numInserts", 0) for s in stats),
+                updated=sum(s.get("numUpdateWrites", 0) for s in stats), files_written=len(stats),
+                bytes_written=sum(s.get("fileSizeInBytes", 0) for s in stats),
+                files_merged=sum(1 for s in stats if s.get("prevCommit") not in (None, "null")))
+
+
+def hudi_read(spark, location: str):
+    """The table's latest snapshot as Apache Hudi reads it."""
+    return spark.read.format("hudi").option("hoodie.datasource.query.type", "snapshot").load(location)
+
+
+HUDI_LAYOUT = {"SORT": "linear", "ZORDER": "z-order", "HILBERT": "hilbert"}  # tablespec strategy -> Hudi's
+
+
+def hudi_cluster(spark, location: str, sort_columns: list[str], strategy: str, target_file: int,
+                 small_file: int, group_bytes: int, max_groups: int = 30) -> dict:
+    """Schedule and run one clustering with Hudi's `run_clustering` procedure: the size-based plan
+    strategy and the sort-and-size execution strategy (Hudi's defaults) with tablespec's settings:
+    sort columns (`order`), layout (hoodie.layout.optimize.strategy: linear / z-order / hilbert,
+    curves built directly from the values, Hudi's default), target file size, small-file limit,
+    bytes per group and groups per plan; commit metadata of the rows preserved (Hudi's default)."""
+    options = {
+        "hoodie.layout.optimize.strategy": HUDI_LAYOUT[strategy],
+        "hoodie.clustering.plan.strategy.target.file.max.bytes": target_file,
+        "hoodie.clustering.plan.strategy.small.file.limit": small_file,
+        "hoodie.clustering.plan.strategy.max.bytes.per.group": group_bytes,
+        "hoodie.clustering.plan.strategy.max.num.groups": max_groups,
+        "hoodie.parquet.max.file.size": target_file,
+        "hoodie.parquet.compression.codec": HUDI_CODEC,
+        "hoodie.clean.automatic": "false",
+        "hoodie.archive.automatic": "false",
+    }
+    conf = ",".join(f"{k}={v}" for k, v in options.items())
+    rows = spark.sql(f"CALL run_clustering(path => '{location}', order => '{','.join(sort_columns)}', "
+                     f"options => '{conf}')").collect()
+    return dict(plans=len(rows), groups=sum(r["input_group_size"] or 0 for r in rows),
+                **hudi_commit_stats(location))
 
 
 class Phases:
