@@ -54,7 +54,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _common import (dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files, make_table, orders,
+from _common import (set_phase, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files, make_table, orders,
                      parquet_files, Phases, spec_text, stage_line, start_spark, write_report)
 from tablespec.apply import Applier
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
@@ -190,7 +190,7 @@ def main() -> int:
     hudi: dict[str, dict] = {}
 
     def verify(name: str, df, bucket, num_buckets: int, files: int, expected_files: int | None) -> None:
-        sc.setJobDescription("verify")
+        set_phase(sc, "verify")
         t = time.perf_counter()
         got = fingerprint(df, bucket, num_buckets)
         same = {k: got[k] for k in expected} == expected
@@ -237,7 +237,7 @@ def main() -> int:
         hudi[phase] = stats
         io[phase] = dict(files_read=len(before), files_written=stats["files_written"],
                          bytes_read=sum(size for _, size in before.values()), bytes_written=stats["bytes_written"])
-        sc.setJobDescription("verify")
+        set_phase(sc, "verify")
         t = time.perf_counter()
         got = fingerprint(hudi_read(spark, targets[0]), F.substring("_hoodie_file_name", 1, 8), num_buckets)
         want = {k: expected[k] for k in ("rows", "keys", "amount_sum")}
@@ -251,7 +251,7 @@ def main() -> int:
 
     try:
         # Warm-up: a tiny table through bootstrap, rescale and a baseline (JVM, Python workers, imports).
-        sc.setJobDescription("warm-up")
+        set_phase(sc, "warm-up")
         t = time.perf_counter()
         warm = os.path.join(work, "warmup")
         tiny = make_table(spark, warm, NAME, "{type: SIMPLE}")
@@ -267,7 +267,7 @@ def main() -> int:
             hudi_rewrite(spark, os.path.join(warm, "hudi_4"), os.path.join(warm, "hudi_8"), 8)
         setup["warm-up"] = time.perf_counter() - t
 
-        sc.setJobDescription("load")
+        set_phase(sc, "load")
         t = time.perf_counter()
         table = make_table(spark, warehouses[0], NAME, "{type: SIMPLE}")
         table.write(orders(spark.range(0, args.rows), args.partitions, 0), "bulk_insert")
@@ -275,12 +275,12 @@ def main() -> int:
         for w in warehouses[1:]:  # copies of the loaded table for the repeated runs
             shutil.copytree(table.location, table_location(w, table.spec.spec.location))
         simple_files = latest_base_files(table.location)
-        sc.setJobDescription("verify")
+        set_phase(sc, "verify")
         loaded = fingerprint(table.read())
         expected = {k: loaded[k] for k in ("rows", "keys", "amount_sum", "checksum")}
         checks["loaded"] = dict(**loaded, ok=loaded["rows"] == args.rows == loaded["keys"])
         if args.hudi:
-            sc.setJobDescription("load Hudi")
+            set_phase(sc, "load Hudi")
             t = time.perf_counter()
             hudi_simple = os.path.join(work, "hudi_simple")
             hudi_write(orders(spark.range(0, args.rows), args.partitions, 0), hudi_simple,
@@ -302,7 +302,7 @@ def main() -> int:
         if args.hudi:
             timed_hudi(hrescale, hudi_bucketed, b1)
     finally:
-        sc.setJobDescription(None)
+        set_phase(sc, None)
         spark.stop()
 
     log = EventLog(events)

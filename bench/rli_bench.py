@@ -14,8 +14,29 @@ timed by materialising the tagged rows where the writer produces them (key prepa
 included, the same for both); for RECORD_LEVEL the index delta written before the commit is
 timed too. Prints a table and writes JSON (default bench/results/rli_bench.json).
 
+The peer, in the same Spark session, is Apache Hudi 0.15.0 (bench/_common.py hudi_options: same
+key, partition and precombine fields, snappy, meta fields populated, Hudi's metadata table as
+Hudi defaults it: enabled, `files` partition). Hudi has no stand-alone record-index build in its
+Spark bundle (the async HoodieIndexer is a hudi-utilities job, and no SQL procedure builds the
+record index); what it offers is the bootstrap of the metadata table's record_index partition by
+the first write that enables it, which reads the keys of every latest base file and writes the
+index before that write's own commit. So:
+- setup (untimed): the same `--rows` rows bulk-inserted into a Hudi SIMPLE table, copied twice;
+- Hudi index build: an upsert of one existing row (unchanged values) into one copy with
+  hoodie.metadata.record.index.enable=true and hoodie.index.type=RECORD_INDEX (the bootstrap
+  plus a one-row copy-on-write commit); the same one-row upsert with SIMPLE into the other copy is
+  timed as the write's own share, and the difference reported as the build's estimate;
+- Hudi upsert SIMPLE / RECORD_INDEX: the same upsert as tablespec's into the SIMPLE table and
+  into the indexed copy (tagging by a key join / by record-index lookups in the metadata table,
+  copy-on-write merge, metadata table updated). Hudi does not expose its tagging time apart, so
+  whole upserts are compared.
+Lookups have no Hudi counterpart here: Hudi reads its record index only inside its writers and
+readers (HFile lookups in the metadata table), with no driver-side lookup API from PySpark.
+
     python bench/rli_bench.py [--sizes 1000000,10000000] [--lookups 100000] [--repeat 20] [--rows 1000000]
     python bench/rli_bench.py --sizes 1000000 --rows 200000 --upsert-rows 20000   # quick run
+    python bench/rli_bench.py --quick       # development: 200k keys, 10 lookup runs, 100k rows, 10k upserted
+    python bench/rli_bench.py --no-hudi     # without Apache Hudi
 """
 from __future__ import annotations
 
@@ -30,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _common import make_table, orders, spec_text, start_spark, write_report
+from _common import hudi_options, hudi_read, hudi_write, make_table, orders, spec_text, start_spark, write_report
 from tablespec.hudi import record_index as ri
 
 INSTANT = "20260101000000000"
@@ -122,7 +143,8 @@ def tagging_share(args, work: str) -> dict:
     from tablespec.spec.loader import load_spec_text
     from tablespec.state import observe
     from tablespec.table import Table
-    spark = start_spark(args.master, args.driver_memory, os.path.join(work, "events"), app_name="rli_bench")
+    spark = start_spark(args.master, args.driver_memory, os.path.join(work, "events"), app_name="rli_bench",
+                        hudi=args.hudi)
     out = {}
     try:
         warehouse = os.path.join(work, "warehouse")
@@ -156,8 +178,46 @@ def tagging_share(args, work: str) -> dict:
                              updated=result.updated)
         from tablespec.index import verify
         out["verify_ok"] = verify(rli_location).ok
+        if args.hudi:
+            out["hudi"] = hudi_peer(spark, args, work)
     finally:
         spark.stop()
+    return out
+
+
+def hudi_peer(spark, args, work: str) -> dict:
+    """Apache Hudi: record-index bootstrap on an existing SIMPLE table, then the same upsert with each index."""
+    out = {}
+    simple, rli, ref = (os.path.join(work, "apache_hudi", n) for n in ("orders", "orders_rli", "orders_ref"))
+    warm = os.path.join(work, "apache_hudi", "warm")
+    hudi_write(orders(spark.range(0, 2000), 3, 0), warm, hudi_options("warm", "SIMPLE"), "bulk_insert")
+    hudi_write(orders(spark.range(0, 1), 3, 0), warm, hudi_options("warm", "RECORD_LEVEL"), "upsert")
+    hudi_write(upsert_input(spark, 2000, 200, 3), warm, hudi_options("warm", "RECORD_LEVEL"), "upsert")
+    t = time.perf_counter()
+    hudi_write(orders(spark.range(0, args.rows), args.partitions, 0), simple, hudi_options("orders", "SIMPLE"),
+               "bulk_insert")
+    out["load_s"] = time.perf_counter() - t
+    shutil.copytree(simple, rli)
+    shutil.copytree(simple, ref)
+    one_row = orders(spark.range(0, 1), args.partitions, 0)
+    t = time.perf_counter()
+    hudi_write(one_row, rli, hudi_options("orders", "RECORD_LEVEL"), "upsert")
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    hudi_write(one_row, ref, hudi_options("orders", "SIMPLE"), "upsert")
+    one = time.perf_counter() - t
+    shutil.rmtree(ref, ignore_errors=True)
+    out["index_build"] = dict(seconds=build, one_row_upsert_s=one, build_estimate_s=build - one,
+                              index_files=len([f for f in os.listdir(os.path.join(rli, ".hoodie", "metadata",
+                                                                                   "record_index"))
+                                               if f.startswith("record-index-")]))
+    for kind, location in (("SIMPLE", simple), ("RECORD_LEVEL", rli)):
+        t = time.perf_counter()
+        stats = hudi_write(upsert_input(spark, args.rows, args.upsert_rows, args.partitions), location,
+                           hudi_options("orders", kind), "upsert")
+        out[kind] = dict(upsert_s=time.perf_counter() - t, inserted=stats["inserted"], updated=stats["updated"])
+    expected = args.rows + args.upsert_rows - args.upsert_rows // 2
+    out["rows_ok"] = all(hudi_read(spark, loc).count() == expected for loc in (simple, rli))
     return out
 
 
@@ -169,11 +229,18 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the upsert table (0: skip the Spark part)")
     ap.add_argument("--upsert-rows", type=int, default=100_000, help="rows upserted; half update existing keys")
     ap.add_argument("--partitions", type=int, default=30)
+    ap.add_argument("--quick", action="store_true",
+                    help="development sizes: 200k keys, 20k lookups x 10, 100k rows, 10k upserted, 10 partitions")
+    ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run Apache Hudi 0.15.0 on the same data (default: yes)")
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--out", default="bench/results/rli_bench.json")
     args = ap.parse_args()
+    if args.quick:
+        args.sizes, args.lookups, args.repeat = "200000", 20_000, 10
+        args.rows, args.upsert_rows, args.partitions = 100_000, 10_000, 10
     work = args.workdir or tempfile.mkdtemp(prefix="rli_bench_")
     targets = {1_000_000: 60.0, 10_000_000: 250.0}
     result: dict = {"lookups": {}, "cpus": os.cpu_count(), "scan_fraction": ri.SCAN_FRACTION}
@@ -202,11 +269,23 @@ def main() -> int:
                 u = share[kind]
                 print(f"{kind:<14}{u['upsert_s']:>9.2f}{u['tag_s']:>8.2f}{u['tag_share']:>9.0%}{u['index_delta_s']:>14.2f}")
             print(f"verify after the upserts: {'ok' if share['verify_ok'] else 'MISMATCH'}")
+            if "hudi" in share:
+                h = share["hudi"]
+                b = h["index_build"]
+                ratios = {"index_build": share["index_build"]["seconds"] / b["seconds"],
+                          **{f"upsert {k}": share[k]["upsert_s"] / h[k]["upsert_s"] for k in ("SIMPLE", "RECORD_LEVEL")}}
+                h["ratios"] = ratios
+                print(f"Apache Hudi 0.15.0: record-index bootstrap by a one-row upsert {b['seconds']:.1f}s (the same "
+                      f"upsert without it {b['one_row_upsert_s']:.1f}s, build ~{b['build_estimate_s']:.1f}s, "
+                      f"{b['index_files']} index file groups); upsert SIMPLE {h['SIMPLE']['upsert_s']:.2f}s, "
+                      f"RECORD_INDEX {h['RECORD_LEVEL']['upsert_s']:.2f}s; rows {'ok' if h['rows_ok'] else 'MISMATCH'}")
+                print("tablespec / Hudi: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
     write_report(args.out, result)
-    ok = all(r["ok"] for r in result["lookups"].values()) and result.get("upsert", {}).get("verify_ok", True)
+    ok = all(r["ok"] for r in result["lookups"].values()) and result.get("upsert", {}).get("verify_ok", True) \
+        and result.get("upsert", {}).get("hudi", {}).get("rows_ok", True)
     return 0 if ok else 1
 
 

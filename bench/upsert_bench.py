@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 
-from _common import (dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files, make_table, orders,
+from _common import (set_phase, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files, make_table, orders,
                      parquet_files, Phases, stage_line, start_spark, write_report)
 from tablespec.hudi.naming import BaseFileName
 from tablespec.table import Table
@@ -151,7 +151,7 @@ def main() -> int:
         warehouse = os.path.join(work, "warehouse")
         # Warm-up: a tiny load + upsert on every index type, through tablespec and Hudi, and tiny
         # baseline writes (JVM, JIT, Python workers, imports).
-        sc.setJobDescription("warm-up")
+        set_phase(sc, "warm-up")
         t = time.perf_counter()
         for name, index in (("wbucket", "{type: BUCKET, numBuckets: 4}"), ("wsimple", "{type: SIMPLE}"),
                             ("wrli", "{type: RECORD_LEVEL}")):
@@ -243,7 +243,7 @@ def main() -> int:
             scratch = os.path.join(work, f"baseline_{kind.lower()}")
             new_rows = orders(spark.range(args.rows, args.rows + n_new), args.partitions, version=1)
             measure(f"baseline {kind} files", lambda _: baseline_write(spark, touched, new_rows, scratch))
-            sc.setJobDescription("verify")
+            set_phase(sc, "verify")
             rows_out, rows_in = spark.read.parquet(scratch).count(), spark.read.parquet(*touched).count()
             io[f"baseline {kind} files"] = dict(files_read=len(touched), bytes_read=upserts[kind]["bytes_read"],
                                                 files_written=len(glob.glob(os.path.join(scratch, "*.parquet"))),
@@ -251,7 +251,7 @@ def main() -> int:
             checks[f"baseline {kind} files"] = dict(rows=rows_out, expected=rows_in + n_new,
                                                     ok=rows_out == rows_in + n_new)
 
-        sc.setJobDescription("verify")
+        set_phase(sc, "verify")
         expected = args.rows + n_new
         for kind in tables:
             u = upserts[kind]
@@ -265,7 +265,7 @@ def main() -> int:
                                               updated=h["updated"], ok=count == expected and
                                               h["inserted"] == n_new and h["updated"] == n_updates)
     finally:
-        sc.setJobDescription(None)
+        set_phase(sc, None)
         spark.stop()
 
     stages = EventLog(events).phases()
