@@ -135,7 +135,10 @@ def hudi_options(name: str, index: str, buckets: int | None = None, *, key: str 
     -> hoodie.parquet.max.file.size, smallFileLimit 100MiB -> hoodie.parquet.small.file.limit).
     Hudi's metadata table is left as Hudi defaults it (enabled, `files` partition; the record index
     partition only with RECORD_LEVEL). Automatic clean and archival are off: a tablespec write does
-    neither (clean is a separate action)."""
+    neither (clean is a separate action). Left as Hudi has it: every Hudi base file carries a bloom
+    filter in its footer (DYNAMIC_V0 sized for 60,000 keys, about 420 KiB whatever the file's row
+    count; tablespec writes one only for the BLOOM index), which weighs on many-small-file layouts
+    such as BUCKET tables."""
     opts = {
         "hoodie.table.name": name,
         "hoodie.datasource.write.table.type": "COPY_ON_WRITE",

@@ -26,6 +26,8 @@ neither):
   metadata table), copy-on-write merge of the touched file groups, new file groups or small-file
   packing for inserts, and the metadata table (files, and record_index for RECORD_INDEX) updated
   in the same commit.
+Every Hudi base file carries Hudi's footer bloom filter (about 420 KiB, whatever the index), hence
+its larger bytes written, most visible with BUCKET's many small files.
 Repeated runs of an upsert write copies of the loaded table (copied untimed), as tablespec's do.
 Columns: x baseline = seconds / the BUCKET upsert's plain Spark baseline (bulk inserts: their
 own baseline); x Hudi = tablespec seconds / Hudi seconds for the same phase. Prints a table and
