@@ -313,6 +313,8 @@ def main() -> int:
                 for s in runs} if peer else {}),
         ),
         hudi=peer or None,
+        ratios_to_hudi={f"cluster {s}": round(runs[s]["plan_apply_seconds"] / peer["clustered"][s]["seconds"], 3)
+                        for s in runs} if peer else {},
         targets=dict(query_speedup=">= 3", row_groups_fewer=">= 5", clustering_vs_delta=" <= 1.5"),
     )
     for part in (report["before"], *report["clustered"].values(), report["delta"]["before"]):

@@ -278,7 +278,7 @@ def main() -> int:
                 ratios = {"index_build": share["index_build"]["seconds"] / b["seconds"],
                           "index_build_vs_estimate": share["index_build"]["seconds"] / max(b["build_estimate_s"], 1e-3),
                           **{f"upsert {k}": share[k]["upsert_s"] / h[k]["upsert_s"] for k in ("SIMPLE", "RECORD_LEVEL")}}
-                h["ratios"] = ratios
+                h["ratios"] = result["ratios_to_hudi"] = ratios
                 print(f"Apache Hudi 0.15.0: record-index bootstrap by a one-row upsert {b['seconds']:.1f}s (the same "
                       f"upsert without it {b['one_row_upsert_s']:.1f}s, build ~{b['build_estimate_s']:.1f}s, "
                       f"{b['index_files']} index file groups); upsert SIMPLE {h['SIMPLE']['upsert_s']:.2f}s, "
