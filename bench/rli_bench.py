@@ -16,11 +16,12 @@ timed too. Prints a table and writes JSON (default bench/results/rli_bench.json)
 
 The peer, in the same Spark session, is Apache Hudi 0.15.0 (bench/_common.py hudi_options: same
 key, partition and precombine fields, snappy, meta fields populated, Hudi's metadata table as
-Hudi defaults it: enabled, `files` partition). Hudi has no stand-alone record-index build in its
-Spark bundle (the async HoodieIndexer is a hudi-utilities job, and no SQL procedure builds the
-record index); what it offers is the bootstrap of the metadata table's record_index partition by
-the first write that enables it, which reads the keys of every latest base file and writes the
-index before that write's own commit. So:
+Hudi defaults it: enabled, `files` partition). Hudi 0.15 has no stand-alone record-index build in
+its Spark bundle: the async HoodieIndexer is a hudi-utilities job, and the metadata-table
+procedures (create_metadata_table, init_metadata_table) take catalog table names and (re)create
+the metadata table as a whole. What it offers on a Spark write is the bootstrap of the metadata
+table's record_index partition by the first write that enables it, which reads the keys of every
+latest base file and writes the index before that write's own commit. So:
 - setup (untimed): the same `--rows` rows bulk-inserted into a Hudi SIMPLE table, copied twice;
 - Hudi index build: an upsert of one existing row (unchanged values) into one copy with
   hoodie.metadata.record.index.enable=true and hoodie.index.type=RECORD_INDEX (the bootstrap
