@@ -121,6 +121,29 @@ def start_spark(master: str, driver_memory: str, events: str, app_name: str, hud
 HUDI_CODEC = "snappy"  # what tablespec writes (engine/arrow/basefile.py); Hudi 0.15 defaults to gzip
 HUDI_INDEX = {"BUCKET": "BUCKET", "SIMPLE": "SIMPLE", "RECORD_LEVEL": "RECORD_INDEX"}  # tablespec -> Hudi
 MIB = 2**20
+# `--hudi-option KEY=VALUE` of the benches: applied last to every Hudi write and clustering (to try
+# a setting; the comparison as documented runs without any).
+HUDI_OVERRIDES: dict[str, str] = {}
+
+
+def add_hudi_arguments(ap) -> None:
+    """The benches' Apache Hudi flags: --hudi / --no-hudi and --hudi-option KEY=VALUE (repeatable)."""
+    import argparse
+
+    ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
+                    help="also run Apache Hudi 0.15.0 on the same data (default: yes)")
+    ap.add_argument("--hudi-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Hudi setting applied to every Hudi write and clustering, e.g. "
+                         "hoodie.bloom.index.filter.num.entries=1000 (repeatable; recorded in the JSON)")
+
+
+def set_hudi_overrides(pairs: list[str]) -> dict[str, str]:
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.startswith("hoodie."):
+            raise SystemExit(f"--hudi-option wants hoodie.KEY=VALUE, got {pair!r}")
+        HUDI_OVERRIDES[key] = value
+    return dict(HUDI_OVERRIDES)
 
 
 def hudi_options(name: str, index: str, buckets: int | None = None, *, key: str = "order_id",
@@ -165,7 +188,7 @@ def hudi_options(name: str, index: str, buckets: int | None = None, *, key: str 
                      "hoodie.bucket.index.hash.field": key})
     if index == "RECORD_LEVEL":
         opts["hoodie.metadata.record.index.enable"] = "true"
-    return opts
+    return {**opts, **HUDI_OVERRIDES}
 
 
 def hudi_write(df, location: str, options: dict[str, str], operation: str) -> dict:
@@ -217,7 +240,7 @@ def hudi_cluster(spark, location: str, sort_columns: list[str], strategy: str, t
         "hoodie.clean.automatic": "false",
         "hoodie.archive.automatic": "false",
     }
-    conf = ",".join(f"{k}={v}" for k, v in options.items())
+    conf = ",".join(f"{k}={v}" for k, v in {**options, **HUDI_OVERRIDES}.items())
     rows = spark.sql(f"CALL run_clustering(path => '{location}', order => '{','.join(sort_columns)}', "
                      f"options => '{conf}')").collect()
     return dict(plans=len(rows), groups=sum(r["input_group_size"] or 0 for r in rows),

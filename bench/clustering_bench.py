@@ -28,7 +28,8 @@ The second peer, in the same Spark session, is Apache Hudi 0.15.0 (bench/_common
   the values, Hudi's default) and tablespec's settings: target file size, small-file limit
   (target / 2), bytes per group, 30 groups per plan; commit metadata of the rows preserved
   (Hudi's default), the replacecommit and the metadata table written.
-Both run a tiny ingest and both clusterings first (warm-up, untimed). tablespec's clustering time is what `tablespec apply` spends on it: observe + build_plan + apply
+Both run a tiny ingest and both clusterings first (warm-up, untimed). tablespec's clustering
+time is what `tablespec apply` spends on it: observe + build_plan + apply
 (apply alone is reported too). Ratios: tablespec / Hudi seconds per layout, and the query's rows
 and row groups read after each.
 
@@ -48,8 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import dir_bytes, hudi_cluster, hudi_options, hudi_read, hudi_write, latest_base_files, start_spark, \
-    write_report
+from _common import (add_hudi_arguments, dir_bytes, hudi_cluster, hudi_options, hudi_read, hudi_write,
+                     latest_base_files, set_hudi_overrides, start_spark, write_report)
 from tablespec.engine.reader import to_arrow
 from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
@@ -235,12 +236,12 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true",
                     help="development sizes: 200k rows in 10 commits, 2 MiB target, 16 MiB groups, one query run")
-    ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
-                    help="also run Apache Hudi 0.15.0's clustering on the same rows (default: yes)")
+    add_hudi_arguments(ap)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "clustering_bench.json"))
     args = ap.parse_args()
+    hudi_overrides = set_hudi_overrides(args.hudi_option)
     if args.quick:
         args.rows, args.commits, args.target_mib, args.group_mib, args.repeat = 200_000, 10, 2, 16, 1
 
@@ -306,13 +307,13 @@ def main() -> int:
             rows_fewer_zorder=round(before["query"]["rows_read"] / max(1, z["rows_read"]), 1),
             query_speedup_sort=round(before["query"]["seconds"] / runs["SORT"]["query"]["seconds"], 2),
             clustering_vs_delta_zorder=round(runs["ZORDER"]["seconds"] / delta["z_order_seconds"], 2),
-            **({f"clustering_vs_hudi_{s.lower()}": round(runs[s]["plan_apply_seconds"] / peer["clustered"][s]["seconds"], 2)
-                for s in runs} if peer else {}),
+            **({f"clustering_vs_hudi_{s.lower()}":
+                round(runs[s]["plan_apply_seconds"] / peer["clustered"][s]["seconds"], 2) for s in runs} if peer else {}),
             **({f"rows_read_vs_hudi_{s.lower()}": round(runs[s]["query"]["rows_read"]
                                                         / max(1, peer["clustered"][s]["query"]["rows_read"]), 2)
                 for s in runs} if peer else {}),
         ),
-        hudi=peer or None,
+        hudi=peer or None, hudi_overrides=hudi_overrides,
         ratios_to_hudi={f"cluster {s}": round(runs[s]["plan_apply_seconds"] / peer["clustered"][s]["seconds"], 3)
                         for s in runs} if peer else {},
         targets=dict(query_speedup=">= 3", row_groups_fewer=">= 5", clustering_vs_delta=" <= 1.5"),

@@ -55,8 +55,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _common import (set_phase, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files, make_table, orders,
-                     parquet_files, Phases, spec_text, stage_line, start_spark, write_report)
+from _common import (add_hudi_arguments, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files,
+                     make_table, orders, parquet_files, Phases, set_hudi_overrides, set_phase, spec_text, stage_line,
+                     start_spark, write_report)
 from tablespec.apply import Applier
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.plan.builder import build_plan, table_location
@@ -152,8 +153,7 @@ def main() -> int:
     ap.add_argument("--rescale-to", type=int, default=128, help="numBuckets of the rescale that follows")
     ap.add_argument("--quick", action="store_true",
                     help="development sizes: 100k rows, 10 partitions, 8 -> 16 buckets, one run each")
-    ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
-                    help="also run Apache Hudi 0.15.0 on the same data (default: yes)")
+    add_hudi_arguments(ap)
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--repeat", type=int, default=None,
@@ -164,6 +164,7 @@ def main() -> int:
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--out", default="bench/results/migrate_bench.json")
     args = ap.parse_args()
+    hudi_overrides = set_hudi_overrides(args.hudi_option)
     if args.quick:
         args.rows, args.partitions, args.buckets, args.rescale_to = 100_000, 10, 8, 16
         args.repeat = args.repeat or 1
@@ -311,7 +312,8 @@ def main() -> int:
     print(f"bucket bootstrap SIMPLE -> BUCKET({b0}) and rescale {b0} -> {b1} of {args.rows:,} rows, "
           f"{args.partitions} partitions; master {args.master}, {os.cpu_count()} cpus; best of {repeat}")
     print("setup: " + ", ".join(f"{k} {v:.1f}s" for k, v in setup.items()))
-    print(f"{'phase':<30}{'seconds':>8}{'rows/s':>10}{'x baseline':>11}{'x per bucket':>13}{'x Hudi':>8}{'files r/w':>12}"
+    print(f"{'phase':<30}{'seconds':>8}{'rows/s':>10}{'x baseline':>11}{'x per bucket':>13}{'x Hudi':>8}"
+          f"{'files r/w':>12}"
           f"{'MB read':>9}{'MB written':>11}{'others':>8}")
     results = {}
     for phase in phases.timings:
@@ -365,7 +367,7 @@ def main() -> int:
 
     result = {"rows": args.rows, "partitions": args.partitions, "buckets": b0, "rescale_to": b1,
               "master": args.master, "cpus": os.cpu_count(), "driver_memory": args.driver_memory, "repeat": repeat,
-              "setup_s": setup, "results": results, "hudi": args.hudi,
+              "setup_s": setup, "results": results, "hudi": args.hudi, "hudi_overrides": hudi_overrides,
               "ratios_to_hudi": {p: results[p]["ratio_to_hudi"] for p in (boot, rescale) if args.hudi},
               "hudi_commits": hudi, "target_ratio": TARGET, "target_met": target_met,
               "migrations": migrations, "spark_jobs": jobs, "checks": checks, "stages": stages}

@@ -55,7 +55,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from _common import hudi_options, hudi_read, hudi_write, make_table, orders, spec_text, start_spark, write_report
+from _common import (add_hudi_arguments, hudi_options, hudi_read, hudi_write, make_table, orders, set_hudi_overrides,
+                     spec_text, start_spark, write_report)
 from tablespec.hudi import record_index as ri
 
 INSTANT = "20260101000000000"
@@ -235,19 +236,20 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=30)
     ap.add_argument("--quick", action="store_true",
                     help="development sizes: 200k keys, 20k lookups x 10, 100k rows, 10k upserted, 10 partitions")
-    ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
-                    help="also run Apache Hudi 0.15.0 on the same data (default: yes)")
+    add_hudi_arguments(ap)
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--out", default="bench/results/rli_bench.json")
     args = ap.parse_args()
+    hudi_overrides = set_hudi_overrides(args.hudi_option)
     if args.quick:
         args.sizes, args.lookups, args.repeat = "200000", 20_000, 10
         args.rows, args.upsert_rows, args.partitions = 100_000, 10_000, 10
     work = args.workdir or tempfile.mkdtemp(prefix="rli_bench_")
     targets = {1_000_000: 60.0, 10_000_000: 250.0}
-    result: dict = {"lookups": {}, "cpus": os.cpu_count(), "scan_fraction": ri.SCAN_FRACTION}
+    result: dict = {"lookups": {}, "cpus": os.cpu_count(), "scan_fraction": ri.SCAN_FRACTION,
+                    "hudi_overrides": hudi_overrides}
     try:
         print(f"lookup of {args.lookups:,} keys (half present), {args.repeat} repetitions, driver only")
         print(f"{'entries':>12}{'buckets':>9}{'index MB':>10}{'build s':>9}{'p50 ms':>9}{'p95 ms':>9}{'target':>9}")
@@ -278,7 +280,8 @@ def main() -> int:
                 b = h["index_build"]
                 ratios = {"index_build": share["index_build"]["seconds"] / b["seconds"],
                           "index_build_vs_estimate": share["index_build"]["seconds"] / max(b["build_estimate_s"], 1e-3),
-                          **{f"upsert {k}": share[k]["upsert_s"] / h[k]["upsert_s"] for k in ("SIMPLE", "RECORD_LEVEL")}}
+                          **{f"upsert {k}": share[k]["upsert_s"] / h[k]["upsert_s"]
+                             for k in ("SIMPLE", "RECORD_LEVEL")}}
                 h["ratios"] = result["ratios_to_hudi"] = ratios
                 print(f"Apache Hudi 0.15.0: record-index bootstrap by a one-row upsert {b['seconds']:.1f}s (the same "
                       f"upsert without it {b['one_row_upsert_s']:.1f}s, build ~{b['build_estimate_s']:.1f}s, "

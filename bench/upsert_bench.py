@@ -50,8 +50,9 @@ import sys
 import tempfile
 import time
 
-from _common import (set_phase, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files, make_table, orders,
-                     parquet_files, Phases, stage_line, start_spark, write_report)
+from _common import (add_hudi_arguments, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files,
+                     make_table, orders, parquet_files, Phases, set_hudi_overrides, set_phase, stage_line, start_spark,
+                     write_report)
 from tablespec.hudi.naming import BaseFileName
 from tablespec.table import Table
 
@@ -113,8 +114,7 @@ def main() -> int:
     ap.add_argument("--buckets", type=int, default=64, help="numBuckets of the BUCKET table")
     ap.add_argument("--quick", action="store_true",
                     help="development sizes: 100k rows, 10k upserted, 10 partitions, 16 buckets, one run each")
-    ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
-                    help="also run Apache Hudi 0.15.0 on the same data (default: yes)")
+    add_hudi_arguments(ap)
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--driver-memory", default="8g")
     ap.add_argument("--repeat", type=int, default=None,
@@ -122,6 +122,7 @@ def main() -> int:
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--out", default="bench/results/upsert_bench.json")
     args = ap.parse_args()
+    hudi_overrides = set_hudi_overrides(args.hudi_option)
     if args.quick:
         args.rows, args.upsert_rows, args.partitions, args.buckets = 100_000, 10_000, 10, 16
         args.repeat = args.repeat or 1
@@ -322,7 +323,8 @@ def main() -> int:
         u.pop("touched")
     result = {"rows": args.rows, "upsert_rows": n_in, "updates": n_updates, "new_keys": n_new,
               "partitions": args.partitions, "buckets": args.buckets, "master": args.master, "cpus": os.cpu_count(),
-              "driver_memory": args.driver_memory, "repeat": repeat, "hudi": args.hudi, "setup_s": setup,
+              "driver_memory": args.driver_memory, "repeat": repeat, "hudi": args.hudi,
+              "hudi_overrides": hudi_overrides, "setup_s": setup,
               "results": results, "ratios_to_hudi": {p: r["ratio_to_hudi"] for p, r in results.items()
                                                      if r["ratio_to_hudi"] is not None},
               "simple_vs_own_files_baseline": simple_own, "target_ratio": 1.5, "target_met": target_met,
