@@ -15,8 +15,28 @@ footer read, row groups whose min/max statistics of the two columns miss the ran
 the rest read (three columns), filtered and aggregated with pyarrow. Reported: files, row groups
 and rows read, and wall time (best of `--repeat`).
 
+The second peer, in the same Spark session, is Apache Hudi 0.15.0 (bench/_common.py):
+- ingest (setup, timed but not compared): the same rows in the same number of commits, each a
+  `bulk_insert` through Hudi's datasource into a non-partitioned table (same record key,
+  NonpartitionedKeyGenerator, SIMPLE index, snappy, meta fields populated, the same small
+  hoodie.parquet.max.file.size as tablespec's ingest targetFileSize; Hudi's metadata table as
+  Hudi defaults it: enabled, `files` partition kept by every commit);
+- Hudi SORT / Hudi ZORDER (timed, on copies of that table): `CALL run_clustering(path => ...,
+  order => 'customer_id,amount', options => ...)`, which schedules a plan with Hudi's size-based
+  plan strategy and executes it with its sort-and-size execution strategy, with
+  hoodie.layout.optimize.strategy = linear (SORT) / z-order (ZORDER; curve built directly from
+  the values, Hudi's default) and tablespec's settings: target file size, small-file limit
+  (target / 2), bytes per group, 30 groups per plan; commit metadata of the rows preserved
+  (Hudi's default), the replacecommit and the metadata table written.
+Both run a tiny ingest and both clusterings first (warm-up, untimed). tablespec's clustering
+time is what `tablespec apply` spends on it: observe + build_plan + apply
+(apply alone is reported too). Ratios: tablespec / Hudi seconds per layout, and the query's rows
+and row groups read after each.
+
     python bench/clustering_bench.py [--rows 5000000] [--commits 100] [--target-mib 8]
     python bench/clustering_bench.py --rows 500000 --commits 40       # quick run
+    python bench/clustering_bench.py --quick                          # development: 200k rows, 10 commits
+    python bench/clustering_bench.py --no-hudi                        # tablespec and delta-rs only
 """
 from __future__ import annotations
 
@@ -29,7 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import dir_bytes, latest_base_files, start_spark, write_report
+from _common import (add_hudi_arguments, dir_bytes, hudi_cluster, hudi_options, hudi_read, hudi_write,
+                     latest_base_files, set_hudi_overrides, start_spark, write_report)
 from tablespec.engine.reader import to_arrow
 from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
@@ -149,6 +170,7 @@ def cluster_hudi(spark, warehouse: str, source: str, name: str, strategy: str, t
     loaded = spec(name, f"{{strategy: {strategy}, sortColumns: [customer_id, amount], targetFileSize: {target}, "
                         f"smallFileLimit: {target // 2}, maxBytesPerGroup: {group_bytes}, everyNCommits: 1}}")
     location = table_location(warehouse, loaded[0].spec.spec.location)
+    t0 = time.perf_counter()
     plan = build_plan(loaded, {location: observe(location)}, warehouse)
     kinds = [a.kind for _, a in plan.actions]
     if kinds != ["update_settings", "clustering"]:
@@ -157,8 +179,32 @@ def cluster_hudi(spark, warehouse: str, source: str, name: str, strategy: str, t
     result = Applier(spark=spark).apply(plan)
     seconds = time.perf_counter() - t
     actual = result.actions[-1].actual
-    return dict(location=location, seconds=round(seconds, 2), groups=actual["groups"],
+    return dict(location=location, seconds=round(seconds, 2), plan_apply_seconds=round(time.perf_counter() - t0, 2),
+                groups=actual["groups"],
                 files_after=len(hudi_files(location)), bytes_after=sum(os.path.getsize(p) for p in hudi_files(location)))
+
+
+def ingest_peer(spark, root: str, n_rows: int, commits: int, ingest_target: int) -> str:
+    """Apache Hudi: the same rows in the same commits, bulk_insert into a non-partitioned table."""
+    location = os.path.join(root, "apache_hudi", "small")
+    options = hudi_options("sales", "SIMPLE", partition=None, ordering=None, target_file=ingest_target,
+                           small_file=ingest_target // 2)
+    per = n_rows // commits
+    for c in range(commits):
+        hudi_write(rows(spark, c * per, per), location, options, "bulk_insert")
+    return location
+
+
+def cluster_peer(spark, source: str, strategy: str, target: int, group_bytes: int) -> dict:
+    """Apache Hudi's run_clustering on a copy of `source` with tablespec's layout and sizes."""
+    location = os.path.join(os.path.dirname(source), f"cluster_{strategy.lower()}")
+    shutil.copytree(source, location)
+    t = time.perf_counter()
+    stats = hudi_cluster(spark, location, ["customer_id", "amount"], strategy, target, target // 2, group_bytes)
+    seconds = time.perf_counter() - t
+    files = hudi_files(location)
+    return dict(location=location, seconds=round(seconds, 2), groups=stats["groups"], files_after=len(files),
+                bytes_after=sum(os.path.getsize(p) for p in files), rows_after=hudi_read(spark, location).count())
 
 
 def delta_peer(spark, root: str, n_rows: int, commits: int, target: int, repeat: int) -> dict:
@@ -188,16 +234,33 @@ def main() -> int:
     ap.add_argument("--target-mib", type=int, default=8, help="targetFileSize of clustering and z_order")
     ap.add_argument("--group-mib", type=int, default=64, help="maxBytesPerGroup (parallelism of clustering)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true",
+                    help="development sizes: 200k rows in 10 commits, 2 MiB target, 16 MiB groups, one query run")
+    add_hudi_arguments(ap)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "clustering_bench.json"))
     args = ap.parse_args()
+    hudi_overrides = set_hudi_overrides(args.hudi_option)
+    if args.quick:
+        args.rows, args.commits, args.target_mib, args.group_mib, args.repeat = 200_000, 10, 2, 16, 1
 
     root = tempfile.mkdtemp(prefix="clustering_bench_")
     warehouse = os.path.join(root, "wh")
-    spark = start_spark(args.master, args.driver_memory, os.path.join(root, "events"), "clustering_bench")
+    spark = start_spark(args.master, args.driver_memory, os.path.join(root, "events"), "clustering_bench",
+                        hudi=args.hudi)
     target, group = args.target_mib * 2**20, args.group_mib * 2**20
     try:
+        # Warm-up (JVM, JIT, Python workers, imports): a tiny table ingested and clustered with each layout,
+        # by tablespec and by Apache Hudi.
+        warm = os.path.join(root, "warmup")
+        tiny = ingest_hudi(spark, warm, 4000, 2, args.ingest_kib * 1024)
+        for strategy in ("SORT", "ZORDER"):
+            cluster_hudi(spark, warm, tiny.location, f"cluster_{strategy.lower()}", strategy, target, group)
+        if args.hudi:
+            tiny_peer = ingest_peer(spark, warm, 4000, 2, args.ingest_kib * 1024)
+            for strategy in ("SORT", "ZORDER"):
+                cluster_peer(spark, tiny_peer, strategy, target, group)
         t = time.perf_counter()
         small = ingest_hudi(spark, warehouse, args.rows, args.commits, args.ingest_kib * 1024)
         ingest_seconds = time.perf_counter() - t
@@ -209,13 +272,29 @@ def main() -> int:
             done = cluster_hudi(spark, warehouse, small.location, f"cluster_{strategy.lower()}", strategy, target, group)
             done["query"] = timed_query(hudi_files(done["location"]), args.repeat)
             runs[strategy] = done
+        peer: dict = {}
+        if args.hudi:
+            t = time.perf_counter()
+            source = ingest_peer(spark, root, args.rows, args.commits, args.ingest_kib * 1024)
+            files = hudi_files(source)
+            peer = dict(ingest_seconds=round(time.perf_counter() - t, 1),
+                        before=dict(files=len(files), bytes=sum(os.path.getsize(p) for p in files),
+                                    query=timed_query(files, args.repeat)), clustered={})
+            for strategy in ("SORT", "ZORDER"):
+                done = cluster_peer(spark, source, strategy, target, group)
+                done["query"] = timed_query(hudi_files(done["location"]), args.repeat)
+                peer["clustered"][strategy] = done
         delta = delta_peer(spark, root, args.rows, args.commits, target, args.repeat)
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
 
-    for name, q in [("SORT", runs["SORT"]["query"]), ("ZORDER", runs["ZORDER"]["query"]),
-                    ("delta before", delta["before"]["query"]), ("delta z_order", delta["query_after"])]:
+    answers = [("SORT", runs["SORT"]["query"]), ("ZORDER", runs["ZORDER"]["query"]),
+               ("delta before", delta["before"]["query"]), ("delta z_order", delta["query_after"])]
+    if peer:
+        answers += [("Hudi before", peer["before"]["query"])]
+        answers += [(f"Hudi {s}", r["query"]) for s, r in peer["clustered"].items()]
+    for name, q in answers:
         if q["answer"] != before["query"]["answer"]:
             raise SystemExit(f"query answer differs after {name}")
     z = runs["ZORDER"]["query"]
@@ -228,25 +307,45 @@ def main() -> int:
             rows_fewer_zorder=round(before["query"]["rows_read"] / max(1, z["rows_read"]), 1),
             query_speedup_sort=round(before["query"]["seconds"] / runs["SORT"]["query"]["seconds"], 2),
             clustering_vs_delta_zorder=round(runs["ZORDER"]["seconds"] / delta["z_order_seconds"], 2),
+            **({f"clustering_vs_hudi_{s.lower()}":
+                round(runs[s]["plan_apply_seconds"] / peer["clustered"][s]["seconds"], 2) for s in runs} if peer else {}),
+            **({f"rows_read_vs_hudi_{s.lower()}": round(runs[s]["query"]["rows_read"]
+                                                        / max(1, peer["clustered"][s]["query"]["rows_read"]), 2)
+                for s in runs} if peer else {}),
         ),
+        hudi=peer or None, hudi_overrides=hudi_overrides,
+        ratios_to_hudi={f"cluster {s}": round(runs[s]["plan_apply_seconds"] / peer["clustered"][s]["seconds"], 3)
+                        for s in runs} if peer else {},
         targets=dict(query_speedup=">= 3", row_groups_fewer=">= 5", clustering_vs_delta=" <= 1.5"),
     )
     for part in (report["before"], *report["clustered"].values(), report["delta"]["before"]):
         part.get("query", {}).pop("answer", None)
     report["delta"]["query_after"].pop("answer", None)
+    if peer:
+        for part in (peer["before"], *peer["clustered"].values()):
+            part["query"].pop("answer", None)
+        for strategy, r in peer["clustered"].items():
+            if r["rows_after"] != args.rows // args.commits * args.commits:
+                raise SystemExit(f"Hudi {strategy} clustering lost rows: {r['rows_after']}")
 
     print(f"{args.rows} rows in {args.commits} commits (ingest {ingest_seconds:.0f}s through tablespec's writer)")
-    print(f"{'layout':<16}{'files':>7}{'MiB':>8}{'cluster s':>11}{'rg read':>9}{'of rg':>7}{'rows read':>11}"
+    print(f"{'layout':<20}{'files':>7}{'MiB':>8}{'cluster s':>11}{'rg read':>9}{'of rg':>7}{'rows read':>11}"
           f"{'query s':>9}")
 
     def line(name, files_, size, secs, q):
-        print(f"{name:<16}{files_:>7}{size / 2**20:>8.1f}{secs:>11}{q['row_groups_read']:>9}{q['row_groups']:>7}"
+        print(f"{name:<20}{files_:>7}{size / 2**20:>8.1f}{secs:>11}{q['row_groups_read']:>9}{q['row_groups']:>7}"
               f"{q['rows_read']:>11}{q['seconds']:>9.3f}")
-    line("hudi small", before["files"], before["bytes"], "-", before["query"])
+    line("tablespec small", before["files"], before["bytes"], "-", before["query"])
     for s, r in runs.items():
-        line(f"hudi {s}", r["files_after"], r["bytes_after"], r["seconds"], r["query"])
+        line(f"tablespec {s}", r["files_after"], r["bytes_after"], r["plan_apply_seconds"], r["query"])
+    if peer:
+        line("Apache Hudi small", peer["before"]["files"], peer["before"]["bytes"], "-", peer["before"]["query"])
+        for s, r in peer["clustered"].items():
+            line(f"Apache Hudi {s}", r["files_after"], r["bytes_after"], r["seconds"], r["query"])
     line("delta small", delta["before"]["files"], delta["before"]["bytes"], "-", delta["before"]["query"])
     line("delta z_order", delta["files_after"], delta["bytes_after"], delta["z_order_seconds"], delta["query_after"])
+    print("cluster s: tablespec = observe + build_plan + apply; Apache Hudi = CALL run_clustering (schedule + "
+          f"execute); Hudi ingest {peer.get('ingest_seconds', '-')}s")
     print("ratios:", json.dumps(report["ratios"]))
     write_report(args.out, report)
     return 0

@@ -4,7 +4,12 @@ Creates the tables through `apply` (metadata), gives each a few commits of small
 written with the Hudi timeline API, changes some specs, then times `plan` phase by phase.
 Prints a table and writes JSON (default bench/results/plan_bench.json).
 
+No Apache Hudi peer: planning is tablespec's own (Hudi has no desired-state diff; the closest Hudi
+work, reading each table's timeline and hoodie.properties, is what `observe` times here), and no
+Spark is started.
+
     python bench/plan_bench.py [--tables 500] [--commits 3] [--partitions 4]
+    python bench/plan_bench.py --quick      # development: 50 tables
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import _common  # noqa: F401  (puts this checkout first on sys.path, as the other benches do)
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import new_instant_time
@@ -81,8 +87,11 @@ def main() -> int:
     ap.add_argument("--tables", type=int, default=500)
     ap.add_argument("--commits", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--quick", action="store_true", help="development size: 50 tables")
     ap.add_argument("--out", default="bench/results/plan_bench.json")
     args = ap.parse_args()
+    if args.quick:
+        args.tables = 50
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
         specs_dir, warehouse = Path(tmp, "specs"), Path(tmp, "warehouse")
