@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
-from tablespec.hudi.config import read_table_config
+from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
@@ -33,8 +33,8 @@ def open_index(location: str) -> tuple[ri.RecordIndex, Timeline]:
     if config is None:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
     props = config.to_properties()
-    if props.get("hoodie.index.type") != "RECORD_LEVEL":
-        raise NotRecordLevel(f"{base}: the table's index is {props.get('hoodie.index.type', 'SIMPLE')}, not "
+    if table_index_type(props) != RECORD_LEVEL:
+        raise NotRecordLevel(f"{base}: the table's index is {table_index_type(props)}, not "
                              "RECORD_LEVEL; there is no record-level index to look up or verify")
     timeline = Timeline.load(storage, base)
     return ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props)), timeline
