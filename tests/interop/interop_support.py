@@ -36,3 +36,64 @@ def assert_readers_agree(spark, table) -> list[tuple]:
     assert hudi_rs_rows(table.location) == ours, "hudi-rs disagrees with tablespec"
     assert hudi_rows(spark, table.location) == ours, "Apache Hudi disagrees with tablespec"
     return ours
+
+
+# Apache Hudi's config classes whose ConfigProperty fields name every key a table or writer config uses.
+CONFIG_CLASSES = (
+    "org.apache.hudi.common.table.HoodieTableConfig", "org.apache.hudi.keygen.constant.KeyGeneratorOptions",
+    "org.apache.hudi.DataSourceWriteOptions", "org.apache.hudi.config.HoodieWriteConfig",
+    "org.apache.hudi.config.HoodieIndexConfig", "org.apache.hudi.config.HoodieClusteringConfig",
+    "org.apache.hudi.config.HoodieCleanConfig", "org.apache.hudi.config.HoodieArchivalConfig",
+    "org.apache.hudi.common.config.HoodieMetadataConfig", "org.apache.hudi.config.HoodiePayloadConfig",
+)
+
+
+def _hudi_config_properties(spark) -> dict:
+    """Every key (and alternative key) Apache Hudi's config classes define -> its ConfigProperty."""
+    jvm = spark._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    found = {}
+    for name in CONFIG_CLASSES:
+        for f in jvm.java.lang.Class.forName(name, True, loader).getFields():
+            if f.getType().getName() == "org.apache.hudi.common.config.ConfigProperty":
+                prop = f.get(None)
+                for key in [prop.key(), *prop.getAlternatives()]:
+                    found[key] = prop
+    return found
+
+
+def rejected_properties(spark, props: dict[str, str]) -> dict[str, str]:
+    """The hoodie.* entries of `props` Apache Hudi would not accept, with Hudi's reason: keys it does
+    not define, values outside a key's valid values, and a write config Hudi cannot build from them."""
+    known = _hudi_config_properties(spark)
+    rejected = {}
+    for key, value in props.items():
+        if not key.startswith("hoodie."):
+            continue
+        if key not in known:
+            rejected[key] = "not an Apache Hudi config key"
+            continue
+        try:
+            known[key].checkValues(value)
+        except Exception as e:  # py4j's Java exception: Hudi's own message
+            rejected[key] = _java_message(e)
+    if not rejected:  # as Hudi's Spark SQL writers do: table properties (and the table's record key
+        jvm = spark._jvm  # as the writer's) loaded into a write config
+        java_props = jvm.java.util.Properties()
+        for key, value in props.items():
+            java_props.setProperty(key, value)
+        if "hoodie.table.recordkey.fields" in props:
+            java_props.setProperty("hoodie.datasource.write.recordkey.field", props["hoodie.table.recordkey.fields"])
+        try:
+            config = (jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath("/tmp/unused")
+                      .withProperties(java_props).build())
+            config.getIndexType()
+            config.getKeyGeneratorClass()
+        except Exception as e:
+            rejected["(write config)"] = _java_message(e)
+    return rejected
+
+
+def _java_message(e: Exception) -> str:
+    java = getattr(e, "java_exception", None)
+    return str(java.toString()) if java is not None else str(e).splitlines()[0]
