@@ -29,7 +29,6 @@ spec:
   recordKey: {key}
   partitioning: {{fields: {parts}}}
 {ordering}  index: {index}
-  clustering: {{everyNCommits: 100}}
 """
 DDL = "id string, k2 int, v bigint, ts bigint, day string"
 # name -> (record key, partition fields, orderingField, index)
@@ -69,12 +68,12 @@ def test_hudi_writes_with_hudi_options(hudi, tmp_path, name):
         _hudi_write(hudi.createDataFrame([("a4", 1, 40, 5, "d2")], DDL), options, "insert")
         doomed = hudi_df(hudi, table.location).where("id = 'a2'")
         expected = [("a1", 1, 10, 5, "d1"), ("a3", 1, 30, 5, "d2"), ("a4", 1, 40, 5, "d2")]
-    else:  # a1 newer: updated; a2 older: the stored row wins; a3 moves to d1 (global indexes); a4 new
+    else:  # a1 newer: updated (then deleted); a2 older: the stored row wins; a3 moves to d1 (global index); a4 new
         moved = "d1" if table.spec.spec.index.type == "RECORD_LEVEL" else "d2"
         _hudi_write(hudi.createDataFrame([("a1", 1, 11, 6, "d1"), ("a2", 1, 99, 4, "d1"), ("a3", 1, 33, 6, moved),
                                           ("a4", 1, 40, 5, "d2")], DDL), options, "upsert")
-        doomed = hudi.createDataFrame([("a2", 1, 0, 9, "d1")], DDL)
-        expected = [("a1", 1, 11, 6, "d1"), ("a3", 1, 33, 6, moved), ("a4", 1, 40, 5, "d2")]
+        doomed = hudi.createDataFrame([("a1", 1, 0, 9, "d1")], DDL)
+        expected = [("a2", 1, 20, 5, "d1"), ("a3", 1, 33, 6, moved), ("a4", 1, 40, 5, "d2")]
     _hudi_write(doomed, options, "delete")
 
     assert _data(table) == expected
@@ -84,6 +83,7 @@ def test_hudi_writes_with_hudi_options(hudi, tmp_path, name):
     if table.spec.spec.index.type == "BUCKET":
         per_bucket = Counter((fg.partition, fg.bucket) for fg in state.file_groups)
         assert set(per_bucket.values()) == {1} and {b for _, b in per_bucket} <= {0, 1}
+    assert not (tmp_path / "interop" / name / ".hoodie" / "metadata").exists()  # no metadata table
     config = read_table_config(LocalStorage(), table.location)
     assert config.version == 6
     assert rejected_properties(hudi, config.to_properties()) == {}
