@@ -33,8 +33,8 @@ FIXED_LAYOUT = ("url_encode_partitioning", "drop_partition_columns", "populate_m
 ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 WRITER = {
     "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
-    # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table.
-    # Hudi 0.15 does not know these keys and ignores them.
+    # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table
+    # (VERSION_PINS).
     "hoodie.write.table.version": "6",
     "hoodie.write.auto.upgrade": "false",
     # tablespec retires Hudi's metadata table before each of its commits: a Hudi job that kept it
@@ -50,9 +50,12 @@ WRITER = {
     "hoodie.archive.automatic": "false",
     # The table's schema is the spec's: an incoming batch may not drop columns or relax NOT NULL.
     "hoodie.datasource.write.reconcile.schema": "true",
-    # Auto-generated keys (no record key field): Hudi refuses to combine records before an insert.
-    "hoodie.combine.before.insert": "false",
 }
+# Hudi 1.x pins, unknown to Hudi 0.15 (which ignores keys it does not define).
+VERSION_PINS = ("hoodie.write.table.version", "hoodie.write.auto.upgrade")
+# Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
+# records before an insert then.
+AUTO_KEYS = {"hoodie.combine.before.insert": "false"}
 # A RECORD_LEVEL table is global (a key lives in one partition): Hudi writers, which do not maintain
 # tablespec's index, tag with GLOBAL_SIMPLE and move a key whose partition value changed.
 GLOBAL_MOVES = {"hoodie.simple.index.update.partition.path": "true"}
@@ -79,6 +82,8 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
     options.update({key: v for key, path in RENAMED.items() if (v := by_path[path].desired(spec)) is not None})
     options.update({KEYS_BY_ATTR[a].key: TABLE_DEFAULTS[KEYS_BY_ATTR[a].key] for a in FIXED_LAYOUT})
     options.update(WRITER)
+    if spec.spec.record_key.auto_generate:
+        options.update(AUTO_KEYS)
     if spec.spec.ordering_field:
         options.update({"hoodie.datasource.write.payload.class": ORDERED_PAYLOAD,
                         "hoodie.payload.ordering.field": spec.spec.ordering_field})
