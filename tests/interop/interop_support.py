@@ -2,6 +2,7 @@
 Spark datasource and compare what every reader sees (tablespec, hudi-rs, Apache Hudi)."""
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -41,25 +42,31 @@ def assert_readers_agree(spark, table) -> list[tuple]:
 # Apache Hudi's config classes whose ConfigProperty fields name every key a table or writer config uses.
 CONFIG_CLASSES = (
     "org.apache.hudi.common.table.HoodieTableConfig", "org.apache.hudi.keygen.constant.KeyGeneratorOptions",
-    "org.apache.hudi.DataSourceWriteOptions", "org.apache.hudi.config.HoodieWriteConfig",
+    "org.apache.hudi.config.HoodieWriteConfig",
     "org.apache.hudi.config.HoodieIndexConfig", "org.apache.hudi.config.HoodieClusteringConfig",
     "org.apache.hudi.config.HoodieCleanConfig", "org.apache.hudi.config.HoodieArchivalConfig",
     "org.apache.hudi.common.config.HoodieMetadataConfig", "org.apache.hudi.config.HoodiePayloadConfig",
 )
+SCALA_CONFIG_OBJECTS = ("org.apache.hudi.DataSourceWriteOptions",)  # their ConfigProperty fields are accessors
 
 
+@functools.lru_cache(maxsize=1)
 def _hudi_config_properties(spark) -> dict:
     """Every key (and alternative key) Apache Hudi's config classes define -> its ConfigProperty."""
-    jvm = spark._jvm
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    found = {}
+    config_property = "org.apache.hudi.common.config.ConfigProperty"
+    no_args = gateway.new_array(jvm.java.lang.Object, 0)
+    props = []
     for name in CONFIG_CLASSES:
-        for f in jvm.java.lang.Class.forName(name, True, loader).getFields():
-            if f.getType().getName() == "org.apache.hudi.common.config.ConfigProperty":
-                prop = f.get(None)
-                for key in [prop.key(), *prop.getAlternatives()]:
-                    found[key] = prop
-    return found
+        cls = jvm.java.lang.Class.forName(name, True, loader)
+        props += [f.get(None) for f in cls.getFields() if f.getType().getName() == config_property]
+    for name in SCALA_CONFIG_OBJECTS:
+        module = jvm.java.lang.Class.forName(name + "$", True, loader)
+        instance = module.getField("MODULE$").get(None)
+        props += [m.invoke(instance, no_args) for m in module.getMethods()
+                  if m.getParameterCount() == 0 and m.getReturnType().getName() == config_property]
+    return {key: p for p in props for key in [p.key(), *p.getAlternatives()]}
 
 
 def rejected_properties(spark, props: dict[str, str]) -> dict[str, str]:
