@@ -21,6 +21,7 @@ SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle"
              "spec.index.numBuckets", "spec.index.hashFields")
 # Writer options whose table property has another name: writer key -> the registry's spec path.
 RENAMED = {
+    "hoodie.datasource.write.table.type": "spec.tableType",
     "hoodie.datasource.write.recordkey.field": "spec.recordKey.fields",
     "hoodie.datasource.write.partitionpath.field": "spec.partitioning.fields",
     "hoodie.datasource.write.keygenerator.class": "spec.recordKey",
@@ -32,7 +33,6 @@ FIXED_LAYOUT = ("url_encode_partitioning", "drop_partition_columns", "populate_m
 # Hudi's default payload would overwrite the stored record whatever its ordering value.
 ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 WRITER = {
-    "hoodie.datasource.write.table.type": "COPY_ON_WRITE",
     # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table
     # (VERSION_PINS).
     "hoodie.write.table.version": "6",
