@@ -105,7 +105,7 @@ def test_partition_buckets_are_refused_at_their_line(specs, capsys, tmp_path):
 
 def test_bad_input_is_reported_without_traceback(specs, capsys, tmp_path):
     code, _, err = run(capsys, "hudi-options", "others.yaml", "--warehouse", "wh")
-    assert code == 1 and "expected one table, found: events, raw.clicks; pick one with --name" in err
+    assert code == 1 and "expected one table, found: events, raw.clicks; pick one by name (--name)" in err
     code, _, err = run(capsys, "hudi-options", "others.yaml", "--name", "nope", "--warehouse", "wh")
     assert code == 1 and "expected one table named nope" in err
     (tmp_path / "bad.yaml").write_text(_orders("SIMPLE").replace("orderingField: updated_at", "orderingField: nope"))

@@ -177,6 +177,6 @@ def select_spec(specs: list[LoadedSpec], name: str | None, source: str) -> Loade
     chosen = [s for s in specs if name in (None, s.spec.name, s.spec.qualified_name)]
     if len(chosen) != 1:
         names = ", ".join(s.spec.qualified_name for s in specs) or "none"
-        hint = "" if name else "; pick one with --name"
+        hint = "" if name else "; pick one by name (--name)"
         raise TablespecError(f"{source}: expected one table{f' named {name}' if name else ''}, found: {names}{hint}")
     return chosen[0]
