@@ -36,7 +36,8 @@ def test_the_old_record_level_layout_is_what_hudi_rejects(hudi):
     assert list(rejected) == ["hoodie.index.type"] and "RECORD_LEVEL" in rejected["hoodie.index.type"]
 
 
-WRITERS = {"SIMPLE": "{type: SIMPLE}", "RECORD_LEVEL": "{type: RECORD_LEVEL}", "BUCKET": "{type: BUCKET, numBuckets: 4}"}
+WRITERS = {"SIMPLE": "{type: SIMPLE}", "RECORD_LEVEL": "{type: RECORD_LEVEL}",
+           "BUCKET": "{type: BUCKET, numBuckets: 4}"}
 
 
 @pytest.mark.parametrize("index, auto_keys", [("SIMPLE", False), ("RECORD_LEVEL", False), ("BUCKET", False),
