@@ -13,6 +13,7 @@ from typing import Callable
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked
 from tablespec.errors import PlanError, StalePlanError
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.rollback import rollback
@@ -172,7 +173,7 @@ class Applier:
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
             metadata.update_settings(t.location, spec)
-            if state.config.to_properties().get("hoodie.index.type") == "RECORD_LEVEL":
+            if table_index_type(state.config) == RECORD_LEVEL:
                 actual["index_files_removed"] = drop_index(t.location)
         return actual
 

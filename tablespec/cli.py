@@ -74,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
     lk.add_argument("location", help="the table's base path")
     lk.add_argument("keys", nargs="+", metavar="KEY", help="record keys as stored (e.g. id:42 for complex keys)")
 
+    ho = sub.add_parser("hudi-options", help="print the Apache Hudi writer options that make a Hudi job obey a spec")
+    ho.add_argument("spec", metavar="SPEC")
+    ho.add_argument("--name", help="the table, when SPEC holds several")
+    ho.add_argument("--warehouse", metavar="DIR")
+    ho.add_argument("--format", choices=["properties", "json"], default="properties",
+                    help="Java properties (--props / --properties-file) or a flat JSON object (df.write.options)")
+    with_vars(ho)
+
     sub.add_parser("schema", help="print the JSON Schema of spec files")
     return p
 
@@ -288,6 +296,17 @@ def cmd_lookup(ctx: _Context) -> int:
     return 0
 
 
+def cmd_hudi_options(ctx: _Context) -> int:
+    import json
+
+    from tablespec.hudi_options import options_for, render_properties
+    from tablespec.spec.loader import select_spec
+    loaded = select_spec(ctx.load([ctx.args.spec]), ctx.args.name, ctx.args.spec)
+    options = options_for(loaded, ctx.warehouse())
+    sys.stdout.write(json.dumps(options, indent=2) + "\n" if ctx.args.format == "json" else render_properties(options))
+    return 0
+
+
 def cmd_schema(ctx: _Context) -> int:
     from tablespec.spec.schema import render_schema
     sys.stdout.write(render_schema())
@@ -296,7 +315,7 @@ def cmd_schema(ctx: _Context) -> int:
 
 COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "apply": cmd_apply, "show": cmd_show,
             "import": cmd_import, "ingest": cmd_ingest, "verify": cmd_verify, "lookup": cmd_lookup,
-            "schema": cmd_schema}
+            "hudi-options": cmd_hudi_options, "schema": cmd_schema}
 
 
 def main(argv: list[str] | None = None) -> int:

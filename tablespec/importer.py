@@ -12,6 +12,7 @@ import os
 from ruamel.yaml import YAML
 
 from tablespec.errors import TablespecError, UnsupportedTableError
+from tablespec.hudi.config import table_index_type
 from tablespec.plan.settings import LABEL_PREFIX, effective
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
@@ -37,7 +38,7 @@ def spec_document(state: TableState, warehouse: str) -> dict:
                                     "tablespec manages COPY_ON_WRITE tables only for now")
     props = state.config.to_properties()
     keys = _csv(props.get("hoodie.table.recordkey.fields"))
-    index_type = effective(props, "hoodie.index.type")
+    index_type = table_index_type(props)
     index: dict = {"type": index_type}
     if index_type == "BUCKET":
         index["numBuckets"] = _int(props, "hoodie.bucket.index.num.buckets")

@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
+from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.index_coverage import refuse_unseen
-from tablespec.hudi.config import read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
@@ -36,8 +36,8 @@ def open_index(location: str, what: str) -> tuple[ri.RecordIndex, Timeline]:
     if config is None:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
     props = config.to_properties()
-    if props.get("hoodie.index.type") != "RECORD_LEVEL":
-        raise NotRecordLevel(f"{base}: the table's index is {props.get('hoodie.index.type', 'SIMPLE')}, not "
+    if table_index_type(props) != RECORD_LEVEL:
+        raise NotRecordLevel(f"{base}: the table's index is {table_index_type(props)}, not "
                              "RECORD_LEVEL; there is no record-level index to look up or verify")
     timeline = Timeline.load(storage, base)
     refuse_unseen(timeline, base, what)

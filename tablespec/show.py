@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from tablespec.hudi.config import table_index_type
 from tablespec.plan.settings import effective
 from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
@@ -23,7 +24,7 @@ def state_dict(state: TableState) -> dict:
         "partitionFields": props.get("hoodie.table.partition.fields"),
         "hiveStyle": effective(props, "hoodie.datasource.write.hive_style_partitioning") == "true",
         "orderingField": props.get("hoodie.table.precombine.field"),
-        "index": {"type": effective(props, "hoodie.index.type"),
+        "index": {"type": table_index_type(props),
                   "numBuckets": props.get("hoodie.bucket.index.num.buckets"),
                   "hashFields": props.get("hoodie.bucket.index.hash.field"),
                   "recordLevel": {"numBuckets": props.get("tablespec.record.level.num.buckets"),

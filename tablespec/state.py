@@ -14,7 +14,7 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans, relayout_start
-from tablespec.hudi.config import TableConfig, fingerprint, read_table_config
+from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, storage_for
@@ -117,7 +117,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     props = config.to_properties()
     retained = keep_commits or int(props.get("hoodie.cleaner.commits.retained", 10))
     clean = plan_clean(location, timeline, view, retained)
-    record_level = record_index.is_record_level(props)
+    record_level = table_index_type(props) == RECORD_LEVEL
     index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) if record_level else {}
     return TableState(
         location=location,

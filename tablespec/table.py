@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tablespec.errors import SpecError, TablespecError
 from tablespec.plan.builder import table_location
-from tablespec.spec.loader import load_specs
+from tablespec.spec.loader import load_specs, select_spec
 from tablespec.spec.project import find_project, resolve_warehouse
 
 
@@ -27,15 +27,12 @@ class Table:
         result = load_specs([spec_path], {**(project.vars if project else {}), **(variables or {})})
         if result.errors:
             raise SpecError(result.errors)
-        specs = [s.spec for s in result.specs if name in (None, s.spec.name, s.spec.qualified_name)]
-        if len(specs) != 1:
-            names = ", ".join(s.spec.qualified_name for s in result.specs) or "none"
-            raise TablespecError(f"{spec_path}: expected one table{f' named {name}' if name else ''}, found: {names}")
+        spec = select_spec(result.specs, name, spec_path).spec
         root = resolve_warehouse(warehouse, project)
         if not root:
             raise TablespecError("no warehouse: pass warehouse=..., set TABLESPEC_WAREHOUSE, "
                                  "or set `warehouse:` in tablespec.project.yaml")
-        return cls(specs[0], table_location(root, specs[0].spec.location), spark)
+        return cls(spec, table_location(root, spec.spec.location), spark)
 
     @property
     def spark(self):

@@ -2,11 +2,13 @@
 ../shared/fixtures/hudi-v6 unzipped on demand."""
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "specs" / "examples"
+GOLDEN = ROOT / "tests" / "golden"
 FIXTURES_DIR = ROOT.parent / "shared" / "fixtures" / "hudi-v6"
 COW_FIXTURES = (
     "cow_v6_complexkeygen_hivestyle",
@@ -59,3 +61,13 @@ spec:
   orderingField: updated_at
   index: {type: BUCKET, numBuckets: 16}
 """
+
+
+def check_golden(name: str, text: str, tmp_path: Path):
+    """`text` (tmp_path shown as <TMP>) equals tests/golden/`name`; UPDATE_GOLDEN=1 rewrites the file."""
+    text = text.replace(str(tmp_path.resolve()), "<TMP>")
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
+    assert text == path.read_text(), f"{name} differs from its golden file; run with UPDATE_GOLDEN=1 if intended"

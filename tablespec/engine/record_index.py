@@ -32,7 +32,7 @@ from tablespec.errors import TablespecError
 from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
-from tablespec.hudi.config import read_table_config
+from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
@@ -61,7 +61,7 @@ def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
     settings = getattr(spec.spec.index, "record_level", None)
     if settings is not None and settings.num_buckets:
         return settings.num_buckets
-    if props.get("hoodie.index.type") == "RECORD_LEVEL" and props.get(ri.NUM_BUCKETS_PROPERTY):
+    if table_index_type(props) == RECORD_LEVEL and props.get(ri.NUM_BUCKETS_PROPERTY):
         return int(props[ri.NUM_BUCKETS_PROPERTY])
     return ri.default_num_buckets(rows)
 
@@ -309,7 +309,7 @@ def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], 
     no delta (it would be diffed from a view the index does not have): the commit stays unseen
     too, and the catch-up indexes it with them."""
     props = read_table_config(storage, base).to_properties()
-    if not ri.is_record_level(props) or coverage.unseen_commits(view.timeline):
+    if table_index_type(props) != RECORD_LEVEL or coverage.unseen_commits(view.timeline):
         return {}
     write_index_delta(spark, storage, base, instant, ri.num_buckets_of(props), view, stats, replaced)
     return coverage.delta_marks()
@@ -382,7 +382,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     slices = [s for s in view.latest_slices() if s.base_file is not None]
     rows = sum(pq.read_metadata(s.base_file.path).num_rows for s in slices)
     props = read_table_config(storage, base).to_properties()
-    num_buckets = chosen_num_buckets(spec, {} if props.get("hoodie.index.type") != "RECORD_LEVEL" else props, rows)
+    num_buckets = chosen_num_buckets(spec, props, rows)
     with Transaction(storage, base, "commit", lock) as txn:
         names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
         _index_commit(txn, timeline, "record_index_build", coverage.build_marks(timeline))

@@ -2,7 +2,8 @@
 
 Settings that tablespec manages but Hudi keeps no *table* property for (index type, bucket
 count, hash fields) are stored under Hudi's own write-config names, so Spark writers that read
-hoodie.properties agree with tablespec, and hudi-rs ignores them.
+hoodie.properties agree with tablespec, and hudi-rs ignores them. Only values Hudi accepts go
+under `hoodie.*`: what Hudi has no value for (the RECORD_LEVEL index) lives under `tablespec.*`.
 """
 from __future__ import annotations
 
@@ -24,6 +25,33 @@ CHECKSUM_KEY = "hoodie.table.checksum"
 SUPPORTED_VERSION = 6
 # Folders Apache Hudi creates with a new table; tools that list them expect them to exist.
 TABLE_FOLDERS = (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived")
+
+
+INDEX_TYPE_KEY = "hoodie.index.type"
+TABLESPEC_INDEX_TYPE_KEY = "tablespec.index.type"
+DEFAULT_INDEX_TYPE = "SIMPLE"   # Hudi's default index for Spark writers (0.13+)
+RECORD_LEVEL = "RECORD_LEVEL"
+# tablespec.index.type names the table's index as tablespec does; hoodie.index.type the index Hudi
+# writers use. Hudi has no RECORD_LEVEL type (its Spark SQL writers load table properties into their
+# write config and would fail on one), so such a table gets the Hudi index with the same semantics:
+# tablespec's record-level index is global (a key lives in one partition) and Hudi writers do not
+# maintain it, so a Hudi writer that loads the table's properties tags with GLOBAL_SIMPLE and keeps
+# keys unique across partitions too. Tables written before tablespec.index.type have only
+# hoodie.index.type (RECORD_LEVEL there, for a record-level index): table_index_type reads both.
+RECORD_LEVEL_HUDI_INDEX = "GLOBAL_SIMPLE"
+
+
+def hudi_index_type(index_type: str) -> str:
+    """The Apache Hudi index type a writer should use for tablespec's `index_type`."""
+    return RECORD_LEVEL_HUDI_INDEX if index_type == RECORD_LEVEL else index_type
+
+
+def table_index_type(props: "Mapping[str, str] | TableConfig") -> str:
+    """The table's index as tablespec names it (SIMPLE, BLOOM, BUCKET, RECORD_LEVEL; a table Apache
+    Hudi wrote may name another Hudi type): the one place that reads the index keys."""
+    if isinstance(props, TableConfig):
+        props = props.to_properties()
+    return (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or DEFAULT_INDEX_TYPE).strip().upper()
 
 
 def _parse_bool(key: str, raw: str) -> bool:
@@ -80,7 +108,7 @@ KNOWN_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("base_file_format", "hoodie.table.base.file.format", lambda k, v: v.strip().upper(), "PARQUET"),
     ConfigKey("archivelog_folder", "hoodie.archivelog.folder", _parse_str, "archived"),
     ConfigKey("create_schema", "hoodie.table.create.schema", _parse_str),
-    ConfigKey("index_type", "hoodie.index.type", lambda k, v: v.strip().upper()),
+    ConfigKey("index_type", INDEX_TYPE_KEY, lambda k, v: v.strip().upper()),
     ConfigKey("bucket_num", "hoodie.bucket.index.num.buckets", _parse_int),
     ConfigKey("bucket_hash_fields", "hoodie.bucket.index.hash.field", _parse_list, []),
 )
@@ -111,7 +139,7 @@ class TableConfig:
     base_file_format: str = "PARQUET"
     archivelog_folder: str = "archived"
     create_schema: str | None = None
-    index_type: str | None = None
+    index_type: str | None = None          # hoodie.index.type, Hudi's index; tablespec's: table_index_type()
     bucket_num: int | None = None
     bucket_hash_fields: list[str] = field(default_factory=list)
     extra: dict[str, str] = field(default_factory=dict)

@@ -121,15 +121,16 @@ def _java_date(now: datetime) -> str:
 
 
 def format_properties(props: Mapping[str, str], comment_lines: Iterable[str] = ("Updated by tablespec",),
-                      now: datetime | None = None, sort_keys: bool = True) -> str:
-    """Render properties like Properties.store: comment lines, a date comment, escaped key=value lines.
+                      now: datetime | None = None, sort_keys: bool = True, dated: bool = True) -> str:
+    """Render properties like Properties.store: comment lines, a date comment (unless not `dated`),
+    escaped key=value lines.
 
     Keys are sorted by default so that rewriting an unchanged config produces the same bytes
     (apart from the date line).
     """
-    now = now or datetime.now(timezone.utc)
     lines = [f"#{_escape_comment(line)}" for c in comment_lines for line in c.splitlines() or [""]]
-    lines.append(f"#{_java_date(now)}")
+    if dated:
+        lines.append(f"#{_java_date(now or datetime.now(timezone.utc))}")
     keys = sorted(props) if sort_keys else list(props)
     lines.extend(f"{_escape(k, True)}={_escape(str(props[k]), False)}" for k in keys)
     return "\n".join(lines) + "\n"

@@ -89,11 +89,6 @@ def default_num_buckets(rows: int) -> int:
     return max(MIN_BUCKETS, math.ceil(rows * HEADROOM / ENTRIES_PER_BUCKET))
 
 
-def is_record_level(props: dict[str, str]) -> bool:
-    """Whether hoodie.properties declare tablespec's record-level index (the one place that reads the key)."""
-    return props.get("hoodie.index.type") == "RECORD_LEVEL"
-
-
 def num_buckets_of(props: dict[str, str]) -> int:
     raw = props.get(NUM_BUCKETS_PROPERTY)
     return int(raw) if raw else MIN_BUCKETS

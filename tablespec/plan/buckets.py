@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from tablespec.hudi.config import table_index_type
+
 MiB = 1024 * 1024
 
 
@@ -34,7 +36,7 @@ class BucketLayout:
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "BucketLayout | None":
-        if props.get("hoodie.index.type") != "BUCKET" or not props.get("hoodie.bucket.index.num.buckets"):
+        if table_index_type(props) != "BUCKET" or not props.get("hoodie.bucket.index.num.buckets"):
             return None
         rules = json.loads(props.get("tablespec.bucket.partition.buckets") or "[]")
         return cls(int(props["hoodie.bucket.index.num.buckets"]), tuple((r["pattern"], int(r["numBuckets"])) for r in rules))

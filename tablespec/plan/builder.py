@@ -12,6 +12,7 @@ from tablespec.plan.clustering import clustering_actions, pending_runs
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
 from tablespec.hudi.index_coverage import describe
+from tablespec.hudi.config import table_index_type
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import RecordLevelSettings
@@ -114,7 +115,7 @@ def table_actions(spec, state: TableState) -> list[Action]:
 def _create(spec) -> Action:
     props = desired_properties(spec)
     changes = [Change(path=s.path, property=s.prop, new=props[s.prop]) for s in REGISTRY
-               if s.prop in props and s.prop != "hoodie.index.bucket.engine"]
+               if s.prop in props and not s.derived]
     changes += [Change(path="metadata.labels." + k[len(LABEL_PREFIX):], property=k, new=v)
                 for k, v in props.items() if k.startswith(LABEL_PREFIX)]
     changes += [Change(path=f"spec.columns.{c.name}", new=c.type + ("" if c.nullable else " not null"))
@@ -125,10 +126,8 @@ def _create(spec) -> Action:
 def _index_action(index: list[SettingChange], state: TableState, spec) -> Action:
     by_prop = {s.prop: s for s in index}
     props = state.config.to_properties()
-    kind_change = by_prop.get("hoodie.index.type")
-    old_type = kind_change.old if kind_change else props.get("hoodie.index.type", "SIMPLE")
-    new_type = kind_change.new if kind_change else old_type
-    changes = [_change(s) for s in index if s.prop != "hoodie.index.bucket.engine"]
+    old_type, new_type = table_index_type(props), spec.spec.index.type
+    changes = [_change(s) for s in index]
     params = {"from": old_type, "to": new_type}
     if new_type == "BUCKET":
         return _bucket_action(old_type, by_prop, state, spec, changes, params)

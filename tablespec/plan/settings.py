@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from tablespec.hudi.config import (DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type,
+                                   table_index_type)
 from tablespec.spec.model import Clustering, Protection, Retention, TableSpec
 
 Category = Literal["settings", "key", "index"]
@@ -25,6 +27,8 @@ class Setting:
     desired: Callable[[TableSpec], str | None]
     default: str | None = None        # effective value when the property is absent from a table
     sized_by_table: bool = False      # unset in the spec: tablespec chose the value; keep it, no diff
+    derived: bool = False             # follows a setting of the same path: written with it, never diffed or shown alone
+    observe: Callable[[dict[str, str]], str | None] | None = None  # the table's value, when not just the key's
 
 
 def _csv(values) -> str | None:
@@ -77,9 +81,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("hoodie.datasource.write.hive_style_partitioning", "spec.partitioning.hiveStyle", "key",
             lambda s: _bool(s.spec.partitioning.hive_style), "false"),
     Setting("hoodie.table.precombine.field", "spec.orderingField", "settings", lambda s: s.spec.ordering_field),
-    Setting("hoodie.index.type", "spec.index.type", "index", lambda s: s.spec.index.type, "SIMPLE"),
+    Setting(TABLESPEC_INDEX_TYPE_KEY, "spec.index.type", "index", lambda s: s.spec.index.type,
+            observe=table_index_type),
+    Setting(INDEX_TYPE_KEY, "spec.index.type", "index", lambda s: hudi_index_type(s.spec.index.type),
+            DEFAULT_INDEX_TYPE, derived=True),
     Setting("hoodie.index.bucket.engine", "spec.index.type", "index",
-            lambda s: "SIMPLE" if s.spec.index.type == "BUCKET" else None),
+            lambda s: "SIMPLE" if s.spec.index.type == "BUCKET" else None, derived=True),
     Setting("hoodie.bucket.index.num.buckets", "spec.index.numBuckets", "index", _index_attr("num_buckets")),
     Setting("hoodie.bucket.index.hash.field", "spec.index.hashFields", "index",
             lambda s: _csv(s.effective_hash_fields) if s.spec.index.type == "BUCKET" else None),
@@ -133,6 +140,8 @@ def desired_properties(spec: TableSpec) -> dict[str, str]:
 def effective(props: dict[str, str], prop: str) -> str | None:
     """A property's value as Hudi would read it: the stored value or the default when absent."""
     setting = BY_PROP.get(prop)
+    if setting is not None and setting.observe is not None:
+        return setting.observe(props)
     return props.get(prop, setting.default if setting else None)
 
 
@@ -143,7 +152,7 @@ def diff_settings(spec: TableSpec, observed: dict[str, str]) -> list[SettingChan
     for s in REGISTRY:
         new = desired.get(s.prop, s.default)
         old = effective(observed, s.prop)
-        if s.prop == "hoodie.index.bucket.engine" or new == old or (s.sized_by_table and new is None):
+        if s.derived or new == old or (s.sized_by_table and new is None):
             continue
         changes.append(SettingChange(s.path, s.prop, s.category, old, new))
     labels = sorted({k for k in list(desired) + list(observed) if k.startswith(LABEL_PREFIX)})
@@ -158,7 +167,7 @@ def managed_properties_update(current: dict[str, str], spec: TableSpec) -> dict[
     """`current` with every managed property set to what the spec says (others left as they are)."""
     desired = desired_properties(spec)
     props = {k: v for k, v in current.items() if k not in BY_PROP and not k.startswith(LABEL_PREFIX)}
-    if spec.spec.index.type == current.get("hoodie.index.type"):  # same index: keep what tablespec sized
+    if spec.spec.index.type == table_index_type(current):  # same index: keep what tablespec sized
         props.update({s.prop: current[s.prop] for s in REGISTRY if s.sized_by_table and s.prop in current})
     props.update(desired)
     return props

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tablespec.errors import SpecError
+from tablespec.errors import SpecError, TablespecError
 from tablespec.spec.diagnostics import Diagnostic, locate
 from tablespec.spec.model import TableSpec
 from tablespec.spec.project import PROJECT_FILE
@@ -170,3 +170,13 @@ def load_specs(paths: Iterable[str | Path], variables: Mapping[str, Any] | None 
     order = {str(p): i for i, p in enumerate(files)}
     diagnostics.sort(key=lambda d: (order.get(d.file, -1), d.line, d.col))
     return LoadResult(specs, diagnostics)
+
+
+def select_spec(specs: list[LoadedSpec], name: str | None, source: str) -> LoadedSpec:
+    """The one spec of `source` a command acts on: the only one, or the one `name`d (qualified or not)."""
+    chosen = [s for s in specs if name in (None, s.spec.name, s.spec.qualified_name)]
+    if len(chosen) != 1:
+        names = ", ".join(s.spec.qualified_name for s in specs) or "none"
+        hint = "" if name else "; pick one by name (--name)"
+        raise TablespecError(f"{source}: expected one table{f' named {name}' if name else ''}, found: {names}{hint}")
+    return chosen[0]

@@ -95,7 +95,7 @@ def test_real_fixture_migrates_to_record_level_and_back(spark, real_table):
     assert action.kind == "index_migration" and action.estimate["rows"] == len(before)
     assert result.actions[0].actual["rows"] == len(before)
     props = observe(str(base)).config.to_properties()
-    assert props["hoodie.index.type"] == "RECORD_LEVEL"
+    assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "GLOBAL_SIMPLE")
     assert props[ri.NUM_BUCKETS_PROPERTY] == str(ri.MIN_BUCKETS)  # sized from the table: small
     table = Table(spec, str(base), spark)
     data = assert_consistent(table)

@@ -2,6 +2,8 @@
 Spark datasource and compare what every reader sees (tablespec, hudi-rs, Apache Hudi)."""
 from __future__ import annotations
 
+import functools
+
 from helpers import hudi_rs_rows, rows, tablespec_rows  # tests/engine, put on sys.path by conftest
 
 from tablespec.engine.reader import to_arrow
@@ -21,7 +23,8 @@ def hudi_rows(spark, location: str, **options: str) -> list[tuple]:
 
 
 def hudi_write(df, location: str, options: dict[str, str], mode: str = "append") -> None:
-    """Write `df` with Apache Hudi's Spark datasource."""
+    """Write `df` with Apache Hudi's Spark datasource (a `path` among the options is the location)."""
+    options = {k: v for k, v in options.items() if k != "path"}
     df.write.format("hudi").options(**options).mode(mode).save(str(location))
 
 
@@ -31,3 +34,70 @@ def assert_readers_agree(spark, table) -> list[tuple]:
     assert hudi_rs_rows(table.location) == ours, "hudi-rs disagrees with tablespec"
     assert hudi_rows(spark, table.location) == ours, "Apache Hudi disagrees with tablespec"
     return ours
+
+
+# Apache Hudi's config classes whose ConfigProperty fields name every key a table or writer config uses.
+CONFIG_CLASSES = (
+    "org.apache.hudi.common.table.HoodieTableConfig", "org.apache.hudi.keygen.constant.KeyGeneratorOptions",
+    "org.apache.hudi.config.HoodieWriteConfig",
+    "org.apache.hudi.config.HoodieIndexConfig", "org.apache.hudi.config.HoodieClusteringConfig",
+    "org.apache.hudi.config.HoodieCleanConfig", "org.apache.hudi.config.HoodieArchivalConfig",
+    "org.apache.hudi.common.config.HoodieMetadataConfig", "org.apache.hudi.config.HoodiePayloadConfig",
+)
+SCALA_CONFIG_OBJECTS = ("org.apache.hudi.DataSourceWriteOptions",)  # their ConfigProperty fields are accessors
+
+
+@functools.lru_cache(maxsize=1)
+def _hudi_config_properties(spark) -> dict:
+    """Every key (and alternative key) Apache Hudi's config classes define -> its ConfigProperty."""
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    config_property = "org.apache.hudi.common.config.ConfigProperty"
+    no_args = gateway.new_array(jvm.java.lang.Object, 0)
+    props = []
+    for name in CONFIG_CLASSES:
+        cls = jvm.java.lang.Class.forName(name, True, loader)
+        props += [f.get(None) for f in cls.getFields() if f.getType().getName() == config_property]
+    for name in SCALA_CONFIG_OBJECTS:
+        module = jvm.java.lang.Class.forName(name + "$", True, loader)
+        instance = module.getField("MODULE$").get(None)
+        props += [m.invoke(instance, no_args) for m in module.getMethods()
+                  if m.getParameterCount() == 0 and m.getReturnType().getName() == config_property]
+    return {key: p for p in props for key in [p.key(), *p.getAlternatives()]}
+
+
+def rejected_properties(spark, props: dict[str, str]) -> dict[str, str]:
+    """The hoodie.* entries of `props` Apache Hudi would not accept, with Hudi's reason: keys it does
+    not define, values outside a key's valid values, and a write config Hudi cannot build from them."""
+    known = _hudi_config_properties(spark)
+    rejected = {}
+    for key, value in props.items():
+        if not key.startswith("hoodie."):
+            continue
+        if key not in known:
+            rejected[key] = "not an Apache Hudi config key"
+            continue
+        try:
+            known[key].checkValues(value)
+        except Exception as e:  # py4j's Java exception: Hudi's own message
+            rejected[key] = _java_message(e)
+    if not rejected:  # as Hudi's Spark SQL writers do: table properties (and the table's record key
+        jvm = spark._jvm  # as the writer's) loaded into a write config
+        java_props = jvm.java.util.Properties()
+        for key, value in props.items():
+            java_props.setProperty(key, value)
+        if "hoodie.table.recordkey.fields" in props:
+            java_props.setProperty("hoodie.datasource.write.recordkey.field", props["hoodie.table.recordkey.fields"])
+        try:
+            config = (jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder().withPath("/tmp/unused")
+                      .withProperties(java_props).build())
+            config.getIndexType()
+            config.getKeyGeneratorClass()
+        except Exception as e:
+            rejected["(write config)"] = _java_message(e)
+    return rejected
+
+
+def _java_message(e: Exception) -> str:
+    java = getattr(e, "java_exception", None)
+    return str(java.toString()) if java is not None else str(e).splitlines()[0]

@@ -2,21 +2,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from _support import EXAMPLES, ROOT
+from _support import EXAMPLES, check_golden
 from tablespec.apply import Applier
 from tablespec.plan.builder import build_plan, table_location
 from tablespec.plan.render import load_plan, render, render_json
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe
 
-GOLDEN = ROOT / "tests" / "golden"
 NOW = datetime(2026, 11, 21, 9, 30, tzinfo=timezone.utc)
 
 
@@ -30,13 +28,6 @@ def make_plan(specs_dir="specs"):
     return build_plan(loaded.specs, states, "warehouse", {"env": "test"}, now=NOW)
 
 
-def check_golden(name: str, text: str, tmp_path: Path):
-    text = text.replace(str(tmp_path.resolve()), "<TMP>")
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text(), f"{name} differs from its golden file; run with UPDATE_GOLDEN=1 if intended"
 
 
 @pytest.fixture

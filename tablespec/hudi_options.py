@@ -1,0 +1,109 @@
+"""`hudi-options`: the Apache Hudi writer configuration that makes a user's own Hudi job obey a spec.
+
+A Hudi job writing into a tablespec table must key, partition, index and order records exactly as
+tablespec does, keep the table at version 6, and leave the timeline work tablespec owns (clustering,
+cleaning, the retired metadata table, archiving) to tablespec. Values come from the settings
+registry, so they are the ones tablespec writes into hoodie.properties.
+"""
+from __future__ import annotations
+
+from tablespec.actions.metadata import TABLE_DEFAULTS
+from tablespec.errors import SpecError, TablespecError
+from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL
+from tablespec.plan.builder import table_location
+from tablespec.plan.settings import REGISTRY
+from tablespec.spec.diagnostics import Diagnostic
+from tablespec.spec.loader import LoadedSpec
+from tablespec.spec.model import TableSpec
+
+# Settings Hudi writers read under the name hoodie.properties uses (spec paths of the registry).
+SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle", "spec.index.type",
+             "spec.index.numBuckets", "spec.index.hashFields")
+# Writer options whose table property has another name: writer key -> the registry's spec path.
+RENAMED = {
+    "hoodie.datasource.write.table.type": "spec.tableType",
+    "hoodie.datasource.write.recordkey.field": "spec.recordKey.fields",
+    "hoodie.datasource.write.partitionpath.field": "spec.partitioning.fields",
+    "hoodie.datasource.write.keygenerator.class": "spec.recordKey",
+    "hoodie.datasource.write.precombine.field": "spec.orderingField",
+}
+# Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
+FIXED_LAYOUT = ("url_encode_partitioning", "drop_partition_columns", "populate_meta_fields")
+# Ordering: the greater orderingField value wins, also against the stored record (ties: incoming);
+# Hudi's default payload would overwrite the stored record whatever its ordering value.
+ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+WRITER = {
+    # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table
+    # (VERSION_PINS).
+    "hoodie.write.table.version": "6",
+    "hoodie.write.auto.upgrade": "false",
+    # tablespec retires Hudi's metadata table before each of its commits: a Hudi job that kept it
+    # on would rebuild it after every tablespec action.
+    "hoodie.metadata.enable": "false",
+    # Clustering and cleaning are tablespec's (`plan` schedules them from the spec).
+    "hoodie.clustering.inline": "false",
+    "hoodie.clustering.schedule.inline": "false",
+    "hoodie.clustering.async.enabled": "false",
+    "hoodie.clean.automatic": "false",
+    # Archiving moves instants out of the active timeline, the only one tablespec reads: the last
+    # clustering's layout, commits since it, per-file schemas and index instants would be lost.
+    "hoodie.archive.automatic": "false",
+    # The table's schema is the spec's: an incoming batch may not drop columns or relax NOT NULL.
+    "hoodie.datasource.write.reconcile.schema": "true",
+}
+# Hudi 1.x pins, unknown to Hudi 0.15 (which ignores keys it does not define).
+VERSION_PINS = ("hoodie.write.table.version", "hoodie.write.auto.upgrade")
+# Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
+# records before an insert then.
+AUTO_KEYS = {"hoodie.combine.before.insert": "false"}
+# A RECORD_LEVEL table is global (a key lives in one partition): Hudi writers, which do not maintain
+# tablespec's index, tag with GLOBAL_SIMPLE and move a key whose partition value changed.
+GLOBAL_MOVES = {"hoodie.simple.index.update.partition.path": "true"}
+
+
+class NoHudiEquivalent(TablespecError):
+    """A spec setting Apache Hudi writers cannot obey."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path, self.message = path, message
+
+
+def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
+    """The Apache Hudi writer options (all strings) for writing into `spec`'s table at `location`."""
+    index = spec.spec.index
+    if index.type == "BUCKET" and index.partition_buckets:
+        raise NoHudiEquivalent("spec.index.partitionBuckets", "per-partition bucket counts have no Apache Hudi 0.15 "
+                               "equivalent (its bucket index has one count for every partition); a Hudi writer "
+                               "would route keys to the wrong buckets. Write this table with tablespec")
+    options = {s.prop: v for s in REGISTRY
+               if s.path in SAME_NAME and s.prop.startswith("hoodie.") and (v := s.desired(spec)) is not None}
+    by_path = {s.path: s for s in REGISTRY if s.path in RENAMED.values()}
+    options.update({key: v for key, path in RENAMED.items() if (v := by_path[path].desired(spec)) is not None})
+    options.update({KEYS_BY_ATTR[a].key: TABLE_DEFAULTS[KEYS_BY_ATTR[a].key] for a in FIXED_LAYOUT})
+    options.update(WRITER)
+    if spec.spec.record_key.auto_generate:
+        options.update(AUTO_KEYS)
+    if spec.spec.ordering_field:
+        options.update({"hoodie.datasource.write.payload.class": ORDERED_PAYLOAD,
+                        "hoodie.payload.ordering.field": spec.spec.ordering_field})
+    if index.type == RECORD_LEVEL:
+        options.update(GLOBAL_MOVES)
+    options["path"] = location
+    return dict(sorted(options.items()))
+
+
+def options_for(loaded: LoadedSpec, warehouse: str) -> dict[str, str]:
+    """`hudi_write_options` of a loaded spec, under `warehouse`; a setting Hudi cannot obey is
+    reported at its place in the spec file."""
+    try:
+        return hudi_write_options(loaded.spec, table_location(warehouse, loaded.spec.spec.location))
+    except NoHudiEquivalent as e:
+        line, col = loaded.position(e.path)
+        raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None
+
+
+def render_properties(options: dict[str, str]) -> str:
+    """Java properties text (HoodieStreamer --props, spark-submit --properties-file)."""
+    from tablespec.hudi.properties import format_properties
+    return format_properties(options, ("Apache Hudi writer options from tablespec hudi-options",), dated=False)

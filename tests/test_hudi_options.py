@@ -1,0 +1,127 @@
+"""`tablespec hudi-options`: the Apache Hudi writer options for a spec, per index type (golden files),
+and its errors. The interop tier (tests/interop/test_hudi_options.py) writes with them through Hudi."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _support import ORDERS_SPEC, check_golden
+from tablespec.cli import main
+from tablespec.hudi_options import hudi_write_options
+from tablespec.plan.settings import desired_properties
+from tablespec.spec.loader import load_spec_text
+
+# orders (partitioned, one key field, ordering) under each index; events: auto keys; clicks: complex key
+INDEXES = {
+    "SIMPLE": "{type: SIMPLE}",
+    "BLOOM": "{type: BLOOM}",
+    "BUCKET": "{type: BUCKET, numBuckets: 8, hashFields: [order_id]}",
+    "RECORD_LEVEL": "{type: RECORD_LEVEL}",
+}
+OTHERS = """---
+apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: events}
+spec:
+  location: raw/events
+  columns:
+    - {name: event_id, type: string}
+    - {name: day, type: string}
+  recordKey: {autoGenerate: true}
+  partitioning: {fields: [day], hiveStyle: false}
+---
+apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: clicks, database: raw}
+spec:
+  location: raw/clicks
+  columns:
+    - {name: user_id, type: long, nullable: false}
+    - {name: ts, type: long, nullable: false}
+  recordKey: {fields: [user_id, ts]}
+  index: {type: BLOOM}
+"""
+
+
+def _orders(index: str) -> str:
+    return ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", INDEXES[index])
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def specs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    for index in INDEXES:
+        (tmp_path / f"orders_{index.lower()}.yaml").write_text(_orders(index))
+    (tmp_path / "others.yaml").write_text(OTHERS)
+    return tmp_path
+
+
+@pytest.mark.parametrize("index", list(INDEXES))
+def test_options_per_index_type(specs, capsys, tmp_path, index):
+    code, out, err = run(capsys, "hudi-options", f"orders_{index.lower()}.yaml", "--warehouse", str(tmp_path / "wh"))
+    assert code == 0, err
+    check_golden(f"hudi_options_{index.lower()}.properties", out, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["events", "raw.clicks"])
+def test_options_auto_and_complex_keys_as_json(specs, capsys, tmp_path, name):
+    code, out, err = run(capsys, "hudi-options", "others.yaml", "--name", name, "--format", "json",
+                         "--warehouse", str(tmp_path / "wh"))
+    assert code == 0, err
+    options = json.loads(out)
+    assert all(isinstance(v, str) for v in options.values())
+    check_golden(f"hudi_options_{name.split('.')[-1]}.json", out, tmp_path)
+
+
+@pytest.mark.parametrize("index", list(INDEXES))
+def test_options_agree_with_the_table_properties(index):
+    """Every option naming a table property carries the value tablespec writes into hoodie.properties."""
+    spec = load_spec_text(_orders(index), "t.yaml").specs[0].spec
+    options, props = hudi_write_options(spec, "/wh/sales/orders"), desired_properties(spec)
+    assert options["hoodie.datasource.write.keygenerator.class"] == props["hoodie.table.keygenerator.class"]
+    assert options["hoodie.datasource.write.recordkey.field"] == props["hoodie.table.recordkey.fields"]
+    assert options["hoodie.datasource.write.partitionpath.field"] == props["hoodie.table.partition.fields"]
+    assert options["hoodie.datasource.write.precombine.field"] == props["hoodie.table.precombine.field"]
+    shared = {k: v for k, v in props.items() if k in options}
+    assert shared and all(options[k] == v for k, v in shared.items())
+    assert options["path"] == "/wh/sales/orders"
+
+
+def test_partition_buckets_are_refused_at_their_line(specs, capsys, tmp_path):
+    (tmp_path / "rules.yaml").write_text(_orders("BUCKET").replace(
+        "hashFields: [order_id]}", "hashFields: [order_id],\n    partitionBuckets: [{pattern: '.*', numBuckets: 2}]}"))
+    code, out, err = run(capsys, "hudi-options", "rules.yaml", "--warehouse", "wh")
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert err.startswith("rules.yaml:16:5: ") and "spec.index.partitionBuckets: per-partition bucket counts" in err
+
+
+def test_bad_input_is_reported_without_traceback(specs, capsys, tmp_path):
+    code, _, err = run(capsys, "hudi-options", "others.yaml", "--warehouse", "wh")
+    assert code == 1 and "expected one table, found: events, raw.clicks; pick one by name (--name)" in err
+    code, _, err = run(capsys, "hudi-options", "others.yaml", "--name", "nope", "--warehouse", "wh")
+    assert code == 1 and "expected one table named nope" in err
+    (tmp_path / "bad.yaml").write_text(_orders("SIMPLE").replace("orderingField: updated_at", "orderingField: nope"))
+    code, _, err = run(capsys, "hudi-options", "bad.yaml", "--warehouse", "wh")
+    assert code == 1 and "bad.yaml:" in err and "spec.orderingField" in err and "Traceback" not in err
+    code, _, err = run(capsys, "hudi-options", "orders_simple.yaml")
+    assert code == 1 and "no warehouse" in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["hudi-options", "orders_simple.yaml", "--format", "yaml"])
+    assert exit_.value.code == 2 and "invalid choice: 'yaml'" in capsys.readouterr().err
+
+
+def test_warehouse_from_the_environment_and_project_file(specs, capsys, tmp_path, monkeypatch):
+    (tmp_path / "tablespec.project.yaml").write_text("warehouse: ./from_project\n")
+    _, out, _ = run(capsys, "hudi-options", "orders_simple.yaml", "--format", "json")
+    assert json.loads(out)["path"] == str(tmp_path / "from_project" / "sales" / "orders")
+    monkeypatch.setenv("TABLESPEC_WAREHOUSE", str(tmp_path / "from_env"))
+    _, out, _ = run(capsys, "hudi-options", "orders_simple.yaml", "--format", "json")
+    assert json.loads(out)["path"] == str(tmp_path / "from_env" / "sales" / "orders")
