@@ -40,7 +40,17 @@ def state_dict(state: TableState) -> dict:
         "fileGroups": len(state.file_groups),
         "fileGroupsPerPartition": dict(sorted(per_partition.items())),
         "totalBytes": state.total_bytes,
+        "metadataTable": state.metadata_table.to_dict(),
     }
+
+
+def _metadata_table_text(mdt: dict) -> str:
+    """Hudi's metadata table in one line: folder and the partitions hoodie.properties names."""
+    if not mdt["present"] and not mdt["partitions"] and not mdt["inflightPartitions"]:
+        return "(no Hudi metadata table)"
+    where = f".hoodie/metadata, {human_bytes(mdt['bytes'])}" if mdt["present"] else "no .hoodie/metadata folder"
+    return (f"Hudi metadata table: {where}; partitions {', '.join(mdt['partitions']) or '(none)'}; "
+            f"inflight {', '.join(mdt['inflightPartitions']) or '(none)'}")
 
 
 def show_json(state: TableState) -> str:
@@ -67,6 +77,7 @@ def show_text(state: TableState) -> str:
         f"clustering  {('last ' + d['lastClustering']) if d['lastClustering'] else 'never'}, "
         f"{d['commitsSinceClustering']} commits since",
         f"data        {d['fileGroups']} file groups in {d['partitions']} partitions, {human_bytes(d['totalBytes'])}",
+        f"metadata    {_metadata_table_text(d['metadataTable'])}",
         "columns",
     ]
     lines += [f"  {c['name']:<24} {c['type']}{'' if c['nullable'] else ' not null'}" for c in d["columns"]]

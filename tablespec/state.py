@@ -19,7 +19,8 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, storage_for
 from tablespec.hudi.heartbeat import tolerance_seconds
-from tablespec.hudi import record_index
+from tablespec.hudi import metadata_table, record_index
+from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
@@ -68,6 +69,7 @@ class TableState:
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
+    metadata_table: MetadataTable | None = None   # Hudi's, as hoodie.properties and .hoodie/metadata show it
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
@@ -137,6 +139,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         partitions=tuple(view.partitions),
         count_rows=functools.partial(_rows, timeline, view),
         index_buckets=index,
+        metadata_table=metadata_table.describe(storage, location, props),
     )
 
 
