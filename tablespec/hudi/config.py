@@ -45,6 +45,10 @@ def _parse_str(key: str, raw: str) -> str:
     return raw
 
 
+def _parse_name(key: str, raw: str) -> str | None:
+    return raw.strip() or None  # Hudi writes `hoodie.database.name=` for a table without a database
+
+
 def _format(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -65,7 +69,7 @@ class ConfigKey:
 
 KNOWN_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("name", "hoodie.table.name", _parse_str, required=True),
-    ConfigKey("database", "hoodie.database.name", _parse_str),
+    ConfigKey("database", "hoodie.database.name", _parse_name),
     ConfigKey("table_type", "hoodie.table.type", lambda k, v: v.strip().upper(), "COPY_ON_WRITE"),
     ConfigKey("version", "hoodie.table.version", _parse_int, 0),
     ConfigKey("timeline_layout_version", "hoodie.timeline.layout.version", _parse_int),
