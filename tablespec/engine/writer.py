@@ -23,7 +23,7 @@ from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.config import read_table_config
+from tablespec.hudi.config import bloom_filters_expected, read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
@@ -134,7 +134,7 @@ class TableWriter:
                 replaced.setdefault(s.partition, []).append(s.file_id)
             refuse_replacing_planned(timeline, replaced, self.base)
         with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
-            job = self._job(txn.instant, operation, view)
+            job = self._job(txn.instant, operation, view, props)
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
@@ -153,7 +153,7 @@ class TableWriter:
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), index.num_buckets if index else None)
 
-    def _job(self, instant_ts: str, operation: str, view: FileSystemView) -> tasks.WriteJob:
+    def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec
         slices = view.latest_slices()
         base_files = {s.file_id: (s.partition, s.base_file.name, s.base_instant) for s in slices if s.base_file is not None}
@@ -174,7 +174,7 @@ class TableWriter:
             url_encode=False, ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
-            bloom_filter=spec.index.type == "BLOOM")
+            bloom_filter=bloom_filters_expected(props))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None) -> list[dict]:
         """The Spark part: prepare rows, tag them with file groups, write file slices."""

@@ -169,6 +169,13 @@ class TableConfig:
         return dataclasses.replace(self, **changes, _present=present)
 
 
+def bloom_filters_expected(props: Mapping[str, str]) -> bool:
+    """Whether new base files must carry Hudi's bloom filter: on BLOOM tables, and on tables whose
+    hoodie.properties records no index (Apache Hudi created them and keeps the index type in its
+    writers' config; a BLOOM writer fails on a file without a filter). tablespec records it always."""
+    return props.get("hoodie.index.type", "BLOOM").strip().upper() == "BLOOM"
+
+
 def fingerprint(props: Mapping[str, str] | TableConfig) -> str:
     """sha256 of the sorted key=value lines: equal configs give equal fingerprints, whatever the
     comment header or key order of the file (used to detect stale plans)."""
