@@ -69,7 +69,7 @@ class TableState:
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
-    metadata_table: MetadataTable | None = None   # Hudi's, as hoodie.properties and .hoodie/metadata show it
+    metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property

@@ -46,6 +46,9 @@ class MetadataTable:
                 "inflightPartitions": list(self.inflight), "bytes": self.bytes}
 
 
+NONE = MetadataTable(False, (), (), 0)
+
+
 def describe(storage: Storage, base: str, props: dict[str, str]) -> MetadataTable:
     """The metadata table of the table at `base` whose hoodie.properties are `props`."""
     path = folder(base)
@@ -54,17 +57,21 @@ def describe(storage: Storage, base: str, props: dict[str, str]) -> MetadataTabl
     return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)), size)
 
 
-def retire(storage: Storage, base: str) -> bool:
-    """Stop Hudi from using the metadata table and delete it; returns whether there was one.
-    Call under the table lock, before the table changes."""
+def unname(storage: Storage, base: str) -> bool:
+    """Empty the metadata partitions hoodie.properties names (Hudi readers and writers stop using
+    the metadata table); returns whether it named any."""
     config = read_table_config(storage, base)
-    if config is None:
+    props = config.to_properties() if config is not None else {}
+    if not (_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY))):
         return False
-    props = config.to_properties()
-    named = bool(_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY)))
-    if named:  # readers stop using it first: a folder the properties do not name is ignored
-        write_table_config(storage, base, config.with_updates(
-            extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""}))
+    write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""}))
+    return True
+
+
+def retire(storage: Storage, base: str) -> bool:
+    """Stop Hudi from using the metadata table, then delete it; returns whether there was one.
+    Call under the table lock, before the table changes."""
+    named = unname(storage, base)
     present = storage.is_dir(folder(base))
     if present:
         storage.delete_tree(folder(base))
