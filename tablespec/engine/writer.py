@@ -223,7 +223,9 @@ class TableWriter:
         if not files:
             tagged = prepared
         else:
-            existing = (self.spark.read.parquet(*files)
+            # An explicit schema: files Hudi's row writer wrote (clustering) mark the meta columns
+            # as Spark metadata columns in their footer, which hides `_metadata` from the read.
+            existing = (self.spark.read.schema(f"{tasks.KEY} string, {tasks.PART} string").parquet(*files)
                         .select(F.col(tasks.KEY), F.col(tasks.PART),
                                 F.substring_index(F.col("_metadata.file_name"), "_", 1).alias("_ts_efg")))
             tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")

@@ -49,6 +49,11 @@ def _cli(capsys, *argv):
     return code, out, err
 
 
+def _save(doc: dict, spec_file: str) -> None:
+    with open(spec_file, "w") as f:
+        json.dump(doc, f)  # JSON is YAML
+
+
 def _table(spark, doc: dict, location) -> Table:
     return Table(TableSpec.model_validate(doc), str(location), spark)
 
@@ -90,8 +95,23 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     shown = json.loads(out)["metadataTable"]
     assert shown["present"] and shown["partitions"] == ["files"] and shown["bytes"] > 0
 
-    # A retire interrupted after hoodie.properties: Hudi reads without the folder no key names.
+    # update_settings rewrites hoodie.properties only: the metadata table and its keys stay, and
+    # Hudi reads through it (a stale .crc beside the rewritten file fails Hudi's read).
+    doc["spec"]["retention"]["keepCommits"] = 5
+    _save(doc, spec_file)
+    assert _apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
+    assert observe(str(location)).metadata_table.partitions == ("files",)
     written = hudi_rows(hudi, str(location))
+    assert len(written) == len(FIRST)
+
+    # An action that changes files is planned with the note, in every format.
+    _save({**doc, "spec": {**doc["spec"], "index": {"type": "BUCKET", "numBuckets": 2}}}, spec_file)
+    for fmt in ("text", "markdown", "json"):
+        code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--format", fmt)
+        assert code == 0 and "retires Hudi's metadata table" in out, out + err
+    _save(doc, spec_file)
+
+    # A retire interrupted after hoodie.properties: Hudi reads without the folder no key names.
     assert metadata_table.unname(LocalStorage(), str(location)) and not os.path.exists(sidecar)
     assert observe(str(location)).metadata_table.present
     assert hudi_rows(hudi, str(location)) == written
@@ -103,8 +123,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]}
     doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
     doc["spec"]["retention"]["keepCommits"] = 1
-    with open(spec_file, "w") as f:
-        json.dump(doc, f)
+    _save(doc, spec_file)
     kinds = _apply_until_done(capsys, spec_file, tmp_path)
     assert {"bucket_bootstrap", "clustering", "clean"} <= set(kinds), kinds
     table = _table(hudi, doc, location)
