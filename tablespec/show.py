@@ -23,7 +23,7 @@ def state_dict(state: TableState) -> dict:
         "partitionFields": props.get("hoodie.table.partition.fields"),
         "hiveStyle": effective(props, "hoodie.datasource.write.hive_style_partitioning") == "true",
         "orderingField": props.get("hoodie.table.precombine.field"),
-        "index": {"type": effective(props, "hoodie.index.type"),
+        "index": {"type": effective(props, "hoodie.index.type"), "recorded": "hoodie.index.type" in props,
                   "numBuckets": props.get("hoodie.bucket.index.num.buckets"),
                   "hashFields": props.get("hoodie.bucket.index.hash.field"),
                   "recordLevel": {"numBuckets": props.get("tablespec.record.level.num.buckets"),
@@ -61,6 +61,8 @@ def show_text(state: TableState) -> str:
     d = state_dict(state)
     index = d["index"]["type"] + (f" ({d['index']['numBuckets']} buckets on {d['index']['hashFields']})"
                                   if d["index"]["type"] == "BUCKET" else "")
+    if not d["index"]["recorded"]:  # tables Apache Hudi created: its writers keep the index in their config
+        index += " (assumed: hoodie.properties records no index type)"
     if d["index"]["recordLevel"]:
         rl = d["index"]["recordLevel"]
         index += f" ({rl['numBuckets']} index buckets, {rl['files']} index files, {human_bytes(rl['bytes'])})"

@@ -94,6 +94,9 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     code, out, _ = _cli(capsys, "show", str(location), "--format", "json")
     shown = json.loads(out)["metadataTable"]
     assert shown["present"] and shown["partitions"] == ["files"] and shown["bytes"] > 0
+    code, out, _ = _cli(capsys, "show", str(location))
+    assert "metadata    Hudi metadata table: .hoodie/metadata" in out and "partitions files; inflight (none)" in out
+    assert "index       SIMPLE (assumed: hoodie.properties records no index type)" in out
 
     # update_settings rewrites hoodie.properties only: the metadata table and its keys stay, and
     # Hudi reads through it (a stale .crc beside the rewritten file fails Hudi's read).
