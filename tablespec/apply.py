@@ -118,7 +118,7 @@ class Applier:
         metadata.create_table(t.location, spec)
 
     def visit_update_settings(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
-        with locked(t.location):
+        with locked(t.location, changes_files=False):  # Hudi's metadata table stays true: kept
             metadata.update_settings(t.location, spec)
 
     def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:

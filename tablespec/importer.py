@@ -29,6 +29,27 @@ def _int(props: dict, key: str) -> int | None:
     return int(value) if value not in (None, "") else None
 
 
+def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
+    """Apache Hudi keeps no index type or bucket count in hoodie.properties. A layout of bucket
+    file groups (`%08d` bucket prefix, one per bucket and partition) with no index recorded was
+    written with a BUCKET index: importing it as SIMPLE would let a write break the layout, and the
+    bucket count cannot be read from files (empty buckets have none), so import stops and says so."""
+    if props.get("hoodie.index.type") or not state.file_groups:
+        return
+    seen: set[tuple[str, int | None]] = set()
+    for fg in state.file_groups:
+        if fg.bucket is None or (fg.partition, fg.bucket) in seen:
+            return
+        seen.add((fg.partition, fg.bucket))
+    raise UnsupportedTableError(
+        f"{state.location}: every file group id carries a bucket number (highest "
+        f"{max(b for _, b in seen)}): the table was written with a BUCKET index, but hoodie.properties "
+        "records neither the index type nor the bucket count, and the bucket count cannot be determined "
+        "from the files. Record the writers' settings in .hoodie/hoodie.properties "
+        "(hoodie.index.type=BUCKET, hoodie.bucket.index.num.buckets=N, optionally "
+        "hoodie.bucket.index.hash.field) and import again")
+
+
 def spec_document(state: TableState, warehouse: str) -> dict:
     """The spec (camelCase, as users write it) that describes `state` exactly."""
     if not state.exists:
@@ -37,6 +58,7 @@ def spec_document(state: TableState, warehouse: str) -> dict:
         raise UnsupportedTableError(f"{state.location}: is a {state.config.table_type} table; "
                                     "tablespec manages COPY_ON_WRITE tables only for now")
     props = state.config.to_properties()
+    _refuse_unrecorded_buckets(state, props)
     keys = _csv(props.get("hoodie.table.recordkey.fields"))
     index_type = table_index_type(props)
     index: dict = {"type": index_type}

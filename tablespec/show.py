@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from tablespec.hudi.config import table_index_type
+from tablespec.hudi.config import index_recorded, table_index_type
 from tablespec.plan.settings import effective
 from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
@@ -24,7 +24,7 @@ def state_dict(state: TableState) -> dict:
         "partitionFields": props.get("hoodie.table.partition.fields"),
         "hiveStyle": effective(props, "hoodie.datasource.write.hive_style_partitioning") == "true",
         "orderingField": props.get("hoodie.table.precombine.field"),
-        "index": {"type": table_index_type(props),
+        "index": {"type": table_index_type(props), "recorded": index_recorded(props),
                   "numBuckets": props.get("hoodie.bucket.index.num.buckets"),
                   "hashFields": props.get("hoodie.bucket.index.hash.field"),
                   "recordLevel": {"numBuckets": props.get("tablespec.record.level.num.buckets"),
@@ -41,7 +41,17 @@ def state_dict(state: TableState) -> dict:
         "fileGroups": len(state.file_groups),
         "fileGroupsPerPartition": dict(sorted(per_partition.items())),
         "totalBytes": state.total_bytes,
+        "metadataTable": state.metadata_table.to_dict(),
     }
+
+
+def _metadata_table_text(mdt: dict) -> str:
+    """Hudi's metadata table in one line: folder and the partitions hoodie.properties names."""
+    if not mdt["present"] and not mdt["partitions"] and not mdt["inflightPartitions"]:
+        return "(no Hudi metadata table)"
+    where = f".hoodie/metadata, {human_bytes(mdt['bytes'])}" if mdt["present"] else "no .hoodie/metadata folder"
+    return (f"Hudi metadata table: {where}; partitions {', '.join(mdt['partitions']) or '(none)'}; "
+            f"inflight {', '.join(mdt['inflightPartitions']) or '(none)'}")
 
 
 def show_json(state: TableState) -> str:
@@ -52,6 +62,8 @@ def show_text(state: TableState) -> str:
     d = state_dict(state)
     index = d["index"]["type"] + (f" ({d['index']['numBuckets']} buckets on {d['index']['hashFields']})"
                                   if d["index"]["type"] == "BUCKET" else "")
+    if not d["index"]["recorded"]:  # tables Apache Hudi created: its writers keep the index in their config
+        index += " (assumed: hoodie.properties records no index type)"
     if d["index"]["recordLevel"]:
         rl = d["index"]["recordLevel"]
         index += f" ({rl['numBuckets']} index buckets, {rl['files']} index files, {human_bytes(rl['bytes'])})"
@@ -68,6 +80,7 @@ def show_text(state: TableState) -> str:
         f"clustering  {('last ' + d['lastClustering']) if d['lastClustering'] else 'never'}, "
         f"{d['commitsSinceClustering']} commits since",
         f"data        {d['fileGroups']} file groups in {d['partitions']} partitions, {human_bytes(d['totalBytes'])}",
+        f"metadata    {_metadata_table_text(d['metadataTable'])}",
         "columns",
     ]
     lines += [f"  {c['name']:<24} {c['type']}{'' if c['nullable'] else ' not null'}" for c in d["columns"]]

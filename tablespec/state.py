@@ -19,8 +19,9 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, storage_for
 from tablespec.hudi.heartbeat import tolerance_seconds
-from tablespec.hudi import record_index
+from tablespec.hudi import metadata_table, record_index
 from tablespec.hudi.index_coverage import CatchUp, catch_up
+from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
@@ -70,6 +71,7 @@ class TableState:
     partitions: tuple[str, ...] = field(default=())
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
     index_catch_up: CatchUp | None = None  # RECORD_LEVEL: data commits the index has not seen
+    metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
@@ -140,6 +142,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         count_rows=functools.partial(_rows, timeline, view),
         index_buckets=index,
         index_catch_up=catch_up(timeline) if record_level else None,
+        metadata_table=metadata_table.describe(storage, location, props),
     )
 
 

@@ -158,8 +158,11 @@ def test_show_and_import_round_trip(project, capsys):
     run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
     code, out, _ = run(capsys, "show", "warehouse/sales/orders")
     assert code == 0 and "BUCKET (16 buckets on order_id)" in out
+    assert "metadata    (no Hudi metadata table)" in out
     code, out, _ = run(capsys, "show", "warehouse/sales/orders", "--format", "json")
     assert json.loads(out)["index"]["numBuckets"] == "16"
+    assert json.loads(out)["metadataTable"] == {"present": False, "partitions": [], "inflightPartitions": [],
+                                                "bytes": 0}
     code, out, _ = run(capsys, "import", "warehouse/sales/orders", "--warehouse", "warehouse")
     assert code == 0 and out.startswith("# yaml-language-server: $schema=")
     imported = project / "imported"

@@ -32,7 +32,7 @@ from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
 from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
-from tablespec.hudi.config import read_table_config, table_index_type
+from tablespec.hudi.config import bloom_filters_expected, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import storage_for
@@ -175,8 +175,8 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
     view = FileSystemView.build(storage, base, timeline)  # as before the clustering
     files, bytes_read = _input_files(view, base, plan, instant)
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
-    index_type = table_index_type(read_table_config(storage, base))
-    bucketed = index_type == "BUCKET"
+    props = read_table_config(storage, base).to_properties()
+    bucketed = table_index_type(props) == "BUCKET"
     if bucketed and any(g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1
                         for g in plan.groups):
         raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
@@ -185,7 +185,7 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
-                            avro_schema, groups, bloom_filter=index_type == "BLOOM")
+                            avro_schema, groups, bloom_filter=bloom_filters_expected(props))
         rows = (spark.range(len(groups), numPartitions=max(1, len(groups)))
                 .mapInArrow(functools.partial(cluster_groups, job), tasks.STATS_DDL).collect())
         stats = [r.asDict() for r in rows]

@@ -12,6 +12,7 @@ from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
+from tablespec.hudi.metadata_table import retire as retire_metadata_table
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import recover, rollback
@@ -47,13 +48,23 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
 
 @contextmanager
 def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-           heartbeat_tolerance: float | None = None):
+           heartbeat_tolerance: float | None = None, changes_files: bool = True):
     """Hold the table lock (writers and apply take the same one) and, first, finish interrupted
-    rollbacks/cleans and roll back writes whose writer died; `lock.recovered` lists those."""
+    rollbacks/cleans and roll back writes whose writer died; `lock.recovered` lists those.
+
+    When the holder changes the table's files, or recovery may (pending instants), Hudi's metadata
+    table is retired first: tablespec does not maintain it, and Hudi would list stale files through
+    it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true."""
     storage, base = storage_for(location)
     lock = TableLock(storage, base, owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
     lock.acquire(timeout_seconds=timeout_seconds)
     try:
+        if changes_files or Timeline.load(storage, base).pending():
+            # Before recovery: recovery may roll back an inflight Hudi wrote, and Hudi would roll
+            # back its metadata-table side too; with the metadata table gone first, the rollback
+            # acts on a table without one (as under hoodie.metadata.enable=false) and no crash
+            # can leave a metadata table describing files recovery already deleted.
+            retire_metadata_table(storage, base)
         lock.recovered = recover(storage, base, tolerance_seconds() if heartbeat_tolerance is None
                                  else heartbeat_tolerance)
         yield lock

@@ -23,7 +23,7 @@ from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.config import read_table_config
+from tablespec.hudi.config import bloom_filters_expected, read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
@@ -137,7 +137,7 @@ class TableWriter:
                 replaced.setdefault(s.partition, []).append(s.file_id)
             refuse_replacing_planned(timeline, replaced, self.base)
         with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
-            job = self._job(txn.instant, operation, view)
+            job = self._job(txn.instant, operation, view, props)
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
@@ -157,7 +157,7 @@ class TableWriter:
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), index.num_buckets if index else None)
 
-    def _job(self, instant_ts: str, operation: str, view: FileSystemView) -> tasks.WriteJob:
+    def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec
         slices = view.latest_slices()
         base_files = {s.file_id: (s.partition, s.base_file.name, s.base_instant) for s in slices if s.base_file is not None}
@@ -178,7 +178,7 @@ class TableWriter:
             url_encode=False, ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
-            bloom_filter=spec.index.type == "BLOOM")
+            bloom_filter=bloom_filters_expected(props))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None) -> list[dict]:
         """The Spark part: prepare rows, tag them with file groups, write file slices."""
@@ -227,10 +227,11 @@ class TableWriter:
         if not files:
             tagged = prepared
         else:
-            # input_file_name, not _metadata.file_name: once Apache Hudi ran a procedure in the session,
-            # Spark 3.5 no longer resolves _metadata on parquet reads of paths inside a Hudi table.
+            # An explicit schema and input_file_name, not _metadata: files Hudi's row writer wrote
+            # (clustering) mark the meta columns as Spark metadata columns in their footer, and once
+            # Hudi ran a procedure in the session Spark 3.5 stops resolving `_metadata` on them.
             file_name = F.substring_index(F.input_file_name(), "/", -1)
-            existing = (self.spark.read.parquet(*files)
+            existing = (self.spark.read.schema(f"{tasks.KEY} string, {tasks.PART} string").parquet(*files)
                         .select(F.col(tasks.KEY), F.col(tasks.PART), F.substring_index(file_name, "_", 1).alias("_ts_efg")))
             tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")
                       .withColumn(tasks.FG, F.col("_ts_efg")).drop("_ts_efg")

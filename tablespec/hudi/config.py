@@ -73,6 +73,10 @@ def _parse_str(key: str, raw: str) -> str:
     return raw
 
 
+def _parse_name(key: str, raw: str) -> str | None:
+    return raw.strip() or None  # Hudi writes `hoodie.database.name=` for a table without a database
+
+
 def _format(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -93,7 +97,7 @@ class ConfigKey:
 
 KNOWN_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("name", "hoodie.table.name", _parse_str, required=True),
-    ConfigKey("database", "hoodie.database.name", _parse_str),
+    ConfigKey("database", "hoodie.database.name", _parse_name),
     ConfigKey("table_type", "hoodie.table.type", lambda k, v: v.strip().upper(), "COPY_ON_WRITE"),
     ConfigKey("version", "hoodie.table.version", _parse_int, 0),
     ConfigKey("timeline_layout_version", "hoodie.timeline.layout.version", _parse_int),
@@ -191,6 +195,18 @@ class TableConfig:
             raise TypeError(f"unknown TableConfig attribute(s): {', '.join(sorted(unknown))}")
         present = None if self._present is None else self._present | set(changes)
         return dataclasses.replace(self, **changes, _present=present)
+
+
+def index_recorded(props: Mapping[str, str]) -> bool:
+    """Whether hoodie.properties names the index (tablespec always does; Apache Hudi keeps the index
+    type in its writers' config, so a table it created names none)."""
+    return INDEX_TYPE_KEY in props or TABLESPEC_INDEX_TYPE_KEY in props
+
+
+def bloom_filters_expected(props: Mapping[str, str]) -> bool:
+    """Whether new base files must carry Hudi's bloom filter: on BLOOM tables, and on tables whose
+    index is not recorded (a Hudi BLOOM writer fails on a file without a filter)."""
+    return not index_recorded(props) or table_index_type(props) == "BLOOM"
 
 
 def fingerprint(props: Mapping[str, str] | TableConfig) -> str:

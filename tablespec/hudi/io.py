@@ -120,8 +120,25 @@ def _write_aside(path: str, data: bytes, place) -> None:
             os.remove(tmp)
 
 
+def checksum_sidecar(path: str) -> str:
+    """Hadoop's local file system writes `.NAME.crc` beside every file it writes and checks it on
+    read: a file rewritten without it fails Hudi's next read (ChecksumException)."""
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}.crc")
+
+
+def _drop_checksum(path: str) -> None:
+    """Remove `path`'s checksum sidecar, before the file changes: a file without one is read
+    unchecked, so a crash right after leaves nothing stale behind."""
+    try:
+        os.remove(checksum_sidecar(path))
+    except FileNotFoundError:
+        pass
+
+
 class LocalStorage(Storage):
-    """A local (or locally mounted) file system."""
+    """A local (or locally mounted) file system. Rewriting, replacing or deleting a file drops
+    its Hadoop checksum sidecar (`checksum_sidecar`)."""
 
     def read_bytes(self, path: str) -> bytes:
         with open(path, "rb") as f:
@@ -129,10 +146,12 @@ class LocalStorage(Storage):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        _drop_checksum(path)
         with open(path, "wb") as f:
             f.write(data)
 
     def write_atomic(self, path: str, data: bytes) -> None:
+        _drop_checksum(path)
         _write_aside(path, data, os.replace)
 
     def create_exclusive(self, path: str, data: bytes = b"") -> None:
@@ -181,6 +200,7 @@ class LocalStorage(Storage):
         os.utime(path)
 
     def delete(self, path: str) -> None:
+        _drop_checksum(path)
         try:
             os.remove(path)
         except FileNotFoundError:
@@ -191,7 +211,9 @@ class LocalStorage(Storage):
 
     def rename(self, src: str, dst: str) -> None:
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        _drop_checksum(dst)
         os.rename(src, dst)
+        _drop_checksum(src)
 
     def mkdirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)

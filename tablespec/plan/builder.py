@@ -41,6 +41,12 @@ def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse
     )
 
 
+METADATA_TABLE_NOTE = (
+    "the first action retires Hudi's metadata table (.hoodie/metadata): tablespec does not maintain it, "
+    "so Hudi would list stale files through it; Hudi writers configured by `tablespec hudi-options` keep it "
+    "off (hoodie.metadata.enable=false), and Hudi rebuilds it when a writer enables it again")
+
+
 def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     spec = loaded.spec
     if state.exists and state.config.table_type != "COPY_ON_WRITE":
@@ -72,6 +78,9 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state})" for i in live)
         warnings.append(f"pending instants on the timeline: {listed}; a writer is running, or crashed less than "
                         "the heartbeat tolerance ago")
+    if state.exists and any(a.kind != "update_settings" for a in actions) and \
+            (state.metadata_table.present or state.metadata_table.in_use):
+        warnings.append(METADATA_TABLE_NOTE)
     return TablePlan(
         name=display_name(spec),
         location=state.location,

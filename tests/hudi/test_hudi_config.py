@@ -198,3 +198,10 @@ def test_hudi_rs_opens_table_with_tablespec_keys(tmp_path):
     assert opts["hoodie.bucket.index.num.buckets"] == "16"
     assert table.table_type == "COPY_ON_WRITE"
     assert table.get_file_slices() == []
+
+
+def test_blank_database_name_is_no_database():
+    """Apache Hudi writes `hoodie.database.name=` for a table without a database."""
+    cfg = TableConfig.from_properties({"hoodie.table.name": "t", "hoodie.database.name": ""})
+    assert cfg.database is None and cfg.checksum == TableConfig(name="t").checksum
+    assert "hoodie.database.name" not in cfg.to_properties()

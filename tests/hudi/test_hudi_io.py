@@ -3,7 +3,7 @@ import os
 import pytest
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.io import LocalStorage, join, storage_for
+from tablespec.hudi.io import LocalStorage, checksum_sidecar, join, storage_for
 
 
 def test_write_bytes_creates_parents(tmp_path):
@@ -58,6 +58,25 @@ def test_walk_delete_rename(tmp_path):
     st.delete_tree(join(root, "x"))
     st.delete_tree(join(root, "x"))
     assert not st.exists(join(root, "x"))
+
+
+def test_rewriting_or_deleting_a_file_drops_its_hadoop_checksum(tmp_path):
+    """Hadoop verifies `.NAME.crc` on read: a file tablespec changed must not keep a stale one."""
+    s = LocalStorage()
+    paths = {op: str(tmp_path / f"{op}.txt") for op in ("write", "atomic", "delete", "rename_src", "rename_dst")}
+    for path in paths.values():
+        s.write_bytes(path, b"old")
+        s.write_bytes(checksum_sidecar(path), b"crc")
+    s.write_bytes(paths["write"], b"new")
+    s.write_atomic(paths["atomic"], b"new")
+    s.delete(paths["delete"])
+    s.rename(paths["rename_src"], paths["rename_dst"])
+    assert [p for p in paths.values() if os.path.exists(checksum_sidecar(p))] == []
+    assert checksum_sidecar(paths["write"]) == str(tmp_path / ".write.txt.crc")
+    unrelated = tmp_path / ".other.crc"
+    unrelated.write_bytes(b"x")
+    s.delete(paths["write"])
+    assert unrelated.exists()
 
 
 def test_join_skips_empty_partition():
