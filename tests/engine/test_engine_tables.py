@@ -110,6 +110,7 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     footers' key ranges and bloom filters, and hudi-rs agrees."""
     from tablespec.actions.metadata import update_settings
     from tablespec.engine import tasks
+    from tablespec.engine.reader import to_arrow
     base = real_table("cow_v6_simplekeygen_nonhivestyle")
     doc = spec_document(observe(str(base)), str(base.parent))
     doc["spec"]["index"] = {"type": "BLOOM"}
@@ -121,7 +122,6 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     batch = to_arrow(spark.createDataFrame([(k, p) for k, p in existing] + [("no-such-key", "10")],
                                            "_hoodie_record_key string, _hoodie_partition_path string")).to_batches()
     from tablespec.engine.arrow.basefile import read_footer_keys
-    from tablespec.engine.reader import to_arrow
     ranges = [(f, os.path.basename(os.path.dirname(f)), *read_footer_keys(f)) for f in files]
     hit = next(tasks.bloom_candidates(ranges, batch)).column("file").to_pylist()
     assert set(hit) <= set(files) and hit  # files holding keys are found
