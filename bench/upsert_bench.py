@@ -71,8 +71,8 @@ def upsert_input(spark, rows: int, n_updates: int, n_new: int, partitions: int):
     return updates.unionByName(new)
 
 
-def baseline_load(spark, rows, out: str) -> None:
-    """Plain Spark: the bulk insert's rows with meta-like columns, written partitionBy(order_date)."""
+def meta_like():
+    """Columns standing in for Hudi's meta columns (same types and similar sizes) in the baselines."""
     from pyspark.sql import functions as F
 
     meta = [F.lit("20260101000000000").alias("_hoodie_commit_time"),
@@ -81,7 +81,12 @@ def baseline_load(spark, rows, out: str) -> None:
             F.concat(F.lit("order_date="), F.col("order_date").cast("string")).alias("_hoodie_partition_path"),
             F.lit("00000000-0000-0000-0000-000000000000-0_0-0-0_20260101000000000.parquet")
             .alias("_hoodie_file_name")]
-    rows.select(*meta, "*").write.mode("overwrite").partitionBy("order_date").parquet(out)
+    return meta
+
+
+def baseline_load(spark, rows, out: str) -> None:
+    """Plain Spark: the bulk insert's rows with meta-like columns, written partitionBy(order_date)."""
+    rows.select(*meta_like(), "*").write.mode("overwrite").partitionBy("order_date").parquet(out)
 
 
 def written(location: str, files) -> tuple[set[str], int]:
@@ -92,15 +97,7 @@ def written(location: str, files) -> tuple[set[str], int]:
 
 def baseline_write(spark, touched: list[str], new_rows, out: str) -> None:
     """Plain Spark: read the touched base files, add the new rows (with meta-like columns), write parquet."""
-    from pyspark.sql import functions as F
-
-    meta = [F.lit("20260101000000000").alias("_hoodie_commit_time"),
-            F.concat(F.lit("20260101000000000_0_"), F.col("order_id")).alias("_hoodie_commit_seqno"),
-            F.col("order_id").alias("_hoodie_record_key"),
-            F.concat(F.lit("order_date="), F.col("order_date").cast("string")).alias("_hoodie_partition_path"),
-            F.lit("00000000-0000-0000-0000-000000000000-0_0-0-0_20260101000000000.parquet")
-            .alias("_hoodie_file_name")]
-    spark.read.parquet(*touched).unionByName(new_rows.select(*meta, "*")).write.mode("overwrite").parquet(out)
+    spark.read.parquet(*touched).unionByName(new_rows.select(*meta_like(), "*")).write.mode("overwrite").parquet(out)
 
 
 KINDS = {"BUCKET": None, "SIMPLE": "{type: SIMPLE}", "RECORD_LEVEL": "{type: RECORD_LEVEL}"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import make_table
+from test_engine_record_index import SPEC as PEOPLE
 from interop_support import assert_readers_agree, hudi_write
 from tablespec.apply import Applier
 from tablespec.hudi.index_coverage import IndexBehind
@@ -14,20 +15,7 @@ from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe_specs
 
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {name: people}
-spec:
-  location: people
-  columns:
-    - {name: id, type: string, nullable: false}
-    - {name: city, type: string}
-    - {name: n, type: int}
-  recordKey: {fields: [id]}
-  partitioning: {fields: [city]}
-  orderingField: n
-  index: {type: RECORD_LEVEL, recordLevel: {numBuckets: 2}}
-"""
+SPEC = PEOPLE.replace("numBuckets: 3, maxFilesPerBucket: 2", "numBuckets: 2")
 DDL = "id string, city string, n int"
 
 
