@@ -12,7 +12,7 @@ import os
 from ruamel.yaml import YAML
 
 from tablespec.errors import TablespecError, UnsupportedTableError
-from tablespec.hudi.config import table_index_type
+from tablespec.hudi.config import index_recorded, table_index_type
 from tablespec.plan.settings import LABEL_PREFIX, effective
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
@@ -34,7 +34,7 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
     file groups (`%08d` bucket prefix, one per bucket and partition) with no index recorded was
     written with a BUCKET index: importing it as SIMPLE would let a write break the layout, and the
     bucket count cannot be read from files (empty buckets have none), so import stops and says so."""
-    if props.get("hoodie.index.type") or not state.file_groups:
+    if index_recorded(props) or not state.file_groups:
         return
     seen: set[tuple[str, int | None]] = set()
     for fg in state.file_groups:

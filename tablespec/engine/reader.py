@@ -27,10 +27,11 @@ class ReadError(TablespecError):
     """A read that cannot be served (unknown or cleaned instant, bad filter)."""
 
 
-def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: dict | None = None) -> list[str]:
+def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: dict | None = None,
+                   timeline: Timeline | None = None) -> list[str]:
     """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible."""
     storage, base = storage_for(location)
-    timeline = Timeline.load(storage, base)
+    timeline = timeline or Timeline.load(storage, base)
     if as_of is not None:
         earliest = earliest_readable_instant(timeline)
         savepoints = {i.timestamp for i in timeline.completed() if i.action == SAVEPOINT}
@@ -73,24 +74,23 @@ def read(spark, location: str, spec, as_of: str | None = None, filters: dict | N
     """A DataFrame of the table (meta columns first) as of the latest or a given commit."""
     from pyspark.sql import functions as F
 
-    files = snapshot_files(location, as_of, spec, filters)
+    timeline = Timeline.load(*storage_for(location))
+    files = snapshot_files(location, as_of, spec, filters, timeline)
     ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.
     df = read_files(spark, location, files, spec, ddl) if files else spark.createDataFrame([], ddl)
     if as_of is not None:
-        df = _as_of_columns(df, location, as_of, spec)
+        df = _as_of_columns(df, timeline.latest_schema(as_of=as_of), spec)
     for name, value in (filters or {}).items():
         df = df.filter(F.col(f"`{name}`") == F.lit(value))
     return df
 
 
-def _as_of_columns(df, location: str, as_of: str, spec):
+def _as_of_columns(df, schema: str | None, spec):
     """Time travel shows the table as it was, as Apache Hudi does: the columns (and types) of the
-    schema in force at `as_of`, not columns a later schema evolution added."""
+    schema in force at the instant (`schema`), not columns a later schema evolution added."""
     from pyspark.sql import functions as F
 
-    storage, base = storage_for(location)
-    schema = Timeline.load(storage, base).latest_schema(as_of=as_of)
     if schema is None:
         return df
     then = {c.name: c.type for c in from_avro_schema(schema)}
