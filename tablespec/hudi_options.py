@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import SpecError, TablespecError
+from tablespec.hudi import keygen
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL
 from tablespec.plan.builder import table_location
 from tablespec.plan.settings import REGISTRY
@@ -24,7 +25,7 @@ RENAMED = {
     "hoodie.datasource.write.table.type": "spec.tableType",
     "hoodie.datasource.write.recordkey.field": "spec.recordKey.fields",
     "hoodie.datasource.write.partitionpath.field": "spec.partitioning.fields",
-    "hoodie.datasource.write.keygenerator.class": "spec.recordKey",
+    "hoodie.datasource.write.keygenerator.class": "keyGenerator",
     "hoodie.datasource.write.precombine.field": "spec.orderingField",
 }
 # Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
@@ -80,6 +81,10 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
                if s.path in SAME_NAME and s.prop.startswith("hoodie.") and (v := s.desired(spec)) is not None}
     by_path = {s.path: s for s in REGISTRY if s.path in RENAMED.values()}
     options.update({key: v for key, path in RENAMED.items() if (v := by_path[path].desired(spec)) is not None})
+    # Timestamp partitioning: the timebased settings, and CustomKeyGenerator's typed field list.
+    options.update({s.prop: v for s in REGISTRY
+                    if (s.prop.startswith(keygen.PREFIX) or s.prop == keygen.CUSTOM_FIELDS_KEY)
+                    and (v := s.desired(spec)) is not None})
     options.update({KEYS_BY_ATTR[a].key: TABLE_DEFAULTS[KEYS_BY_ATTR[a].key] for a in FIXED_LAYOUT})
     options.update(WRITER)
     if spec.spec.record_key.auto_generate:

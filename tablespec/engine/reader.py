@@ -62,7 +62,7 @@ def _filter_hash(spec, filters: dict | None) -> int | None:
     key_fields = spec.spec.record_key.fields
     schema = data_schema(spec)
     row = pa.table({f: pa.array([filters.get(f)], schema.field(f).type) for f in key_fields})
-    keys, invalid = record_keys(row, key_fields, len(key_fields) > 1 or len(spec.spec.partitioning.fields) > 1)
+    keys, invalid = record_keys(row, key_fields, spec.complex_record_key)
     if invalid.any():
         return None
     if set(hash_fields) != set(key_fields):

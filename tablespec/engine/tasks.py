@@ -22,6 +22,7 @@ from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
 from tablespec.plan.buckets import BucketLayout
 
@@ -55,6 +56,7 @@ class WriteJob:
     hive_style: bool
     url_encode: bool
     ordering_field: str | None
+    timestamp: TimestampPartitioning | None = None   # the time-formatted partition field, if any
     buckets: BucketLayout | None = None  # BUCKET index: bucket count per partition
     hash_fields: tuple[str, ...] = ()
     bucket_groups: dict = field(default_factory=dict)    # (partition, bucket) -> existing file id
@@ -94,7 +96,7 @@ def prepare(job: WriteJob, batches):
             table = table.drop_columns([KEY])
         else:
             keys, invalid = record_keys(table, list(job.key_fields), job.complex_key)
-        parts = partition_paths(table, list(job.partition_fields), job.hive_style, job.url_encode)
+        parts = partition_paths(table, list(job.partition_fields), job.hive_style, job.url_encode, job.timestamp)
         fg = pa.nulls(n, pa.string())
         if job.buckets and n:
             buckets = bucket_ids_for_record_keys(pc.fill_null(keys, ""), list(job.hash_fields),

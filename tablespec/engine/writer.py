@@ -172,9 +172,9 @@ class TableWriter:
         return tasks.WriteJob(
             base=self.base, instant=instant_ts, operation=operation, data_schema=data_schema(self.spec),
             avro_schema=table_avro_schema(self.spec),
-            key_fields=tuple(spec.record_key.fields), complex_key=len(spec.record_key.fields) > 1
-            or len(spec.partitioning.fields) > 1, auto_keys=spec.record_key.auto_generate,
+            key_fields=tuple(spec.record_key.fields), complex_key=self.spec.complex_record_key, auto_keys=spec.record_key.auto_generate,
             partition_fields=tuple(spec.partitioning.fields), hive_style=spec.partitioning.hive_style,
+            timestamp=self.spec.timestamp_partitioning,
             url_encode=False, ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,

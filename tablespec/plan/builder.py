@@ -10,7 +10,8 @@ from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_bucke
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
 from tablespec.plan.clustering import clustering_actions, pending_runs
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
-from tablespec.plan.settings import LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings
+from tablespec.plan.settings import (LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings,
+                                    display)
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.config import table_index_type
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
@@ -236,9 +237,9 @@ def _reason(d: SettingChange | ColumnChange) -> str:
     if isinstance(d, ColumnChange):
         return d.describe()
     what = {"spec.tableType": "table type", "spec.recordKey.fields": "record key",
-            "spec.recordKey": "key generation", "spec.partitioning.fields": "partition fields",
+            "keyGenerator": "key generator", "spec.partitioning.fields": "partition fields",
             "spec.partitioning.hiveStyle": "partition path style"}.get(d.path, d.path)
-    return f"{what} changes from {d.old or 'none'} to {d.new or 'none'}"
+    return f"{what} changes from {display(d.prop, d.old) or 'none'} to {display(d.prop, d.new) or 'none'}"
 
 
 def _change(d: SettingChange | ColumnChange) -> Change:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from types import SimpleNamespace
 from functools import lru_cache
 from pathlib import Path
@@ -15,10 +16,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
+from tablespec.plan.settings import display
 from tablespec.spec.sizes import human_bytes
 
 TEMPLATES = Path(os.environ.get("TABLESPEC_TEMPLATES", Path(__file__).resolve().parents[2] / "templates"))
 FORMATS = ("text", "json", "markdown")
+_SIZE = re.compile(r"\d+(KiB|MiB|GiB|TiB)")
 _DERIVED_PLAN_KEYS = ("summary", "has_changes")
 _DERIVED_ACTION_KEYS = ("symbol", "supported")
 
@@ -35,7 +38,7 @@ def show_value(value) -> str:
     """A setting value as plans print it: quoted strings, bare numbers and booleans, `(none)`."""
     if value is None:
         return "(none)"
-    if isinstance(value, str) and (value.isdigit() or value in ("true", "false")):
+    if isinstance(value, str) and (value.isdigit() or value in ("true", "false") or _SIZE.fullmatch(value)):
         return value
     return json.dumps(value, ensure_ascii=False)
 
@@ -48,6 +51,12 @@ def relative(path: str) -> str:
     return path if rel.startswith("../..") else rel
 
 
+def _shown(change) -> SimpleNamespace:
+    """A change with its values as the spec states them (sizes with units, key generator class names)."""
+    return SimpleNamespace(path=change.path, property=change.property,
+                           old=display(change.property, change.old), new=display(change.property, change.new))
+
+
 def _view(plan: Plan) -> dict:
     tables = []
     for t in plan.tables:
@@ -55,7 +64,7 @@ def _view(plan: Plan) -> dict:
             "name": t.name, "location": relative(t.location), "source": f"{relative(t.spec_file)}:{t.spec_line}",
             "warnings": t.warnings,
             "actions": [{"kind": a.kind, "symbol": a.symbol, "destructive": a.destructive,
-                         "reasons": a.reasons, "changes": a.changes, "advice": a.advice,
+                         "reasons": a.reasons, "changes": [_shown(c) for c in a.changes], "advice": a.advice,
                          "groups": [{**g, "input_bytes": human_bytes(g["input_bytes"])}
                                     for g in a.params.get("groups", [])] if a.kind == "clustering" else [],
                          "estimate": {k: human_bytes(v) if k.endswith("bytes") or "_bytes_" in k else v

@@ -10,25 +10,32 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from tablespec.hudi import keygen
 from tablespec.hudi.config import (DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type,
                                    table_index_type)
 from tablespec.spec.model import Clustering, Protection, Retention, TableSpec
+from tablespec.spec.sizes import size_text
 
 Category = Literal["settings", "key", "index"]
 LABEL_PREFIX = "tablespec.label."
-KEYGEN_PACKAGE = "org.apache.hudi.keygen."
+
+
+Kind = Literal["text", "int", "size", "bool", "list", "json", "class"]
 
 
 @dataclass(frozen=True)
 class Setting:
     prop: str                         # hoodie.properties key
-    path: str                         # spec path shown to users
+    path: str                         # spec path shown to users (camelCase); import writes the value there
     category: Category                # what changing it means: settings (metadata), key (destructive), index
     desired: Callable[[TableSpec], str | None]
     default: str | None = None        # effective value when the property is absent from a table
+    kind: Kind = "text"               # how the value reads in a spec and in a plan (sizes with units, ...)
     sized_by_table: bool = False      # unset in the spec: tablespec chose the value; keep it, no diff
     derived: bool = False             # follows a setting of the same path: written with it, never diffed or shown alone
     observe: Callable[[dict[str, str]], str | None] | None = None  # the table's value, when not just the key's
+    imported: bool = True             # import writes the table's value at `path` (False: import derives it)
+    unrecorded: bool = False          # Apache Hudi does not persist it: absent from a table is unknown, not different
 
 
 def _csv(values) -> str | None:
@@ -45,14 +52,31 @@ def _num(value) -> str | None:
 
 def key_generator(spec: TableSpec) -> str:
     """Hudi's key generator for the spec's record key and partitioning (SimpleKeyGenerator etc.)."""
-    keys, parts = spec.spec.record_key.fields, spec.spec.partitioning.fields
-    if len(keys) > 1 or len(parts) > 1:
-        name = "ComplexKeyGenerator"
-    elif not parts:
-        name = "NonpartitionedKeyGenerator"
-    else:
-        name = "SimpleKeyGenerator"
-    return KEYGEN_PACKAGE + name
+    return spec.key_generator
+
+
+def _custom_fields(spec: TableSpec) -> str | None:
+    ts = spec.spec.partitioning.timestamp
+    if key_generator(spec) != keygen.CUSTOM:
+        return None
+    return keygen.custom_fields(spec.spec.partitioning.fields, ts.field if ts is not None else None)
+
+
+def _timebased(key: str):
+    return lambda s: s.timestamp_partitioning.properties().get(key) if s.timestamp_partitioning else None
+
+
+def _partition_names(props: dict[str, str]) -> str | None:
+    """Partition fields without CustomKeyGenerator's `:TYPE` suffixes."""
+    names = [f.split(":", 1)[0].strip() for f in (props.get(PARTITION_FIELDS) or "").split(",") if f.strip()]
+    return _csv(names)
+
+
+def _hash_fields(props: dict[str, str]) -> str | None:
+    """Hudi hashes the record key fields when the table names no hash fields."""
+    if table_index_type(props) != "BUCKET":
+        return props.get(HASH_FIELDS)
+    return props.get(HASH_FIELDS) or props.get(RECORD_KEY_FIELDS)
 
 
 def _index_attr(name: str, render=_num):
@@ -70,16 +94,37 @@ def _record_level_buckets(spec: TableSpec) -> str | None:
 
 
 _C, _R, _P = Clustering(), Retention(), Protection()
+RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
+PARTITION_FIELDS = "hoodie.table.partition.fields"
+KEY_GENERATOR = "hoodie.table.keygenerator.class"
+NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+HASH_FIELDS = "hoodie.bucket.index.hash.field"
+PARTITION_BUCKETS = "tablespec.bucket.partition.buckets"
+RECORD_LEVEL_BUCKETS = "tablespec.record.level.num.buckets"
+KEEP_COMMITS = "hoodie.cleaner.commits.retained"
+PREVENT_DESTROY = "tablespec.protection.prevent.destroy"
+_TS = "spec.partitioning.timestamp."
 
 REGISTRY: tuple[Setting, ...] = (
     Setting("hoodie.table.name", "metadata.name", "settings", lambda s: s.metadata.name),
-    Setting("hoodie.database.name", "metadata.database", "settings", lambda s: s.metadata.database),
+    Setting("hoodie.database.name", "metadata.database", "settings", lambda s: s.metadata.database,
+            observe=lambda p: p.get("hoodie.database.name") or None),
     Setting("hoodie.table.type", "spec.tableType", "key", lambda s: s.spec.table_type, "COPY_ON_WRITE"),
-    Setting("hoodie.table.recordkey.fields", "spec.recordKey.fields", "key", lambda s: _csv(s.spec.record_key.fields)),
-    Setting("hoodie.table.keygenerator.class", "spec.recordKey", "key", key_generator),
-    Setting("hoodie.table.partition.fields", "spec.partitioning.fields", "key", lambda s: _csv(s.spec.partitioning.fields)),
+    Setting(RECORD_KEY_FIELDS, "spec.recordKey.fields", "key", lambda s: _csv(s.spec.record_key.fields), kind="list"),
+    Setting(KEY_GENERATOR, "keyGenerator", "key", key_generator, kind="class", imported=False,
+            observe=lambda p: keygen.canonical_class(p.get(KEY_GENERATOR))),
+    Setting(PARTITION_FIELDS, "spec.partitioning.fields", "key", lambda s: _csv(s.spec.partitioning.fields),
+            kind="list", observe=_partition_names),
+    Setting(keygen.CUSTOM_FIELDS_KEY, "spec.partitioning.timestamp.field", "key", _custom_fields,
+            imported=False, unrecorded=True),
     Setting("hoodie.datasource.write.hive_style_partitioning", "spec.partitioning.hiveStyle", "key",
-            lambda s: _bool(s.spec.partitioning.hive_style), "false"),
+            lambda s: _bool(s.spec.partitioning.hive_style), "false", kind="bool"),
+    Setting(keygen.TYPE_KEY, _TS + "input", "key", _timebased(keygen.TYPE_KEY), imported=False, unrecorded=True),
+    Setting(keygen.UNIT_KEY, _TS + "input", "key", _timebased(keygen.UNIT_KEY), imported=False, derived=True),
+    Setting(keygen.INPUT_FORMAT_KEY, _TS + "inputFormat", "key", _timebased(keygen.INPUT_FORMAT_KEY), imported=False),
+    Setting(keygen.OUTPUT_FORMAT_KEY, _TS + "outputFormat", "key", _timebased(keygen.OUTPUT_FORMAT_KEY),
+            imported=False),
+    Setting(keygen.TIMEZONE_KEY, _TS + "timeZone", "key", _timebased(keygen.TIMEZONE_KEY), imported=False),
     Setting("hoodie.table.precombine.field", "spec.orderingField", "settings", lambda s: s.spec.ordering_field),
     Setting(TABLESPEC_INDEX_TYPE_KEY, "spec.index.type", "index", lambda s: s.spec.index.type,
             observe=table_index_type),
@@ -87,38 +132,64 @@ REGISTRY: tuple[Setting, ...] = (
             DEFAULT_INDEX_TYPE, derived=True),
     Setting("hoodie.index.bucket.engine", "spec.index.type", "index",
             lambda s: "SIMPLE" if s.spec.index.type == "BUCKET" else None, derived=True),
-    Setting("hoodie.bucket.index.num.buckets", "spec.index.numBuckets", "index", _index_attr("num_buckets")),
-    Setting("hoodie.bucket.index.hash.field", "spec.index.hashFields", "index",
-            lambda s: _csv(s.effective_hash_fields) if s.spec.index.type == "BUCKET" else None),
-    Setting("tablespec.bucket.partition.buckets", "spec.index.partitionBuckets", "index", _partition_buckets),
-    Setting("tablespec.record.level.num.buckets", "spec.index.recordLevel.numBuckets", "index", _record_level_buckets,
-            sized_by_table=True),
+    Setting(NUM_BUCKETS, "spec.index.numBuckets", "index", _index_attr("num_buckets"), kind="int"),
+    Setting(HASH_FIELDS, "spec.index.hashFields", "index",
+            lambda s: _csv(s.effective_hash_fields) if s.spec.index.type == "BUCKET" else None, kind="list",
+            observe=_hash_fields),
+    Setting(PARTITION_BUCKETS, "spec.index.partitionBuckets", "index", _partition_buckets, kind="json"),
+    Setting(RECORD_LEVEL_BUCKETS, "spec.index.recordLevel.numBuckets", "index", _record_level_buckets,
+            kind="int", sized_by_table=True),
     Setting("tablespec.clustering.strategy", "spec.clustering.strategy", "settings",
             lambda s: s.spec.clustering.strategy, _C.strategy),
     Setting("hoodie.clustering.plan.strategy.sort.columns", "spec.clustering.sortColumns", "settings",
-            lambda s: _csv(s.spec.clustering.sort_columns)),
+            lambda s: _csv(s.spec.clustering.sort_columns), kind="list"),
     Setting("hoodie.clustering.plan.strategy.target.file.max.bytes", "spec.clustering.targetFileSize", "settings",
-            lambda s: _num(s.spec.clustering.target_file_size), _num(_C.target_file_size)),
+            lambda s: _num(s.spec.clustering.target_file_size), _num(_C.target_file_size), kind="size"),
     Setting("hoodie.clustering.plan.strategy.small.file.limit", "spec.clustering.smallFileLimit", "settings",
-            lambda s: _num(s.spec.clustering.small_file_limit), _num(_C.small_file_limit)),
+            lambda s: _num(s.spec.clustering.small_file_limit), _num(_C.small_file_limit), kind="size"),
     Setting("hoodie.clustering.plan.strategy.max.bytes.per.group", "spec.clustering.maxBytesPerGroup", "settings",
-            lambda s: _num(s.spec.clustering.max_bytes_per_group), _num(_C.max_bytes_per_group)),
+            lambda s: _num(s.spec.clustering.max_bytes_per_group), _num(_C.max_bytes_per_group), kind="size"),
     Setting("hoodie.clustering.plan.strategy.max.num.groups", "spec.clustering.maxGroups", "settings",
-            lambda s: _num(s.spec.clustering.max_groups), _num(_C.max_groups)),
+            lambda s: _num(s.spec.clustering.max_groups), _num(_C.max_groups), kind="int"),
     Setting("hoodie.clustering.inline.max.commits", "spec.clustering.everyNCommits", "settings",
-            lambda s: _num(s.spec.clustering.every_n_commits), _num(_C.every_n_commits)),
+            lambda s: _num(s.spec.clustering.every_n_commits), _num(_C.every_n_commits), kind="int"),
     Setting("hoodie.clustering.plan.strategy.partition.regex.pattern", "spec.clustering.partitionFilter", "settings",
             lambda s: s.spec.clustering.partition_filter),
     Setting("hoodie.clustering.plan.strategy.daybased.lookback.partitions", "spec.clustering.latestPartitions",
-            "settings", lambda s: _num(s.spec.clustering.latest_partitions)),
+            "settings", lambda s: _num(s.spec.clustering.latest_partitions), kind="int"),
     Setting("tablespec.clustering.max.small.files", "spec.clustering.maxSmallFiles", "settings",
-            lambda s: _num(s.spec.clustering.max_small_files)),
-    Setting("hoodie.cleaner.commits.retained", "spec.retention.keepCommits", "settings",
-            lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits)),
-    Setting("tablespec.protection.prevent.destroy", "spec.protection.preventDestroy", "settings",
-            lambda s: _bool(s.spec.protection.prevent_destroy), _bool(_P.prevent_destroy)),
+            lambda s: _num(s.spec.clustering.max_small_files), kind="int"),
+    Setting(KEEP_COMMITS, "spec.retention.keepCommits", "settings",
+            lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits), kind="int"),
+    Setting(PREVENT_DESTROY, "spec.protection.preventDestroy", "settings",
+            lambda s: _bool(s.spec.protection.prevent_destroy), _bool(_P.prevent_destroy), kind="bool"),
 )
 BY_PROP = {s.prop: s for s in REGISTRY}
+
+
+def spec_value(setting: Setting, raw: str):
+    """A property's value as a spec states it (the inverse of `desired`): what `import` writes."""
+    if setting.kind in ("int", "size"):
+        return size_text(int(raw)) if setting.kind == "size" else int(raw)
+    if setting.kind == "bool":
+        return raw.strip().lower() == "true"
+    if setting.kind == "list":
+        return [v for v in raw.split(",") if v]
+    if setting.kind == "json":
+        return json.loads(raw)
+    return raw
+
+
+def display(prop: str | None, value: str | None) -> str | None:
+    """A property's value as plans show it: sizes with units, key generators by class name."""
+    setting = BY_PROP.get(prop) if prop else None
+    if value is None or setting is None:
+        return value
+    if setting.kind == "size" and value.isdigit():
+        return size_text(int(value))
+    if setting.kind == "class":
+        return value.rsplit(".", 1)[-1]
+    return value
 
 
 @dataclass(frozen=True)
@@ -152,7 +223,7 @@ def diff_settings(spec: TableSpec, observed: dict[str, str]) -> list[SettingChan
     for s in REGISTRY:
         new = desired.get(s.prop, s.default)
         old = effective(observed, s.prop)
-        if s.derived or new == old or (s.sized_by_table and new is None):
+        if s.derived or new == old or (s.sized_by_table and new is None) or (s.unrecorded and s.prop not in observed):
             continue
         changes.append(SettingChange(s.path, s.prop, s.category, old, new))
     labels = sorted({k for k in list(desired) + list(observed) if k.startswith(LABEL_PREFIX)})

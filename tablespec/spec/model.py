@@ -12,6 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
+from tablespec.hudi.keygen import TimestampPartitioning, complex_record_key, joda_to_strftime, key_generator_class
 from tablespec.spec import rules
 from tablespec.spec.base import CROSS_FIELD, SpecModel, problem, raise_problems
 from tablespec.spec.sizes import GiB, MiB, ByteSize
@@ -94,6 +95,58 @@ class RecordKey(SpecModel):
         return self
 
 
+def _time_zone(value: str) -> str:
+    if value not in ("UTC", "GMT") and value not in _zones():
+        raise problem(f"unknown time zone {value!r}; use an IANA name such as UTC or Europe/Berlin")
+    return value
+
+
+def _zones() -> set[str]:
+    import zoneinfo
+    return zoneinfo.available_timezones()
+
+
+def _date_format(value: str) -> str:
+    try:
+        joda_to_strftime(value)
+    except ValueError as e:
+        raise problem(str(e)) from None
+    return value
+
+
+DateFormat = Annotated[str, AfterValidator(_date_format)]
+
+
+class PartitionTimestamp(SpecModel):
+    """A partition field whose directory is its time value, formatted (Hudi's TimestampBasedKeyGenerator,
+    or CustomKeyGenerator's `field:TIMESTAMP` next to other partition fields)."""
+
+    field: str
+    """The partition field (one of `fields`) whose value is a point in time."""
+    input: Literal["epochSeconds", "epochMillis", "epochMicros", "timestamp", "date", "dateString"]
+    """What the column holds: epoch seconds/milliseconds/microseconds (int or long), a timestamp, a date,
+    or a string in `inputFormat`."""
+    input_format: DateFormat | None = None
+    """Joda-Time pattern of a dateString column, e.g. `yyyy-MM-dd HH:mm:ss`."""
+    output_format: DateFormat
+    """Joda-Time pattern of the directory name, e.g. `yyyy/MM/dd` or `yyyy-MM-dd-HH`
+    (letters yyyy, yy, MM, dd, HH, mm, ss; other characters and 'quoted text' are kept)."""
+    time_zone: Annotated[str, AfterValidator(_time_zone)] = "UTC"
+    """Zone the time is read and formatted in (hoodie.keygen.timebased.timezone)."""
+
+    @model_validator(mode="after")
+    def _format_for_strings(self) -> PartitionTimestamp:
+        if self.input == "dateString" and not self.input_format:
+            raise_problems("PartitionTimestamp", [(("inputFormat",), "input dateString needs inputFormat")])
+        if self.input != "dateString" and self.input_format:
+            raise_problems("PartitionTimestamp", [(("inputFormat",), f"inputFormat is for input dateString, "
+                                                                     f"not {self.input}")])
+        return self
+
+    def to_hudi(self) -> TimestampPartitioning:
+        return TimestampPartitioning(self.field, self.input, self.output_format, self.time_zone, self.input_format)
+
+
 class Partitioning(SpecModel):
     """How records are laid out in partition directories."""
 
@@ -101,6 +154,8 @@ class Partitioning(SpecModel):
     """Partition columns, outermost first; empty means not partitioned."""
     hive_style: bool = True
     """Directory names as `column=value` (true) or just `value` (false)."""
+    timestamp: PartitionTimestamp | None = None
+    """One partition field partitioned by its formatted time value (e.g. event time -> yyyy/MM/dd)."""
 
 
 def _type_required(schema: dict) -> None:
@@ -290,6 +345,23 @@ class TableSpec(SpecModel):
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.spec.columns if c.name == name), None)
+
+    @property
+    def key_generator(self) -> str:
+        """Hudi's key generator class for this record key and partitioning."""
+        ts = self.spec.partitioning.timestamp
+        return key_generator_class(self.spec.record_key.fields, self.spec.partitioning.fields,
+                                   ts.field if ts is not None else None)
+
+    @property
+    def complex_record_key(self) -> bool:
+        """Whether record keys are `f1:v1,f2:v2` (else the single field's value)."""
+        return complex_record_key(self.key_generator, self.spec.record_key.fields, self.spec.partitioning.fields)
+
+    @property
+    def timestamp_partitioning(self) -> TimestampPartitioning | None:
+        ts = self.spec.partitioning.timestamp
+        return ts.to_hudi() if ts is not None else None
 
     @property
     def effective_hash_fields(self) -> list[str]:

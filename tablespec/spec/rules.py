@@ -80,6 +80,7 @@ def body_problems(body: TableBody) -> list[Problem]:
         for i, name in enumerate(body.partitioning.fields):
             reference(("partitioning", "fields", i), name, "partition field", primitive=True)
         problems += _duplicates(("partitioning", "fields"), body.partitioning.fields, "partition field")
+        problems += _timestamp_problems(body, by_name)
 
     if body.ordering_field is not None:
         reference(("orderingField",), body.ordering_field, "ordering field", primitive=True)
@@ -104,6 +105,24 @@ def body_problems(body: TableBody) -> list[Problem]:
             reference(("clustering", "sortColumns", i), name, "sort column", primitive=True)
         problems += _duplicates(("clustering", "sortColumns"), body.clustering.sort_columns, "sort column")
     return problems
+
+
+def _timestamp_problems(body: TableBody, by_name: dict) -> list[Problem]:
+    from tablespec.hudi.keygen import INPUTS
+
+    ts = body.partitioning.timestamp
+    if ts is None:
+        return []
+    loc = ("partitioning", "timestamp", "field")
+    if ts.field not in body.partitioning.fields:
+        return [(loc, f"timestamp field '{ts.field}' is not one of the partition fields "
+                      f"({', '.join(body.partitioning.fields) or 'none'})")]
+    column = by_name.get(ts.field)
+    accepted = INPUTS[ts.input][2]
+    if column is not None and column.type is not None and column.type not in accepted:
+        return [(("partitioning", "timestamp", "input"),
+                 f"input {ts.input} reads a {' or '.join(accepted)} column, but '{ts.field}' is {column.type}")]
+    return []
 
 
 def spec_warnings(spec: TableSpec) -> list[Problem]:

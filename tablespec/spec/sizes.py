@@ -64,6 +64,14 @@ ByteSize = Annotated[
 """An int of bytes in Python; in YAML also a string with a unit."""
 
 
+def size_text(n: int) -> str | int:
+    """Bytes as a spec would state them: `128MiB` when a binary unit divides them exactly, else the int."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        if n and n % UNITS[unit] == 0:
+            return f"{n // UNITS[unit]}{unit}"
+    return n
+
+
 def human_bytes(n) -> str:
     """Bytes for people: 1536 -> '1.5 KiB' (non-integers are shown as they are)."""
     if not isinstance(n, int) or isinstance(n, bool):

@@ -17,6 +17,7 @@ reader look for it, so the strings must be byte-identical to what Hudi's key gen
   (Hudi 0.14.0 and 1.0.3+ encoding; HUDI-7001).
 - Partition path: values joined by `/`, hive style `f=v`; null or empty ->
   `__HIVE_DEFAULT_PARTITION__`; with url-encoding, Hive's path escaping (`%XX`).
+- TimestampBased/CustomKeyGenerator: the time field's segment is formatted (timebased.py).
 - Auto-generated keys (RFC-76): `<instant>_<sparkPartitionId>_<rowId>`.
 """
 from __future__ import annotations
@@ -27,7 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablespec.engine.arrow.timebased import timestamp_segments
 from tablespec.errors import TablespecError
+from tablespec.hudi.keygen import TimestampPartitioning
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 NULL_PLACEHOLDER = "__null__"
@@ -105,8 +108,10 @@ def record_keys(table: pa.Table, fields: list[str], complex: bool) -> RecordKeys
     return RecordKeys(_null_where(keys, all_missing), all_missing)
 
 
-def partition_paths(table: pa.Table, fields: list[str], hive_style: bool, url_encode: bool = False) -> pa.StringArray:
-    """Hudi's partition path of every row (`""` for a non-partitioned table).
+def partition_paths(table: pa.Table, fields: list[str], hive_style: bool, url_encode: bool = False,
+                    timestamp: TimestampPartitioning | None = None) -> pa.StringArray:
+    """Hudi's partition path of every row (`""` for a non-partitioned table); the `timestamp`
+    field's segment is its time value formatted (TimestampBased/CustomKeyGenerator).
 
     Refuses values that would make a `..` path segment: the path names a directory under
     the table, and Hudi itself rejects such values (PartitionPathEncodeUtils).
@@ -115,8 +120,11 @@ def partition_paths(table: pa.Table, fields: list[str], hive_style: bool, url_en
         return pa.repeat(pa.scalar("", pa.string()), table.num_rows)
     parts = []
     for f in fields:
-        s = value_strings(column(table, f), f)
-        s = pc.if_else(pc.fill_null(pc.equal(pc.binary_length(s), 0), True), DEFAULT_PARTITION, s)
+        if timestamp is not None and f == timestamp.field:
+            s = timestamp_segments(column(table, f), timestamp)
+        else:
+            s = value_strings(column(table, f), f)
+            s = pc.if_else(pc.fill_null(pc.equal(pc.binary_length(s), 0), True), DEFAULT_PARTITION, s)
         if url_encode:
             s = escape_path_name(s)
         parts.append(pc.binary_join_element_wise(f"{f}=", s, "") if hive_style else s)

@@ -1,0 +1,183 @@
+"""Hudi's key generators: which ones tablespec speaks, and their timestamp partitioning settings.
+
+A table's key generator (`hoodie.table.keygenerator.class`) fixes how a row's record key and
+partition path are built, so a table whose generator tablespec cannot reproduce must be refused,
+never guessed. Timestamp partitioning (TimestampBasedKeyGenerator, and CustomKeyGenerator's
+`field:TIMESTAMP`) formats one time value with a Joda-Time pattern; `hoodie.keygen.timebased.*`
+holds its settings. Apache Hudi 0.14/0.15 persists only some of them in hoodie.properties
+(time zone, input and output formats, the scalar unit) and neither the timestamp type nor, for
+CustomKeyGenerator, the field types: `UNRECORDED` lists what a Hudi-written table may lack.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+PACKAGE = "org.apache.hudi.keygen."
+SIMPLE = PACKAGE + "SimpleKeyGenerator"
+COMPLEX = PACKAGE + "ComplexKeyGenerator"
+NONPARTITIONED = PACKAGE + "NonpartitionedKeyGenerator"
+TIMESTAMP_BASED = PACKAGE + "TimestampBasedKeyGenerator"
+CUSTOM = PACKAGE + "CustomKeyGenerator"
+
+# Hudi's Avro-path twins build the same keys and paths (Flink and Java writers record them).
+_AVRO_TWINS = {PACKAGE + n.replace("KeyGenerator", "AvroKeyGenerator"): PACKAGE + n
+               for n in ("SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator",
+                         "TimestampBasedKeyGenerator", "CustomKeyGenerator")}
+EXPRESSED = (SIMPLE, COMPLEX, NONPARTITIONED, TIMESTAMP_BASED, CUSTOM)
+# Generators Hudi ships that a table may record, and why tablespec cannot manage such a table.
+REFUSED = {
+    PACKAGE + "GlobalDeleteKeyGenerator": "it builds an empty partition path for deletes only",
+    PACKAGE + "GlobalAvroDeleteKeyGenerator": "it builds an empty partition path for deletes only",
+    "org.apache.spark.sql.hudi.command.SqlKeyGenerator":
+        "it wraps the writer's own generator, which hoodie.properties does not name",
+    "org.apache.spark.sql.hudi.command.UuidKeyGenerator": "its keys are random UUIDs tablespec cannot reproduce",
+    PACKAGE + "AutoRecordGenWrapperKeyGenerator": "it wraps the writer's own generator, which hoodie.properties does not name",
+    PACKAGE + "AutoRecordGenWrapperAvroKeyGenerator":
+        "it wraps the writer's own generator, which hoodie.properties does not name",
+}
+
+PREFIX = "hoodie.keygen.timebased."
+TYPE_KEY = PREFIX + "timestamp.type"
+UNIT_KEY = PREFIX + "timestamp.scalar.time.unit"
+INPUT_FORMAT_KEY = PREFIX + "input.dateformat"
+OUTPUT_FORMAT_KEY = PREFIX + "output.dateformat"
+TIMEZONE_KEY = PREFIX + "timezone"
+# CustomKeyGenerator's typed field list (`region:SIMPLE,ts:TIMESTAMP`), kept under the writer option
+# Hudi reads it from: Hudi 0.15 records only the bare names in hoodie.table.partition.fields.
+CUSTOM_FIELDS_KEY = "hoodie.datasource.write.partitionpath.field"
+UNRECORDED = (TYPE_KEY, CUSTOM_FIELDS_KEY)
+
+# The spec's input kinds: (Hudi timestamp type, scalar unit, column types it reads).
+INPUTS: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "epochSeconds": ("UNIX_TIMESTAMP", None, ("int", "long")),
+    "epochMillis": ("EPOCHMILLISECONDS", None, ("int", "long")),
+    "epochMicros": ("SCALAR", "MICROSECONDS", ("int", "long")),
+    "timestamp": ("SCALAR", "MICROSECONDS", ("timestamp",)),   # Avro timestamp-micros: a long of microseconds
+    "date": ("SCALAR", "DAYS", ("date",)),                       # Avro date: epoch days
+    "dateString": ("DATE_STRING", None, ("string",)),
+}
+UNIT_MICROS = {"SECONDS": 1_000_000, "MILLISECONDS": 1000, "MICROSECONDS": 1, "DAYS": 86_400_000_000}
+TYPE_UNITS = {"UNIX_TIMESTAMP": "SECONDS", "EPOCHMILLISECONDS": "MILLISECONDS"}
+
+
+def canonical_class(name: str | None) -> str | None:
+    """The Spark generator a recorded class builds keys like (Avro twins map to theirs)."""
+    if name is None:
+        return None
+    name = name.strip()
+    return _AVRO_TWINS.get(name, name)
+
+
+def refusal(name: str | None) -> str | None:
+    """Why a table with this key generator cannot be managed, or None when tablespec expresses it."""
+    cls = canonical_class(name)
+    if cls is None or cls in EXPRESSED:
+        return None
+    why = REFUSED.get(cls, "it is not one of Hudi's generators tablespec reproduces "
+                           f"({', '.join(c.rsplit('.', 1)[1] for c in EXPRESSED)})")
+    return f"key generator {name} is not supported: {why}"
+
+
+# Joda-Time pattern letters tablespec formats and parses, with their strftime twins.
+_JODA = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+_TOKEN = re.compile(r"'([^']*)'|([A-Za-z])\2*|([^A-Za-z']+)")
+
+
+def joda_to_strftime(pattern: str) -> str:
+    """The strftime format of a Joda-Time pattern; ValueError names what is not supported."""
+    if not pattern:
+        raise ValueError("the date format is empty")
+    out, pos = [], 0
+    for m in _TOKEN.finditer(pattern):
+        if m.start() != pos:
+            break
+        pos = m.end()
+        quoted, letters, literal = m.group(1), m.group(0) if m.group(2) else None, m.group(3)
+        if quoted is not None:
+            out.append(quoted.replace("%", "%%") if quoted else "'")
+        elif literal is not None:
+            out.append(literal.replace("%", "%%"))
+        elif letters in _JODA:
+            out.append(_JODA[letters])
+        else:
+            raise ValueError(f"{letters!r} in date format {pattern!r} is not supported; use "
+                             f"{', '.join(_JODA)}, separators and 'quoted text'")
+    if pos != len(pattern):
+        raise ValueError(f"date format {pattern!r} has an unterminated quote")
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class TimestampPartitioning:
+    """How one partition field's time value becomes its path segment (plain data: pickled to executors)."""
+
+    field: str
+    input: str                 # a key of INPUTS
+    output_format: str         # Joda-Time pattern, e.g. yyyy/MM/dd
+    time_zone: str = "UTC"
+    input_format: str | None = None   # dateString only
+
+    @property
+    def hudi_type(self) -> str:
+        return INPUTS[self.input][0]
+
+    @property
+    def unit(self) -> str | None:
+        """The unit of a numeric input (SECONDS, MILLISECONDS, MICROSECONDS, DAYS); None for strings."""
+        return INPUTS[self.input][1] or TYPE_UNITS.get(self.hudi_type)
+
+    def properties(self) -> dict[str, str]:
+        """The `hoodie.keygen.timebased.*` settings, as Hudi writers read them."""
+        props = {TYPE_KEY: self.hudi_type, OUTPUT_FORMAT_KEY: self.output_format, TIMEZONE_KEY: self.time_zone}
+        if INPUTS[self.input][1]:
+            props[UNIT_KEY] = INPUTS[self.input][1]
+        if self.input_format:
+            props[INPUT_FORMAT_KEY] = self.input_format
+        return props
+
+
+def key_generator_class(record_key_fields: list[str], partition_fields: list[str],
+                        timestamp_field: str | None) -> str:
+    """The generator for a record key and partitioning: the one Hudi picks for such a layout."""
+    if timestamp_field is not None:
+        if partition_fields == [timestamp_field] and len(record_key_fields) <= 1:
+            return TIMESTAMP_BASED   # a simple key and one time-formatted partition field
+        return CUSTOM
+    if len(record_key_fields) > 1 or len(partition_fields) > 1:
+        return COMPLEX
+    return NONPARTITIONED if not partition_fields else SIMPLE
+
+
+def complex_record_key(key_generator: str, record_key_fields: list[str], partition_fields: list[str]) -> bool:
+    """Whether keys are `f1:v1,f2:v2` (ComplexKeyGenerator; CustomKeyGenerator with several key fields)."""
+    cls = canonical_class(key_generator)
+    if cls in (CUSTOM, TIMESTAMP_BASED):
+        return len(record_key_fields) > 1
+    return len(record_key_fields) > 1 or len(partition_fields) > 1
+
+
+def custom_fields(partition_fields: list[str], timestamp_field: str | None) -> str:
+    """CustomKeyGenerator's typed field list."""
+    return ",".join(f"{f}:{'TIMESTAMP' if f == timestamp_field else 'SIMPLE'}" for f in partition_fields)
+
+
+def timestamp_field_of(props: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(the time-formatted partition field, or None; why it cannot be known, or None) of a table."""
+    cls = canonical_class(props.get("hoodie.table.keygenerator.class"))
+    fields = [f.split(":", 1)[0].strip() for f in (props.get("hoodie.table.partition.fields") or "").split(",") if f.strip()]
+    if cls == TIMESTAMP_BASED:
+        return (fields[0] if fields else None), None
+    if cls != CUSTOM:
+        return None, None
+    typed = props.get(CUSTOM_FIELDS_KEY) or (props.get("hoodie.table.partition.fields") if ":" in
+                                            (props.get("hoodie.table.partition.fields") or "") else None)
+    if not typed:
+        return None, (f"hoodie.properties names the partition fields ({', '.join(fields)}) but not their "
+                      f"CustomKeyGenerator types; record them as {CUSTOM_FIELDS_KEY}="
+                      f"{','.join(f + ':SIMPLE|TIMESTAMP' for f in fields)}")
+    stamped = [f.split(":", 1)[0].strip() for f in typed.split(",") if f.strip().upper().endswith(":TIMESTAMP")]
+    if len(stamped) > 1:
+        return None, f"{len(stamped)} TIMESTAMP partition fields ({', '.join(stamped)}); tablespec supports one"
+    return (stamped[0] if stamped else None), None
