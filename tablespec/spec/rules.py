@@ -121,7 +121,7 @@ def _timestamp_problems(body: TableBody, by_name: dict) -> list[Problem]:
     accepted = INPUTS[ts.input][2]
     if column is not None and column.type is not None and column.type not in accepted:
         return [(("partitioning", "timestamp", "input"),
-                 f"input {ts.input} reads a {' or '.join(accepted)} column, but '{ts.field}' is {column.type}")]
+                 f"input {ts.input} reads {' or '.join(accepted)} columns, but '{ts.field}' is {column.type}")]
     return []
 
 
@@ -134,6 +134,12 @@ def spec_warnings(spec: TableSpec) -> list[Problem]:
             warnings.append((("spec", "columns", i, "nullable"),
                              f"record key column '{column.name}' is nullable; Hudi refuses null keys at write time "
                              "(declare it nullable: false)"))
+    ts = body.partitioning.timestamp
+    if ts is not None and len(body.partitioning.fields) > 1 and "/" in ts.output_format:
+        warnings.append((("spec", "partitioning", "timestamp", "outputFormat"),
+                         f"outputFormat {ts.output_format!r} makes several directory levels for one of several "
+                         "partition fields; Apache Hudi 0.15's Spark reader fails on such a table (tablespec and "
+                         "hudi-rs read it): prefer a format without '/'"))
     clustering = body.clustering
     if clustering.strategy == "NONE" and clustering.sort_columns:
         warnings.append((("spec", "clustering", "sortColumns"), "sortColumns is ignored when strategy is NONE"))
