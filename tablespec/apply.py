@@ -18,6 +18,7 @@ from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.rollback import rollback
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
+from tablespec.plan.settings import PREVENT_DESTROY, effective
 from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe
@@ -77,7 +78,7 @@ def preflight(plan: Plan, allow_destructive: bool = False) -> None:
 
 def _protected(location: str) -> bool:
     state = observe(location)
-    return bool(state.exists and state.config.to_properties().get("tablespec.protection.prevent.destroy") == "true")
+    return bool(state.exists and effective(state.config.to_properties(), PREVENT_DESTROY) == "true")
 
 
 class Applier:

@@ -14,7 +14,8 @@ from ruamel.yaml import YAML
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded
-from tablespec.plan.settings import KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, effective, spec_value
+from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY,
+                                     effective, spec_value)
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
 
@@ -86,7 +87,7 @@ def _reproduces(state: TableState, ts: keygen.TimestampPartitioning, props: dict
     from tablespec.engine.arrow.keys import partition_paths
 
     fields = (effective(props, PARTITION_FIELDS) or "").split(",")
-    hive = effective(props, "hoodie.datasource.write.hive_style_partitioning") == "true"
+    hive = effective(props, HIVE_STYLE) == "true"
     for partition, rows in _sample_rows(state, fields):
         try:
             paths = partition_paths(rows, fields, hive, timestamp=ts).unique().to_pylist()
@@ -179,6 +180,8 @@ def spec_document(state: TableState, warehouse: str) -> dict:
         if setting.derived or not setting.imported:
             continue
         raw = effective(props, setting.prop)
+        if setting.path.startswith("spec.index.") and setting.path != "spec.index.type" and setting.prop not in props:
+            continue  # an index's own settings: only those the table records (the spec's defaults are the same)
         if raw is not None and raw != "":
             _set(doc, setting.path, spec_value(setting, raw))
         if setting.path == "spec.tableType":

@@ -5,7 +5,8 @@ import json
 from collections import Counter
 
 from tablespec.hudi.config import index_recorded, table_index_type
-from tablespec.plan.settings import effective
+from tablespec.plan.settings import (HASH_FIELDS, HIVE_STYLE, KEY_GENERATOR, NUM_BUCKETS, PARTITION_FIELDS,
+                                     RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, effective)
 from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
 
@@ -19,15 +20,15 @@ def state_dict(state: TableState) -> dict:
         "database": props.get("hoodie.database.name"),
         "tableType": state.config.table_type,
         "tableVersion": state.config.version,
-        "recordKey": props.get("hoodie.table.recordkey.fields"),
-        "keyGenerator": props.get("hoodie.table.keygenerator.class"),
-        "partitionFields": props.get("hoodie.table.partition.fields"),
-        "hiveStyle": effective(props, "hoodie.datasource.write.hive_style_partitioning") == "true",
+        "recordKey": props.get(RECORD_KEY_FIELDS),
+        "keyGenerator": props.get(KEY_GENERATOR),
+        "partitionFields": effective(props, PARTITION_FIELDS),
+        "hiveStyle": effective(props, HIVE_STYLE) == "true",
         "orderingField": props.get("hoodie.table.precombine.field"),
         "index": {"type": table_index_type(props), "recorded": index_recorded(props),
-                  "numBuckets": props.get("hoodie.bucket.index.num.buckets"),
-                  "hashFields": props.get("hoodie.bucket.index.hash.field"),
-                  "recordLevel": {"numBuckets": props.get("tablespec.record.level.num.buckets"),
+                  "numBuckets": props.get(NUM_BUCKETS),
+                  "hashFields": effective(props, HASH_FIELDS),
+                  "recordLevel": {"numBuckets": props.get(RECORD_LEVEL_BUCKETS),
                                   "files": sum(n for n, _ in state.index_buckets.values()),
                                   "bytes": sum(b for _, b in state.index_buckets.values())}
                   if state.index_buckets else None},

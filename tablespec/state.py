@@ -26,6 +26,7 @@ from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
 from tablespec.types import DataType
+from tablespec.plan.settings import KEEP_COMMITS, effective
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     last_clustering = last[0] if last else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     props = config.to_properties()
-    retained = keep_commits or int(props.get("hoodie.cleaner.commits.retained", 10))
+    retained = keep_commits or int(effective(props, KEEP_COMMITS))
     clean = plan_clean(location, timeline, view, retained)
     record_level = table_index_type(props) == RECORD_LEVEL
     index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) if record_level else {}

@@ -36,10 +36,12 @@ class BucketLayout:
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "BucketLayout | None":
-        if table_index_type(props) != "BUCKET" or not props.get("hoodie.bucket.index.num.buckets"):
+        from tablespec.plan.settings import NUM_BUCKETS, PARTITION_BUCKETS
+
+        if table_index_type(props) != "BUCKET" or not props.get(NUM_BUCKETS):
             return None
-        rules = json.loads(props.get("tablespec.bucket.partition.buckets") or "[]")
-        return cls(int(props["hoodie.bucket.index.num.buckets"]), tuple((r["pattern"], int(r["numBuckets"])) for r in rules))
+        rules = json.loads(props.get(PARTITION_BUCKETS) or "[]")
+        return cls(int(props[NUM_BUCKETS]), tuple((r["pattern"], int(r["numBuckets"])) for r in rules))
 
 
 def suggested_buckets(partition_bytes: int, target_file_size: int) -> int:

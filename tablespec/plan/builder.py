@@ -10,7 +10,7 @@ from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_bucke
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
 from tablespec.plan.clustering import clustering_actions, pending_runs
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
-from tablespec.plan.settings import (LABEL_PREFIX, REGISTRY, SettingChange, desired_properties, diff_settings,
+from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effective, SettingChange, desired_properties, diff_settings,
                                     display)
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.config import table_index_type
@@ -186,7 +186,7 @@ def rebucket_partitions(spec, state: TableState) -> list[str]:
     old = BucketLayout.from_properties(props)
     new = BucketLayout.from_spec(spec)
     with_data = sorted({fg.partition for fg in state.file_groups})
-    if old is None or props.get("hoodie.bucket.index.hash.field") != ",".join(spec.effective_hash_fields):
+    if old is None or effective(props, HASH_FIELDS) != ",".join(spec.effective_hash_fields):
         return with_data
     return [p for p in with_data if old.buckets_for(p) != new.buckets_for(p)]
 

@@ -13,7 +13,8 @@ from typing import Callable, Literal
 from tablespec.hudi import keygen
 from tablespec.hudi.config import (DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type,
                                    table_index_type)
-from tablespec.spec.model import Clustering, Protection, Retention, TableSpec
+from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+from tablespec.spec.model import Clustering, Protection, RecordLevelSettings, Retention, TableSpec
 from tablespec.spec.sizes import size_text
 
 Category = Literal["settings", "key", "index"]
@@ -93,6 +94,11 @@ def _record_level_buckets(spec: TableSpec) -> str | None:
     return _num(rl.num_buckets) if spec.spec.index.type == "RECORD_LEVEL" and rl is not None else None
 
 
+def _max_files_per_bucket(spec: TableSpec) -> str | None:
+    rl = getattr(spec.spec.index, "record_level", None)
+    return _num(rl.max_files_per_bucket) if spec.spec.index.type == "RECORD_LEVEL" and rl is not None else None
+
+
 _C, _R, _P = Clustering(), Retention(), Protection()
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
@@ -100,7 +106,9 @@ KEY_GENERATOR = "hoodie.table.keygenerator.class"
 NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
 HASH_FIELDS = "hoodie.bucket.index.hash.field"
 PARTITION_BUCKETS = "tablespec.bucket.partition.buckets"
-RECORD_LEVEL_BUCKETS = "tablespec.record.level.num.buckets"
+RECORD_LEVEL_BUCKETS = NUM_BUCKETS_PROPERTY
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+RECORD_LEVEL_MAX_FILES = "tablespec.record.level.max.files.per.bucket"
 KEEP_COMMITS = "hoodie.cleaner.commits.retained"
 PREVENT_DESTROY = "tablespec.protection.prevent.destroy"
 _TS = "spec.partitioning.timestamp."
@@ -117,7 +125,7 @@ REGISTRY: tuple[Setting, ...] = (
             kind="list", observe=_partition_names),
     Setting(keygen.CUSTOM_FIELDS_KEY, "spec.partitioning.timestamp.field", "key", _custom_fields,
             imported=False, unrecorded=True),
-    Setting("hoodie.datasource.write.hive_style_partitioning", "spec.partitioning.hiveStyle", "key",
+    Setting(HIVE_STYLE, "spec.partitioning.hiveStyle", "key",
             lambda s: _bool(s.spec.partitioning.hive_style), "false", kind="bool"),
     Setting(keygen.TYPE_KEY, _TS + "input", "key", _timebased(keygen.TYPE_KEY), imported=False, unrecorded=True),
     Setting(keygen.UNIT_KEY, _TS + "input", "key", _timebased(keygen.UNIT_KEY), imported=False, derived=True),
@@ -139,6 +147,8 @@ REGISTRY: tuple[Setting, ...] = (
     Setting(PARTITION_BUCKETS, "spec.index.partitionBuckets", "index", _partition_buckets, kind="json"),
     Setting(RECORD_LEVEL_BUCKETS, "spec.index.recordLevel.numBuckets", "index", _record_level_buckets,
             kind="int", sized_by_table=True),
+    Setting(RECORD_LEVEL_MAX_FILES, "spec.index.recordLevel.maxFilesPerBucket", "settings", _max_files_per_bucket,
+            _num(RecordLevelSettings().max_files_per_bucket), kind="int"),
     Setting("tablespec.clustering.strategy", "spec.clustering.strategy", "settings",
             lambda s: s.spec.clustering.strategy, _C.strategy),
     Setting("hoodie.clustering.plan.strategy.sort.columns", "spec.clustering.sortColumns", "settings",
