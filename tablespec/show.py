@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, table_index_type
 from tablespec.plan.settings import (HASH_FIELDS, HIVE_STYLE, KEY_GENERATOR, NUM_BUCKETS, PARTITION_FIELDS,
                                      RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, effective)
@@ -24,6 +25,7 @@ def state_dict(state: TableState) -> dict:
         "keyGenerator": props.get(KEY_GENERATOR),
         "partitionFields": effective(props, PARTITION_FIELDS),
         "hiveStyle": effective(props, HIVE_STYLE) == "true",
+        "partitionTimestamp": _timestamp(props),
         "orderingField": props.get("hoodie.table.precombine.field"),
         "index": {"type": table_index_type(props), "recorded": index_recorded(props),
                   "numBuckets": props.get(NUM_BUCKETS),
@@ -44,6 +46,14 @@ def state_dict(state: TableState) -> dict:
         "totalBytes": state.total_bytes,
         "metadataTable": state.metadata_table.to_dict(),
     }
+
+
+def _timestamp(props: dict) -> dict | None:
+    """The time-formatted partition field and its `hoodie.keygen.timebased.*` settings, if any."""
+    field, _ = keygen.timestamp_field_of(props)
+    if field is None:
+        return None
+    return {"field": field, **{k[len(keygen.PREFIX):]: v for k, v in sorted(props.items()) if k.startswith(keygen.PREFIX)}}
 
 
 def _metadata_table_text(mdt: dict) -> str:
@@ -73,7 +83,9 @@ def show_text(state: TableState) -> str:
         f"location    {d['location']}",
         f"type        {d['tableType']} (table version {d['tableVersion']})",
         f"record key  {d['recordKey'] or '(auto-generated)'}  [{(d['keyGenerator'] or '').rsplit('.', 1)[-1]}]",
-        f"partitions  {d['partitionFields'] or '(none)'}{' hive-style' if d['hiveStyle'] and d['partitionFields'] else ''}",
+        f"partitions  {d['partitionFields'] or '(none)'}{' hive-style' if d['hiveStyle'] and d['partitionFields'] else ''}"
+        + (f"; {ts['field']} formatted as {ts.get('output.dateformat', '?')} in {ts.get('timezone', '?')}"
+           f" from {ts.get('timestamp.type', 'an unrecorded type')}" if (ts := d["partitionTimestamp"]) else ""),
         f"ordering    {d['orderingField'] or '(none)'}",
         f"index       {index}",
         f"head        {d['headInstant'] or '(no commits)'}  ({d['commits']} completed commits)",

@@ -9,6 +9,7 @@ from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.apply import Applier
 from tablespec.importer import import_yaml
 from tablespec.plan.builder import build_plan
+from tablespec.show import show_text
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe, observe_specs
 from tablespec.table import Table
@@ -66,6 +67,7 @@ def test_writes_partition_paths_like_timestamp_based_generator(spark, tmp_path):
     text = import_yaml(observe(table.location), str(tmp_path))
     assert "timestamp: {field: ts, input: epochMillis, outputFormat: yyyy/MM/dd, timeZone: UTC}" in text
     assert not plan_for(text, tmp_path).has_changes
+    assert "partitions  ts; ts formatted as yyyy/MM/dd in UTC from EPOCHMILLISECONDS" in show_text(observe(table.location))
 
 
 def test_custom_generator_table_buckets_and_clusters(spark, tmp_path):
