@@ -1,18 +1,19 @@
 """Rules relating fields of a table spec to each other: errors (run by the model) and warnings.
 
-Locations use the YAML (camelCase) names; errors are relative to `spec`, warnings to the document.
+Locations use the YAML (camelCase) names; errors are relative to the model they check, warnings
+to the document.
 """
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tablespec.spec.base import Problem, Unparsed, as_written, parsed
 from tablespec.types import Array, Map, Struct
 
 if TYPE_CHECKING:
-    from tablespec.spec.model import Column, TableBody, TableSpec
+    from tablespec.spec.model import Clustering, Column, TableBody, TableSpec
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -39,29 +40,46 @@ def _duplicates(loc: tuple, values: list[str], what: str) -> list[Problem]:
     return out
 
 
-BodyRule = Callable[["TableBody"], list[Problem]]
-_BODY_RULES: list[BodyRule] = []
+Rule = Callable[[Any], list[Problem]]
+_BODY_RULES: list[Rule] = []
+_CLUSTERING_RULES: list[Rule] = []
 
 
-def _body_rule(rule: BodyRule) -> BodyRule:
-    _BODY_RULES.append(rule)
-    return rule
+def _rule(rules: list[Rule]) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        rules.append(rule)
+        return rule
+    return register
 
 
-def body_problems(body: TableBody) -> list[Problem]:
-    """Every cross-field error of a table body.
+_body_rule = _rule(_BODY_RULES)
+_clustering_rule = _rule(_CLUSTERING_RULES)
 
-    Also runs on a partial body (validation.py builds one when some fields are invalid, so
-    their errors and these come in one report): a rule that reads a field that failed
-    validation raises `Unparsed` and is skipped, the other rules still run.
+
+def _run(rules: list[Rule], model: Any) -> list[Problem]:
+    """The problems found by `rules`, each run on its own.
+
+    `model` may be partial (validation.py builds one when some fields are invalid, so their errors
+    and these come in one report): a rule that reads a field that failed validation raises
+    `Unparsed` and is skipped, the other rules still run.
     """
     problems: list[Problem] = []
-    for rule in _BODY_RULES:
+    for rule in rules:
         try:
-            problems += rule(body)
+            problems += rule(model)
         except Unparsed:
             pass
     return problems
+
+
+def body_problems(body: TableBody) -> list[Problem]:
+    """Every cross-field error of a table body, relative to `spec`."""
+    return _run(_BODY_RULES, body)
+
+
+def clustering_problems(clustering: Clustering) -> list[Problem]:
+    """Every cross-field error of a clustering block, relative to it."""
+    return _run(_CLUSTERING_RULES, clustering)
 
 
 def _columns_by_name(body: TableBody) -> dict[str, Column]:
@@ -181,6 +199,21 @@ def _timestamp_problems(body: TableBody) -> list[Problem]:
     if column is not None and parsed(column, "type") and column.type not in accepted:
         return [(("partitioning", "timestamp", "input"),
                  f"input {ts.input} reads {' or '.join(accepted)} columns, but '{ts.field}' is {column.type}")]
+    return []
+
+
+@_clustering_rule
+def _sort_columns_needed(clustering: Clustering) -> list[Problem]:
+    if clustering.strategy != "NONE" and not clustering.sort_columns:
+        return [(("sortColumns",), f"strategy {clustering.strategy} needs sortColumns")]
+    return []
+
+
+@_clustering_rule
+def _small_files_below_target(clustering: Clustering) -> list[Problem]:
+    if clustering.small_file_limit >= clustering.target_file_size:
+        return [(("smallFileLimit",), f"smallFileLimit ({clustering.small_file_limit} bytes) must be smaller "
+                                      f"than targetFileSize ({clustering.target_file_size} bytes)")]
     return []
 
 
