@@ -103,7 +103,10 @@ def _reference(by_name: dict[str, Column], loc: tuple, name: str, what: str, pri
 
 def _references(body: TableBody, loc: tuple, names: list[str], what: str, primitive: bool = False) -> list[Problem]:
     """`names` (the list at `loc`) must be columns, of a primitive type if `primitive`, each listed once."""
-    by_name = _columns_by_name(body)
+    try:
+        by_name = _columns_by_name(body)
+    except Unparsed:  # the columns failed validation: only "listed twice" can be checked
+        return _duplicates(loc, names, what)
     problems = [p for i, name in enumerate(names) for p in _reference(by_name, (*loc, i), name, what, primitive)]
     return problems + _duplicates(loc, names, what)
 
