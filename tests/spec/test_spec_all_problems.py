@@ -158,3 +158,20 @@ def test_python_construction_reports_both_clustering_rules():
         (("sortColumns",), "strategy SORT needs sortColumns"),
         (("smallFileLimit",), "smallFileLimit (1073741824 bytes) must be smaller than targetFileSize (1073741824 bytes)"),
     ]
+
+
+def test_rules_of_a_nested_model_run_when_a_sibling_field_fails(broken):
+    # PartitionTimestamp's own rule (dateString needs inputFormat) and the body's rules run
+    # although timeZone is wrong: the machinery is generic, not a list of known models.
+    assert broken(
+        ("fields: [order_date]\n", "fields: [order_date]\n"
+         "    timestamp: {field: updated_at, input: dateString, outputFormat: yyyy, timeZone: Mars/Base}\n"),
+        ("hashFields: [order_id]", "hashFields: [nope]"),
+    ) == [
+        "t.yaml:19:5: spec.partitioning.timestamp.inputFormat: input dateString needs inputFormat",
+        "t.yaml:19:17: spec.partitioning.timestamp.field: timestamp field 'updated_at' is not one of the partition "
+        "fields (order_date)",
+        "t.yaml:19:75: spec.partitioning.timestamp.timeZone: unknown time zone 'Mars/Base'; use an IANA name such as "
+        "UTC or Europe/Berlin",
+        "t.yaml:24:18: spec.index.hashFields[0]: hash field 'nope' is not a column",
+    ]
