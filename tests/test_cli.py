@@ -50,6 +50,27 @@ def test_validate_reports_file_line_field(project, capsys):
     assert "Traceback" not in err
 
 
+def test_validate_reports_every_problem_at_once(project, capsys):
+    # A field error (numBuckets) must not hide the cross-field one (hashFields) nor the unknown key.
+    orders = (project / "specs" / "orders.yaml").read_text()
+    assert orders.count("numBuckets: 16") == orders.count("orderingField:") == 1
+    hash_fields = next(line for line in orders.splitlines() if "hashFields:" in line)
+    bad = project / "specs" / "orders.yaml"
+    bad.write_text(orders.replace("numBuckets: 16", "numBuckets: 0").replace("orderingField:", "orderingFeild:")
+                   .replace(hash_fields, hash_fields.split(":")[0] + ": [nope]"))
+    code, out, err = run(capsys, "validate", "specs")
+    assert code == 1 and "Traceback" not in err
+    lines = bad.read_text().splitlines()
+    line_of = {key: next(i for i, l in enumerate(lines, 1) if key in l) for key in ("numBuckets", "orderingFeild", "hashFields")}
+    printed = [l for l in err.splitlines() if l.startswith("specs/orders.yaml:")]
+    assert [l.split(": ", 2)[:2] for l in printed] == [
+        [f"specs/orders.yaml:{line_of['orderingFeild']}:3", "spec.orderingFeild"],
+        [f"specs/orders.yaml:{line_of['numBuckets']}:5", "spec.index.numBuckets"],
+        [f"specs/orders.yaml:{line_of['hashFields']}:{hash_fields.index('[') + 2}", "spec.index.hashFields[0]"],
+    ]
+    assert printed[2].endswith("hash field 'nope' is not a column")
+
+
 def test_plan_detailed_exitcode_and_apply_round_trip(project, capsys):
     code, out, _ = run(capsys, "plan", "specs", "--warehouse", "warehouse", "--detailed-exitcode")
     assert code == 2

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -26,6 +27,37 @@ class SpecModel(BaseModel):
         use_attribute_docstrings=True,
         field_title_generator=lambda name, info: info.alias or name,
     )
+
+    _as_written: dict[str, Any] | None = PrivateAttr(default=None)
+    # Only in a partial model: the input of each field that failed validation (see `Unparsed`).
+
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str) -> Any:
+            if name in type(self).model_fields:  # a field is unset only in a partial model
+                raise Unparsed(f"{type(self).__name__}.{name} failed validation", name=name, obj=self)
+            return super().__getattr__(name)
+
+
+class Unparsed(AttributeError):
+    """A rule read a field that failed validation.
+
+    When a document has field errors, pydantic skips the model validators (the rules relating
+    fields); validation.py then runs them on a partial model, built from the parts that did
+    validate, whose failed fields are unset. Reading one raises this, and the rule is skipped:
+    the field's own error is reported instead.
+    """
+
+
+def parsed(model: BaseModel, name: str) -> bool:
+    """Whether field `name` of `model` validated (always true outside partial models)."""
+    return name in model.__dict__
+
+
+def as_written(model: SpecModel, name: str) -> Any:
+    """Field `name` of `model`; for a field that failed validation, its input as written (None if absent)."""
+    if parsed(model, name):
+        return getattr(model, name)
+    return (model._as_written or {}).get(name)
 
 
 CROSS_FIELD = "cross_field"

@@ -252,13 +252,7 @@ class Clustering(SpecModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Clustering:
-        problems: list = []
-        if self.strategy != "NONE" and not self.sort_columns:
-            problems.append((("sortColumns",), f"strategy {self.strategy} needs sortColumns"))
-        if self.small_file_limit >= self.target_file_size:
-            problems.append((("smallFileLimit",), f"smallFileLimit ({self.small_file_limit} bytes) must be smaller "
-                                                  f"than targetFileSize ({self.target_file_size} bytes)"))
-        raise_problems("Clustering", problems)
+        raise_problems("Clustering", rules.clustering_problems(self))
         return self
 
 

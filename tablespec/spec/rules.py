@@ -1,18 +1,19 @@
 """Rules relating fields of a table spec to each other: errors (run by the model) and warnings.
 
-Locations use the YAML (camelCase) names; errors are relative to `spec`, warnings to the document.
+Locations use the YAML (camelCase) names; errors are relative to the model they check, warnings
+to the document.
 """
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from tablespec.spec.base import Problem
+from tablespec.spec.base import Problem, Unparsed, as_written, parsed
 from tablespec.types import Array, Map, Struct
 
 if TYPE_CHECKING:
-    from tablespec.spec.model import TableBody, TableSpec
+    from tablespec.spec.model import Clustering, Column, TableBody, TableSpec
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -39,75 +40,154 @@ def _duplicates(loc: tuple, values: list[str], what: str) -> list[Problem]:
     return out
 
 
-def body_problems(body: TableBody) -> list[Problem]:
-    """Every cross-field error of a table body.
+Rule = Callable[[Any], list[Problem]]
+_BODY_RULES: list[Rule] = []
+_CLUSTERING_RULES: list[Rule] = []
 
-    Also runs on a partial body (built by the loader when some fields are invalid, so their
-    errors and these come in one report): parts that failed validation are None, and columns
-    whose type failed have `type` None.
+
+def _rule(rules: list[Rule]) -> Callable[[Rule], Rule]:
+    def register(rule: Rule) -> Rule:
+        rules.append(rule)
+        return rule
+    return register
+
+
+_body_rule = _rule(_BODY_RULES)
+_clustering_rule = _rule(_CLUSTERING_RULES)
+
+
+def _run(rules: list[Rule], model: Any) -> list[Problem]:
+    """The problems found by `rules`, each run on its own.
+
+    `model` may be partial (validation.py builds one when some fields are invalid, so their errors
+    and these come in one report): a rule that reads a field that failed validation raises
+    `Unparsed` and is skipped, the other rules still run.
     """
-    from tablespec.spec.model import BucketIndex
-
     problems: list[Problem] = []
-    if body.table_type == "MERGE_ON_READ":
-        problems.append((("tableType",), "MERGE_ON_READ is not supported yet; use COPY_ON_WRITE"))
-    if body.columns is None:
-        return problems
-
-    first_of: dict[str, int] = {}
-    for i, column in enumerate(body.columns):
-        first = first_of.setdefault(column.name.lower(), i)
-        if first != i:
-            problems.append((("columns", i, "name"), f"duplicate column '{column.name}' (first declared as spec.columns[{first}])"))
-    by_name = {c.name: c for c in reversed(body.columns)}
-
-    def reference(loc: tuple, name: str, what: str, primitive: bool = False) -> bool:
-        column = by_name.get(name)
-        if column is None:
-            problems.append((loc, f"{what} '{name}' is not a column{did_you_mean(name, by_name)}"))
-            return False
-        if primitive and column.type is not None and isinstance(column.data_type, Array | Map | Struct):
-            problems.append((loc, f"{what} '{name}' has the complex type {column.type}; it must be a primitive type"))
-        return True
-
-    key = body.record_key
-    if key is not None:
-        for i, name in enumerate(key.fields):
-            reference(("recordKey", "fields", i), name, "record key field", primitive=True)
-        problems += _duplicates(("recordKey", "fields"), key.fields, "record key field")
-
-    if body.partitioning is not None:
-        for i, name in enumerate(body.partitioning.fields):
-            reference(("partitioning", "fields", i), name, "partition field", primitive=True)
-        problems += _duplicates(("partitioning", "fields"), body.partitioning.fields, "partition field")
-        problems += _timestamp_problems(body, by_name)
-
-    if body.ordering_field is not None:
-        reference(("orderingField",), body.ordering_field, "ordering field", primitive=True)
-
-    index = body.index
-    if isinstance(index, BucketIndex):
-        if key is not None and key.auto_generate:
-            problems.append((("index", "type"), "a BUCKET index hashes record key fields, so it cannot be used "
-                                                "with recordKey.autoGenerate"))
-        if index.hash_fields is not None:
-            if not index.hash_fields:
-                problems.append((("index", "hashFields"), "hashFields must not be empty; omit it to hash the record key fields"))
-            for i, name in enumerate(index.hash_fields):
-                loc = ("index", "hashFields", i)
-                if reference(loc, name, "hash field") and key is not None and key.fields and name not in key.fields:
-                    problems.append((loc, f"hash field '{name}' is not a record key field; Hudi hashes a subset of "
-                                          f"the record key ({', '.join(key.fields)})"))
-            problems += _duplicates(("index", "hashFields"), index.hash_fields, "hash field")
-
-    if body.clustering is not None:
-        for i, name in enumerate(body.clustering.sort_columns):
-            reference(("clustering", "sortColumns", i), name, "sort column", primitive=True)
-        problems += _duplicates(("clustering", "sortColumns"), body.clustering.sort_columns, "sort column")
+    for rule in rules:
+        try:
+            problems += rule(model)
+        except Unparsed:
+            pass
     return problems
 
 
-def _timestamp_problems(body: TableBody, by_name: dict) -> list[Problem]:
+def body_problems(body: TableBody) -> list[Problem]:
+    """Every cross-field error of a table body, relative to `spec`."""
+    return _run(_BODY_RULES, body)
+
+
+def clustering_problems(clustering: Clustering) -> list[Problem]:
+    """Every cross-field error of a clustering block, relative to it."""
+    return _run(_CLUSTERING_RULES, clustering)
+
+
+def _columns_by_name(body: TableBody) -> dict[str, Column]:
+    """The first column of each name; a column whose name failed its own check is found by the name as written."""
+    out: dict[str, Column] = {}
+    for column in body.columns:
+        name = as_written(column, "name")
+        if isinstance(name, str):
+            out.setdefault(name, column)
+    return out
+
+
+def _reference(by_name: dict[str, Column], loc: tuple, name: str, what: str, primitive: bool) -> list[Problem]:
+    column = by_name.get(name)
+    if column is None:
+        return [(loc, f"{what} '{name}' is not a column{did_you_mean(name, by_name)}")]
+    if primitive and parsed(column, "type") and isinstance(column.data_type, Array | Map | Struct):
+        return [(loc, f"{what} '{name}' has the complex type {column.type}; it must be a primitive type")]
+    return []
+
+
+def _references(body: TableBody, loc: tuple, names: list[str], what: str, primitive: bool = False) -> list[Problem]:
+    """`names` (the list at `loc`) must be columns, of a primitive type if `primitive`, each listed once."""
+    try:
+        by_name = _columns_by_name(body)
+    except Unparsed:  # the columns failed validation: only "listed twice" can be checked
+        return _duplicates(loc, names, what)
+    problems = [p for i, name in enumerate(names) for p in _reference(by_name, (*loc, i), name, what, primitive)]
+    return problems + _duplicates(loc, names, what)
+
+
+@_body_rule
+def _supported_table_type(body: TableBody) -> list[Problem]:
+    if body.table_type == "MERGE_ON_READ":
+        return [(("tableType",), "MERGE_ON_READ is not supported yet; use COPY_ON_WRITE")]
+    return []
+
+
+@_body_rule
+def _unique_columns(body: TableBody) -> list[Problem]:
+    problems: list[Problem] = []
+    first_of: dict[str, int] = {}
+    for i, column in enumerate(body.columns):
+        if not parsed(column, "name"):
+            continue
+        first = first_of.setdefault(column.name.lower(), i)
+        if first != i:
+            problems.append((("columns", i, "name"), f"duplicate column '{column.name}' (first declared as spec.columns[{first}])"))
+    return problems
+
+
+@_body_rule
+def _record_key_fields(body: TableBody) -> list[Problem]:
+    return _references(body, ("recordKey", "fields"), body.record_key.fields, "record key field", primitive=True)
+
+
+@_body_rule
+def _partition_fields(body: TableBody) -> list[Problem]:
+    return _references(body, ("partitioning", "fields"), body.partitioning.fields, "partition field", primitive=True)
+
+
+@_body_rule
+def _ordering_field(body: TableBody) -> list[Problem]:
+    if body.ordering_field is None:
+        return []
+    return _reference(_columns_by_name(body), ("orderingField",), body.ordering_field, "ordering field", primitive=True)
+
+
+@_body_rule
+def _bucket_index_needs_key_fields(body: TableBody) -> list[Problem]:
+    from tablespec.spec.model import BucketIndex
+
+    if isinstance(body.index, BucketIndex) and body.record_key.auto_generate:
+        return [(("index", "type"), "a BUCKET index hashes record key fields, so it cannot be used with recordKey.autoGenerate")]
+    return []
+
+
+@_body_rule
+def _hash_fields(body: TableBody) -> list[Problem]:
+    from tablespec.spec.model import BucketIndex
+
+    index = body.index
+    if not isinstance(index, BucketIndex) or index.hash_fields is None:
+        return []
+    empty = [(("index", "hashFields"), "hashFields must not be empty; omit it to hash the record key fields")]
+    return (empty if not index.hash_fields else []) + _references(body, ("index", "hashFields"), index.hash_fields, "hash field")
+
+
+@_body_rule
+def _hash_fields_in_record_key(body: TableBody) -> list[Problem]:
+    from tablespec.spec.model import BucketIndex
+
+    index, key = body.index, body.record_key
+    if not isinstance(index, BucketIndex) or index.hash_fields is None or not key.fields:
+        return []
+    by_name = _columns_by_name(body)
+    return [(("index", "hashFields", i), f"hash field '{name}' is not a record key field; Hudi hashes a subset of "
+                                          f"the record key ({', '.join(key.fields)})")
+            for i, name in enumerate(index.hash_fields) if name in by_name and name not in key.fields]
+
+
+@_body_rule
+def _sort_columns(body: TableBody) -> list[Problem]:
+    return _references(body, ("clustering", "sortColumns"), body.clustering.sort_columns, "sort column", primitive=True)
+
+
+@_body_rule
+def _timestamp_problems(body: TableBody) -> list[Problem]:
     from tablespec.hudi.keygen import INPUTS
 
     ts = body.partitioning.timestamp
@@ -117,11 +197,26 @@ def _timestamp_problems(body: TableBody, by_name: dict) -> list[Problem]:
     if ts.field not in body.partitioning.fields:
         return [(loc, f"timestamp field '{ts.field}' is not one of the partition fields "
                       f"({', '.join(body.partitioning.fields) or 'none'})")]
-    column = by_name.get(ts.field)
+    column = _columns_by_name(body).get(ts.field)
     accepted = INPUTS[ts.input][2]
-    if column is not None and column.type is not None and column.type not in accepted:
+    if column is not None and parsed(column, "type") and column.type not in accepted:
         return [(("partitioning", "timestamp", "input"),
                  f"input {ts.input} reads {' or '.join(accepted)} columns, but '{ts.field}' is {column.type}")]
+    return []
+
+
+@_clustering_rule
+def _sort_columns_needed(clustering: Clustering) -> list[Problem]:
+    if clustering.strategy != "NONE" and not clustering.sort_columns:
+        return [(("sortColumns",), f"strategy {clustering.strategy} needs sortColumns")]
+    return []
+
+
+@_clustering_rule
+def _small_files_below_target(clustering: Clustering) -> list[Problem]:
+    if clustering.small_file_limit >= clustering.target_file_size:
+        return [(("smallFileLimit",), f"smallFileLimit ({clustering.small_file_limit} bytes) must be smaller "
+                                      f"than targetFileSize ({clustering.target_file_size} bytes)")]
     return []
 
 

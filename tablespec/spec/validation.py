@@ -10,13 +10,13 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
 
-from tablespec.spec.base import CROSS_FIELD
+from tablespec.spec.base import SpecModel, Unparsed
 from tablespec.spec.diagnostics import Diagnostic, format_path, locate
-from tablespec.spec.model import INDEX_TYPES, Column, TableBody, TableSpec
-from tablespec.spec.rules import body_problems, closest, did_you_mean, spec_warnings
+from tablespec.spec.model import INDEX_TYPES, TableSpec
+from tablespec.spec.rules import closest, did_you_mean, spec_warnings
 from tablespec.spec.source import Document
 
 _NAME_HELP = "use letters, digits and underscores, not starting with a digit"
@@ -160,52 +160,130 @@ def diagnose(root: type[BaseModel], error: ValidationError, doc: Document, file:
     return _located(problems, doc, file, "error")
 
 
-_ADAPTERS: dict[str, TypeAdapter] = {}
+_UNSET: Any = object()
 
 
-def _valid_part(name: str, value: Any) -> Any:
-    """`value` validated as the TableBody field `name`, or None when invalid."""
-    if name not in _ADAPTERS:
-        field = TableBody.model_fields[name]
-        _ADAPTERS[name] = TypeAdapter(typing.Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation)
-    try:
-        return _ADAPTERS[name].validate_python(value, strict=True, by_alias=True, by_name=False)
-    except ValidationError:
-        return None
+class _Salvage:
+    """The errors that pydantic's validation of one document did not reach: model validators it skipped.
 
-
-def _salvaged_columns(raw: Any) -> list[Column] | None:
-    """Valid columns, plus name-only stand-ins for invalid ones (so references to them are not reported)."""
-    if not isinstance(raw, list):
-        return None
-    out = []
-    for item in raw:
-        column = _valid_part("columns", [item])
-        if column:
-            out += column
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            out.append(Column.model_construct(name=item["name"], type=None, nullable=True, comment=None))
-    return out
-
-
-def _cross_field_of_partial(raw: Any) -> list[tuple[tuple, str]]:
-    """The body's cross-field errors, from the fields that are valid on their own.
-
-    Pydantic runs TableBody's cross-field rules only when every field is valid; without this,
-    a typo in a size would hide an unknown key column until the size is fixed.
+    Pydantic runs a model's `after` validators (the rules relating its fields) only when every
+    field is valid. For each model that has an invalid field, this builds a partial instance from
+    the fields that validate on their own (nested models recursively; failed fields left unset, see
+    `Unparsed`) and runs the skipped validators on it. A field with an error in the document's
+    report is never used, so no problem is reported twice.
     """
-    if not isinstance(raw, dict):
-        return []
-    parts = {}
-    for name, field in TableBody.model_fields.items():
-        key = field.alias or name
-        if key not in raw:
-            parts[name] = None if field.is_required() else field.get_default(call_default_factory=True)
-        elif name == "columns":
-            parts[name] = _salvaged_columns(raw[key])
-        else:
-            parts[name] = _valid_part(name, raw[key])
-    return [(("spec", *loc), message) for loc, message in body_problems(TableBody.model_construct(**parts))]
+
+    def __init__(self, errors: list[dict], data: Any):
+        self.errors = [_clean_loc(tuple(err["loc"]), data) for err in errors]
+        self.found: list[tuple[tuple, dict]] = []
+
+    def _has_error(self, loc: tuple) -> bool:
+        return any(err[:len(loc)] == loc for err in self.errors)
+
+    def model(self, model: type[SpecModel], raw: Any, loc: tuple) -> SpecModel:
+        """A partial `model` from `raw` (every field unset if `raw` is not a mapping), after running on it
+        the model validators pydantic skipped."""
+        given = raw if isinstance(raw, dict) else {}
+        fields = {field.alias or name: name for name, field in model.model_fields.items()}
+        # pydantic skips them when `raw` is not a mapping, has an unknown key, lacks a required one or has an invalid one
+        skipped = not isinstance(raw, dict) or not given.keys() <= fields.keys()
+        values, unset = {}, {}
+        for key, name in fields.items():
+            if key in given:
+                value, valid = self.field(model, name, given[key], (*loc, key))
+                skipped |= not valid
+            elif isinstance(raw, dict) and not model.model_fields[name].is_required():
+                continue  # model_construct fills in the default
+            else:
+                value, skipped = _UNSET, True
+            if value is _UNSET:
+                unset[name] = given.get(key)
+            else:
+                values[name] = value
+        partial = model.model_construct(**values)
+        for name in unset:
+            partial.__dict__.pop(name, None)
+            partial.__pydantic_fields_set__.discard(name)
+        partial._as_written = unset
+        if skipped:
+            self._run_validators(partial, loc)
+        return partial
+
+    def field(self, model: type[SpecModel], name: str, raw: Any, loc: tuple) -> tuple[Any, bool]:
+        """(value, valid): the field validated, else salvaged as a partial model, else _UNSET.
+
+        `valid`: whether the field validates on its own (if not, pydantic skipped the model validators of `model`).
+        """
+        try:
+            value, valid = _field_adapter(model, name).validate_python(raw, strict=True, by_alias=True, by_name=False), True
+        except ValidationError:
+            value, valid = _UNSET, False
+        if not self._has_error(loc):
+            return value, valid
+        return self.salvage(model.model_fields[name].annotation, raw, loc), valid
+
+    def salvage(self, tp: Any, raw: Any, loc: tuple) -> Any:
+        """What is usable of `raw`, which has errors, as a `tp`: a partial model, a list of them, or _UNSET."""
+        model = _as_model(tp, raw)
+        if model is not None:
+            return self.model(model, raw, loc)
+        item = _list_item(tp)
+        if item is None or not isinstance(raw, list) or (loc in self.errors):  # not a list of models, or the list itself is wrong
+            return _UNSET
+        items = []
+        for i, value in enumerate(raw):
+            if self._has_error((*loc, i)):
+                items.append(self.salvage(item, value, (*loc, i)))
+            else:
+                items.append(_adapter(item).validate_python(value, strict=True, by_alias=True, by_name=False))
+        return _UNSET if any(value is _UNSET for value in items) else items
+
+    def _run_validators(self, partial: SpecModel, loc: tuple) -> None:
+        for decorator in type(partial).__pydantic_decorators__.model_validators.values():
+            if decorator.info.mode != "after":
+                continue
+            try:
+                decorator.func(partial)
+            except Unparsed:
+                pass  # the rule needs a field that failed; that field's error is reported
+            except ValidationError as e:
+                self.found += [((*loc, *err["loc"]), err) for err in e.errors(include_url=False)]
+
+
+_ADAPTERS: dict[Any, TypeAdapter] = {}
+
+
+def _adapter(tp: Any) -> TypeAdapter:
+    if tp not in _ADAPTERS:
+        _ADAPTERS[tp] = TypeAdapter(tp)
+    return _ADAPTERS[tp]
+
+
+def _field_adapter(model: type[BaseModel], name: str) -> TypeAdapter:
+    """Validates field `name` of `model` on its own: its type, constraints and the model's field validators."""
+    key = (model, name)
+    if key not in _ADAPTERS:
+        field = model.model_fields[name]
+        validators = [AfterValidator(d.func) for d in model.__pydantic_decorators__.field_validators.values()
+                      if name in d.info.fields and d.info.mode == "after"]
+        metadata = [*field.metadata, *([Field(discriminator=field.discriminator)] if field.discriminator else []), *validators]
+        _ADAPTERS[key] = TypeAdapter(typing.Annotated[(field.annotation, *metadata)] if metadata else field.annotation)
+    return _ADAPTERS[key]
+
+
+def _list_item(tp: Any) -> Any:
+    """The item type of a list type, or None."""
+    tp = _strip(tp)
+    if typing.get_origin(tp) is list:
+        return typing.get_args(tp)[0]
+    return None
+
+
+def _skipped_problems(root: type[SpecModel], error: ValidationError, doc: Document) -> list[tuple[tuple, str]]:
+    """The errors of the model validators pydantic skipped because a field failed (see `_Salvage`)."""
+    salvage = _Salvage(error.errors(include_url=False), doc.data)
+    salvage.model(root, doc.data, ())
+    return [_message(root, err, loc, doc.data) for loc, err in salvage.found]
 
 
 def validate_document(doc: Document, file: str) -> tuple[TableSpec | None, list[Diagnostic]]:
@@ -215,10 +293,7 @@ def validate_document(doc: Document, file: str) -> tuple[TableSpec | None, list[
     try:
         spec = TableSpec.model_validate(doc.data, by_alias=True, by_name=False)
     except ValidationError as e:
-        diagnostics = diagnose(TableSpec, e, doc, file)
-        body_errors = [err for err in e.errors() if err["loc"][:1] == ("spec",)]
-        if body_errors and not any(err["type"] == CROSS_FIELD for err in body_errors):
-            diagnostics += _located(_cross_field_of_partial(doc.data.get("spec")), doc, file, "error")
+        diagnostics = diagnose(TableSpec, e, doc, file) + _located(_skipped_problems(TableSpec, e, doc), doc, file, "error")
         return None, sorted(diagnostics, key=lambda d: (d.line, d.col))
     return spec, _located(spec_warnings(spec), doc, file, "warning")
 
