@@ -117,6 +117,10 @@ def table_actions(spec, state: TableState) -> list[Action]:
         actions.append(Action(kind="schema_evolution", reasons=[c.describe() for c in evolutions],
                               changes=[_change(c) for c in evolutions]))
     rest = [s for s in settings if s.category == "settings"]
+    if index:  # an index action writes every managed property: the index's own tuning goes with it
+        tuning = [s for s in rest if s.path.startswith("spec.index.")]
+        actions[0].changes.extend(_change(s) for s in tuning)
+        rest = [s for s in rest if s not in tuning]
     if rest:
         actions.append(Action(kind="update_settings", changes=[_change(s) for s in rest]))
     return actions
