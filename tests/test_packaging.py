@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.resources
+import os
 import re
 import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from _support import ROOT
+from tablespec.plan import render
 
 PACKAGE = ROOT / "tablespec"
 # The `spark` extra may be imported at module level only here: nothing validate or plan runs imports it.
@@ -110,3 +115,24 @@ def test_the_import_check_catches_what_it_should():
     assert undeclared(plan_module, "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pyspark\n",
                       providers) == []
     assert undeclared(plan_module, "import os, numpy, jinja2.sandbox\nfrom . import x\n", providers) == []
+
+
+@pytest.fixture
+def package_templates(monkeypatch):
+    monkeypatch.delenv("TABLESPEC_TEMPLATES", raising=False)
+    render._env.cache_clear()
+    yield importlib.resources.files("tablespec") / "templates"
+    render._env.cache_clear()
+
+
+def test_plan_templates_load_from_the_package(package_templates):
+    """The renderer finds its templates as package data of `tablespec` (what a wheel ships),
+    not through a path relative to the repository root."""
+    names = sorted(p.name for p in (ROOT / "templates").glob("*.j2"))
+    assert names == ["plan.md.j2", "plan.txt.j2"]
+    for name in names:
+        shipped = package_templates / name
+        assert shipped.read_text(encoding="utf-8") == (ROOT / "templates" / name).read_text(encoding="utf-8")
+        loaded = render._env().get_template(name)
+        assert os.path.normpath(loaded.filename) == os.path.normpath(str(shipped))
+        assert Path(loaded.filename).parent.parent == Path(str(importlib.resources.files("tablespec")))
