@@ -219,21 +219,25 @@ def test_merge_on_read_tables_are_refused(name, real_table, capsys):
 
 
 def test_validate_and_plan_need_no_java(project):
-    """validate and plan must run with no Java anywhere and never import pyspark."""
-    bindir = project / "bin"
-    bindir.mkdir()
-    os.symlink(sys.executable, bindir / "python")
+    """validate and plan must run with no Java anywhere and never import pyspark. The same
+    interpreter runs them (in a virtual environment too, with its packages), but with no java on
+    PATH (an empty directory) and no JAVA_HOME or SPARK_HOME: starting a JVM would fail."""
+    nojava = project / "bin"
+    nojava.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON")}
-    env["PATH"] = str(bindir)
+    env["PATH"] = str(nojava)
     env["PYTHONPATH"] = str(ROOT)
+    assert shutil.which("java", path=env["PATH"]) is None
     code = ("import sys; from tablespec.cli import main; "
             "rcs = [main(['validate', 'specs']), main(['plan', 'specs', '--warehouse', 'warehouse']), "
+            "main(['plan', 'specs', '--warehouse', 'warehouse', '--format', 'markdown']), "
             "main(['apply', 'specs', '--warehouse', 'warehouse', '--auto-approve'])]; "
-            "assert 'pyspark' not in sys.modules, 'pyspark imported'; print(rcs)")
-    proc = subprocess.run([str(bindir / "python"), "-c", code], cwd=project, env=env, capture_output=True, text=True)
+            "assert 'pyspark' not in sys.modules, 'pyspark imported'; print(sys.prefix); print(rcs)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("[0, 0, 0]")
-    assert shutil.which("java", path=env["PATH"]) is None
+    prefix, rcs = proc.stdout.strip().splitlines()[-2:]
+    assert prefix == sys.prefix  # the interpreter kept its environment (a venv's site-packages)
+    assert rcs == "[0, 0, 0, 0]"
 
 
 def test_created_tables_open_in_hudi_rs(project, capsys):

@@ -1,7 +1,8 @@
 """Plan rendering: text (Terraform-like), markdown (pull-request comment) and JSON (plan file).
 
-Text and markdown go through Jinja2 templates in `templates/`; JSON is the plan model itself
-plus a few derived fields for readers (they are dropped again when a plan file is loaded).
+Text and markdown go through Jinja2 templates shipped as package data (`tablespec/templates`, a
+link to the top-level `templates/`); JSON is the plan model itself plus a few derived fields for
+readers (they are dropped again when a plan file is loaded).
 """
 from __future__ import annotations
 
@@ -12,23 +13,29 @@ from types import SimpleNamespace
 from functools import lru_cache
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import BaseLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
 from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
 from tablespec.plan.settings import display
 from tablespec.spec.sizes import human_bytes
 
-TEMPLATES = Path(os.environ.get("TABLESPEC_TEMPLATES", Path(__file__).resolve().parents[2] / "templates"))
 FORMATS = ("text", "json", "markdown")
 _SIZE = re.compile(r"\d+(KiB|MiB|GiB|TiB)")
 _DERIVED_PLAN_KEYS = ("summary", "has_changes")
 _DERIVED_ACTION_KEYS = ("symbol", "supported")
 
 
+def _loader() -> BaseLoader:
+    """The plan templates: package data of `tablespec` (so a wheel install finds them), unless
+    $TABLESPEC_TEMPLATES names a directory to load them from instead."""
+    override = os.environ.get("TABLESPEC_TEMPLATES")
+    return FileSystemLoader(override) if override else PackageLoader("tablespec", "templates")
+
+
 @lru_cache(maxsize=1)
 def _env() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
+    env = Environment(loader=_loader(), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters["show"] = show_value
     return env
