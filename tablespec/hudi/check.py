@@ -170,7 +170,7 @@ def _needed(base: str, timeline: Timeline, written: list[_Written]) -> list[_Nee
 
 def _truncation(storage: Storage, path: str, size: int, w: _Written) -> str | None:
     if w.size and size != w.size:
-        return f"{size} bytes, but commit {w.commit} recorded {w.size} (fileSizeInBytes)"
+        return f"{size} bytes, but its commit recorded {w.size} (fileSizeInBytes)"
     if w.name.extension != ".parquet":
         return None
     if size < 2 * len(PARQUET_MAGIC):
