@@ -41,7 +41,7 @@ from tablespec.hudi.fs_view import BaseFile, FileGroup, FileSlice, FileSystemVie
 from tablespec.hudi.instant import CLEAN, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, WRITE_ACTIONS
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_of
-from tablespec.hudi.partition import PARTITION_METAFILE, discover_partitions
+from tablespec.hudi.partition import PARTITION_METAFILE, discover_partitions, has_partition_metadata
 from tablespec.hudi.rollback import rollback_target
 from tablespec.hudi.timeline import Timeline
 
@@ -249,7 +249,7 @@ def check_files(storage: Storage, base: str, timeline: Timeline, archive_folder:
     written = _written_files(base, timeline)
     needed = _needed(base, timeline, written)
     partitions = discover_partitions(storage, base)
-    known = set(partitions)
+    marked = {p: True for p in partitions}
     earliest = earliest_readable_instant(timeline)
     findings: list[Finding] = []
     unlisted: dict[str, int] = {}
@@ -260,7 +260,9 @@ def check_files(storage: Storage, base: str, timeline: Timeline, archive_folder:
         if info is None:
             findings.append(Finding(MISSING, w.partition, w.path, w.name.instant, _missing(n, earliest)))
             continue
-        if w.partition not in known:
+        if w.partition not in marked:
+            marked[w.partition] = has_partition_metadata(storage, base, w.partition)
+        if not marked[w.partition]:
             unlisted[w.partition] = unlisted.get(w.partition, 0) + 1
         if (problem := _truncation(storage, path, info.size, w)) is not None:
             findings.append(Finding(TRUNCATED, w.partition, w.path, w.name.instant, f"written by commit {w.commit}: "

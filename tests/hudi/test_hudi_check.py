@@ -17,7 +17,7 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
-from tablespec.hudi.partition import PARTITION_METAFILE
+from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.rollback import rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 from test_hudi_clean import A, B, ST, _plan, _table, _updates, _write
@@ -212,3 +212,12 @@ def test_a_missing_file_of_a_table_apache_hudi_wrote(fixture_table):
     os.remove(join(base, latest.path))
     [finding] = check_files(st, base, timeline).findings
     assert (finding.kind, finding.file) == (MISSING, latest.path)
+
+
+def test_partitions_under_a_partitioned_root_keep_their_markers(tmp_path):
+    """A table rewritten unpartitioned (replace_table) marks its root a partition; the old
+    partitions, still read by time travel, keep their markers: nothing is missing."""
+    base = _table(tmp_path)
+    [c1] = _updates(base, 1, new_file_id(), new_file_id())
+    write_partition_metadata(ST, base, "", new_instant_time(c1))
+    assert check(base).findings == []
