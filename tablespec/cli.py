@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--master", help="Spark master (default: spark.master of the project file, else local[*])")
     with_vars(ing)
 
-    vf = sub.add_parser("verify", help="check tables against their timelines: missing, truncated or orphan data "
-                                       "files, index mismatches (exit 1 on any finding)")
+    vf = sub.add_parser("verify", help="check tables against their timelines: missing, truncated or orphan "
+                                       "data files, index mismatches (exit 1 on any finding)")
     vf.add_argument("paths", nargs="*", metavar="LOCATION | SPEC",
                     help="table base paths (as given, else under the warehouse), or spec files or directories "
                          "whose tables to check (default: specs/)")

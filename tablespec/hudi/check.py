@@ -233,8 +233,8 @@ def _orphans(storage: Storage, base: str, timeline: Timeline, partitions: Iterab
                 if rolled_back is None:
                     rolled_back = _rolled_back(timeline)
                 why = (f"instant {t} was rolled back (rollback {rolled_back[t]}), but the file remains" if t in
-                       rolled_back else f"instant {t} is not a completed instant on the timeline (a failed write "
-                       f"left it, or it was copied in)")
+                       rolled_back else f"instant {t} is no completed commit on the timeline (a failed write left "
+                       f"it, or it was copied in)")
                 findings.append(Finding(ORPHAN, partition, rel, t, f"{why}; readers ignore it"))
     return findings, pending_files
 
