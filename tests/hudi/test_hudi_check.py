@@ -119,7 +119,8 @@ def test_truncated_or_damaged_base_files(tmp_path):
         f.seek(-4, os.SEEK_END)
         f.write(b"XXXX")
     [ta, tb] = check(base).findings
-    assert (ta.kind, ta.file) == (TRUNCATED, a) and f"written by commit {c1}: {size - 100} bytes, but its commit recorded {size}" in ta.message
+    assert (ta.kind, ta.file) == (TRUNCATED, a)
+    assert f"written by commit {c1}: {size - 100} bytes, but its commit recorded {size}" in ta.message
     assert (tb.kind, tb.file) == (TRUNCATED, b) and "no PAR1 magic at its end" in tb.message
 
 
