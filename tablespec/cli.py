@@ -67,8 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     ing.add_argument("--master", help="Spark master (default: spark.master of the project file, else local[*])")
     with_vars(ing)
 
-    vf = sub.add_parser("verify", help="check a RECORD_LEVEL table's index against its data (exit 1 on a mismatch)")
-    vf.add_argument("location", help="the table's base path")
+    vf = sub.add_parser("verify", help="check tables against their timelines: missing, truncated or orphan "
+                                       "data files, index mismatches (exit 1 on any finding)")
+    vf.add_argument("paths", nargs="*", metavar="LOCATION | SPEC",
+                    help="table base paths (as given, else under the warehouse), or spec files or directories "
+                         "whose tables to check (default: specs/)")
+    vf.add_argument("--name", help="only the table of this name (of the specs)")
+    vf.add_argument("--warehouse", metavar="DIR")
+    with_vars(vf)
 
     lk = sub.add_parser("lookup", help="print where record keys live (RECORD_LEVEL tables)")
     lk.add_argument("location", help="the table's base path")
@@ -277,11 +283,63 @@ def cmd_ingest(ctx: _Context) -> int:
     return 0
 
 
+def _is_table(location: str) -> bool:
+    from tablespec.hudi.config import META_FOLDER
+    return os.path.isdir(os.path.join(location, META_FOLDER))
+
+
+def _verify_locations(ctx: _Context) -> list[str]:
+    """The tables `verify` checks: table paths as given (or under the warehouse), and the tables
+    the specs among the paths declare (all of specs/ by default), optionally one by --name."""
+    from tablespec.plan.builder import table_location
+    args = ctx.args
+    locations, spec_paths = [], []
+    for path in args.paths or DEFAULT_SPEC_PATHS:
+        location = _table_path(ctx, path)
+        if "://" in path:  # a file:// URI (storage_for checks it)
+            locations.append(path)
+        elif _is_table(location):
+            locations.append(os.path.abspath(location))
+        elif os.path.isdir(path) or path.endswith((".yaml", ".yml")):
+            spec_paths.append(path)
+        else:
+            raise TablespecError(f"{path}: no Hudi table there (no .hoodie/) and no spec file")
+    if args.name and not spec_paths:
+        raise TablespecError("--name picks a table of the specs; no spec files or directories were given")
+    if spec_paths:
+        specs = ctx.load(spec_paths)
+        if args.name:
+            specs = [s for s in specs if args.name in (s.spec.name, s.spec.qualified_name)]
+            if not specs:
+                raise TablespecError(f"no table named {args.name} in {', '.join(spec_paths)}")
+        elif not specs:
+            raise TablespecError(f"{', '.join(spec_paths)}: no Hudi table there (no .hoodie/) and no specs")
+        warehouse = ctx.warehouse()
+        for loaded in specs:
+            location = table_location(warehouse, loaded.spec.spec.location)
+            if not _is_table(location):
+                raise TablespecError(f"{loaded.spec.qualified_name} ({loaded.where()}): no table at {location} "
+                                     "yet; `tablespec apply` creates it")
+            locations.append(location)
+    return list(dict.fromkeys(locations))
+
+
 def cmd_verify(ctx: _Context) -> int:
-    from tablespec.index import verify
-    result = verify(ctx.args.location)
-    print(result)
-    return 0 if result.ok else 1
+    from tablespec.verify import verify_table
+    locations = _verify_locations(ctx)
+    dirty = 0
+    for location in locations:
+        try:
+            report = verify_table(location)
+        except TablespecError as e:  # an unreadable timeline or config: say so, check the other tables
+            print(f"error: {e}", file=sys.stderr)
+            dirty += 1
+            continue
+        print(report)
+        dirty += not report.ok
+    if len(locations) > 1:
+        print(f"{len(locations)} tables verified: " + (f"{dirty} with findings or errors" if dirty else "all clean"))
+    return 1 if dirty else 0
 
 
 def cmd_lookup(ctx: _Context) -> int:

@@ -4,6 +4,7 @@
     table.write(df, operation="upsert")
     table.read(as_of="20261121093000123")
     table.lookup(["o-1", "o-2"])   # RECORD_LEVEL tables: where keys live, no Spark
+    table.verify()                 # missing, truncated or orphan files, index mismatches; no Spark
 """
 from __future__ import annotations
 
@@ -61,3 +62,9 @@ class Table:
         holds (absent keys are left out). Reads the index files on the driver; no Spark."""
         from tablespec.index import lookup
         return lookup(self.location, keys)
+
+    def verify(self):
+        """Check the table's files and index against its timeline (`tablespec verify`): a
+        tablespec.verify.TableReport, `.ok` when nothing was found. Driver side; no Spark."""
+        from tablespec.verify import verify_table
+        return verify_table(self.location)

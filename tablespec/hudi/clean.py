@@ -22,6 +22,7 @@ readable (`earliest_readable_instant`). Callers hold the table lock (lock.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -175,6 +176,25 @@ def _replaced_groups(timeline: Timeline, view: FileSystemView) -> list[tuple[str
     return out
 
 
+def savepoint_times(timeline: Timeline) -> list[str]:
+    """Instants completed savepoints protect from the cleaner."""
+    return [i.timestamp for i in timeline.completed() if i.action == SAVEPOINT]
+
+
+def retained_instants(group: FileGroup, earliest: str, savepoints: Iterable[str],
+                      replaced_at: str | None = None) -> set[str]:
+    """Base instants of the slices of `group` that a reader of a retained instant may read, so a
+    clean retaining from `earliest` keeps them: every slice after `earliest`, the slice as of
+    `earliest` (unless a replacecommit took the group out strictly before it: then the group
+    goes whole) and the slice as of each savepoint taken before the replacement."""
+    keep = {s.base_instant for s in group.slices if s.base_instant > earliest}
+    keep |= {s.base_instant for t in savepoints
+             if (replaced_at is None or t < replaced_at) and (s := group.slice_as_of(t)) is not None}
+    if replaced_at is None or replaced_at >= earliest:  # Hudi: replaced strictly before E goes whole
+        keep |= {s.base_instant for s in [group.slice_as_of(earliest)] if s is not None}
+    return keep
+
+
 def _slice_files(base: str, file_slice: FileSlice) -> list[CleanFile]:
     files = ([file_slice.base_file] if file_slice.base_file else []) + list(file_slice.log_files)
     return [CleanFile(f.partition, f.path[len(base):].lstrip("/"), f.size) for f in files]
@@ -189,16 +209,11 @@ def plan_clean(base: str, timeline: Timeline, view: FileSystemView, keep_commits
     retain = earliest_commit_to_retain(timeline, keep_commits)
     if retain is None:
         return None
-    earliest = retain.timestamp
-    savepoints = [i.timestamp for i in timeline.completed() if i.action == SAVEPOINT]
+    savepoints = savepoint_times(timeline)
     groups = [(None, g) for g in view.file_groups()] + _replaced_groups(timeline, view)
     files: list[CleanFile] = []
     for replaced_at, group in groups:
-        keep = {s.base_instant for s in group.slices if s.base_instant > earliest}
-        keep |= {s.base_instant for t in savepoints
-                 if (replaced_at is None or t < replaced_at) and (s := group.slice_as_of(t)) is not None}
-        if replaced_at is None or replaced_at >= earliest:  # Hudi: replaced strictly before E goes whole
-            keep |= {s.base_instant for s in [group.slice_as_of(earliest)] if s is not None}
+        keep = retained_instants(group, retain.timestamp, savepoints, replaced_at)
         for file_slice in group.slices:
             if file_slice.base_instant not in keep:
                 files += _slice_files(base, file_slice)

@@ -48,6 +48,13 @@ class Storage(ABC):
     def read_text(self, path: str, encoding: str = "utf-8") -> str:
         return self.read_bytes(path).decode(encoding)
 
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """Up to `length` bytes from `offset`; a negative offset counts from the end of the file
+        (a parquet footer's magic: `read_range(path, -4, 4)`). Stores override it to read less."""
+        data = self.read_bytes(path)
+        start = offset if offset >= 0 else max(0, len(data) + offset)
+        return data[start:start + length]
+
     @abstractmethod
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write (or overwrite) a file, creating parent directories."""
@@ -143,6 +150,14 @@ class LocalStorage(Storage):
     def read_bytes(self, path: str) -> bytes:
         with open(path, "rb") as f:
             return f.read()
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with open(path, "rb") as f:
+            if offset < 0:
+                f.seek(max(offset, -os.fstat(f.fileno()).st_size), os.SEEK_END)
+            else:
+                f.seek(offset)
+            return f.read(length)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

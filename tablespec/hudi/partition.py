@@ -90,6 +90,11 @@ def _is_metafile(name: str) -> bool:
     return name == PARTITION_METAFILE or name.startswith(PARTITION_METAFILE + ".")
 
 
+def has_partition_metadata(storage: Storage, base: str, partition: str) -> bool:
+    """Whether `partition` holds its marker (in either form): without it no reader lists it."""
+    return any(not e.is_dir and _is_metafile(e.name) for e in storage.list_dir(join(base, partition)))
+
+
 def read_partition_metadata(storage: Storage, base: str, partition: str) -> dict[str, str]:
     path = join(base, partition, PARTITION_METAFILE)
     if not storage.exists(path):

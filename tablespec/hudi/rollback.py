@@ -138,7 +138,7 @@ def is_clustering_plan(timeline: Timeline, instant: Instant) -> bool:
     return meta.get("clusteringPlan") is not None or meta.get("operationType") == "CLUSTER"
 
 
-def _target(timeline: Timeline, rollback: Instant) -> Instant:
+def rollback_target(timeline: Timeline, rollback: Instant) -> Instant:
     """The instant a rollback's plan rolls back."""
     plan = timeline.read_metadata(rollback.to("requested"))
     info = plan.get("instantToRollback")
@@ -162,7 +162,7 @@ def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) 
     """Run a requested or inflight rollback to completion; every step may be repeated."""
     started = time.monotonic()
     writer = TimelineWriter(storage, base)
-    target = _target(timeline, rollback)
+    target = rollback_target(timeline, rollback)
     if target.action not in ROLLBACK_ACTIONS:
         raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
                                     f"back only {' and '.join(ROLLBACK_ACTIONS)} instants")
@@ -242,7 +242,7 @@ def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | N
     files the rollback deletes, so an interrupted discard is finished as one."""
     timeline = Timeline.load(storage, base)
     for pending in timeline.pending():
-        if pending.action == ROLLBACK and _target(timeline, pending).timestamp == instant.timestamp:
+        if pending.action == ROLLBACK and rollback_target(timeline, pending).timestamp == instant.timestamp:
             return _finish(storage, base, timeline, pending)
     current = next((i for i in timeline.instants if i.timestamp == instant.timestamp and i.action != ROLLBACK), None)
     if current is None:
@@ -279,7 +279,7 @@ def pending_to_roll_back(storage: Storage, base: str, timeline: Timeline,
                          now: float | None = None) -> list[Instant]:
     """Pending commit / replacecommit instants of failed writes: heartbeat expired (or missing),
     not a scheduled clustering plan, not already the target of a pending rollback."""
-    targeted = {_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
+    targeted = {rollback_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
     return [i for i in timeline.pending()
             if i.action in ROLLBACK_ACTIONS and i.timestamp not in targeted
             and not (i.state == "requested" and is_clustering_plan(timeline, i))

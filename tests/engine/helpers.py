@@ -50,10 +50,13 @@ def tablespec_rows(table: Table, **kw) -> list[tuple]:
 
 
 def assert_hudi_rs_agrees(table: Table) -> list[tuple]:
-    """The table read through hudi-rs equals table.read() (meta columns included); returns the rows."""
+    """The table read through hudi-rs equals table.read() (meta columns included), and `verify`
+    finds nothing wrong with its files or index; returns the rows."""
     ours = tablespec_rows(table)
     theirs = hudi_rs_rows(table.location)
     assert theirs == ours
+    report = table.verify()
+    assert report.ok, str(report)
     return ours
 
 

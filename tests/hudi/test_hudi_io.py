@@ -3,7 +3,7 @@ import os
 import pytest
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.io import LocalStorage, checksum_sidecar, join, storage_for
+from tablespec.hudi.io import LocalStorage, Storage, checksum_sidecar, join, storage_for
 
 
 def test_write_bytes_creates_parents(tmp_path):
@@ -99,3 +99,16 @@ def test_storage_for_accepts_paths_and_file_uris(tmp_path):
 def test_storage_for_unknown_scheme_names_supported_ones(uri):
     with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths and file:// URIs"):
         storage_for(uri)
+
+
+def test_read_range_reads_from_either_end_without_the_whole_file(tmp_path):
+    path = str(tmp_path / "f")
+    LocalStorage().write_bytes(path, b"PAR1-body-PAR1")
+
+    class WholeFileOnly(LocalStorage):  # the base class's fallback: slice read_bytes
+        read_range = Storage.read_range
+
+    for st in (LocalStorage(), WholeFileOnly()):
+        assert st.read_range(path, 0, 4) == b"PAR1" and st.read_range(path, -4, 4) == b"PAR1"
+        assert st.read_range(path, 5, 4) == b"body" and st.read_range(path, -100, 4) == b"PAR1"
+        assert st.read_range(path, 12, 10) == b"R1" and st.read_range(path, 40, 4) == b""

@@ -204,6 +204,8 @@ def test_clustered_cleaned_rolled_back_table(hudi, tmp_path, capsys):
         hudi.sql("drop table history")  # the catalog entry only; the files stay
     actions = {i.action for i in _timeline(location)}
     assert {"replacecommit", "clean", "rollback"} <= actions, actions
+    code, out, err = _cli(capsys, "verify", str(location))  # Hudi's cleaned and rolled-back files are no finding
+    assert code == 0 and f"{location}: clean" in out, out + err
     doc, _ = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("c", 13, "2024-01-02", 4)]))

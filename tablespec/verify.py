@@ -1,0 +1,92 @@
+"""`tablespec verify` for any table: its files and its index against its timeline (driver side, no Spark).
+
+    report = verify_table("warehouse/sales/orders")
+    report.ok            # False when anything was found
+    print(report)        # one line per finding, then a summary
+
+Files (every table, hudi/check.py): base files a completed commit wrote that readers still need
+but storage lacks (`missing`), that differ from what the commit recorded (`truncated`), and data
+files no completed commit wrote (`orphan`). The index (`index`): a BUCKET table's file groups
+against its bucket layout; a RECORD_LEVEL table's index against its data (index.py's comparison,
+which reads key columns with pyarrow: no Spark either). Other indexes keep no state to check.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from tablespec.errors import TablespecError
+from tablespec.hudi import record_index as ri
+from tablespec.hudi.check import INDEX, Finding, check_buckets, check_files
+from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import storage_for
+from tablespec.hudi.timeline import Timeline
+from tablespec.plan.buckets import BucketLayout
+
+
+@dataclass
+class TableReport:
+    location: str
+    findings: list[Finding]
+    checked: list[str]  # what was looked at, for the summary
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def lines(self) -> list[str]:
+        """One line per finding: location, kind, file (relative to the table), message; tab-separated."""
+        return [f"{self.location}\t{f}" for f in self.findings]
+
+    def summary(self) -> str:
+        verdict = "clean" if self.ok else f"{len(self.findings)} finding(s)"
+        return f"{self.location}: {verdict} ({'; '.join(self.checked)})"
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines() + [self.summary()])
+
+
+def _record_index(base: str) -> tuple[list[Finding], str]:
+    from tablespec.index import verify
+    folder = ri.index_folder(base)[len(base) + 1:]
+
+    def finding(message: str) -> Finding:
+        return Finding(INDEX, "", folder, None, message)
+    try:
+        result = verify(base)
+    except TablespecError as e:  # the index is behind commits it has not seen, or a file of it is damaged
+        return [finding(str(e))], "record-level index not compared"
+    except (pa.ArrowException, OSError) as e:  # a data file it reads is damaged (reported as truncated)
+        return [finding(f"cannot compare the record-level index with the data: {e}")], \
+            "record-level index not compared"
+    found = [finding(f"record-level index: {d.kind}: {d.count} key(s) (e.g. {'; '.join(d.examples)})")
+             for d in result.differences]
+    return found, (f"record-level index: {result.keys} live keys, {result.entries} entries"
+                   f"{', matches the data' if result.ok else ''}")
+
+
+def verify_table(location: str) -> TableReport:
+    """Check the table at `location` (see the module doc); raises TablespecError when there is
+    no Hudi table there or its timeline cannot be read."""
+    storage, base = storage_for(location)
+    config = read_table_config(storage, base)
+    if config is None:
+        raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
+    timeline = Timeline.load(storage, base)
+    files = check_files(storage, base, timeline, config.archivelog_folder)
+    findings, checked = list(files.findings), [files.describe()]
+    props = config.to_properties()
+    index = table_index_type(props)
+    if index == "BUCKET":
+        layout = BucketLayout.from_properties(props)
+        view = FileSystemView.build(storage, base, timeline)
+        findings += check_buckets(view, layout.buckets_for if layout else None)
+        counts = "" if layout else ", bucket counts not recorded in hoodie.properties"
+        checked.append(f"bucket index: {len(view.file_groups())} file group(s){counts}")
+    elif index == RECORD_LEVEL:
+        found, note = _record_index(base)
+        findings += found
+        checked.append(note)
+    return TableReport(base, findings, checked)
