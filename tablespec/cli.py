@@ -272,14 +272,18 @@ def cmd_ingest(ctx: _Context) -> int:
         raise TablespecError(f"{args.input}: no such file or directory")
     spark = ctx.spark_factory(args.master)()
     table = Table.load(args.spec, ctx.warehouse(), name=args.name, variables=ctx.variables, spark=spark)
-    reader = spark.read
-    if args.input_format != "parquet":  # typed by the spec; a malformed record fails the ingest
-        reader = reader.schema(table.spec_ddl()).option("mode", "FAILFAST")
-    if args.input_format == "csv":
-        reader = reader.option("header", "true")
-    with spark_errors(f"{args.input}: cannot ingest ({args.input_format})"):
-        df = getattr(reader, args.input_format)(args.input)
-        print(table.write(df, args.operation))
+    from tablespec.engine.ingest import explain_parse_failure, read_input
+    df = read_input(spark, args.input, args.input_format, table.spec)  # by column name; typed by the spec
+    try:
+        with spark_errors(f"{args.input}: cannot ingest ({args.input_format})"):
+            result = table.write(df, args.operation)
+    except TablespecError:
+        with spark_errors(f"{args.input}: cannot ingest ({args.input_format})"):
+            why = explain_parse_failure(spark, args.input, args.input_format, table.spec)
+        if why:
+            raise TablespecError(f"{why}; nothing was committed") from None
+        raise
+    print(result)
     return 0
 
 
