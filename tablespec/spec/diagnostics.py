@@ -30,8 +30,16 @@ class Diagnostic:
         if self.severity == "warning":
             parts.append("warning")
         if self.path:
-            parts.append(self.path)
-        return ": ".join(parts) + ": " + self.message
+            parts.append(clip(self.path, MAX_PATH))
+        return ": ".join(parts) + ": " + clip(self.message, MAX_MESSAGE)
+
+
+MAX_MESSAGE, MAX_PATH = 400, 160
+"""Diagnostics quote what the file says; a huge value is cut, not echoed whole."""
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 def format_path(loc: Iterable[str | int]) -> str:

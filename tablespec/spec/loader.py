@@ -92,12 +92,23 @@ def discover(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
+def _has_content(text: str) -> bool:
+    """Anything besides blank lines, comments and document markers."""
+    return any(s and not s.startswith("#") and s not in ("---", "...")
+               for s in (line.strip() for line in text.splitlines()))
+
+
 def _load(text: str, file: str, variables: Mapping[str, Any] | None) -> tuple[list[LoadedSpec], list[Diagnostic]]:
+    source = text
     try:
         text = render(text, file, variables)
     except SpecError as e:
         return [], e.diagnostics
     documents, diagnostics = read_documents(text, file)
+    if not documents and not diagnostics:  # an empty file is a mistake; a template may render to nothing
+        if not _has_content(source):
+            return [], [Diagnostic(file, 0, 0, "", "empty spec file: no HudiTable document in it")]
+        return [], [Diagnostic(file, 0, 0, "", "the template renders to no spec", "warning")]
     specs = []
     for doc in documents:
         spec, found = validate_document(doc, file)

@@ -14,7 +14,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import DocumentStartEvent
+from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, DocumentStartEvent,
+                                ScalarEvent)
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from tablespec.spec.diagnostics import Diagnostic, format_path, locate
@@ -84,9 +85,58 @@ def _document_lines(text: str) -> list[int]:
     return [event.start_mark.line + 1 for event in YAML().parse(text) if isinstance(event, DocumentStartEvent)]
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists a spec file may have (specs need fewer than 10)."""
+MAX_NODES = 100_000
+"""Most values a document may hold once its aliases are expanded ("billion laughs" stays small)."""
+
+
+class _Bounds(Exception):
+    def __init__(self, mark, message: str):
+        self.mark, self.message = mark, message
+
+
+def _check_bounds(text: str) -> None:
+    """Refuse deep nesting and alias expansion from the parser's event stream, before anything is
+    built: the stream is flat (no recursion) and an alias costs what its anchored value holds."""
+    sizes: dict[str, int] = {}
+    stack: list[list] = []          # open collections: [anchor, values so far]
+    total = 0
+    for event in YAML().parse(text):
+        if isinstance(event, CollectionStartEvent):
+            if len(stack) >= MAX_DEPTH:
+                raise _Bounds(event.start_mark, f"nested deeper than {MAX_DEPTH} levels")
+            stack.append([event.anchor, 0])
+            continue
+        if isinstance(event, CollectionEndEvent):
+            anchor, count = stack.pop()
+            size = count + 1
+        elif isinstance(event, ScalarEvent):
+            anchor, size = event.anchor, 1
+        elif isinstance(event, AliasEvent):
+            anchor, size = None, sizes.get(event.anchor, 1)
+        else:
+            total = 0 if isinstance(event, DocumentStartEvent) else total
+            continue
+        if anchor is not None:
+            sizes[anchor] = size
+        if stack:
+            stack[-1][1] += size
+            if stack[-1][1] > MAX_NODES:
+                raise _Bounds(event.start_mark, f"expands to more than {MAX_NODES:,} values through its aliases")
+        else:
+            total += size
+
+
 def read_documents(text: str, file: str) -> tuple[list[Document], list[Diagnostic]]:
     """Parse every document of `text`; a syntax error ends the file with one diagnostic."""
     documents: list[Document] = []
+    try:
+        _check_bounds(text)
+    except _Bounds as e:
+        return documents, [Diagnostic(file, e.mark.line + 1, e.mark.column + 1, "", f"invalid YAML: {e.message}")]
+    except (MarkedYAMLError, YAMLError):
+        pass  # reported with its position by the load below
     try:
         for index, node in enumerate(YAML(typ="rt").load_all(text)):
             if node is None:

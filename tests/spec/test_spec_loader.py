@@ -75,10 +75,32 @@ def test_load_specs_reports_missing_path_with_the_other_problems(tmp_path):
         "no such file or directory", "location must be relative to the warehouse root, got '/abs'"]
 
 
-def test_empty_and_comment_only_files_have_no_specs(tmp_path):
+def test_empty_and_comment_only_files_are_errors(tmp_path):
     (tmp_path / "empty.yaml").write_text("")
     (tmp_path / "comments.yaml").write_text("# nothing yet\n---\n")
-    assert load_specs([tmp_path]) == load_specs([])
+    result = load_specs([tmp_path])
+    assert not result.specs
+    assert sorted(str(d) for d in result.errors) == [
+        f"{tmp_path / 'comments.yaml'}: empty spec file: no HudiTable document in it",
+        f"{tmp_path / 'empty.yaml'}: empty spec file: no HudiTable document in it"]
+
+
+def test_a_template_rendering_to_nothing_is_a_warning(tmp_path):
+    (tmp_path / "maybe.yaml").write_text("{% if env == 'prod' %}\nkind: HudiTable\n{% endif %}\n")
+    result = load_specs([tmp_path], {"env": "dev"})
+    assert not result.errors and [d.message for d in result.diagnostics] == ["the template renders to no spec"]
+
+
+def test_yaml_bounds_refuse_alias_bombs_deep_nesting_and_cut_echoes():
+    from tablespec.spec.loader import load_spec_text
+    rows = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    rows += [f"{c}: &{c} [{','.join(['*' + p] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]
+    (bomb,) = load_spec_text("\n".join(rows) + "\n", "x.yaml").diagnostics  # 9^9 values from ~400 bytes
+    assert str(bomb).startswith("x.yaml:") and "expands to more than 100,000 values" in str(bomb)
+    (deep,) = load_spec_text("a: " + "[" * 20000 + "]" * 20000, "x.yaml").diagnostics
+    assert str(deep) == "x.yaml:1:67: invalid YAML: nested deeper than 64 levels"
+    junk = load_spec_text("apiVersion: " + "x" * 5_000_000, "x.yaml").diagnostics
+    assert junk and all(len(str(d)) < 600 for d in junk)
 
 
 def test_undecodable_file_is_a_diagnostic(tmp_path):
