@@ -142,3 +142,33 @@ def test_parse_var_assignments_refuses_malformed(bad):
     (diagnostic,) = info.value.diagnostics
     assert str(diagnostic).startswith("--var: ")
     assert "'vars' cannot be assigned" in str(diagnostic) if bad == "vars=x" else repr(bad) in str(diagnostic)
+
+
+@pytest.mark.parametrize("template, message", [
+    ("{{ 'x'|center(2000000000) }}", "center would build"),
+    ("{{ 'x'|indent(2000000000, true) }}", "indent would build"),
+    ("{{ '%2000000000d'|format(1) }}", "format would build"),
+    ("{{ 'x'|wordwrap(2000000000) }}", "wordwrap would build"),
+    ("{{ ('x' * 1000000)|replace('x', 'xxxxxxxxxx') }}", "replace would build"),
+    ("{{ 'x'.ljust(2000000000) }}", "str.ljust would build"),
+    ("{{ 'x'.rjust(2000000000) }}", "str.rjust would build"),
+    ("{{ 'x'.center(2000000000) }}", "str.center would build"),
+    ("{{ 'x'.zfill(2000000000) }}", "str.zfill would build"),
+    ("{{ ('x' * 1000000).replace('x', 'xxxxxxxxxx') }}", "str.replace would build"),
+    ("{{ '{:>2000000000}'.format(1) }}", "str.format would build"),
+    ("{{ '%2000000000d' % 1 }}", "'%' formatting would build"),
+    ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "longer than 0.5 s"),
+    ("{% set s = 'x' * 1000000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}", "longer than 0.5 s"),
+])
+def test_templates_cannot_build_huge_strings_or_run_forever(template, message, monkeypatch):
+    from tablespec.spec import templating
+    monkeypatch.setattr(templating, "MAX_SECONDS", 0.5)
+    with pytest.raises(SpecError) as e:
+        render(template + "\n", "t.yaml")
+    (d,) = e.value.diagnostics
+    assert d.message.startswith("template refused:") and message in d.message, d.message
+
+
+def test_bounded_filters_still_work():
+    assert render("{{ 'ab'|center(6) }}|{{ 'a b'|replace(' ', '_') }}|{{ '%03d'|format(7) }}|{{ 'x'.ljust(3) }}.\n") \
+        == "  ab  |a_b|007|x  .\n"
