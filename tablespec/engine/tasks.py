@@ -33,10 +33,11 @@ STATS_SCHEMA = pa.schema([
     ("partition", pa.string()), ("file_id", pa.string()), ("path", pa.string()), ("prev_commit", pa.string()),
     ("num_writes", pa.int64()), ("num_inserts", pa.int64()), ("num_updates", pa.int64()),
     ("num_deletes", pa.int64()), ("bytes", pa.int64()), ("invalid", pa.int64()), ("invalid_sample", pa.string()),
+    ("num_ignored", pa.int64()),   # incoming rows not written: the stored row's ordering value is greater
 ])
 STATS_DDL = ("partition string, file_id string, path string, prev_commit string, num_writes bigint, "
              "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
-             "invalid_sample string")
+             "invalid_sample string, num_ignored bigint")
 INSERT_SLOTS = 10_000
 
 
@@ -252,7 +253,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
                                              + list(job.data_schema)))
     else:
         prev_commit = "null"
-    inserts = updates = deletes = 0
+    inserts = updates = deletes = ignored = 0
     if old is not None and len(leaving):
         gone = pc.is_in(old.column(KEY), value_set=leaving)
         deletes = pc.sum(gone).as_py() or 0
@@ -284,6 +285,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
                 replace_old[old_idx[old_wins]] = False
                 take_new[pos[old_wins]] = False
             updates = int((matched_new & take_new).sum())
+            ignored = int((matched_new & ~take_new).sum())
             inserts = int((~matched_new).sum())
             kept = old.filter(pa.array(~replace_old))
             new_rows, new_keys = incoming.filter(pa.array(take_new)), inc_keys.filter(pa.array(take_new))
@@ -305,4 +307,4 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
                               preserve_meta=True, bloom_filter=job.bloom_filter)
     return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
                 num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
-                invalid_sample="")
+                invalid_sample="", num_ignored=ignored)

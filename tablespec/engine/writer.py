@@ -51,7 +51,7 @@ class WriteRefused(TablespecError):
 
 @dataclass(frozen=True)
 class WriteResult:
-    instant: str
+    instant: str | None     # None: nothing was written (empty input)
     operation: str
     inserted: int
     updated: int
@@ -59,10 +59,14 @@ class WriteResult:
     files: tuple[str, ...]
 
     index_buckets: int | None = None   # RECORD_LEVEL: the index's bucket count this commit used
+    ignored: int = 0                   # incoming rows not written: the stored row's ordering value is greater
 
     def __str__(self) -> str:
+        if self.instant is None:
+            return f"nothing written ({self.operation}): the input has no rows, so no commit was made"
+        ignored = f", {self.ignored} ignored (the stored row is newer)" if self.ignored else ""
         return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
-                f"{self.deleted} deleted, {len(self.files)} files written")
+                f"{self.deleted} deleted{ignored}, {len(self.files)} files written")
 
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
@@ -114,7 +118,10 @@ class TableWriter:
         if auto and operation in ("upsert", "delete") and "_hoodie_record_key" not in df.columns:
             raise WriteRefused(f"{operation} into {self.spec.qualified_name} needs the `_hoodie_record_key` column: "
                                "its keys are auto-generated, so only the stored key identifies a record")
-        return self._commit(conform(df, self.spec, key_column_allowed=auto), operation, lock)
+        df = conform(df, self.spec, key_column_allowed=auto)
+        if df.isEmpty():  # reads up to the first row: an empty input makes no (empty) commit
+            return WriteResult(None, operation, 0, 0, 0, ())
+        return self._commit(df, operation, lock)
 
     def overwrite(self, df, lock: TableLock) -> WriteResult:
         """Replace every file group with `df` written under this spec (one replacecommit).
@@ -155,7 +162,8 @@ class TableWriter:
                                               table_avro_schema(self.spec), marks, replaced=replaced))
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
-                           tuple(s["path"] for s in stats), index.num_buckets if index else None)
+                           tuple(s["path"] for s in stats), index.num_buckets if index else None,
+                           sum(s.get("num_ignored") or 0 for s in stats))
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec

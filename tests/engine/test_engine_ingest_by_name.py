@@ -83,3 +83,23 @@ def test_unparsable_value_is_one_line_naming_file_column_and_value(ingest):
     line = err.strip().splitlines()[-1]
     assert f"{path}: column 'v': cannot parse 'abc' as int; nothing was committed" in line, err
     assert len(err.strip().splitlines()) <= 2 and _commits(ingest.table) == 0
+
+
+def test_empty_input_makes_no_commit(ingest):
+    code, out, err, _ = ingest("empty.csv", "id,v,p\n")
+    assert code == 0, err
+    assert "nothing written (upsert): the input has no rows, so no commit was made" in out
+    assert _commits(ingest.table) == 0
+
+
+SPEC_ORDERED = SPEC.replace("  partitioning: {fields: [p]}\n", "  partitioning: {fields: [p]}\n  orderingField: v\n")
+
+
+def test_rows_older_than_the_stored_ones_are_counted(spark, tmp_path):
+    table = make_table(spark, tmp_path, SPEC_ORDERED)
+    table.write(spark.createDataFrame([("a", 5, "d"), ("b", 5, "d")], "id string, v int, p string"), "upsert")
+    result = table.write(spark.createDataFrame([("a", 1, "d"), ("b", 9, "d"), ("c", 1, "d")],
+                                               "id string, v int, p string"), "upsert")
+    assert (result.inserted, result.updated, result.ignored) == (1, 1, 1)
+    assert "1 inserted, 1 updated, 0 deleted, 1 ignored (the stored row is newer)" in str(result)
+    assert {r.id: r.v for r in table.read().collect()} == {"a": 5, "b": 9, "c": 1}
