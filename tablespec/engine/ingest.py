@@ -34,7 +34,7 @@ def csv_header(path: str) -> list[str]:
         header = next(csv.reader(f), None)
     if not header:
         raise TablespecError(f"{first}: empty CSV file (no header line)")
-    return [h.strip() for h in header]
+    return header
 
 
 def _check_names(where: str, names: list[str], spec) -> None:

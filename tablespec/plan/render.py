@@ -112,9 +112,11 @@ def load_plan(path: str) -> Plan:
         raise PlanError(f"{path}: unsupported plan format version {data.get('format_version') if isinstance(data, dict) else '?'}")
     for key in _DERIVED_PLAN_KEYS:
         data.pop(key, None)
-    for table in data.get("tables", []):
-        for action in table.get("actions", []):
-            for key in _DERIVED_ACTION_KEYS:
+    tables = data.get("tables")
+    for table in tables if isinstance(tables, list) else []:  # malformed shapes: pydantic reports them
+        actions = table.get("actions") if isinstance(table, dict) else None
+        for action in actions if isinstance(actions, list) else []:
+            for key in _DERIVED_ACTION_KEYS if isinstance(action, dict) else ():
                 action.pop(key, None)
     try:
         return Plan.model_validate(data)
