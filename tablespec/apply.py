@@ -1,27 +1,34 @@
 """Apply: check a plan against the live tables, then run its actions in order.
 
-Nothing is touched until every table's requirements hold and every action is allowed, so a
-refused or stale plan leaves all tables as they were. Dispatch is by action kind
-(`visit_<kind>`); an action without a visitor is refused by name before anything runs.
+A plan, saved or not, is checked, not trusted: each table's actions are derived again from its
+(embedded) spec against the live table, and the plan is refused unless they are the ones it
+holds (`saved.mismatch`); the derived actions are the ones that run, and destructiveness and
+protection (the spec's and the table's own `preventDestroy`) are decided from them. Nothing is
+touched until every table passes (`preflight`), and each table is checked once more under its
+lock right before its actions run. Dispatch is by action kind (`visit_<kind>`).
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
 from tablespec.actions import metadata, schema
-from tablespec.engine.commit import locked
+from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
-from tablespec.hudi.config import RECORD_LEVEL, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
+from tablespec.plan.builder import plan_table
+from tablespec.plan.saved import NOTHING_CHANGED, embedded_spec, mismatch
 from tablespec.plan.settings import PREVENT_DESTROY, effective
-from tablespec.spec.loader import load_specs
+from tablespec.spec.loader import LoadedSpec, load_specs
 from tablespec.spec.model import TableSpec
-from tablespec.state import observe
+from tablespec.state import TableState, observe
 
 SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration",
                  "record_index_compaction", "record_index_catch_up", "clustering"}  # the others are metadata only
@@ -60,24 +67,42 @@ def check_spec_digests(plan: Plan) -> None:
                                      "Run `tablespec plan` again.")
 
 
+def current(t: TablePlan) -> tuple[LoadedSpec, TableState]:
+    """A table plan's embedded spec, and its table as it is now (observed as the planner does)."""
+    loaded = embedded_spec(t)
+    return loaded, observe(t.location, keep_commits=loaded.spec.spec.retention.keep_commits)
+
+
+def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False) -> TablePlan:
+    """`t` as it runs now: planned again from its spec against `state`, the live table. Raises
+    (nothing changed) if the table changed since the plan was made, if the result is not the plan's,
+    or if one of its actions is destructive and not allowed."""
+    check_requirements(t.requirements, state, t.name)
+    now = plan_table(loaded, state)
+    why = mismatch(t, now)
+    if why:
+        raise StalePlanError(f"the plan no longer matches table {t.name}: {why}; {NOTHING_CHANGED}")
+    protected = loaded.spec.spec.protection.prevent_destroy or _protected(state)
+    for a in now.actions:
+        if a.destructive and protected:
+            raise PlanError(f"{t.name}: {a.kind} is destructive ({'; '.join(a.reasons)}) and the table has "
+                            "protection.preventDestroy set; nothing was changed")
+        if a.destructive and not allow_destructive:
+            raise PlanError(f"{t.name}: {a.kind} is destructive ({'; '.join(a.reasons)}); "
+                            "re-run with --allow-destructive to allow it; nothing was changed")
+    return now
+
+
 def preflight(plan: Plan, allow_destructive: bool = False) -> None:
-    """Raise before any table is touched if the plan is stale or any action is not allowed."""
+    """Raise before any table is touched if the plan is stale, is not what its specs give for the
+    tables as they are, or has an action that is not allowed."""
     for t in plan.tables:
-        if not t.actions:
-            continue
-        check_requirements(t.requirements, observe(t.location), t.name)
-        spec = TableSpec.model_validate(t.spec)
-        for a in t.actions:
-            if a.destructive and (spec.spec.protection.prevent_destroy or _protected(t.location)):
-                raise PlanError(f"{t.name}: {a.kind} is destructive ({'; '.join(a.reasons)}) and the table has "
-                                "protection.preventDestroy set; nothing was changed")
-            if a.destructive and not allow_destructive:
-                raise PlanError(f"{t.name}: {a.kind} is destructive ({'; '.join(a.reasons)}); "
-                                "re-run with --allow-destructive to allow it; nothing was changed")
+        if t.actions:
+            check_table(t, *current(t), allow_destructive)
 
 
-def _protected(location: str) -> bool:
-    state = observe(location)
+def _protected(state: TableState) -> bool:
+    """The table's own hoodie.properties say preventDestroy (whatever the spec says now)."""
     return bool(state.exists and effective(state.config.to_properties(), PREVENT_DESTROY) == "true")
 
 
@@ -94,6 +119,7 @@ class Applier:
         self.on_progress = on_progress
         self._spark = spark
         self.schedule_only = schedule_only
+        self._lock: TableLock | None = None   # the lock of the table being applied
 
     @property
     def spark(self):
@@ -107,19 +133,44 @@ class Applier:
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
         preflight(plan, allow_destructive)
         result = ApplyResult()
-        for t, a in plan.actions:
-            started = time.monotonic()
-            actual = getattr(self, f"visit_{a.kind}")(t, a, TableSpec.model_validate(t.spec))
-            done = ActionResult(t.name, a.kind, time.monotonic() - started, actual or {})
-            result.actions.append(done)
-            self.on_action(t, a, done)
+        for t in plan.tables:
+            if not t.actions:
+                continue
+            with self._table_lock(t):
+                loaded, state = current(t)
+                now = check_table(t, loaded, state, allow_destructive)  # under the lock, right before running
+                for a in now.actions:
+                    started = time.monotonic()
+                    actual = getattr(self, f"visit_{a.kind}")(now, a, loaded.spec)
+                    done = ActionResult(now.name, a.kind, time.monotonic() - started, actual or {})
+                    result.actions.append(done)
+                    self.on_action(now, a, done)
         return result
+
+    @contextmanager
+    def _table_lock(self, t: TablePlan):
+        """Hold the table's lock while its actions are checked and run; the actions take it from
+        here (`_locked`). A table not created yet is not locked: creating it refuses a table
+        that appeared meanwhile."""
+        if read_table_config(*storage_for(t.location)) is None:
+            yield
+            return
+        self._lock = table_lock(t.location)
+        try:
+            yield
+        finally:
+            lock, self._lock = self._lock, None
+            lock.release()
+
+    def _locked(self, t: TablePlan, changes_files: bool = True):
+        """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""
+        return locked(t.location, changes_files=changes_files, held=self._lock)
 
     def visit_create_table(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
         metadata.create_table(t.location, spec)
 
     def visit_update_settings(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
-        with locked(t.location, changes_files=False):  # Hudi's metadata table stays true: kept
+        with self._locked(t, changes_files=False):  # Hudi's metadata table stays true: kept
             metadata.update_settings(t.location, spec)
 
     def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
@@ -127,7 +178,7 @@ class Applier:
         then switch hoodie.properties; a crash between the two is redone by the next apply.
         Away from RECORD_LEVEL: switch first (writers stop using the index), then drop its files."""
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
-        with locked(t.location) as lock:
+        with self._locked(t) as lock:
             if a.params.get("to") == "RECORD_LEVEL":
                 from tablespec.engine.record_index import build_index, remove_superseded
                 built = build_index(self.spark, spec, t.location, lock)
@@ -145,13 +196,13 @@ class Applier:
         from tablespec.engine.record_index import compact_index
         from tablespec.spec.model import RecordLevelSettings
         settings = spec.spec.index.record_level or RecordLevelSettings()
-        with locked(t.location) as lock:
+        with self._locked(t) as lock:
             return compact_index(self.spark, t.location, settings.max_files_per_bucket, lock).actual()
 
     def visit_record_index_catch_up(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Index the data commits the index has not seen (re-planned under the lock: all of them)."""
         from tablespec.engine.record_index import catch_up_index
-        with locked(t.location) as lock:
+        with self._locked(t) as lock:
             return catch_up_index(self.spark, t.location, lock).actual()
 
     def visit_bucket_bootstrap(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
@@ -165,7 +216,7 @@ class Applier:
         from tablespec.engine.record_index import drop_index
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
-        with locked(t.location) as lock:
+        with self._locked(t) as lock:
             state = observe(t.location)
             partitions = rebucket_partitions(spec, state)
             actual = {"partitions": 0}
@@ -191,7 +242,7 @@ class Applier:
         from tablespec.engine.writer import TableWriter
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         from tablespec.importer import observed_spec
-        with locked(t.location) as lock:
+        with self._locked(t) as lock:
             state = observe(t.location)
             old = {c.name: c for c in state.columns}
             missing = [c.name for c in spec.spec.columns if c.name not in old and not c.nullable]
@@ -219,7 +270,7 @@ class Applier:
         from tablespec.hudi.fs_view import FileSystemView
         from tablespec.hudi.timeline import Timeline
         storage, base = storage_for(t.location)
-        with locked(t.location):  # recovery finishes an interrupted clean first
+        with self._locked(t):  # recovery finishes an interrupted clean first
             timeline = Timeline.load(storage, base)
             plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
                               spec.spec.retention.keep_commits)
@@ -235,7 +286,7 @@ class Applier:
         from tablespec.engine import clustering
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.clustering import clustering_plan
-        with locked(t.location) as lock:  # recovery reverts a dead run to its requested plan
+        with self._locked(t) as lock:  # recovery reverts a dead run to its requested plan
             if "instant" in a.params:
                 instant = Instant(a.params["instant"], "replacecommit", "requested")
                 if self.schedule_only:
@@ -251,7 +302,7 @@ class Applier:
 
     def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
-        with locked(t.location) as lock:
+        with self._locked(t) as lock:
             storage, base = storage_for(t.location)
             discarded = [rollback(storage, base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
                          for ts in a.params.get("discard_plans", [])]
@@ -264,4 +315,4 @@ class Applier:
 
     def visit_schema_evolution(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
         # Metadata only: a commit recording the wider schema; no data file is rewritten.
-        schema.evolve_schema(t.location, spec)
+        schema.evolve_schema(t.location, spec, held=self._lock)

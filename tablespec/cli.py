@@ -164,7 +164,7 @@ def cmd_apply(ctx: _Context) -> int:
     paths = ctx.args.paths
     saved = len(paths) == 1 and paths[0].endswith(".json")
     if saved:
-        plan = load_plan(paths[0])
+        plan = load_plan(paths[0], warehouse=ctx.args.warehouse)
         check_spec_digests(plan)
     else:
         plan = ctx.plan(paths)

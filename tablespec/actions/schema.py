@@ -21,7 +21,7 @@ from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.instant import COMMIT
 from tablespec.hudi.io import storage_for
-from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS
+from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.plan.columns import diff_columns, spec_columns
 from tablespec.state import observe
 
@@ -29,11 +29,11 @@ OPERATION = "ALTER_SCHEMA"
 
 
 def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
-                  heartbeat_tolerance: float | None = None) -> str | None:
+                  heartbeat_tolerance: float | None = None, held: TableLock | None = None) -> str | None:
     """Commit the spec's columns as the table schema; returns the instant, or None when the
-    table already has them."""
+    table already has them. `held`: the table lock, when the caller holds it already."""
     storage, base = storage_for(location)
-    with locked(base, "apply", lock_timeout, heartbeat_tolerance) as lock:
+    with locked(base, "apply", lock_timeout, heartbeat_tolerance, held=held) as lock:
         if not _changes(base, spec):
             return None
         schema = json.dumps(to_avro_schema(spec_columns(spec), spec.metadata.name), separators=(",", ":"))

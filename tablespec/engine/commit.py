@@ -46,18 +46,26 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
                           {p: list(ids) for p, ids in replaced.items()})
 
 
+def table_lock(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> TableLock:
+    """Take the table lock (writers and apply take the same one), nothing more: no recovery.
+    The caller releases it; `locked(..., held=lock)` works under it."""
+    storage, base = storage_for(location)
+    lock = TableLock(storage, base, owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
+    return lock.acquire(timeout_seconds=timeout_seconds)
+
+
 @contextmanager
 def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-           heartbeat_tolerance: float | None = None, changes_files: bool = True):
+           heartbeat_tolerance: float | None = None, changes_files: bool = True, held: TableLock | None = None):
     """Hold the table lock (writers and apply take the same one) and, first, finish interrupted
     rollbacks/cleans and roll back writes whose writer died; `lock.recovered` lists those.
 
     When the holder changes the table's files, or recovery may (pending instants), Hudi's metadata
     table is retired first: tablespec does not maintain it, and Hudi would list stale files through
-    it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true."""
+    it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true.
+    `held`: the table's lock, already taken by the caller (`table_lock`): used, and not released here."""
     storage, base = storage_for(location)
-    lock = TableLock(storage, base, owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
-    lock.acquire(timeout_seconds=timeout_seconds)
+    lock = held if held is not None else table_lock(base, who, timeout_seconds)
     try:
         if changes_files or Timeline.load(storage, base).pending():
             # Before recovery: recovery may roll back an inflight Hudi wrote, and Hudi would roll
@@ -69,7 +77,8 @@ def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_T
                                  else heartbeat_tolerance)
         yield lock
     finally:
-        lock.release()
+        if held is None:
+            lock.release()
 
 
 CRASH_ENV = "TABLESPEC_CRASH_AT"  # fault injection for recovery tests: kill -9 at a named point

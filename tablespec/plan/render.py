@@ -17,6 +17,7 @@ from jinja2 import BaseLoader, Environment, FileSystemLoader, PackageLoader, Str
 
 from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
+from tablespec.plan.saved import check_plan
 from tablespec.plan.settings import display
 from tablespec.spec.sizes import human_bytes
 
@@ -100,8 +101,10 @@ def render_json(plan: Plan) -> str:
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
 
-def load_plan(path: str) -> Plan:
-    """Read a plan file written by `plan --out`; a malformed one is a PlanError naming the file."""
+def load_plan(path: str, warehouse: str | None = None) -> Plan:
+    """Read a plan file written by `plan --out`; a malformed one is a PlanError naming the file, and
+    so is one whose tables are not what their embedded specs say (`saved.check_plan`: invalid or
+    edited specs, locations, a warehouse other than `warehouse` when given)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -119,6 +122,8 @@ def load_plan(path: str) -> Plan:
             for key in _DERIVED_ACTION_KEYS if isinstance(action, dict) else ():
                 action.pop(key, None)
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except Exception as e:  # pydantic.ValidationError: report the first problems, not a traceback
         raise PlanError(f"{path}: invalid plan file: {e}") from None
+    check_plan(plan, path, warehouse)
+    return plan

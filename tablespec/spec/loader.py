@@ -118,7 +118,7 @@ def _load(text: str, file: str, variables: Mapping[str, Any] | None) -> tuple[li
     return specs, diagnostics
 
 
-def _clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
+def clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
     """Two specs for one table: same (database, name), same location, or one location inside another."""
     out = []
     names: dict[tuple[str, str], LoadedSpec] = {}
@@ -159,7 +159,7 @@ def _clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
 def load_spec_text(text: str, file: str = "<string>", variables: Mapping[str, Any] | None = None) -> LoadResult:
     """Load the specs of one text (one or more YAML documents)."""
     specs, diagnostics = _load(text, file, variables)
-    diagnostics += _clashes(specs)
+    diagnostics += clashes(specs)
     diagnostics.sort(key=lambda d: (d.line, d.col))
     return LoadResult(specs, diagnostics)
 
@@ -177,7 +177,7 @@ def load_specs(paths: Iterable[str | Path], variables: Mapping[str, Any] | None 
         found, problems = _load(text, str(path), variables)
         specs += found
         diagnostics += problems
-    diagnostics += _clashes(specs)
+    diagnostics += clashes(specs)
     order = {str(p): i for i, p in enumerate(files)}
     diagnostics.sort(key=lambda d: (order.get(d.file, -1), d.line, d.col))
     return LoadResult(specs, diagnostics)
