@@ -18,6 +18,7 @@ from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.rollback import rollback
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
+from tablespec.plan.locations import refusal
 from tablespec.plan.settings import PREVENT_DESTROY, effective
 from tablespec.spec.loader import load_specs
 from tablespec.spec.model import TableSpec
@@ -65,6 +66,8 @@ def preflight(plan: Plan, allow_destructive: bool = False) -> None:
     for t in plan.tables:
         if not t.actions:
             continue
+        if why := refusal(plan.warehouse, t.location):  # links or tables may have appeared since the plan
+            raise PlanError(f"{t.name}: {why}; nothing was changed")
         check_requirements(t.requirements, observe(t.location), t.name)
         spec = TableSpec.model_validate(t.spec)
         for a in t.actions:
