@@ -1,5 +1,5 @@
 """Where tables may be, through the CLI on real files: symbolic links out of the warehouse, tables
-within tables, creates over files."""
+within tables, takeovers of another table's location (and explicit renames), creates over files."""
 from __future__ import annotations
 
 import os
@@ -12,12 +12,13 @@ from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
 
 
-def spec(name: str, location: str) -> str:
+def spec(name: str, location: str, renamed_from: str | None = None) -> str:
+    renamed = f"  renamedFrom: {renamed_from}\n" if renamed_from else ""
     return f"""apiVersion: tablespec/v1
 kind: HudiTable
 metadata:
   name: {name}
-spec:
+{renamed}spec:
   location: {location}
   columns:
     - {{name: id, type: string, nullable: false}}
@@ -138,6 +139,37 @@ def test_table_inside_or_around_an_existing_table_is_refused(project, capsys):
     assert err.startswith(f"{outer}:6:3: spec.location: {orders.parent} contains Hudi table(s) at orders")
     code, _, err = apply(capsys, inner)
     assert code == 1 and not (orders / "archive").exists()
+
+
+# --- takeovers and renames ---------------------------------------------------------------------
+
+def test_another_name_at_an_existing_table_is_refused_and_an_explicit_rename_applies(project, capsys):
+    f = write(project, "orders.yaml", spec("orders", "sales/orders"))
+    assert apply(capsys, f)[0] == 0
+    location = project / "warehouse" / "sales" / "orders"
+
+    write(project, "orders.yaml", spec("invoices", "sales/orders"))
+    for command in (plan, apply):
+        code, out, err = command(capsys, f)
+        assert code == 1 and "Traceback" not in err
+        assert err.startswith(f"{f}:4:3: metadata.name: the table at 'sales/orders' ")
+        assert ("is named 'orders', the spec names 'invoices'; to rename it say metadata.renamedFrom: orders; "
+                "to manage another table pick another location") in err
+    assert read_table_config(LocalStorage(), str(location)).name == "orders"
+
+    write(project, "orders.yaml", spec("invoices", "sales/orders", renamed_from="order"))
+    code, _, err = plan(capsys, f)
+    assert code == 1 and f"{f}:5:3: metadata.renamedFrom: " in err and "is named 'orders', not 'order'" in err
+
+    write(project, "orders.yaml", spec("invoices", "sales/orders", renamed_from="orders"))
+    code, out, err = plan(capsys, f)
+    assert code == 0, err
+    assert "~ update_settings\n      # rename orders -> invoices (metadata.renamedFrom)\n" \
+           '      ~ metadata.name: "orders" -> "invoices"\n' in out
+    assert apply(capsys, f)[0] == 0
+    assert read_table_config(LocalStorage(), str(location)).name == "invoices"
+    code, out, _ = run(capsys, "plan", f, "--warehouse", "warehouse", "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes.")
 
 
 # --- creating over what is already there -------------------------------------------------------

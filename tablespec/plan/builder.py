@@ -34,7 +34,7 @@ def display_name(spec) -> str:
 def plan_specs(specs: list[LoadedSpec], warehouse: str, variables: dict | None = None,
                now: datetime | None = None) -> Plan:
     """Check where the specs put their tables, observe the tables and plan (what `plan` and `apply`
-    run). Every refused location and non-empty directory is reported at once (SpecError)."""
+    run). Every refused location, takeover and non-empty directory is reported at once (SpecError)."""
     from tablespec.plan.locations import location_problems
     from tablespec.state import observe_specs
     refused = location_problems(specs, warehouse)
@@ -48,7 +48,8 @@ def plan_specs(specs: list[LoadedSpec], warehouse: str, variables: dict | None =
 
 
 def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
-    """What the spec may not do to what is at its location: create a table over files already there."""
+    """What the spec may not do to what is at its location: take over a table of another name
+    (a rename must say `metadata.renamedFrom`), or create a table over files already there."""
     spec = loaded.spec
 
     def at(path: str, message: str) -> Diagnostic:
@@ -57,7 +58,15 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
 
     if not state.exists:
         return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
-    return []
+    old, new, said = state.config.name, spec.metadata.name, spec.metadata.renamed_from
+    if old == new or said == old:
+        return []
+    where = f"the table at {spec.spec.location!r} ({state.location})"
+    if said is not None:
+        return [at("metadata.renamedFrom", f"{where} is named {old!r}, not {said!r}; to rename it say "
+                                           f"metadata.renamedFrom: {old}")]
+    return [at("metadata.name", f"{where} is named {old!r}, the spec names {new!r}; to rename it say "
+                                f"metadata.renamedFrom: {old}; to manage another table pick another location")]
 
 
 def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: str,
@@ -138,10 +147,11 @@ def table_actions(spec, state: TableState) -> list[Action]:
     settings = diff_settings(spec, state.config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
     destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
-    if destructive:
+    renames = [s for s in settings if s.path == "metadata.name"]
+    if destructive:  # the rewrite switches every managed property: a rename goes with it, shown
         return [Action(kind="replace_table", destructive=True,
-                       reasons=[_reason(d) for d in destructive],
-                       changes=[_change(d) for d in destructive],
+                       reasons=[_reason(d) for d in destructive] + [_rename(s) for s in renames],
+                       changes=[_change(d) for d in destructive + renames],
                        estimate=_rewrite_estimate(state))]
     actions = []
     index = [s for s in settings if s.category == "index"]
@@ -157,7 +167,8 @@ def table_actions(spec, state: TableState) -> list[Action]:
         actions[0].changes.extend(_change(s) for s in tuning)
         rest = [s for s in rest if s not in tuning]
     if rest:
-        actions.append(Action(kind="update_settings", changes=[_change(s) for s in rest]))
+        actions.append(Action(kind="update_settings", reasons=[_rename(s) for s in rest if s in renames],
+                              changes=[_change(s) for s in rest]))
     return actions
 
 
@@ -270,6 +281,10 @@ def _rewrite_estimate(state: TableState, rewrite: bool = True) -> dict:
     if rewrite:
         est["bytes_to_write"] = state.total_bytes
     return est
+
+
+def _rename(s: SettingChange) -> str:
+    return f"rename {s.old} -> {s.new} (metadata.renamedFrom)"
 
 
 def _reason(d: SettingChange | ColumnChange) -> str:
