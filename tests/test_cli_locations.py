@@ -29,12 +29,13 @@ metadata:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """An empty warehouse and specs/ folder, cwd set to the project."""
-    (tmp_path / "warehouse").mkdir()
-    (tmp_path / "specs").mkdir()
-    monkeypatch.chdir(tmp_path)
+    """An empty warehouse and specs/ folder, cwd set to the project (its real path, as the CLI sees it)."""
+    root = tmp_path.resolve()
+    (root / "warehouse").mkdir()
+    (root / "specs").mkdir()
+    monkeypatch.chdir(root)
     monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
-    return tmp_path
+    return root
 
 
 def run(capsys, *argv):
@@ -75,7 +76,7 @@ def test_location_through_a_symlink_out_of_the_warehouse_is_refused(project, cap
         code, out, err = command(capsys, f)
         assert code == 1 and "Traceback" not in err
         assert err.startswith(f"{f}:{line_of(project, 'orders.yaml', 'location:')}:3: spec.location: ")
-        assert f"resolves to {outside.resolve()}/orders, which lies outside the warehouse" in err
+        assert f"resolves to {outside}/orders, which lies outside the warehouse" in err
     assert list(outside.iterdir()) == []  # nothing created out there
 
     # hudi-options would point a Hudi job there, and a Table write there: both refused
@@ -112,7 +113,7 @@ def test_two_specs_at_one_directory_through_a_symlink_are_refused(project, capsy
     a = write(project, "a.yaml", spec("orders", "sales/orders"))
     same = write(project, "same.yaml", spec("orders_copy", "alias/orders"))
     inside = write(project, "inside.yaml", spec("lines", "alias/orders/lines"))
-    real = project.resolve() / "warehouse" / "sales" / "orders"
+    real = project / "warehouse" / "sales" / "orders"
     code, out, err = plan(capsys, a, same)
     assert code == 1 and "Traceback" not in err
     assert (f"{same}:6:3: spec.location: {project / 'warehouse' / 'alias' / 'orders'} resolves to {real}, which is "
@@ -121,6 +122,9 @@ def test_two_specs_at_one_directory_through_a_symlink_are_refused(project, capsy
     assert code == 1 and "Traceback" not in err
     assert (f"{inside}:6:3: spec.location: {project / 'warehouse' / 'alias' / 'orders' / 'lines'} resolves to "
             f"{real}/lines, which lies inside the location of table 'orders' at {a}:6") in err
+    code, out, err = plan(capsys, inside, a)
+    assert code == 1 and (f"{a}:6:3: spec.location: {project / 'warehouse' / 'sales' / 'orders'} resolves to {real}, "
+                          f"which contains the location of table 'lines' at {inside}:6") in err
     assert not (project / "warehouse" / "sales" / "orders").exists()
 
 

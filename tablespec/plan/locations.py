@@ -112,19 +112,32 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
         return loaded, Diagnostic(loaded.file, line, col, "spec.location", message)
 
     out = []
-    claimed: list[tuple[str, LoadedSpec]] = []
+    claimed: dict[str, LoadedSpec] = {}     # real path -> the spec placing its table there
+    ancestors: dict[str, str] = {}          # every directory above a claimed path -> that path
     for loaded in specs:
         location = table_location(warehouse, loaded.spec.spec.location)
         if why := refusal(warehouse, location):
             out.append(problem(loaded, why))
             continue
         real = os.path.realpath(location)
-        clash = next(((r, other) for r, other in claimed if r == real or _below(real, r) or _below(r, real)), None)
-        if clash is not None:
-            r, other = clash
-            how = "is the same directory as" if r == real else "lies inside" if _below(real, r) else "contains"
+        above = [p for p in _parents(real) if p in claimed]
+        r, how = ((real, "is the same directory as") if real in claimed else
+                  (above[0], "lies inside") if above else
+                  (ancestors[real], "contains") if real in ancestors else (None, None))
+        if r is not None:
+            other = claimed[r]
             out.append(problem(loaded, f"{location} resolves to {real}, which {how} the location of table "
                                        f"'{other.spec.qualified_name}' at {other.where('spec.location')} ({r})"))
             continue
-        claimed.append((real, loaded))
+        claimed[real] = loaded
+        for p in _parents(real):
+            ancestors.setdefault(p, real)
+    return out
+
+
+def _parents(path: str) -> list[str]:
+    out = []
+    while (parent := os.path.dirname(path)) != path:
+        out.append(parent)
+        path = parent
     return out
