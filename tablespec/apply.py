@@ -24,6 +24,7 @@ from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
 from tablespec.plan.builder import plan_table
+from tablespec.plan.locations import refusal
 from tablespec.plan.saved import NOTHING_CHANGED, embedded_spec, mismatch
 from tablespec.plan.settings import PREVENT_DESTROY, effective
 from tablespec.spec.loader import LoadedSpec, load_specs
@@ -97,8 +98,11 @@ def preflight(plan: Plan, allow_destructive: bool = False) -> None:
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
     tables as they are, or has an action that is not allowed."""
     for t in plan.tables:
-        if t.actions:
-            check_table(t, *current(t), allow_destructive)
+        if not t.actions:
+            continue
+        if why := refusal(plan.warehouse, t.location):  # links or tables may have appeared since the plan
+            raise PlanError(f"{t.name}: {why}; nothing was changed")
+        check_table(t, *current(t), allow_destructive)
 
 
 def _protected(state: TableState) -> bool:

@@ -130,11 +130,9 @@ class _Context:
         return result.specs
 
     def plan(self, paths):
-        from tablespec.plan.builder import build_plan
-        from tablespec.state import observe_specs
+        from tablespec.plan.builder import plan_specs
         specs = self.load(paths)
-        warehouse = self.warehouse()
-        return build_plan(specs, observe_specs(specs, warehouse), warehouse, self.variables)
+        return plan_specs(specs, self.warehouse(), self.variables)
 
 
 def cmd_validate(ctx: _Context) -> int:

@@ -12,6 +12,7 @@ from tablespec.errors import SpecError, TablespecError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL
 from tablespec.plan.builder import table_location
+from tablespec.plan.locations import refusal
 from tablespec.plan.settings import REGISTRY
 from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
@@ -101,8 +102,12 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
 def options_for(loaded: LoadedSpec, warehouse: str) -> dict[str, str]:
     """`hudi_write_options` of a loaded spec, under `warehouse`; a setting Hudi cannot obey is
     reported at its place in the spec file."""
+    location = table_location(warehouse, loaded.spec.spec.location)
+    if why := refusal(warehouse, location):  # a Hudi job would write there: outside the warehouse, in a table
+        line, col = loaded.position("spec.location")
+        raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", why)])
     try:
-        return hudi_write_options(loaded.spec, table_location(warehouse, loaded.spec.spec.location))
+        return hudi_write_options(loaded.spec, location)
     except NoHudiEquivalent as e:
         line, col = loaded.position(e.path)
         raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None

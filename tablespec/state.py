@@ -6,6 +6,7 @@ and `import` all read tables through it, and `apply` re-observes to check a plan
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class TableState:
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
     index_catch_up: CatchUp | None = None  # RECORD_LEVEL: data commits the index has not seen
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
+    contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
@@ -101,7 +103,7 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
             raise HudiFormatError(f"{location}: exists and is not a directory")
-        return TableState(location=location, exists=False)
+        return TableState(location=location, exists=False, contents=directory_contents(storage, location))
     timeline = Timeline.load(storage, location)
     view = FileSystemView.build(storage, location, timeline)
     groups = tuple(
@@ -145,6 +147,16 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         index_catch_up=catch_up(timeline) if record_level else None,
         metadata_table=metadata_table.describe(storage, location, props),
     )
+
+
+CONTENTS_SHOWN = 6
+
+
+def directory_contents(storage: Storage, location: str) -> tuple[str, ...]:
+    """The first files below a directory that holds no table (relative paths, depth first in name
+    order). Empty directories do not count: the folders an interrupted create left are no obstacle."""
+    prefix = location.rstrip("/") + "/"
+    return tuple(f.path[len(prefix):] for f in itertools.islice(storage.walk_files(location), CONTENTS_SHOWN))
 
 
 def _rows(timeline: Timeline, view: FileSystemView) -> int | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tablespec.errors import SpecError, TablespecError
 from tablespec.plan.builder import table_location
+from tablespec.plan.locations import check_location
 from tablespec.spec.loader import load_specs, select_spec
 from tablespec.spec.project import find_project, resolve_warehouse
 
@@ -33,7 +34,7 @@ class Table:
         if not root:
             raise TablespecError("no warehouse: pass warehouse=..., set TABLESPEC_WAREHOUSE, "
                                  "or set `warehouse:` in tablespec.project.yaml")
-        return cls(spec, table_location(root, spec.spec.location), spark)
+        return cls(spec, check_location(root, table_location(root, spec.spec.location)), spark)
 
     @property
     def spark(self):

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.errors import HudiFormatError, StalePlanError
+from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
 from tablespec.plan.columns import spec_columns
+from tablespec.plan.locations import occupied_message
 from tablespec.plan.settings import desired_properties, managed_properties_update
+from tablespec.state import directory_contents
 
 # Fixed properties of every table tablespec creates (Hudi table version 6, copy-on-write layout).
 TABLE_DEFAULTS = {
@@ -37,9 +39,15 @@ def creation_properties(spec) -> dict[str, str]:
 
 
 def create_table(location: str, spec) -> TableConfig:
-    """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does."""
+    """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does.
+
+    Only in an empty directory (empty folders are fine: an interrupted create left them): files
+    there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
+    name, since the new table would adopt or hide them; `tablespec import` adopts a Hudi table."""
     storage, base = storage_for(location)
     config = TableConfig.from_properties(creation_properties(spec))
+    if read_table_config(storage, base) is None and (files := directory_contents(storage, base)):
+        raise PlanError(f"{occupied_message(base, files)}; nothing was created")
     try:
         init_table(storage, base, config)
     except HudiFormatError as e:

@@ -33,7 +33,7 @@ from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
 from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
 from tablespec.hudi.config import bloom_filters_expected, read_table_config, table_index_type
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
@@ -155,6 +155,9 @@ def schedule(location: str, plan: ClusteringPlan) -> Instant:
     """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
     storage, base = storage_for(location)
     timeline = Timeline.load(storage, base)
+    partitions = {g.partition for g in plan.groups}
+    refuse_missing_latest(FileSystemView.build(storage, base, timeline, partitions), partitions,
+                          doing="to schedule clustering")
     last = timeline.instants[-1].timestamp if timeline.instants else None
     crash_point("before_requested")
     return TimelineWriter(storage, base).request("replacecommit", new_instant_time(after=last), encode_plan(plan))
@@ -173,6 +176,7 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
         raise TablespecError(f"{base}: no pending clustering plan {instant.timestamp}")
     _check_layout(spec, plan.layout)
     view = FileSystemView.build(storage, base, timeline)  # as before the clustering
+    refuse_missing_latest(view, {g.partition for g in plan.groups}, doing=f"to run clustering plan {instant.timestamp}")
     files, bytes_read = _input_files(view, base, plan, instant)
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
     props = read_table_config(storage, base).to_properties()

@@ -21,7 +21,7 @@ from tablespec.engine.evolution import read_files
 from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
@@ -104,6 +104,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     total = sum(s.base_file.size for ss in slices.values() for s in ss)
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
     refuse_replacing_planned(timeline, replaced, base)
+    refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
     with Transaction(storage, base, "replacecommit", lock) as txn:
         job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
                           avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec))

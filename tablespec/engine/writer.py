@@ -25,7 +25,7 @@ from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import bloom_filters_expected, read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
@@ -143,6 +143,7 @@ class TableWriter:
             for s in view.latest_slices():
                 replaced.setdefault(s.partition, []).append(s.file_id)
             refuse_replacing_planned(timeline, replaced, self.base)
+            refuse_missing_latest(view, doing="to rewrite the table")  # it would carry older slices over
         with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
             job = self._job(txn.instant, operation, view, props)
             if index is not None and operation in ("insert", "bulk_insert"):
@@ -151,6 +152,8 @@ class TableWriter:
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
             stats = self._run(df, job, view, index)
             self._refuse_bad(stats, timeline)
+            if not replace:  # a lost latest file: the tasks read the older slice (or missed its keys)
+                refuse_missing_latest(view, {s["partition"] for s in stats}, doing=f"the {operation}")
             if replace:  # everything is rewritten: the index is rebuilt from the new files
                 index = self._record_index(timeline, props, rows=sum(s["num_writes"] for s in stats))
             if index is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.instant import COMPACTION, LOG_COMPACTION, WRITE_ACTIONS
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, LogFileName
@@ -134,3 +135,61 @@ class FileSystemView:
     def total_bytes(self, as_of: str | None = None) -> int:
         """Bytes of the latest slices: the size of the table as a snapshot query sees it."""
         return sum(s.size for s in self.latest_slices(as_of=as_of))
+
+
+@dataclass(frozen=True)
+class MissingBaseFile:
+    """The latest base file of a live file group, written by a completed commit, that storage lacks."""
+    partition: str
+    file_id: str
+    file_name: str
+    instant: str    # the commit that wrote it
+
+    def __str__(self) -> str:
+        return (f"file group {self.file_id} in partition {self.partition or '(non-partitioned)'!r}: its latest base "
+                f"file {self.file_name} (written by instant {self.instant}) is missing from storage; restore it or "
+                f"roll back {self.instant}")
+
+
+def missing_latest_base_files(view: FileSystemView) -> list[MissingBaseFile]:
+    """Latest base files the view's completed commits wrote that its listing lacks.
+
+    The view is built from a storage listing, so a lost file does not show as missing: the file
+    group's older slice (or nothing) takes its place, and a writer would merge into that older
+    slice and commit, making the loss permanent. Each completed commit on the active timeline
+    records the files it wrote (write stats, by file id): the newest write of every file group no
+    completed replacecommit took out must be the view's latest slice. Base files only (log files
+    grow with every deltacommit); commits archived off the active timeline are not read."""
+    timeline = view.timeline
+    written: dict[tuple[str, str], tuple[str, str]] = {}  # (partition, file id) -> (instant, file name)
+    for instant in timeline.commits():
+        for partition, stats in timeline.commit_metadata(instant).partition_to_write_stats.items():
+            for s in stats:
+                name = BaseFileName.parse((s.path or "").rsplit("/", 1)[-1])
+                if name is None:
+                    continue
+                key = (s.partition_path if s.partition_path is not None else partition or "", s.file_id or name.file_id)
+                if key not in written or written[key][0] < instant.timestamp:
+                    written[key] = (instant.timestamp, name.format())
+    replaced = timeline.replaced_file_ids()
+    listed = {(g.partition, g.file_id): g.latest_slice for g in view._groups}
+    missing = []
+    for (partition, file_id), (instant, file_name) in sorted(written.items()):
+        if file_id in replaced.get(partition, ()):
+            continue
+        latest = listed.get((partition, file_id))
+        if latest is None or latest.base_instant < instant or \
+                (latest.base_instant == instant and latest.base_file is None):
+            missing.append(MissingBaseFile(partition, file_id, file_name, instant))
+    return missing
+
+
+def refuse_missing_latest(view: FileSystemView, partitions: Iterable[str] | None = None,
+                          doing: str = "the write") -> None:
+    """Raise HudiFormatError naming every latest base file missing in `partitions` (None: all):
+    work reading the file groups there would read an older slice and make the loss permanent."""
+    wanted = None if partitions is None else set(partitions)
+    found = [m for m in missing_latest_base_files(view) if wanted is None or m.partition in wanted]
+    if found:
+        shown = "; ".join(str(m) for m in found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+        raise HudiFormatError(f"{view.timeline.base}: refusing {doing}: {shown}; nothing was committed")

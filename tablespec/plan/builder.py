@@ -5,7 +5,7 @@ import os
 from datetime import datetime, timezone
 
 from tablespec import __version__
-from tablespec.errors import UnsupportedTableError
+from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
 from tablespec.plan.clustering import clustering_actions, pending_runs
@@ -15,6 +15,8 @@ from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effect
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.config import table_index_type
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+from tablespec.plan.locations import occupied_message
+from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import RecordLevelSettings
 from tablespec.state import TableState
@@ -29,10 +31,52 @@ def display_name(spec) -> str:
     return f"{spec.metadata.database}.{spec.metadata.name}" if spec.metadata.database else spec.metadata.name
 
 
+def plan_specs(specs: list[LoadedSpec], warehouse: str, variables: dict | None = None,
+               now: datetime | None = None) -> Plan:
+    """Check where the specs put their tables, observe the tables and plan (what `plan` and `apply`
+    run). Every refused location, takeover and non-empty directory is reported at once (SpecError)."""
+    from tablespec.plan.locations import location_problems
+    from tablespec.state import observe_specs
+    refused = location_problems(specs, warehouse)
+    placed = [ls for ls in specs if all(ls is not bad for bad, _ in refused)]
+    states = observe_specs(placed, warehouse)
+    problems = [d for _, d in refused] + [d for ls in placed
+                                          for d in state_problems(ls, states[table_location(warehouse, ls.spec.spec.location)])]
+    if problems:
+        raise SpecError(sorted(problems, key=lambda d: (d.file, d.line, d.col)))
+    return build_plan(specs, states, warehouse, variables, now)
+
+
+def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
+    """What the spec may not do to what is at its location: take over a table of another name
+    (a rename must say `metadata.renamedFrom`), or create a table over files already there."""
+    spec = loaded.spec
+
+    def at(path: str, message: str) -> Diagnostic:
+        line, col = loaded.position(path)
+        return Diagnostic(loaded.file, line, col, path, message)
+
+    if not state.exists:
+        return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
+    old, new, said = state.config.name, spec.metadata.name, spec.metadata.renamed_from
+    if old == new or said == old:
+        return []
+    where = f"the table at {spec.spec.location!r} ({state.location})"
+    if said is not None:
+        return [at("metadata.renamedFrom", f"{where} is named {old!r}, not {said!r}; to rename it say "
+                                           f"metadata.renamedFrom: {old}")]
+    return [at("metadata.name", f"{where} is named {old!r}, the spec names {new!r}; to rename it say "
+                                f"metadata.renamedFrom: {old}; to manage another table pick another location")]
+
+
 def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: str,
                variables: dict | None = None, now: datetime | None = None) -> Plan:
     """Diff every spec against its table's observed state (`states` keyed by table location)."""
-    tables = [plan_table(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in specs]
+    located = [(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in specs]
+    problems = [d for ls, state in located for d in state_problems(ls, state)]
+    if problems:
+        raise SpecError(problems)
+    tables = [plan_table(ls, state) for ls, state in located]
     return Plan(
         tablespec_version=__version__,
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
@@ -103,10 +147,11 @@ def table_actions(spec, state: TableState) -> list[Action]:
     settings = diff_settings(spec, state.config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
     destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
-    if destructive:
+    renames = [s for s in settings if s.path == "metadata.name"]
+    if destructive:  # the rewrite switches every managed property: a rename goes with it, shown
         return [Action(kind="replace_table", destructive=True,
-                       reasons=[_reason(d) for d in destructive],
-                       changes=[_change(d) for d in destructive],
+                       reasons=[_reason(d) for d in destructive] + [_rename(s) for s in renames],
+                       changes=[_change(d) for d in destructive + renames],
                        estimate=_rewrite_estimate(state))]
     actions = []
     index = [s for s in settings if s.category == "index"]
@@ -122,7 +167,8 @@ def table_actions(spec, state: TableState) -> list[Action]:
         actions[0].changes.extend(_change(s) for s in tuning)
         rest = [s for s in rest if s not in tuning]
     if rest:
-        actions.append(Action(kind="update_settings", changes=[_change(s) for s in rest]))
+        actions.append(Action(kind="update_settings", reasons=[_rename(s) for s in rest if s in renames],
+                              changes=[_change(s) for s in rest]))
     return actions
 
 
@@ -235,6 +281,10 @@ def _rewrite_estimate(state: TableState, rewrite: bool = True) -> dict:
     if rewrite:
         est["bytes_to_write"] = state.total_bytes
     return est
+
+
+def _rename(s: SettingChange) -> str:
+    return f"rename {s.old} -> {s.new} (metadata.renamedFrom)"
 
 
 def _reason(d: SettingChange | ColumnChange) -> str:

@@ -43,6 +43,8 @@ class Metadata(SpecModel):
     """Database the table belongs to (hoodie.database.name); optional."""
     labels: dict[str, str] = {}
     """Free-form string labels (team, owner, ...); tablespec does not interpret them."""
+    renamed_from: Name | None = None
+    """The name of the table now at spec.location, when this spec renames it: plan refuses a table of another name there unless this names it."""
 
 
 class Column(SpecModel):

@@ -10,7 +10,8 @@ import hudi
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, ensure_supported, init_table, read_table_config
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.fs_view import FileSystemView, missing_latest_base_files, refuse_missing_latest
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.naming import META_COLUMNS, BaseFileName, new_file_id, write_token
@@ -194,3 +195,38 @@ def test_replaced_group_still_listed_with_all_slices_before_replacement(syntheti
     assert {g.file_id for g in view.file_groups(as_of=ids["c2"])} == {ids["a"], ids["b"]}
     assert ids["d"] not in {g.file_id for g in view.file_groups()}  # pending commit's new file group
     assert view.total_bytes() == sum(s.base_file.size for s in view.latest_slices())
+
+
+def _missing(base):
+    view = FileSystemView.build(ST, base, Timeline.load(ST, base))
+    return [(m.partition, m.file_id, m.instant, m.file_name) for m in missing_latest_base_files(view)]
+
+
+def _file_of(base, partition, file_id, instant):
+    (path,) = [f for f in ST.list_dir(join(base, partition))
+               if (n := BaseFileName.parse(f.name)) and n.file_id == file_id and n.instant == instant]
+    return path
+
+
+def test_missing_latest_base_file_is_found_from_the_commits_write_stats(synthetic):
+    base, ids = synthetic
+    assert _missing(base) == []  # replaced groups and the pending commit's files are not expected
+    c5 = _commit(base, "commit", {("part=b", ids["b"]): ([{"id": "3", "value": 30}], ids["c1"])}, "UPSERT")
+    assert _missing(base) == []
+    older = _file_of(base, "part=b", ids["b"], ids["c1"])
+    ST.delete(older.path)  # an older slice (the cleaner's to remove): not the latest, not reported
+    ST.delete(_file_of(base, "part=a", ids["a"], ids["c2"]).path)  # a replaced file group
+    assert _missing(base) == []
+    latest = _file_of(base, "part=b", ids["b"], c5)
+    ST.write_bytes(older.path, b"")  # the older slice back: the view now picks it as the latest
+    ST.delete(latest.path)
+    assert _missing(base) == [("part=b", ids["b"], c5, latest.name)]
+    ST.delete(_file_of(base, "part=a", ids["c"], ids["c3"]).path)  # a file group's only slice
+    assert [m[:3] for m in _missing(base)] == [("part=a", ids["c"], ids["c3"]), ("part=b", ids["b"], c5)]
+    view = FileSystemView.build(ST, base, Timeline.load(ST, base))
+    refuse_missing_latest(view, ["part=c"])  # nothing missing there
+    with pytest.raises(HudiFormatError) as e:
+        refuse_missing_latest(view, ["part=b"], doing="the upsert")
+    assert str(e.value) == (f"{base}: refusing the upsert: file group {ids['b']} in partition 'part=b': its latest "
+                            f"base file {latest.name} (written by instant {c5}) is missing from storage; restore it "
+                            f"or roll back {c5}; nothing was committed")

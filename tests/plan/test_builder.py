@@ -169,3 +169,19 @@ def test_apply_has_a_visitor_for_every_action_kind():
     from tablespec.apply import Applier
     from tablespec.plan.actions import ActionKind
     assert [k for k in get_args(ActionKind) if not callable(getattr(Applier, f"visit_{k}", None))] == []
+
+
+def test_plan_rename_needs_renamed_from_and_shows_with_any_action():
+    from tablespec.errors import SpecError
+    renamed = BASE.replace("metadata: {name: orders, database: sales}",
+                           "metadata: {name: invoices, database: sales, renamedFrom: orders}")
+    assert renamed != BASE
+    with pytest.raises(SpecError, match="is named 'orders', the spec names 'invoices'"):
+        actions(renamed.replace(", renamedFrom: orders", ""), state_for(BASE))
+    (update,) = actions(renamed, state_for(BASE))
+    assert update.kind == "update_settings" and update.reasons == ["rename orders -> invoices (metadata.renamedFrom)"]
+    assert [(c.path, c.old, c.new) for c in update.changes] == [("metadata.name", "orders", "invoices")]
+    # a rewrite switches every managed property: the rename is one of its shown changes
+    (replace,) = actions(renamed.replace("fields: [order_date]", "fields: [customer_id]"), state_for(BASE))
+    assert replace.kind == "replace_table" and "rename orders -> invoices (metadata.renamedFrom)" in replace.reasons
+    assert ("metadata.name", "orders", "invoices") in [(c.path, c.old, c.new) for c in replace.changes]

@@ -110,8 +110,10 @@ def _leaves(model: type[BaseModel], prefix: str) -> set[str]:
     return out
 
 
-# Spec paths that are no hoodie.properties setting: the table's own layout, read from the table itself.
-NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "spec.location", "spec.columns", "spec.recordKey.autoGenerate"}
+# Spec paths that are no hoodie.properties setting: the table's own layout, read from the table itself, and
+# metadata.renamedFrom, an instruction to the planner (rename the table there) that no table records.
+NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom", "spec.location", "spec.columns",
+                "spec.recordKey.autoGenerate"}
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
                      "spec.partitioning.timestamp.timeZone"}
