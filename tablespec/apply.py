@@ -270,17 +270,20 @@ class Applier:
 
     def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
-        from tablespec.hudi.clean import execute_clean, plan_clean
+        from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
         from tablespec.hudi.fs_view import FileSystemView
         from tablespec.hudi.timeline import Timeline
+        from tablespec.hudi.txn_lock import TransactionLock
         storage, base = storage_for(t.location)
         with self._locked(t):  # recovery finishes an interrupted clean first
-            timeline = Timeline.load(storage, base)
-            plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
-                              spec.spec.retention.keep_commits)
-            if plan is None:
-                return {"files": 0, "bytes_freed": 0}
-            result = execute_clean(storage, base, plan)
+            with TransactionLock(storage, base, "clean"):  # planned and scheduled as Hudi does: under its lock
+                timeline = Timeline.load(storage, base)
+                plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
+                                  spec.spec.retention.keep_commits)
+                if plan is None:
+                    return {"files": 0, "bytes_freed": 0}
+                requested = schedule_clean(storage, base, plan)
+            result = finish_clean(storage, base, requested)
         return {"clean_instant": result.clean_instant, "files": len(result.deleted_files),
                 "bytes_freed": result.bytes_freed}
 

@@ -11,6 +11,7 @@ from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import SpecError, TablespecError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL
+from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
 from tablespec.plan.builder import table_location
 from tablespec.plan.locations import refusal
 from tablespec.plan.settings import REGISTRY
@@ -53,6 +54,21 @@ WRITER = {
     # The table's schema is the spec's: an incoming batch may not drop columns or relax NOT NULL.
     "hoodie.datasource.write.reconcile.schema": "true",
 }
+# Optimistic concurrency control on the lock tablespec takes too (hudi/txn_lock.py): a Hudi job and
+# tablespec create instants and commit one at a time, and check each other's commits for conflicts.
+# LAZY: a failed write is rolled back once its heartbeat expires, not by the next writer at start
+# (which would roll back a live writer's instant).
+CONCURRENCY = {
+    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+    "hoodie.cleaner.policy.failed.writes": "LAZY",
+    "hoodie.write.lock.provider": PROVIDER,
+    # Hudi's default sleeps 5 s between attempts; tablespec holds the lock for milliseconds.
+    "hoodie.write.lock.client.wait_time_ms_between_retry": "1000",
+    "hoodie.write.lock.client.num_retries": "300",
+}
+# Hudi compares bucket ids, not file ids, on a bucketed table (two writers creating one bucket conflict).
+BUCKET_CONFLICTS = {"hoodie.write.lock.conflict.resolution.strategy":
+                    "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy"}
 # Hudi 1.x pins, unknown to Hudi 0.15 (which ignores keys it does not define).
 VERSION_PINS = ("hoodie.write.table.version", "hoodie.write.auto.upgrade")
 # Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
@@ -95,6 +111,12 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
                         "hoodie.payload.ordering.field": spec.spec.ordering_field})
     if index.type == RECORD_LEVEL:
         options.update(GLOBAL_MOVES)
+    options.update(CONCURRENCY)
+    options.update({"hoodie.write.lock.filesystem.path": lock_folder(location),
+                    # the expiry tablespec assumes too: a killed Hudi job's lock frees up after it
+                    "hoodie.write.lock.filesystem.expire": str(expire_minutes())})
+    if index.type == "BUCKET":
+        options.update(BUCKET_CONFLICTS)
     options["path"] = location
     return dict(sorted(options.items()))
 

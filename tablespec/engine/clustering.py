@@ -38,6 +38,7 @@ from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
 from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.txn_lock import TransactionLock
 from tablespec.types import Array, Map, Struct
 
 
@@ -154,13 +155,14 @@ def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
 def schedule(location: str, plan: ClusteringPlan) -> Instant:
     """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
     storage, base = storage_for(location)
-    timeline = Timeline.load(storage, base)
     partitions = {g.partition for g in plan.groups}
-    refuse_missing_latest(FileSystemView.build(storage, base, timeline, partitions), partitions,
-                          doing="to schedule clustering")
-    last = timeline.instants[-1].timestamp if timeline.instants else None
-    crash_point("before_requested")
-    return TimelineWriter(storage, base).request("replacecommit", new_instant_time(after=last), encode_plan(plan))
+    with TransactionLock(storage, base, "clustering"):  # instants are created under Hudi's lock
+        timeline = Timeline.load(storage, base)
+        refuse_missing_latest(FileSystemView.build(storage, base, timeline, partitions), partitions,
+                              doing="to schedule clustering")
+        last = timeline.instants[-1].timestamp if timeline.instants else None
+        crash_point("before_requested")
+        return TimelineWriter(storage, base).request("replacecommit", new_instant_time(after=last), encode_plan(plan))
 
 
 def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=None) -> ClusteringResult:
@@ -185,7 +187,7 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
                         for g in plan.groups):
         raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
                              "table (each group must be one bucket's file group, written into one file group)")
-    with Transaction(storage, base, "replacecommit", lock, requested=instant.to("requested")) as txn:
+    with Transaction(storage, base, "replacecommit", lock, requested=instant.to("requested"), basis=timeline) as txn:
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),

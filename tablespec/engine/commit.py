@@ -8,6 +8,8 @@ import sys
 from contextlib import contextmanager
 
 from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.config import read_table_config, table_index_type
+from tablespec.hudi.conflict import Footprint, WriteConflictError, find_conflicts
 from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import storage_for
@@ -17,6 +19,7 @@ from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import recover, rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.txn_lock import TransactionLock
 
 
 def reconcile(storage, base: str, instant_ts: str, stats: list[dict]) -> None:
@@ -71,8 +74,10 @@ def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_T
             # Before recovery: recovery may roll back an inflight Hudi wrote, and Hudi would roll
             # back its metadata-table side too; with the metadata table gone first, the rollback
             # acts on a table without one (as under hoodie.metadata.enable=false) and no crash
-            # can leave a metadata table describing files recovery already deleted.
-            retire_metadata_table(storage, base)
+            # can leave a metadata table describing files recovery already deleted. Under Hudi's
+            # transaction lock: a Hudi writer updates its metadata table inside its commit.
+            with TransactionLock(storage, base, who):
+                retire_metadata_table(storage, base)
         lock.recovered = recover(storage, base, tolerance_seconds() if heartbeat_tolerance is None
                                  else heartbeat_tolerance)
         yield lock
@@ -94,19 +99,29 @@ class Transaction:
     """One data-writing instant: requested -> inflight (with a heartbeat) -> completed.
 
     Use as a context manager; any error inside rolls the instant back. `commit` does the
-    steps every action shares before its commit point, and writes the completed file last."""
+    steps every action shares before its commit point, and writes the completed file last.
+
+    Concurrency with other writers (Apache Hudi jobs under optimistic concurrency control):
+    the instant is created, and later checked for conflicts and completed, under Hudi's
+    transaction lock (`txn_lock.py`). The conflict check compares this commit's file groups with
+    those of every write completed since `basis`, the timeline the action read its input from
+    (`conflict.py`); `rewrites` names partitions whose whole layout this commit replaces (or
+    `ALL_PARTITIONS`), where even another writer's new file groups conflict."""
 
     def __init__(self, storage, base: str, action: str, lock=None, plan: bytes = b"",
-                 requested: Instant | None = None):
+                 requested: Instant | None = None, basis: Timeline | None = None, rewrites=()):
         """Request a new instant (with `plan` as its requested content), or take over the
         already `requested` one (a scheduled clustering plan)."""
         self.storage, self.base, self.lock = storage, base, lock
+        self.rewrites = frozenset(rewrites)
         self.writer = TimelineWriter(storage, base)
-        if requested is None:
+        with TransactionLock(storage, base, action):
             timeline = Timeline.load(storage, base)
-            last = timeline.instants[-1].timestamp if timeline.instants else None
-            crash_point("before_requested")
-            requested = self.writer.request(action, new_instant_time(after=last), plan)
+            if requested is None:
+                last = timeline.instants[-1].timestamp if timeline.instants else None
+                crash_point("before_requested")
+                requested = self.writer.request(action, new_instant_time(after=last), plan)
+        self.basis = basis if basis is not None else timeline
         self.requested, self.instant = requested, requested.timestamp
         self.heartbeat = Heartbeat(storage, base, self.instant)
 
@@ -132,12 +147,24 @@ class Transaction:
         finally:
             self.heartbeat.stop()
 
+    def check_conflicts(self, metadata: CommitMetadata) -> None:
+        """Raise WriteConflictError if a write this action did not see touched its file groups
+        (call under the transaction lock)."""
+        config = read_table_config(self.storage, self.base)
+        bucketed = config is not None and table_index_type(config) == "BUCKET"
+        conflicts = find_conflicts(self.basis, Timeline.load(self.storage, self.base), self.instant,
+                                   Footprint.of(metadata, self.rewrites), bucketed)
+        if conflicts:
+            raise WriteConflictError(self.base, self.instant, conflicts)
+
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
         crash_point("after_data_files")
         reconcile(self.storage, self.base, self.instant, stats)
         for partition in {s["partition"] for s in stats}:
             write_partition_metadata(self.storage, self.base, partition, self.instant)
-        if self.lock is not None:
-            self.lock.verify()  # the lease must still be ours at the commit point
-        crash_point("before_completion")
-        self.writer.complete(self.inflight, metadata)
+        with TransactionLock(self.storage, self.base, self.requested.action):
+            self.check_conflicts(metadata)
+            if self.lock is not None:
+                self.lock.verify()  # the lease must still be ours at the commit point
+            crash_point("before_completion")
+            self.writer.complete(self.inflight, metadata)

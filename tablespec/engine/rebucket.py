@@ -105,7 +105,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
     refuse_replacing_planned(timeline, replaced, base)
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
-    with Transaction(storage, base, "replacecommit", lock) as txn:
+    with Transaction(storage, base, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
         job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
                           avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec))
         result = RebucketResult(txn.instant, partitions=len(slices),

@@ -30,6 +30,7 @@ from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unsee
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
+from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
@@ -144,7 +145,8 @@ class TableWriter:
                 replaced.setdefault(s.partition, []).append(s.file_id)
             refuse_replacing_planned(timeline, replaced, self.base)
             refuse_missing_latest(view, doing="to rewrite the table")  # it would carry older slices over
-        with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock) as txn:
+        with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock, basis=timeline,
+                         rewrites=[ALL_PARTITIONS] if replace else ()) as txn:
             job = self._job(txn.instant, operation, view, props)
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table

@@ -316,7 +316,11 @@ def _finish(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> 
 
 def execute_clean(storage: Storage, base: str, plan: CleanPlan, clean_ts: str | None = None) -> CleanResult:
     """Schedule and run a clean: requested -> inflight -> delete the files -> completed."""
-    requested = schedule_clean(storage, base, plan, clean_ts)
+    return finish_clean(storage, base, schedule_clean(storage, base, plan, clean_ts))
+
+
+def finish_clean(storage: Storage, base: str, requested: Instant) -> CleanResult:
+    """Run a scheduled clean to completion."""
     return _finish(storage, base, Timeline.load(storage, base), requested)
 
 

@@ -63,7 +63,7 @@ def _default_owner() -> str:
         return "unknown"
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -88,7 +88,7 @@ class LockInfo:
         """Free to take: released by its holder, its lease ran out, or its holder was a process
         on this host that no longer exists (a killed writer need not wait out its lease)."""
         return (self.released or (time.time() if now is None else now) >= self.expires_at
-                or (self.host == socket.gethostname() and not _process_alive(self.pid)))
+                or (self.host == socket.gethostname() and not process_alive(self.pid)))
 
     def describe(self) -> str:
         return (f"owner {self.owner!r} (host {self.host}, pid {self.pid}) since {_iso(self.acquired_at)}, "
