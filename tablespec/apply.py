@@ -94,15 +94,18 @@ def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destr
     return now
 
 
-def preflight(plan: Plan, allow_destructive: bool = False) -> None:
+def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True) -> None:
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
-    tables as they are, or has an action that is not allowed."""
+    tables as they are, or has an action that is not allowed or that this applier cannot run."""
     for t in plan.tables:
         if not t.actions:
             continue
         if why := refusal(plan.warehouse, t.location):  # links or tables may have appeared since the plan
             raise PlanError(f"{t.name}: {why}; nothing was changed")
-        check_table(t, *current(t), allow_destructive)
+        now = check_table(t, *current(t), allow_destructive)
+        if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
+            raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
+                            "than the one that made the plan?); nothing was changed")
 
 
 def _protected(state: TableState) -> bool:
@@ -134,8 +137,12 @@ class Applier:
             self._spark = self._spark()
         return self._spark
 
+    def runs(self, kind: str) -> bool:
+        """Whether this applier has a step for actions of `kind`."""
+        return callable(getattr(self, f"visit_{kind}", None))
+
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
-        preflight(plan, allow_destructive)
+        preflight(plan, allow_destructive, self.runs)
         result = ApplyResult()
         for t in plan.tables:
             if not t.actions:

@@ -8,24 +8,27 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tablespec.errors import HudiFormatError
+from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans, relayout_start
 from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.instant import WRITE_ACTIONS, Instant
 from tablespec.hudi.io import Storage, storage_for
-from tablespec.hudi.heartbeat import tolerance_seconds
+from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
+from tablespec.hudi.lock import read_lock
 from tablespec.hudi import metadata_table, record_index
 from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.txn_lock import lock_path, read_holder
 from tablespec.types import DataType
 from tablespec.plan.settings import KEEP_COMMITS, effective
 
@@ -62,6 +65,8 @@ class TableState:
     file_groups: tuple[FileGroupState, ...] = ()
     pending: tuple[Instant, ...] = ()
     expired: tuple[Instant, ...] = ()  # pending writes whose writer died (heartbeat expired)
+    heartbeat_ages: dict = field(default_factory=dict)  # pending instant time -> seconds since its last beat (None: no heartbeat)
+    lock_holders: tuple[str, ...] = ()   # who holds tablespec's table lock and Hudi's transaction lock now
     cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
@@ -134,6 +139,8 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
         file_groups=groups,
         pending=tuple(timeline.pending()),
         expired=tuple(pending_to_roll_back(storage, location, timeline, tolerance_seconds())),
+        heartbeat_ages=_heartbeat_ages(storage, location, timeline),
+        lock_holders=lock_holders(storage, location),
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         last_clustering=last_clustering,
@@ -150,6 +157,28 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
 
 
 CONTENTS_SHOWN = 6
+
+
+def _heartbeat_ages(storage: Storage, base: str, timeline: Timeline) -> dict[str, float | None]:
+    now = time.time()
+    return {i.timestamp: None if (beat := last_heartbeat(storage, base, i.timestamp)) is None else max(0.0, now - beat)
+            for i in timeline.pending() if i.action in WRITE_ACTIONS}
+
+
+def lock_holders(storage: Storage, base: str) -> tuple[str, ...]:
+    """Who holds the table's locks: tablespec's table lock (a whole action) and Hudi's transaction
+    lock (a writer's commit steps)."""
+    out = []
+    try:
+        holder = read_lock(storage, base)
+    except TablespecError as e:
+        out.append(f"tablespec table lock: {e}")
+    else:
+        if holder is not None:
+            out.append(f"tablespec table lock: {holder.describe()}" + (" (lease expired)" if holder.expired() else ""))
+    if (hudi := read_holder(storage, base)) is not None:
+        out.append(f"Hudi transaction lock ({lock_path(base)}): {hudi.describe()}")
+    return tuple(out)
 
 
 def directory_contents(storage: Storage, location: str) -> tuple[str, ...]:

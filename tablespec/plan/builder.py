@@ -92,6 +92,13 @@ METADATA_TABLE_NOTE = (
     "off (hoodie.metadata.enable=false), and Hudi rebuilds it when a writer enables it again")
 
 
+def _beat(state: TableState, instant) -> str:
+    if instant.timestamp not in state.heartbeat_ages:
+        return ""
+    age = state.heartbeat_ages[instant.timestamp]
+    return ", no heartbeat" if age is None else f", heartbeat {age:.0f}s ago"
+
+
 def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     spec = loaded.spec
     if state.exists and state.config.table_type != "COPY_ON_WRITE":
@@ -120,9 +127,10 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     live = [i for i in state.pending if i not in state.expired
             and not (i.state == "requested" and i in state.pending_clustering)]  # scheduled plans are actions
     if live:
-        listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state})" for i in live)
-        warnings.append(f"pending instants on the timeline: {listed}; a writer is running, or crashed less than "
-                        "the heartbeat tolerance ago")
+        listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state}{_beat(state, i)})" for i in live)
+        warnings.append(f"other writers' pending instants: {listed}; a writer is running, or crashed less than "
+                        "the heartbeat tolerance ago. Their commits are checked against ours at commit time")
+    warnings += [f"locked: {holder}" for holder in state.lock_holders]
     if state.exists and any(a.kind != "update_settings" for a in actions) and \
             (state.metadata_table.present or state.metadata_table.in_use):
         warnings.append(METADATA_TABLE_NOTE)

@@ -48,6 +48,7 @@ CONFIG_CLASSES = (
     "org.apache.hudi.config.HoodieIndexConfig", "org.apache.hudi.config.HoodieClusteringConfig",
     "org.apache.hudi.config.HoodieCleanConfig", "org.apache.hudi.config.HoodieArchivalConfig",
     "org.apache.hudi.common.config.HoodieMetadataConfig", "org.apache.hudi.config.HoodiePayloadConfig",
+    "org.apache.hudi.config.HoodieLockConfig",
 )
 SCALA_CONFIG_OBJECTS = ("org.apache.hudi.DataSourceWriteOptions",)  # their ConfigProperty fields are accessors
 
