@@ -63,7 +63,7 @@ class WriteConflictError(TablespecError):
     def __init__(self, base: str, instant: str, conflicts: list[Conflict]):
         self.base, self.instant, self.conflicts = base, instant, conflicts
         super().__init__(
-            f"write conflict on table {base}: while instant {instant} ran, another writer committed "
+            f"write conflict on table {base}: while instant {instant} ran, another writer completed "
             + "; ".join(c.describe() for c in conflicts)
             + f". Instant {instant} was rolled back and the table is as that writer left it; "
             "run `tablespec plan` again to see what is still to do")
