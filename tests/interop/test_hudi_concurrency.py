@@ -19,7 +19,7 @@ from tablespec.hudi.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLock
 from tablespec.hudi_options import hudi_write_options
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
-from tablespec.state import observe_specs
+from tablespec.state import observe, observe_specs
 from tablespec.table import Table
 
 ST = LocalStorage()
@@ -197,3 +197,158 @@ def test_a_dead_writers_lock_frees_after_its_expiry(hudi, tmp_path, monkeypatch)
     _age(lock_path(base), 61)
     table.write(hudi.createDataFrame([("a3", 33, 5, "d2")], DDL), "upsert")   # takes the expired lock over
     assert not os.path.exists(lock_path(base))
+
+
+HUDI_JOB = r'''
+import json, os, sys, time
+from pathlib import Path
+from tablespec.engine.hudi_bundle import bundle_jar, session_conf
+from tablespec.engine.session import get_spark
+from tablespec.hudi_options import hudi_write_options
+from tablespec.spec.loader import load_specs
+from tablespec.plan.builder import table_location
+
+control, spec_file, warehouse, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+spark = get_spark("local[1]", session_conf(bundle_jar(fetch=False)), "hudi-job")
+log = open(control / "log.jsonl", "a")
+deadline = time.monotonic() + seconds
+i = 0
+while time.monotonic() < deadline and not (control / "stop").exists():
+    if (control / "pause").exists():  # a restart with new options (after a layout change)
+        (control / "paused").touch()
+        while (control / "pause").exists() and not (control / "stop").exists():
+            time.sleep(0.1)
+        (control / "paused").unlink(missing_ok=True)
+        continue
+    spec = load_specs([spec_file]).specs[0].spec   # the job renders its options from the spec every batch
+    options = hudi_write_options(spec, table_location(warehouse, spec.spec.location))
+    options.update({"hoodie.client.heartbeat.interval_in_ms": "1000"})
+    ts = time.time_ns() // 1000
+    rows = [(f"k{(3 * i) % 12}", i, ts, f"d{i % 2}"), (f"k{(3 * i + 7) % 12}", i, ts, f"d{(i + 1) % 2}"),
+            (f"h{i}", i, ts, "d0")]
+    i += 1
+    try:
+        spark.createDataFrame(rows, "id string, v bigint, ts bigint, day string").write.format("hudi") \
+            .options(**options).option("hoodie.datasource.write.operation", "upsert").mode("append").save()
+        log.write(json.dumps({"ok": True, "rows": rows}) + "\n")
+    except Exception as e:
+        causes = [line.strip()[:300] for line in str(e).splitlines() if "Exception:" in line and "\tat " not in line]
+        log.write(json.dumps({"ok": False, "rows": rows, "error": " <- ".join(causes[:6]) or str(e)[:400]}) + "\n")
+    log.flush()
+'''
+
+
+def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch):
+    """A Hudi job upserts in a loop (its own process) while tablespec ingests, rescales buckets, clusters
+    and cleans the same table. Every action either commits or fails with a conflict and leaves nothing
+    behind; the table holds exactly what the successful commits wrote; all readers agree."""
+    import json
+    import subprocess
+    import sys
+
+    from _support import ROOT
+    from tablespec.errors import StalePlanError
+    from tablespec.hudi.heartbeat import TOLERANCE_ENV
+
+    monkeypatch.setenv(TOLERANCE_ENV, "15")  # the job beats every second: a stalled write is dead after 15 s
+    spec_text = lambda buckets: SPEC.format(name="busy", index=f"{{type: BUCKET, numBuckets: {buckets}}}") + \
+        "  clustering: {strategy: SORT, sortColumns: [v], everyNCommits: 2}\n  retention: {keepCommits: 2}\n"
+    spec_file = tmp_path / "busy.yaml"
+    spec_file.write_text(spec_text(2))
+    table = make_table(hudi, tmp_path, spec_text(2))
+    written = []   # (rows) of every successful commit, both writers
+    conflicts = []   # what tablespec's conflicting attempts said
+
+    def ingest(rows):
+        """A tablespec upsert; a conflict with the job rolls it back, and it is tried again."""
+        for _ in range(6):
+            try:
+                table.write(hudi.createDataFrame(rows, DDL), "upsert")
+            except WriteConflictError as e:
+                conflicts.append(str(e))
+                continue
+            written.append(rows)
+            return
+        raise AssertionError(f"ingest did not commit: {conflicts}")
+
+    ingest([(f"k{n}", -1, 0, f"d{n % 2}") for n in range(12)])
+    control = tmp_path / "control"
+    control.mkdir()
+    job = subprocess.Popen([sys.executable, "-c", HUDI_JOB, str(control), str(spec_file), str(tmp_path), "150"],
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    log = control / "log.jsonl"
+
+    def converge(text, kind, on_progress=None, attempts=8):
+        """Plan and apply until an action of `kind` ran; conflicts and stale plans are retried, and what
+        the plan puts first (rolling back a clustering plan another writer made stale) is applied."""
+        tried = []
+        for _ in range(attempts):
+            plan = _plan(text, tmp_path)
+            if not plan.has_changes:   # not due yet: the job's next commits make it due
+                time.sleep(2)
+                continue
+            tried.append([a.kind for _, a in plan.actions])
+            try:
+                done = Applier(spark=hudi, on_progress=on_progress).apply(plan)
+            except (WriteConflictError, StalePlanError) as e:
+                conflicts.append(str(e))
+                continue
+            if kind in [r.kind for r in done.actions]:
+                return True
+        raise AssertionError(f"{kind} did not commit; plans {tried}; conflicts {conflicts}")
+
+    try:
+        deadline = time.monotonic() + 120
+        while not (log.exists() and '"ok": true' in log.read_text()):   # the job is up and committing
+            assert job.poll() is None and time.monotonic() < deadline, job.stdout.read() if job.poll() else "slow"
+            time.sleep(0.5)
+        for n in range(3):   # ingest beside the job
+            ingest([(f"k{(n * 5) % 12}", 100 + n, time.time_ns() // 1000, f"d{n % 2}"),
+                    (f"t{n}", 100 + n, time.time_ns() // 1000, "d1")])
+
+        def quiesce_before_commit(t, a, **progress):   # the job restarts with the new options
+            (control / "pause").touch()
+            while not (control / "paused").exists():
+                assert job.poll() is None
+                time.sleep(0.1)
+
+        try:
+            assert converge(spec_text(4), "bucket_rescale", quiesce_before_commit)
+            spec_file.write_text(spec_text(4))
+        finally:
+            (control / "pause").unlink(missing_ok=True)
+        table = Table(load_spec_text(spec_text(4), "occ.yaml").specs[0].spec, table.location, hudi)
+        time.sleep(3)
+        for n in range(2):  # commits land on the new layout, from both writers
+            ingest([(f"t{10 + n}", 200 + n, time.time_ns() // 1000, "d0")])
+        assert converge(spec_text(4), "clustering")
+        assert converge(spec_text(4), "clean")
+    finally:
+        (control / "stop").touch()
+        out, _ = job.communicate(timeout=120)
+    assert job.returncode == 0, out
+
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    hudi_ok = [e["rows"] for e in entries if e["ok"]]
+    failed = [e for e in entries if not e["ok"]]
+    assert len(hudi_ok) >= 3, entries
+    for e in failed:   # Hudi's own words: a write conflict, or an update refused while clustering is pending
+        assert "Conflict" in e["error"] or "clustering" in e["error"].lower(), e["error"]
+    for message in conflicts:
+        assert "rolled back" in message or "no longer matches" in message or "stale" in message, message
+    # the dead attempts Hudi left for lazy cleaning are rolled back by the next apply; then nothing is pending
+    deadline = time.monotonic() + 30
+    while set((state := observe(table.location)).pending) - set(state.expired):   # their heartbeats go stale
+        assert time.monotonic() < deadline, state.pending
+        time.sleep(1)
+    Applier(spark=hudi).apply(_plan(spec_text(4), tmp_path))
+    assert not Timeline.load(ST, table.location).pending()
+    latest = {}
+    for rows in written + hudi_ok:
+        for r in rows:
+            if r[0] not in latest or r[2] > latest[r[0]][2]:
+                latest[r[0]] = tuple(r)
+    assert _data(assert_readers_agree(hudi, table)) == sorted(latest.values())
+    state_plan = _plan(spec_text(4), tmp_path)
+    assert "bucket_rescale" not in [a.kind for _, a in state_plan.actions]
