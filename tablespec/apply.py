@@ -46,12 +46,17 @@ class ActionResult:
 @dataclass
 class ApplyResult:
     actions: list[ActionResult] = field(default_factory=list)
+    done_meanwhile: list[str] = field(default_factory=list)  # tables another writer brought to their spec first
 
     def summary(self) -> str:
         kinds = [a.kind for a in self.actions]
         created = kinds.count("create_table")
-        return (f"Apply complete: {created} created, {len(kinds) - created} other action"
+        text = (f"Apply complete: {created} created, {len(kinds) - created} other action"
                 f"{'s' if len(kinds) - created != 1 else ''} applied.")
+        if self.done_meanwhile:
+            text += (f" Already as specified when their lock was free (another apply made the change): "
+                     f"{', '.join(self.done_meanwhile)}.")
+        return text
 
 
 def check_spec_digests(plan: Plan) -> None:
@@ -74,12 +79,17 @@ def current(t: TablePlan) -> tuple[LoadedSpec, TableState]:
     return loaded, observe(t.location, keep_commits=loaded.spec.spec.retention.keep_commits)
 
 
-def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False) -> TablePlan:
+def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False,
+                done_meanwhile: bool = False) -> TablePlan:
     """`t` as it runs now: planned again from its spec against `state`, the live table. Raises
     (nothing changed) if the table changed since the plan was made, if the result is not the plan's,
-    or if one of its actions is destructive and not allowed."""
-    check_requirements(t.requirements, state, t.name)
+    or if one of its actions is destructive and not allowed. With `done_meanwhile` (checked after
+    waiting for the table's lock), a table that needs nothing any more because another apply made the
+    same change comes back without actions instead."""
     now = plan_table(loaded, state)
+    if done_meanwhile and not now.actions:
+        return now
+    check_requirements(t.requirements, state, t.name)
     why = mismatch(t, now)
     if why:
         raise StalePlanError(f"the plan no longer matches table {t.name}: {why}; {NOTHING_CHANGED}")
@@ -149,7 +159,9 @@ class Applier:
                 continue
             with self._table_lock(t):
                 loaded, state = current(t)
-                now = check_table(t, loaded, state, allow_destructive)  # under the lock, right before running
+                now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
+                if not now.actions:
+                    result.done_meanwhile.append(t.name)
                 for a in now.actions:
                     started = time.monotonic()
                     actual = getattr(self, f"visit_{a.kind}")(now, a, loaded.spec)
