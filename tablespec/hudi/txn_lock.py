@@ -119,11 +119,14 @@ class TransactionLock:
     """Hudi's file-system transaction lock on one table. `with TransactionLock(storage, base, who):`."""
 
     def __init__(self, storage: Storage, base: str, who: str = "writer", expire: int | None = None,
-                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, poll_seconds: float = 0.2):
+                 timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, poll_seconds: float = 0.2,
+                 refresh_seconds: float | None = None):
+        """`refresh_seconds`: how often the held lock's modification time is renewed (a third of the expiry)."""
         self.storage, self.base, self.path = storage, base, lock_path(base)
         self.thread = f"tablespec {who} {socket.gethostname()}:{os.getpid()}"
         self.expire = expire_minutes() if expire is None else expire
         self.timeout_seconds, self.poll_seconds = timeout_seconds, poll_seconds
+        self.refresh_seconds = self.expire * 20 if refresh_seconds is None else refresh_seconds
         self._content: bytes | None = None
         self._stop = threading.Event()
         self._refresher: threading.Thread | None = None
@@ -168,10 +171,10 @@ class TransactionLock:
 
     def _refresh(self) -> None:
         """Keep the file's modification time fresh while held (Hudi expires by modification time)."""
-        while not self._stop.wait(self.expire * 20):
+        while not self._stop.wait(self.refresh_seconds):
             try:
-                if self.storage.read_bytes(self.path) == self._content:
-                    self.storage.touch(self.path)
+                if self.storage.read_bytes(self.path) == self._content:  # rewritten whole: object stores
+                    self.storage.write_atomic(self.path, self._content)  # set the time only by a PUT
             except OSError:
                 continue
 

@@ -116,3 +116,13 @@ def test_expiry_setting(monkeypatch):
     monkeypatch.setenv(EXPIRE_ENV, "soon")
     with pytest.raises(TablespecError, match="whole number of minutes"):
         expire_minutes()
+
+
+def test_holder_refreshes_the_modification_time(tmp_path):
+    base = str(tmp_path)
+    with TransactionLock(ST, base, "slow", expire=1, refresh_seconds=0.1) as lock:
+        content = open(lock.path, "rb").read()
+        old = time.time() - 50
+        os.utime(lock.path, (old, old))
+        time.sleep(0.5)
+        assert read_holder(ST, base, expire=1).age_seconds < 5 and open(lock.path, "rb").read() == content
