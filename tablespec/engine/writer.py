@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
@@ -189,7 +188,7 @@ class TableWriter:
             url_encode=False, ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
-            bloom_filter=bloom_filters_expected(props))
+            bloom_filter=bloom_filters_expected(props), storage=self.storage)
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None) -> list[dict]:
         """The Spark part: prepare rows, tag them with file groups, write file slices."""
@@ -256,8 +255,8 @@ class TableWriter:
         from tablespec.engine.arrow.basefile import read_footer_keys
         ranges, unbounded = [], []
         for f in files:
-            lo, hi = read_footer_keys(f)
-            part = os.path.relpath(os.path.dirname(f), self.base)
+            lo, hi = read_footer_keys(f, self.storage)
+            part = f[len(self.base):].strip("/").rpartition("/")[0] or "."
             if lo is None or hi is None:
                 unbounded.append(f)
             else:
@@ -265,7 +264,7 @@ class TableWriter:
         if not ranges:
             return unbounded
         hit = (prepared.select(tasks.KEY, tasks.PART)
-               .mapInArrow(functools.partial(tasks.bloom_candidates, ranges), "file string")
+               .mapInArrow(functools.partial(tasks.bloom_candidates, ranges, storage=self.storage), "file string")
                .distinct().collect())
         return unbounded + [r[0] for r in hit]
 
@@ -291,7 +290,7 @@ def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: File
     targets = {}
     for partition, n in counts.items():
         slices = [s for s in view.latest_slices(partition) if s.base_file is not None]
-        record_bytes = _record_bytes(slices)
+        record_bytes = _record_bytes(slices, job.storage)
         per_file = max(1, target // record_bytes)
         plan: list[tuple[str, int]] = []
         remaining = n
@@ -318,10 +317,11 @@ def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: File
     return replace(job, insert_targets=targets)
 
 
-def _record_bytes(slices) -> int:
+def _record_bytes(slices, storage) -> int:
     """Average stored bytes per record, from one base file's footer (metadata only)."""
     for s in slices:
-        rows = pq.read_metadata(s.base_file.path).num_rows
+        with storage.open_input_file(s.base_file.path, s.base_file.size) as f:
+            rows = pq.read_metadata(f).num_rows
         if rows:
             return max(1, s.base_file.size // rows)
     return DEFAULT_RECORD_BYTES

@@ -6,6 +6,10 @@ put a table outside it, and two spellings of one directory are one location. A d
 `.hoodie/` is a Hudi table (or one being created): a table may not be created inside one, nor
 around one. `plan` reports every problem at the spec's `spec.location` line; `apply` checks again
 right before it acts (the file system may have changed since the plan).
+
+On an object store (`s3://`) there are no links: locations are compared as normalized URIs,
+a table is a prefix holding `.hoodie/` objects, and the search for tables within a location is
+one paginated listing of its prefix.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.io import check_location as normalized, is_object_store, join, parent_location, storage_for
 from tablespec.spec.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -27,17 +32,27 @@ class LocationError(TablespecError):
     """A table location that would put a table outside the warehouse, or inside / around another table."""
 
 
-def _below(path: str, root: str) -> bool:
-    return path != root and path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _has_timeline(path: str) -> bool:
+    if is_object_store(path):
+        storage, base = storage_for(path)
+        return storage.is_dir(join(base, META_FOLDER))
     return os.path.isdir(os.path.join(path, META_FOLDER))
+
+
+def _real(path: str) -> str:
+    return normalized(path) if is_object_store(path) else os.path.realpath(path)
+
+
+def _below(path: str, root: str) -> bool:
+    sep = "/" if is_object_store(root) else os.sep
+    return path != root and path.startswith(root.rstrip(sep) + sep)
 
 
 def outside(warehouse: str, location: str) -> str | None:
     """Why the table base path `location` is not below the warehouse's real path, or None."""
-    root, real = os.path.realpath(warehouse), os.path.realpath(location)
+    if is_object_store(warehouse) != is_object_store(location):
+        return f"{location} is not in the warehouse ({warehouse}): they are on different storages"
+    root, real = _real(warehouse), _real(location)
     if _below(real, root):
         return None
     how = "is the warehouse root itself" if real == root else "lies outside the warehouse"
@@ -46,9 +61,9 @@ def outside(warehouse: str, location: str) -> str | None:
 
 def enclosing_table(warehouse: str, location: str) -> str | None:
     """The table (a directory with `.hoodie/`) that `location` lies inside, up to the warehouse root."""
-    root, path = os.path.realpath(warehouse), os.path.realpath(location)
+    root, path = _real(warehouse), _real(location)
     while _below(path, root):
-        path = os.path.dirname(path)
+        path = parent_location(path)
         if _has_timeline(path):
             return path
     return None
@@ -57,6 +72,8 @@ def enclosing_table(warehouse: str, location: str) -> str | None:
 def tables_within(location: str, limit: int = SEARCH_LIMIT) -> list[str]:
     """Tables below `location` (paths relative to it), when it is an existing directory and no
     table itself; the search looks at `limit` directories at most, and stops at SHOWN tables."""
+    if is_object_store(location):
+        return _tables_within_prefix(location, limit)
     real = os.path.realpath(location)
     if not os.path.isdir(real) or _has_timeline(real):
         return []
@@ -68,6 +85,24 @@ def tables_within(location: str, limit: int = SEARCH_LIMIT) -> list[str]:
             found.append(os.path.relpath(path, real))
             dirs.clear()  # a table's partitions hold no tables
         dirs.sort()
+    return found
+
+
+def _tables_within_prefix(location: str, limit: int) -> list[str]:
+    """Object store: tables below `location`, from one listing of its keys (at most `limit` keys)."""
+    storage, base = storage_for(location)
+    if _has_timeline(base):
+        return []
+    found: list[str] = []
+    for seen, info in enumerate(storage.walk_files(base)):
+        rel = info.path[len(base) + 1:]
+        if seen >= limit or len(found) >= SHOWN:
+            break
+        parts = rel.split("/")
+        if META_FOLDER in parts[:-1]:
+            table = "/".join(parts[:parts.index(META_FOLDER)])
+            if table not in found and not any(table.startswith(t + "/") for t in found):
+                found.append(table)
     return found
 
 
@@ -119,7 +154,7 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
         if why := refusal(warehouse, location):
             out.append(problem(loaded, why))
             continue
-        real = os.path.realpath(location)
+        real = _real(location)
         above = [p for p in _parents(real) if p in claimed]
         r, how = ((real, "is the same directory as") if real in claimed else
                   (above[0], "lies inside") if above else
@@ -137,7 +172,7 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
 
 def _parents(path: str) -> list[str]:
     out = []
-    while (parent := os.path.dirname(path)) != path:
+    while (parent := parent_location(path)) != path:
         out.append(parent)
         path = parent
     return out
