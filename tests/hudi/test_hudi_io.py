@@ -97,9 +97,10 @@ def test_storage_for_accepts_paths_and_file_uris(tmp_path):
     assert base == os.path.abspath("rel/path")
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/t", "gs://b/t", "hdfs://nn:8020/t"])
+@pytest.mark.parametrize("uri", ["gs://b/t", "hdfs://nn:8020/t", "abfs://c@acct.dfs.core.windows.net/t", "ftp://h/t"])
 def test_storage_for_unknown_scheme_names_supported_ones(uri):
-    with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths and file:// URIs"):
+    with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths, file://, "
+                                             r"s3:// and s3a:// URIs"):
         storage_for(uri)
 
 
