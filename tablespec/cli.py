@@ -253,8 +253,7 @@ def _table_path(ctx: _Context, location: str) -> str:
 def cmd_show(ctx: _Context) -> int:
     from tablespec.show import show_json, show_text
     from tablespec.state import observe
-    location = ctx.args.location
-    state = observe(check_location(location, "the table location argument") if ":/" in location else location)
+    state = observe(_table_path(ctx, ctx.args.location))
     if not state.exists:
         raise TablespecError(f"{ctx.args.location}: no Hudi table there (no .hoodie/hoodie.properties)")
     sys.stdout.write(show_json(state) if ctx.args.format == "json" else show_text(state))
