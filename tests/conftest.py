@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from _support import unzip_fixture
+from _support import S3_KEY_ID, S3_SECRET, unzip_fixture
 
 
 @pytest.fixture
@@ -75,7 +75,6 @@ def s3_server():
     server.stop()
 
 
-S3_KEY_ID, S3_SECRET = "AKIATESTTABLESPEC0001", "tablespec/test/secret+do-not-print"
 
 
 @pytest.fixture
