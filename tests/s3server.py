@@ -2,7 +2,8 @@
 served over HTTP by werkzeug in its own process, behind a middleware that counts requests.
 
 `python tests/s3server.py PORT` serves until killed; `S3Server` starts and stops it from Python.
-`GET /_tablespec/requests` returns the request counts ({"total": n, "GET": n, ...}) and
+`GET /_tablespec/requests` returns the request counts ({"total": n, "GET": n, ..., "bytes_received":
+request bodies, "bytes_sent": response bodies}) and
 `POST /_tablespec/requests` resets them: counted at the server, whatever the client.
 """
 from __future__ import annotations
@@ -32,12 +33,24 @@ def _app():
             with lock:
                 if environ["REQUEST_METHOD"] == "POST":
                     counts.clear()
-                body = json.dumps({"total": sum(counts.values()), **counts}).encode()
+                body = json.dumps({"total": sum(v for k, v in counts.items() if not k.startswith("bytes")),
+                                   "bytes_received": 0, "bytes_sent": 0, **counts}).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
         with lock:
             counts[environ["REQUEST_METHOD"]] += 1
-        return inner(environ, start_response)
+            counts["bytes_received"] += int(environ.get("CONTENT_LENGTH") or 0)
+        return _counted(inner(environ, start_response))
+
+    def _counted(body):
+        try:
+            for chunk in body:
+                with lock:
+                    counts["bytes_sent"] += len(chunk)
+                yield chunk
+        finally:
+            if hasattr(body, "close"):
+                body.close()
     return app
 
 

@@ -13,6 +13,7 @@ import shutil
 import stat
 import uuid
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
@@ -113,6 +114,13 @@ class Storage(ABC):
 
     @abstractmethod
     def mkdirs(self, path: str) -> None: ...
+
+    @contextmanager
+    def listing_snapshot(self, base: str):
+        """Within the block, listings below `base` may be served from one listing taken at its
+        start (object stores: one paginated LIST of the prefix instead of one per directory).
+        For read-only work such as observing a table; any write through this storage ends it."""
+        yield self
 
     @abstractmethod
     def open_input_file(self, path: str, size: int | None = None) -> pa.NativeFile:
@@ -338,3 +346,16 @@ def within(location: str, root: str) -> bool:
     """Whether `location` is `root` or below it (normalized forms, no links resolved)."""
     location, root = location.rstrip("/"), root.rstrip("/")
     return location == root or location.startswith(root + "/")
+
+
+REMOTE_CONCURRENCY = 32   # requests in flight when many tables are looked at on an object store
+
+
+def map_locations(fn, items: list, location: str) -> list:
+    """`[fn(item) for item in items]`, run concurrently when `location` is on an object store
+    (each call waits on requests; local calls gain nothing from threads). Order is kept."""
+    if not is_object_store(location) or len(items) < 2:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(min(REMOTE_CONCURRENCY, len(items))) as pool:
+        return list(pool.map(fn, items))

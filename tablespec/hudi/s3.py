@@ -23,6 +23,7 @@ import re
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlparse
@@ -92,6 +93,8 @@ def split_uri(uri: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.strip("/")
 
 
+_stores: dict = {}             # (bucket, S3Config) -> obstore S3Store, shared by the storages of a process
+_stores_lock = threading.Lock()
 _checked: set = set()          # (endpoint, bucket) whose conditional PUTs were seen to work
 _checked_lock = threading.Lock()
 
@@ -102,6 +105,7 @@ class S3Storage(Storage):
     def __init__(self, bucket: str, config: S3Config):
         self.bucket, self.config = bucket, config
         self._store = None
+        self._local = threading.local()   # .snapshot: (key prefix, key -> object meta), this thread's only
 
     def __getstate__(self):
         return {"bucket": self.bucket, "config": self.config}
@@ -118,18 +122,50 @@ class S3Storage(Storage):
     @property
     def store(self):
         if self._store is None:
-            from obstore.store import S3Store
-            cfg = dict(self.config.options)
-            cfg["conditional_put"] = "etag"   # PutMode.Create -> If-None-Match: *
-            if self.config.endpoint:
-                cfg["endpoint"] = self.config.endpoint
-            if self.config.region:
-                cfg["region"] = self.config.region
-            client = {"allow_http": True} if (self.config.endpoint or "").startswith("http://") else {}
-            retry = {"max_retries": 5, "retry_timeout": timedelta(seconds=60),
-                     "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=5), "base": 2}}
-            self._store = S3Store(self.bucket, config=cfg, client_options=client or None, retry_config=retry)
+            with _stores_lock:   # one client (and connection pool) per bucket and configuration
+                self._store = _stores.get((self.bucket, self.config)) or self._new_store()
+                _stores[(self.bucket, self.config)] = self._store
         return self._store
+
+    def _new_store(self):
+        from obstore.store import S3Store
+        cfg = dict(self.config.options)
+        cfg["conditional_put"] = "etag"   # PutMode.Create -> If-None-Match: *
+        if self.config.endpoint:
+            cfg["endpoint"] = self.config.endpoint
+        if self.config.region:
+            cfg["region"] = self.config.region
+        client = {"allow_http": True} if (self.config.endpoint or "").startswith("http://") else {}
+        retry = {"max_retries": 5, "retry_timeout": timedelta(seconds=60),
+                 "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=5), "base": 2}}
+        return S3Store(self.bucket, config=cfg, client_options=client or None, retry_config=retry)
+
+    # a listing snapshot (read-only work: observe)
+    @contextmanager
+    def listing_snapshot(self, base: str):
+        key = self._key(base)
+        prefix = f"{key}/" if key else ""
+        import obstore
+        try:
+            objects = {o["path"]: o for batch in obstore.list(self.store, prefix or None) for o in batch}
+        except Exception as exc:
+            raise self._error(exc, base) from None
+        self._local.snapshot = (prefix, objects)
+        try:
+            yield self
+        finally:
+            self._local.snapshot = None
+
+    def _snapshot_for(self, key: str) -> dict | None:
+        """The snapshot's objects, when `key` lies within its prefix."""
+        snapshot = getattr(self._local, "snapshot", None)
+        if snapshot is None:
+            return None
+        prefix, objects = snapshot
+        return objects if (key + "/").startswith(prefix) or not prefix else None
+
+    def _changed(self) -> None:
+        self._local.snapshot = None
 
     # paths <-> keys
     def _key(self, path: str) -> str:
@@ -179,6 +215,8 @@ class S3Storage(Storage):
         import obstore
         key = self._key(path)
         prefix = f"{key}/" if key else ""
+        if (snap := self._snapshot_for(key)) is not None and prefix.startswith(self._local.snapshot[0]):
+            return any(k.startswith(prefix) for k in snap)
         try:
             for batch in obstore.list(self.store, prefix or None, chunk_size=1):
                 return bool(batch)
@@ -189,6 +227,18 @@ class S3Storage(Storage):
     def list_dir(self, path: str) -> list[FileInfo]:
         import obstore
         key = self._key(path)
+        if (snap := self._snapshot_for(key)) is not None:
+            prefix = f"{key}/" if key else ""
+            dirs, files = set(), []
+            for k, o in snap.items():
+                if k.startswith(prefix):
+                    head, sep, _ = k[len(prefix):].partition("/")
+                    if sep:
+                        dirs.add(head)
+                    else:
+                        files.append(_info(self._uri(k), o))
+            out = [FileInfo(d, self._uri(prefix + d), 0, 0, True) for d in dirs] + files
+            return sorted(out, key=lambda i: i.name)
         try:
             listing = obstore.list_with_delimiter(self.store, key or None)
         except Exception as exc:
@@ -202,7 +252,10 @@ class S3Storage(Storage):
         import obstore
         key = self._key(path)
         try:
-            objects = [o for batch in obstore.list(self.store, f"{key}/" if key else None) for o in batch]
+            if (snap := self._snapshot_for(key)) is not None:
+                objects = [o for k, o in snap.items() if k.startswith(f"{key}/" if key else "")]
+            else:
+                objects = [o for batch in obstore.list(self.store, f"{key}/" if key else None) for o in batch]
         except Exception as exc:
             raise self._error(exc, path) from None
         for o in sorted(objects, key=lambda o: o["path"].split("/")):
@@ -211,6 +264,10 @@ class S3Storage(Storage):
     def info(self, path: str) -> FileInfo | None:
         import obstore
         key = self._key(path)
+        if (snap := self._snapshot_for(key)) is not None:
+            if key in snap:
+                return _info(path.rstrip("/"), snap[key])
+            return FileInfo(key.rsplit("/", 1)[-1], path.rstrip("/"), 0, 0, True) if self.is_dir(path) else None
         try:
             return _info(path.rstrip("/"), obstore.head(self.store, key)) if key else None
         except FileNotFoundError:
@@ -224,6 +281,7 @@ class S3Storage(Storage):
     # writes
     def write_bytes(self, path: str, data: bytes) -> None:
         import obstore
+        self._changed()
         try:
             obstore.put(self.store, self._key(path), bytes(data), max_concurrency=4)
         except Exception as exc:
@@ -231,6 +289,7 @@ class S3Storage(Storage):
 
     def write_atomic(self, path: str, data: bytes) -> None:
         import obstore
+        self._changed()
         try:   # one PUT: S3 makes a whole object visible at once
             obstore.put(self.store, self._key(path), bytes(data), use_multipart=False)
         except Exception as exc:
@@ -242,6 +301,7 @@ class S3Storage(Storage):
 
     def _put_if_absent(self, path: str, data: bytes) -> None:
         import obstore
+        self._changed()
         try:
             obstore.put(self.store, self._key(path), bytes(data), mode="create", use_multipart=False)
         except Exception as exc:
@@ -280,6 +340,7 @@ class S3Storage(Storage):
 
     def delete(self, path: str) -> None:
         import obstore
+        self._changed()
         try:
             obstore.delete(self.store, self._key(path))
         except FileNotFoundError:
@@ -289,6 +350,7 @@ class S3Storage(Storage):
 
     def delete_files(self, paths: list[str]) -> None:
         import obstore
+        self._changed()
         if paths:
             try:   # DeleteObjects, up to 1,000 keys a request
                 obstore.delete(self.store, [self._key(p) for p in paths])

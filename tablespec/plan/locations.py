@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.io import check_location as normalized, is_object_store, join, parent_location, storage_for
+from tablespec.hudi.io import check_location as normalized, is_object_store, map_locations, join, parent_location, storage_for
 from tablespec.spec.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -32,7 +32,11 @@ class LocationError(TablespecError):
     """A table location that would put a table outside the warehouse, or inside / around another table."""
 
 
-def _has_timeline(path: str) -> bool:
+def _has_timeline(path: str, seen: dict | None = None) -> bool:
+    if seen is not None:   # folders above many tables (the warehouse, a database folder) are asked once
+        if path not in seen:
+            seen[path] = _has_timeline(path)
+        return seen[path]
     if is_object_store(path):
         storage, base = storage_for(path)
         return storage.is_dir(join(base, META_FOLDER))
@@ -59,12 +63,12 @@ def outside(warehouse: str, location: str) -> str | None:
     return f"{location} resolves to {real}, which {how} ({root}); a symbolic link must not lead a table out of it"
 
 
-def enclosing_table(warehouse: str, location: str) -> str | None:
+def enclosing_table(warehouse: str, location: str, seen: dict | None = None) -> str | None:
     """The table (a directory with `.hoodie/`) that `location` lies inside, up to the warehouse root."""
     root, path = _real(warehouse), _real(location)
     while _below(path, root):
         path = parent_location(path)
-        if _has_timeline(path):
+        if _has_timeline(path, seen):
             return path
     return None
 
@@ -116,11 +120,11 @@ def occupied_message(location: str, files: list[str] | tuple[str, ...]) -> str:
             "or empty it")
 
 
-def refusal(warehouse: str, location: str) -> str | None:
+def refusal(warehouse: str, location: str, seen: dict | None = None) -> str | None:
     """Why no table may be at `location` under `warehouse` (outside it, inside a table, around a table)."""
     if why := outside(warehouse, location):
         return why
-    if table := enclosing_table(warehouse, location):
+    if table := enclosing_table(warehouse, location, seen):
         return f"{location} lies inside the Hudi table at {table} (it has {META_FOLDER}/); a table within a table is refused"
     if within := tables_within(location):
         listed = ", ".join(within[:SHOWN])
@@ -149,9 +153,11 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
     out = []
     claimed: dict[str, LoadedSpec] = {}     # real path -> the spec placing its table there
     ancestors: dict[str, str] = {}          # every directory above a claimed path -> that path
-    for loaded in specs:
-        location = table_location(warehouse, loaded.spec.spec.location)
-        if why := refusal(warehouse, location):
+    locations = [table_location(warehouse, loaded.spec.spec.location) for loaded in specs]
+    seen: dict = {}
+    refusals = map_locations(lambda location: refusal(warehouse, location, seen), locations, warehouse)
+    for loaded, location, why in zip(specs, locations, refusals):
+        if why:
             out.append(problem(loaded, why))
             continue
         real = _real(location)
