@@ -311,7 +311,7 @@ def _verify_locations(ctx: _Context) -> list[str]:
         if "://" in path or ":/" in path:  # a URI (storage_for checks it)
             locations.append(location)
         elif _is_table(location):
-            locations.append(os.path.abspath(location))
+            locations.append(location if "://" in location else os.path.abspath(location))
         elif os.path.isdir(path) or path.endswith((".yaml", ".yml")):
             spec_paths.append(path)
         else:

@@ -8,6 +8,13 @@ import pytest
 from _support import S3_KEY_ID, S3_SECRET, unzip_fixture
 
 
+# The S3 tests' credentials are in the environment from the start, as a user's would be: Spark's
+# Python workers inherit the environment of the JVM the session fixture starts, and take their
+# credentials from it (the endpoint travels with each task's storage configuration).
+os.environ.setdefault("AWS_ACCESS_KEY_ID", S3_KEY_ID)
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", S3_SECRET)
+
+
 @pytest.fixture
 def real_table(tmp_path):
     """A factory: real_table(name) unzips that real table into tmp_path and returns its base dir."""

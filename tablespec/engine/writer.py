@@ -26,6 +26,7 @@ from tablespec.hudi.config import bloom_filters_expected, read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
+from tablespec.engine.parquet import read_parquet
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
@@ -240,9 +241,10 @@ class TableWriter:
             # An explicit schema and input_file_name, not _metadata: files Hudi's row writer wrote
             # (clustering) mark the meta columns as Spark metadata columns in their footer, and once
             # Hudi ran a procedure in the session Spark 3.5 stops resolving `_metadata` on them.
-            file_name = F.substring_index(F.input_file_name(), "/", -1)
-            existing = (self.spark.read.schema(f"{tasks.KEY} string, {tasks.PART} string").parquet(*files)
-                        .select(F.col(tasks.KEY), F.col(tasks.PART), F.substring_index(file_name, "_", 1).alias("_ts_efg")))
+            existing = (read_parquet(self.spark, self.storage, files, f"{tasks.KEY} string, {tasks.PART} string",
+                                     file_name_column="_ts_file")
+                        .select(F.col(tasks.KEY), F.col(tasks.PART),
+                                F.substring_index(F.col("_ts_file"), "_", 1).alias("_ts_efg")))
             tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")
                       .withColumn(tasks.FG, F.col("_ts_efg")).drop("_ts_efg")
                       .select(*prepared.columns))

@@ -217,7 +217,7 @@ def test_apply_to_an_s3_uri_reaches_the_bucket_not_a_local_folder(s3_bucket, tmp
     monkeypatch.chdir(tmp_path)
     plan_file = tmp_path / "plan.json"
     assert main(["plan", str(specs), "--warehouse", s3_bucket + "/root", "--out", str(plan_file)]) == 0
-    assert main(["apply", str(specs), "--warehouse", s3_bucket + "/root", "--auto-approve"]) == 0
+    assert main(["apply", str(plan_file), "--auto-approve"]) == 0    # the saved plan, checked and applied
     assert not (tmp_path / "s3:").exists()
     storage, base = storage_for(s3_bucket + "/root/sales/orders")
     assert storage.exists(join(base, ".hoodie/hoodie.properties"))
