@@ -1,7 +1,8 @@
 """A real S3 API server on loopback for tests and benches: moto's S3 backend (`moto[server]`)
 served over HTTP by werkzeug in its own process, behind a middleware that counts requests.
 
-`python tests/s3server.py PORT` serves until killed; `S3Server` starts and stops it from Python.
+`python tests/s3server.py PORT [--no-conditional-writes]` serves until killed (the flag drops
+`If-None-Match` from requests: a store without conditional writes); `S3Server` starts and stops it from Python.
 `GET /_tablespec/requests` returns the request counts ({"total": n, "GET": n, ..., "bytes_received":
 request bodies, "bytes_sent": response bodies}) and
 `POST /_tablespec/requests` resets them: counted at the server, whatever the client.
@@ -22,7 +23,7 @@ from collections import Counter
 COUNTS_PATH = "/_tablespec/requests"
 
 
-def _app():
+def _app(conditional_writes: bool = True):
     from moto.server import DomainDispatcherApplication, create_backend_app
     inner = DomainDispatcherApplication(create_backend_app)
     counts: Counter = Counter()
@@ -37,6 +38,8 @@ def _app():
                                    "bytes_received": 0, "bytes_sent": 0, **counts}).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
+        if not conditional_writes:   # a store that ignores If-None-Match (as some S3-compatible ones do)
+            environ.pop("HTTP_IF_NONE_MATCH", None)
         with lock:
             counts[environ["REQUEST_METHOD"]] += 1
             counts["bytes_received"] += int(environ.get("CONTENT_LENGTH") or 0)
@@ -63,12 +66,13 @@ def free_port() -> int:
 class S3Server:
     """The server in a child process on 127.0.0.1 and a free port; `stop()` ends that process."""
 
-    def __init__(self):
+    def __init__(self, conditional_writes: bool = True):
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
         self.log = tempfile.TemporaryFile()   # werkzeug logs every request: never a pipe nobody drains
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(self.port)], env=env,
+        argv = [sys.executable, os.path.abspath(__file__), str(self.port)] + ([] if conditional_writes else ["--no-conditional-writes"])
+        self.proc = subprocess.Popen(argv, env=env,
                                      stdout=subprocess.DEVNULL, stderr=self.log)
         deadline = time.monotonic() + 30
         while True:
@@ -107,4 +111,5 @@ class S3Server:
 
 if __name__ == "__main__":
     from werkzeug.serving import run_simple
-    run_simple("127.0.0.1", int(sys.argv[1]), _app(), threaded=True, use_reloader=False)
+    run_simple("127.0.0.1", int(sys.argv[1]), _app("--no-conditional-writes" not in sys.argv), threaded=True,
+               use_reloader=False)

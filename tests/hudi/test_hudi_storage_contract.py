@@ -115,3 +115,19 @@ def test_plain_http_endpoint_only_on_loopback(monkeypatch):
 
 def test_local_storage_is_the_default():
     assert isinstance(storage_for("rel")[0], LocalStorage)
+
+
+def test_a_store_without_conditional_writes_is_refused(s3_server, monkeypatch):   # s3_server: moto is there
+    """A server that ignores If-None-Match would let two writers both create an instant: tablespec
+    finds out before its first exclusive create and refuses to write there."""
+    import boto3
+
+    from s3server import S3Server
+    with S3Server(conditional_writes=False) as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)
+        monkeypatch.setenv("AWS_REGION", "us-east-1")
+        boto3.client("s3", endpoint_url=server.endpoint).create_bucket(Bucket="no-conditional")
+        s, root = storage_for("s3://no-conditional/t")
+        with pytest.raises(TablespecError, match="does not support conditional writes"):
+            s.create_exclusive(join(root, ".hoodie/hoodie.properties"), b"x")
+        assert list(s.walk_files("s3://no-conditional")) == []   # the probe is gone, nothing written
