@@ -116,7 +116,7 @@ def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, part
 
 def _read_aligned(storage: Storage, path: str, schema: pa.Schema) -> pa.Table:
     """A base file's rows in `schema` (columns it predates are null); its footer is read once."""
-    with storage.open_input_file(path) as f:
+    with storage.open_whole_file(path) as f:
         file = pq.ParquetFile(f)
         present = set(file.schema_arrow.names)
         return align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)

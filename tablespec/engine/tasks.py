@@ -248,7 +248,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     old = None
     if existing_info is not None:
         old_part, old_name, prev_commit = existing_info
-        with job.storage.open_input_file(join(job.base, old_part, old_name)) as f:
+        with job.storage.open_whole_file(join(job.base, old_part, old_name)) as f:
             old = pq.read_table(f)
         # A file written before a schema evolution: bring it to the current columns first.
         old = align_to_schema(old, pa.schema([pa.field(c, pa.string()) for c in (COMMIT_TIME, SEQNO, KEY)]

@@ -126,6 +126,11 @@ class Storage(ABC):
     def open_input_file(self, path: str, size: int | None = None) -> pa.NativeFile:
         """A random-access file for pyarrow readers (parquet reads only the ranges it needs)."""
 
+    def open_whole_file(self, path: str) -> pa.NativeFile:
+        """A file that will be read whole (every column): one read of all of it (object stores:
+        one GET), no footer-first ranged reads."""
+        return pa.BufferReader(self.read_bytes(path))
+
     @abstractmethod
     def open_output_stream(self, path: str):
         """A context manager giving a pyarrow output stream; the file is complete when it exits."""
@@ -251,6 +256,9 @@ class LocalStorage(Storage):
     def open_input_file(self, path: str, size: int | None = None) -> pa.NativeFile:
         return pa.OSFile(path, "rb")
 
+    def open_whole_file(self, path: str) -> pa.NativeFile:
+        return pa.OSFile(path, "rb")
+
     def open_output_stream(self, path: str):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         _drop_checksum(path)
@@ -299,7 +307,7 @@ def check_location(value: str, origin: str | None = None) -> str:
         if parsed.netloc not in ("", "localhost"):
             raise TablespecError(f"{where}file URI with a remote host is not supported: {text!r}")
         text = unquote(parsed.path)
-    elif scheme or re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:/", text):
+    elif scheme or re.match(r"^[A-Za-z][A-Za-z0-9+.\-]+:/", text):   # "s3:/x", "gs:/x"; not "C:/x"
         shown = scheme or text.split(":", 1)[0].lower()
         raise TablespecError(
             f"{where}unsupported storage scheme {shown!r} in {text!r}: supported are local paths, file://, "
