@@ -101,6 +101,9 @@ class _Context:
         self.args = args
         self.project = load_project(args.project) if args.project else find_project(Path.cwd())
         defaults = dict(self.project.vars) if self.project else {}
+        if self.project and self.project.storage:
+            from tablespec.hudi.io import configure
+            configure(self.project.storage, f"{self.project.file}: storage")
         self.variables = {**defaults, **parse_var_assignments(getattr(args, "var", []))}
 
     def warehouse(self) -> str:
@@ -239,9 +242,12 @@ def _table_path(ctx: _Context, location: str) -> str:
     """A path as given when it exists, else relative to the warehouse (when one is configured)."""
     from tablespec.spec.project import resolve_warehouse
     warehouse = resolve_warehouse(getattr(ctx.args, "warehouse", None), ctx.project)
+    from tablespec.hudi.io import check_location, join
+    if "://" in location or ":/" in location:
+        return check_location(location, "the table location argument")
     if os.path.isdir(location) or not warehouse:
         return location
-    return os.path.join(warehouse, location)
+    return join(warehouse, location) if "://" in warehouse else os.path.join(warehouse, location)
 
 
 def cmd_show(ctx: _Context) -> int:
@@ -257,8 +263,10 @@ def cmd_show(ctx: _Context) -> int:
 def cmd_import(ctx: _Context) -> int:
     from tablespec.importer import import_yaml
     from tablespec.state import observe
-    state = observe(ctx.args.location)
-    warehouse = ctx.args.warehouse or os.path.dirname(os.path.abspath(state.location))
+    from tablespec.hudi.io import check_location, parent_location
+    location = ctx.args.location
+    state = observe(check_location(location, "the table location argument") if ":/" in location else location)
+    warehouse = ctx.args.warehouse or parent_location(state.location)
     sys.stdout.write(import_yaml(state, warehouse))
     return 0
 
@@ -287,7 +295,9 @@ def cmd_ingest(ctx: _Context) -> int:
 
 def _is_table(location: str) -> bool:
     from tablespec.hudi.config import META_FOLDER
-    return os.path.isdir(os.path.join(location, META_FOLDER))
+    from tablespec.hudi.io import join, storage_for
+    storage, base = storage_for(location)
+    return storage.is_dir(join(base, META_FOLDER))
 
 
 def _verify_locations(ctx: _Context) -> list[str]:
@@ -298,10 +308,10 @@ def _verify_locations(ctx: _Context) -> list[str]:
     locations, spec_paths = [], []
     for path in args.paths or DEFAULT_SPEC_PATHS:
         location = _table_path(ctx, path)
-        if "://" in path:  # a file:// URI (storage_for checks it)
-            locations.append(path)
+        if "://" in path or ":/" in path:  # a URI (storage_for checks it)
+            locations.append(location)
         elif _is_table(location):
-            locations.append(os.path.abspath(location))
+            locations.append(location if "://" in location else os.path.abspath(location))
         elif os.path.isdir(path) or path.endswith((".yaml", ".yml")):
             spec_paths.append(path)
         else:

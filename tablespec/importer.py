@@ -7,13 +7,13 @@ table whose key generation tablespec cannot reproduce is refused by name.
 from __future__ import annotations
 
 import io
-import os
 
 from ruamel.yaml import YAML
 
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded
+from tablespec.hudi.io import check_location, join, parent_location, relative_location, storage_for
 from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY,
                                      effective, spec_value)
 from tablespec.spec.model import TableSpec
@@ -78,8 +78,10 @@ def _sample_rows(state: TableState, columns: list[str]):
     """(partition, rows of `columns`) of a few latest base files: what Hudi's writers made of them."""
     import pyarrow.parquet as pq
 
+    storage, base = storage_for(state.location)
     for fg in [fg for fg in state.file_groups if fg.base_file][:SAMPLE_FILES]:
-        yield fg.partition, pq.read_table(os.path.join(state.location, fg.partition, fg.base_file), columns=columns)
+        with storage.open_input_file(join(base, fg.partition, fg.base_file)) as f:
+            yield fg.partition, pq.read_table(f, columns=columns)
 
 
 def _reproduces(state: TableState, ts: keygen.TimestampPartitioning, props: dict) -> str | None:
@@ -175,7 +177,7 @@ def spec_document(state: TableState, warehouse: str) -> dict:
     _refuse_unrecorded_buckets(state, props)
     _refuse_unexpressed(state, props)
     doc: dict = {"apiVersion": "tablespec/v1", "kind": "HudiTable", "metadata": {},
-                 "spec": {"location": os.path.relpath(state.location, os.path.abspath(warehouse))}}
+                 "spec": {"location": relative_location(state.location, check_location(warehouse))}}
     for setting in REGISTRY:
         if setting.derived or not setting.imported:
             continue
@@ -206,7 +208,7 @@ def spec_document(state: TableState, warehouse: str) -> dict:
 
 def observed_spec(state: TableState) -> TableSpec:
     """The table as it is, as a spec object (for actions that read it under its current layout)."""
-    return TableSpec.model_validate(spec_document(state, os.path.dirname(state.location)))
+    return TableSpec.model_validate(spec_document(state, parent_location(state.location)))
 
 
 def import_yaml(state: TableState, warehouse: str) -> str:

@@ -84,7 +84,7 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
     for s in FileSystemView.build(storage, base, timeline).latest_slices():
         if s.base_file is None:
             continue
-        keys = ri.base_file_keys(s.base_file.path)
+        keys = ri.base_file_keys(s.base_file.path, storage)
         parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
                                "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
     return pa.concat_tables(parts) if parts else ri.LOCATIONS.empty_table()

@@ -104,6 +104,11 @@ def observe(location: str, storage: Storage | None = None, keep_commits: int | N
     the table's own `hoodie.cleaner.commits.retained` (default 10) is used."""
     if storage is None:
         storage, location = storage_for(location)
+    with storage.listing_snapshot(location):   # object stores: one LIST of the table, not one per folder
+        return _observe(storage, location, keep_commits)
+
+
+def _observe(storage: Storage, location: str, keep_commits: int | None) -> TableState:
     config = read_table_config(storage, location)
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
@@ -211,9 +216,8 @@ def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets:
 def observe_specs(specs, warehouse: str) -> dict[str, TableState]:
     """The state of every table `specs` (loaded specs) declare under `warehouse`, keyed by location;
     what a clean would delete is worked out under each spec's retention, as the plan needs it."""
+    from tablespec.hudi.io import map_locations
     from tablespec.plan.builder import table_location
-    states = {}
-    for loaded in specs:
-        loc = table_location(warehouse, loaded.spec.spec.location)
-        states[loc] = observe(loc, keep_commits=loaded.spec.spec.retention.keep_commits)
-    return states
+    todo = [(table_location(warehouse, s.spec.spec.location), s.spec.spec.retention.keep_commits) for s in specs]
+    observed = map_locations(lambda t: observe(t[0], keep_commits=t[1]), todo, warehouse)
+    return {loc: state for (loc, _), state in zip(todo, observed)}

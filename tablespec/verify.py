@@ -74,8 +74,9 @@ def verify_table(location: str) -> TableReport:
     config = read_table_config(storage, base)
     if config is None:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
-    timeline = Timeline.load(storage, base)
-    files = check_files(storage, base, timeline, config.archivelog_folder)
+    with storage.listing_snapshot(base):   # object stores: sizes from one LIST, not a HEAD per file
+        timeline = Timeline.load(storage, base)
+        files = check_files(storage, base, timeline, config.archivelog_folder)
     findings, checked = list(files.findings), [files.describe()]
     props = config.to_properties()
     index = table_index_type(props)

@@ -45,6 +45,9 @@ def unzip_fixture(name: str, dest: Path | str) -> Path:
 
 
 # A bucket-indexed orders table used across planner and engine tests.
+# credentials the S3 tests set in the environment: no output, log or plan may show them
+S3_KEY_ID, S3_SECRET = "AKIATESTTABLESPEC0001", "tablespec/test/secret+do-not-print"
+
 ORDERS_SPEC = """apiVersion: tablespec/v1
 kind: HudiTable
 metadata: {name: orders, database: sales}

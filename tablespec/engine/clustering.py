@@ -14,7 +14,6 @@ whose heartbeat expires, and recovery reverts it to the plan, which the next app
 from __future__ import annotations
 
 import functools
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_pl
 from tablespec.hudi.config import bloom_filters_expected, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import LOCAL, Storage, join, storage_for
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.hudi.txn_lock import TransactionLock
@@ -60,6 +59,7 @@ class ClusteringJob:
     avro_schema: str
     groups: tuple[GroupTask, ...]
     bloom_filter: bool = False
+    storage: Storage = LOCAL
 
 
 @dataclass
@@ -93,7 +93,7 @@ def cluster_groups(job: ClusteringJob, batches):
 
 
 def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, partition_id: int, token: str) -> list[dict]:
-    rows = pa.concat_tables([_read_aligned(f, schema) for f in group.files])
+    rows = pa.concat_tables([_read_aligned(job.storage, f, schema) for f in group.files])
     if job.strategy != "NONE" and rows.num_rows:
         rows = rows.take(layout_indices(rows, job.strategy, list(job.columns), tasks.KEY))
     bounds = np.linspace(0, rows.num_rows, len(group.output_ids) + 1).round().astype(int)
@@ -104,22 +104,23 @@ def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, part
         part = rows.slice(int(start), int(end - start))
         name = BaseFileName(file_id, token, job.instant).format()
         rel = f"{group.partition}/{name}" if group.partition else name
-        written = write_base_file(os.path.join(job.base, rel), part.drop_columns([tasks.KEY]), commit_time=job.instant,
+        written = write_base_file(join(job.base, rel), part.drop_columns([tasks.KEY]), commit_time=job.instant,
                                   partition_path=group.partition, partition_id=partition_id,
                                   record_keys=part.column(tasks.KEY), avro_schema_json=job.avro_schema,
                                   preserve_meta=True, bloom_filter=job.bloom_filter,
-                                  keep_order=job.strategy != "NONE")
+                                  keep_order=job.strategy != "NONE", storage=job.storage)
         stats.append(dict(partition=group.partition, file_id=file_id, path=rel, prev_commit="null",
                           num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
                           bytes=written.size, invalid=0, invalid_sample=""))
     return stats
 
 
-def _read_aligned(path: str, schema: pa.Schema) -> pa.Table:
+def _read_aligned(storage: Storage, path: str, schema: pa.Schema) -> pa.Table:
     """A base file's rows in `schema` (columns it predates are null); its footer is read once."""
-    file = pq.ParquetFile(path)
-    present = set(file.schema_arrow.names)
-    return align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)
+    with storage.open_whole_file(path) as f:
+        file = pq.ParquetFile(f)
+        present = set(file.schema_arrow.names)
+        return align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)
 
 
 def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool) -> tuple[str, ...]:
@@ -191,7 +192,7 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
-                            avro_schema, groups, bloom_filter=bloom_filters_expected(props))
+                            avro_schema, groups, bloom_filter=bloom_filters_expected(props), storage=storage)
         rows = (spark.range(len(groups), numPartitions=max(1, len(groups)))
                 .mapInArrow(functools.partial(cluster_groups, job), tasks.STATS_DDL).collect())
         stats = [r.asDict() for r in rows]

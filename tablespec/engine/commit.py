@@ -12,7 +12,7 @@ from tablespec.hudi.config import read_table_config, table_index_type
 from tablespec.hudi.conflict import Footprint, WriteConflictError, find_conflicts
 from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 from tablespec.hudi.metadata_table import retire as retire_metadata_table
 from tablespec.hudi.naming import BaseFileName
@@ -26,7 +26,7 @@ def reconcile(storage, base: str, instant_ts: str, stats: list[dict]) -> None:
     """Delete files of this instant that no successful task reported (failed or retried attempts)."""
     keep = {s["path"] for s in stats}
     for partition in {s["partition"] for s in stats}:
-        folder = os.path.join(base, partition) if partition else base
+        folder = join(base, partition)
         for info in storage.list_dir(folder):
             name = BaseFileName.parse(info.name)
             rel = f"{partition}/{info.name}" if partition else info.name

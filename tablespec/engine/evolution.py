@@ -8,12 +8,12 @@ but not every widening Hudi allows (long -> double, int -> float fail), so nothi
 """
 from __future__ import annotations
 
-import os
 from functools import reduce
 
 import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.basefile import AVRO_SCHEMA
+from tablespec.engine.parquet import read_parquet
 from tablespec.engine.schema import META_FIELDS
 from tablespec.hudi.avro import from_avro_schema, to_avro_schema
 from tablespec.hudi.io import storage_for
@@ -35,13 +35,14 @@ def written_columns(location: str, files: list[str]) -> dict[str, Columns | None
     by_instant: dict[str | None, str | None] = {}
     out: dict[str, Columns | None] = {}
     for path in files:
-        name = BaseFileName.parse(os.path.basename(path))
+        name = BaseFileName.parse(path.rsplit("/", 1)[-1])
         ts = name.instant if name is not None else None
         if ts not in by_instant:
             by_instant[ts] = timeline.commit_metadata(commits[ts]).schema if ts in commits else None
         schema = by_instant[ts]
         if schema is None:
-            schema = ((pq.read_metadata(path).metadata or {}).get(AVRO_SCHEMA) or b"").decode() or None
+            with storage.open_input_file(path) as f:
+                schema = ((pq.read_metadata(f).metadata or {}).get(AVRO_SCHEMA) or b"").decode() or None
         out[path] = None if schema is None else {c.name: c.type for c in from_avro_schema(schema)
                                                  if c.name not in META_FIELDS}
     return out
@@ -55,17 +56,18 @@ def read_files(spark, location: str, files: list[str], spec, ddl: str):
     for path, written in written_columns(location, files).items():
         stale = written is not None and any(written.get(n) != t for n, t in current.items())
         groups.setdefault(tuple(written.items()) if stale else (), []).append(path)
-    frames = [_read_evolved(spark, paths, dict(written), spec) if written else spark.read.schema(ddl).parquet(*paths)
-              for written, paths in groups.items()]
+    storage = storage_for(location)[0]
+    frames = [_read_evolved(spark, storage, paths, dict(written), spec) if written
+              else read_parquet(spark, storage, paths, ddl) for written, paths in groups.items()]
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
-def _read_evolved(spark, paths: list[str], written: Columns, spec):
+def _read_evolved(spark, storage, paths: list[str], written: Columns, spec):
     from pyspark.sql import functions as F
 
     columns = [(name, dt) for name, dt, _ in spec_columns(spec)]
     own = [f"`{n}` {written[n]}" for n, _ in columns if n in written]
-    df = spark.read.schema(", ".join([f"`{m}` string" for m in META_FIELDS] + own)).parquet(*paths)
+    df = read_parquet(spark, storage, paths, ", ".join([f"`{m}` string" for m in META_FIELDS] + own))
     data = [(_convert(F.col(f"`{n}`"), written[n], dt) if n in written else F.lit(None).cast(str(dt))).alias(n)
             for n, dt in columns]
     return df.select(*[F.col(m) for m in META_FIELDS], *data)

@@ -22,7 +22,7 @@ from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import LOCAL, Storage, join, storage_for
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
@@ -40,6 +40,7 @@ class RebucketJob:
     avro_schema: str
     data_columns: tuple[str, ...]
     table_ddl: str
+    storage: Storage = LOCAL
 
 
 @dataclass
@@ -77,9 +78,9 @@ def write_buckets(job: RebucketJob, batches):
         name = BaseFileName(file_id, token, job.instant).format()
         rel = f"{partition}/{name}" if partition else name
         table = group.select([tasks.COMMIT_TIME, tasks.SEQNO] + list(job.data_columns))
-        written = write_base_file(os.path.join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
+        written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
                                   partition_id=partition_id, record_keys=group.column(tasks.KEY),
-                                  avro_schema_json=job.avro_schema, preserve_meta=True)
+                                  avro_schema_json=job.avro_schema, preserve_meta=True, storage=job.storage)
         stats.append(dict(partition=partition, file_id=file_id, path=rel, prev_commit="null",
                           num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
                           bytes=written.size, invalid=0, invalid_sample=""))
@@ -107,7 +108,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
     with Transaction(storage, base, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
         job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
-                          avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec))
+                          avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec), storage)
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []

@@ -19,7 +19,6 @@ before them to its slice now, and checked against what the index says.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +33,7 @@ from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import LOCAL, Storage, join, storage_for
 from tablespec.hudi.timeline import Timeline
 
 IB, DEL = "_ts_ib", tasks.DEL
@@ -50,6 +49,7 @@ class IndexJob:
     chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
     ordering_field: str | None = None
     file_groups: dict = field(default_factory=dict)  # live file id -> its base file (an entry elsewhere is stale)
+    storage: Storage = LOCAL
 
     @property
     def folder(self) -> str:
@@ -70,7 +70,7 @@ def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: st
     idx = ri.RecordIndex(storage, base, timeline, num_buckets)
     live = {s.file_id: s.base_file.path for s in FileSystemView.build(storage, base, timeline).latest_slices()
             if s.base_file is not None}
-    return IndexJob(base, num_buckets, idx.chains, ordering_field, live)
+    return IndexJob(base, num_buckets, idx.chains, ordering_field, live, storage)
 
 
 def add_bucket(job: IndexJob, batches):
@@ -89,7 +89,7 @@ def probe_rows(job: IndexJob, operation: str, batches):
     invalid = rows.filter(rows.column(tasks.INVALID))
     rows = tasks.latest_per_key(rows.filter(pc.invert(rows.column(tasks.INVALID))), job.ordering_field)
     keys = rows.column(tasks.KEY).combine_chunks()
-    found = ri.lookup_in(job.folder, job.chains, job.num_buckets, keys)
+    found = ri.lookup_in(job.folder, job.chains, job.num_buckets, keys, job.storage)
     # never route into a file group the table no longer has (an index out of step: `verify` reports it)
     found = found.filter(pc.is_in(found.column("file_id"), value_set=pa.array(sorted(job.file_groups), pa.string())))
     pos = pc.index_in(keys, value_set=found.column("key"))
@@ -133,11 +133,13 @@ def _stored_wins(job: IndexJob, rows: pa.Table, keys: pa.Array, old_fg: pa.Array
     for fid in set(fids):
         sel = idx[fids == fid]
         path = job.file_groups[fid]
-        if job.ordering_field not in pq.read_schema(path).names:
-            continue  # written before the field existed: its value is null, the smallest
         wanted = keys.take(pa.array(sel))
-        stored = pq.read_table(path, columns=[tasks.KEY, job.ordering_field],
-                               filters=pc.field(tasks.KEY).isin(wanted))
+        with job.storage.open_input_file(path) as f:
+            file = pq.ParquetFile(f)
+            if job.ordering_field not in file.schema_arrow.names:
+                continue  # written before the field existed: its value is null, the smallest
+            stored = file.read(columns=[tasks.KEY, job.ordering_field])
+        stored = stored.filter(pc.is_in(stored.column(tasks.KEY), value_set=wanted))
         old = stored.column(job.ordering_field).combine_chunks().take(pc.index_in(wanted, value_set=stored.column(tasks.KEY)))
         new = incoming.take(pa.array(sel))
         old = old.cast(new.type) if old.type != new.type else old
@@ -174,7 +176,7 @@ def touched_file_groups(base: str, view, stats: list[dict], replaced: dict | Non
         if not s.get("file_id"):
             continue
         rows[(s["partition"], s["file_id"])] = dict(partition=s["partition"], file_id=s["file_id"],
-                                                    new_path=os.path.join(base, s["path"]),
+                                                    new_path=join(base, s["path"]),
                                                     old_path=previous.get((s["partition"], s["file_id"]), ""))
     for partition, ids in (replaced or {}).items():
         for fid in ids:
@@ -184,16 +186,16 @@ def touched_file_groups(base: str, view, stats: list[dict], replaced: dict | Non
     return sorted(rows.values(), key=lambda r: (r["partition"], r["file_id"]))
 
 
-def _keys_of(path: str) -> pa.Array:
-    return ri.base_file_keys(path) if path else pa.array([], pa.string())
+def _keys_of(path: str, storage: Storage) -> pa.Array:
+    return ri.base_file_keys(path, storage) if path else pa.array([], pa.string())
 
 
-def diff_file_groups(num_buckets: int, batches):
+def diff_file_groups(num_buckets: int, batches, storage: Storage = LOCAL):
     """Executor: per touched file group, entries for keys added to it, tombstones for keys gone
     (with the group they left, LEFT)."""
     for batch in batches:
         for r in batch.to_pylist():
-            new, old = _keys_of(r["new_path"]), _keys_of(r["old_path"])
+            new, old = _keys_of(r["new_path"], storage), _keys_of(r["old_path"], storage)
             added = new.filter(pc.invert(pc.is_in(new, value_set=old))) if len(old) else new
             gone = old.filter(pc.invert(pc.is_in(old, value_set=new))) if len(new) else old
             keys = pa.concat_arrays([added, gone])
@@ -214,7 +216,7 @@ def against_index(job: IndexJob, part: pa.Table) -> tuple[pa.Table, list[str]]:
     a key added to a file group while the index has it in another live one it did not leave is
     stored twice (a non-global index inserted it again): returned by name."""
     keys, fids, left = (part.column(c).combine_chunks() for c in ("key", "file_id", LEFT))
-    found = ri.lookup_in(job.folder, job.chains, job.num_buckets, pc.unique(keys))
+    found = ri.lookup_in(job.folder, job.chains, job.num_buckets, pc.unique(keys), job.storage)
     indexed = found.column("file_id").combine_chunks().take(pc.index_in(keys, value_set=found.column("key")))
     tomb = pc.is_null(fids)
     elsewhere = pc.fill_null(pc.not_equal(indexed, pc.fill_null(fids, "")), False)
@@ -231,7 +233,7 @@ def against_index(job: IndexJob, part: pa.Table) -> tuple[pa.Table, list[str]]:
 
 
 def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches,
-                       against: IndexJob | None = None):
+                       against: IndexJob | None = None, storage: Storage = LOCAL):
     """Executor: one index file per bucket of its rows; yields the names written, and (name null)
     keys stored twice: given a location more than once, or (`against`, a catch-up) in a file
     group while the index has them in another (a table-wide rewrite and a catch-up refuse them)."""
@@ -249,7 +251,7 @@ def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, bat
                 twice += elsewhere
             file = ri.IndexFile(int(buckets[s]), instant, kind, num_buckets)
             ri.write_file(ri.index_folder(base), file,
-                          ri.entries(part.column("key"), part.column("partition"), part.column("file_id")))
+                          ri.entries(part.column("key"), part.column("partition"), part.column("file_id")), storage)
             names.append(file.name)
             located = part.filter(pc.is_valid(part.column("file_id"))).group_by("key").aggregate([("key", "count")])
             twice += located.filter(pc.greater(located.column("key_count"), 1)).column("key").to_pylist()[:EXAMPLES]
@@ -275,10 +277,10 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
                                    StructField(LEFT, StringType())])
         n = max(1, spark.sparkContext.defaultParallelism * 2)
         groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
-        rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets), entry_schema)
+        rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets, storage=storage), entry_schema)
                 .repartition(n, IB)
                 .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
-                                              num_buckets, against=against), "name string, twice string").collect())
+                                              num_buckets, against=against, storage=storage), "name string, twice string").collect())
         names = [r.name for r in rows if r.name]
         twice = sorted(r.twice for r in rows if r.twice)
         if (full or against is not None) and twice:  # raised inside the caller's Transaction: its files roll back
@@ -289,7 +291,7 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
     if full:  # buckets without keys still get a (empty) base: it hides every older file
         for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
             file = ri.IndexFile(b, instant, "base", num_buckets)
-            ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table())
+            ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table(), storage)
             names.append(file.name)
     _remove_strays(storage, base, instant, set(names))
     return sorted(names)
@@ -297,9 +299,8 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
 
 def _remove_strays(storage, base: str, instant: str, keep: set[str]) -> None:
     """Delete `instant`'s index files that its successful tasks did not report (failed attempts)."""
-    for f in ri.list_files(storage, base):
-        if f.instant == instant and f.name not in keep:
-            storage.delete(os.path.join(ri.index_folder(base), f.name))
+    storage.delete_files([join(ri.index_folder(base), f.name) for f in ri.list_files(storage, base)
+                          if f.instant == instant and f.name not in keep])
 
 
 def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> dict:
@@ -355,8 +356,7 @@ def _index_commit(txn, timeline, action: str, marks: dict | None = None) -> None
 def remove_superseded(storage, base: str, num_buckets: int) -> int:
     """Delete counted files no lookup reads (after the commit that wrote the hiding base)."""
     old = ri.superseded_files(storage, base, Timeline.load(storage, base), num_buckets)
-    for f in old:
-        storage.delete(os.path.join(ri.index_folder(base), f.name))
+    storage.delete_files([join(ri.index_folder(base), f.name) for f in old])
     return len(old)
 
 
@@ -380,7 +380,7 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     _refuse_under_pending_clustering(timeline, base, "building the record-level index")
     view = FileSystemView.build(storage, base, timeline)
     slices = [s for s in view.latest_slices() if s.base_file is not None]
-    rows = sum(pq.read_metadata(s.base_file.path).num_rows for s in slices)
+    rows = sum(_num_rows(storage, s.base_file) for s in slices)
     props = read_table_config(storage, base).to_properties()
     num_buckets = chosen_num_buckets(spec, props, rows)
     with Transaction(storage, base, "commit", lock) as txn:
@@ -401,16 +401,21 @@ def buckets_to_compact(chains: dict, max_files: int) -> dict:
     return {b: names for b, names in chains.items() if len(names) > max_files}
 
 
-def compact_buckets(base: str, instant: str, num_buckets: int, batches):
+def _num_rows(storage: Storage, base_file) -> int:
+    with storage.open_input_file(base_file.path, base_file.size) as f:
+        return pq.read_metadata(f).num_rows
+
+
+def compact_buckets(base: str, instant: str, num_buckets: int, batches, storage: Storage = LOCAL):
     """Executor: merge each bucket's live files into one base file, tombstones dropped."""
     folder = ri.index_folder(base)
     names = []
     for batch in batches:
         for r in batch.to_pylist():
-            state = ri.resolve([os.path.join(folder, n) for n in r["files"]])
+            state = ri.resolve([join(folder, n) for n in r["files"]], storage)
             state = state.filter(pc.is_valid(state.column("file_id")))
             file = ri.IndexFile(r["bucket"], instant, "base", num_buckets)
-            ri.write_file(folder, file, state)
+            ri.write_file(folder, file, state, storage)
             names.append(file.name)
     yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
 
@@ -432,7 +437,7 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     with Transaction(storage, base, "commit", lock) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
-                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets), "name string").collect())
+                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets, storage=storage), "name string").collect())
         keep = {r.name for r in rows}
         _remove_strays(storage, base, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")

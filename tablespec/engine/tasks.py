@@ -8,7 +8,6 @@ touches the timeline: the driver commits what the tasks report.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 
@@ -22,6 +21,7 @@ from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
 from tablespec.plan.buckets import BucketLayout
@@ -64,6 +64,7 @@ class WriteJob:
     base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant)
     insert_targets: dict = field(default_factory=dict)   # partition -> [(file id, cumulative weight)]
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
+    storage: Storage = LOCAL            # the table's storage (its configuration, never credentials)
 
     @property
     def uses_existing(self) -> bool:
@@ -189,7 +190,7 @@ def write_file_groups(job: WriteJob, batches):
     yield stats_batch([_write_group(job, group, file_id, token, partition_id) for file_id, group in groups])
 
 
-def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches):
+def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches, storage: Storage = LOCAL):
     """BLOOM index: the files (of `ranges`: file, partition, min key, max key) that may hold
     some incoming key: within the file's key range and, where the file has one, passing its
     bloom filter. Footers are read here, on the executor, once per file per task."""
@@ -209,7 +210,7 @@ def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches):
                 if not len(candidates):
                     continue
                 if path not in filters:
-                    filters[path] = read_bloom_filter(path)
+                    filters[path] = read_bloom_filter(path, storage)
                 bloom = filters[path]
                 if bloom is None or bool(np.any(bloom.might_contain(candidates))):
                     hits.add(path)
@@ -247,7 +248,8 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     old = None
     if existing_info is not None:
         old_part, old_name, prev_commit = existing_info
-        old = pq.read_table(os.path.join(job.base, old_part, old_name) if old_part else os.path.join(job.base, old_name))
+        with job.storage.open_whole_file(join(job.base, old_part, old_name)) as f:
+            old = pq.read_table(f)
         # A file written before a schema evolution: bring it to the current columns first.
         old = align_to_schema(old, pa.schema([pa.field(c, pa.string()) for c in (COMMIT_TIME, SEQNO, KEY)]
                                              + list(job.data_schema)))
@@ -302,9 +304,9 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     all_keys = pa.concat_arrays(keys)
     name = BaseFileName(file_id, token, job.instant).format()
     rel = f"{partition}/{name}" if partition else name
-    written = write_base_file(os.path.join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
+    written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
                               partition_id=partition_id, record_keys=all_keys, avro_schema_json=job.avro_schema,
-                              preserve_meta=True, bloom_filter=job.bloom_filter)
+                              preserve_meta=True, bloom_filter=job.bloom_filter, storage=job.storage)
     return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
                 num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
                 invalid_sample="", num_ignored=ignored)

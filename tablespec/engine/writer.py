@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
@@ -27,6 +26,7 @@ from tablespec.hudi.config import bloom_filters_expected, read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
+from tablespec.engine.parquet import read_parquet
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of, new_file_id
@@ -191,7 +191,7 @@ class TableWriter:
             url_encode=False, ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
-            bloom_filter=bloom_filters_expected(props))
+            bloom_filter=bloom_filters_expected(props), storage=self.storage)
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None) -> list[dict]:
         """The Spark part: prepare rows, tag them with file groups, write file slices."""
@@ -243,9 +243,10 @@ class TableWriter:
             # An explicit schema and input_file_name, not _metadata: files Hudi's row writer wrote
             # (clustering) mark the meta columns as Spark metadata columns in their footer, and once
             # Hudi ran a procedure in the session Spark 3.5 stops resolving `_metadata` on them.
-            file_name = F.substring_index(F.input_file_name(), "/", -1)
-            existing = (self.spark.read.schema(f"{tasks.KEY} string, {tasks.PART} string").parquet(*files)
-                        .select(F.col(tasks.KEY), F.col(tasks.PART), F.substring_index(file_name, "_", 1).alias("_ts_efg")))
+            existing = (read_parquet(self.spark, self.storage, files, f"{tasks.KEY} string, {tasks.PART} string",
+                                     file_name_column="_ts_file")
+                        .select(F.col(tasks.KEY), F.col(tasks.PART),
+                                F.substring_index(F.col("_ts_file"), "_", 1).alias("_ts_efg")))
             tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")
                       .withColumn(tasks.FG, F.col("_ts_efg")).drop("_ts_efg")
                       .select(*prepared.columns))
@@ -258,8 +259,8 @@ class TableWriter:
         from tablespec.engine.arrow.basefile import read_footer_keys
         ranges, unbounded = [], []
         for f in files:
-            lo, hi = read_footer_keys(f)
-            part = os.path.relpath(os.path.dirname(f), self.base)
+            lo, hi = read_footer_keys(f, self.storage)
+            part = f[len(self.base):].strip("/").rpartition("/")[0] or "."
             if lo is None or hi is None:
                 unbounded.append(f)
             else:
@@ -267,7 +268,7 @@ class TableWriter:
         if not ranges:
             return unbounded
         hit = (prepared.select(tasks.KEY, tasks.PART)
-               .mapInArrow(functools.partial(tasks.bloom_candidates, ranges), "file string")
+               .mapInArrow(functools.partial(tasks.bloom_candidates, ranges, storage=self.storage), "file string")
                .distinct().collect())
         return unbounded + [r[0] for r in hit]
 
@@ -293,7 +294,7 @@ def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: File
     targets = {}
     for partition, n in counts.items():
         slices = [s for s in view.latest_slices(partition) if s.base_file is not None]
-        record_bytes = _record_bytes(slices)
+        record_bytes = _record_bytes(slices, job.storage)
         per_file = max(1, target // record_bytes)
         plan: list[tuple[str, int]] = []
         remaining = n
@@ -320,10 +321,11 @@ def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: File
     return replace(job, insert_targets=targets)
 
 
-def _record_bytes(slices) -> int:
+def _record_bytes(slices, storage) -> int:
     """Average stored bytes per record, from one base file's footer (metadata only)."""
     for s in slices:
-        rows = pq.read_metadata(s.base_file.path).num_rows
+        with storage.open_input_file(s.base_file.path, s.base_file.size) as f:
+            rows = pq.read_metadata(f).num_rows
         if rows:
             return max(1, s.base_file.size // rows)
     return DEFAULT_RECORD_BYTES

@@ -280,18 +280,27 @@ def _finish(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> 
         meta = partitions[partition] = {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
                                         "deletePathPatterns": [], "successDeleteFiles": [], "failedDeleteFiles": [],
                                         "isPartitionDeleted": False}
+        sizes = {i.path: i.size for i in storage.list_dir(join(base, partition))}   # one listing, not a HEAD each
+        try:
+            storage.delete_files(list(paths))   # batched on object stores
+            gone = set(paths)
+        except OSError:   # tell the files that failed apart, one by one
+            gone = set()
+            for path in paths:
+                try:
+                    storage.delete(path)
+                    gone.add(path)
+                except OSError:
+                    pass
         for path in paths:
             name = path.rsplit("/", 1)[-1]
             meta["deletePathPatterns"].append(name)
-            info = storage.info(path)
-            try:
-                storage.delete(path)
-            except OSError:
+            if path not in gone:
                 failed.append(path)
                 meta["failedDeleteFiles"].append(name)
                 continue
             deleted.append(path)
-            freed += info.size if info else 0
+            freed += sizes.get(path, 0)
             meta["successDeleteFiles"].append(name)
     for partition in plan.get("partitionsToBeDeleted") or ():  # only in plans Hudi wrote
         storage.delete_tree(join(base, partition))

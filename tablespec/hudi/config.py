@@ -233,9 +233,14 @@ def ensure_supported(config: TableConfig) -> None:
             f"table {config.name!r} stores {config.base_file_format} base files; tablespec supports PARQUET only")
 
 
-def _load(storage: Storage, path: str) -> dict[str, str]:
+def _load(storage: Storage, path: str) -> dict[str, str] | None:
+    """The properties in `path`, None when it does not exist (one read, no existence check first)."""
+    try:
+        raw = storage.read_bytes(path)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
     # Java's Properties.load(InputStream) reads ISO-8859-1; non-ASCII arrives as \\uXXXX escapes.
-    return parse_properties(storage.read_bytes(path).decode("latin-1"))
+    return parse_properties(raw.decode("latin-1"))
 
 
 def _valid(props: Mapping[str, str]) -> bool:
@@ -258,9 +263,9 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
     """
     meta = join(base, META_FOLDER)
     main, backup = join(meta, PROPERTIES_FILE), join(meta, BACKUP_FILE)
-    props = _load(storage, main) if storage.exists(main) else None
-    if (props is None or not _valid(props)) and storage.exists(backup):
-        props = _load(storage, backup)
+    props = _load(storage, main)
+    if props is None or not _valid(props):
+        props = _load(storage, backup) or props
     if props is None:
         return None
     if not _valid(props):
@@ -290,7 +295,8 @@ def write_table_config(storage: Storage, base: str, config: TableConfig) -> None
     if storage.exists(main):
         storage.write_atomic(backup, storage.read_bytes(main))
     storage.write_atomic(main, _render(config, "Updated by tablespec"))
-    if not _valid(_load(storage, main)):
+    written = _load(storage, main)
+    if written is None or not _valid(written):
         raise HudiFormatError(f"{main}: checksum verification failed after rewrite; the backup was kept")
     storage.delete(backup)
 

@@ -8,13 +8,17 @@ exists: two writers cannot request the same instant or take the same lock).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import uuid
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
 
 from tablespec.errors import TablespecError
 
@@ -103,11 +107,33 @@ class Storage(ABC):
     def delete_tree(self, path: str) -> None:
         """Delete a directory and everything below it; missing is fine."""
 
-    @abstractmethod
-    def rename(self, src: str, dst: str) -> None: ...
+    def delete_files(self, paths: list[str]) -> None:
+        """Delete several files (object stores batch them); missing ones are fine."""
+        for path in paths:
+            self.delete(path)
 
     @abstractmethod
     def mkdirs(self, path: str) -> None: ...
+
+    @contextmanager
+    def listing_snapshot(self, base: str):
+        """Within the block, listings below `base` may be served from one listing taken at its
+        start (object stores: one paginated LIST of the prefix instead of one per directory).
+        For read-only work such as observing a table; any write through this storage ends it."""
+        yield self
+
+    @abstractmethod
+    def open_input_file(self, path: str, size: int | None = None) -> pa.NativeFile:
+        """A random-access file for pyarrow readers (parquet reads only the ranges it needs)."""
+
+    def open_whole_file(self, path: str) -> pa.NativeFile:
+        """A file that will be read whole (every column): one read of all of it (object stores:
+        one GET), no footer-first ranged reads."""
+        return pa.BufferReader(self.read_bytes(path))
+
+    @abstractmethod
+    def open_output_stream(self, path: str):
+        """A context manager giving a pyarrow output stream; the file is complete when it exits."""
 
 
 def _write_aside(path: str, data: bytes, place) -> None:
@@ -224,28 +250,120 @@ class LocalStorage(Storage):
     def delete_tree(self, path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
-    def rename(self, src: str, dst: str) -> None:
-        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
-        _drop_checksum(dst)
-        os.rename(src, dst)
-        _drop_checksum(src)
-
     def mkdirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
 
+    def open_input_file(self, path: str, size: int | None = None) -> pa.NativeFile:
+        return pa.OSFile(path, "rb")
 
-def storage_for(uri_or_path: str) -> tuple[Storage, str]:
-    """The storage for a table location and the location as that storage's normalized base path."""
-    text = str(uri_or_path)
+    def open_whole_file(self, path: str) -> pa.NativeFile:
+        return pa.OSFile(path, "rb")
+
+    def open_output_stream(self, path: str):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        _drop_checksum(path)
+        return pa.OSFile(path, "wb")
+
+
+LOCAL_SCHEMES = ("", "file")
+OBJECT_SCHEMES = ("s3", "s3a")
+_options: dict = {}
+_options_origin = "storage options"
+
+
+def configure(options: dict | None, origin: str = "storage options") -> None:
+    """Options for object stores (the project file's `storage:` section), for this process.
+    Storages made afterwards carry them, also to Spark executors."""
+    global _options, _options_origin
+    from tablespec.hudi.s3 import S3Config
+    S3Config.from_env(options, origin)   # refuse unknown keys and credentials now
+    _options, _options_origin = dict(options or {}), origin
+
+
+def check_location(value: str, origin: str | None = None) -> str:
+    """`value` as a location tablespec can serve, normalized (local: absolute path; S3:
+    `s3://bucket/key`); a TablespecError naming the value and where it came from otherwise."""
+    text = str(value)
+    where = f"{origin}: " if origin else ""
+    if not text.strip():
+        raise TablespecError(f"{where}empty location")
     parsed = urlparse(text)
     scheme = parsed.scheme.lower()
-    if scheme and len(scheme) > 1 and scheme != "file":  # one letter: a Windows drive, i.e. a path
-        raise TablespecError(
-            f"unsupported storage scheme {scheme!r} in {text!r}: supported are local paths and file:// URIs")
+    if len(scheme) == 1:   # a Windows drive letter: a path
+        scheme = ""
+    if scheme in OBJECT_SCHEMES:
+        if not text.lower().startswith(f"{scheme}://") or not parsed.netloc:
+            raise TablespecError(f"{where}{text!r} is not an S3 URI: write {scheme}://BUCKET/PATH")
+        bucket = parsed.netloc
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket) or ".." in bucket:
+            raise TablespecError(f"{where}{text!r}: {bucket!r} is not a valid S3 bucket name")
+        if parsed.query or parsed.fragment or parsed.params:
+            raise TablespecError(f"{where}{text!r}: an S3 location takes no query or fragment")
+        parts = [p for p in parsed.path.split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise TablespecError(f"{where}{text!r}: '.' and '..' are not allowed in an S3 location")
+        return "/".join([f"s3://{bucket}", *parts])
     if scheme == "file":
         if parsed.netloc not in ("", "localhost"):
-            raise TablespecError(f"file URI with a remote host is not supported: {text!r}")
+            raise TablespecError(f"{where}file URI with a remote host is not supported: {text!r}")
         text = unquote(parsed.path)
-    if not text:
-        raise TablespecError("empty table location")
-    return LocalStorage(), os.path.normpath(os.path.abspath(text)).replace(os.sep, "/")
+    elif scheme or re.match(r"^[A-Za-z][A-Za-z0-9+.\-]+:/", text):   # "s3:/x", "gs:/x"; not "C:/x"
+        shown = scheme or text.split(":", 1)[0].lower()
+        raise TablespecError(
+            f"{where}unsupported storage scheme {shown!r} in {text!r}: supported are local paths, file://, "
+            f"s3:// and s3a:// URIs")
+    return os.path.normpath(os.path.abspath(text)).replace(os.sep, "/")
+
+
+def is_object_store(location: str) -> bool:
+    return urlparse(str(location)).scheme.lower() in OBJECT_SCHEMES
+
+
+LOCAL = LocalStorage()
+
+
+def storage_for(uri_or_path: str, origin: str | None = None) -> tuple[Storage, str]:
+    """The storage for a table location and the location as that storage's normalized base path."""
+    base = check_location(uri_or_path, origin)
+    if base.startswith("s3://"):
+        from tablespec.hudi.s3 import S3Config, S3Storage
+        return S3Storage(urlparse(base).netloc, S3Config.from_env(_options, _options_origin)), base
+    return LOCAL, base
+
+
+def parent_location(location: str) -> str:
+    """The folder holding `location` (a path or an object-store URI)."""
+    if not is_object_store(location):
+        return os.path.dirname(location)
+    head, _, _ = location.rstrip("/").rpartition("/")
+    return head if head.count("/") >= 2 and not head.endswith(":/") else location.rstrip("/")
+
+
+def relative_location(location: str, root: str) -> str:
+    """`location` relative to `root` (both normalized by `check_location`); '..' parts when outside."""
+    if not is_object_store(location) and not is_object_store(root):
+        return os.path.relpath(location, root)
+    a, b = location.rstrip("/").split("/"), root.rstrip("/").split("/")
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    return "/".join([".."] * (len(b) - common) + a[common:]) or "."
+
+
+def within(location: str, root: str) -> bool:
+    """Whether `location` is `root` or below it (normalized forms, no links resolved)."""
+    location, root = location.rstrip("/"), root.rstrip("/")
+    return location == root or location.startswith(root + "/")
+
+
+REMOTE_CONCURRENCY = 32   # requests in flight when many tables are looked at on an object store
+
+
+def map_locations(fn, items: list, location: str) -> list:
+    """`[fn(item) for item in items]`, run concurrently when `location` is on an object store
+    (each call waits on requests; local calls gain nothing from threads). Order is kept."""
+    if not is_object_store(location) or len(items) < 2:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(min(REMOTE_CONCURRENCY, len(items))) as pool:
+        return list(pool.map(fn, items))

@@ -27,9 +27,7 @@ comparing the key, so collisions cost a slower path, never a wrong answer.
 from __future__ import annotations
 
 import math
-import os
 import re
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +38,9 @@ import pyarrow.parquet as pq
 from tablespec.engine.arrow.hashing import INT_MAX, java_string_hash
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import LocalStorage, Storage, join
+
+_LOCAL = LocalStorage()
 
 FOLDER = ".tablespec/record_index"     # under .hoodie/
 NUM_BUCKETS_PROPERTY = "tablespec.record.level.num.buckets"
@@ -134,32 +134,32 @@ def _encode(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays([cols["h"], cols["key"], cols["partition"], cols["file_id"]], schema=ENTRY_SCHEMA)
 
 
-def write_file(folder: str, file: IndexFile, table: pa.Table) -> str:
-    """Write one index file atomically (hidden temp file, then rename): a retried task rewrites it whole."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, file.name)
-    tmp = os.path.join(folder, f".{file.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, ENTRY_SCHEMA) as writer:
-            writer.write_table(table.combine_chunks() if table.num_rows else ENTRY_SCHEMA.empty_table(),
-                               max_chunksize=max(1, table.num_rows))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+def write_file(folder: str, file: IndexFile, table: pa.Table, storage: Storage | None = None) -> str:
+    """Write one index file atomically (`write_atomic`: a temp file renamed locally, one PUT on an
+    object store): a retried task rewrites it whole."""
+    path = join(folder, file.name)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, ENTRY_SCHEMA) as writer:
+        writer.write_table(table.combine_chunks() if table.num_rows else ENTRY_SCHEMA.empty_table(),
+                           max_chunksize=max(1, table.num_rows))
+    (storage or _LOCAL).write_atomic(path, sink.getvalue().to_pybytes())
     return path
 
 
-def base_file_keys(path: str) -> pa.Array:
+def base_file_keys(path: str, storage: Storage | None = None) -> pa.Array:
     """The record keys of a data base file (`_hoodie_record_key` only: Parquet column projection)."""
     key = "_hoodie_record_key"
-    return pq.read_table(path, columns=[key]).column(key).combine_chunks().cast(pa.string())
+    with (storage or _LOCAL).open_input_file(path) as f:
+        return pq.read_table(f, columns=[key]).column(key).combine_chunks().cast(pa.string())
 
 
-def read_file(path: str) -> pa.Table:
-    """An index file, memory-mapped (no copy: pages are read as they are touched)."""
+def read_file(path: str, storage: Storage | None = None) -> pa.Table:
+    """An index file: memory-mapped on local disk (no copy: pages are read as they are touched),
+    one GET on an object store."""
     try:
-        return pa.ipc.open_file(pa.memory_map(path)).read_all()
+        if storage is None or isinstance(storage, LocalStorage):
+            return pa.ipc.open_file(pa.memory_map(path)).read_all()
+        return pa.ipc.open_file(pa.py_buffer(storage.read_bytes(path))).read_all()
     except pa.ArrowInvalid as e:
         raise HudiFormatError(f"{path}: not a readable record-level index file ({e}); the index is damaged: "
                               "rebuild it by changing the table's index away from RECORD_LEVEL and back") from None
@@ -204,8 +204,7 @@ def delete_instant_files(storage: Storage, base: str, instant: str) -> list[str]
     """Remove an instant's index files (its rollback); returns their paths."""
     folder = index_folder(base)
     gone = [join(folder, f.name) for f in list_files(storage, base) if f.instant == instant]
-    for path in gone:
-        storage.delete(path)
+    storage.delete_files(gone)
     return gone
 
 
@@ -234,7 +233,8 @@ def _scan(keys: pa.Array, qkeys: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return found, np.asarray(pos.take(pa.array(found))).astype(np.int64)
 
 
-def probe(paths: list[str], qkeys: pa.Array, qh: np.ndarray, mode: str = "auto") -> pa.Table:
+def probe(paths: list[str], qkeys: pa.Array, qh: np.ndarray, mode: str = "auto",
+          storage: Storage | None = None) -> pa.Table:
     """Look keys up in one bucket's files (newest first). Returns (q, partition, file_id) for the
     queries resolved (q = position in `qkeys`); a tombstone resolves a key with a null file id."""
     remaining = np.arange(len(qkeys))
@@ -242,7 +242,7 @@ def probe(paths: list[str], qkeys: pa.Array, qh: np.ndarray, mode: str = "auto")
     for path in paths:
         if not len(remaining):
             break
-        file = read_file(path)
+        file = read_file(path, storage)
         if not file.num_rows:
             continue
         keys = file.column("key").chunk(0)
@@ -275,7 +275,8 @@ def _query_keys(keys) -> pa.Array:
     return keys.filter(pc.is_valid(keys))
 
 
-def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys) -> pa.Table:
+def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys,
+              storage: Storage | None = None) -> pa.Table:
     """Where each key lives: (key, partition_path, file_id); missing and deleted keys are absent.
     `chains` maps a bucket to its live file names, newest first (see `live_files`)."""
     keys = _query_keys(keys)
@@ -288,18 +289,18 @@ def lookup_in(folder: str, chains: dict[int, list[str]], num_buckets: int, keys)
         names = chains.get(int(buckets[group[0]]))
         if not names:
             continue
-        found = probe([os.path.join(folder, n) for n in names], keys.take(pa.array(group)), h[group])
+        found = probe([join(folder, n) for n in names], keys.take(pa.array(group)), h[group], storage=storage)
         found = found.filter(pc.is_valid(found.column("file_id")))
         parts.append(pa.table({"key": keys.take(pa.array(group[found.column("q").to_numpy()])),
                                "partition_path": found.column("partition"), "file_id": found.column("file_id")}))
     return pa.concat_tables(parts) if parts else LOCATIONS.empty_table()
 
 
-def resolve(paths: list[str]) -> pa.Table:
+def resolve(paths: list[str], storage: Storage | None = None) -> pa.Table:
     """A bucket's state from its live files (newest first): one entry per key, newest wins,
     tombstones kept (a compaction drops them)."""
     plain = pa.schema([("h", pa.uint32()), ("key", pa.string()), ("partition", pa.string()), ("file_id", pa.string())])
-    tables = [read_file(p).cast(plain) for p in paths]
+    tables = [read_file(p, storage).cast(plain) for p in paths]
     if not tables:
         return ENTRY_SCHEMA.empty_table()
     return _first_per_key(pa.concat_tables([t.append_column("_rank", pa.array(np.full(t.num_rows, i, np.int32)))
@@ -316,10 +317,10 @@ class RecordIndex:
 
     def lookup(self, keys) -> pa.Table:
         """One row per distinct key found (a key asked for twice is answered once)."""
-        return lookup_in(self.folder, self.chains, self.num_buckets, pc.unique(_query_keys(keys)))
+        return lookup_in(self.folder, self.chains, self.num_buckets, pc.unique(_query_keys(keys)), self.storage)
 
     def bucket_state(self, bucket: int) -> pa.Table:
-        return resolve([os.path.join(self.folder, n) for n in self.chains.get(bucket, [])])
+        return resolve([join(self.folder, n) for n in self.chains.get(bucket, [])], self.storage)
 
     def live_entries(self) -> pa.Table:
         """Every indexed key with its location (tombstones dropped)."""

@@ -182,11 +182,14 @@ def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) 
     discard = join(meta, target.to("requested").file_name) in files
     keep_plan = not discard and is_clustering_plan(timeline, target)
     failed = []
-    for path in sorted(files):
-        try:
-            storage.delete(path)
-        except OSError as e:
-            failed.append(f"{path} ({e})")
+    try:
+        storage.delete_files(sorted(files))   # batched on object stores
+    except OSError:
+        for path in sorted(files):   # name the files that fail
+            try:
+                storage.delete(path)
+            except OSError as e:
+                failed.append(f"{path} ({e})")
     if failed:
         raise TablespecError(f"rollback {rollback.timestamp} of {target.timestamp}: could not delete "
                              f"{len(failed)} file(s): {'; '.join(failed[:5])}. It stays pending and is retried "

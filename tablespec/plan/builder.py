@@ -14,6 +14,7 @@ from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effect
                                     display)
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.config import table_index_type
+from tablespec.hudi.io import check_location, is_object_store, join
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.plan.locations import occupied_message
 from tablespec.spec.diagnostics import Diagnostic
@@ -24,6 +25,8 @@ from tablespec.state import TableState
 
 def table_location(warehouse: str, spec_location: str) -> str:
     """A spec's table base path: its location under the warehouse root."""
+    if is_object_store(warehouse):
+        return check_location(join(check_location(warehouse), spec_location))
     return os.path.normpath(os.path.join(os.path.abspath(warehouse), spec_location))
 
 
@@ -80,7 +83,7 @@ def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse
     return Plan(
         tablespec_version=__version__,
         created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
-        warehouse=os.path.abspath(warehouse),
+        warehouse=check_location(warehouse),
         variables=dict(variables or {}),
         tables=tables,
     )

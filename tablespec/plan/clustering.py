@@ -21,9 +21,9 @@ groups, largest partitions' slices first.
 from __future__ import annotations
 
 import math
-import os
 import re
 
+from tablespec.hudi.io import join
 from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
 from tablespec.plan.actions import Action
 
@@ -104,8 +104,7 @@ def clustering_plan(spec, state) -> ClusteringPlan | None:
     for fg in _candidates(spec, state, old):
         if not old(fg) and _laid_out(state, fg):
             laid_out.add((fg.partition, fg.file_id))
-        path = os.path.join(state.location, fg.partition, fg.base_file) if fg.partition else \
-            os.path.join(state.location, fg.base_file)
+        path = join(state.location, fg.partition, fg.base_file)
         by_partition.setdefault(fg.partition, []).append(SliceInfo(fg.partition, fg.file_id, path, fg.size))
     bucketed = spec.spec.index.type == "BUCKET"
     groups: list[ClusteringGroup] = []

@@ -6,6 +6,10 @@ put a table outside it, and two spellings of one directory are one location. A d
 `.hoodie/` is a Hudi table (or one being created): a table may not be created inside one, nor
 around one. `plan` reports every problem at the spec's `spec.location` line; `apply` checks again
 right before it acts (the file system may have changed since the plan).
+
+On an object store (`s3://`) there are no links: locations are compared as normalized URIs,
+a table is a prefix holding `.hoodie/` objects, and the search for tables within a location is
+one paginated listing of its prefix.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.io import check_location as normalized, is_object_store, map_locations, join, parent_location, storage_for
 from tablespec.spec.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -27,29 +32,43 @@ class LocationError(TablespecError):
     """A table location that would put a table outside the warehouse, or inside / around another table."""
 
 
-def _below(path: str, root: str) -> bool:
-    return path != root and path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def _has_timeline(path: str) -> bool:
+def _has_timeline(path: str, seen: dict | None = None) -> bool:
+    if seen is not None:   # folders above many tables (the warehouse, a database folder) are asked once
+        if path not in seen:
+            seen[path] = _has_timeline(path)
+        return seen[path]
+    if is_object_store(path):
+        storage, base = storage_for(path)
+        return storage.is_dir(join(base, META_FOLDER))
     return os.path.isdir(os.path.join(path, META_FOLDER))
+
+
+def _real(path: str) -> str:
+    return normalized(path) if is_object_store(path) else os.path.realpath(path)
+
+
+def _below(path: str, root: str) -> bool:
+    sep = "/" if is_object_store(root) else os.sep
+    return path != root and path.startswith(root.rstrip(sep) + sep)
 
 
 def outside(warehouse: str, location: str) -> str | None:
     """Why the table base path `location` is not below the warehouse's real path, or None."""
-    root, real = os.path.realpath(warehouse), os.path.realpath(location)
+    if is_object_store(warehouse) != is_object_store(location):
+        return f"{location} is not in the warehouse ({warehouse}): they are on different storages"
+    root, real = _real(warehouse), _real(location)
     if _below(real, root):
         return None
     how = "is the warehouse root itself" if real == root else "lies outside the warehouse"
     return f"{location} resolves to {real}, which {how} ({root}); a symbolic link must not lead a table out of it"
 
 
-def enclosing_table(warehouse: str, location: str) -> str | None:
+def enclosing_table(warehouse: str, location: str, seen: dict | None = None) -> str | None:
     """The table (a directory with `.hoodie/`) that `location` lies inside, up to the warehouse root."""
-    root, path = os.path.realpath(warehouse), os.path.realpath(location)
+    root, path = _real(warehouse), _real(location)
     while _below(path, root):
-        path = os.path.dirname(path)
-        if _has_timeline(path):
+        path = parent_location(path)
+        if _has_timeline(path, seen):
             return path
     return None
 
@@ -57,6 +76,8 @@ def enclosing_table(warehouse: str, location: str) -> str | None:
 def tables_within(location: str, limit: int = SEARCH_LIMIT) -> list[str]:
     """Tables below `location` (paths relative to it), when it is an existing directory and no
     table itself; the search looks at `limit` directories at most, and stops at SHOWN tables."""
+    if is_object_store(location):
+        return _tables_within_prefix(location, limit)
     real = os.path.realpath(location)
     if not os.path.isdir(real) or _has_timeline(real):
         return []
@@ -71,6 +92,24 @@ def tables_within(location: str, limit: int = SEARCH_LIMIT) -> list[str]:
     return found
 
 
+def _tables_within_prefix(location: str, limit: int) -> list[str]:
+    """Object store: tables below `location`, from one listing of its keys (at most `limit` keys)."""
+    storage, base = storage_for(location)
+    if _has_timeline(base):
+        return []
+    found: list[str] = []
+    for seen, info in enumerate(storage.walk_files(base)):
+        rel = info.path[len(base) + 1:]
+        if seen >= limit or len(found) >= SHOWN:
+            break
+        parts = rel.split("/")
+        if META_FOLDER in parts[:-1]:
+            table = "/".join(parts[:parts.index(META_FOLDER)])
+            if table not in found and not any(table.startswith(t + "/") for t in found):
+                found.append(table)
+    return found
+
+
 def occupied_message(location: str, files: list[str] | tuple[str, ...]) -> str:
     """Why a table is not created at `location`, which holds `files` (the first few)."""
     shown = ", ".join(files[:SHOWN]) + (", ..." if len(files) > SHOWN else "")
@@ -81,11 +120,11 @@ def occupied_message(location: str, files: list[str] | tuple[str, ...]) -> str:
             "or empty it")
 
 
-def refusal(warehouse: str, location: str) -> str | None:
+def refusal(warehouse: str, location: str, seen: dict | None = None) -> str | None:
     """Why no table may be at `location` under `warehouse` (outside it, inside a table, around a table)."""
     if why := outside(warehouse, location):
         return why
-    if table := enclosing_table(warehouse, location):
+    if table := enclosing_table(warehouse, location, seen):
         return f"{location} lies inside the Hudi table at {table} (it has {META_FOLDER}/); a table within a table is refused"
     if within := tables_within(location):
         listed = ", ".join(within[:SHOWN])
@@ -114,12 +153,14 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
     out = []
     claimed: dict[str, LoadedSpec] = {}     # real path -> the spec placing its table there
     ancestors: dict[str, str] = {}          # every directory above a claimed path -> that path
-    for loaded in specs:
-        location = table_location(warehouse, loaded.spec.spec.location)
-        if why := refusal(warehouse, location):
+    locations = [table_location(warehouse, loaded.spec.spec.location) for loaded in specs]
+    seen: dict = {}
+    refusals = map_locations(lambda location: refusal(warehouse, location, seen), locations, warehouse)
+    for loaded, location, why in zip(specs, locations, refusals):
+        if why:
             out.append(problem(loaded, why))
             continue
-        real = os.path.realpath(location)
+        real = _real(location)
         above = [p for p in _parents(real) if p in claimed]
         r, how = ((real, "is the same directory as") if real in claimed else
                   (above[0], "lies inside") if above else
@@ -137,7 +178,7 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
 
 def _parents(path: str) -> list[str]:
     out = []
-    while (parent := os.path.dirname(path)) != path:
+    while (parent := parent_location(path)) != path:
         out.append(parent)
         path = parent
     return out

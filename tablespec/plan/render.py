@@ -52,6 +52,8 @@ def show_value(value) -> str:
 
 
 def relative(path: str) -> str:
+    if "://" in path:   # an object-store URI is shown as it is
+        return path
     try:
         rel = os.path.relpath(path)
     except ValueError:

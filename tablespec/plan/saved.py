@@ -13,10 +13,9 @@ out itself is taken as written:
 """
 from __future__ import annotations
 
-import os
 
 from tablespec.errors import PlanError
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import storage_for, within
 from tablespec.plan.actions import Action, Plan, TablePlan
 from tablespec.plan.builder import display_name, table_location
 from tablespec.spec.loader import LoadedSpec, clashes, spec_digest
@@ -59,7 +58,7 @@ def check_plan(plan: Plan, source: str, warehouse: str | None = None) -> None:
         if name != t.name:
             raise PlanError(f"{source}: table {t.name}: its embedded spec is for table {name}; {NOTHING_CHANGED}")
         expected = _base(table_location(plan.warehouse, ls.spec.spec.location))
-        if os.path.commonpath([expected, root]) != root:
+        if not within(expected, root):
             raise PlanError(f"{source}: table {t.name}: location {expected} is outside the warehouse {root}; "
                             f"{NOTHING_CHANGED}")
         if t.location != expected:

@@ -57,6 +57,9 @@ class Project(SpecModel):
     """Template variables; `--var NAME=VALUE` overrides them."""
     spark: SparkSettings = SparkSettings()
     """Spark settings."""
+    storage: dict[str, Annotated[str, BeforeValidator(_conf_value)]] = {}
+    """Object-store options for s3:// warehouses: endpoint, region, allow_http, ... (never credentials:
+    those come from the AWS credential chain)."""
 
     _file: Path | None = PrivateAttr(default=None)
 
@@ -79,15 +82,22 @@ class Project(SpecModel):
 
 def resolve_warehouse(cli_value: str | None, project: Project | None) -> str | None:
     """Warehouse root by precedence: CLI flag > $TABLESPEC_WAREHOUSE > project file (relative to its directory)."""
+    from tablespec.hudi.io import check_location, is_object_store
+
+    def checked(value: str, origin: str) -> str:
+        normalized = check_location(value, f"warehouse {value!r} from {origin}")
+        return normalized if is_object_store(normalized) else value
+
     if cli_value:
-        return cli_value
+        return checked(cli_value, "--warehouse")
     if os.environ.get(WAREHOUSE_ENV):
-        return os.environ[WAREHOUSE_ENV]
+        return checked(os.environ[WAREHOUSE_ENV], f"${WAREHOUSE_ENV}")
     if project is None or not project.warehouse:
         return None
+    origin = f"{project.file}: warehouse" if project.file else "the project's warehouse"
     warehouse = os.path.expanduser(project.warehouse)
-    if "://" in warehouse or os.path.isabs(warehouse) or project.file is None:
-        return warehouse
+    if "://" in warehouse or ":/" in warehouse or os.path.isabs(warehouse) or project.file is None:
+        return checked(warehouse, origin)
     return os.path.normpath(project.file.parent.resolve() / warehouse)
 
 

@@ -44,13 +44,14 @@ def test_list_dir_sorted_with_sizes_and_missing_dir_empty(tmp_path):
     assert st.list_dir(join(str(tmp_path), "missing")) == []
 
 
-def test_walk_delete_rename(tmp_path):
+def test_walk_delete(tmp_path):
     st = LocalStorage()
     root = str(tmp_path)
     for rel in ("x/1", "x/y/2", "3"):
         st.write_bytes(join(root, rel), b"")
     assert [i.name for i in st.walk_files(root)] == ["3", "1", "2"]
-    st.rename(join(root, "3"), join(root, "z/4"))
+    st.write_bytes(join(root, "z/4"), b"")
+    st.delete_files([join(root, "3"), join(root, "gone")])
     assert st.exists(join(root, "z/4")) and not st.exists(join(root, "3"))
     st.delete(join(root, "missing"))
     st.delete(join(root, "z/4"))
@@ -63,14 +64,15 @@ def test_walk_delete_rename(tmp_path):
 def test_rewriting_or_deleting_a_file_drops_its_hadoop_checksum(tmp_path):
     """Hadoop verifies `.NAME.crc` on read: a file tablespec changed must not keep a stale one."""
     s = LocalStorage()
-    paths = {op: str(tmp_path / f"{op}.txt") for op in ("write", "atomic", "delete", "rename_src", "rename_dst")}
+    paths = {op: str(tmp_path / f"{op}.txt") for op in ("write", "atomic", "delete", "stream")}
     for path in paths.values():
         s.write_bytes(path, b"old")
         s.write_bytes(checksum_sidecar(path), b"crc")
     s.write_bytes(paths["write"], b"new")
     s.write_atomic(paths["atomic"], b"new")
     s.delete(paths["delete"])
-    s.rename(paths["rename_src"], paths["rename_dst"])
+    with s.open_output_stream(paths["stream"]) as out:
+        out.write(b"new")
     assert [p for p in paths.values() if os.path.exists(checksum_sidecar(p))] == []
     assert checksum_sidecar(paths["write"]) == str(tmp_path / ".write.txt.crc")
     unrelated = tmp_path / ".other.crc"
@@ -95,9 +97,10 @@ def test_storage_for_accepts_paths_and_file_uris(tmp_path):
     assert base == os.path.abspath("rel/path")
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/t", "gs://b/t", "hdfs://nn:8020/t"])
+@pytest.mark.parametrize("uri", ["gs://b/t", "hdfs://nn:8020/t", "abfs://c@acct.dfs.core.windows.net/t", "ftp://h/t"])
 def test_storage_for_unknown_scheme_names_supported_ones(uri):
-    with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths and file:// URIs"):
+    with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths, file://, "
+                                             r"s3:// and s3a:// URIs"):
         storage_for(uri)
 
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from tablespec.engine.arrow import bloom
+from tablespec.hudi.io import LOCAL, Storage
 
 META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                 "_hoodie_partition_path", "_hoodie_file_name")
@@ -50,7 +50,7 @@ class WrittenFile:
 def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_path: str,
                     partition_id: int, record_keys, avro_schema_json: str,
                     preserve_meta: bool = False, bloom_filter: bool = False, compression: str = "snappy",
-                    keep_order: bool = False, filesystem: pafs.FileSystem | None = None) -> WrittenFile:
+                    keep_order: bool = False, storage: Storage | None = None) -> WrittenFile:
     """Write `table` as the base file `path` (its name goes into `_hoodie_file_name`).
 
     `record_keys` holds each row's key (see `keys.record_keys`); `partition_id` is the
@@ -95,9 +95,7 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + list(data.schema))
     out = pa.Table.from_arrays(meta + list(data.columns), schema=schema)
 
-    fs, fs_path = (filesystem, path) if filesystem is not None else pafs.FileSystem.from_uri(_as_uri(path))
-    fs.create_dir(posixpath.dirname(fs_path), recursive=True)
-    with fs.open_output_stream(fs_path) as sink:
+    with (storage or LOCAL).open_output_stream(path) as sink:
         with pq.ParquetWriter(sink, schema, compression=compression, store_schema=False) as writer:
             writer.write_table(out)
             writer.add_key_value_metadata(footer)
@@ -105,9 +103,10 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     return WrittenFile(path, size, n, min_key, max_key)
 
 
-def read_footer_keys(path: str, filesystem: pafs.FileSystem | None = None) -> tuple[str | None, str | None]:
+def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | None, str | None]:
     """(`hoodie_min_record_key`, `hoodie_max_record_key`) of a base file; None where absent."""
-    meta = pq.read_metadata(path, filesystem=filesystem).metadata or {}
+    with (storage or LOCAL).open_input_file(path) as f:
+        meta = pq.read_metadata(f).metadata or {}
     return tuple(meta[k].decode() if k in meta else None for k in (MIN_KEY, MAX_KEY))
 
 
@@ -153,7 +152,3 @@ def with_meta_fields(avro_schema_json: str) -> str:
         meta = [{"name": c, "type": ["null", "string"], "doc": "", "default": None} for c in META_COLUMNS]
         schema["fields"] = meta + [f for f in schema.get("fields", []) if f["name"] not in META_COLUMNS]
     return json.dumps(schema, separators=(",", ":"))
-
-
-def _as_uri(path: str) -> str:
-    return path if "://" in path else "file://" + posixpath.abspath(path)

@@ -108,9 +108,11 @@ def build_bloom_filter(keys) -> bytes:
     return base64.b64encode(b"".join(out))
 
 
-def read_bloom_filter(path: str, filesystem=None) -> BloomFilter | None:
+def read_bloom_filter(path: str, storage=None) -> BloomFilter | None:
     """The bloom filter in a base file's footer, or None if the file has none."""
-    meta = pq.read_metadata(path, filesystem=filesystem).metadata or {}
+    from tablespec.hudi.io import LOCAL
+    with (storage or LOCAL).open_input_file(path) as f:
+        meta = pq.read_metadata(f).metadata or {}
     if FOOTER_KEY not in meta:
         return None
     code = meta.get(TYPE_CODE_KEY)
