@@ -97,7 +97,7 @@ def test_rewrites_over_a_missing_latest_base_file_are_refused(spark, tmp_path, c
     with pytest.raises(HudiFormatError, match=f"its latest base file {lost} \\(written by instant {instant}\\) is "
                                               "missing from storage"):
         Applier(spark=spark).apply(plan, allow_destructive=True)
-    assert Timeline.load(storage, base).commits() == commits
+    assert Timeline.load(LocalStorage(), table.location).commits() == commits
     assert data_files(table.location) == files and sorted(map(tuple, table.read().collect())) == rows
 
 
