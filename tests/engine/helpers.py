@@ -37,10 +37,21 @@ def rows(table: pa.Table) -> list[tuple]:
     return sorted(out, key=repr)
 
 
-def hudi_rs_rows(location: str) -> list[tuple]:
+def hudi_rs_options(location: str) -> dict[str, str]:
+    """The storage options hudi-rs needs for `location` (endpoint, region... of an s3:// one; none locally)."""
+    from tablespec.hudi.io import storage_for
+    storage = storage_for(location)[0]
+    return storage.config.store_options() if hasattr(storage, "config") else {}
+
+
+def hudi_rs_table(location: str):
+    """hudi-rs's view of the table at `location`, on local disk or S3."""
     import hudi
-    t = hudi.HudiTableBuilder.from_base_uri(location).build()
-    batches = t.read()
+    return hudi.HudiTableBuilder.from_base_uri(location).with_storage_options(hudi_rs_options(location)).build()
+
+
+def hudi_rs_rows(location: str) -> list[tuple]:
+    batches = hudi_rs_table(location).read()
     table = pa.Table.from_batches(batches) if batches else pa.table({})
     return rows(table)
 

@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from _support import ORDERS_SPEC, ROOT
-from helpers import assert_hudi_rs_agrees, make_table
+from helpers import assert_hudi_rs_agrees, hudi_rs_table, make_table
 from tablespec.apply import Applier
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
@@ -65,8 +65,8 @@ def small_table(spark, warehouse, text: str, commits: int = 3, n: int = 40, oper
 
 
 def latest_files(location: str) -> list:
-    storage = LocalStorage()
-    return FileSystemView.build(storage, location, Timeline.load(storage, location)).latest_slices()
+    storage, base = storage_for(location)
+    return FileSystemView.build(storage, base, Timeline.load(storage, base)).latest_slices()
 
 
 def cluster(spark, table, text: str, warehouse) -> dict:
@@ -82,28 +82,29 @@ def file_columns(location: str, columns: list[str]) -> list[dict]:
     return [pq.read_table(s.base_file.path, columns=columns).to_pydict() for s in latest_files(location)]
 
 
-@pytest.mark.parametrize("partitioned", [True, False])
-def test_stitching_merges_small_files_and_keeps_rows(spark, tmp_path, partitioned):
+@pytest.mark.parametrize("partitioned, warehouse", [(True, "local"), (False, "local"), (True, "s3")],
+                         indirect=["warehouse"])
+def test_stitching_merges_small_files_and_keeps_rows(spark, warehouse, partitioned):
     text = spec_text("{everyNCommits: 3}", partitioned=partitioned)
-    table = small_table(spark, tmp_path, text)
+    table = small_table(spark, warehouse, text)
+    storage, base = storage_for(table.location)
     before, files_before = content(table), len(latest_files(table.location))
     assert files_before == (6 if partitioned else 3)
-    last_write = Timeline.load(LocalStorage(), table.location).commits()[-1].timestamp
-    done = cluster(spark, table, text, tmp_path)
+    last_write = Timeline.load(storage, base).commits()[-1].timestamp
+    done = cluster(spark, table, text, warehouse)
     # time travel to before the clustering reads the replaced files, through tablespec and hudi-rs
     assert sorted(tuple(r) for r in table.read(as_of=last_write).drop("_hoodie_file_name").collect()) == before
     import hudi
-    old = hudi.HudiTableBuilder.from_base_uri(table.location).build().read(
-        hudi.HudiReadOptions().with_as_of_timestamp(last_write))
+    old = hudi_rs_table(table.location).read(hudi.HudiReadOptions().with_as_of_timestamp(last_write))
     assert sum(b.num_rows for b in old) == len(before)
     assert {f for b in old for f in b.column("_hoodie_file_name").to_pylist()} == {
-        s.base_file.name for s in FileSystemView.build(LocalStorage(), table.location, Timeline.load(
-            LocalStorage(), table.location)).latest_slices(as_of=last_write)}
+        s.base_file.name for s in FileSystemView.build(storage, base, Timeline.load(
+            storage, base)).latest_slices(as_of=last_write)}
     assert done["action"].estimate["files"] == f"{files_before} -> {2 if partitioned else 1}"
     assert len(latest_files(table.location)) == (2 if partitioned else 1)
     assert content(table) == before
     assert assert_hudi_rs_agrees(table)
-    timeline = Timeline.load(LocalStorage(), table.location)
+    timeline = Timeline.load(storage, base)
     meta = timeline.read_metadata(timeline.last("replacecommit"))
     assert meta["operationType"] == "CLUSTER"
     assert sum(len(v) for v in meta["partitionToReplaceFileIds"].values()) == files_before
@@ -266,21 +267,22 @@ def test_plan_merging_buckets_is_refused_and_changes_nothing(spark, tmp_path):
     assert [(i.timestamp, i.state) for i in Timeline.load(LocalStorage(), table.location).pending()] == [(ts, "requested")]
 
 
-@pytest.mark.parametrize("point", ["mid_write", "before_completion"])
-def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, monkeypatch, point):
-    specs, warehouse = tmp_path / "specs", tmp_path / "wh"
+@pytest.mark.parametrize("point, warehouse", [("mid_write", "local"), ("before_completion", "local"),
+                                              ("mid_write", "s3")], indirect=["warehouse"])
+def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, warehouse, monkeypatch, point):
+    specs = tmp_path / "specs"
     specs.mkdir()
     text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
     (specs / "orders.yaml").write_text(text)
     table = small_table(spark, warehouse, text)
     before = content(table)
     env = {**os.environ, "TABLESPEC_CRASH_AT": point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
-    proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", str(warehouse),
+    proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", warehouse,
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert content(table) == before
     assert_hudi_rs_agrees(table)
-    pending, = Timeline.load(LocalStorage(), table.location).pending()
+    pending, = Timeline.load(*storage_for(table.location)).pending()
     assert pending.state == "inflight"
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
     loaded = load_specs([str(specs)])
@@ -289,7 +291,7 @@ def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, monkey
         ("rollback", None), ("clustering", pending.timestamp)]
     Applier(spark=spark).apply(plan)
     assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
-    timeline = Timeline.load(LocalStorage(), table.location)
+    timeline = Timeline.load(*storage_for(table.location))
     assert not timeline.pending() and timeline.last("replacecommit").timestamp == pending.timestamp
     assert content(table) == before
     assert_hudi_rs_agrees(table)

@@ -8,9 +8,9 @@ import sys
 from helpers import assert_hudi_rs_agrees, make_table
 
 from _support import ROOT
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import build_plan
+from tablespec.plan.builder import build_plan, table_location
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe_specs
 from tablespec.table import Table
@@ -28,10 +28,10 @@ spec:
 """
 
 
-def test_two_applies_serialize_per_table(spark, tmp_path):
+def test_two_applies_serialize_per_table(spark, tmp_path, warehouse):
     names = ("left", "right")
     for name in names:
-        table = make_table(spark, tmp_path, SPEC.format(name=name, index="{type: SIMPLE}"))
+        table = make_table(spark, warehouse, SPEC.format(name=name, index="{type: SIMPLE}"))
         table.write(spark.createDataFrame([(f"{name}{i}", i) for i in range(20)], "id string, v bigint"), "upsert")
     specs = []
     for name in names:
@@ -40,7 +40,7 @@ def test_two_applies_serialize_per_table(spark, tmp_path):
         specs.append(str(path))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     cmd = [sys.executable, "-c", "import sys; from tablespec.cli import main; sys.exit(main())", "apply", *specs,
-           "--warehouse", str(tmp_path), "--auto-approve"]
+           "--warehouse", warehouse, "--auto-approve"]
     procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     results = [(p.wait(timeout=600), *p.communicate()) for p in procs]
@@ -49,10 +49,10 @@ def test_two_applies_serialize_per_table(spark, tmp_path):
         assert "Traceback" not in err, err
     assert any(code == 0 for code, _, _ in results), results
     loaded = load_specs(specs).specs
-    assert not build_plan(loaded, observe_specs(loaded, str(tmp_path)), str(tmp_path)).has_changes
+    assert not build_plan(loaded, observe_specs(loaded, warehouse), warehouse).has_changes
     for name, ls in zip(names, loaded):
-        location = str(tmp_path / "race" / name)
-        timeline = Timeline.load(LocalStorage(), location)
+        location = table_location(warehouse, f"race/{name}")
+        timeline = Timeline.load(*storage_for(location))
         rewrites = [i for i in timeline.commits() if i.action == "replacecommit"]
         assert len(rewrites) == 1, timeline.instants   # the table was re-laid out once, not twice
         assert not [i for i in timeline.instants if i.action == "rollback"] and not timeline.pending()

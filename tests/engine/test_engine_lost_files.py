@@ -11,7 +11,7 @@ import pytest
 from _support import ORDERS_SPEC
 from helpers import make_table
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, join, storage_for
 from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
@@ -26,20 +26,26 @@ def orders(spark, rows):
 
 
 def data_files(location):
-    return sorted(os.path.relpath(os.path.join(d, f), location) for d, _, files in os.walk(location)
-                  for f in files if ".hoodie" not in d.split(os.sep))
+    """Every file of the table outside .hoodie, relative to it (on local disk or S3)."""
+    storage, base = storage_for(location)
+    files = sorted(i.path[len(base) + 1:] for i in storage.walk_files(base))
+    return [f for f in files if ".hoodie" not in f.split("/")[:-1]]
 
 
-@pytest.mark.parametrize("index", ["SIMPLE", "BUCKET"])
-def test_upsert_into_a_file_group_whose_latest_base_file_is_missing_is_refused(spark, tmp_path, index):
+@pytest.mark.parametrize("index, warehouse", [("SIMPLE", "local"), ("BUCKET", "local"), ("SIMPLE", "s3")],
+                         indirect=["warehouse"])
+def test_upsert_into_a_file_group_whose_latest_base_file_is_missing_is_refused(spark, warehouse, index):
     block = "{type: BUCKET, numBuckets: 1}" if index == "BUCKET" else "{type: SIMPLE}"
-    table = make_table(spark, tmp_path, ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: " + block))
+    table = make_table(spark, warehouse, ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: " + block))
     table.write(orders(spark, [("o1", 1, "10.00", 0, 1), ("o2", 2, "20.00", 0, 1), ("o3", 3, "30.00", 0, 2)]), "upsert")
     second = table.write(orders(spark, [("o1", 1, "11.00", 1, 1)]), "upsert")
     (lost,) = second.files
-    os.remove(os.path.join(table.location, lost))
+    storage, base = storage_for(table.location)
+    assert storage.exists(join(base, lost))
+    storage.delete(join(base, lost))
     files, rows = data_files(table.location), sorted(map(tuple, table.read().collect()))
-    commits = Timeline.load(LocalStorage(), table.location).commits()
+    assert lost not in files and files
+    commits = Timeline.load(storage, base).commits()
 
     with pytest.raises(HudiFormatError) as e:
         table.write(orders(spark, [("o2", 2, "21.00", 1, 1)]), "upsert")
@@ -47,7 +53,7 @@ def test_upsert_into_a_file_group_whose_latest_base_file_is_missing_is_refused(s
     assert f"in partition '{os.path.dirname(lost)}': its latest base file {name} (written by instant " \
            f"{second.instant}) is missing from storage; restore it or roll back {second.instant}" in str(e.value)
     assert "nothing was committed" in str(e.value)
-    assert Timeline.load(LocalStorage(), table.location).commits() == commits
+    assert Timeline.load(storage, base).commits() == commits
     assert data_files(table.location) == files and sorted(map(tuple, table.read().collect())) == rows
 
     # other partitions are written as usual

@@ -12,7 +12,7 @@ import pytest
 from _support import ORDERS_SPEC, ROOT
 from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.apply import Applier
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
@@ -116,19 +116,21 @@ def test_real_fixture_moved_to_bucket_index(spark, real_table, tmp_path):
     assert_hudi_rs_agrees(moved)
 
 
-@pytest.mark.parametrize("point", ["before_requested", "mid_write", "after_data_files", "before_completion"])
-def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, monkeypatch, point):
+@pytest.mark.parametrize("point, warehouse", [
+    *[(p, "local") for p in ("before_requested", "mid_write", "after_data_files", "before_completion")],
+    ("after_data_files", "s3")], indirect=["warehouse"])
+def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, warehouse, monkeypatch, point):
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "orders.yaml").write_text(SIMPLE)
-    table = make_table(spark, tmp_path / "wh", SIMPLE)
+    table = make_table(spark, warehouse, SIMPLE)
     load_orders(spark, table, n=90, days=3)
     before = content(table)
     (specs / "orders.yaml").write_text(ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4"))
     env = {**os.environ, "TABLESPEC_CRASH_AT": point, "TABLESPEC_REWRITE_BATCH_BYTES": "1",
            "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse",
-                           str(tmp_path / "wh"), "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
+                           warehouse, "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
     # readers see the table as before the crash (tablespec and hudi-rs)
     assert content(table) == before
@@ -137,14 +139,14 @@ def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, monkeypatch, po
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
     loaded = load_specs([str(specs)])
     loc = table.location
-    plan = build_plan(loaded.specs, {loc: observe(loc)}, str(tmp_path / "wh"))
+    plan = build_plan(loaded.specs, {loc: observe(loc)}, warehouse)
     Applier(spark=spark).apply(plan)
-    after = build_plan(loaded.specs, {loc: observe(loc)}, str(tmp_path / "wh"))
+    after = build_plan(loaded.specs, {loc: observe(loc)}, warehouse)
     assert not after.has_changes
     spec = loaded.specs[0].spec
     recovered = Table(spec, loc, spark)
     assert content(recovered) == before
-    assert not Timeline.load(LocalStorage(), loc).pending()
+    assert not Timeline.load(*storage_for(loc)).pending()
     assert_hudi_rs_agrees(recovered)
     assert_bucketed(recovered, lambda p: 4)
 

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import assert_hudi_rs_agrees, make_table, run_script
 from tablespec.hudi import record_index as ri
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
 from tablespec.index import verify
 
@@ -50,8 +50,8 @@ def assert_consistent(table):
     return data
 
 
-def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, tmp_path):
-    table = make_table(spark, tmp_path, SPEC)
+def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, warehouse):
+    table = make_table(spark, warehouse, SPEC)
     rows = [(f"k{i}", ["ams", "ber", "cph"][i % 3], i) for i in range(30)]
     assert table.write(spark.createDataFrame(rows, DDL), "insert").inserted == 30
     first = assert_consistent(table)
@@ -75,8 +75,9 @@ def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, tmp_p
     assert len(data) == 31 and table.read().filter("id = 'k3'").collect()[0].n == 300
     assert_hudi_rs_agrees(table)
     # index files live under .hoodie/.tablespec and count only for completed instants
-    files = ri.list_files(LocalStorage(), table.location)
-    done = {i.timestamp for i in Timeline.load(LocalStorage(), table.location).completed()}
+    storage, base = storage_for(table.location)
+    files = ri.list_files(storage, base)
+    done = {i.timestamp for i in Timeline.load(storage, base).completed()}
     assert files and all(f.instant in done for f in files)
 
 
@@ -182,9 +183,10 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     assert_hudi_rs_agrees(table)  # the compaction commit (no data) does not disturb readers
 
 
-@pytest.mark.parametrize("point", ["after_data_files", "before_completion"])
-def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, point):
-    table = make_table(spark, tmp_path, SPEC)
+@pytest.mark.parametrize("point, warehouse", [("after_data_files", "local"), ("before_completion", "local"),
+                                              ("after_data_files", "s3")], indirect=["warehouse"])
+def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, warehouse, point):
+    table = make_table(spark, warehouse, SPEC)
     table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(12)], DDL), "insert")
     before = assert_consistent(table)
     (tmp_path / "people.yaml").write_text(SPEC)
@@ -199,7 +201,7 @@ def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, point
         table.write(df, "upsert")
     """, TABLESPEC_CRASH_AT=point)
     assert proc.returncode == -9, proc.stderr[-3000:]
-    storage = LocalStorage()
+    storage = storage_for(table.location)[0]
     crashed = Timeline.load(storage, table.location).pending()[0].timestamp
     assert any(f.instant == crashed for f in ri.list_files(storage, table.location))  # written, not counted
     assert assert_consistent(table) == before  # readers and lookups see the table as before

@@ -30,7 +30,7 @@ from tablespec.errors import StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.plan.builder import build_plan, table_location
 from tablespec.plan.columns import spec_columns
@@ -278,23 +278,24 @@ def test_evolve_schema_is_idempotent_and_refuses_destructive_specs(tmp_path):
 
 
 @pytest.mark.parametrize("through_plan", [True, False])
-def test_crashed_schema_evolution_is_rolled_back_then_applied(tmp_path, through_plan):
+def test_crashed_schema_evolution_is_rolled_back_then_applied(warehouse, through_plan):
     """A dead apply left an inflight instant (no heartbeat): the plan rolls it back first; the
     executor alone also recovers it (under the lock) before committing."""
-    location = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
-    storage, writer = LocalStorage(), TimelineWriter(LocalStorage(), location)
+    location = _empty_table(warehouse, SPEC.replace("INDEX", INDEXES["simple"]))
+    storage = storage_for(location)[0]
+    writer = TimelineWriter(storage, location)
     crashed = new_instant_time()
     writer.start(writer.request("commit", crashed), b"")
     evolved_text = EVOLVED.replace("INDEX", INDEXES["simple"])
     if through_plan:
-        assert [a.kind for a in plan(tmp_path, evolved_text).tables[0].actions] == ["rollback", "schema_evolution"]
-        Applier().apply(plan(tmp_path, evolved_text))
+        assert [a.kind for a in plan(warehouse, evolved_text).tables[0].actions] == ["rollback", "schema_evolution"]
+        Applier().apply(plan(warehouse, evolved_text))
     else:
         evolve_schema(location, load(evolved_text).specs[0].spec)
     timeline = Timeline.load(storage, location)
     assert not timeline.pending() and not timeline.contains_completed(crashed)
     assert [i.action for i in timeline.completed()] == ["rollback", "commit"]
-    assert not plan(tmp_path, evolved_text).has_changes
+    assert not plan(warehouse, evolved_text).has_changes
 
 
 def test_schema_action_does_not_import_pyspark():

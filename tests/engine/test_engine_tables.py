@@ -7,7 +7,7 @@ import pytest
 
 from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.lock import LockTimeoutError, TableLock
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.importer import spec_document
@@ -53,10 +53,10 @@ def test_upsert_into_real_hudi_table(spark, real_table, name):
     assert_hudi_rs_agrees(table)
 
 
-def test_second_writer_waits_then_fails_naming_holder(spark, tmp_path):
-    table = make_table(spark, tmp_path, SPEC)
+def test_second_writer_waits_then_fails_naming_holder(spark, warehouse):
+    table = make_table(spark, warehouse, SPEC)
     df = spark.createDataFrame([("a", 1)], "id string, qty int")
-    holder = TableLock(LocalStorage(), table.location, owner="nightly-backfill")
+    holder = TableLock(*storage_for(table.location), owner="nightly-backfill")
     holder.acquire()
     try:
         with pytest.raises(LockTimeoutError, match="nightly-backfill"):
@@ -66,20 +66,21 @@ def test_second_writer_waits_then_fails_naming_holder(spark, tmp_path):
     assert table.write(df, "upsert").inserted == 1
 
 
-def test_crashed_write_is_rolled_back_by_next_writer(spark, tmp_path):
-    table = make_table(spark, tmp_path, SPEC)
+def test_crashed_write_is_rolled_back_by_next_writer(spark, warehouse):
+    table = make_table(spark, warehouse, SPEC)
     table.write(spark.createDataFrame([("a", 1), ("b", 2)], "id string, qty int"), "upsert")
     # a writer that died mid-write: inflight instant, a data file, no heartbeat
-    storage, writer = LocalStorage(), TimelineWriter(LocalStorage(), table.location)
-    ts = new_instant_time(after=Timeline.load(storage, table.location).instants[-1].timestamp)
+    storage, base = storage_for(table.location)
+    writer = TimelineWriter(storage, base)
+    ts = new_instant_time(after=Timeline.load(storage, base).instants[-1].timestamp)
     writer.start(writer.request("commit", ts))
-    orphan = os.path.join(table.location, f"00000000-aaaa-bbbb-cccc-dddddddddddd-0_0-1-1_{ts}.parquet")
-    with open(orphan, "wb") as f:
-        f.write(b"partial")
+    orphan = join(base, f"00000000-aaaa-bbbb-cccc-dddddddddddd-0_0-1-1_{ts}.parquet")
+    storage.write_bytes(orphan, b"partial")
+    assert storage.exists(orphan)
     assert sorted(r.id for r in table.read().collect()) == ["a", "b"]  # readers ignore the inflight
     result = table.write(spark.createDataFrame([("c", 3)], "id string, qty int"), "upsert", heartbeat_tolerance=0)
-    assert not os.path.exists(orphan)
-    timeline = Timeline.load(storage, table.location)
+    assert not storage.exists(orphan)
+    timeline = Timeline.load(storage, base)
     assert not timeline.pending() and any(i.action == "rollback" for i in timeline.completed())
     assert result.inserted == 1 and sorted(r.id for r in table.read().collect()) == ["a", "b", "c"]
     assert_hudi_rs_agrees(table)

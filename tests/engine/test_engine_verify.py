@@ -15,7 +15,7 @@ from tablespec.cli import main
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, join, storage_for
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.timeline import Timeline
 from test_engine_rebucket import load_orders, plan_for
@@ -36,9 +36,11 @@ def verify(capsys, *args) -> tuple[int, str, str]:
 
 def latest_base_files(table) -> list[str]:
     """Paths (relative to the table) of the base files a snapshot reads."""
-    st = LocalStorage()
-    view = FileSystemView.build(st, table.location, Timeline.load(st, table.location))
-    return sorted(os.path.relpath(s.base_file.path, table.location) for s in view.latest_slices())
+    st, base = storage_for(table.location)
+    view = FileSystemView.build(st, base, Timeline.load(st, base))
+    paths = [s.base_file.path for s in view.latest_slices()]
+    assert all(p.startswith(base + "/") for p in paths), (base, paths)
+    return sorted(p[len(base) + 1:] for p in paths)
 
 
 def updated_table(spark, tmp_path, text=SIMPLE):
@@ -56,8 +58,9 @@ def findings(out: str, location: str) -> list[tuple[str, str]]:
     return [tuple(line.split("\t")[1:3]) for line in out.splitlines() if line.startswith(location + "\t")]
 
 
-def test_a_written_table_verifies_clean_and_damage_is_reported(spark, tmp_path, capsys):
-    table = updated_table(spark, tmp_path)
+def test_a_written_table_verifies_clean_and_damage_is_reported(spark, warehouse, capsys):
+    table = updated_table(spark, warehouse)
+    storage, base = storage_for(table.location)
     code, out, _ = verify(capsys, table.location)
     assert code == 0 and out.strip().startswith(f"{table.location}: clean (")
     assert table.verify().ok
@@ -65,16 +68,18 @@ def test_a_written_table_verifies_clean_and_damage_is_reported(spark, tmp_path, 
     victim, damaged = latest_base_files(table)[:2]
 
     # a base file of the latest slice deleted: readers go on without it; verify names it
-    os.remove(os.path.join(table.location, victim))
+    assert storage.exists(join(base, victim))
+    storage.delete(join(base, victim))
+    assert not storage.exists(join(base, victim))
     assert table.read().count() <= rows  # no error: an older slice (or nothing) is served
     code, out, _ = verify(capsys, table.location)
     assert code == 1 and findings(out, table.location) == [("missing", victim)]
     assert "the latest slice of file group" in out and f"{table.location}: 1 finding(s)" in out
 
     # another one truncated
-    path = os.path.join(table.location, damaged)
-    with open(path, "r+b") as f:
-        f.truncate(os.path.getsize(path) // 2)
+    path = join(base, damaged)
+    data = storage.read_bytes(path)
+    storage.write_bytes(path, data[:len(data) // 2])
     code, out, _ = verify(capsys, table.location)
     assert code == 1 and ("truncated", damaged) in findings(out, table.location)
     assert "fileSizeInBytes" in out

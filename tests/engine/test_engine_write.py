@@ -13,7 +13,7 @@ from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.engine.writer import WriteRefused
 from tablespec.engine.schema import DataSchemaError
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
@@ -33,9 +33,10 @@ def spec_for(index: str) -> str:
     return ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: " + index_block)
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"])
-def test_write_upsert_delete_round_trip_hudi_rs_agrees(spark, tmp_path, index):
-    table = make_table(spark, tmp_path, spec_for(index))
+@pytest.mark.parametrize("index, warehouse", [(i, "local") for i in ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL")]
+                         + [("BUCKET", "s3")], indirect=["warehouse"])
+def test_write_upsert_delete_round_trip_hudi_rs_agrees(spark, warehouse, index):
+    table = make_table(spark, warehouse, spec_for(index))
     r1 = table.write(orders(spark, [("o1", 1, "10.00", 0, 1), ("o2", 2, "20.00", 0, 1), ("o3", 3, "30.00", 0, 2)]),
                      "upsert")
     assert (r1.inserted, r1.updated, r1.deleted) == (3, 0, 0)
@@ -108,8 +109,8 @@ def test_written_files_carry_hudi_footers_and_layout(spark, tmp_path):
     assert json.loads(commit["extraMetadata"]["schema"])["name"] == "orders_record"
 
 
-def test_inserts_fill_small_file_groups_first(spark, tmp_path):
-    table = make_table(spark, tmp_path, spec_for("SIMPLE"))
+def test_inserts_fill_small_file_groups_first(spark, warehouse):
+    table = make_table(spark, warehouse, spec_for("SIMPLE"))
     r1 = table.write(orders(spark, [("a", 1, "1.00", 0, 1)]), "insert")
     r2 = table.write(orders(spark, [("b", 1, "1.00", 0, 1), ("c", 1, "1.00", 0, 1)]), "insert")
     def fid(result):
@@ -121,17 +122,17 @@ def test_inserts_fill_small_file_groups_first(spark, tmp_path):
     assert_hudi_rs_agrees(table)
 
 
-def test_null_keys_are_refused_and_nothing_committed(spark, tmp_path):
-    table = make_table(spark, tmp_path, spec_for("BUCKET"))
+def test_null_keys_are_refused_and_nothing_committed(spark, warehouse):
+    table = make_table(spark, warehouse, spec_for("BUCKET"))
     table.write(orders(spark, [("o1", 1, "1.00", 0, 1)]), "upsert")
-    before = Timeline.load(LocalStorage(), table.location).instants
+    before = Timeline.load(*storage_for(table.location)).instants
     bad = spark.createDataFrame([(None, 1, Decimal("1"), T0, dt.date(2026, 11, 1)),
                                  ("", 2, Decimal("1"), T0, dt.date(2026, 11, 1)),
                                  ("ok", 3, Decimal("1"), T0, dt.date(2026, 11, 1))],
                                 SCHEMA.replace("order_id string", "order_id string"))
     with pytest.raises(WriteRefused, match=r"2 row\(s\) have a null or empty record key"):
         table.write(bad, "upsert")
-    after = Timeline.load(LocalStorage(), table.location)
+    after = Timeline.load(*storage_for(table.location))
     assert [i for i in after.instants if i.action == "commit"] == [i for i in before if i.action == "commit"]
     assert sorted(r.order_id for r in table.read().collect()) == ["o1"]
     assert_hudi_rs_agrees(table)
@@ -192,7 +193,7 @@ def test_ingest_cli_malformed_input_is_a_clear_error(spark, tmp_path, capsys):
     code = main(["ingest", str(spec), "--input", str(bad), "--input-format", "json", "--warehouse", str(tmp_path / "wh")])
     out, err = capsys.readouterr()
     assert code == 1 and "column 'customer_id': cannot parse 'not a number' as long" in err and "Traceback" not in err
-    from tablespec.hudi.io import LocalStorage
+    from tablespec.hudi.io import LocalStorage, storage_for
     from tablespec.hudi.timeline import Timeline
     assert not Timeline.load(LocalStorage(), str(tmp_path / "wh" / "sales" / "orders")).commits()
 
