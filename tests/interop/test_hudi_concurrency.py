@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from interop_support import assert_readers_agree, hudi_df
+from interop_support import assert_readers_agree
 from helpers import make_table, run_script  # noqa: I001 (interop_support puts tests/engine on the path)
 from tablespec.apply import Applier
 from tablespec.engine.commit import CRASH_ENV
