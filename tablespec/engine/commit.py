@@ -115,12 +115,14 @@ class Transaction:
         self.storage, self.base, self.lock = storage, base, lock
         self.rewrites = frozenset(rewrites)
         self.writer = TimelineWriter(storage, base)
-        with TransactionLock(storage, base, action):
-            timeline = Timeline.load(storage, base)
-            if requested is None:
+        if requested is None:
+            with TransactionLock(storage, base, action):  # instants are created under Hudi's lock
+                timeline = Timeline.load(storage, base)
                 last = timeline.instants[-1].timestamp if timeline.instants else None
                 crash_point("before_requested")
                 requested = self.writer.request(action, new_instant_time(after=last), plan)
+        elif basis is None:
+            timeline = Timeline.load(storage, base)
         self.basis = basis if basis is not None else timeline
         self.requested, self.instant = requested, requested.timestamp
         self.heartbeat = Heartbeat(storage, base, self.instant)
