@@ -23,7 +23,7 @@ from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_stri
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
-from tablespec.hudi.naming import BaseFileName, bucket_file_id, write_token
+from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
@@ -179,15 +179,47 @@ def write_file_groups(job: WriteJob, batches):
     groups = list(by_file_group(batches))
     if not groups:
         return
-    invalid_rows = [g.filter(g.column(INVALID)) for _, g in groups]
-    invalid = sum(t.num_rows for t in invalid_rows)
-    if invalid:
-        sample = pa.concat_tables(invalid_rows).drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3).to_pylist()
-        yield stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
-                                num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
-                                invalid_sample=json.dumps(sample, default=str))])
+    refused = invalid_report([g for _, g in groups])
+    if refused is not None:
+        yield refused
         return
     yield stats_batch([_write_group(job, group, file_id, token, partition_id) for file_id, group in groups])
+
+
+def write_new_file_groups(job: WriteJob, rows_per_file: int, batches):
+    """bulk_insert without a shuffle: each task writes its own rows into new file groups of
+    at most `rows_per_file` rows, one or more per partition it saw (Apache Hudi's bulk_insert
+    with sort mode NONE lays files out the same way). Memory: one input split."""
+    prepared = [b for b in prepare(job, batches) if len(b)]
+    if not prepared:
+        return
+    rows = pa.Table.from_batches(prepared)
+    refused = invalid_report([rows])
+    if refused is not None:
+        yield refused
+        return
+    partition_id, token = task_token()
+    encoded = rows.column(PART).combine_chunks().dictionary_encode()
+    codes = np.asarray(encoded.indices)
+    stats = []
+    for code in range(len(encoded.dictionary)):
+        group = rows.take(pa.array(np.flatnonzero(codes == code)))
+        for start in range(0, group.num_rows, rows_per_file):
+            stats.append(_write_group(job, group.slice(start, rows_per_file), new_file_id(), token, partition_id))
+    yield stats_batch(stats)
+
+
+def invalid_report(tables: list[pa.Table]) -> pa.RecordBatch | None:
+    """The stats row reporting a task's invalid rows (count and a sample), or None when all are valid.
+    A task with invalid rows writes nothing; the driver refuses the write."""
+    invalid_rows = [t.filter(t.column(INVALID)) for t in tables]
+    invalid = sum(t.num_rows for t in invalid_rows)
+    if not invalid:
+        return None
+    sample = pa.concat_tables(invalid_rows).drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3).to_pylist()
+    return stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
+                             num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
+                             invalid_sample=json.dumps(sample, default=str))])
 
 
 def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches, storage: Storage = LOCAL):

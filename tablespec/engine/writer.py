@@ -203,6 +203,11 @@ class TableWriter:
         out_schema = StructType(fields + [StructField(tasks.KEY, StringType()), StructField(tasks.PART, StringType()),
                                           StructField(tasks.FG, StringType()), StructField(tasks.SEQ, LongType()),
                                           StructField(tasks.INVALID, BooleanType())])
+        if job.operation == "bulk_insert" and not job.buckets and index is None:
+            per_file = max(1, self.spec.spec.clustering.target_file_size // _record_bytes(
+                [s for s in view.latest_slices() if s.base_file is not None], job.storage))
+            rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file), tasks.STATS_DDL)
+            return [r.asDict() for r in rows.collect()]
         prepared = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
         if job.buckets:
             tagged = prepared

@@ -214,3 +214,31 @@ def test_null_key_among_updates_is_refused_not_crashing(spark, tmp_path):
     with pytest.raises(WriteRefused, match=r"1 row\(s\) have a null or empty record key"):
         table.write(mixed, "upsert")
     assert [str(r.amount) for r in table.read().collect()] == ["1.00"]
+
+
+def test_bulk_insert_writes_each_task_rows_into_its_own_file_groups(spark, tmp_path):
+    """No shuffle: every input task writes its rows per partition, rolling at the target file size."""
+    spec = spec_for("SIMPLE").replace("  index:", "  clustering: {targetFileSize: 256, smallFileLimit: 100}\n  index:")
+    table = make_table(spark, tmp_path, spec)  # a new table: 128 bytes per record assumed -> 2 rows per file
+    rows = [("a", 1, "1.00", 0, 1), ("b", 1, "1.00", 0, 1), ("c", 1, "1.00", 0, 1),
+            ("d", 1, "1.00", 0, 1), ("e", 1, "1.00", 0, 2), ("f", 1, "1.00", 0, 2), ("g", 1, "1.00", 0, 2)]
+    df = orders(spark, rows).repartition(3)
+    per_task = [[r.order_date for r in task] for task in df.rdd.glom().collect()]
+    expected_files = sum(-(-days.count(d) // 2) for days in per_task for d in set(days))
+    result = table.write(df, "bulk_insert")
+    assert result.inserted == 7
+    assert len(result.files) == len({os.path.basename(f).split("_")[0] for f in result.files}) == expected_files
+    assert all(pq.read_metadata(os.path.join(table.location, f)).num_rows <= 2 for f in result.files)
+    assert sorted(r.order_id for r in table.read().collect()) == list("abcdefg")
+    assert_hudi_rs_agrees(table)
+
+
+def test_bulk_insert_with_null_keys_writes_nothing(spark, tmp_path):
+    table = make_table(spark, tmp_path, spec_for("SIMPLE"))
+    bad = orders(spark, [("a", 1, "1.00", 0, 1), ("b", 1, "1.00", 0, 2)]).unionByName(
+        spark.createDataFrame([(None, 2, Decimal("1"), T0, dt.date(2026, 11, 1))], SCHEMA)).repartition(3)
+    with pytest.raises(WriteRefused, match=r"1 row\(s\) have a null or empty record key"):
+        table.write(bad, "bulk_insert")
+    storage, base = storage_for(table.location)
+    assert not Timeline.load(storage, base).commits()
+    assert not [f for f in storage.walk_files(base) if f.path.endswith(".parquet")]  # the task's files rolled back
