@@ -43,7 +43,8 @@ def spec_text(clustering: str, index: str = "{type: SIMPLE}", partitioned: bool 
 def batch(spark, start: int, n: int, days: int = 2):
     rows = [(f"o{i:05d}", (i * 7919) % 1000, Decimal(f"{(i * 6007) % 997}.25"), T0 + dt.timedelta(minutes=i),
              dt.date(2026, 11, 1 + i % days)) for i in range(start, start + n)]
-    return spark.createDataFrame(rows, SCHEMA)
+    # One input split: a bulk_insert writes one small file per partition it touches (one per task otherwise).
+    return spark.createDataFrame(rows, SCHEMA).coalesce(1)
 
 
 def content(table) -> list[tuple]:
