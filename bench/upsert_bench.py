@@ -43,16 +43,15 @@ busy, since the machine may be shared.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import shutil
 import sys
 import tempfile
 import time
 
-from _common import (add_hudi_arguments, dir_bytes, EventLog, hudi_options, hudi_read, hudi_write, latest_base_files,
-                     make_table, orders, parquet_files, Phases, set_hudi_overrides, set_phase, stage_line, start_spark,
-                     write_report)
+from _common import (add_hudi_arguments, dir_bytes, EventLog, goal, hudi_options, hudi_read, hudi_write,
+                     latest_base_files, make_table, orders, parquet_files, Phases, rss_cell, set_hudi_overrides,
+                     set_phase, SPARK_START, stage_line, start_spark, write_report)
 from tablespec.hudi.naming import BaseFileName
 from tablespec.table import Table
 
@@ -95,12 +94,33 @@ def written(location: str, files) -> tuple[set[str], int]:
     return ids, sum(os.path.getsize(os.path.join(location, f)) for f in files)
 
 
-def baseline_write(spark, touched: list[str], new_rows, out: str) -> None:
-    """Plain Spark: read the touched base files, add the new rows (with meta-like columns), write parquet."""
-    spark.read.parquet(*touched).unionByName(new_rows.select(*meta_like(), "*")).write.mode("overwrite").parquet(out)
+def baseline_write(spark, files: list[str], new_rows, out: str, partitioned: bool = False) -> None:
+    """Plain Spark: read the base files, add the new rows (with meta-like columns), write parquet
+    (with `partitioned`, partitionBy(order_date) as the table is)."""
+    rows = spark.read.parquet(*files).unionByName(new_rows.select(*meta_like(), "*")).write.mode("overwrite")
+    (rows.partitionBy("order_date") if partitioned else rows).parquet(out)
 
 
-KINDS = {"BUCKET": None, "SIMPLE": "{type: SIMPLE}", "RECORD_LEVEL": "{type: RECORD_LEVEL}"}
+def partition_files(files: dict[str, tuple[str, int]], touched: list[str]) -> list[tuple[str, int]]:
+    """(path, size) of every latest base file in the partitions (folders) of the `touched` files."""
+    folders = {os.path.dirname(p) for p in touched}
+    return sorted(f for f in files.values() if os.path.dirname(f[0]) in folders)
+
+
+def tag_share(described: dict[str, dict], runs: list[float]) -> dict:
+    """An upsert's Spark job seconds by tablespec's job description (its writer labels the jobs that tag
+    rows, key preparation included, those that write file groups, and the record-index delta's), over
+    all runs, and tagging's share of the upsert's seconds. BUCKET tables have no tagging jobs: a
+    row's bucket is hashed as it is prepared for the write."""
+    secs = {part: described.get(f"tablespec: {part}", {}).get("wall_s", 0.0) for part in ("tag", "write", "index")}
+    return dict(**{f"{part}_s": round(s, 3) for part, s in secs.items()}, upsert_s=round(sum(runs), 3),
+                share=round(secs["tag"] / sum(runs), 3))
+
+
+KINDS = {"BUCKET": None, "SIMPLE": "{type: SIMPLE}", "BLOOM": "{type: BLOOM}", "RECORD_LEVEL": "{type: RECORD_LEVEL}"}
+# The plain baselines, run over the BUCKET and the SIMPLE table; BLOOM and RECORD_LEVEL tables are
+# laid out as SIMPLE's (same rows, same file sizing, no buckets) and take SIMPLE's.
+BASELINE_KIND = {"BUCKET": "BUCKET", "SIMPLE": "SIMPLE", "BLOOM": "SIMPLE", "RECORD_LEVEL": "SIMPLE"}
 
 
 def main() -> int:
@@ -133,7 +153,7 @@ def main() -> int:
     events = os.path.join(work, "events")
     spark = start_spark(args.master, args.driver_memory, events, app_name="upsert_bench", hudi=args.hudi)
     sc = spark.sparkContext
-    phases = Phases(sc, repeat)
+    phases = Phases(spark, repeat)
     timings, measure = phases.timings, phases.measure
     setup: dict[str, float] = {}
     io: dict[str, dict] = {}  # phase -> files / bytes read and written
@@ -154,7 +174,7 @@ def main() -> int:
         set_phase(sc, "warm-up")
         t = time.perf_counter()
         for name, index in (("wbucket", "{type: BUCKET, numBuckets: 4}"), ("wsimple", "{type: SIMPLE}"),
-                            ("wrli", "{type: RECORD_LEVEL}")):
+                            ("wbloom", "{type: BLOOM}"), ("wrli", "{type: RECORD_LEVEL}")):
             tiny = make_table(spark, os.path.join(work, "warmup"), name, index)
             tiny.write(orders(spark.range(0, 2000), 3, 0), "bulk_insert")
             tiny.write(upsert_input(spark, 2000, 100, 100, 3), "upsert")
@@ -217,7 +237,8 @@ def main() -> int:
             upserts[kind] = dict(inserted=result.inserted, updated=result.updated, files_written=len(result.files),
                                  bytes_written=out_bytes, files_read=len(touched),
                                  bytes_read=sum(size for _, size in touched), location=target.location,
-                                 touched=[p for p, _ in touched])
+                                 touched=[p for p, _ in touched], partition_files=partition_files(before, [
+                                     p for p, _ in touched]))
             io[f"upsert {kind}"] = {k: upserts[kind][k] for k in ("files_read", "bytes_read", "files_written",
                                                                  "bytes_written")}
             if args.hudi:
@@ -238,18 +259,20 @@ def main() -> int:
                                                  files_written=stats["files_written"],
                                                  bytes_written=stats["bytes_written"])
 
-        for kind in ("BUCKET", "SIMPLE"):  # plain Spark over the files each upsert rewrote (same page cache)
-            touched = upserts[kind]["touched"]
-            scratch = os.path.join(work, f"baseline_{kind.lower()}")
+        # Plain Spark over the files each upsert rewrote, then over every file of the partitions it
+        # touched, written partitionBy(order_date) (same page cache); the faster is the kind's baseline.
+        for kind in ("BUCKET", "SIMPLE"):
             new_rows = orders(spark.range(args.rows, args.rows + n_new), args.partitions, version=1)
-            measure(f"baseline {kind} files", lambda _: baseline_write(spark, touched, new_rows, scratch))
-            set_phase(sc, "verify")
-            rows_out, rows_in = spark.read.parquet(scratch).count(), spark.read.parquet(*touched).count()
-            io[f"baseline {kind} files"] = dict(files_read=len(touched), bytes_read=upserts[kind]["bytes_read"],
-                                                files_written=len(glob.glob(os.path.join(scratch, "*.parquet"))),
-                                                bytes_written=dir_bytes(scratch))
-            checks[f"baseline {kind} files"] = dict(rows=rows_out, expected=rows_in + n_new,
-                                                    ok=rows_out == rows_in + n_new)
+            for scope, inputs, partitioned in (("files", upserts[kind]["touched"], False),
+                                               ("partitions", [p for p, _ in upserts[kind]["partition_files"]], True)):
+                phase, scratch = f"baseline {kind} {scope}", os.path.join(work, f"baseline_{kind.lower()}_{scope}")
+                measure(phase, lambda _, inputs=inputs, scratch=scratch, partitioned=partitioned:
+                        baseline_write(spark, inputs, new_rows, scratch, partitioned))
+                set_phase(sc, "verify")
+                rows_out, rows_in = spark.read.parquet(scratch).count(), spark.read.parquet(*inputs).count()
+                io[phase] = dict(files_read=len(inputs), bytes_read=sum(os.path.getsize(p) for p in inputs),
+                                 files_written=len(parquet_files(scratch)), bytes_written=dir_bytes(scratch))
+                checks[phase] = dict(rows=rows_out, expected=rows_in + n_new, ok=rows_out == rows_in + n_new)
 
         set_phase(sc, "verify")
         expected = args.rows + n_new
@@ -268,45 +291,72 @@ def main() -> int:
         set_phase(sc, None)
         spark.stop()
 
-    stages = EventLog(events).phases()
-    base_secs = timings["baseline BUCKET files"]["seconds"]
-    load_secs = timings["baseline bulk_insert"]["seconds"]
+    log = EventLog(events)
+    stages, described = log.phases(), log.job_descriptions()
+    # Each kind's baseline: the faster of plain Spark over the touched files and over the touched partitions.
+    fastest = {k: min((f"baseline {k} files", f"baseline {k} partitions"), key=phases.seconds) for k in ("BUCKET",
+                                                                                                         "SIMPLE")}
+
+    def baseline_of(phase: str) -> str:
+        if "bulk_insert" in phase:
+            return "baseline bulk_insert"
+        words = phase.split()
+        return fastest[words[1]] if words[0] == "baseline" else fastest[BASELINE_KIND[words[-1]]]
+
+    tagging = {kind: tag_share(described.get(f"upsert {kind}", {}), timings[f"upsert {kind}"]["runs"])
+               for kind in kinds}
     print(f"bulk insert of {args.rows:,} rows, then upsert of {n_in:,} rows ({n_updates:,} updates, {n_new:,} new "
-          f"keys), {args.partitions} partitions, BUCKET({args.buckets}) vs SIMPLE vs RECORD_LEVEL"
+          f"keys), {args.partitions} partitions, {' vs '.join(kinds)} (BUCKET({args.buckets}))"
           f"{', tablespec and Apache Hudi 0.15.0' if args.hudi else ''}; master {args.master}, "
           f"{os.cpu_count()} cpus; best of {repeat}")
-    print("setup: " + ", ".join(f"{k} {v:.1f}s" for k, v in setup.items()))
-    print(f"{'phase':<28}{'seconds':>8}{'rows/s':>11}{'x baseline':>11}{'x Hudi':>8}{'files r/w':>12}{'MB read':>9}"
-          f"{'MB written':>11}{'others':>8}")
+    print(f"setup: Spark start {SPARK_START['seconds']:.1f}s, " + ", ".join(f"{k} {v:.1f}s" for k, v in setup.items()))
+    print(f"{'phase':<30}{'seconds':>8}{'rows/s':>11}{'x baseline':>11}{'x Hudi':>8}{'files r/w':>12}{'MB read':>9}"
+          f"{'MB written':>11}{'others':>8}  {'peak RSS MiB d/JVM/w':<21}{'tag share':>9}")
     results = {}
     order = [f"{op} {kind}" for op in ("bulk_insert", "upsert") for kind in kinds]
     order = [p for phase in order for p in (phase, f"Hudi {phase}") if p in timings]
-    order += ["baseline bulk_insert", "baseline BUCKET files", "baseline SIMPLE files"]
+    order += ["baseline bulk_insert"] + [f"baseline {k} {s}" for k in ("BUCKET", "SIMPLE") for s in ("files",
+                                                                                                      "partitions")]
     for phase in order:
         secs, t = timings[phase]["seconds"], timings[phase]
         rows = args.rows if "bulk_insert" in phase else n_in
-        ratio = secs / (load_secs if "bulk_insert" in phase else base_secs)
+        baseline = baseline_of(phase)
+        ratio = secs / timings[baseline]["seconds"]
         peer = f"Hudi {phase}"
         ratio_hudi = secs / timings[peer]["seconds"] if peer in timings else None
-        results[phase] = dict(seconds=secs, runs=t["runs"], rows_per_s=rows / secs, ratio_to_baseline=ratio,
-                              ratio_to_hudi=ratio_hudi, other_cpu_cores=t["other_cpu_cores"], **io[phase])
+        results[phase] = dict(seconds=secs, runs=t["runs"], rows_per_s=rows / secs, baseline=baseline,
+                              ratio_to_baseline=ratio, ratio_to_hudi=ratio_hudi, other_cpu_cores=t["other_cpu_cores"],
+                              peak_rss=t["peak_rss"], **io[phase])
+        if phase.split()[0] in ("bulk_insert", "upsert"):
+            results[phase].update(goal=goal(phase), goal_met=ratio <= goal(phase))
+        if phase.startswith("upsert"):
+            results[phase]["tagging"] = tagging[phase.split()[-1]]
         i = io[phase]
         files = f"{i['files_read']}/{i['files_written']}"
         mb_read = "-" if i["bytes_read"] is None else f"{i['bytes_read'] / 2**20:.1f}"
         hudi_col = f"{ratio_hudi:>7.2f}x" if ratio_hudi is not None else f"{'-':>8}"
-        print(f"{phase:<28}{secs:>8.2f}{rows / secs:>11,.0f}{ratio:>10.2f}x{hudi_col}{files:>12}"
-              f"{mb_read:>9}{i['bytes_written'] / 2**20:>11.1f}{max(t['other_cpu_cores']):>8.2f}")
-    simple_own = timings["upsert SIMPLE"]["seconds"] / timings["baseline SIMPLE files"]["seconds"]
-    target_met = results["upsert BUCKET"]["ratio_to_baseline"] <= 1.5
-    print("baseline = plain Spark reading the files the BUCKET upsert rewrote, writing them plus the new rows "
-          "(bulk inserts: writing the same rows partitionBy(order_date)); x Hudi = tablespec / Apache Hudi seconds; "
+        share = f"{results[phase]['tagging']['share']:>8.0%}" if "tagging" in results[phase] else ""
+        print(f"{phase:<30}{secs:>8.2f}{rows / secs:>11,.0f}{ratio:>10.2f}x{hudi_col}{files:>12}"
+              f"{mb_read:>9}{i['bytes_written'] / 2**20:>11.1f}{max(t['other_cpu_cores']):>8.2f}  "
+              f"{rss_cell(t['peak_rss']):<21}{share:>9}")
+    print("baseline = the faster of plain Spark reading the files the upsert rewrote (BUCKET's; SIMPLE's for "
+          "SIMPLE, BLOOM, RECORD_LEVEL) and writing them plus the new rows, and the same over every file of the "
+          "partitions it touched written partitionBy(order_date): "
+          + ", ".join(f"{k} {v.split()[-1]}" for k, v in fastest.items())
+          + " (bulk inserts: writing the same rows partitionBy(order_date)); x Hudi = tablespec / Apache Hudi seconds; "
           "rows/s = rows written (bulk insert) or upserted per second; Hudi files r = file groups merged; "
-          "others = CPU cores other processes kept busy meanwhile")
-    print(f"SIMPLE vs plain Spark over its own files: {simple_own:.2f}x")
-    print(f"target BUCKET <= 1.5x baseline: {'met' if target_met else 'NOT met'}")
+          "others = CPU cores other processes kept busy meanwhile; peak RSS = driver Python / JVM / Python workers; "
+          "tag share = tagging jobs' wall seconds (key preparation included) / the upsert's seconds")
+    target_met = all(r["goal_met"] for r in results.values() if "goal_met" in r)
+    print("goals (x baseline): " + ", ".join(f"{p} {r['ratio_to_baseline']:.2f}x <= {r['goal']}"
+                                             f"{'' if r['goal_met'] else ' NOT met'}"
+                                             for p, r in results.items() if "goal" in r))
     if args.hudi:
         print("tablespec / Hudi: " + ", ".join(f"{p} {results[p]['ratio_to_hudi']:.2f}x" for p in results
                                               if results[p]["ratio_to_hudi"] is not None))
+    print("upsert time by tablespec's job descriptions (seconds over all runs): " + "; ".join(
+        f"{k} tag {v['tag_s']:.2f}, write {v['write_s']:.2f}, index {v['index_s']:.2f} of {v['upsert_s']:.2f}"
+        for k, v in tagging.items()))
     print(f"stages per phase{'':<34}{'wall s':>8}{'task s':>8}{'tasks':>6}")
     for phase in results:
         print(f" {phase}")
@@ -318,14 +368,16 @@ def main() -> int:
 
     for u in upserts.values():
         u.pop("touched")
+        u.pop("partition_files")
     result = {"rows": args.rows, "upsert_rows": n_in, "updates": n_updates, "new_keys": n_new,
               "partitions": args.partitions, "buckets": args.buckets, "master": args.master, "cpus": os.cpu_count(),
               "driver_memory": args.driver_memory, "repeat": repeat, "hudi": args.hudi,
-              "hudi_overrides": hudi_overrides, "setup_s": setup,
+              "hudi_overrides": hudi_overrides, "spark_start_s": SPARK_START["seconds"], "setup_s": setup,
               "results": results, "ratios_to_hudi": {p: r["ratio_to_hudi"] for p, r in results.items()
                                                      if r["ratio_to_hudi"] is not None},
-              "simple_vs_own_files_baseline": simple_own, "target_ratio": 1.5, "target_met": target_met,
-              "upserts": upserts, "hudi_commits": hudi, "checks": checks, "stages": stages}
+              "baselines": fastest, "target_met": target_met, "tagging": tagging,
+              "upserts": upserts, "hudi_commits": hudi, "checks": checks, "stages": stages,
+              "job_descriptions": described}
     write_report(args.out, result)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
