@@ -80,7 +80,8 @@ def upsert_rows(report: dict) -> list[dict]:
                 notes = f"plain: {p['baseline'].removeprefix('baseline ')}"
                 t = p["tagging"]
                 notes += (f"; tag {t['share']:.0%} ({t['tag_s']:.1f}s tag, {t['write_s']:.1f}s write"
-                          + (f", {t['index_s']:.1f}s index" if t["index_s"] else "") + ")")
+                          + (f", {t['index_s']:.1f}s index" if t["index_s"] else "") + ")"
+                          + (f", Hudi's tag {hudi['tagging']['share']:.0%}" if hudi else ""))
             out.append(row(phase, report["rows"] if op == "bulk_insert" else report["upsert_rows"], p["seconds"],
                            r[p["baseline"]]["seconds"], hudi["seconds"] if hudi else None, p["goal"],
                            p["peak_rss"], notes))
