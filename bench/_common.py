@@ -131,7 +131,8 @@ class PeakRss:
 
     Three figures, in MiB: the driver's Python process, the JVM (in local mode driver and
     executors both) and the sum over the JVM's Python workers (pyspark.daemon and its forks;
-    a sum of RSS counts the pages a fork still shares with the daemon once per process).
+    a sum of RSS counts the pages a fork still shares with the daemon once per process). The
+    JVM's RSS seldom shrinks (its heap stays reserved), so its peak is the session's so far.
     Without a JVM pid (no Spark), only the driver's Python."""
 
     def __init__(self, jvm_pid: int | None, interval: float = 0.05):
@@ -157,7 +158,7 @@ class PeakRss:
         workers, n = [], 0
         while True:
             if self.jvm is not None and n % 5 == 0:  # the worker list, every fifth sample
-                workers = self.jvm.children(recursive=True)
+                workers = [p for p in self.jvm.children(recursive=True) if _is_python(p)]
             self._sample(workers)
             n += 1
             if self._stop.wait(self.interval):
@@ -171,6 +172,15 @@ class PeakRss:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _is_python(process) -> bool:
+    """A Python worker, not one of the JVM's short-lived forks (Hadoop's `chmod` and the like, which
+    show the JVM's whole RSS until they exec)."""
+    try:
+        return process.name().startswith("python")
+    except psutil.Error:
+        return False
 
 
 def jvm_pid(spark) -> int:
