@@ -16,8 +16,11 @@ import glob
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
+
+import psutil
 
 # Measure the checkout the bench lives in, not whichever copy is installed: on the driver, and in
 # Spark's Python workers, which inherit PYTHONPATH.
@@ -99,7 +102,8 @@ def dir_bytes(path: str) -> int:
 
 
 def start_spark(master: str, driver_memory: str, events: str, app_name: str, hudi: bool = False):
-    """tablespec's session, with an uncompressed JSON event log in `events` for the stage breakdown.
+    """tablespec's session, with an uncompressed JSON event log in `events` for the stage breakdown;
+    the seconds it took to start are kept in SPARK_START (reported apart from every timed phase).
 
     With `hudi`, Apache Hudi's Spark bundle is loaded into the same session (fetched with Maven into
     ~/.cache/tablespec when missing): its SQL extension, catalog and Kryo registrar, which then
@@ -113,13 +117,87 @@ def start_spark(master: str, driver_memory: str, events: str, app_name: str, hud
     if hudi:
         from tablespec.engine.hudi_bundle import bundle_jar, session_conf
         conf.update(session_conf(bundle_jar()))
-    return get_spark(master, conf, app_name=app_name)
+    t = time.perf_counter()
+    spark = get_spark(master, conf, app_name=app_name)
+    SPARK_START["seconds"] = round(time.perf_counter() - t, 2)
+    return spark
+
+
+SPARK_START: dict[str, float] = {}
+
+
+class PeakRss:
+    """Peak resident memory while a block runs, sampled every `interval` seconds in a thread.
+
+    Three figures, in MiB: the driver's Python process, the JVM (in local mode driver and
+    executors both) and the sum over the JVM's Python workers (pyspark.daemon and its forks;
+    a sum of RSS counts the pages a fork still shares with the daemon once per process). The
+    JVM's RSS seldom shrinks (its heap stays reserved), so its peak is the session's so far.
+    Without a JVM pid (no Spark), only the driver's Python."""
+
+    def __init__(self, jvm_pid: int | None, interval: float = 0.05):
+        self.interval, self._stop = interval, threading.Event()
+        self.driver, self.jvm = psutil.Process(), psutil.Process(jvm_pid) if jvm_pid else None
+        self.peak = dict(driver_mb=0.0, jvm_mb=0.0, workers_mb=0.0)
+
+    def _sample(self, workers: list) -> None:
+        rss = {"driver_mb": self.driver.memory_info().rss}
+        if self.jvm is not None:
+            rss["jvm_mb"] = self.jvm.memory_info().rss
+            total = 0
+            for w in workers:
+                try:
+                    total += w.memory_info().rss
+                except psutil.Error:  # a worker that just exited
+                    pass
+            rss["workers_mb"] = total
+        for k, v in rss.items():
+            self.peak[k] = max(self.peak[k], round(v / MIB, 1))
+
+    def _run(self) -> None:
+        workers, n = [], 0
+        while True:
+            if self.jvm is not None and n % 5 == 0:  # the worker list, every fifth sample
+                workers = [p for p in self.jvm.children(recursive=True) if _is_python(p)]
+            self._sample(workers)
+            n += 1
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> "PeakRss":
+        self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _is_python(process) -> bool:
+    """A Python worker, not one of the JVM's short-lived forks (Hadoop's `chmod` and the like, which
+    show the JVM's whole RSS until they exec)."""
+    try:
+        return process.name().startswith("python")
+    except psutil.Error:
+        return False
+
+
+def jvm_pid(spark) -> int:
+    return spark.sparkContext._jvm.ProcessHandle.current().pid()
+
+
+def rss_cell(peak: dict | None) -> str:
+    """A compact column: peak driver / JVM / workers MiB."""
+    if not peak:
+        return "-"
+    return f"{peak['driver_mb']:.0f}/{peak['jvm_mb']:.0f}/{peak['workers_mb']:.0f}"
 
 
 # Apache Hudi 0.15.0, the performance peer: the same work through Hudi's Spark datasource and its
 # procedures, in the same session (start_spark(..., hudi=True)), over the same generated rows.
 HUDI_CODEC = "snappy"  # what tablespec writes (engine/arrow/basefile.py); Hudi 0.15 defaults to gzip
-HUDI_INDEX = {"BUCKET": "BUCKET", "SIMPLE": "SIMPLE", "RECORD_LEVEL": "RECORD_INDEX"}  # tablespec -> Hudi
+HUDI_INDEX = {"BUCKET": "BUCKET", "SIMPLE": "SIMPLE", "BLOOM": "BLOOM", "RECORD_LEVEL": "RECORD_INDEX"}  # -> Hudi
 MIB = 2**20
 # `--hudi-option KEY=VALUE` of the benches: applied last to every Hudi write and clustering (to try
 # a setting; the comparison as documented runs without any).
@@ -248,6 +326,17 @@ def hudi_cluster(spark, location: str, sort_columns: list[str], strategy: str, t
                 **hudi_commit_stats(location))
 
 
+# The write path's goals (the issue's): tablespec seconds / the plain baseline's seconds at most this,
+# by action (its first word, or first two for upserts); every action also below Apache Hudi's time.
+GOALS = {"bulk_insert": 1.3, "upsert BUCKET": 1.5, "upsert": 2.0, "bootstrap": 1.2, "rescale": 1.2, "cluster": 1.0}
+
+
+def goal(action: str) -> float:
+    """The goal ratio to the plain baseline of an action such as "upsert SIMPLE" or "bootstrap -> 64"."""
+    words = action.split()
+    return GOALS.get(" ".join(words[:2])) or GOALS[words[0]]
+
+
 PHASE_PROPERTY = "tablespec.bench.phase"
 
 
@@ -259,29 +348,34 @@ def set_phase(sc, phase: str | None) -> None:
 
 
 class Phases:
-    """Timed phases: the best of `repeat` runs each, tagged as Spark job descriptions."""
+    """Timed phases: the best of `repeat` runs each, tagged as Spark job descriptions, with the peak
+    resident memory of the driver, the JVM and the Python workers over all runs (PeakRss)."""
 
-    def __init__(self, sc, repeat: int):
-        self.sc, self.repeat = sc, repeat
-        self.timings: dict[str, dict] = {}  # phase -> best seconds, seconds and CPU cores others kept busy per run
+    def __init__(self, spark, repeat: int):
+        self.sc, self.repeat, self.jvm_pid = spark.sparkContext, repeat, jvm_pid(spark)
+        # phase -> best seconds, seconds and CPU cores others kept busy per run, peak RSS
+        self.timings: dict[str, dict] = {}
 
     def measure(self, phase: str, run, before=None, repeat: int | None = None):
         """Best of `repeat` (default: the bench's) runs of run(arg), arg = before(i) prepared untimed
         (default i); returns the best run's result."""
         best, runs, others = None, [], []
+        peak = dict(driver_mb=0.0, jvm_mb=0.0, workers_mb=0.0)
         for i in range(repeat or self.repeat):
             arg = before(i) if before else i
             set_phase(self.sc, phase)
             busy0, ours0 = cpu_ticks()
-            t = time.perf_counter()
-            out = run(arg)
-            secs = time.perf_counter() - t
+            with PeakRss(self.jvm_pid) as rss:
+                t = time.perf_counter()
+                out = run(arg)
+                secs = time.perf_counter() - t
+            peak = {k: max(v, rss.peak[k]) for k, v in peak.items()}
             runs.append(round(secs, 3))
             busy1, ours1 = cpu_ticks()
             others.append(round(max(0, (busy1 - busy0) - (ours1 - ours0)) / os.sysconf("SC_CLK_TCK") / secs, 2))
             if best is None or secs < best[0]:
                 best = (secs, out)
-        self.timings[phase] = dict(seconds=best[0], runs=runs, other_cpu_cores=others)
+        self.timings[phase] = dict(seconds=best[0], runs=runs, other_cpu_cores=others, peak_rss=peak)
         return best[1]
 
     def seconds(self, phase: str) -> float:
@@ -334,22 +428,32 @@ class EventLog:
 
         A timed phase's remaining seconds are spent on the driver outside Spark jobs
         (listing, planning, commit files), summed over all of the phase's runs."""
-        start, phase, spans = {}, {}, {}
+        return {phase: labels[None] for phase, labels in self._job_spans(lambda e: None).items()}
+
+    def job_descriptions(self) -> dict[str, dict[str, dict]]:
+        """phase -> the Spark job description its jobs ran under (the phase itself, tablespec's
+        "tablespec: tag" / "tablespec: write" / "tablespec: index", Apache Hudi's activity names)
+        -> number of jobs and wall seconds, summed over all of the phase's runs."""
+        return self._job_spans(lambda e: (e.get("Properties") or {}).get("spark.job.description") or "other")
+
+    def _job_spans(self, label) -> dict[str, dict]:
+        """phase -> label(job start event) -> jobs and the wall seconds during which one of them ran."""
+        start, key, spans = {}, {}, {}
         for e in self._events():
             kind = e.get("Event")
             if kind == "SparkListenerJobStart":
-                start[e["Job ID"]], phase[e["Job ID"]] = e["Submission Time"], _description(e)
+                start[e["Job ID"]], key[e["Job ID"]] = e["Submission Time"], (_description(e), label(e))
             elif kind == "SparkListenerJobEnd" and e["Job ID"] in start:
-                spans.setdefault(phase[e["Job ID"]], []).append((start[e["Job ID"]], e["Completion Time"]))
-        out = {}
-        for p, intervals in spans.items():
+                spans.setdefault(key[e["Job ID"]], []).append((start[e["Job ID"]], e["Completion Time"]))
+        out: dict[str, dict] = {}
+        for (p, name), intervals in spans.items():
             total, end = 0, None
             for s, e in sorted(intervals):
                 if end is None or s > end:
                     total, end = total + (e - s), e
                 elif e > end:
                     total, end = total + (e - end), e
-            out[p] = dict(jobs=len(intervals), wall_s=total / 1000)
+            out.setdefault(p, {})[name] = dict(jobs=len(intervals), wall_s=total / 1000)
         return out
 
 

@@ -209,11 +209,14 @@ class TableWriter:
             rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file), tasks.STATS_DDL)
             return [r.asDict() for r in rows.collect()]
         prepared = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
+        sc = self.spark.sparkContext
+        described = sc.getLocalProperty("spark.job.description")  # the caller's, restored after the write
         if job.buckets:
             tagged = prepared
             if job.operation == "delete":
                 tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
         else:
+            sc.setJobDescription("tablespec: tag")  # Spark UI and event log: which jobs tag rows, which write
             prepared = prepared.persist()
             if index is not None:
                 from tablespec.engine.record_index import tag
@@ -225,8 +228,10 @@ class TableWriter:
             job = _with_insert_targets(job, counts, view, self.spec)
             tagged = tagged.mapInArrow(functools.partial(tasks.assign_inserts, job), tagged.schema)
         n = max(1, self.spark.sparkContext.defaultParallelism * 2)
+        sc.setJobDescription("tablespec: write")
         rows = (tagged.repartition(n, tasks.FG)
                 .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
+        sc.setJobDescription(described)
         if not job.buckets:
             prepared.unpersist()
             tagged.unpersist()
