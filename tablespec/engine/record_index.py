@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
+from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
 from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
@@ -276,14 +277,12 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
                                    StructField("partition", StringType()), StructField("file_id", StringType()),
                                    StructField(LEFT, StringType())])
         n = max(1, spark.sparkContext.defaultParallelism * 2)
-        described = spark.sparkContext.getLocalProperty("spark.job.description")
-        spark.sparkContext.setJobDescription("tablespec: index")  # Spark UI and event log
-        groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
-        rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets, storage=storage), entry_schema)
-                .repartition(n, IB)
-                .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
-                                              num_buckets, against=against, storage=storage), "name string, twice string").collect())
-        spark.sparkContext.setJobDescription(described)
+        with job_description(spark, "tablespec: index"):  # Spark UI and event log
+            groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
+            rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets, storage=storage), entry_schema)
+                    .repartition(n, IB)
+                    .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
+                                                  num_buckets, against=against, storage=storage), "name string, twice string").collect())
         names = [r.name for r in rows if r.name]
         twice = sorted(r.twice for r in rows if r.twice)
         if (full or against is not None) and twice:  # raised inside the caller's Transaction: its files roll back

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 DEFAULT_MASTER = "local[*]"
 # Arrow transfer (mapInArrow needs it), UTC session time (Hudi stores timestamps in UTC),
@@ -32,3 +33,15 @@ def get_spark(master: str | None = None, conf: dict[str, str] | None = None, app
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("TABLESPEC_SPARK_LOG_LEVEL", "ERROR"))
     return session
+
+
+@contextmanager
+def job_description(spark, text: str):
+    """Label the Spark jobs run inside (Spark UI, event log: which jobs tag, write, index); the caller's label after."""
+    sc = spark.sparkContext
+    caller = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(text)
+    try:
+        yield
+    finally:
+        sc.setJobDescription(caller)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
+from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import bloom_filters_expected, read_table_config
@@ -206,32 +207,30 @@ class TableWriter:
         if job.operation == "bulk_insert" and not job.buckets and index is None:
             per_file = max(1, self.spec.spec.clustering.target_file_size // _record_bytes(
                 [s for s in view.latest_slices() if s.base_file is not None], job.storage))
-            rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file), tasks.STATS_DDL)
-            return [r.asDict() for r in rows.collect()]
+            with job_description(self.spark, "tablespec: write"):
+                rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file), tasks.STATS_DDL)
+                return [r.asDict() for r in rows.collect()]
         prepared = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
-        sc = self.spark.sparkContext
-        described = sc.getLocalProperty("spark.job.description")  # the caller's, restored after the write
         if job.buckets:
             tagged = prepared
             if job.operation == "delete":
                 tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
         else:
-            sc.setJobDescription("tablespec: tag")  # Spark UI and event log: which jobs tag rows, which write
-            prepared = prepared.persist()
-            if index is not None:
-                from tablespec.engine.record_index import tag
-                tagged = tag(self.spark, prepared, index, job.operation).persist()
-            else:
-                tagged = self._tag(prepared, job, view).persist()
-            counts = {r[0]: r[1] for r in tagged.filter(F.col(tasks.FG).isNull() & ~F.col(tasks.INVALID))
-                      .groupBy(tasks.PART).count().collect()}
+            with job_description(self.spark, "tablespec: tag"):
+                prepared = prepared.persist()
+                if index is not None:
+                    from tablespec.engine.record_index import tag
+                    tagged = tag(self.spark, prepared, index, job.operation).persist()
+                else:
+                    tagged = self._tag(prepared, job, view).persist()
+                counts = {r[0]: r[1] for r in tagged.filter(F.col(tasks.FG).isNull() & ~F.col(tasks.INVALID))
+                          .groupBy(tasks.PART).count().collect()}
             job = _with_insert_targets(job, counts, view, self.spec)
             tagged = tagged.mapInArrow(functools.partial(tasks.assign_inserts, job), tagged.schema)
         n = max(1, self.spark.sparkContext.defaultParallelism * 2)
-        sc.setJobDescription("tablespec: write")
-        rows = (tagged.repartition(n, tasks.FG)
-                .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
-        sc.setJobDescription(described)
+        with job_description(self.spark, "tablespec: write"):
+            rows = (tagged.repartition(n, tasks.FG)
+                    .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
         if not job.buckets:
             prepared.unpersist()
             tagged.unpersist()
