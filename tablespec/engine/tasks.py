@@ -8,6 +8,7 @@ touches the timeline: the driver commits what the tasks report.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.align import align_to_schema
-from tablespec.engine.arrow.basefile import write_base_file
+from tablespec.engine.arrow.basefile import ROW_GROUP_BYTES, BaseFileWriter, java_sort_indices, write_base_file
 from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
@@ -39,6 +40,13 @@ STATS_DDL = ("partition string, file_id string, path string, prev_commit string,
              "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
              "invalid_sample string, num_ignored bigint")
 INSERT_SLOTS = 10_000
+TASK_MEMORY_BYTES = 512 * 1024 * 1024
+
+
+def task_memory_bytes() -> int:
+    """The memory a task may spend on one file group (`TABLESPEC_TASK_MEMORY_BYTES`, read on the
+    driver): a base file larger than this is merged batch by batch rather than read whole."""
+    return int(os.environ.get("TABLESPEC_TASK_MEMORY_BYTES", TASK_MEMORY_BYTES))
 
 
 @dataclass(frozen=True)
@@ -61,10 +69,11 @@ class WriteJob:
     buckets: BucketLayout | None = None  # BUCKET index: bucket count per partition
     hash_fields: tuple[str, ...] = ()
     bucket_groups: dict = field(default_factory=dict)    # (partition, bucket) -> existing file id
-    base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant)
+    base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant, bytes)
     insert_targets: dict = field(default_factory=dict)   # partition -> [(file id, cumulative weight)]
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
     storage: Storage = LOCAL            # the table's storage (its configuration, never credentials)
+    memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
 
     @property
     def uses_existing(self) -> bool:
@@ -173,17 +182,48 @@ def assign_inserts(job: WriteJob, batches):
         yield batch.set_column(batch.schema.get_field_index(FG), FG, pa.array(chosen, pa.string()))
 
 
+def file_group_runs(batches):
+    """A task's rows, which arrive sorted by file group: yields (file id, rows of that file
+    group), holding one file group's rows at a time."""
+    current, pieces, done = None, [], set()
+    for batch in batches:
+        if not len(batch):
+            continue
+        ids = pc.fill_null(batch.column(FG), "")  # invalid rows may have no file group
+        starts = [0] + [int(i) + 1 for i in np.flatnonzero(np.asarray(pc.not_equal(ids[1:], ids[:-1])))]
+        for s, e in zip(starts, starts[1:] + [len(batch)]):
+            file_id = ids[s].as_py()
+            if pieces and file_id != current:
+                yield current or None, pa.Table.from_batches(pieces)
+                done.add(current)
+                pieces = []
+            if file_id in done:  # two slices of one file group in one instant would corrupt it
+                raise RuntimeError(f"rows of file group {file_id!r} arrive out of order")
+            current = file_id
+            pieces.append(batch.slice(s, e - s))
+    if pieces:
+        yield current or None, pa.Table.from_batches(pieces)
+
+
 def write_file_groups(job: WriteJob, batches):
-    """Merge each file group's incoming rows into its latest base file and write the new slice."""
+    """Merge each file group's incoming rows into its latest base file and write the new slice.
+
+    Rows arrive sorted by file group, and are merged one file group at a time. Rows without a
+    valid key make the task report them instead of its writes; it writes no more file groups,
+    and the driver refuses the write, whose rollback deletes what was already written."""
     partition_id, token = task_token()
-    groups = list(by_file_group(batches))
-    if not groups:
-        return
-    refused = invalid_report([g for _, g in groups])
-    if refused is not None:
-        yield refused
-        return
-    yield stats_batch([_write_group(job, group, file_id, token, partition_id) for file_id, group in groups])
+    stats, invalid, sample = [], 0, []
+    for file_id, group in file_group_runs(batches):
+        bad = group.filter(group.column(INVALID))
+        if bad.num_rows:
+            invalid += bad.num_rows
+            sample += bad.drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3 - len(sample)).to_pylist()
+        elif not invalid:
+            stats.append(_write_group(job, group, file_id, token, partition_id))
+    if invalid:
+        yield invalid_batch(invalid, sample)
+    elif stats:
+        yield stats_batch(stats)
 
 
 def write_new_file_groups(job: WriteJob, rows_per_file: int, batches):
@@ -210,13 +250,17 @@ def write_new_file_groups(job: WriteJob, rows_per_file: int, batches):
 
 
 def invalid_report(tables: list[pa.Table]) -> pa.RecordBatch | None:
-    """The stats row reporting a task's invalid rows (count and a sample), or None when all are valid.
-    A task with invalid rows writes nothing; the driver refuses the write."""
+    """The stats row reporting invalid rows among `tables`, or None when all are valid."""
     invalid_rows = [t.filter(t.column(INVALID)) for t in tables]
     invalid = sum(t.num_rows for t in invalid_rows)
     if not invalid:
         return None
-    sample = pa.concat_tables(invalid_rows).drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3).to_pylist()
+    return invalid_batch(invalid, pa.concat_tables(invalid_rows).drop_columns([KEY, PART, FG, SEQ, INVALID])
+                         .slice(0, 3).to_pylist())
+
+
+def invalid_batch(invalid: int, sample: list[dict]) -> pa.RecordBatch:
+    """A task's report of rows without a valid key (count and a sample): the driver refuses the write."""
     return stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
                              num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
                              invalid_sample=json.dumps(sample, default=str))])
@@ -276,17 +320,55 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
         group = latest_per_key(group, job.ordering_field)
     incoming = group.select(data_cols).cast(job.data_schema)
     inc_keys = group.column(KEY).combine_chunks()
+    name = BaseFileName(file_id, token, job.instant).format()
+    rel = f"{partition}/{name}" if partition else name
+    if existing_info is not None and existing_info[3] > job.memory_bytes:
+        old_part, old_name, prev_commit, size = existing_info
+        with BaseFileWriter(join(job.base, rel), _slice_schema(job), commit_time=job.instant, partition_path=partition,
+                            partition_id=partition_id, avro_schema_json=job.avro_schema, preserve_meta=True,
+                            bloom_filter=job.bloom_filter, storage=job.storage,
+                            row_group_bytes=max(1, min(ROW_GROUP_BYTES, job.memory_bytes // 4))) as out:
+            counts = _merge_streaming(job, join(job.base, old_part, old_name), size, incoming, inc_keys, leaving, out)
+            written = out.close()
+    else:
+        prev_commit = existing_info[2] if existing_info is not None else "null"
+        table, all_keys, counts = _merge_in_memory(job, existing_info, incoming, inc_keys, leaving)
+        written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
+                                  partition_id=partition_id, record_keys=all_keys, avro_schema_json=job.avro_schema,
+                                  preserve_meta=True, bloom_filter=job.bloom_filter, storage=job.storage)
+    inserts, updates, deletes, ignored = counts
+    return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
+                num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
+                invalid_sample="", num_ignored=ignored)
+
+
+def _stored_schema(job: WriteJob) -> pa.Schema:
+    """Stored rows as a merge reads them: the meta columns it keeps, then the table's columns."""
+    return pa.schema([pa.field(c, pa.string()) for c in (COMMIT_TIME, SEQNO, KEY)] + list(job.data_schema))
+
+
+def _slice_schema(job: WriteJob) -> pa.Schema:
+    """Rows as a merge hands them to the base file writer (which adds the other meta columns)."""
+    return pa.schema([pa.field(COMMIT_TIME, pa.string()), pa.field(SEQNO, pa.string())] + list(job.data_schema))
+
+
+def _old_wins(old_ord: pa.Array, new_ord: pa.Array) -> np.ndarray:
+    """Existing rows win only when their ordering value is strictly greater (a null one is the smallest)."""
+    return np.asarray(pc.fill_null(pc.greater(old_ord, new_ord), False)) | (
+        np.asarray(new_ord.is_null()) & ~np.asarray(old_ord.is_null()))
+
+
+def _merge_in_memory(job: WriteJob, existing_info, incoming: pa.Table, inc_keys: pa.Array, leaving: pa.Array):
+    """The new slice's rows and keys from the whole base file and the incoming rows, and the
+    counts (inserts, updates, deletes, ignored)."""
     n_in = len(inc_keys)
     old = None
     if existing_info is not None:
-        old_part, old_name, prev_commit = existing_info
+        old_part, old_name = existing_info[:2]
         with job.storage.open_whole_file(join(job.base, old_part, old_name)) as f:
             old = pq.read_table(f)
         # A file written before a schema evolution: bring it to the current columns first.
-        old = align_to_schema(old, pa.schema([pa.field(c, pa.string()) for c in (COMMIT_TIME, SEQNO, KEY)]
-                                             + list(job.data_schema)))
-    else:
-        prev_commit = "null"
+        old = align_to_schema(old, _stored_schema(job))
     inserts = updates = deletes = ignored = 0
     if old is not None and len(leaving):
         gone = pc.is_in(old.column(KEY), value_set=leaving)
@@ -309,13 +391,11 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
             take_new = np.ones(n_in, dtype=bool)
             replace_old = matched_old.copy()
             if job.ordering_field and matched_old.any():
-                # Existing rows win only when their ordering value is strictly greater.
                 old_idx = np.flatnonzero(matched_old)
                 old_ord = old.column(job.ordering_field).take(pa.array(old_idx))
                 pos = np.asarray(pc.index_in(old_keys.take(pa.array(old_idx)), value_set=inc_keys))
                 new_ord = incoming.column(job.ordering_field).take(pa.array(pos))
-                old_wins = np.asarray(pc.fill_null(pc.greater(old_ord, new_ord), False)) | (
-                    np.asarray(new_ord.is_null()) & ~np.asarray(old_ord.is_null()))
+                old_wins = _old_wins(old_ord, new_ord)
                 replace_old[old_idx[old_wins]] = False
                 take_new[pos[old_wins]] = False
             updates = int((matched_new & take_new).sum())
@@ -323,22 +403,78 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
             inserts = int((~matched_new).sum())
             kept = old.filter(pa.array(~replace_old))
             new_rows, new_keys = incoming.filter(pa.array(take_new)), inc_keys.filter(pa.array(take_new))
-    schema = pa.schema([pa.field(COMMIT_TIME, pa.string()), pa.field(SEQNO, pa.string())] + list(job.data_schema))
+    schema = _slice_schema(job)
     pieces, keys = [schema.empty_table()], [pa.array([], pa.string())]
     if kept is not None and kept.num_rows:
         pieces.append(align_to_schema(kept, schema))
         keys.append(kept.column(KEY).combine_chunks())
     if new_rows.num_rows:
-        nulls = pa.nulls(new_rows.num_rows, pa.string())
-        pieces.append(pa.Table.from_arrays([nulls, nulls] + list(new_rows.columns), schema=schema))
+        pieces.append(_new_rows(new_rows, schema))
         keys.append(new_keys)
-    table = pa.concat_tables(pieces)
-    all_keys = pa.concat_arrays(keys)
-    name = BaseFileName(file_id, token, job.instant).format()
-    rel = f"{partition}/{name}" if partition else name
-    written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
-                              partition_id=partition_id, record_keys=all_keys, avro_schema_json=job.avro_schema,
-                              preserve_meta=True, bloom_filter=job.bloom_filter, storage=job.storage)
-    return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
-                num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
-                invalid_sample="", num_ignored=ignored)
+    return pa.concat_tables(pieces), pa.concat_arrays(keys), (inserts, updates, deletes, ignored)
+
+
+def _new_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Incoming rows in the slice's layout: no commit time or seqno yet (the writer gives them)."""
+    nulls = pa.nulls(rows.num_rows, pa.string())
+    return pa.Table.from_arrays([nulls, nulls] + list(rows.columns), schema=schema)
+
+
+def _merge_streaming(job: WriteJob, path: str, size: int, incoming: pa.Table, inc_keys: pa.Array,
+                     leaving: pa.Array, out: BaseFileWriter) -> tuple[int, int, int, int]:
+    """Merge a base file too large to hold, batch by batch, with the same rules as
+    `_merge_in_memory`: kept stored rows are written in their stored order, then the incoming
+    rows that win, sorted by key (as Apache Hudi's merge handle lays a slice out). Returns the
+    counts (inserts, updates, deletes, ignored)."""
+    n_in = len(inc_keys)
+    matched_new, take_new = np.zeros(n_in, dtype=bool), np.ones(n_in, dtype=bool)
+    deletes = 0
+    merging = job.operation in ("upsert", "delete")
+    stored, schema = _stored_schema(job), _slice_schema(job)
+    with job.storage.open_input_file(path, size) as f:
+        file = pq.ParquetFile(f)
+        for batch in file.iter_batches(batch_size=_batch_rows(file.metadata, job.memory_bytes)):
+            old = align_to_schema(pa.Table.from_batches([batch]), stored)
+            old_keys = old.column(KEY).combine_chunks()
+            keep = np.ones(len(old_keys), dtype=bool)
+            if len(leaving):
+                gone = np.asarray(pc.is_in(old_keys, value_set=leaving))
+                deletes += int(gone.sum())
+                keep &= ~gone
+            if merging and n_in:
+                pos = pc.index_in(old_keys, value_set=inc_keys)
+                old_idx = np.flatnonzero(np.asarray(pos.is_valid()) & keep)
+                new_idx = np.asarray(pos.take(pa.array(old_idx)))
+                if job.operation == "delete":
+                    deletes += len(old_idx)
+                    keep[old_idx] = False
+                else:
+                    matched_new[new_idx] = True
+                    replaced = np.ones(len(old_idx), dtype=bool)
+                    if job.ordering_field and len(old_idx):
+                        old_wins = _old_wins(old.column(job.ordering_field).take(pa.array(old_idx)),
+                                             incoming.column(job.ordering_field).take(pa.array(new_idx)))
+                        take_new[new_idx[old_wins]] = False
+                        replaced = ~old_wins
+                    keep[old_idx[replaced]] = False
+            kept = old.filter(pa.array(keep))
+            if kept.num_rows:
+                out.write(align_to_schema(kept, schema), kept.column(KEY))
+    if job.operation == "delete":
+        return 0, 0, deletes, 0
+    if job.operation == "upsert":
+        counts = (int((~matched_new).sum()), int((matched_new & take_new).sum()), deletes,
+                  int((matched_new & ~take_new).sum()))
+    else:
+        counts = (n_in, 0, deletes, 0)
+    new_rows, new_keys = incoming.filter(pa.array(take_new)), inc_keys.filter(pa.array(take_new))
+    if len(new_keys):
+        order = java_sort_indices(new_keys)
+        out.write(_new_rows(new_rows.take(order), schema), new_keys.take(order))
+    return counts
+
+
+def _batch_rows(meta: pq.FileMetaData, memory_bytes: int) -> int:
+    """Rows per batch read from a stored base file: about a sixteenth of the task's memory."""
+    row_bytes = max(1, sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) // max(1, meta.num_rows))
+    return max(1, min(65_536, memory_bytes // 16 // row_bytes))

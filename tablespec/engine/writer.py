@@ -174,7 +174,8 @@ class TableWriter:
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec
         slices = view.latest_slices()
-        base_files = {s.file_id: (s.partition, s.base_file.name, s.base_instant) for s in slices if s.base_file is not None}
+        base_files = {s.file_id: (s.partition, s.base_file.name, s.base_instant, s.base_file.size)
+                      for s in slices if s.base_file is not None}
         bucket_groups: dict = {}
         if spec.index.type == "BUCKET":
             for s in slices:
@@ -228,8 +229,9 @@ class TableWriter:
             job = _with_insert_targets(job, counts, view, self.spec)
             tagged = tagged.mapInArrow(functools.partial(tasks.assign_inserts, job), tagged.schema)
         n = max(1, self.spark.sparkContext.defaultParallelism * 2)
+        # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
         with job_description(self.spark, "tablespec: write"):
-            rows = (tagged.repartition(n, tasks.FG)
+            rows = (tagged.repartition(n, tasks.FG).sortWithinPartitions(tasks.FG, tasks.SEQ)
                     .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
         if not job.buckets:
             prepared.unpersist()

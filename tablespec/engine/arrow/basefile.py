@@ -7,16 +7,19 @@ plain int32 like Avro's `int`), and footer entries readers rely on:
 and `parquet.avro.schema` (parquet-avro readers take the file's Avro schema from it).
 
 Rows are sorted by record key in Java's `String.compareTo` order (UTF-16 code units), the
-order Hudi compares min/max keys in, unless the caller laid them out itself (clustering). The Hudi bloom filter (`DYNAMIC_V0`, Hudi's default
-sizes) is written on request: Apache Hudi's BLOOM index (its Spark default) reads it from
-every file whose key range matches and fails on a file without one, but it costs about
-430 KB of footer per file. The file is written under its final name: Hudi
-names are final, and the file stays invisible until its instant completes.
+order Hudi compares min/max keys in, unless the caller laid them out itself (clustering, or a
+merge streamed through `BaseFileWriter`: footer min/max keys are the true ones either way).
+The Hudi bloom filter (`DYNAMIC_V0`, Hudi's default sizes) is written on request: Apache
+Hudi's BLOOM index (its Spark default) reads it from every file whose key range matches and
+fails on a file without one, but it costs about 430 KB of footer per file. The file is
+written under its final name: Hudi names are final, and the file stays invisible until its
+instant completes.
 """
 from __future__ import annotations
 
 import json
 import posixpath
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +39,8 @@ AVRO_SCHEMA = b"parquet.avro.schema"
 # (leads 0xEE, 0xEF) sort after supplementary characters (leads 0xF0..0xF4, surrogates in UTF-16).
 _UTF16_ORDER = np.arange(256, dtype=np.uint8)
 _UTF16_ORDER[[0xEE, 0xEF, 0xF0, 0xF1, 0xF2, 0xF3, 0xF4]] = [0xF3, 0xF4, 0xEE, 0xEF, 0xF0, 0xF1, 0xF2]
+_UTF16_ORDER_INVERSE = np.argsort(_UTF16_ORDER).astype(np.uint8)
+ROW_GROUP_BYTES = 128 * 1024 * 1024  # Arrow bytes buffered per row group by BaseFileWriter
 
 
 @dataclass(frozen=True)
@@ -60,47 +65,114 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     clustering rewrites them unchanged); rows without get new ones. With `keep_order` the rows
     stay in the given order (a clustering layout) instead of being sorted by key.
     """
+    keys = _checked_keys(record_keys, table.num_rows)
+    if not keep_order:
+        order = java_sort_indices(keys)
+        table, keys = table.take(order), keys.take(order)
+    with BaseFileWriter(path, table.schema, commit_time=commit_time, partition_path=partition_path,
+                        partition_id=partition_id, avro_schema_json=avro_schema_json, preserve_meta=preserve_meta,
+                        bloom_filter=bloom_filter, compression=compression, storage=storage) as writer:
+        writer.write(table, keys)
+        return writer.close()
+
+
+class BaseFileWriter:
+    """A base file written piece by piece, rows in the order given: a copy-on-write merge of a
+    file group too large to hold streams its rows through one (`write_base_file` for the rules).
+
+    Pieces are buffered into row groups of about `row_group_bytes` (Arrow bytes); the footer's
+    min/max keys are tracked in Java order as pieces come, and with `bloom_filter` every key is
+    kept (keys are small next to rows) for the filter written on `close`. Use as a context
+    manager and call `close` inside it; an error leaves the file unfinished, as Hudi allows for
+    a file of an instant that is rolled back."""
+
+    def __init__(self, path: str, schema: pa.Schema, *, commit_time: str, partition_path: str, partition_id: int,
+                 avro_schema_json: str, preserve_meta: bool = False, bloom_filter: bool = False,
+                 compression: str = "snappy", storage: Storage | None = None, row_group_bytes: int = ROW_GROUP_BYTES):
+        self.path, self.commit_time, self.partition_path = path, commit_time, partition_path
+        self.partition_id, self.avro_schema_json, self.preserve_meta = partition_id, avro_schema_json, preserve_meta
+        self.bloom_filter, self.row_group_bytes = bloom_filter, row_group_bytes
+        self.data_schema = pa.schema([pa.field(f.name, hudi_type(f.type), f.nullable)
+                                      for f in schema if f.name not in META_COLUMNS])
+        self.schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + list(self.data_schema))
+        self.rows = 0
+        self._pending: list[pa.Table] = []
+        self._pending_bytes = 0
+        self._flushed = False
+        self._min: bytes | None = None   # min/max keys as Java-order bytes (see `_java_comparable`)
+        self._max: bytes | None = None
+        self._keys: list[pa.Array] = []
+        self._result: WrittenFile | None = None
+        self._stack = ExitStack()
+        self._sink = self._stack.enter_context((storage or LOCAL).open_output_stream(path))
+        self._writer = self._stack.enter_context(
+            pq.ParquetWriter(self._sink, self.schema, compression=compression, store_schema=False))
+
+    def __enter__(self) -> "BaseFileWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.__exit__(*exc)
+
+    def write(self, table: pa.Table, record_keys) -> None:
+        """Append `table`'s rows (their keys in `record_keys`) after those written so far."""
+        keys = _checked_keys(record_keys, table.num_rows)
+        n = table.num_rows
+        rows = pa.array(np.arange(self.rows, self.rows + n, dtype=np.int64)).cast(pa.string())
+        seqno = pc.binary_join_element_wise(f"{self.commit_time}_{self.partition_id}_", rows, "")
+        commit = pa.repeat(pa.scalar(self.commit_time, pa.string()), n)
+        if self.preserve_meta:
+            if "_hoodie_commit_time" in table.column_names:
+                commit = pc.fill_null(table.column("_hoodie_commit_time").combine_chunks().cast(pa.string()), commit)
+            if "_hoodie_commit_seqno" in table.column_names:
+                seqno = pc.fill_null(table.column("_hoodie_commit_seqno").combine_chunks().cast(pa.string()), seqno)
+        meta = [commit, seqno, keys, pa.repeat(pa.scalar(self.partition_path, pa.string()), n),
+                pa.repeat(pa.scalar(posixpath.basename(self.path), pa.string()), n)]
+        data = table.drop_columns([c for c in META_COLUMNS if c in table.column_names]).cast(self.data_schema)
+        out = pa.Table.from_arrays(meta + list(data.columns), schema=self.schema)
+        if n:
+            lo, hi = (v.as_py() for v in pc.min_max(_java_comparable(keys)).values())
+            lo, hi = (v.encode() if isinstance(v, str) else v for v in (lo, hi))
+            self._min = lo if self._min is None else min(self._min, lo)
+            self._max = hi if self._max is None else max(self._max, hi)
+        if self.bloom_filter:
+            self._keys.append(keys)
+        self.rows += n
+        self._pending.append(out)
+        self._pending_bytes += out.nbytes
+        if self._pending_bytes >= self.row_group_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        self._writer.write_table(pa.concat_tables(self._pending) if self._pending else self.schema.empty_table())
+        self._pending, self._pending_bytes, self._flushed = [], 0, True
+
+    def close(self) -> WrittenFile:
+        """Write what is buffered and the footer; the file is complete when the `with` block exits."""
+        if self._result is None:
+            if self._pending or not self._flushed:
+                self._flush()
+            min_key, max_key = (_java_string(k) if k is not None else None for k in (self._min, self._max))
+            footer = {AVRO_SCHEMA: with_meta_fields(self.avro_schema_json).encode()}
+            if self.rows:
+                footer.update({MIN_KEY: min_key.encode(), MAX_KEY: max_key.encode()})
+            if self.bloom_filter:
+                keys = pa.concat_arrays(self._keys) if self._keys else pa.array([], pa.string())
+                footer.update({bloom.FOOTER_KEY: bloom.build_bloom_filter(keys), bloom.TYPE_CODE_KEY: b"DYNAMIC_V0"})
+            self._writer.add_key_value_metadata(footer)
+            self._writer.close()
+            self._result = WrittenFile(self.path, self._sink.tell(), self.rows, min_key, max_key)
+        return self._result
+
+
+def _checked_keys(record_keys, n: int) -> pa.StringArray:
     keys = record_keys.combine_chunks() if isinstance(record_keys, pa.ChunkedArray) else pa.array(record_keys)
     keys = keys.cast(pa.string())
-    if len(keys) != table.num_rows:
-        raise ValueError(f"{len(keys)} record keys for {table.num_rows} rows")
+    if len(keys) != n:
+        raise ValueError(f"{len(keys)} record keys for {n} rows")
     if keys.null_count:
         raise ValueError("record keys must not be null")
-    order = java_sort_indices(keys)
-    if not keep_order:
-        table, keys = table.take(order), keys.take(order)
-    n = table.num_rows
-
-    seqno = pc.binary_join_element_wise(f"{commit_time}_{partition_id}_",
-                                        pa.array(np.arange(n, dtype=np.int64)).cast(pa.string()), "")
-    commit = pa.repeat(pa.scalar(commit_time, pa.string()), n)
-    if preserve_meta:
-        if "_hoodie_commit_time" in table.column_names:
-            commit = pc.fill_null(table.column("_hoodie_commit_time").combine_chunks().cast(pa.string()), commit)
-        if "_hoodie_commit_seqno" in table.column_names:
-            seqno = pc.fill_null(table.column("_hoodie_commit_seqno").combine_chunks().cast(pa.string()), seqno)
-    meta = [commit, seqno, keys, pa.repeat(pa.scalar(partition_path, pa.string()), n),
-            pa.repeat(pa.scalar(posixpath.basename(path), pa.string()), n)]
-    data = table.drop_columns([c for c in META_COLUMNS if c in table.column_names])
-    data = data.cast(pa.schema([pa.field(f.name, hudi_type(f.type), f.nullable) for f in data.schema]))
-
-    sorted_keys = keys if not keep_order else keys.take(order)
-    min_key = sorted_keys[0].as_py() if n else None
-    max_key = sorted_keys[n - 1].as_py() if n else None
-    footer = {AVRO_SCHEMA: with_meta_fields(avro_schema_json).encode()}
-    if n:
-        footer.update({MIN_KEY: min_key.encode(), MAX_KEY: max_key.encode()})
-    if bloom_filter:
-        footer.update({bloom.FOOTER_KEY: bloom.build_bloom_filter(keys), bloom.TYPE_CODE_KEY: b"DYNAMIC_V0"})
-    schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + list(data.schema))
-    out = pa.Table.from_arrays(meta + list(data.columns), schema=schema)
-
-    with (storage or LOCAL).open_output_stream(path) as sink:
-        with pq.ParquetWriter(sink, schema, compression=compression, store_schema=False) as writer:
-            writer.write_table(out)
-            writer.add_key_value_metadata(footer)
-        size = sink.tell()
-    return WrittenFile(path, size, n, min_key, max_key)
+    return keys
 
 
 def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | None, str | None]:
@@ -112,13 +184,23 @@ def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | N
 
 def java_sort_indices(keys: pa.StringArray) -> pa.UInt64Array:
     """Row order of `keys` by Java `String.compareTo` (UTF-16 code units), stable."""
+    return pc.sort_indices(_java_comparable(keys))
+
+
+def _java_comparable(keys: pa.StringArray) -> pa.Array:
+    """`keys` as values whose byte order is Java's `String.compareTo` order: the keys themselves,
+    or, when some character is at or above U+E000, binary with the UTF-8 lead bytes remapped."""
     data_buf = keys.buffers()[2]
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     if not (data >= 0xEE).any():  # no character at or above U+E000: UTF-8 order is UTF-16 order
-        return pc.sort_indices(keys)
-    remapped = pa.Array.from_buffers(pa.binary(), len(keys), [keys.buffers()[0], keys.buffers()[1],
-                                     pa.py_buffer(_UTF16_ORDER[data])], keys.null_count, keys.offset)
-    return pc.sort_indices(remapped)
+        return keys
+    return pa.Array.from_buffers(pa.binary(), len(keys), [keys.buffers()[0], keys.buffers()[1],
+                                 pa.py_buffer(_UTF16_ORDER[data])], keys.null_count, keys.offset)
+
+
+def _java_string(value: bytes) -> str:
+    """The key behind the bytes of a `_java_comparable` value."""
+    return _UTF16_ORDER_INVERSE[np.frombuffer(value, np.uint8)].tobytes().decode()
 
 
 def hudi_type(t: pa.DataType) -> pa.DataType:
