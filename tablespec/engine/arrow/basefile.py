@@ -32,6 +32,8 @@ META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_k
 MIN_KEY = b"hoodie_min_record_key"
 MAX_KEY = b"hoodie_max_record_key"
 AVRO_SCHEMA = b"parquet.avro.schema"
+# Distinct in every row: dictionary encoding would only be tried, overflow and fall back to plain.
+UNIQUE_COLUMNS = ("_hoodie_commit_seqno", "_hoodie_record_key")
 # UTF-8 lead bytes remapped so byte order equals UTF-16 code-unit order: U+E000..U+FFFF
 # (leads 0xEE, 0xEF) sort after supplementary characters (leads 0xF0..0xF4, surrogates in UTF-16).
 _UTF16_ORDER = np.arange(256, dtype=np.uint8)
@@ -66,27 +68,29 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
         raise ValueError(f"{len(keys)} record keys for {table.num_rows} rows")
     if keys.null_count:
         raise ValueError("record keys must not be null")
-    order = java_sort_indices(keys)
     if not keep_order:
+        order = java_sort_indices(keys)
         table, keys = table.take(order), keys.take(order)
     n = table.num_rows
 
-    seqno = pc.binary_join_element_wise(f"{commit_time}_{partition_id}_",
-                                        pa.array(np.arange(n, dtype=np.int64)).cast(pa.string()), "")
-    commit = pa.repeat(pa.scalar(commit_time, pa.string()), n)
-    if preserve_meta:
-        if "_hoodie_commit_time" in table.column_names:
-            commit = pc.fill_null(table.column("_hoodie_commit_time").combine_chunks().cast(pa.string()), commit)
-        if "_hoodie_commit_seqno" in table.column_names:
-            seqno = pc.fill_null(table.column("_hoodie_commit_seqno").combine_chunks().cast(pa.string()), seqno)
+    commit = _preserved(table, "_hoodie_commit_time") if preserve_meta else None
+    if commit is None or commit.null_count:
+        fresh = pa.repeat(pa.scalar(commit_time, pa.string()), n)
+        commit = fresh if commit is None else pc.fill_null(commit, fresh)
+    seqno = _preserved(table, "_hoodie_commit_seqno") if preserve_meta else None
+    if seqno is None or seqno.null_count:
+        fresh = pc.binary_join_element_wise(f"{commit_time}_{partition_id}_",
+                                            pa.array(np.arange(n, dtype=np.int64)).cast(pa.string()), "")
+        seqno = fresh if seqno is None else pc.fill_null(seqno, fresh)
     meta = [commit, seqno, keys, pa.repeat(pa.scalar(partition_path, pa.string()), n),
             pa.repeat(pa.scalar(posixpath.basename(path), pa.string()), n)]
     data = table.drop_columns([c for c in META_COLUMNS if c in table.column_names])
     data = data.cast(pa.schema([pa.field(f.name, hudi_type(f.type), f.nullable) for f in data.schema]))
 
-    sorted_keys = keys if not keep_order else keys.take(order)
-    min_key = sorted_keys[0].as_py() if n else None
-    max_key = sorted_keys[n - 1].as_py() if n else None
+    if keep_order:
+        min_key, max_key = java_min_max(keys)
+    else:
+        min_key, max_key = (keys[0].as_py(), keys[n - 1].as_py()) if n else (None, None)
     footer = {AVRO_SCHEMA: with_meta_fields(avro_schema_json).encode()}
     if n:
         footer.update({MIN_KEY: min_key.encode(), MAX_KEY: max_key.encode()})
@@ -96,11 +100,16 @@ def write_base_file(path: str, table: pa.Table, *, commit_time: str, partition_p
     out = pa.Table.from_arrays(meta + list(data.columns), schema=schema)
 
     with (storage or LOCAL).open_output_stream(path) as sink:
-        with pq.ParquetWriter(sink, schema, compression=compression, store_schema=False) as writer:
+        with pq.ParquetWriter(sink, schema, compression=compression, store_schema=False,
+                              use_dictionary=[c for c in schema.names if c not in UNIQUE_COLUMNS]) as writer:
             writer.write_table(out)
             writer.add_key_value_metadata(footer)
         size = sink.tell()
     return WrittenFile(path, size, n, min_key, max_key)
+
+
+def _preserved(table: pa.Table, column: str) -> pa.Array | None:
+    return table.column(column).combine_chunks().cast(pa.string()) if column in table.column_names else None
 
 
 def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | None, str | None]:
@@ -110,12 +119,28 @@ def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | N
     return tuple(meta[k].decode() if k in meta else None for k in (MIN_KEY, MAX_KEY))
 
 
+def java_min_max(keys: pa.StringArray) -> tuple[str | None, str | None]:
+    """The least and greatest of `keys` by Java `String.compareTo` (None, None when empty)."""
+    if not len(keys):
+        return None, None
+    if not _beyond_bmp_order(keys):
+        extremes = pc.min_max(keys)
+        return extremes["min"].as_py(), extremes["max"].as_py()
+    order = java_sort_indices(keys)
+    return keys[order[0].as_py()].as_py(), keys[order[-1].as_py()].as_py()
+
+
+def _beyond_bmp_order(keys: pa.StringArray) -> bool:
+    """Whether `keys` hold a character at or above U+E000, where UTF-8 order and UTF-16 order differ."""
+    data_buf = keys.buffers()[2]
+    return data_buf is not None and bool((np.frombuffer(data_buf, np.uint8) >= 0xEE).any())
+
+
 def java_sort_indices(keys: pa.StringArray) -> pa.UInt64Array:
     """Row order of `keys` by Java `String.compareTo` (UTF-16 code units), stable."""
-    data_buf = keys.buffers()[2]
-    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    if not (data >= 0xEE).any():  # no character at or above U+E000: UTF-8 order is UTF-16 order
+    if not _beyond_bmp_order(keys):
         return pc.sort_indices(keys)
+    data = np.frombuffer(keys.buffers()[2], np.uint8)
     remapped = pa.Array.from_buffers(pa.binary(), len(keys), [keys.buffers()[0], keys.buffers()[1],
                                      pa.py_buffer(_UTF16_ORDER[data])], keys.null_count, keys.offset)
     return pc.sort_indices(remapped)
