@@ -21,13 +21,14 @@ import pyarrow.compute as pc
 _CURVE = "_ts_curve"
 
 
-def layout_indices(table: pa.Table, strategy: str, columns: list[str], key: str) -> pa.Array:
-    """The order of `table`'s rows under `strategy` (SORT, ZORDER or HILBERT) on `columns`."""
+def layout_indices(table: pa.Table, strategy: str, columns: list[str], key: str, map_=map) -> pa.Array:
+    """The order of `table`'s rows under `strategy` (SORT, ZORDER or HILBERT) on `columns`;
+    `map_` (e.g. a thread pool's) ranks the columns, side by side if it can (numpy sorts release the GIL)."""
     if strategy == "SORT":
         keys = [(c, "ascending", "at_start") for c in columns] + [(key, "ascending", "at_start")]
         return pc.sort_indices(table, sort_keys=keys)
     bits = max(1, min(32, 64 // len(columns)))
-    coords = [_scaled_ranks(table.column(c), bits) for c in columns]
+    coords = list(map_(lambda c: _scaled_ranks(table.column(c), bits), columns))
     curve = z_values(coords, bits) if strategy == "ZORDER" else hilbert_values(coords, bits)
     return pa.array(_curve_order(curve, table.column(key)), pa.uint64())
 
