@@ -256,6 +256,23 @@ def test_preserve_meta_keeps_commit_time_and_seqno_but_renames_the_file(tmp_path
     assert pq.read_table(wf.path).column_names == list(META_COLUMNS) + ["k"]
 
 
+def test_kept_order_rows_stay_put_and_footer_keys_are_javas_extremes(tmp_path):
+    keys = ["b", "\ue000", "😀", "a"]
+    table = pa.table({"_hoodie_commit_time": ["20250101000000000"] * 4,
+                      "_hoodie_commit_seqno": [f"20250101000000000_1_{i}" for i in range(4)], "k": keys})
+    wf = write_base_file(str(tmp_path / f"f-0_0-1-1_{INSTANT}.parquet"), table, commit_time=INSTANT,
+                         partition_path="", partition_id=0, record_keys=table.column("k"), preserve_meta=True,
+                         keep_order=True, avro_schema_json='{"type":"record","name":"r","fields":[{"name":"k","type":"string"}]}')
+    back = pq.read_table(wf.path)
+    assert back.column("_hoodie_record_key").to_pylist() == keys
+    assert back.column("_hoodie_commit_seqno").to_pylist() == [f"20250101000000000_1_{i}" for i in range(4)]
+    assert read_footer_keys(wf.path) == ("a", "\ue000")  # U+E000 sorts after the surrogate pair in Java
+    encodings = {c: pq.ParquetFile(wf.path).metadata.row_group(0).column(i).encodings
+                 for i, c in enumerate(back.column_names)}
+    assert not any("DICTIONARY" in e for c in ("_hoodie_commit_seqno", "_hoodie_record_key") for e in encodings[c])
+    assert any("DICTIONARY" in e for e in encodings["_hoodie_commit_time"])
+
+
 def test_without_preserve_meta_incoming_meta_columns_are_replaced(tmp_path):
     table = pa.table({"_hoodie_commit_time": ["20250101000000000"], "k": ["a"]})
     wf = write_base_file(str(tmp_path / f"f-0_0-1-1_{INSTANT}.parquet"), table, commit_time=INSTANT,

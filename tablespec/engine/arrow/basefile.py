@@ -35,6 +35,8 @@ META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_k
 MIN_KEY = b"hoodie_min_record_key"
 MAX_KEY = b"hoodie_max_record_key"
 AVRO_SCHEMA = b"parquet.avro.schema"
+# Distinct in every row: dictionary encoding would only be tried, overflow and fall back to plain.
+UNIQUE_COLUMNS = ("_hoodie_commit_seqno", "_hoodie_record_key")
 # UTF-8 lead bytes remapped so byte order equals UTF-16 code-unit order: U+E000..U+FFFF
 # (leads 0xEE, 0xEF) sort after supplementary characters (leads 0xF0..0xF4, surrogates in UTF-16).
 _UTF16_ORDER = np.arange(256, dtype=np.uint8)
@@ -106,7 +108,8 @@ class BaseFileWriter:
         self._stack = ExitStack()
         self._sink = self._stack.enter_context((storage or LOCAL).open_output_stream(path))
         self._writer = self._stack.enter_context(
-            pq.ParquetWriter(self._sink, self.schema, compression=compression, store_schema=False))
+            pq.ParquetWriter(self._sink, self.schema, compression=compression, store_schema=False,
+                             use_dictionary=[c for c in self.schema.names if c not in UNIQUE_COLUMNS]))
 
     def __enter__(self) -> "BaseFileWriter":
         return self
@@ -118,14 +121,16 @@ class BaseFileWriter:
         """Append `table`'s rows (their keys in `record_keys`) after those written so far."""
         keys = _checked_keys(record_keys, table.num_rows)
         n = table.num_rows
-        rows = pa.array(np.arange(self.rows, self.rows + n, dtype=np.int64)).cast(pa.string())
-        seqno = pc.binary_join_element_wise(f"{self.commit_time}_{self.partition_id}_", rows, "")
-        commit = pa.repeat(pa.scalar(self.commit_time, pa.string()), n)
-        if self.preserve_meta:
-            if "_hoodie_commit_time" in table.column_names:
-                commit = pc.fill_null(table.column("_hoodie_commit_time").combine_chunks().cast(pa.string()), commit)
-            if "_hoodie_commit_seqno" in table.column_names:
-                seqno = pc.fill_null(table.column("_hoodie_commit_seqno").combine_chunks().cast(pa.string()), seqno)
+        # Preserved meta values are kept; new ones are built only where rows lack them (clustering has none to build).
+        commit = _preserved(table, "_hoodie_commit_time") if self.preserve_meta else None
+        if commit is None or commit.null_count:
+            fresh = pa.repeat(pa.scalar(self.commit_time, pa.string()), n)
+            commit = fresh if commit is None else pc.fill_null(commit, fresh)
+        seqno = _preserved(table, "_hoodie_commit_seqno") if self.preserve_meta else None
+        if seqno is None or seqno.null_count:
+            rows = pa.array(np.arange(self.rows, self.rows + n, dtype=np.int64)).cast(pa.string())
+            fresh = pc.binary_join_element_wise(f"{self.commit_time}_{self.partition_id}_", rows, "")
+            seqno = fresh if seqno is None else pc.fill_null(seqno, fresh)
         meta = [commit, seqno, keys, pa.repeat(pa.scalar(self.partition_path, pa.string()), n),
                 pa.repeat(pa.scalar(posixpath.basename(self.path), pa.string()), n)]
         data = table.drop_columns([c for c in META_COLUMNS if c in table.column_names]).cast(self.data_schema)
@@ -173,6 +178,10 @@ def _checked_keys(record_keys, n: int) -> pa.StringArray:
     if keys.null_count:
         raise ValueError("record keys must not be null")
     return keys
+
+
+def _preserved(table: pa.Table, column: str) -> pa.Array | None:
+    return table.column(column).combine_chunks().cast(pa.string()) if column in table.column_names else None
 
 
 def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | None, str | None]:
