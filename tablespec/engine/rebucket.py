@@ -100,12 +100,11 @@ def _subset_rows(job: RebucketJob, item: BucketSubset) -> tuple[pa.Table, np.nda
             file = pq.ParquetFile(f)
             present = set(file.schema_arrow.names)
             for batch in file.iter_batches(columns=[n for n in job.read_schema.names if n in present]):
-                table = align_to_schema(pa.Table.from_batches([batch]), job.read_schema)
-                ids = bucket_ids_for_record_keys(table.column(tasks.KEY).combine_chunks(), list(job.hash_fields), count)
+                ids = bucket_ids_for_record_keys(batch.column(tasks.KEY), list(job.hash_fields), count)
                 if item.subsets > 1:
                     keep = ids % item.subsets == item.subset
-                    table, ids = table.filter(pa.array(keep)), ids[keep]
-                rows.append(table)
+                    batch, ids = batch.filter(pa.array(keep)), ids[keep]
+                rows.append(align_to_schema(pa.Table.from_batches([batch]), job.read_schema))
                 buckets.append(ids)
     return pa.concat_tables(rows), np.concatenate(buckets)
 

@@ -12,6 +12,7 @@ import pytest
 from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_rebucket import SCHEMA, SIMPLE, T0, apply_spec, content
+from test_engine_schema_evolution import NESTED, NESTED_EVOLVED
 from test_engine_write import java_bucket
 from tablespec.engine import rebucket
 from tablespec.hudi.io import join, storage_for
@@ -49,26 +50,27 @@ def tasks_per_partition(files: dict) -> dict[str, int]:
     return {p: len(t) for p, t in tokens.items()}
 
 
-def written_keys(table) -> list[str]:
-    """Every record key in the files the last replacecommit wrote (readers would hide a second
-    file of a file group, so the files are read themselves), duplicates kept."""
+def written_keys(table) -> dict[str, list[str]]:
+    """Each rewritten partition's record keys in the files the last replacecommit wrote (readers
+    would hide a second file of a file group, so the files are read themselves), duplicates kept."""
     storage, base = storage_for(table.location)
     timeline = Timeline.load(storage, base)
     stats = timeline.read_metadata(timeline.last("replacecommit"))["partitionToWriteStats"]
-    paths = [s["path"] for ss in stats.values() for s in ss]
-    assert len({s["fileId"] for ss in stats.values() for s in ss}) == len(paths)
-    keys = []
-    for path in paths:
-        with storage.open_whole_file(join(base, path)) as f:
-            keys += pq.read_table(f, columns=["_hoodie_record_key"]).column(0).to_pylist()
-    return sorted(keys)
+    assert len({s["fileId"] for ss in stats.values() for s in ss}) == sum(len(ss) for ss in stats.values())
+    keys = defaultdict(list)
+    for partition, ss in stats.items():
+        for s in ss:
+            with storage.open_whole_file(join(base, s["path"])) as f:
+                keys[partition] += pq.read_table(f, columns=["_hoodie_record_key"]).column(0).to_pylist()
+    return {p: sorted(k) for p, k in keys.items()}
 
 
 def assert_layout(table, files: dict, buckets):
     for (partition, bucket), entry in files.items():
         assert len(entry["files"]) == 1  # one file per bucket
         assert {java_bucket(k, buckets(partition)) for k in entry["keys"]} == {bucket}
-    assert written_keys(table) == sorted(k for entry in files.values() for k in entry["keys"])
+    written = written_keys(table)
+    assert written == {p: sorted(k for (q, _), e in files.items() if q == p for k in e["keys"]) for p in written}
     assert table.verify().ok
 
 
@@ -130,4 +132,22 @@ def test_split_bootstrap_casts_files_written_before_a_schema_evolution(spark, tm
     assert content(bucketed) == before
     files = bucket_files(bucketed)
     assert_layout(bucketed, files, lambda p: 4)
+    assert_hudi_rs_agrees(bucketed)
+
+
+def test_split_bootstrap_of_an_unpartitioned_table_with_nested_columns_widened(spark, tmp_path, monkeypatch):
+    table = make_table(spark, tmp_path, NESTED)
+    table.write(spark.createDataFrame(
+        [(f"x{i}", 2 ** 53 + i, 16777217, (i,), [i, 2], {"k": i}) for i in range(12)] + [("y", None, None, None, None, None)],
+        "id string, total long, ratio int, info struct<a:int>, tags array<int>, attrs map<string,int>"), "upsert")
+    _, _, spec = apply_spec(spark, NESTED_EVOLVED, tmp_path)  # files keep the old types
+    before = content(Table(spec, table.location, spark))
+
+    monkeypatch.setattr(rebucket, "TASK_MEMORY_BYTES", 1)
+    _, _, spec = apply_spec(spark, NESTED_EVOLVED.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 3}"), tmp_path)
+    bucketed = Table(spec, table.location, spark)
+    assert content(bucketed) == before
+    files = bucket_files(bucketed)
+    assert_layout(bucketed, files, lambda p: 3)
+    assert tasks_per_partition(files) == {"": 3}
     assert_hudi_rs_agrees(bucketed)
