@@ -4,20 +4,29 @@ Rows keep their record key, partition path, `_hoodie_commit_time` and `_hoodie_c
 only `_hoodie_file_name` changes. New files are written partition batch by partition batch
 (progress is reported after each batch), all under the same instant, and the old file groups
 are replaced when the replacecommit completes: readers see the old layout or the new one.
+
+A partition's rows never cross the network: each Spark task streams one partition's latest base
+files (pyarrow, through the table's storage) and writes the bucket file groups of one subset of
+its buckets. A partition too large for one task's memory budget is split into several subsets,
+each task reading the whole partition and keeping only its buckets' rows.
 """
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
+from tablespec.engine.arrow.align import align_to_schema
 from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
-from tablespec.engine.evolution import read_files
 from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
@@ -29,6 +38,10 @@ from tablespec.plan.buckets import BucketLayout
 
 # Partitions are rewritten in batches of about this many input bytes (progress is per batch).
 BATCH_BYTES = int(os.environ.get("TABLESPEC_REWRITE_BATCH_BYTES", 512 * 1024 * 1024))
+# A task holds about this many bytes of rows: a larger partition's buckets are split among tasks.
+TASK_MEMORY_BYTES = int(os.environ.get("TABLESPEC_TASK_MEMORY_BYTES", 512 * 1024 * 1024))
+# Arrow bytes in memory per byte of (snappy, dictionary-encoded) parquet: an estimate.
+EXPANSION = 4
 
 
 @dataclass(frozen=True)
@@ -39,8 +52,17 @@ class RebucketJob:
     hash_fields: tuple[str, ...]
     avro_schema: str
     data_columns: tuple[str, ...]
-    table_ddl: str
+    read_schema: pa.Schema        # commit time, seqno, record key, then the data columns as stored
     storage: Storage = LOCAL
+
+
+@dataclass(frozen=True)
+class BucketSubset:
+    """One task's work: the buckets `b` with `b % subsets == subset` of a partition, from its latest base files."""
+    partition: str
+    files: tuple[str, ...]
+    subset: int
+    subsets: int
 
 
 @dataclass
@@ -59,33 +81,53 @@ class RebucketResult:
                 "bytes_read": self.bytes_read, "bytes_written": self.bytes_written, "seconds": round(self.seconds, 2)}
 
 
-def assign_buckets(job: RebucketJob, batches):
-    """Executor: each stored row's bucket file group under the new layout (all new file groups)."""
-    for batch in batches:
-        if not len(batch):
-            continue
-        keys, parts = batch.column(tasks.KEY), batch.column(tasks.PART)
-        buckets = bucket_ids_for_record_keys(keys, list(job.hash_fields), tasks.buckets_per_row(job.layout, parts))
-        yield batch.append_column(tasks.FG, tasks.bucket_file_groups(job, parts, buckets, {}))
-
-
-def write_buckets(job: RebucketJob, batches):
-    """Executor: write each bucket file group's rows, meta columns preserved."""
+def write_subsets(job: RebucketJob, work: tuple[BucketSubset, ...], batches):
+    """Executor: write the bucket subsets whose numbers arrive in `batches`."""
     partition_id, token = tasks.task_token()
+    for batch in batches:
+        stats = [s for i in batch.column(0).to_pylist() for s in _write_subset(job, work[i], partition_id, token)]
+        if stats:
+            yield tasks.stats_batch(stats)
+
+
+def _subset_rows(job: RebucketJob, item: BucketSubset) -> tuple[pa.Table, np.ndarray]:
+    """The rows of the item's buckets and their buckets, read file by file, batch by batch, so the
+    task holds only its share of the partition. Files from before a schema evolution are cast up."""
+    count = job.layout.buckets_for(item.partition)
+    rows, buckets = [job.read_schema.empty_table()], [np.empty(0, np.int32)]
+    for path in item.files:
+        with job.storage.open_whole_file(path) as f:
+            file = pq.ParquetFile(f)
+            present = set(file.schema_arrow.names)
+            for batch in file.iter_batches(columns=[n for n in job.read_schema.names if n in present]):
+                ids = bucket_ids_for_record_keys(batch.column(tasks.KEY), list(job.hash_fields), count)
+                if item.subsets > 1:
+                    keep = ids % item.subsets == item.subset
+                    batch, ids = batch.filter(pa.array(keep)), ids[keep]
+                rows.append(align_to_schema(pa.Table.from_batches([batch]), job.read_schema))
+                buckets.append(ids)
+    return pa.concat_tables(rows), np.concatenate(buckets)
+
+
+def _write_subset(job: RebucketJob, item: BucketSubset, partition_id: int, token: str) -> list[dict]:
+    """Write one base file per bucket of the item that has rows, meta columns preserved."""
+    rows, buckets = _subset_rows(job, item)
+    order = np.argsort(buckets, kind="stable")
+    starts = np.flatnonzero(np.diff(buckets[order], prepend=-1))
     stats = []
-    for file_id, group in tasks.by_file_group(batches):
-        partition = group.column(tasks.PART)[0].as_py()
+    for s, e in zip(starts, [*starts[1:], len(order)]):
+        group = rows.take(pa.array(order[s:e]))
+        file_id = tasks.new_bucket_file_id(job, item.partition, int(buckets[order[s]]))
         name = BaseFileName(file_id, token, job.instant).format()
-        rel = f"{partition}/{name}" if partition else name
+        rel = f"{item.partition}/{name}" if item.partition else name
         table = group.select([tasks.COMMIT_TIME, tasks.SEQNO] + list(job.data_columns))
-        written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
+        written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=item.partition,
                                   partition_id=partition_id, record_keys=group.column(tasks.KEY),
                                   avro_schema_json=job.avro_schema, preserve_meta=True, storage=job.storage)
-        stats.append(dict(partition=partition, file_id=file_id, path=rel, prev_commit="null",
+        stats.append(dict(partition=item.partition, file_id=file_id, path=rel, prev_commit="null",
                           num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
                           bytes=written.size, invalid=0, invalid_sample=""))
-    if stats:
-        yield tasks.stats_batch(stats)
+    return stats
 
 
 def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_schema: str,
@@ -108,12 +150,12 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
     with Transaction(storage, base, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
         job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
-                          avro_schema, tuple(c.name for c in spec.spec.columns), table_ddl(spec), storage)
+                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec), storage)
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []
         for batch in _batches(slices):
-            stats += _rewrite(spark, job, spec, [s.base_file.path for p in batch for s in slices[p]])
+            stats += _rewrite(spark, job, _subsets(slices, batch, job.layout, spark.sparkContext.defaultParallelism))
             result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p])
             if progress:
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
@@ -139,14 +181,31 @@ def _batches(slices: dict) -> list[list[str]]:
     return batches + ([current] if current else [])
 
 
-def _rewrite(spark, job: RebucketJob, spec, files: list[str]) -> list[dict]:
-    from pyspark.sql.types import StringType, StructField, StructType
+def _subsets(slices: dict, batch: list[str], layout: BucketLayout, parallelism: int) -> list[BucketSubset]:
+    """The tasks of a partition batch: each partition's buckets in as many subsets as its estimated
+    size needs to stay within TASK_MEMORY_BYTES per task, and, when the batch has fewer partitions
+    than `parallelism`, enough to keep every core busy; never more subsets than buckets."""
+    spread = math.ceil(parallelism / len(batch))
+    work = []
+    for partition in sorted(batch, key=lambda p: -sum(s.base_file.size for s in slices[p])):  # largest first
+        size = sum(s.base_file.size for s in slices[partition]) * EXPANSION
+        subsets = min(layout.buckets_for(partition), max(spread, math.ceil(size / TASK_MEMORY_BYTES)))
+        files = tuple(s.base_file.path for s in slices[partition])
+        work += [BucketSubset(partition, files, k, subsets) for k in range(subsets)]
+    return work
 
-    df = (read_files(spark, job.base, files, spec, job.table_ddl)  # files from before a schema evolution cast up
-          .select(tasks.COMMIT_TIME, tasks.SEQNO, tasks.KEY, tasks.PART, *job.data_columns))
-    schema = StructType(df.schema.fields + [StructField(tasks.FG, StringType())])
-    tagged = df.mapInArrow(functools.partial(assign_buckets, job), schema)
-    n = max(1, spark.sparkContext.defaultParallelism * 2)
-    rows = (tagged.repartition(n, tasks.FG)
-            .mapInArrow(functools.partial(write_buckets, job), tasks.STATS_DDL).collect())
+
+def _read_schema(spec) -> pa.Schema:
+    """The Arrow columns tasks read, as Spark reads the table's base files (`table_ddl`, all nullable)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
+
+    schema = to_arrow_schema(_parse_datatype_string(table_ddl(spec)))
+    return pa.schema([f for f in schema if f.name not in (tasks.PART, "_hoodie_file_name")])
+
+
+def _rewrite(spark, job: RebucketJob, work: list[BucketSubset]) -> list[dict]:
+    """One task per bucket subset, no shuffle: each task reads its partition and writes its buckets."""
+    rows = (spark.range(len(work), numPartitions=len(work))
+            .mapInArrow(functools.partial(write_subsets, job, tuple(work)), tasks.STATS_DDL).collect())
     return [r.asDict() for r in rows]
