@@ -39,7 +39,6 @@ from tablespec.plan.buckets import BucketLayout
 # Partitions are rewritten in batches of about this many input bytes (progress is per batch).
 BATCH_BYTES = int(os.environ.get("TABLESPEC_REWRITE_BATCH_BYTES", 512 * 1024 * 1024))
 # A task holds about this many bytes of rows: a larger partition's buckets are split among tasks.
-TASK_MEMORY_BYTES = int(os.environ.get("TABLESPEC_TASK_MEMORY_BYTES", 512 * 1024 * 1024))
 # Arrow bytes in memory per byte of (snappy, dictionary-encoded) parquet: an estimate.
 EXPANSION = 4
 
@@ -183,13 +182,14 @@ def _batches(slices: dict) -> list[list[str]]:
 
 def _subsets(slices: dict, batch: list[str], layout: BucketLayout, parallelism: int) -> list[BucketSubset]:
     """The tasks of a partition batch: each partition's buckets in as many subsets as its estimated
-    size needs to stay within TASK_MEMORY_BYTES per task, and, when the batch has fewer partitions
+    size needs to stay within the task memory budget (`tasks.task_memory_bytes`), and, when the batch has fewer partitions
     than `parallelism`, enough to keep every core busy; never more subsets than buckets."""
     spread = math.ceil(parallelism / len(batch))
+    budget = tasks.task_memory_bytes()
     work = []
     for partition in sorted(batch, key=lambda p: -sum(s.base_file.size for s in slices[p])):  # largest first
         size = sum(s.base_file.size for s in slices[partition]) * EXPANSION
-        subsets = min(layout.buckets_for(partition), max(spread, math.ceil(size / TASK_MEMORY_BYTES)))
+        subsets = min(layout.buckets_for(partition), max(spread, math.ceil(size / budget)))
         files = tuple(s.base_file.path for s in slices[partition])
         work += [BucketSubset(partition, files, k, subsets) for k in range(subsets)]
     return work

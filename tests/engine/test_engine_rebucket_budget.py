@@ -14,7 +14,6 @@ from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_rebucket import SCHEMA, SIMPLE, T0, apply_spec, content
 from test_engine_schema_evolution import NESTED, NESTED_EVOLVED
 from test_engine_write import java_bucket
-from tablespec.engine import rebucket
 from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
@@ -82,7 +81,7 @@ def test_bootstrap_split_by_memory_budget_writes_the_same_table(spark, tmp_path,
     before = {t.location: content(t) for t in (whole, split)}
 
     _, _, spec = apply_spec(spark, FOUR, f"{warehouse}/whole")
-    monkeypatch.setattr(rebucket, "TASK_MEMORY_BYTES", 1)  # every bucket its own task
+    monkeypatch.setenv("TABLESPEC_TASK_MEMORY_BYTES", "1")  # every bucket its own task
     apply_spec(spark, FOUR, f"{warehouse}/split")
 
     whole, split = Table(spec, whole.location, spark), Table(spec, split.location, spark)
@@ -125,7 +124,7 @@ def test_split_bootstrap_casts_files_written_before_a_schema_evolution(spark, tm
                                       SCHEMA + ", note string"), "insert")
     before = content(table)
 
-    monkeypatch.setattr(rebucket, "TASK_MEMORY_BYTES", 1)
+    monkeypatch.setenv("TABLESPEC_TASK_MEMORY_BYTES", "1")
     _, _, spec = apply_spec(spark, evolved.replace("index: {type: SIMPLE}", "index: {type: BUCKET, numBuckets: 4}"),
                             tmp_path)
     bucketed = Table(spec, table.location, spark)
@@ -143,7 +142,7 @@ def test_split_bootstrap_of_an_unpartitioned_table_with_nested_columns_widened(s
     _, _, spec = apply_spec(spark, NESTED_EVOLVED, tmp_path)  # files keep the old types
     before = content(Table(spec, table.location, spark))
 
-    monkeypatch.setattr(rebucket, "TASK_MEMORY_BYTES", 1)
+    monkeypatch.setenv("TABLESPEC_TASK_MEMORY_BYTES", "1")
     _, _, spec = apply_spec(spark, NESTED_EVOLVED.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 3}"), tmp_path)
     bucketed = Table(spec, table.location, spark)
     assert content(bucketed) == before
