@@ -182,8 +182,9 @@ def _batches(slices: dict) -> list[list[str]]:
 
 def _subsets(slices: dict, batch: list[str], layout: BucketLayout, parallelism: int) -> list[BucketSubset]:
     """The tasks of a partition batch: each partition's buckets in as many subsets as its estimated
-    size needs to stay within the task memory budget (`tasks.task_memory_bytes`), and, when the batch has fewer partitions
-    than `parallelism`, enough to keep every core busy; never more subsets than buckets."""
+    size needs to stay within the task memory budget (`tasks.task_memory_bytes`), and, when the
+    batch has fewer partitions than `parallelism`, enough to keep every core busy; never more
+    subsets than buckets."""
     spread = math.ceil(parallelism / len(batch))
     budget = tasks.task_memory_bytes()
     work = []

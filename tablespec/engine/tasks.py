@@ -140,18 +140,6 @@ def bucket_file_groups(job, parts: pa.Array, buckets: np.ndarray, existing: dict
     return pa.array(ids, pa.string()).take(encoded.indices)
 
 
-def by_file_group(batches):
-    """A task's rows, grouped: yields (file id, rows of that file group)."""
-    tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
-    if not tables:
-        return
-    rows = pa.concat_tables(tables).sort_by([(FG, "ascending")])
-    fgs = rows.column(FG).combine_chunks()
-    bounds = np.flatnonzero(np.asarray(pc.not_equal(fgs[1:], fgs[:-1]))) + 1 if len(fgs) > 1 else np.array([], int)
-    for s, e in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(fgs)]])):
-        yield fgs[int(s)].as_py(), rows.slice(int(s), int(e - s))
-
-
 def task_token() -> tuple[int, str]:
     """This task's Spark partition id and its write token (`<partition>-<stage>-<attempt>`)."""
     partition_id, stage_id, attempt = _task_ids()
