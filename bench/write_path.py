@@ -21,6 +21,7 @@ machine makes every figure noisy (each bench records the CPU other processes too
     python bench/write_path.py --rows 500000         # one size
     python bench/write_path.py --quick               # smoke run: every bench's --quick sizes
     python bench/write_path.py --quick --no-hudi     # without Apache Hudi
+    python bench/write_path.py --bench upsert_bench  # rerun one bench; the others' JSON at each size is reused
 """
 from __future__ import annotations
 
@@ -128,18 +129,29 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="one smoke pass at every bench's --quick sizes")
     ap.add_argument("--hudi", action=argparse.BooleanOptionalAction, default=True,
                     help="also run Apache Hudi 0.15.0 (default: yes)")
+    ap.add_argument("--bench", choices=BENCHES, action="append",
+                    help="run only this bench (repeatable); the others' earlier JSON at the same size, when "
+                         "present, is reused and marked so in the output")
     ap.add_argument("--out", default=str(HERE / "results" / "write_path.json"))
     args = ap.parse_args()
     sizes = [None] if args.quick else args.rows
     folder = Path(args.out).with_suffix("")
     folder.mkdir(parents=True, exist_ok=True)
 
-    lines, starts, failed, reports = [], {}, [], {}
+    lines, starts, failed, reports, reused = [], {}, [], {}, []
     for rows in sizes:
         label = "quick" if rows is None else str(rows)
         print(f"rows {label}:", flush=True)
         for name in BENCHES:
-            report = run_bench(name, rows, args.hudi, folder / f"{name}_{label}")
+            earlier = (folder / f"{name}_{label}").with_suffix(".json")
+            if args.bench and name not in args.bench:
+                if not earlier.exists():
+                    continue
+                report = json.loads(earlier.read_text())
+                reused.append(f"{name} at {label}")
+                print(f"  {name}: reused {earlier}", flush=True)
+            else:
+                report = run_bench(name, rows, args.hudi, folder / f"{name}_{label}")
             if report is None:
                 failed.append(f"{name} at {label}")
                 continue
@@ -156,8 +168,11 @@ def main() -> int:
     for label, per in starts.items():
         print(f"Spark session start at {label} (excluded from every timing): "
               + ", ".join(f"{name} {secs:.1f}s" for name, secs in per.items()))
+    if reused:
+        print("reused from an earlier run: " + ", ".join(reused))
     Path(args.out).write_text(json.dumps(dict(sizes=[s or "quick" for s in sizes], hudi=args.hudi, actions=lines,
-                                              spark_start_s=starts, bench_reports=reports, failed=failed),
+                                              spark_start_s=starts, bench_reports=reports, reused=reused,
+                                              failed=failed),
                                          indent=2) + "\n")
     print(f"wrote {args.out}")
     if failed:
