@@ -20,13 +20,14 @@ the same layout, so a ratio measures what tablespec adds (keys, tagging, merging
   two is the kind's baseline (`baselines` in the JSON). Both run over the BUCKET and the SIMPLE
   table's files; BLOOM and RECORD_LEVEL tables are laid out as SIMPLE's (same rows, same file
   sizing, no buckets) and take SIMPLE's.
-An upsert's tagging share comes from the event log: tablespec's writer labels its Spark jobs
-("tablespec: tag" finds each key's file group, key preparation included: SIMPLE's join with the
-affected partitions' keys, BLOOM's footer and bloom-filter pruning then that join, RECORD_LEVEL's
-index lookup; "tablespec: write" writes the file groups; "tablespec: index" the record-index
-delta), so tag share = the tagging jobs' wall seconds / the upsert's. BUCKET has no tagging jobs:
-the bucket is hashed as rows are prepared. Hudi's share, for comparison, counts its jobs named for
-tagging and index lookups and its "Building workload profile" job, where its lazy tagging runs. Every timed phase records the peak RSS of the driver's
+An upsert's tagging share: tagging runs inside tablespec's write job (no pass of its own), and
+the writer reports the task seconds its tasks spent finding each key's file group and placing
+inserts (`WriteResult.tag_seconds`: SIMPLE's and BLOOM's key-column reads of the affected
+partitions' base files, BLOOM's footer pruning, RECORD_LEVEL's index lookups), so tag share =
+those task seconds / the task seconds of all the upsert's stages (event log). BUCKET has no
+tagging: the bucket is hashed as rows are prepared. Hudi's share, for comparison, is wall
+seconds: its jobs named for tagging and index lookups and its "Building workload profile" job,
+where its lazy tagging runs, over its upsert's seconds. Every timed phase records the peak RSS of the driver's
 Python, the JVM and the Python workers (bench/_common.py PeakRss).
 
 The peer, in the same session and on the same rows: Apache Hudi 0.15.0 through its Spark
@@ -126,14 +127,18 @@ def partition_files(files: dict[str, tuple[str, int]], touched: list[str]) -> li
     return sorted(f for f in files.values() if os.path.dirname(f[0]) in folders)
 
 
-def tag_share(described: dict[str, dict], runs: list[float]) -> dict:
-    """An upsert's Spark job seconds by tablespec's job description (its writer labels the jobs that tag
-    rows, key preparation included, those that write file groups, and the record-index delta's), over
-    all runs, and tagging's share of the upsert's seconds. BUCKET tables have no tagging jobs: a
-    row's bucket is hashed as it is prepared for the write."""
-    secs = {part: described.get(f"tablespec: {part}", {}).get("wall_s", 0.0) for part in ("tag", "write", "index")}
-    return dict(**{f"{part}_s": round(s, 3) for part, s in secs.items()}, upsert_s=round(sum(runs), 3),
-                share=round(secs["tag"] / sum(runs), 3))
+def tag_share(described: dict[str, dict], stages: list[dict], tag_task_s: float, runs: list[float]) -> dict:
+    """An upsert's tagging share: the task seconds its tasks spent finding each key's file group
+    and placing inserts (the writer reports them: index lookups, SIMPLE's and BLOOM's key-column
+    reads, insert placement; tagging runs inside the write job, so it has no job of its own) over
+    the task seconds of all its stages (event log), for all runs; with the wall seconds of its
+    write and record-index jobs (job labels). BUCKET has no tagging: a row's bucket is hashed as
+    it is prepared."""
+    task_s = sum(st["task_run_s"] for st in stages)
+    secs = {part: described.get(f"tablespec: {part}", {}).get("wall_s", 0.0) for part in ("write", "index")}
+    return dict(tag_task_s=round(tag_task_s, 3), task_s=round(task_s, 3),
+                **{f"{part}_s": round(s, 3) for part, s in secs.items()}, upsert_s=round(sum(runs), 3),
+                share=round(tag_task_s / task_s, 3) if task_s else 0.0)
 
 
 # Apache Hudi's jobs that tag an upsert's records: Hudi tags lazily, and its "Building workload profile"
@@ -189,6 +194,7 @@ def main() -> int:
     setup: dict[str, float] = {}
     io: dict[str, dict] = {}  # phase -> files / bytes read and written
     upserts: dict[str, dict] = {}
+    tag_task_s: dict[str, list[float]] = {}  # kind -> each upsert run's tagging task seconds
     hudi: dict[str, dict] = {}
     checks: dict[str, dict] = {}
 
@@ -262,7 +268,14 @@ def main() -> int:
                 shutil.copytree(table.location + ".pristine", copy.location)
                 return copy, new_input()
 
-            result, target = measure(f"upsert {kind}", lambda a: (a[0].write(a[1], "upsert"), a[0]), fresh)
+            tag_task_s[kind] = []
+
+            def upsert(a, kind=kind):
+                result = a[0].write(a[1], "upsert")
+                tag_task_s[kind].append(result.tag_seconds)
+                return result, a[0]
+
+            result, target = measure(f"upsert {kind}", upsert, fresh)
             ids, out_bytes = written(target.location, result.files)
             touched = [before[f] for f in sorted(ids) if f in before]
             upserts[kind] = dict(inserted=result.inserted, updated=result.updated, files_written=len(result.files),
@@ -334,8 +347,8 @@ def main() -> int:
         words = phase.split()
         return fastest[words[1]] if words[0] == "baseline" else fastest[BASELINE_KIND[words[-1]]]
 
-    tagging = {kind: tag_share(described.get(f"upsert {kind}", {}), timings[f"upsert {kind}"]["runs"])
-               for kind in kinds}
+    tagging = {kind: tag_share(described.get(f"upsert {kind}", {}), stages.get(f"upsert {kind}", []),
+                               sum(tag_task_s[kind]), timings[f"upsert {kind}"]["runs"]) for kind in kinds}
     print(f"bulk insert of {args.rows:,} rows, then upsert of {n_in:,} rows ({n_updates:,} updates, {n_new:,} new "
           f"keys), {args.partitions} partitions, {' vs '.join(kinds)} (BUCKET({args.buckets}))"
           f"{', tablespec and Apache Hudi 0.15.0' if args.hudi else ''}; master {args.master}, "
@@ -379,8 +392,9 @@ def main() -> int:
           + " (bulk inserts: writing the same rows partitionBy(order_date)); x Hudi = tablespec / Apache Hudi seconds; "
           "rows/s = rows written (bulk insert) or upserted per second; Hudi files r = file groups merged; "
           "others = CPU cores other processes kept busy meanwhile; peak RSS = driver Python / JVM / Python workers; "
-          "tag share = tagging jobs' wall seconds (key preparation included) / the upsert's seconds (Hudi: its "
-          "Tagging, index lookup and Building workload profile jobs, where its lazy tagging runs)")
+          "tag share = the task seconds tablespec's tasks spent tagging / the upsert's task seconds (Hudi: wall "
+          "seconds of its Tagging, index lookup and Building workload profile jobs, where its lazy tagging runs, "
+          "/ its upsert's seconds)")
     target_met = all(r["goal_met"] for r in results.values() if "goal_met" in r)
     print("goals (x baseline): " + ", ".join(f"{p} {r['ratio_to_baseline']:.2f}x <= {r['goal']}"
                                              f"{'' if r['goal_met'] else ' NOT met'}"
@@ -388,9 +402,9 @@ def main() -> int:
     if args.hudi:
         print("tablespec / Hudi: " + ", ".join(f"{p} {results[p]['ratio_to_hudi']:.2f}x" for p in results
                                               if results[p]["ratio_to_hudi"] is not None))
-    print("upsert time by tablespec's job descriptions (seconds over all runs): " + "; ".join(
-        f"{k} tag {v['tag_s']:.2f}, write {v['write_s']:.2f}, index {v['index_s']:.2f} of {v['upsert_s']:.2f}"
-        for k, v in tagging.items()))
+    print("upserts over all runs: " + "; ".join(
+        f"{k} tagging {v['tag_task_s']:.2f} of {v['task_s']:.2f} task s; wall: write job {v['write_s']:.2f}, "
+        f"index {v['index_s']:.2f} of {v['upsert_s']:.2f}" for k, v in tagging.items()))
     print(f"stages per phase{'':<34}{'wall s':>8}{'task s':>8}{'tasks':>6}")
     for phase in results:
         print(f" {phase}")

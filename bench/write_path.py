@@ -80,9 +80,9 @@ def upsert_rows(report: dict) -> list[dict]:
             if op == "upsert":
                 notes = f"plain: {p['baseline'].removeprefix('baseline ')}"
                 t = p["tagging"]
-                notes += (f"; tag {t['share']:.0%} ({t['tag_s']:.1f}s tag, {t['write_s']:.1f}s write"
-                          + (f", {t['index_s']:.1f}s index" if t["index_s"] else "") + ")"
-                          + (f", Hudi's tag {hudi['tagging']['share']:.0%}" if hudi else ""))
+                notes += (f"; tag {t['share']:.0%} of task s ({t['tag_task_s']:.1f} of {t['task_s']:.1f})"
+                          + (f", index delta {t['index_s']:.1f}s" if t["index_s"] else "")
+                          + (f"; Hudi's tag {hudi['tagging']['share']:.0%} of its wall s" if hudi else ""))
             out.append(row(phase, report["rows"] if op == "bulk_insert" else report["upsert_rows"], p["seconds"],
                            r[p["baseline"]]["seconds"], hudi["seconds"] if hudi else None, p["goal"],
                            p["peak_rss"], notes))
@@ -163,8 +163,8 @@ def main() -> int:
     print("plain = plain Spark (clustering: delta-rs z_order), the fastest plain way to the same rows in the same "
           "layout (see each bench's docstring); goal = x plain at most; met = goal met (clustering: and the query "
           "reads no more rows); <Hudi = faster than Apache Hudi 0.15.0; peak RSS = during tablespec's action: "
-          "driver Python / JVM (driver and executors in local mode) / Python workers (sum); tag = an upsert's "
-          "tagging jobs' share of its seconds (key preparation included)")
+          "driver Python / JVM (driver and executors in local mode) / Python workers (sum); tag = the task seconds "
+          "an upsert spent tagging / its task seconds")
     for label, per in starts.items():
         print(f"Spark session start at {label} (excluded from every timing): "
               + ", ".join(f"{name} {secs:.1f}s" for name, secs in per.items()))

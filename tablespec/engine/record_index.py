@@ -149,15 +149,17 @@ def _stored_wins(job: IndexJob, rows: pa.Table, keys: pa.Array, old_fg: pa.Array
     return wins
 
 
-def tag(spark, prepared, job: IndexJob, operation: str):
-    """Tag prepared rows with their file groups through the index; adds the DEL column."""
+def tag(spark, prepared, job: IndexJob, operation: str, seconds):
+    """Tag prepared rows with their file groups through the index; adds the DEL column. The
+    lookups' task seconds add up in the accumulator `seconds`."""
     from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
     with_bucket = prepared.mapInArrow(functools.partial(add_bucket, job),
                                       StructType(prepared.schema.fields + [StructField(IB, IntegerType())]))
     n = max(1, spark.sparkContext.defaultParallelism * 2)
     out_schema = StructType(prepared.schema.fields + [StructField(DEL, BooleanType())])
     return (with_bucket.repartition(n, IB)
-            .mapInArrow(functools.partial(probe_rows, job, operation), out_schema))
+            .mapInArrow(functools.partial(tasks.timed, seconds, functools.partial(probe_rows, job, operation)),
+                        out_schema))
 
 
 # --- index delta ---------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 """What executors run: pure pyarrow functions over Arrow batches, given a picklable WriteJob.
 
 `prepare` computes keys, partition paths and (for bucket tables) file groups row by row;
-`assign_inserts` spreads new records over file groups; `write_file_groups` merges each file
-group's incoming records with its latest base file and writes the new file slice. Nothing here
-touches the timeline: the driver commits what the tasks report.
+`tag_partitions` finds the file group of each key (SIMPLE, BLOOM) and gives inserts theirs, a
+partition at a time; `write_file_groups` merges each file group's incoming records with its
+latest base file and writes the new file slice. Nothing here touches the timeline: the driver
+commits what the tasks report.
 """
 from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -18,9 +20,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.align import align_to_schema
-from tablespec.engine.arrow.basefile import ROW_GROUP_BYTES, BaseFileWriter, java_sort_indices, write_base_file
+from tablespec.engine.arrow.basefile import (ROW_GROUP_BYTES, BaseFileWriter, java_sort_indices, read_footer_keys,
+                                             within_java_range, write_base_file)
 from tablespec.engine.arrow.bloom import read_bloom_filter
-from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys, java_string_hash
+from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
@@ -39,7 +42,7 @@ STATS_SCHEMA = pa.schema([
 STATS_DDL = ("partition string, file_id string, path string, prev_commit string, num_writes bigint, "
              "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
              "invalid_sample string, num_ignored bigint")
-INSERT_SLOTS = 10_000
+DEFAULT_RECORD_BYTES = 128   # bytes per stored record where no base file tells
 TASK_MEMORY_BYTES = 512 * 1024 * 1024
 
 
@@ -70,7 +73,10 @@ class WriteJob:
     hash_fields: tuple[str, ...] = ()
     bucket_groups: dict = field(default_factory=dict)    # (partition, bucket) -> existing file id
     base_files: dict = field(default_factory=dict)       # file id -> (partition, file name, base instant, bytes)
-    insert_targets: dict = field(default_factory=dict)   # partition -> [(file id, cumulative weight)]
+    lookup: str | None = None           # SIMPLE | BLOOM: find keys in their partition's base files
+    target_file_size: int = 128 * 1024 * 1024   # inserts fill file groups up to it
+    small_file_limit: int = 100 * 1024 * 1024   # file groups below it take inserts
+    no_fill: frozenset = frozenset()    # file groups under a pending clustering plan: take no inserts
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
     storage: Storage = LOCAL            # the table's storage (its configuration, never credentials)
     memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
@@ -146,49 +152,178 @@ def task_token() -> tuple[int, str]:
     return partition_id, write_token(partition_id, stage_id, attempt)
 
 
-def assign_inserts(job: WriteJob, batches):
-    """Give untagged rows (inserts) a file group: small file groups first, then new ones."""
-    for batch in batches:
-        fg = batch.column(FG)
-        if fg.null_count == 0 or len(batch) == 0:
-            yield batch
+def timed(seconds, fn, batches):
+    """Run the task function `fn` over `batches` and add the seconds spent in it (its input
+    included, the consumer's work excluded) to the accumulator `seconds`."""
+    spent, out = 0.0, fn(batches)
+    while True:
+        start = time.perf_counter()
+        try:
+            batch = next(out)
+        except StopIteration:
+            seconds.add(spent + time.perf_counter() - start)
+            return
+        spent += time.perf_counter() - start
+        yield batch
+
+
+def tag_partitions(job: WriteJob, batches):
+    """Give every row its file group, a partition at a time. Rows arrive sorted by partition
+    path and key, all of a partition's rows in this task. SIMPLE and BLOOM (`job.lookup`) find
+    each key among the partition's latest base files, reading only their key column (BLOOM:
+    only files whose key range and bloom filter admit a key). Inserts then fill the partition's
+    small file groups up to the target size, then new file groups, in key order; new ids derive
+    from the instant, so a retried task picks the same. Memory: a chunk of a partition's
+    incoming rows (a quarter of the task budget) and one file's keys."""
+    files = _files_by_partition(job)
+    targets: dict[str, _InsertTargets] = {}
+    footers: dict[str, tuple] = {}
+    for partition, rows in partition_chunks(batches, max(1, job.memory_bytes // 4)):
+        fg = rows.column(FG).combine_chunks()
+        valid = pc.invert(rows.column(INVALID).combine_chunks())
+        if job.lookup and job.operation in ("upsert", "delete"):
+            fg = _look_up(job, rows.column(KEY).combine_chunks(), files.get(partition, []), footers)
+        if job.operation == "delete":
+            keep = pc.or_(fg.is_valid(), pc.invert(valid))
+            rows, fg = rows.filter(keep), fg.filter(keep)
+        else:
+            missing = np.flatnonzero(np.asarray(pc.and_(fg.is_null(), valid)))
+            if len(missing):
+                if partition not in targets:
+                    targets[partition] = _InsertTargets(job, partition, files.get(partition, []))
+                chosen = fg.to_numpy(zero_copy_only=False)
+                chosen[missing] = targets[partition].place(rows.column(KEY).take(pa.array(missing)).combine_chunks())
+                fg = pa.array(chosen, pa.string())
+        yield from rows.set_column(rows.schema.get_field_index(FG), FG, fg).to_batches()
+
+
+def _files_by_partition(job: WriteJob) -> dict[str, list[tuple[str, str, int]]]:
+    """partition -> (file id, path, bytes) of its latest base files."""
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for file_id, (partition, name, _, size) in sorted(job.base_files.items()):
+        out.setdefault(partition, []).append((file_id, join(job.base, partition, name), size))
+    return out
+
+
+def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], footers: dict) -> pa.Array:
+    """The file group holding each key among `files` (null: none does)."""
+    found = np.full(len(keys), None, dtype=object)
+    for file_id, path, size in files:
+        if job.lookup == "BLOOM" and not may_hold(path, keys, footers, job.storage):
             continue
-        slots = (java_string_hash(batch.column(KEY)).view(np.uint32) % INSERT_SLOTS).astype(np.int64)
-        encoded = batch.column(PART).dictionary_encode()
-        codes = np.asarray(encoded.indices)
-        missing = np.asarray(fg.is_null()) & ~np.asarray(batch.column(INVALID))  # invalid rows are refused later
-        chosen = fg.to_numpy(zero_copy_only=False)
-        for code, partition in enumerate(encoded.dictionary.to_pylist()):
-            rows = np.flatnonzero(missing & (codes == code))
-            if not len(rows):
-                continue
-            targets = job.insert_targets.get(partition)
-            if not targets:
-                raise RuntimeError(f"no insert target for partition {partition!r}")
-            ids = np.array([f for f, _ in targets], dtype=object)
-            chosen[rows] = ids[np.searchsorted([w for _, w in targets], slots[rows], side="right")]
-        yield batch.set_column(batch.schema.get_field_index(FG), FG, pa.array(chosen, pa.string()))
+        with job.storage.open_input_file(path, size) as f:
+            stored = pq.read_table(f, columns=[KEY]).column(KEY).combine_chunks()
+        found[np.asarray(pc.is_in(keys, value_set=stored))] = file_id
+    return pa.array(found, pa.string())
+
+
+def may_hold(path: str, keys: pa.Array, footers: dict, storage: Storage = LOCAL) -> bool:
+    """BLOOM: whether the base file at `path` may hold one of `keys`: one within its footer's key
+    range that passes its bloom filter (files without a range or filter may hold any key).
+    Footers are read once per task (`footers` caches them)."""
+    if path not in footers:
+        footers[path] = (*read_footer_keys(path, storage), read_bloom_filter(path, storage))
+    lo, hi, bloom = footers[path]
+    if lo is not None and hi is not None:
+        keys = keys.filter(within_java_range(keys, lo, hi))
+    return bool(len(keys)) and (bloom is None or bool(np.any(bloom.might_contain(keys))))
+
+
+class _InsertTargets:
+    """Where one partition's inserts go, in arrival order: its small file groups (below the small
+    file limit, not under a pending clustering plan) up to the target size, then new file groups
+    of the target size, each as many records as fit at the partition's bytes per record."""
+
+    def __init__(self, job: WriteJob, partition: str, files: list[tuple[str, str, int]]):
+        per_record = record_bytes(files, job.storage)
+        self.per_file = max(1, job.target_file_size // per_record)
+        self.open = [(fid, (job.target_file_size - size) // per_record)
+                     for fid, _, size in sorted(files, key=lambda f: (f[2], f[0]))
+                     if size < job.small_file_limit and fid not in job.no_fill]
+        self.open = [(fid, room) for fid, room in self.open if room > 0]
+        self.seed, self.opened = f"{job.base}|{job.instant}|{partition}|insert", 0
+        self.last_key, self.last_id = None, None
+
+    def place(self, keys: pa.Array) -> np.ndarray:
+        """File ids for inserts with these `keys`, which arrive sorted: rows sharing a key (the
+        merge keeps one) take one place and one file group, also across consecutive calls."""
+        first = np.ones(len(keys), dtype=bool)
+        first[1:] = np.asarray(pc.not_equal(keys[1:], keys[:-1]))
+        carried = keys[0].as_py() == self.last_key
+        first[0] = not carried
+        ids = self.take(int(first.sum()))
+        if carried:
+            ids = np.concatenate([np.array([self.last_id], dtype=object), ids])
+        chosen = ids[np.cumsum(first) - (0 if carried else 1)]
+        self.last_key, self.last_id = keys[-1].as_py(), chosen[-1]
+        return chosen
+
+    def take(self, n: int) -> np.ndarray:
+        """File ids for the next `n` inserts."""
+        ids, counts = [], []
+        while n:
+            if not self.open:
+                self.opened += 1
+                fid = f"{uuid.uuid5(uuid.NAMESPACE_URL, f'{self.seed}|{self.opened}')}-0"
+                self.open = [(fid, self.per_file)]
+            fid, room = self.open[0]
+            used = min(n, room)
+            ids.append(fid)
+            counts.append(used)
+            n -= used
+            self.open = self.open[1:] if used == room else [(fid, room - used)] + self.open[1:]
+        return np.repeat(np.array(ids, dtype=object), counts)
+
+
+def record_bytes(files: list[tuple[str, str, int]], storage: Storage) -> int:
+    """Average stored bytes per record, from one base file's footer (metadata only)."""
+    for _, path, size in files:
+        with storage.open_input_file(path, size) as f:
+            rows = pq.read_metadata(f).num_rows
+        if rows:
+            return max(1, size // rows)
+    return DEFAULT_RECORD_BYTES
+
+
+def _run_pieces(batches, column: str):
+    """(value, rows) for each stretch of equal `column` values, in arrival order (null as "")."""
+    for batch in batches:
+        if not len(batch):
+            continue
+        ids = pc.fill_null(batch.column(column), "")
+        starts = [0] + [int(i) + 1 for i in np.flatnonzero(np.asarray(pc.not_equal(ids[1:], ids[:-1])))]
+        for s, e in zip(starts, starts[1:] + [len(batch)]):
+            yield ids[s].as_py(), batch.slice(s, e - s)
+
+
+def partition_chunks(batches, max_bytes: int):
+    """A task's rows, which arrive sorted by partition path: yields (partition, rows), a
+    partition's rows in chunks of about `max_bytes` at most."""
+    current, pieces, size = None, [], 0
+    for partition, piece in _run_pieces(batches, PART):
+        if pieces and (partition != current or size + piece.nbytes > max_bytes):
+            yield current, pa.Table.from_batches(pieces)
+            pieces, size = [], 0
+        current = partition
+        pieces.append(piece)
+        size += piece.nbytes
+    if pieces:
+        yield current, pa.Table.from_batches(pieces)
 
 
 def file_group_runs(batches):
     """A task's rows, which arrive sorted by file group: yields (file id, rows of that file
     group), holding one file group's rows at a time."""
     current, pieces, done = None, [], set()
-    for batch in batches:
-        if not len(batch):
-            continue
-        ids = pc.fill_null(batch.column(FG), "")  # invalid rows may have no file group
-        starts = [0] + [int(i) + 1 for i in np.flatnonzero(np.asarray(pc.not_equal(ids[1:], ids[:-1])))]
-        for s, e in zip(starts, starts[1:] + [len(batch)]):
-            file_id = ids[s].as_py()
-            if pieces and file_id != current:
-                yield current or None, pa.Table.from_batches(pieces)
-                done.add(current)
-                pieces = []
-            if file_id in done:  # two slices of one file group in one instant would corrupt it
-                raise RuntimeError(f"rows of file group {file_id!r} arrive out of order")
-            current = file_id
-            pieces.append(batch.slice(s, e - s))
+    for file_id, piece in _run_pieces(batches, FG):
+        if pieces and file_id != current:
+            yield current or None, pa.Table.from_batches(pieces)
+            done.add(current)
+            pieces = []
+        if file_id in done:  # two slices of one file group in one instant would corrupt it
+            raise RuntimeError(f"rows of file group {file_id!r} arrive out of order")
+        current = file_id
+        pieces.append(piece)
     if pieces:
         yield current or None, pa.Table.from_batches(pieces)
 
@@ -214,11 +349,12 @@ def write_file_groups(job: WriteJob, batches):
         yield stats_batch(stats)
 
 
-def write_new_file_groups(job: WriteJob, rows_per_file: int, batches):
-    """bulk_insert without a shuffle: each task writes its own rows into new file groups of
-    at most `rows_per_file` rows, one or more per partition it saw (Apache Hudi's bulk_insert
-    with sort mode NONE lays files out the same way). Memory: one input split."""
-    prepared = [b for b in prepare(job, batches) if len(b)]
+def write_new_file_groups(job: WriteJob, rows_per_file: int, batches, prepared: bool = False):
+    """bulk_insert without a shuffle: each task writes its own rows (`prepared` or not yet)
+    into new file groups of at most `rows_per_file` rows, one or more per partition it saw
+    (Apache Hudi's bulk_insert with sort mode NONE lays files out the same way). Memory: the
+    task's rows (one input split)."""
+    prepared = [b for b in (batches if prepared else prepare(job, batches)) if len(b)]
     if not prepared:
         return
     rows = pa.Table.from_batches(prepared)
@@ -252,33 +388,6 @@ def invalid_batch(invalid: int, sample: list[dict]) -> pa.RecordBatch:
     return stats_batch([dict(partition="", file_id="", path="", prev_commit="", num_writes=0, num_inserts=0,
                              num_updates=0, num_deletes=0, bytes=0, invalid=invalid,
                              invalid_sample=json.dumps(sample, default=str))])
-
-
-def bloom_candidates(ranges: list[tuple[str, str, str, str]], batches, storage: Storage = LOCAL):
-    """BLOOM index: the files (of `ranges`: file, partition, min key, max key) that may hold
-    some incoming key: within the file's key range and, where the file has one, passing its
-    bloom filter. Footers are read here, on the executor, once per file per task."""
-    by_partition: dict[str, list[tuple[str, str, str]]] = {}
-    for path, part, lo, hi in ranges:
-        by_partition.setdefault(part, []).append((path, lo, hi))
-    filters: dict[str, object] = {}
-    hits: set[str] = set()
-    for batch in batches:
-        keys, parts = batch.column(KEY), batch.column(PART)
-        for part in pc.unique(parts).to_pylist():
-            in_part = keys.filter(pc.equal(parts, part))
-            for path, lo, hi in by_partition.get(part, []):
-                if path in hits:
-                    continue
-                candidates = in_part.filter(pc.and_(pc.greater_equal(in_part, lo), pc.less_equal(in_part, hi)))
-                if not len(candidates):
-                    continue
-                if path not in filters:
-                    filters[path] = read_bloom_filter(path, storage)
-                bloom = filters[path]
-                if bloom is None or bool(np.any(bloom.might_contain(candidates))):
-                    hits.add(path)
-    yield pa.RecordBatch.from_pydict({"file": sorted(hits)}, schema=pa.schema([("file", pa.string())]))
 
 
 def stats_batch(rows: list[dict]) -> pa.RecordBatch:

@@ -12,10 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 from dataclasses import dataclass
 
-import pyarrow.parquet as pq
 
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked
@@ -27,10 +25,9 @@ from tablespec.hudi.config import bloom_filters_expected, read_table_config
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
-from tablespec.engine.parquet import read_parquet
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
-from tablespec.hudi.naming import bucket_of, new_file_id
+from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
@@ -39,7 +36,6 @@ from tablespec.plan.columns import spec_columns
 from tablespec.state import observe
 
 OPERATIONS = {"insert": "INSERT", "upsert": "UPSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
-DEFAULT_RECORD_BYTES = 128
 
 
 def table_avro_schema(spec) -> str:
@@ -62,6 +58,7 @@ class WriteResult:
 
     index_buckets: int | None = None   # RECORD_LEVEL: the index's bucket count this commit used
     ignored: int = 0                   # incoming rows not written: the stored row's ordering value is greater
+    tag_seconds: float = 0.0           # task seconds spent finding file groups (index lookup, insert placement)
 
     def __str__(self) -> str:
         if self.instant is None:
@@ -153,7 +150,7 @@ class TableWriter:
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
-            stats = self._run(df, job, view, index)
+            stats, tag_seconds = self._run(df, job, view, index, bulk=operation == "bulk_insert")
             self._refuse_bad(stats, timeline)
             if not replace:  # a lost latest file: the tasks read the older slice (or missed its keys)
                 refuse_missing_latest(view, {s["partition"] for s in stats}, doing=f"the {operation}")
@@ -169,7 +166,7 @@ class TableWriter:
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), index.num_buckets if index else None,
-                           sum(s.get("num_ignored") or 0 for s in stats))
+                           sum(s.get("num_ignored") or 0 for s in stats), tag_seconds)
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec
@@ -193,10 +190,16 @@ class TableWriter:
             url_encode=False, ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
+            lookup=spec.index.type if spec.index.type in ("SIMPLE", "BLOOM") else None,
+            target_file_size=spec.clustering.target_file_size, small_file_limit=spec.clustering.small_file_limit,
+            no_fill=frozenset(_pending_clustering_groups(view.timeline)),
             bloom_filter=bloom_filters_expected(props), storage=self.storage)
 
-    def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None) -> list[dict]:
-        """The Spark part: prepare rows, tag them with file groups, write file slices."""
+    def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None,
+             bulk: bool = False) -> tuple[list[dict], float]:
+        """The Spark part, one job: prepare rows, tag them with file groups, write file slices.
+        `bulk`: a bulk_insert (a RECORD_LEVEL one runs as an upsert, keeping keys unique).
+        Returns the tasks' reports and the task seconds spent tagging."""
         from pyspark.sql import functions as F
 
         from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -205,83 +208,40 @@ class TableWriter:
         out_schema = StructType(fields + [StructField(tasks.KEY, StringType()), StructField(tasks.PART, StringType()),
                                           StructField(tasks.FG, StringType()), StructField(tasks.SEQ, LongType()),
                                           StructField(tasks.INVALID, BooleanType())])
-        if job.operation == "bulk_insert" and not job.buckets and index is None:
-            per_file = max(1, self.spec.spec.clustering.target_file_size // _record_bytes(
-                [s for s in view.latest_slices() if s.base_file is not None], job.storage))
-            with job_description(self.spark, "tablespec: write"):
-                rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file), tasks.STATS_DDL)
-                return [r.asDict() for r in rows.collect()]
-        prepared = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
-        if job.buckets:
-            tagged = prepared
-            if job.operation == "delete":
-                tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
-        else:
-            with job_description(self.spark, "tablespec: tag"):
-                prepared = prepared.persist()
+        n = max(1, self.spark.sparkContext.defaultParallelism * 2)
+        with job_description(self.spark, "tablespec: write"):
+            per_file = functools.partial(self._rows_per_file, view, job)
+            if job.operation == "bulk_insert" and not job.buckets and index is None:
+                rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file()), tasks.STATS_DDL)
+                return [r.asDict() for r in rows.collect()], 0.0
+            tagged = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
+            seconds = self.spark.sparkContext.accumulator(0.0)
+            if job.buckets:
+                if job.operation == "delete":
+                    tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
+            else:
                 if index is not None:
                     from tablespec.engine.record_index import tag
-                    tagged = tag(self.spark, prepared, index, job.operation).persist()
-                else:
-                    tagged = self._tag(prepared, job, view).persist()
-                counts = {r[0]: r[1] for r in tagged.filter(F.col(tasks.FG).isNull() & ~F.col(tasks.INVALID))
-                          .groupBy(tasks.PART).count().collect()}
-            job = _with_insert_targets(job, counts, view, self.spec)
-            tagged = tagged.mapInArrow(functools.partial(tasks.assign_inserts, job), tagged.schema)
-        n = max(1, self.spark.sparkContext.defaultParallelism * 2)
-        # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
-        with job_description(self.spark, "tablespec: write"):
+                    tagged = tag(self.spark, tagged, index, job.operation, seconds)
+                    if bulk and not job.base_files:  # into an empty table: the index tasks write
+                        # their rows (one per key) into new file groups, as a bulk_insert lays them out
+                        rows = tagged.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file(),
+                                                                   prepared=True), tasks.STATS_DDL)
+                        return [r.asDict() for r in rows.collect()], seconds.value
+                # A partition's rows in one task, by key: keys found there, inserts placed.
+                tagged = (tagged.repartition(n, tasks.PART).sortWithinPartitions(tasks.PART, tasks.KEY, tasks.SEQ)
+                          .mapInArrow(functools.partial(tasks.timed, seconds,
+                                                        functools.partial(tasks.tag_partitions, job)), tagged.schema))
+            # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
             rows = (tagged.repartition(n, tasks.FG).sortWithinPartitions(tasks.FG, tasks.SEQ)
                     .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
-        if not job.buckets:
-            prepared.unpersist()
-            tagged.unpersist()
-        return [r.asDict() for r in rows]
+        return [r.asDict() for r in rows], seconds.value
 
-    def _tag(self, prepared, job: tasks.WriteJob, view: FileSystemView):
-        """SIMPLE and BLOOM: find each incoming key's file group among the affected partitions."""
-        from pyspark.sql import functions as F
-
-        if job.operation in ("insert", "bulk_insert"):
-            return prepared
-        partitions = [r[0] for r in prepared.select(tasks.PART).distinct().collect()]
-        files = [s.base_file.path for p in partitions for s in view.latest_slices(p) if s.base_file is not None]
-        if self.spec.spec.index.type == "BLOOM" and files:
-            files = self._bloom_candidates(prepared, files)
-        if not files:
-            tagged = prepared
-        else:
-            # An explicit schema and input_file_name, not _metadata: files Hudi's row writer wrote
-            # (clustering) mark the meta columns as Spark metadata columns in their footer, and once
-            # Hudi ran a procedure in the session Spark 3.5 stops resolving `_metadata` on them.
-            existing = (read_parquet(self.spark, self.storage, files, f"{tasks.KEY} string, {tasks.PART} string",
-                                     file_name_column="_ts_file")
-                        .select(F.col(tasks.KEY), F.col(tasks.PART),
-                                F.substring_index(F.col("_ts_file"), "_", 1).alias("_ts_efg")))
-            tagged = (prepared.join(existing, [tasks.KEY, tasks.PART], "left")
-                      .withColumn(tasks.FG, F.col("_ts_efg")).drop("_ts_efg")
-                      .select(*prepared.columns))
-        if job.operation == "delete":
-            tagged = tagged.filter(F.col(tasks.FG).isNotNull() | F.col(tasks.INVALID))
-        return tagged
-
-    def _bloom_candidates(self, prepared, files: list[str]) -> list[str]:
-        """BLOOM: files whose footer key range, then bloom filter, admits some incoming key."""
-        from tablespec.engine.arrow.basefile import read_footer_keys
-        ranges, unbounded = [], []
-        for f in files:
-            lo, hi = read_footer_keys(f, self.storage)
-            part = f[len(self.base):].strip("/").rpartition("/")[0] or "."
-            if lo is None or hi is None:
-                unbounded.append(f)
-            else:
-                ranges.append((f, "" if part == "." else part, lo, hi))
-        if not ranges:
-            return unbounded
-        hit = (prepared.select(tasks.KEY, tasks.PART)
-               .mapInArrow(functools.partial(tasks.bloom_candidates, ranges, storage=self.storage), "file string")
-               .distinct().collect())
-        return unbounded + [r[0] for r in hit]
+    def _rows_per_file(self, view: FileSystemView, job: tasks.WriteJob) -> int:
+        """Records per new file group: the target file size at the table's bytes per record."""
+        return max(1, self.spec.spec.clustering.target_file_size // tasks.record_bytes(
+            [(s.file_id, s.base_file.path, s.base_file.size) for s in view.latest_slices() if s.base_file is not None],
+            job.storage))
 
     def _refuse_bad(self, stats: list[dict], timeline: Timeline) -> None:
         invalid = sum(s["invalid"] for s in stats)
@@ -294,49 +254,3 @@ class TableWriter:
         if locked:
             raise WriteRefused(f"the write touches file groups under a pending clustering plan: "
                                f"{', '.join(sorted(locked))}; run or roll back the clustering first")
-
-def _with_insert_targets(job: tasks.WriteJob, counts: dict[str, int], view: FileSystemView, spec) -> tasks.WriteJob:
-    """Plan where each partition's inserts go: fill small file groups up to the target size, then new groups.
-    File groups under a pending clustering plan are not filled (the write would be refused)."""
-    from dataclasses import replace
-    target = spec.spec.clustering.target_file_size
-    small = spec.spec.clustering.small_file_limit
-    clustering = _pending_clustering_groups(view.timeline)
-    targets = {}
-    for partition, n in counts.items():
-        slices = [s for s in view.latest_slices(partition) if s.base_file is not None]
-        record_bytes = _record_bytes(slices, job.storage)
-        per_file = max(1, target // record_bytes)
-        plan: list[tuple[str, int]] = []
-        remaining = n
-        if job.operation != "bulk_insert":
-            for s in sorted(slices, key=lambda s: s.base_file.size):
-                if remaining <= 0 or s.base_file.size >= small or s.file_id in clustering:
-                    continue
-                room = max(0, (target - s.base_file.size) // record_bytes)
-                take = min(remaining, room)
-                if take:
-                    plan.append((s.file_id, take))
-                    remaining -= take
-        for _ in range(math.ceil(remaining / per_file)):
-            take = min(remaining, per_file)
-            plan.append((new_file_id(), take))
-            remaining -= take
-        total = sum(t for _, t in plan)
-        cumulative, acc = [], 0
-        for fid, take in plan:
-            acc += take
-            cumulative.append((fid, round(acc * tasks.INSERT_SLOTS / total)))
-        cumulative[-1] = (cumulative[-1][0], tasks.INSERT_SLOTS)
-        targets[partition] = cumulative
-    return replace(job, insert_targets=targets)
-
-
-def _record_bytes(slices, storage) -> int:
-    """Average stored bytes per record, from one base file's footer (metadata only)."""
-    for s in slices:
-        with storage.open_input_file(s.base_file.path, s.base_file.size) as f:
-            rows = pq.read_metadata(f).num_rows
-        if rows:
-            return max(1, s.base_file.size // rows)
-    return DEFAULT_RECORD_BYTES

@@ -1,6 +1,7 @@
 """A copy-on-write merge of a base file larger than the task's memory (TABLESPEC_TASK_MEMORY_BYTES)
 streams it batch by batch: the same rows as the in-memory merge, stored rows in their order and
-the incoming ones after them, true footer keys, and a table every reader agrees on."""
+the incoming ones after them, true footer keys, and a table every reader agrees on. SIMPLE and
+BLOOM also tag in chunks of a partition's incoming rows under that budget."""
 from __future__ import annotations
 
 import datetime as dt
@@ -75,7 +76,7 @@ def small_batches(spark):
     spark.conf.set(key, before)
 
 
-@pytest.mark.parametrize("index", ["BUCKET", "RECORD_LEVEL"])
+@pytest.mark.parametrize("index", ["BUCKET", "RECORD_LEVEL", "SIMPLE", "BLOOM"])
 def test_streamed_merge_writes_what_the_in_memory_merge_writes(spark, tmp_path, monkeypatch, small_batches, index):
     streamed = make_table(spark, tmp_path / "streamed", spec_for(index))
     first = streamed.write(orders(spark, [(k, "1.00", 0, 1) for k in STORED]), "upsert").instant

@@ -111,7 +111,10 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     footers' key ranges and bloom filters, and hudi-rs agrees."""
     from tablespec.actions.metadata import update_settings
     from tablespec.engine import tasks
-    from tablespec.engine.reader import to_arrow
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pyspark.sql.functions as F
+
     base = real_table("cow_v6_simplekeygen_nonhivestyle")
     doc = spec_document(observe(str(base)), str(base.parent))
     doc["spec"]["index"] = {"type": "BLOOM"}
@@ -119,16 +122,20 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     update_settings(str(base), spec)
     table = Table(spec, str(base), spark)
     files = [os.path.join(base, p, f) for p in ("10", "20", "30") for f in os.listdir(base / p) if f.endswith(".parquet")]
-    existing = table.read().select("_hoodie_record_key", "_hoodie_partition_path").collect()
-    batch = to_arrow(spark.createDataFrame([(k, p) for k, p in existing] + [("no-such-key", "10")],
-                                           "_hoodie_record_key string, _hoodie_partition_path string")).to_batches()
-    from tablespec.engine.arrow.basefile import read_footer_keys
-    ranges = [(f, os.path.basename(os.path.dirname(f)), *read_footer_keys(f)) for f in files]
-    hit = next(tasks.bloom_candidates(ranges, batch)).column("file").to_pylist()
-    assert set(hit) <= set(files) and hit  # files holding keys are found
+    footers, bloom_checked = {}, 0
+    for f in files:  # a file's own keys pass its key range and bloom filter; absent keys fail one or the other
+        own = pq.read_table(f, columns=["_hoodie_record_key"]).column(0).combine_chunks()
+        assert tasks.may_hold(f, own, footers) and tasks.may_hold(f, own.slice(len(own) - 1), footers)
+        assert not tasks.may_hold(f, pa.array(["~~~ beyond every key"]), footers)
+        keys = sorted(own.to_pylist())
+        if len(keys) > 1:  # within the key range, absent: only the bloom filter rejects it
+            inside = keys[0] + "\x01"
+            assert inside not in keys and inside < keys[-1]
+            assert not tasks.may_hold(f, pa.array([inside]), footers)
+            bloom_checked += 1
+    assert bloom_checked
     first = table.read().orderBy("_hoodie_record_key").limit(1)
     data_cols = [c.name for c in spec.spec.columns]
-    import pyspark.sql.functions as F
     changed = first.select(*data_cols).withColumn("longField", F.col("longField") + 1).withColumn("intField", F.lit(7))
     result = table.write(changed, "upsert")
     assert (result.updated, result.inserted) == (1, 0)

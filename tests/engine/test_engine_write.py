@@ -122,6 +122,36 @@ def test_inserts_fill_small_file_groups_first(spark, warehouse):
     assert_hudi_rs_agrees(table)
 
 
+@pytest.mark.parametrize("index", ["SIMPLE", "BLOOM"])
+def test_duplicates_of_a_new_key_go_to_one_file_group_when_inserts_roll_over(spark, tmp_path, index):
+    """Inserts are placed in key order; rows sharing a key take one place, so a file group that
+    fills up between them cannot split the key over two file groups."""
+    spec = spec_for(index).replace("  index:", "  clustering: {targetFileSize: 256, smallFileLimit: 100}\n  index:")
+    table = make_table(spark, tmp_path, spec)
+    table.write(orders(spark, [("a", 1, "1.00", 0, 1)]), "insert")  # ~1 record per file from now on
+    result = table.write(orders(spark, [("x", 1, "1.00", 0, 1), ("y", 1, "1.00", 0, 1), ("x", 2, "2.00", 1, 1),
+                                        ("z", 1, "1.00", 0, 1), ("y", 2, "2.00", 1, 1), ("a", 2, "2.00", 1, 1)]),
+                         "upsert")
+    assert (result.inserted, result.updated) == (3, 1)
+    got = sorted((r.order_id, r.customer_id) for r in table.read().collect())
+    assert got == [("a", 2), ("x", 2), ("y", 2), ("z", 1)]
+    assert len({os.path.basename(f).split("_")[0] for f in result.files}) == 4  # a, and x, y, z one each
+    assert_hudi_rs_agrees(table)
+
+
+def test_bloom_finds_keys_the_footer_range_orders_the_java_way(spark, tmp_path):
+    """Footer min/max keys are in Java order, where U+FFFF sorts after a surrogate pair (U+1F600);
+    a UTF-8 range check would rule the file out and turn the update into a duplicate insert."""
+    table = make_table(spark, tmp_path, spec_for("BLOOM"))
+    table.write(orders(spark, [("a", 1, "1.00", 0, 1), ("k\uffff", 1, "1.00", 0, 1), ("k\U0001F600", 1, "1.00", 0, 1)]),
+                "upsert")
+    result = table.write(orders(spark, [("k\U0001F600", 2, "2.00", 1, 1)]), "upsert")
+    assert (result.inserted, result.updated) == (0, 1)
+    assert sorted((r.order_id, r.customer_id) for r in table.read().collect()) == [
+        ("a", 1), ("k\uffff", 1), ("k\U0001F600", 2)]
+    assert_hudi_rs_agrees(table)
+
+
 def test_null_keys_are_refused_and_nothing_committed(spark, warehouse):
     table = make_table(spark, warehouse, spec_for("BUCKET"))
     table.write(orders(spark, [("o1", 1, "1.00", 0, 1)]), "upsert")

@@ -207,6 +207,15 @@ def _java_comparable(keys: pa.StringArray) -> pa.Array:
                                  pa.py_buffer(_UTF16_ORDER[data])], keys.null_count, keys.offset)
 
 
+def within_java_range(keys: pa.StringArray, lo: str, hi: str) -> pa.BooleanArray:
+    """Whether each key lies in [lo, hi] by Java's `String.compareTo`, the order of the footer's
+    min/max record keys (UTF-8 byte order differs for characters at or above U+E000)."""
+    both = _java_comparable(pa.concat_arrays([keys.cast(pa.string()), pa.array([lo, hi], pa.string())]))
+    both = both.cast(pa.binary())
+    n = len(keys)
+    return pc.and_(pc.greater_equal(both.slice(0, n), both[n]), pc.less_equal(both.slice(0, n), both[n + 1]))
+
+
 def _java_string(value: bytes) -> str:
     """The key behind the bytes of a `_java_comparable` value."""
     return _UTF16_ORDER_INVERSE[np.frombuffer(value, np.uint8)].tobytes().decode()
