@@ -432,7 +432,7 @@ class EventLog:
 
     def job_descriptions(self) -> dict[str, dict[str, dict]]:
         """phase -> the Spark job description its jobs ran under (the phase itself, tablespec's
-        "tablespec: tag" / "tablespec: write" / "tablespec: index", Apache Hudi's activity names)
+        "tablespec: write" / "tablespec: index", Apache Hudi's activity names)
         -> number of jobs and wall seconds, summed over all of the phase's runs."""
         return self._job_spans(lambda e: (e.get("Properties") or {}).get("spark.job.description") or "other")
 
