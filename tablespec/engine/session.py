@@ -17,6 +17,8 @@ BASE_CONF = {
     # tablespec always hands Spark explicit file lists (the file-system view decides what to read);
     # listing them again in a parallel job costs seconds for a few thousand files.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    # Python workers fork from a daemon that has pyarrow and the task modules imported already.
+    "spark.python.daemon.module": "tablespec.engine.worker_daemon",
 }
 
 
