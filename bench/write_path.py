@@ -22,6 +22,7 @@ machine makes every figure noisy (each bench records the CPU other processes too
     python bench/write_path.py --quick               # smoke run: every bench's --quick sizes
     python bench/write_path.py --quick --no-hudi     # without Apache Hudi
     python bench/write_path.py --bench upsert_bench  # rerun one bench; the others' JSON at each size is reused
+    python bench/write_path.py --table-only          # no bench: the table from the JSON already there
 """
 from __future__ import annotations
 
@@ -132,6 +133,7 @@ def main() -> int:
     ap.add_argument("--bench", choices=BENCHES, action="append",
                     help="run only this bench (repeatable); the others' earlier JSON at the same size, when "
                          "present, is reused and marked so in the output")
+    ap.add_argument("--table-only", action="store_true", help="run no bench: print the table from earlier JSON")
     ap.add_argument("--out", default=str(HERE / "results" / "write_path.json"))
     args = ap.parse_args()
     sizes = [None] if args.quick else args.rows
@@ -144,7 +146,7 @@ def main() -> int:
         print(f"rows {label}:", flush=True)
         for name in BENCHES:
             earlier = (folder / f"{name}_{label}").with_suffix(".json")
-            if args.bench and name not in args.bench:
+            if args.table_only or (args.bench and name not in args.bench):
                 if not earlier.exists():
                     continue
                 report = json.loads(earlier.read_text())
