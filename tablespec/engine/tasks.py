@@ -230,7 +230,7 @@ def may_hold(path: str, keys: pa.Array, footers: dict, storage: Storage = LOCAL)
 
 
 class _InsertTargets:
-    """Where one partition's inserts go, in arrival order: its small file groups (below the small
+    """Where one partition's inserts go, in key order: its small file groups (below the small
     file limit, not under a pending clustering plan) up to the target size, then new file groups
     of the target size, each as many records as fit at the partition's bytes per record."""
 
