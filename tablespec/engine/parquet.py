@@ -16,36 +16,28 @@ import pyarrow.parquet as pq
 from tablespec.hudi.io import LocalStorage, Storage
 
 
-def read_parquet(spark, storage: Storage, paths: list[str], ddl: str, file_name_column: str | None = None):
+def read_parquet(spark, storage: Storage, paths: list[str], ddl: str):
     """`paths` as one DataFrame with the columns of `ddl`, matched by name (a column a file
-    lacks is null), as `spark.read.schema(ddl).parquet(*paths)` reads them; with
-    `file_name_column`, plus a string column of each row's file name (no folder)."""
+    lacks is null), as `spark.read.schema(ddl).parquet(*paths)` reads them."""
     if isinstance(storage, LocalStorage):
-        df = spark.read.schema(ddl).parquet(*paths)
-        if file_name_column:
-            from pyspark.sql import functions as F
-            df = df.withColumn(file_name_column, F.substring_index(F.input_file_name(), "/", -1))
-        return df
+        return spark.read.schema(ddl).parquet(*paths)
     from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
+    from pyspark.sql.types import _parse_datatype_string
 
     schema = _parse_datatype_string(ddl)
-    if file_name_column:
-        schema = StructType(schema.fields + [StructField(file_name_column, StringType())])
     arrow_schema = to_arrow_schema(schema)
     n = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
     files = spark.createDataFrame([(p,) for p in paths], "path string").repartition(n)
-    return files.mapInArrow(functools.partial(_read_files, storage, arrow_schema, file_name_column), schema)
+    return files.mapInArrow(functools.partial(_read_files, storage, arrow_schema), schema)
 
 
-def _read_files(storage: Storage, schema: pa.Schema, file_name_column: str | None, batches):
+def _read_files(storage: Storage, schema: pa.Schema, batches):
     for batch in batches:
         for path in batch.column(0).to_pylist():
             with storage.open_input_file(path) as f:
                 file = pq.ParquetFile(f)
-                present = set(file.schema_arrow.names) - {file_name_column}
+                present = set(file.schema_arrow.names)
                 table = file.read(columns=[n for n in schema.names if n in present])
-            name = pa.repeat(pa.scalar(path.rsplit("/", 1)[-1], pa.string()), table.num_rows)
-            columns = [name if fld.name == file_name_column else table.column(fld.name).cast(fld.type)
-                       if fld.name in present else pa.nulls(table.num_rows, fld.type) for fld in schema]
+            columns = [table.column(fld.name).cast(fld.type) if fld.name in present
+                       else pa.nulls(table.num_rows, fld.type) for fld in schema]
             yield from pa.Table.from_arrays(columns, schema=schema).to_batches()

@@ -27,6 +27,7 @@ from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
+from tablespec.hudi.record_index import base_file_keys
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.plan.buckets import BucketLayout
 
@@ -208,12 +209,10 @@ def _files_by_partition(job: WriteJob) -> dict[str, list[tuple[str, str, int]]]:
 def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], footers: dict) -> pa.Array:
     """The file group holding each key among `files` (null: none does)."""
     found = np.full(len(keys), None, dtype=object)
-    for file_id, path, size in files:
+    for file_id, path, _ in files:
         if job.lookup == "BLOOM" and not may_hold(path, keys, footers, job.storage):
             continue
-        with job.storage.open_input_file(path, size) as f:
-            stored = pq.read_table(f, columns=[KEY]).column(KEY).combine_chunks()
-        found[np.asarray(pc.is_in(keys, value_set=stored))] = file_id
+        found[np.asarray(pc.is_in(keys, value_set=base_file_keys(path, job.storage)))] = file_id
     return pa.array(found, pa.string())
 
 
@@ -237,10 +236,10 @@ class _InsertTargets:
     def __init__(self, job: WriteJob, partition: str, files: list[tuple[str, str, int]]):
         per_record = record_bytes(files, job.storage)
         self.per_file = max(1, job.target_file_size // per_record)
-        self.open = [(fid, (job.target_file_size - size) // per_record)
-                     for fid, _, size in sorted(files, key=lambda f: (f[2], f[0]))
-                     if size < job.small_file_limit and fid not in job.no_fill]
-        self.open = [(fid, room) for fid, room in self.open if room > 0]
+        small = [(fid, (job.target_file_size - size) // per_record)
+                 for fid, _, size in sorted(files, key=lambda f: (f[2], f[0]))
+                 if size < job.small_file_limit and fid not in job.no_fill]
+        self.open = [(fid, room) for fid, room in small if room > 0]
         self.seed, self.opened = f"{job.base}|{job.instant}|{partition}|insert", 0
         self.last_key, self.last_id = None, None
 

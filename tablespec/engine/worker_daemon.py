@@ -1,7 +1,7 @@
 """The daemon Spark forks tablespec's Python workers from (`spark.python.daemon.module`).
 
 Spark starts a worker per concurrent Python task and stops the ones idle for a minute, and each
-new worker imports pyarrow, numpy and the task modules on its first task: about a second of a
+new worker imports pyarrow, numpy and the task modules on its first task: about 0.4 s of a
 task, paid again after every pause between writes. Imported here once, a forked worker starts
 with them (copy-on-write). Nothing here starts a thread before the fork (pyarrow's pools start
 on first use), so the forked workers are as safe as pyspark's own.

@@ -14,7 +14,6 @@ import functools
 import json
 from dataclasses import dataclass
 
-
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
@@ -210,9 +209,9 @@ class TableWriter:
                                           StructField(tasks.INVALID, BooleanType())])
         n = max(1, self.spark.sparkContext.defaultParallelism * 2)
         with job_description(self.spark, "tablespec: write"):
-            per_file = functools.partial(self._rows_per_file, view, job)
             if job.operation == "bulk_insert" and not job.buckets and index is None:
-                rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file()), tasks.STATS_DDL)
+                rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, self._rows_per_file(view, job)),
+                                     tasks.STATS_DDL)
                 return [r.asDict() for r in rows.collect()], 0.0
             tagged = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
             seconds = self.spark.sparkContext.accumulator(0.0)
@@ -225,8 +224,9 @@ class TableWriter:
                     tagged = tag(self.spark, tagged, index, job.operation, seconds)
                     if bulk and not job.base_files:  # into an empty table: the index tasks write
                         # their rows (one per key) into new file groups, as a bulk_insert lays them out
-                        rows = tagged.mapInArrow(functools.partial(tasks.write_new_file_groups, job, per_file(),
-                                                                   prepared=True), tasks.STATS_DDL)
+                        rows = tagged.mapInArrow(functools.partial(tasks.write_new_file_groups, job,
+                                                                   self._rows_per_file(view, job), prepared=True),
+                                                 tasks.STATS_DDL)
                         return [r.asDict() for r in rows.collect()], seconds.value
                 # A partition's rows in one task, by key: keys found there, inserts placed.
                 tagged = (tagged.repartition(n, tasks.PART).sortWithinPartitions(tasks.PART, tasks.KEY, tasks.SEQ)
