@@ -214,8 +214,8 @@ def spark_errors(what: str):
 
 
 def _pairs(values: dict) -> str:
-    from tablespec.spec.sizes import human_bytes
-    return ", ".join(f"{k}={human_bytes(v) if 'bytes' in k else v}" for k, v in values.items()) or "-"
+    from tablespec.spec.sizes import human_value
+    return ", ".join(f"{k}={human_value(k, v)}" for k, v in values.items()) or "-"
 
 
 class ProgressPrinter:
