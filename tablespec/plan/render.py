@@ -24,7 +24,7 @@ from tablespec.spec.sizes import human_value
 FORMATS = ("text", "json", "markdown")
 _SIZE = re.compile(r"\d+(KiB|MiB|GiB|TiB)")
 _DERIVED_PLAN_KEYS = ("summary", "has_changes")
-_DERIVED_ACTION_KEYS = ("symbol", "supported")
+_DERIVED_ACTION_KEYS = ("symbol", "supported")  # "supported": written by plans before every kind ran
 
 
 def _loader() -> BaseLoader:

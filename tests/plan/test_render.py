@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _support import EXAMPLES, check_golden
+from _support import EXAMPLES, ROOT, check_golden
 from tablespec.apply import Applier
 from tablespec.plan.builder import build_plan, table_location
 from tablespec.plan.render import load_plan, render, render_json
@@ -89,6 +89,25 @@ def test_plan_json_round_trips(workdir, tmp_path):
     data = json.loads(path.read_text())
     assert data["summary"] == {"create": 3, "update": 0, "replace": 0, "unchanged": 0}
     assert {a["symbol"] for t in data["tables"] for a in t["actions"]} == {"+"}
+
+
+def test_readme_plan_json_example_has_the_fields_plans_have(workdir):
+    """README's "Plan JSON format" example names exactly the fields `plan --format json` writes, at
+    every level (issue 27: it showed a `supported` plans lack and omitted `advice`)."""
+    import re
+    Applier().apply(make_plan())
+    edit(workdir / "specs" / "orders.yaml", "keepCommits: 10", "keepCommits: 20")
+    written = json.loads(render_json(make_plan()))
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Plan JSON format"):]
+    documented = json.loads(re.search(r"```json\n(.*?)\n```", section, re.S).group(1))
+
+    def levels(plan):
+        table = next(t for t in plan["tables"] if t["actions"])
+        action = table["actions"][0]
+        return {"plan": set(plan), "table": set(table), "action": set(action), "change": set(action["changes"][0]),
+                "requirements": {r["type"] for r in table["requirements"]}}
+    assert levels(documented) == levels(written)
 
 
 @pytest.mark.parametrize("fmt, ext", [("text", "txt"), ("markdown", "md")])
