@@ -21,49 +21,66 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tablespec", description="Infrastructure-as-config for Apache Hudi tables.")
     p.add_argument("--version", action="version", version=f"tablespec {__version__}")
     p.add_argument("--project", metavar="FILE", help="project file (default: tablespec.project.yaml here or above)")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           help="run `tablespec COMMAND --help` for its arguments")
+    specs_help = "spec files or directories of them (default: specs/)"
 
     def with_vars(sp):
         sp.add_argument("--var", action="append", default=[], metavar="K=V", help="template variable (repeatable)")
 
+    def with_warehouse(sp):
+        sp.add_argument("--warehouse", metavar="DIR", help="root directory or URI the tables are under "
+                                                           "(default: $TABLESPEC_WAREHOUSE, else `warehouse:` of "
+                                                           "the project file)")
+
     v = sub.add_parser("validate", help="check spec files and print every problem")
-    v.add_argument("paths", nargs="*", metavar="PATH")
+    v.add_argument("paths", nargs="*", metavar="PATH", help=specs_help)
     with_vars(v)
 
     pl = sub.add_parser("plan", help="show what apply would change")
-    pl.add_argument("paths", nargs="*", metavar="PATH")
-    pl.add_argument("--warehouse", metavar="DIR")
+    pl.add_argument("paths", nargs="*", metavar="PATH", help=specs_help)
+    with_warehouse(pl)
     with_vars(pl)
-    pl.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    pl.add_argument("--format", choices=["text", "json", "markdown"], default="text",
+                    help="text for a terminal (default), markdown for a pull-request comment, json for scripts")
     pl.add_argument("--out", metavar="PLAN.json", help="also save the plan for `apply PLAN.json`")
     pl.add_argument("--detailed-exitcode", action="store_true", help="exit 0 no changes, 2 changes, 1 error")
 
-    ap = sub.add_parser("apply", help="make the tables match the specs (or run a saved plan)")
-    ap.add_argument("paths", nargs="*", metavar="PATH | PLAN.json")
-    ap.add_argument("--warehouse", metavar="DIR")
+    ap = sub.add_parser("apply", help="make the tables match the specs (or run a saved plan)",
+                        description="Make the tables match the specs: plan, show the plan, ask for confirmation "
+                                    "(unless --auto-approve), apply. A saved plan (PLAN.json from `plan --out`) "
+                                    "applies without asking: it was reviewed when it was made, and it is refused "
+                                    "if any table or spec changed since.")
+    ap.add_argument("paths", nargs="*", metavar="PATH | PLAN.json",
+                    help=specs_help + ", or one saved plan (applied without asking)")
+    with_warehouse(ap)
     with_vars(ap)
-    ap.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    ap.add_argument("--auto-approve", action="store_true",
+                    help="do not ask for confirmation (a saved plan never asks)")
     ap.add_argument("--allow-destructive", action="store_true", help="allow actions that rewrite keys or drop data")
     ap.add_argument("--schedule-only", action="store_true",
                     help="write clustering plans to the timeline without running them (Apache Hudi's "
                          "run_clustering or a later apply runs them)")
 
     sh = sub.add_parser("show", help="print the observed state of one table")
-    sh.add_argument("location")
-    sh.add_argument("--warehouse", metavar="DIR")
-    sh.add_argument("--format", choices=["text", "json"], default="text")
+    sh.add_argument("location", metavar="LOCATION", help="the table's base path (as given, else under the warehouse)")
+    with_warehouse(sh)
+    sh.add_argument("--format", choices=["text", "json"], default="text",
+                    help="text for people (default) or json (typed values) for scripts")
 
     im = sub.add_parser("import", help="print a spec for an existing Hudi table")
-    im.add_argument("location")
+    im.add_argument("location", metavar="LOCATION", help="the table's base path")
     im.add_argument("--warehouse", metavar="DIR", help="root the spec location is relative to (default: the table's parent)")
 
     ing = sub.add_parser("ingest", help="write a file of records into a table (runs Spark)")
-    ing.add_argument("spec", metavar="SPEC")
+    ing.add_argument("spec", metavar="SPEC", help="the spec file of the table")
     ing.add_argument("--input", required=True, metavar="PATH", help="file or directory of records")
-    ing.add_argument("--input-format", choices=["parquet", "csv", "json"], default="parquet")
-    ing.add_argument("--operation", choices=["insert", "upsert", "bulk_insert", "delete"], default="upsert")
+    ing.add_argument("--input-format", choices=["parquet", "csv", "json"], default="parquet",
+                     help="how to read the input (default: parquet)")
+    ing.add_argument("--operation", choices=["insert", "upsert", "bulk_insert", "delete"], default="upsert",
+                     help="write operation (default: upsert)")
     ing.add_argument("--name", help="the table, when SPEC holds several")
-    ing.add_argument("--warehouse", metavar="DIR")
+    with_warehouse(ing)
     ing.add_argument("--master", help="Spark master (default: spark.master of the project file, else local[*])")
     with_vars(ing)
 
@@ -73,17 +90,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="table base paths (as given, else under the warehouse), or spec files or directories "
                          "whose tables to check (default: specs/)")
     vf.add_argument("--name", help="only the table of this name (of the specs)")
-    vf.add_argument("--warehouse", metavar="DIR")
+    with_warehouse(vf)
     with_vars(vf)
 
     lk = sub.add_parser("lookup", help="print where record keys live (RECORD_LEVEL tables)")
-    lk.add_argument("location", help="the table's base path")
+    lk.add_argument("location", metavar="LOCATION", help="the table's base path")
     lk.add_argument("keys", nargs="+", metavar="KEY", help="record keys as stored (e.g. id:42 for complex keys)")
 
     ho = sub.add_parser("hudi-options", help="print the Apache Hudi writer options that make a Hudi job obey a spec")
-    ho.add_argument("spec", metavar="SPEC")
+    ho.add_argument("spec", metavar="SPEC", help="the spec file of the table")
     ho.add_argument("--name", help="the table, when SPEC holds several")
-    ho.add_argument("--warehouse", metavar="DIR")
+    with_warehouse(ho)
     ho.add_argument("--format", choices=["properties", "json"], default="properties",
                     help="Java properties (--props / --properties-file) or a flat JSON object (df.write.options)")
     with_vars(ho)
@@ -214,8 +231,8 @@ def spark_errors(what: str):
 
 
 def _pairs(values: dict) -> str:
-    from tablespec.spec.sizes import human_bytes
-    return ", ".join(f"{k}={human_bytes(v) if 'bytes' in k else v}" for k, v in values.items()) or "-"
+    from tablespec.spec.sizes import human_value
+    return ", ".join(f"{k}={human_value(k, v)}" for k, v in values.items()) or "-"
 
 
 class ProgressPrinter:

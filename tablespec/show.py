@@ -10,6 +10,7 @@ from tablespec.plan.settings import (HASH_FIELDS, HIVE_STYLE, KEY_GENERATOR, NUM
                                      RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, effective)
 from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
+from tablespec.wording import counted
 
 
 def state_dict(state: TableState) -> dict:
@@ -28,9 +29,9 @@ def state_dict(state: TableState) -> dict:
         "partitionTimestamp": _timestamp(props),
         "orderingField": props.get("hoodie.table.precombine.field"),
         "index": {"type": table_index_type(props), "recorded": index_recorded(props),
-                  "numBuckets": props.get(NUM_BUCKETS),
+                  "numBuckets": _int(props.get(NUM_BUCKETS)),
                   "hashFields": effective(props, HASH_FIELDS),
-                  "recordLevel": {"numBuckets": props.get(RECORD_LEVEL_BUCKETS),
+                  "recordLevel": {"numBuckets": _int(props.get(RECORD_LEVEL_BUCKETS)),
                                   "files": sum(n for n, _ in state.index_buckets.values()),
                                   "bytes": sum(b for _, b in state.index_buckets.values())}
                   if state.index_buckets else None},
@@ -46,6 +47,11 @@ def state_dict(state: TableState) -> dict:
         "totalBytes": state.total_bytes,
         "metadataTable": state.metadata_table.to_dict(),
     }
+
+
+def _int(value: str | None) -> int | None:
+    """A count hoodie.properties stores as text, typed for scripts reading `show --format json`."""
+    return None if value is None else int(value)
 
 
 def _timestamp(props: dict) -> dict | None:
@@ -71,13 +77,14 @@ def show_json(state: TableState) -> str:
 
 def show_text(state: TableState) -> str:
     d = state_dict(state)
-    index = d["index"]["type"] + (f" ({d['index']['numBuckets']} buckets on {d['index']['hashFields']})"
+    index = d["index"]["type"] + (f" ({counted(d['index']['numBuckets'], 'bucket')} on {d['index']['hashFields']})"
                                   if d["index"]["type"] == "BUCKET" else "")
     if not d["index"]["recorded"]:  # tables Apache Hudi created: its writers keep the index in their config
         index += " (assumed: hoodie.properties records no index type)"
     if d["index"]["recordLevel"]:
         rl = d["index"]["recordLevel"]
-        index += f" ({rl['numBuckets']} index buckets, {rl['files']} index files, {human_bytes(rl['bytes'])})"
+        index += (f" ({counted(rl['numBuckets'], 'index bucket')}, {counted(rl['files'], 'index file')}, "
+                  f"{human_bytes(rl['bytes'])})")
     lines = [
         f"table       {(d['database'] + '.') if d['database'] else ''}{d['name']}",
         f"location    {d['location']}",
@@ -88,11 +95,12 @@ def show_text(state: TableState) -> str:
            f" from {ts.get('timestamp.type', 'an unrecorded type')}" if (ts := d["partitionTimestamp"]) else ""),
         f"ordering    {d['orderingField'] or '(none)'}",
         f"index       {index}",
-        f"head        {d['headInstant'] or '(no commits)'}  ({d['commits']} completed commits)",
+        f"head        {d['headInstant'] or '(no commits)'}  ({counted(d['commits'], 'completed commit')})",
         f"pending     {', '.join(d['pendingInstants']) or '(none)'}",
         f"clustering  {('last ' + d['lastClustering']) if d['lastClustering'] else 'never'}, "
-        f"{d['commitsSinceClustering']} commits since",
-        f"data        {d['fileGroups']} file groups in {d['partitions']} partitions, {human_bytes(d['totalBytes'])}",
+        f"{counted(d['commitsSinceClustering'], 'commit')} since",
+        f"data        {counted(d['fileGroups'], 'file group')} in {counted(d['partitions'], 'partition')}, "
+        f"{human_bytes(d['totalBytes'])}",
         f"metadata    {_metadata_table_text(d['metadataTable'])}",
         "columns",
     ]

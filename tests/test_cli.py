@@ -181,7 +181,7 @@ def test_show_and_import_round_trip(project, capsys):
     assert code == 0 and "BUCKET (16 buckets on order_id)" in out
     assert "metadata    (no Hudi metadata table)" in out
     code, out, _ = run(capsys, "show", "warehouse/sales/orders", "--format", "json")
-    assert json.loads(out)["index"]["numBuckets"] == "16"
+    assert json.loads(out)["index"]["numBuckets"] == 16
     assert json.loads(out)["metadataTable"] == {"present": False, "partitions": [], "inflightPartitions": [],
                                                 "bytes": 0}
     code, out, _ = run(capsys, "import", "warehouse/sales/orders", "--warehouse", "warehouse")
@@ -191,6 +191,23 @@ def test_show_and_import_round_trip(project, capsys):
     (imported / "orders.yaml").write_text(out)
     code, out, err = run(capsys, "plan", "imported", "--warehouse", "warehouse", "--detailed-exitcode")
     assert code == 0, out + err
+
+
+def test_show_counts_in_words_and_types_its_json(project, capsys):
+    """`show`: one commit reads `1 commit` (issue 27: `1 completed commits`); JSON counts are ints
+    and flags bools, not hoodie.properties strings."""
+    run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    spec = project / "specs" / "orders.yaml"
+    spec.write_text(spec.read_text().replace("    - {name: order_date, type: date}\n",
+                                             "    - {name: order_date, type: date}\n    - {name: note, type: string}\n"))
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
+    assert code == 0 and "schema_evolution done" in out, out + err  # a commit, written without Spark
+    code, out, _ = run(capsys, "show", "warehouse/sales/orders")
+    assert code == 0 and "(1 completed commit)" in out and "clustering  never, 1 commit since" in out, out
+    assert "BUCKET (16 buckets on order_id)" in out and "0 file groups in 0 partitions" in out
+    code, out, _ = run(capsys, "show", "warehouse/sales/orders", "--format", "json")
+    shown = json.loads(out)
+    assert (shown["index"]["numBuckets"], shown["hiveStyle"], shown["commits"], shown["tableVersion"]) == (16, True, 1, 6)
 
 
 def test_show_missing_table_is_an_error(project, capsys):

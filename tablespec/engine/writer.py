@@ -33,6 +33,7 @@ from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
 from tablespec.plan.columns import spec_columns
 from tablespec.state import observe
+from tablespec.wording import counted
 
 OPERATIONS = {"insert": "INSERT", "upsert": "UPSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
 
@@ -64,7 +65,7 @@ class WriteResult:
             return f"nothing written ({self.operation}): the input has no rows, so no commit was made"
         ignored = f", {self.ignored} ignored (the stored row is newer)" if self.ignored else ""
         return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
-                f"{self.deleted} deleted{ignored}, {len(self.files)} files written")
+                f"{self.deleted} deleted{ignored}, {counted(len(self.files), 'file')} written")
 
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:

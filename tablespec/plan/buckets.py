@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass
 
 from tablespec.hudi.config import table_index_type
-
-MiB = 1024 * 1024
+from tablespec.spec.sizes import human_bytes, size_text
 
 
 @dataclass(frozen=True)
@@ -59,10 +58,11 @@ def sizing_warning(partition_bytes: dict[str, int], layout: BucketLayout, target
     sizes = [b / layout.buckets_for(p) for p, b in partition_bytes.items()]
     avg = sum(sizes) / len(sizes)
     suggest = suggested_buckets(largest, target_file_size)
+    target = f"{size_text(target_file_size)} (clustering.targetFileSize)"
     if max(sizes) > 2 * target_file_size:
-        return (f"expected bucket files of up to {max(sizes) / MiB:.0f} MiB, more than twice the target "
-                f"{target_file_size / MiB:.0f} MiB: too few buckets; consider numBuckets: {suggest}")
+        return (f"expected bucket files of up to {human_bytes(int(max(sizes)))}, more than twice the target "
+                f"{target}: too few buckets; consider numBuckets: {suggest}")
     if avg < target_file_size / 8 and layout.num_buckets > suggest:
-        return (f"expected bucket files of {avg / MiB:.1f} MiB on average, far below the target "
-                f"{target_file_size / MiB:.0f} MiB: too many buckets make small files; consider numBuckets: {suggest}")
+        return (f"expected bucket files of {human_bytes(int(avg))} on average, far below the target "
+                f"{target}: too many buckets make small files; consider numBuckets: {suggest}")
     return None

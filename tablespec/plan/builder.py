@@ -159,11 +159,8 @@ def table_actions(spec, state: TableState) -> list[Action]:
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
     destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
     renames = [s for s in settings if s.path == "metadata.name"]
-    if destructive:  # the rewrite switches every managed property: a rename goes with it, shown
-        return [Action(kind="replace_table", destructive=True,
-                       reasons=[_reason(d) for d in destructive] + [_rename(s) for s in renames],
-                       changes=[_change(d) for d in destructive + renames],
-                       estimate=_rewrite_estimate(state))]
+    if destructive:
+        return [_replace(destructive, columns, settings, renames, state)]
     actions = []
     index = [s for s in settings if s.category == "index"]
     if index:
@@ -181,6 +178,19 @@ def table_actions(spec, state: TableState) -> list[Action]:
         actions.append(Action(kind="update_settings", reasons=[_rename(s) for s in rest if s in renames],
                               changes=[_change(s) for s in rest]))
     return actions
+
+
+def _replace(destructive: list, columns: list[ColumnChange], settings: list[SettingChange],
+             renames: list[SettingChange], state: TableState) -> Action:
+    """One rewrite under the whole spec: it carries every other change too (added or widened
+    columns, index and settings, a rename), so the plan shows them all, the destructive ones first."""
+    evolutions = [c for c in columns if not c.destructive]
+    carried = evolutions + [s for s in settings if s.category != "key"]
+    return Action(kind="replace_table", destructive=True,
+                  reasons=[_reason(d) for d in destructive] + [c.describe() for c in evolutions]
+                  + [_rename(s) for s in renames],
+                  changes=[_change(d) for d in destructive + carried],
+                  estimate=_rewrite_estimate(state))
 
 
 def _create(spec) -> Action:

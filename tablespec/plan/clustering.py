@@ -26,6 +26,7 @@ import re
 from tablespec.hudi.io import join
 from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
 from tablespec.plan.actions import Action
+from tablespec.wording import counted
 
 
 def declared_layout(spec) -> Layout:
@@ -48,11 +49,11 @@ def due_reasons(spec, state) -> list[str]:
                            "left by maxGroups for a later clustering")
     if state.commits_since_clustering >= c.every_n_commits:
         since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
-        reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
+        reasons.append(f"{counted(state.commits_since_clustering, 'commit')} {since}; everyNCommits is {c.every_n_commits}")
     if c.max_small_files is not None:
         small = sum(1 for fg in _candidates(spec, state, lambda fg: False) if not _laid_out(state, fg))
         if small > c.max_small_files:
-            reasons.append(f"{small} small files (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
+            reasons.append(f"{counted(small, 'small file')} (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
     return reasons
 
 

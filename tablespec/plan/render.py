@@ -19,12 +19,12 @@ from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
 from tablespec.plan.saved import check_plan
 from tablespec.plan.settings import display
-from tablespec.spec.sizes import human_bytes
+from tablespec.spec.sizes import human_value
 
 FORMATS = ("text", "json", "markdown")
 _SIZE = re.compile(r"\d+(KiB|MiB|GiB|TiB)")
 _DERIVED_PLAN_KEYS = ("summary", "has_changes")
-_DERIVED_ACTION_KEYS = ("symbol", "supported")
+_DERIVED_ACTION_KEYS = ("symbol", "supported")  # "supported": written by plans before every kind ran
 
 
 def _loader() -> BaseLoader:
@@ -62,8 +62,10 @@ def relative(path: str) -> str:
 
 
 def _shown(change) -> SimpleNamespace:
-    """A change with its values as the spec states them (sizes with units, key generator class names)."""
-    return SimpleNamespace(path=change.path, property=change.property,
+    """A change with its values as the spec states them (sizes with units, key generator class names)
+    and its symbol: `+` something added (no old value), `-` removed (no new value), `~` changed."""
+    symbol = "+" if change.old is None else "-" if change.new is None else "~"
+    return SimpleNamespace(path=change.path, property=change.property, symbol=symbol,
                            old=display(change.property, change.old), new=display(change.property, change.new))
 
 
@@ -75,10 +77,9 @@ def _view(plan: Plan) -> dict:
             "warnings": t.warnings,
             "actions": [{"kind": a.kind, "symbol": a.symbol, "destructive": a.destructive,
                          "reasons": a.reasons, "changes": [_shown(c) for c in a.changes], "advice": a.advice,
-                         "groups": [{**g, "input_bytes": human_bytes(g["input_bytes"])}
+                         "groups": [{k: human_value(k, v) for k, v in g.items()}
                                     for g in a.params.get("groups", [])] if a.kind == "clustering" else [],
-                         "estimate": {k: human_bytes(v) if k.endswith("bytes") or "_bytes_" in k else v
-                                      for k, v in a.estimate.items()}} for a in t.actions],
+                         "estimate": {k: human_value(k, v) for k, v in a.estimate.items()}} for a in t.actions],
         })
     return {"plan": plan, "tables": tables, "changed": [t for t in tables if t["actions"]],
             "summary": SimpleNamespace(**plan.summary()), "warehouse": relative(plan.warehouse)}

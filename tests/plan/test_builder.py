@@ -69,6 +69,18 @@ def test_plan_bucket_count_change_is_rescale():
     assert acts[0].params["partitions"] == []  # the table has no data yet
 
 
+def test_plan_advice_on_tiny_bucket_files_names_a_readable_size():
+    """Bucket files of a few hundred bytes read as bytes, not '0.0 MiB' (issue 27)."""
+    from tablespec.state import FileGroupState
+    groups = tuple(FileGroupState("order_date=2026-11-01", f"{b:08d}-0000-0000-0000-000000000000-0", "1", 1500)
+                   for b in range(16))
+    state = dataclasses.replace(state_for(BASE), file_groups=groups)
+    [rescale] = actions(BASE.replace("numBuckets: 16", "numBuckets: 32"), state)
+    assert rescale.kind == "bucket_rescale" and rescale.estimate["bucket_file_bytes"] == 750
+    assert rescale.advice == ["expected bucket files of 750 B on average, far below the target 128MiB "
+                              "(clustering.targetFileSize): too many buckets make small files; consider numBuckets: 1"]
+
+
 def test_plan_simple_to_bucket_is_bootstrap():
     simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
     acts = actions(BASE, state_for(simple))

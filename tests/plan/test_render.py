@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _support import EXAMPLES, check_golden
+from _support import EXAMPLES, ROOT, check_golden
 from tablespec.apply import Applier
 from tablespec.plan.builder import build_plan, table_location
 from tablespec.plan.render import load_plan, render, render_json
@@ -57,6 +57,30 @@ def test_render_golden(workdir, fmt, ext):
     check_golden(f"plan_change.{ext}", render(make_plan(), fmt), workdir)
 
 
+@pytest.mark.parametrize("fmt, ext", [("text", "txt"), ("markdown", "md"), ("json", "json")])
+def test_render_replace_shows_every_change_it_carries(workdir, fmt, ext):
+    """A retyped column forces a replace; the added column, the index, a label and the retention
+    it carries along are shown too (issue 27: they appeared nowhere)."""
+    Applier().apply(make_plan())
+    orders = workdir / "specs" / "orders.yaml"
+    edit(orders, "{name: customer_id, type: long}", "{name: customer_id, type: string}")
+    edit(orders, "    - {name: order_date, type: date}\n",
+         "    - {name: order_date, type: date}\n    - {name: note, type: string}\n")
+    edit(orders, "labels: {team: payments}", "labels: {}")
+    edit(orders, "numBuckets: 16", "numBuckets: 32")
+    edit(orders, "keepCommits: 10", "keepCommits: 20")
+    plan = make_plan()
+    [replace] = [a for t, a in plan.actions if t.name == "sales.orders"]
+    assert (replace.kind, replace.destructive) == ("replace_table", True)
+    assert [(c.path, c.old, c.new) for c in replace.changes] == [
+        ("spec.columns.customer_id", "long", "string"), ("spec.columns.note", None, "string"),
+        ("spec.index.numBuckets", "16", "32"), ("spec.retention.keepCommits", "10", "20"),
+        ("metadata.labels.team", "payments", None)]
+    assert replace.reasons == ["change type of column customer_id: long -> string (not a widening)",
+                               "add column note string"]
+    check_golden(f"plan_replace_carries.{ext}", render(plan, fmt), workdir)
+
+
 def test_plan_json_round_trips(workdir, tmp_path):
     plan = make_plan()
     path = tmp_path / "plan.json"
@@ -65,6 +89,25 @@ def test_plan_json_round_trips(workdir, tmp_path):
     data = json.loads(path.read_text())
     assert data["summary"] == {"create": 3, "update": 0, "replace": 0, "unchanged": 0}
     assert {a["symbol"] for t in data["tables"] for a in t["actions"]} == {"+"}
+
+
+def test_readme_plan_json_example_has_the_fields_plans_have(workdir):
+    """README's "Plan JSON format" example names exactly the fields `plan --format json` writes, at
+    every level (issue 27: it showed a `supported` plans lack and omitted `advice`)."""
+    import re
+    Applier().apply(make_plan())
+    edit(workdir / "specs" / "orders.yaml", "keepCommits: 10", "keepCommits: 20")
+    written = json.loads(render_json(make_plan()))
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Plan JSON format"):]
+    documented = json.loads(re.search(r"```json\n(.*?)\n```", section, re.S).group(1))
+
+    def levels(plan):
+        table = next(t for t in plan["tables"] if t["actions"])
+        action = table["actions"][0]
+        return {"plan": set(plan), "table": set(table), "action": set(action), "change": set(action["changes"][0]),
+                "requirements": {r["type"] for r in table["requirements"]}}
+    assert levels(documented) == levels(written)
 
 
 @pytest.mark.parametrize("fmt, ext", [("text", "txt"), ("markdown", "md")])
