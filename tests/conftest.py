@@ -15,6 +15,45 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", S3_KEY_ID)
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", S3_SECRET)
 
 
+# --- the fast default selection -------------------------------------------------------------
+# A plain `pytest` runs what needs no JVM (about a minute); naming test paths runs them whole;
+# `--full` (and CI=true) runs every tier. Spark tests are those that use the session's
+# SparkSession (marked `spark` here, whatever their file says) or are marked `slow` (a Spark
+# subprocess of their own).
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="run every test tier (Spark, Apache Hudi, S3); CI=true implies it")
+
+
+def _full(config) -> bool:
+    return (config.getoption("--full") or os.environ.get("CI") == "true"
+            or config.args_source != pytest.Config.ArgsSource.TESTPATHS)
+
+
+def pytest_configure(config):
+    if os.environ.get("CI") == "true" and not config.getoption("durations"):
+        config.option.durations = 25  # where CI's time goes, in every CI log
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "spark_session" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+    if _full(config):
+        return
+    slow = [i for i in items if i.get_closest_marker("spark") or i.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [i for i in items if not (i.get_closest_marker("spark") or i.get_closest_marker("slow"))]
+
+
+def pytest_report_header(config):
+    if not _full(config):
+        return ("fast selection: tests that need Spark (and the Apache Hudi and S3 tiers with them) are "
+                "deselected; `pytest --full` or naming test paths runs them")
+
+
 @pytest.fixture
 def real_table(tmp_path):
     """A factory: real_table(name) unzips that real table into tmp_path and returns its base dir."""
