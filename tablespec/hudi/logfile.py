@@ -1,0 +1,201 @@
+"""Hudi's log file format (log format version 1): the blocks of merge-on-read log files, the
+metadata table's log files and the archived timeline (`.hoodie/archived/`).
+
+A log file is a sequence of blocks, each:
+
+    magic `#HUDI#` | block length (long: everything after it) | format version (int) |
+    block type (int) | header | content length (long) | content | footer |
+    block's bytes before this field, from the magic on (long: the reverse pointer)
+
+with a header or footer as an entry count (int) then, per entry, the key's ordinal (int), the
+UTF-8 value's length (int) and the value. Integers are big-endian (Java's DataOutputStream).
+A writer that dies mid-append leaves a block whose length runs past the end of the file or
+whose reverse pointer disagrees: Hudi's reader treats that block as corrupt and reads on at the
+next magic, and so does `read_blocks`.
+
+An Avro data block's content is its own version (int), the record count (int) and, per record,
+its length (int) and Avro binary encoding under the schema in the block's SCHEMA header.
+"""
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import fastavro
+
+from tablespec.errors import HudiFormatError
+
+MAGIC = b"#HUDI#"
+FORMAT_VERSION = 1
+AVRO_BLOCK_VERSION = 3   # written first in an Avro data block's content (Hudi 0.15)
+
+
+class BlockType(IntEnum):
+    COMMAND = 0
+    DELETE = 1
+    CORRUPT = 2
+    AVRO_DATA = 3
+    HFILE_DATA = 4
+    PARQUET_DATA = 5
+    CDC_DATA = 6
+
+
+class Header(IntEnum):
+    INSTANT_TIME = 0
+    TARGET_INSTANT_TIME = 1
+    SCHEMA = 2
+    COMMAND_BLOCK_TYPE = 3
+    COMPACTED_BLOCK_TIMES = 4
+    RECORD_POSITIONS = 5
+    BLOCK_IDENTIFIER = 6
+    IS_PARTIAL = 7
+    BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
+
+
+@dataclass(frozen=True)
+class LogBlock:
+    """One block: its type, header and footer (key ordinal -> value) and raw content."""
+    type: BlockType
+    header: Mapping[int, str] = field(default_factory=dict)
+    content: bytes = b""
+    footer: Mapping[int, str] = field(default_factory=dict)
+    version: int = FORMAT_VERSION
+    offset: int = 0          # where the block's magic starts in its file
+
+    @property
+    def instant(self) -> str | None:
+        return self.header.get(Header.INSTANT_TIME)
+
+
+def _metadata_bytes(entries: Mapping[int, str]) -> bytes:
+    out = [struct.pack(">i", len(entries))]
+    for key, value in entries.items():
+        raw = value.encode("utf-8")
+        out.append(struct.pack(">ii", int(key), len(raw)) + raw)
+    return b"".join(out)
+
+
+def encode_block(block: LogBlock) -> bytes:
+    """The bytes Hudi's log writer appends for `block`."""
+    header, footer = _metadata_bytes(block.header), _metadata_bytes(block.footer)
+    body = (struct.pack(">ii", block.version, int(block.type)) + header
+            + struct.pack(">q", len(block.content)) + block.content + footer)
+    length = len(body) + 8                       # the reverse pointer counts in the length ...
+    before = len(MAGIC) + 8 + len(body)          # ... but not in itself
+    return MAGIC + struct.pack(">q", length) + body + struct.pack(">q", before)
+
+
+class _Cursor:
+    def __init__(self, data: bytes, pos: int, end: int):
+        self.data, self.pos, self.end = data, pos, end
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise HudiFormatError("log block runs past its length")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def long(self) -> int:
+        return struct.unpack(">q", self.take(8))[0]
+
+    def metadata(self) -> dict[int, str]:
+        entries = {}
+        for _ in range(self.int()):
+            key = self.int()
+            entries[key] = self.take(self.int()).decode("utf-8")
+        return entries
+
+
+def _block_at(data: bytes, pos: int) -> LogBlock | None:
+    """The block whose magic is at `pos`, or None when it is incomplete or inconsistent."""
+    head = pos + len(MAGIC)
+    if head + 8 > len(data):
+        return None
+    length = struct.unpack(">q", data[head:head + 8])[0]
+    end = head + 8 + length
+    if length < 8 or end > len(data):
+        return None
+    if struct.unpack(">q", data[end - 8:end])[0] != end - 8 - pos:
+        return None
+    c = _Cursor(data, head + 8, end - 8)
+    try:
+        version, kind = c.int(), c.int()
+        header = c.metadata()
+        content = c.take(c.long())
+        footer = c.metadata() if version >= 1 else {}
+    except (HudiFormatError, UnicodeDecodeError):
+        return None
+    if c.pos != c.end:
+        return None
+    try:
+        kind = BlockType(kind)
+    except ValueError:
+        return None
+    return LogBlock(kind, header, content, footer, version, pos)
+
+
+def read_blocks(data: bytes) -> Iterator[LogBlock]:
+    """Every block of a log file's bytes in order. A corrupt stretch (a torn append, garbage) is
+    yielded as one CORRUPT block holding its bytes, and reading resumes at the next magic."""
+    pos = 0
+    while pos < len(data):
+        if data.startswith(MAGIC, pos) and (block := _block_at(data, pos)) is not None:
+            yield block
+            pos = block.offset + len(MAGIC) + 8 + struct.unpack(">q", data[pos + 6:pos + 14])[0]
+            continue
+        nxt = data.find(MAGIC, pos + 1)
+        end = len(data) if nxt < 0 else nxt
+        yield LogBlock(BlockType.CORRUPT, content=data[pos:end], offset=pos)
+        pos = end
+
+
+# --- Avro data blocks --------------------------------------------------------------------------
+
+def avro_content(records: Iterable[Mapping[str, Any]], schema: Mapping[str, Any]) -> bytes:
+    """An Avro data block's content: `records` in Avro binary under `schema`, as Hudi lays them out."""
+    parsed = fastavro.parse_schema(dict(schema))
+    encoded = []
+    for record in records:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, dict(record))
+        encoded.append(buf.getvalue())
+    return struct.pack(">ii", AVRO_BLOCK_VERSION, len(encoded)) + b"".join(
+        struct.pack(">i", len(r)) + r for r in encoded)
+
+
+def avro_block(records: Iterable[Mapping[str, Any]], schema: Mapping[str, Any],
+               instant: str | None = None) -> LogBlock:
+    """An Avro data block of `records` with its schema (as JSON) in the SCHEMA header and, for
+    the data blocks of a write, the writing instant (archived-timeline blocks carry none)."""
+    header: dict[int, str] = {Header.SCHEMA: json.dumps(schema, separators=(",", ":"))}
+    if instant is not None:
+        header = {Header.INSTANT_TIME: instant, **header}
+    return LogBlock(BlockType.AVRO_DATA, header, avro_content(records, schema))
+
+
+def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The records of an Avro data block, decoded with the writer's schema from its header
+    (projected onto `reader_schema` when given)."""
+    if block.type != BlockType.AVRO_DATA:
+        raise HudiFormatError(f"not an Avro data block: {block.type.name}")
+    if Header.SCHEMA not in block.header:
+        raise HudiFormatError("Avro data block without a SCHEMA header")
+    writer = fastavro.parse_schema(json.loads(block.header[Header.SCHEMA]))
+    reader = fastavro.parse_schema(dict(reader_schema)) if reader_schema is not None else None
+    c = _Cursor(block.content, 0, len(block.content))
+    c.int()                                   # the block's own version: every version lays out records alike
+    count = c.int()
+    records = []
+    for _ in range(count):
+        raw = c.take(c.int())
+        records.append(fastavro.schemaless_reader(io.BytesIO(raw), writer, reader))
+    return records
