@@ -89,11 +89,11 @@ def _format(value: Any) -> str:
 @dataclass(frozen=True)
 class Alias:
     """Another spelling of a known key: Apache Hudi 1.x writes these, also into version-6 tables.
-    `read` turns its value into the known key's (or refuses it); `write` the other way (None: the
-    value has no such spelling, the known key is written instead)."""
+    `read` turns its value into the known key's (None: the known key must say; refuses what it
+    cannot read); `write` the other way."""
     key: str
-    read: Callable[[str, str], str]
-    write: Callable[[str], str | None]
+    read: Callable[[str, str], str | None]
+    write: Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,12 @@ def canonical_spelling(props: Mapping[str, str]) -> dict[str, str]:
             if alias.key not in out:
                 continue
             value = alias.read(alias.key, out.pop(alias.key))
+            if value is None:
+                if known.key not in out:
+                    raise UnsupportedTableError(f"{alias.key}={props[alias.key]} needs {known.key}")
+                continue
             if known.key in out and out[known.key].strip() != value:
-                raise HudiFormatError(f"hoodie.properties: {known.key}={out[known.key]} and "
+                raise HudiFormatError(f"{known.key}={out[known.key]} and "
                                       f"{alias.key}={props[alias.key]} disagree")
             out[known.key] = value
     return out
@@ -171,11 +175,11 @@ def table_spelling(props: Mapping[str, str], like: Mapping[str, str]) -> dict[st
             if alias.key not in like:
                 continue
             value = out.get(known.key)
-            spelled = alias.write(value) if value is not None else None
-            if spelled is not None:
-                out[alias.key] = spelled
-                if known.key not in like:
-                    del out[known.key]
+            if value is None:
+                continue
+            out[alias.key] = alias.write(value)
+            if known.key not in like and alias.read(alias.key, out[alias.key]) == value:
+                del out[known.key]   # the alias says it all
     return out
 
 
@@ -331,7 +335,10 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
         return None
     if not _valid(props):
         raise HudiFormatError(f"{main}: incomplete (no hoodie.table.name, or hoodie.table.checksum does not match it)")
-    config = TableConfig.from_properties(props)
+    try:
+        config = TableConfig.from_properties(props)
+    except HudiFormatError as e:   # a value tablespec cannot read: say which file
+        raise type(e)(f"{main}: {e}") from None
     if config.version != SUPPORTED_VERSION:
         raise UnsupportedTableError(
             f"table {config.name!r} at {base} has table version {config.version}; "

@@ -57,21 +57,23 @@ TYPES = {
     "HOODIE_TABLE_METADATA": "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
 }
 _TYPE_OF = {c: t for t, c in TYPES.items()}
+USER_PROVIDED = "USER_PROVIDED"
 
 
-def class_of_type(key: str, raw: str) -> str:
-    """The generator class a recorded hoodie.table.keygenerator.type names."""
+def class_of_type(key: str, raw: str) -> str | None:
+    """The generator class a recorded hoodie.table.keygenerator.type names (None: USER_PROVIDED,
+    the class key names it)."""
     name = raw.strip().upper()
+    if name == USER_PROVIDED:
+        return None
     if name not in TYPES:
-        raise UnsupportedTableError(f"{key}={raw} names no key generator tablespec knows"
-                                    + (" (USER_PROVIDED needs hoodie.table.keygenerator.class)"
-                                       if name == "USER_PROVIDED" else ""))
+        raise UnsupportedTableError(f"{key}={raw} names no key generator type tablespec knows")
     return TYPES[name]
 
 
-def type_of_class(name: str) -> str | None:
-    """The keygenerator.type naming a generator class (None: a class only the class key can name)."""
-    return _TYPE_OF.get(name.strip())
+def type_of_class(name: str) -> str:
+    """The keygenerator.type of a generator class, as Hudi 1.x records it."""
+    return _TYPE_OF.get(name.strip(), USER_PROVIDED)
 
 
 PREFIX = "hoodie.keygen.timebased."

@@ -235,6 +235,9 @@ def test_hudi_1x_spelling_reads_as_the_known_keys_and_is_kept_on_rewrite(tmp_pat
     ({"hoodie.table.precombine.field": "v"}, "hoodie.table.precombine.field=v and hoodie.table.ordering.fields=ts disagree"),
     ({"hoodie.table.keygenerator.type": "USER_PROVIDED"}, "USER_PROVIDED needs hoodie.table.keygenerator.class"),
     ({"hoodie.table.keygenerator.type": "FANCY"}, "hoodie.table.keygenerator.type=FANCY names no key generator"),
+    ({"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"},
+     "hoodie.table.keygenerator.class=org.apache.hudi.keygen.ComplexKeyGenerator and "
+     "hoodie.table.keygenerator.type=SIMPLE disagree"),
 ])
 def test_hudi_1x_keys_tablespec_cannot_read_are_refused(extra, message):
     with pytest.raises((UnsupportedTableError, HudiFormatError), match=message):
@@ -248,3 +251,17 @@ def test_both_spellings_agreeing_are_both_kept(tmp_path):
     write_table_config(ST, str(tmp_path), read_table_config(ST, str(tmp_path)).with_updates(precombine_field="v"))
     written = _props(tmp_path)
     assert written["hoodie.table.precombine.field"] == written["hoodie.table.ordering.fields"] == "v"
+
+
+def test_user_provided_generator_keeps_its_class(tmp_path):
+    """Hudi 1.x names a generator outside its enum USER_PROVIDED and the class beside it."""
+    user = {**HUDI_1X_KEYS, "hoodie.table.keygenerator.type": "USER_PROVIDED",
+            "hoodie.table.keygenerator.class": "com.example.MyKeyGenerator"}
+    (tmp_path / ".hoodie").mkdir()
+    (tmp_path / ".hoodie/hoodie.properties").write_text(format_properties(user))
+    cfg = read_table_config(ST, str(tmp_path))
+    assert cfg.key_generator_class == "com.example.MyKeyGenerator"
+    write_table_config(ST, str(tmp_path), cfg)
+    written = _props(tmp_path)
+    assert written["hoodie.table.keygenerator.type"] == "USER_PROVIDED"
+    assert written["hoodie.table.keygenerator.class"] == "com.example.MyKeyGenerator"
