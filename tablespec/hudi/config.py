@@ -4,6 +4,8 @@ Settings that tablespec manages but Hudi keeps no *table* property for (index ty
 count, hash fields) are stored under Hudi's own write-config names, so Spark writers that read
 hoodie.properties agree with tablespec, and hudi-rs ignores them. Only values Hudi accepts go
 under `hoodie.*`: what Hudi has no value for (the RECORD_LEVEL index) lives under `tablespec.*`.
+Keys Apache Hudi 1.x spells differently are declared as aliases of the known key (`ConfigKey.aliases`):
+tablespec reads either spelling and rewrites a file in the spelling it found.
 """
 from __future__ import annotations
 

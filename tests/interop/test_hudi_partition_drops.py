@@ -9,7 +9,7 @@ import json
 import pytest
 
 from interop_support import assert_readers_agree, hudi_write
-from test_hudi_tables import KEYED, SCHEMA, _df, _import, _table
+from test_hudi_tables import KEYED, _df, _import, _table
 from tablespec.engine.schema import META_FIELDS
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.io import LocalStorage
