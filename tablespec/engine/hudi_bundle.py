@@ -56,9 +56,10 @@ def _jar_path(coord: str, repo: Path) -> Path:
     return repo.joinpath(*group.split("."), artifact, version, f"{artifact}-{version}.jar")
 
 
-def bundle_jar(fetch: bool = True) -> Path:
-    """The bundle jar for the installed Spark, fetched with `mvn dependency:get` when missing."""
-    coord = coordinate()
+def bundle_jar(fetch: bool = True, version: str | None = None) -> Path:
+    """The bundle jar of Hudi `version` (default: hudi_version()) for the installed Spark, fetched
+    with `mvn dependency:get` when missing."""
+    coord = coordinate(version=version)
     repo = cache_dir() / "m2"
     jar = _jar_path(coord, repo)
     if jar.is_file():

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.naming import META_COLUMNS
 from tablespec.types import Array, DataType, Decimal, Field, Map, Primitive, Struct
 
 
@@ -161,3 +162,24 @@ def from_avro_schema(schema: dict[str, Any] | str) -> list[Column]:
         raise HudiFormatError("table schema must be an Avro record")
     reader = _Reader()
     return reader.fields(schema, reader.register(schema, ""), "")
+
+
+def without_meta_fields(schema: str) -> str | None:
+    """The table schema in a commit's `schema` (Avro JSON) without Hudi's `_hoodie_*` meta columns,
+    or None when it holds no data column.
+
+    Most writes record the table's own columns, but Apache Hudi 0.15's `delete_partition` (also
+    Spark SQL's ALTER TABLE ... DROP PARTITION) and datasource `delete` record the file schema, meta
+    columns first; Hudi's own schema resolver drops them, and so does this. A schema without them
+    comes back as it was, byte for byte."""
+    try:
+        parsed = json.loads(schema)
+    except json.JSONDecodeError:
+        parsed = None
+    fields = parsed.get("fields") if isinstance(parsed, dict) else None
+    if not isinstance(fields, list):
+        return schema   # not a record: from_avro_schema says what is wrong with it, where it is read
+    data = [f for f in fields if not (isinstance(f, dict) and f.get("name") in META_COLUMNS)]
+    if not data:
+        return None
+    return schema if len(data) == len(fields) else json.dumps({**parsed, "fields": data}, separators=(",", ":"))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.avro import without_meta_fields
 
 # HoodieWriteStat's JSON keys in Jackson's order, with the Python attribute and default of each.
 _STAT_FIELDS: tuple[tuple[str, str, Any], ...] = (
@@ -99,8 +100,10 @@ class CommitMetadata:
 
     @property
     def schema(self) -> str | None:
-        """The table schema (Avro JSON) this commit was written with, if recorded."""
-        return self.extra_metadata.get("schema") or None
+        """The table schema (Avro JSON) this commit was written with, if recorded: the data columns
+        only (some Hudi operations record the meta columns too; see avro.without_meta_fields)."""
+        recorded = self.extra_metadata.get("schema")
+        return without_meta_fields(recorded) if recorded else None
 
     def write_stats(self) -> list[WriteStat]:
         return [s for stats in self.partition_to_write_stats.values() for s in stats]

@@ -4,6 +4,8 @@ Settings that tablespec manages but Hudi keeps no *table* property for (index ty
 count, hash fields) are stored under Hudi's own write-config names, so Spark writers that read
 hoodie.properties agree with tablespec, and hudi-rs ignores them. Only values Hudi accepts go
 under `hoodie.*`: what Hudi has no value for (the RECORD_LEVEL index) lives under `tablespec.*`.
+Keys Apache Hudi 1.x spells differently are declared as aliases of the known key (`ConfigKey.aliases`):
+tablespec reads either spelling and rewrites a file in the spelling it found.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tablespec.errors import HudiFormatError, UnsupportedTableError
+from tablespec.hudi import keygen
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
 
@@ -86,14 +89,37 @@ def _format(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """Another spelling of a known key: Apache Hudi 1.x writes these, also into version-6 tables.
+    `read` turns its value into the known key's (None: the known key must say; refuses what it
+    cannot read); `write` the other way."""
+    key: str
+    read: Callable[[str, str], str | None]
+    write: Callable[[str], str]
+
+
+@dataclass(frozen=True)
 class ConfigKey:
-    """One known hoodie.* key: the TableConfig attribute it fills, its default and its parser."""
+    """One known hoodie.* key: the TableConfig attribute it fills, its default, its parser and
+    the other spellings Hudi versions use for it."""
     attr: str
     key: str
     parse: Callable[[str, str], Any]
     default: Any = None
     required: bool = False
+    aliases: tuple[Alias, ...] = ()
 
+
+def _one_ordering_field(key: str, raw: str) -> str:
+    fields = _parse_list(key, raw)
+    if len(fields) > 1:
+        raise UnsupportedTableError(f"{key}={raw} lists {len(fields)} ordering fields; tablespec orders "
+                                    "records by one field (orderingField)")
+    return fields[0] if fields else ""
+
+
+ORDERING_FIELDS_KEY = "hoodie.table.ordering.fields"
+KEY_GENERATOR_TYPE_KEY = "hoodie.table.keygenerator.type"
 
 KNOWN_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("name", "hoodie.table.name", _parse_str, required=True),
@@ -103,8 +129,10 @@ KNOWN_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("timeline_layout_version", "hoodie.timeline.layout.version", _parse_int),
     ConfigKey("record_key_fields", "hoodie.table.recordkey.fields", _parse_list, []),
     ConfigKey("partition_fields", "hoodie.table.partition.fields", _parse_list, []),
-    ConfigKey("precombine_field", "hoodie.table.precombine.field", _parse_str),
-    ConfigKey("key_generator_class", "hoodie.table.keygenerator.class", _parse_str),
+    ConfigKey("precombine_field", "hoodie.table.precombine.field", _parse_str,
+              aliases=(Alias(ORDERING_FIELDS_KEY, _one_ordering_field, lambda v: v),)),
+    ConfigKey("key_generator_class", "hoodie.table.keygenerator.class", _parse_str,
+              aliases=(Alias(KEY_GENERATOR_TYPE_KEY, keygen.class_of_type, keygen.type_of_class),)),
     ConfigKey("hive_style_partitioning", "hoodie.datasource.write.hive_style_partitioning", _parse_bool, False),
     ConfigKey("url_encode_partitioning", "hoodie.datasource.write.partitionpath.urlencode", _parse_bool, False),
     ConfigKey("drop_partition_columns", "hoodie.datasource.write.drop.partition.columns", _parse_bool, False),
@@ -118,6 +146,43 @@ KNOWN_KEYS: tuple[ConfigKey, ...] = (
 )
 KEYS_BY_ATTR = {k.attr: k for k in KNOWN_KEYS}
 KEYS_BY_NAME = {k.key: k for k in KNOWN_KEYS}
+
+
+def canonical_spelling(props: Mapping[str, str]) -> dict[str, str]:
+    """`props` with every alias read into its known key (the spelling all of tablespec reads);
+    refuses a file whose spellings of one setting disagree."""
+    out = dict(props)
+    for known in KNOWN_KEYS:
+        for alias in known.aliases:
+            if alias.key not in out:
+                continue
+            value = alias.read(alias.key, out.pop(alias.key))
+            if value is None:
+                if known.key not in out:
+                    raise UnsupportedTableError(f"{alias.key}={props[alias.key]} needs {known.key}")
+                continue
+            if known.key in out and out[known.key].strip() != value:
+                raise HudiFormatError(f"{known.key}={out[known.key]} and "
+                                      f"{alias.key}={props[alias.key]} disagree")
+            out[known.key] = value
+    return out
+
+
+def table_spelling(props: Mapping[str, str], like: Mapping[str, str]) -> dict[str, str]:
+    """`props` (known keys) spelled as the file `like` spells them: a table Apache Hudi 1.x wrote
+    keeps its own keys when tablespec rewrites hoodie.properties (both, where it holds both)."""
+    out = dict(props)
+    for known in KNOWN_KEYS:
+        for alias in known.aliases:
+            if alias.key not in like:
+                continue
+            value = out.get(known.key)
+            if value is None:
+                continue
+            out[alias.key] = alias.write(value)
+            if known.key not in like and alias.read(alias.key, out[alias.key]) == value:
+                del out[known.key]   # the alias says it all
+    return out
 
 
 @dataclass(frozen=True)
@@ -151,7 +216,9 @@ class TableConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TableConfig:
-        """Build from a parsed hoodie.properties; the checksum is derived, not stored."""
+        """Build from a parsed hoodie.properties (either spelling of aliased keys); the checksum is
+        derived, not stored."""
+        props = canonical_spelling(props)
         values: dict[str, Any] = {}
         for key, raw in props.items():
             known = KEYS_BY_NAME.get(key)
@@ -270,7 +337,10 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
         return None
     if not _valid(props):
         raise HudiFormatError(f"{main}: incomplete (no hoodie.table.name, or hoodie.table.checksum does not match it)")
-    config = TableConfig.from_properties(props)
+    try:
+        config = TableConfig.from_properties(props)
+    except HudiFormatError as e:   # a value tablespec cannot read: say which file
+        raise type(e)(f"{main}: {e}") from None
     if config.version != SUPPORTED_VERSION:
         raise UnsupportedTableError(
             f"table {config.name!r} at {base} has table version {config.version}; "
@@ -278,8 +348,9 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
     return config
 
 
-def _render(config: TableConfig, comment: str) -> bytes:
-    return format_properties(config.to_properties(), (comment,), datetime.now(timezone.utc)).encode("ascii")
+def _render(config: TableConfig, comment: str, like: Mapping[str, str] | None = None) -> bytes:
+    props = table_spelling(config.to_properties(), like or {})
+    return format_properties(props, (comment,), datetime.now(timezone.utc)).encode("ascii")
 
 
 def write_table_config(storage: Storage, base: str, config: TableConfig) -> None:
@@ -293,8 +364,11 @@ def write_table_config(storage: Storage, base: str, config: TableConfig) -> None
     if not storage.exists(main) and storage.exists(backup):
         storage.write_atomic(main, storage.read_bytes(backup))
     if storage.exists(main):
-        storage.write_atomic(backup, storage.read_bytes(main))
-    storage.write_atomic(main, _render(config, "Updated by tablespec"))
+        current = storage.read_bytes(main)
+        storage.write_atomic(backup, current)
+    else:
+        current = b""
+    storage.write_atomic(main, _render(config, "Updated by tablespec", parse_properties(current.decode("latin-1"))))
     written = _load(storage, main)
     if written is None or not _valid(written):
         raise HudiFormatError(f"{main}: checksum verification failed after rewrite; the backup was kept")

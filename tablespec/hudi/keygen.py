@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tablespec.errors import UnsupportedTableError
+
 PACKAGE = "org.apache.hudi.keygen."
 SIMPLE = PACKAGE + "SimpleKeyGenerator"
 COMPLEX = PACKAGE + "ComplexKeyGenerator"
@@ -37,6 +39,42 @@ REFUSED = {
     PACKAGE + "AutoRecordGenWrapperAvroKeyGenerator":
         "it wraps the writer's own generator, which hoodie.properties does not name",
 }
+
+# Hudi 1.x records the generator as a type (hoodie.table.keygenerator.type), also in version-6
+# tables; the type names the class as Hudi's KeyGeneratorType does (USER_PROVIDED: the class key).
+_SQL = "org.apache.spark.sql.hudi.command."
+TYPES = {
+    "SIMPLE": SIMPLE, "SIMPLE_AVRO": PACKAGE + "SimpleAvroKeyGenerator",
+    "COMPLEX": COMPLEX, "COMPLEX_AVRO": PACKAGE + "ComplexAvroKeyGenerator",
+    "TIMESTAMP": TIMESTAMP_BASED, "TIMESTAMP_AVRO": PACKAGE + "TimestampBasedAvroKeyGenerator",
+    "CUSTOM": CUSTOM, "CUSTOM_AVRO": PACKAGE + "CustomAvroKeyGenerator",
+    "NON_PARTITION": NONPARTITIONED, "NON_PARTITION_AVRO": PACKAGE + "NonpartitionedAvroKeyGenerator",
+    "GLOBAL_DELETE": PACKAGE + "GlobalDeleteKeyGenerator", "GLOBAL_DELETE_AVRO": PACKAGE + "GlobalAvroDeleteKeyGenerator",
+    "AUTO_RECORD": PACKAGE + "AutoRecordGenWrapperKeyGenerator",
+    "AUTO_RECORD_AVRO": PACKAGE + "AutoRecordGenWrapperAvroKeyGenerator",
+    "SPARK_SQL": _SQL + "SqlKeyGenerator", "SPARK_SQL_UUID": _SQL + "UuidKeyGenerator",
+    "SPARK_SQL_MERGE_INTO": _SQL + "MergeIntoKeyGenerator",
+    "HOODIE_TABLE_METADATA": "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
+}
+_TYPE_OF = {c: t for t, c in TYPES.items()}
+USER_PROVIDED = "USER_PROVIDED"
+
+
+def class_of_type(key: str, raw: str) -> str | None:
+    """The generator class a recorded hoodie.table.keygenerator.type names (None: USER_PROVIDED,
+    the class key names it)."""
+    name = raw.strip().upper()
+    if name == USER_PROVIDED:
+        return None
+    if name not in TYPES:
+        raise UnsupportedTableError(f"{key}={raw} names no key generator type tablespec knows")
+    return TYPES[name]
+
+
+def type_of_class(name: str) -> str:
+    """The keygenerator.type of a generator class, as Hudi 1.x records it."""
+    return _TYPE_OF.get(name.strip(), USER_PROVIDED)
+
 
 PREFIX = "hoodie.keygen.timebased."
 TYPE_KEY = PREFIX + "timestamp.type"

@@ -109,3 +109,18 @@ def test_nested_struct_and_array_types_round_trip():
         Field("c", Primitive("date"), False),))))))
     cols = from_avro_schema(to_avro_schema([("s", dt, True)], "t"))
     assert cols == [Column("s", dt, True)]
+
+
+def test_commit_schema_without_meta_columns():
+    """Hudi 0.15's delete_partition and delete record the meta columns in the commit schema."""
+    from tablespec.hudi.avro import without_meta_fields
+    from tablespec.hudi.commit import CommitMetadata
+    from tablespec.hudi.naming import META_COLUMNS
+
+    data = to_avro_schema([("id", Primitive("string"), False)], "t")
+    with_meta = {**data, "fields": [{"name": m, "type": ["null", "string"], "default": None} for m in META_COLUMNS]
+                 + data["fields"]}
+    assert json.loads(CommitMetadata(extra_metadata={"schema": json.dumps(with_meta)}).schema) == data
+    plain = json.dumps(data, indent=1)
+    assert without_meta_fields(plain) == plain   # untouched, byte for byte
+    assert without_meta_fields(json.dumps({**data, "fields": with_meta["fields"][:5]})) is None   # no data column

@@ -205,3 +205,63 @@ def test_blank_database_name_is_no_database():
     cfg = TableConfig.from_properties({"hoodie.table.name": "t", "hoodie.database.name": ""})
     assert cfg.database is None and cfg.checksum == TableConfig(name="t").checksum
     assert "hoodie.database.name" not in cfg.to_properties()
+
+
+# Hudi 1.2.0's spelling of a version-6 table (as tests/interop/test_hudi_1x_tables.py measures it).
+HUDI_1X_KEYS = {"hoodie.table.name": "orders", "hoodie.table.version": "6", "hoodie.table.recordkey.fields": "id",
+                "hoodie.table.partition.fields": "dt", "hoodie.table.keygenerator.type": "SIMPLE",
+                "hoodie.table.ordering.fields": "ts"}
+
+
+def test_hudi_1x_spelling_reads_as_the_known_keys_and_is_kept_on_rewrite(tmp_path):
+    (tmp_path / ".hoodie").mkdir()
+    (tmp_path / ".hoodie/hoodie.properties").write_text(format_properties(HUDI_1X_KEYS))
+    cfg = read_table_config(ST, str(tmp_path))
+    assert cfg.key_generator_class == "org.apache.hudi.keygen.SimpleKeyGenerator" and cfg.precombine_field == "ts"
+    props = cfg.to_properties()   # what tablespec reads: the known keys
+    assert props["hoodie.table.keygenerator.class"].endswith("SimpleKeyGenerator")
+    assert "hoodie.table.keygenerator.type" not in props and "hoodie.table.ordering.fields" not in cfg.extra
+
+    write_table_config(ST, str(tmp_path), cfg.with_updates(precombine_field="v"))
+    written = _props(tmp_path)
+    assert written["hoodie.table.keygenerator.type"] == "SIMPLE" and written["hoodie.table.ordering.fields"] == "v"
+    assert "hoodie.table.keygenerator.class" not in written and "hoodie.table.precombine.field" not in written
+    write_table_config(ST, str(tmp_path), cfg.with_updates(precombine_field=None))   # the ordering field removed
+    assert "hoodie.table.ordering.fields" not in _props(tmp_path)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"hoodie.table.ordering.fields": "ts,v"}, "hoodie.table.ordering.fields=ts,v lists 2 ordering fields"),
+    ({"hoodie.table.precombine.field": "v"}, "hoodie.table.precombine.field=v and hoodie.table.ordering.fields=ts disagree"),
+    ({"hoodie.table.keygenerator.type": "USER_PROVIDED"}, "USER_PROVIDED needs hoodie.table.keygenerator.class"),
+    ({"hoodie.table.keygenerator.type": "FANCY"}, "hoodie.table.keygenerator.type=FANCY names no key generator"),
+    ({"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"},
+     "hoodie.table.keygenerator.class=org.apache.hudi.keygen.ComplexKeyGenerator and "
+     "hoodie.table.keygenerator.type=SIMPLE disagree"),
+])
+def test_hudi_1x_keys_tablespec_cannot_read_are_refused(extra, message):
+    with pytest.raises((UnsupportedTableError, HudiFormatError), match=message):
+        TableConfig.from_properties({**HUDI_1X_KEYS, **extra})
+
+
+def test_both_spellings_agreeing_are_both_kept(tmp_path):
+    both = {**HUDI_1X_KEYS, "hoodie.table.precombine.field": "ts"}
+    (tmp_path / ".hoodie").mkdir()
+    (tmp_path / ".hoodie/hoodie.properties").write_text(format_properties(both))
+    write_table_config(ST, str(tmp_path), read_table_config(ST, str(tmp_path)).with_updates(precombine_field="v"))
+    written = _props(tmp_path)
+    assert written["hoodie.table.precombine.field"] == written["hoodie.table.ordering.fields"] == "v"
+
+
+def test_user_provided_generator_keeps_its_class(tmp_path):
+    """Hudi 1.x names a generator outside its enum USER_PROVIDED and the class beside it."""
+    user = {**HUDI_1X_KEYS, "hoodie.table.keygenerator.type": "USER_PROVIDED",
+            "hoodie.table.keygenerator.class": "com.example.MyKeyGenerator"}
+    (tmp_path / ".hoodie").mkdir()
+    (tmp_path / ".hoodie/hoodie.properties").write_text(format_properties(user))
+    cfg = read_table_config(ST, str(tmp_path))
+    assert cfg.key_generator_class == "com.example.MyKeyGenerator"
+    write_table_config(ST, str(tmp_path), cfg)
+    written = _props(tmp_path)
+    assert written["hoodie.table.keygenerator.type"] == "USER_PROVIDED"
+    assert written["hoodie.table.keygenerator.class"] == "com.example.MyKeyGenerator"
