@@ -92,3 +92,20 @@ def test_its_own_warehouse_is_reused_and_only_the_demo_tables_are_removed(tmp_pa
     assert (tmp_path / "beside.txt").read_text() == "not the demo's"
     code = cli(["plan", str(EXAMPLES), "--warehouse", str(warehouse), "--detailed-exitcode"])
     assert code == 2 and "3 to create" in capsys.readouterr().out
+
+
+def test_on_a_bucket_the_same_rules_hold(s3_bucket, capsys):
+    """An s3:// warehouse: a foreign object is refused untouched; the demo's own tables are reused."""
+    from tablespec.hudi.io import storage_for
+    warehouse = s3_bucket + "/demo"
+    storage, _ = storage_for(warehouse)
+    prepare(warehouse)
+    apply(EXAMPLES, warehouse)
+    storage.write_bytes(warehouse + "/other/table/data.parquet", b"someone's")
+    listing = sorted((f.path, f.size) for f in storage.walk_files(warehouse))
+    assert demo(["--warehouse", warehouse]) == 1
+    assert "holds other/table/data.parquet, which is in none of the demo's tables" in capsys.readouterr().err
+    assert sorted((f.path, f.size) for f in storage.walk_files(warehouse)) == listing
+    storage.delete(warehouse + "/other/table/data.parquet")
+    prepare(warehouse)
+    assert [f.path for f in storage.walk_files(warehouse)] == [warehouse + "/" + MARKER]
