@@ -206,6 +206,7 @@ def cmd_apply(ctx: _Context) -> int:
 def spark_errors(what: str):
     """Spark failures caused by the data (malformed input, values that do not cast) as one
     clear line naming the full log; the action was rolled back, so nothing was committed."""
+    from tablespec.engine.failures import one_line
     from tablespec.engine.session import require_pyspark, with_log
     require_pyspark()
     from py4j.protocol import Py4JError
@@ -213,36 +214,7 @@ def spark_errors(what: str):
     try:
         yield
     except (PySparkException, Py4JError) as e:
-        raise SparkJobError(with_log(f"{what}: {_first_line(e)}; nothing was committed")) from None
-
-
-WRAPPERS = ("Job aborted due to stage failure", "Exception thrown in awaitResult")
-
-
-def _first_line(e: BaseException) -> str:
-    """What a Spark failure says, in one line: the first Java message in the cause chain that is
-    not a wrapper ("Job aborted due to stage failure"), or the last line of a Python worker's
-    traceback (its exception)."""
-    text = _java_message(getattr(e, "java_exception", None)) or str(e) or type(e).__name__
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    if "Traceback (most recent call last):" in text:
-        raised = [ln for ln in lines if not ln.startswith(("File ", "^", "~")) and ": " in ln
-                  and ln.split(": ", 1)[0].replace(".", "").replace("_", "").isalnum()]
-        if raised:
-            return raised[-1]
-    return lines[0] if lines else type(e).__name__
-
-
-def _java_message(java) -> str | None:
-    first = None
-    for _ in range(20):  # along the cause chain
-        if java is None:
-            break
-        message = (java.getMessage() or "").strip()
-        if message and not message.startswith(WRAPPERS):
-            return message
-        first, java = first or message, java.getCause()
-    return first
+        raise SparkJobError(with_log(f"{what}: {one_line(e)}; nothing was committed")) from None
 
 
 def _pairs(values: dict) -> str:
@@ -446,10 +418,11 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # a Spark or Java failure outside spark_errors: still one line, and the log
-        if not type(e).__module__.startswith(("pyspark", "py4j")):
+        from tablespec.engine.failures import is_spark_failure, one_line
+        if not is_spark_failure(e):
             raise
         from tablespec.engine.session import with_log
-        print(f"error: {with_log(_first_line(e))}", file=sys.stderr)
+        print(f"error: {with_log(one_line(e))}", file=sys.stderr)
         return 1
 
 
