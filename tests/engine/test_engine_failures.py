@@ -9,16 +9,15 @@ from tablespec.engine.failures import is_spark_failure, one_line
 pytestmark = pytest.mark.spark
 
 
-def _fail_in_worker(batches):
-    for batch in batches:
-        raise ValueError(f"record keys must not be null ({batch.num_rows} rows)")
-        yield batch
-
-
 def test_a_python_worker_failure_is_its_exception_line(spark):
+    def fail_in_worker(batches):  # defined here: pickled by value, workers need not import this module
+        for batch in batches:
+            raise ValueError(f"record keys must not be null ({batch.num_rows} rows)")
+            yield batch
+
     df = spark.createDataFrame([(1,)], "x int")
     with pytest.raises(Exception) as caught:
-        df.mapInArrow(_fail_in_worker, df.schema).collect()
+        df.mapInArrow(fail_in_worker, df.schema).collect()
     assert is_spark_failure(caught.value)
     assert one_line(caught.value) == "ValueError: record keys must not be null (1 rows)"
 
