@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tablespec import __version__
-from tablespec.errors import PlanError, SpecError, TablespecError
+from tablespec.errors import PlanError, SparkJobError, SpecError, TablespecError
 
 DEFAULT_SPEC_PATHS = ["specs/"]
 
@@ -75,8 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="write a file of records into a table (runs Spark)")
     ing.add_argument("spec", metavar="SPEC", help="the spec file of the table")
     ing.add_argument("--input", required=True, metavar="PATH", help="file or directory of records")
-    ing.add_argument("--input-format", choices=["parquet", "csv", "json"], default="parquet",
-                     help="how to read the input (default: parquet)")
+    ing.add_argument("--input-format", choices=["parquet", "csv", "json"],
+                     help="how to read the input (default: from the file name: .csv; .json, .jsonl, .ndjson; "
+                          ".parquet; for a directory, from its files' names)")
     ing.add_argument("--operation", choices=["insert", "upsert", "bulk_insert", "delete"], default="upsert",
                      help="write operation (default: upsert)")
     ing.add_argument("--name", help="the table, when SPEC holds several")
@@ -219,15 +220,16 @@ def cmd_apply(ctx: _Context) -> int:
 @contextmanager
 def spark_errors(what: str):
     """Spark failures caused by the data (malformed input, values that do not cast) as one
-    clear line; the action was rolled back, so nothing was committed."""
-    from py4j.protocol import Py4JJavaError
+    clear line naming the full log; the action was rolled back, so nothing was committed."""
+    from tablespec.engine.failures import one_line
+    from tablespec.engine.session import require_pyspark, with_log
+    require_pyspark()
+    from py4j.protocol import Py4JError
     from pyspark.errors import PySparkException
     try:
         yield
-    except (PySparkException, Py4JJavaError) as e:
-        text = e.java_exception.getMessage() if isinstance(e, Py4JJavaError) else str(e)
-        first = (text or type(e).__name__).strip().splitlines()[0]
-        raise TablespecError(f"{what}: {first}; nothing was committed") from None
+    except (PySparkException, Py4JError) as e:
+        raise SparkJobError(with_log(f"{what}: {one_line(e)}; nothing was committed")) from None
 
 
 def _pairs(values: dict) -> str:
@@ -289,22 +291,28 @@ def cmd_import(ctx: _Context) -> int:
 
 
 def cmd_ingest(ctx: _Context) -> int:
+    from tablespec.engine.ingest import explain_parse_failure, infer_format, read_input
+    from tablespec.engine.session import with_log
     from tablespec.table import Table
     args = ctx.args
     if not os.path.exists(args.input):
         raise TablespecError(f"{args.input}: no such file or directory")
+    fmt = args.input_format
+    if fmt is None:
+        fmt = infer_format(args.input)
+        print(f"{args.input}: reading {fmt} (from the file name; --input-format overrides)", file=sys.stderr)
     spark = ctx.spark_factory(args.master)()
     table = Table.load(args.spec, ctx.warehouse(), name=args.name, variables=ctx.variables, spark=spark)
-    from tablespec.engine.ingest import explain_parse_failure, read_input
-    df = read_input(spark, args.input, args.input_format, table.spec)  # by column name; typed by the spec
+    what = f"{args.input}: cannot ingest ({fmt})"
     try:
-        with spark_errors(f"{args.input}: cannot ingest ({args.input_format})"):
+        with spark_errors(what):
+            df = read_input(spark, args.input, fmt, table.spec)  # by column name; typed by the spec
             result = table.write(df, args.operation)
-    except TablespecError:
-        with spark_errors(f"{args.input}: cannot ingest ({args.input_format})"):
-            why = explain_parse_failure(spark, args.input, args.input_format, table.spec)
+    except SparkJobError:
+        with spark_errors(what):
+            why = explain_parse_failure(spark, args.input, fmt, table.spec)
         if why:
-            raise TablespecError(f"{why}; nothing was committed") from None
+            raise SparkJobError(with_log(f"{why}; nothing was committed")) from None
         raise
     print(result)
     return 0
@@ -424,6 +432,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a Spark or Java failure outside spark_errors: still one line, and the log
+        from tablespec.engine.failures import is_spark_failure, one_line
+        if not is_spark_failure(e):
+            raise
+        from tablespec.engine.session import with_log
+        print(f"error: {with_log(one_line(e))}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-"""The demo: validate, plan, apply, ingest and read back the example specs in a fresh warehouse.
+"""The demo: validate, plan, apply, ingest and read back the example specs in a warehouse of its own.
 
-Run with `python -m tablespec.demo [--warehouse DIR_OR_URI]` (default: `$TABLESPEC_WAREHOUSE`,
-else ./demo-warehouse; an `s3://bucket/prefix` warehouse works the same, configured from the
-standard AWS environment). It drives the same CLI a user types, printing each command first, and
-stops at the first failure. Ingestion runs on Spark (`local[*]`); reading back goes through
-tablespec and, independently, hudi-rs.
+Run with `python -m tablespec.demo [--warehouse DIR_OR_URI]` (default ./demo-warehouse; an
+`s3://bucket/prefix` warehouse works the same, configured from the standard AWS environment). It
+drives the same CLI a user types, printing each command first, and stops at the first failure.
+Ingestion runs on Spark (`local[*]`); reading back goes through tablespec and, independently, hudi-rs.
+
+The demo deletes nothing it did not create: it marks the warehouse (and the folder of input files
+beside it) as its own, and a warehouse holding anything but the example specs' tables, or one it
+did not mark, is refused untouched. A marked one is reused: only the example tables are recreated.
 """
 from __future__ import annotations
 
@@ -16,9 +19,14 @@ from pathlib import Path
 
 from tablespec import demo_data
 from tablespec.cli import main as cli
+from tablespec.errors import TablespecError
 from tablespec.hudi.io import check_location, is_object_store, join, storage_for
 
 ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs" / "examples"
+MARKER = ".tablespec-demo"
+MARKER_TEXT = ("Created by `python -m tablespec.demo`, which may delete and recreate the example tables here "
+               "(and its input files); it refuses a folder holding anything else.\n")
 
 
 def run(*argv: str) -> int:
@@ -26,12 +34,67 @@ def run(*argv: str) -> int:
     return cli(list(argv))
 
 
-def demo(root: str) -> int:
-    specs = str(ROOT / "specs" / "examples")
-    warehouse = check_location(root, "the demo warehouse")
+def demo_tables(specs: Path = SPECS) -> list[str]:
+    """The example specs' table locations, relative to the warehouse: all the demo may delete there."""
+    from tablespec.spec.loader import load_specs
+    result = load_specs([specs])
+    if result.errors:
+        raise TablespecError(f"{specs}: the example specs do not load; run `tablespec validate {specs}`")
+    return sorted({loaded.spec.spec.location for loaded in result.specs})
+
+
+def demo_leftovers(warehouse: str, tables: list[str]) -> list[str]:
+    """The demo's tables of an earlier run in `warehouse`, to delete before this run. Refuses (one
+    line, nothing touched) a warehouse the demo did not mark, or one holding anything but `tables`."""
     storage, _ = storage_for(warehouse)
-    storage.delete_tree(warehouse)   # emptied and re-created
+    if storage.exists(warehouse) and not storage.is_dir(warehouse):
+        raise TablespecError(f"{warehouse}: not a directory; pass --warehouse NEW_DIR")
+    owned, marker, found = [join(warehouse, t) for t in tables], join(warehouse, MARKER), set()
+    refuse = "the demo deletes nothing it did not create: pass --warehouse NEW_DIR"
+    for file in storage.walk_files(warehouse):  # lazily: stops at the first file that is not the demo's
+        owner = marker if file.path == marker else next((o for o in owned if file.path.startswith(o + "/")), None)
+        if owner is None:
+            raise TablespecError(f"{warehouse}: holds {file.path[len(warehouse) + 1:]}, which is in none of the demo's tables "
+                                 f"({', '.join(tables)}); {refuse}")
+        found.add(owner)
+    if found and marker not in found:
+        raise TablespecError(f"{warehouse}: holds tables the demo did not create (no {MARKER} marker); {refuse}")
+    return [o for o in owned if o in found]
+
+
+def claim_inputs(inputs: Path) -> None:
+    """The folder the demo writes its input files to: new, empty, or marked by an earlier run."""
+    if inputs.exists() and (not inputs.is_dir() or (any(inputs.iterdir()) and not (inputs / MARKER).is_file())):
+        raise TablespecError(f"{inputs}: exists and was not created by the demo (no {MARKER} marker); "
+                             "the demo overwrites nothing it did not create: pass --warehouse NEW_DIR")
+    inputs.mkdir(parents=True, exist_ok=True)
+    (inputs / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
+
+
+def prepare(warehouse: str) -> Path:
+    """Refuse a warehouse or inputs folder that is not the demo's (before anything is touched), then
+    mark both and delete the demo tables of an earlier run. Returns the inputs folder."""
+    storage, _ = storage_for(warehouse)
+    leftovers = demo_leftovers(warehouse, demo_tables())
+    local = not is_object_store(warehouse)
+    inputs = (Path(warehouse).parent / (Path(warehouse).name + "-inputs") if local
+              else Path(tempfile.mkdtemp(prefix="tablespec-demo-inputs-")))
+    claim_inputs(inputs)
     storage.mkdirs(warehouse)
+    storage.write_bytes(join(warehouse, MARKER), MARKER_TEXT.encode())
+    for table in leftovers:
+        print(f"removing the demo table {table} of an earlier run", flush=True)
+        storage.delete_tree(table)
+    return inputs
+
+
+def demo(root: str) -> int:
+    specs = str(SPECS)
+    warehouse = check_location(root, "the demo warehouse")
+    if not is_object_store(warehouse):
+        warehouse = os.path.abspath(warehouse)
+    storage, _ = storage_for(warehouse)
+    inputs = prepare(warehouse)
     steps = [
         (("validate", specs), {0}),
         (("plan", specs, "--warehouse", warehouse, "--detailed-exitcode"), {2}),
@@ -43,8 +106,6 @@ def demo(root: str) -> int:
         if code not in ok:
             print(f"\ndemo failed: exit code {code}", file=sys.stderr)
             return 1
-    inputs = (Path(tempfile.mkdtemp(prefix="tablespec-demo-inputs-")) if is_object_store(warehouse)
-              else Path(warehouse).parent / (Path(warehouse).name + "-inputs"))
     ingests = [
         ("orders.yaml", demo_data.write(demo_data.orders(1000), inputs / "orders-1.parquet"), "upsert"),
         ("orders.yaml", demo_data.write(demo_data.orders(300, first=900, amount_shift=7), inputs / "orders-2.parquet"),
@@ -107,11 +168,17 @@ def read_back(specs: str, warehouse: str) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--warehouse", default=os.environ.get("TABLESPEC_WAREHOUSE") or "demo-warehouse",
-                        help="emptied and re-created (default: $TABLESPEC_WAREHOUSE, else ./demo-warehouse)")
-    return demo(parser.parse_args().warehouse)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tablespec.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--warehouse", default="demo-warehouse", metavar="DIR_OR_URI",
+                        help="where the demo creates its tables (default: ./demo-warehouse; input files go to "
+                             "DIR-inputs beside it). Must be new, empty, or a warehouse of an earlier demo run, "
+                             "whose example tables are recreated; anything else is refused untouched")
+    try:
+        return demo(parser.parse_args(argv).warehouse)
+    except TablespecError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ class UnsupportedTableError(HudiFormatError):
     """A real Hudi table that tablespec recognises but refuses (e.g. MERGE_ON_READ, other table versions)."""
 
 
+class SparkJobError(TablespecError):
+    """A Spark job failed (usually on the data); the action was rolled back, nothing was committed."""
+
+
 class PlanError(TablespecError):
     """A plan cannot be made or applied (stale plan, refused action, destructive change without consent)."""
 

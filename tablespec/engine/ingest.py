@@ -14,16 +14,49 @@ import os
 from tablespec.errors import TablespecError
 
 
-def _first_file(path: str) -> str | None:
-    """The first data file of an input path (a file, or a directory as Spark lists it)."""
+FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet"}
+COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4", ".snappy", ".deflate")  # Spark reads these CSV/JSON files too
+
+
+def _data_files(path: str):
+    """The data files of an input path (a file, or a directory as Spark lists it: no hidden or _ names)."""
     if os.path.isfile(path):
-        return path
+        yield path
+        return
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         for name in sorted(files):
             if not name.startswith((".", "_")):
-                return os.path.join(root, name)
-    return None
+                yield os.path.join(root, name)
+
+
+def _first_file(path: str) -> str | None:
+    return next(_data_files(path), None)
+
+
+def format_of(name: str) -> str | None:
+    """csv, json or parquet by the file name's extension (after a compression suffix), else None."""
+    name = name.lower()
+    name = next((name[:-len(c)] for c in COMPRESSIONS if name.endswith(c)), name)
+    return FORMATS.get(os.path.splitext(name)[1])
+
+
+def infer_format(path: str) -> str:
+    """The format of an input path from its name, or for a directory from its files' names (one format)."""
+    files = list(_data_files(path))
+    if not files:
+        raise TablespecError(f"{path}: no input files")
+    formats = {}
+    for file in files:
+        fmt = format_of(os.path.basename(file))
+        if fmt is None:
+            raise TablespecError(f"{file}: cannot tell the input format from the file name (known: "
+                                 f"{', '.join(FORMATS)}); pass --input-format parquet|csv|json")
+        formats.setdefault(fmt, file)
+    if len(formats) > 1:
+        raise TablespecError(f"{path}: holds {' and '.join(f'{f} ({n})' for f, n in formats.items())} files; "
+                             "keep one format per input, or pass --input-format")
+    return next(iter(formats))
 
 
 def csv_header(path: str) -> list[str]:

@@ -178,13 +178,11 @@ def test_two_processes_contend_for_the_table_lock(warehouse):
     lock.release()
 
 
-def test_demo_runs_on_an_s3_warehouse(spark, s3_bucket, monkeypatch, capsys):
-    """The README demo, with one environment change: TABLESPEC_WAREHOUSE=s3://... (plus the AWS
-    endpoint, region and credentials the fixture sets as a user would). Credentials never show."""
+def test_demo_runs_on_an_s3_warehouse(spark, s3_bucket, capsys):
+    """The README demo with `--warehouse s3://...` (plus the AWS endpoint, region and credentials
+    the fixture sets as a user would). Credentials never show."""
     from tablespec.demo import main as demo_main
-    monkeypatch.setenv("TABLESPEC_WAREHOUSE", s3_bucket + "/demo")
-    monkeypatch.setattr(sys, "argv", ["demo"])
-    assert demo_main() == 0
+    assert demo_main(["--warehouse", s3_bucket + "/demo"]) == 0
     out, err = capsys.readouterr()
     assert "Demo complete: tables are in " + s3_bucket + "/demo" in out
     assert S3_SECRET not in out + err and S3_KEY_ID not in out + err
