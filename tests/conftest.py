@@ -17,9 +17,9 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", S3_SECRET)
 
 # --- the fast default selection -------------------------------------------------------------
 # A plain `pytest` runs what needs no JVM (about a minute); naming test paths runs them whole;
-# `--full` (and CI=true) runs every tier. Spark tests are those that use the session's
-# SparkSession (marked `spark` here, whatever their file says) or are marked `slow` (a Spark
-# subprocess of their own).
+# `--full` (and CI=true) runs every tier. Left out: tests that use the session's SparkSession
+# (marked `spark` here, whatever their file says), the Apache Hudi tier (`hudi`, which also runs
+# Hudi 1.x in processes of its own) and tests marked `slow` (a JVM in a subprocess).
 
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true",
@@ -36,16 +36,20 @@ def pytest_configure(config):
         config.option.durations = 25  # where CI's time goes, in every CI log
 
 
+_NEEDS_A_JVM = ("spark", "hudi", "slow")
+
+
+@pytest.hookimpl(trylast=True)  # after the tiers' conftests mark their tests
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "spark_session" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
     if _full(config):
         return
-    slow = [i for i in items if i.get_closest_marker("spark") or i.get_closest_marker("slow")]
+    slow = [i for i in items if any(i.get_closest_marker(m) for m in _NEEDS_A_JVM)]
     if slow:
         config.hook.pytest_deselected(items=slow)
-        items[:] = [i for i in items if not (i.get_closest_marker("spark") or i.get_closest_marker("slow"))]
+        items[:] = [i for i in items if i not in slow]
 
 
 def pytest_report_header(config):
