@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
-from tablespec.hudi.config import index_recorded
+from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import check_location, join, parent_location, relative_location, storage_for
 from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY,
                                      effective, spec_value)
@@ -49,6 +49,8 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
 def _refuse_unexpressed(state: TableState, props: dict) -> None:
     """Key generation and layouts tablespec cannot reproduce end the import, by name."""
     where = state.location
+    if (why := unmanaged_layout(state.config)) is not None:
+        raise UnsupportedTableError(f"{where}: {why}")
     if (why := keygen.refusal(props.get(KEY_GENERATOR))) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
     if state.config.url_encode_partitioning:

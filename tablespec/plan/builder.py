@@ -13,7 +13,7 @@ from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effective, SettingChange, desired_properties, diff_settings,
                                     display)
 from tablespec.hudi.index_coverage import describe
-from tablespec.hudi.config import table_index_type
+from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.io import check_location, is_object_store, join
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.plan.locations import occupied_message
@@ -61,6 +61,8 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
 
     if not state.exists:
         return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
+    if (why := unmanaged_layout(state.config)) is not None:
+        return [at("spec.location", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
     old, new, said = state.config.name, spec.metadata.name, spec.metadata.renamed_from
     if old == new or said == old:
         return []
@@ -108,6 +110,8 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         raise UnsupportedTableError(
             f"{state.location}: table {display_name(spec)} is a {state.config.table_type} table; "
             "tablespec manages COPY_ON_WRITE tables only for now")
+    if state.exists and (why := unmanaged_layout(state.config)) is not None:  # a saved plan's table, too
+        raise UnsupportedTableError(f"{state.location}: table {display_name(spec)}: {why}")
     actions = table_actions(spec, state)
     if state.expired:
         listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)
