@@ -89,10 +89,15 @@ class TableWriter:
             return self._write_locked(df, operation, lock)
 
     def _refuse_layout(self) -> None:
-        """A table whose layout tablespec cannot write is refused before the lock: taking it retires
-        Hudi's metadata table and rolls back dead writes, which must not happen to such a table."""
-        config = read_table_config(self.storage, self.base)
-        if config is not None and (why := unmanaged_layout(config)) is not None:
+        """A table whose layout tablespec cannot write, or whose stored rows contradict the spec's
+        timestamp partitioning, is refused before the lock: taking it retires Hudi's metadata table
+        and rolls back dead writes, which must not happen to a table the write will not touch."""
+        from tablespec.stored_paths import unconfirmed
+        state = observe(self.base)
+        if not state.exists:
+            return
+        why = unmanaged_layout(state.config) or unconfirmed(self.spec, state)
+        if why is not None:
             raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
 
     def _record_index(self, timeline, props: dict, rows: int = 0):

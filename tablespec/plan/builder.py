@@ -63,6 +63,9 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
         return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
     if (why := unmanaged_layout(state.config)) is not None:
         return [at("spec.location", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
+    from tablespec.stored_paths import unconfirmed
+    if (why := unconfirmed(spec, state)) is not None:
+        return [at("spec.partitioning.timestamp", why)]
     old, new, said = state.config.name, spec.metadata.name, spec.metadata.renamed_from
     if old == new or said == old:
         return []
