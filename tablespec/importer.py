@@ -137,7 +137,9 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
             f"{where}: hoodie.properties does not record how {generator} formats partition field "
             f"{field or ' or '.join(names)} (Hudi 0.15 records only the settings its writer was given, and none for "
             "CustomKeyGenerator); give the writers' settings: "
-            + " ".join(f"--timestamp {k}={v}" for k, v in ask.items()))
+            + " ".join(f"--timestamp {k}={v}" for k, v in ask.items())
+            + (f" (and --timestamp timeZone=<their zone> unless it was {keygen.DEFAULT_TIME_ZONE}, Hudi's default)"
+               if zone is None else ""))
     try:
         keygen.joda_to_strftime(output)
     except ValueError as e:
