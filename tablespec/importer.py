@@ -44,7 +44,8 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
         "records neither the index type nor the bucket count, and the bucket count cannot be determined "
         "from the files. Record the writers' settings in .hoodie/hoodie.properties "
         "(hoodie.index.type=BUCKET, hoodie.bucket.index.num.buckets=N, optionally "
-        "hoodie.bucket.index.hash.field) and import again")
+        "hoodie.bucket.index.hash.field), delete .hoodie/.hoodie.properties.crc if there is one (Hadoop checks "
+        "it on read, and Hudi fails on a stale one), and import again")
 
 
 def _refuse_unexpressed(state: TableState, props: dict) -> None:
