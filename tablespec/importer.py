@@ -103,7 +103,6 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
         raise TablespecError(f"--timestamp {unknown[0]}: not a partitioning.timestamp setting; use {', '.join(GIVEN)}")
     if given.get("input") not in (None, *keygen.INPUTS):
         raise TablespecError(f"--timestamp input={given['input']}: use one of {', '.join(keygen.INPUTS)}")
-    cls = keygen.canonical_class(props.get(KEY_GENERATOR))
     recorded, untyped = keygen.timestamp_field_of(props)
     if recorded is None and not untyped:
         if given:

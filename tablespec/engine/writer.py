@@ -92,11 +92,13 @@ class TableWriter:
         """A table whose layout tablespec cannot write, or whose stored rows contradict the spec's
         timestamp partitioning, is refused before the lock: taking it retires Hudi's metadata table
         and rolls back dead writes, which must not happen to a table the write will not touch."""
-        from tablespec.stored_paths import unconfirmed
-        state = observe(self.base)
-        if not state.exists:
+        from tablespec.stored_paths import unconfirmed, unrecorded
+        config = read_table_config(self.storage, self.base)
+        if config is None:
             return
-        why = unmanaged_layout(state.config) or unconfirmed(self.spec, state)
+        why = unmanaged_layout(config)
+        if why is None and unrecorded(self.spec, config.to_properties()):  # reads a few files: only then
+            why = unconfirmed(self.spec, observe(self.base))
         if why is not None:
             raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
 
