@@ -151,6 +151,8 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
         "hoodie.keygen.timebased.output.dateformat": "yyyyMMddHH", "hoodie.keygen.timebased.timezone": "Asia/Kolkata"})
     props = observe(str(location)).config.to_properties()
     assert not any(k.startswith(keygen.PREFIX) or k == keygen.CUSTOM_FIELDS_KEY for k in props)
+    crc = location / ".hoodie" / ".hoodie.properties.crc"   # Hadoop's checksum of the file Hudi wrote
+    assert crc.is_file()
     before = _files(location)
     args = ("import", str(location), "--warehouse", str(tmp_path))
 
@@ -192,6 +194,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     code, out, err = _cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0 and "bucket_bootstrap" in out, out + err
     recorded = observe(str(location)).config.to_properties()
+    assert not crc.exists()   # tablespec's rewrites of hoodie.properties drop it: Hudi reads the file unchecked
     assert recorded[keygen.TIMEZONE_KEY] == "Asia/Kolkata" and recorded[keygen.CUSTOM_FIELDS_KEY] == "region:SIMPLE,ms:TIMESTAMP"
     _hudi_upsert_with_hudi_options(hudi, doc, location, [("b", "us", T0 + DAY, "u", 5), ("e", "eu", T0, "z", 1)])
     table = Table(TableSpec.model_validate(doc), str(location), hudi)
