@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     im = sub.add_parser("import", help="print a spec for an existing Hudi table")
     im.add_argument("location", metavar="LOCATION", help="the table's base path")
     im.add_argument("--warehouse", metavar="DIR", help="root the spec location is relative to (default: the table's parent)")
+    im.add_argument("--timestamp", action="append", default=[], metavar="NAME=VALUE",
+                    help="a partitioning.timestamp setting (field, input, inputFormat, outputFormat, timeZone) the "
+                         "table's hoodie.properties does not record, as its writers used it; checked against the "
+                         "stored rows (repeatable)")
 
     ing = sub.add_parser("ingest", help="write a file of records into a table (runs Spark)")
     ing.add_argument("spec", metavar="SPEC", help="the spec file of the table")
@@ -286,7 +290,13 @@ def cmd_import(ctx: _Context) -> int:
     location = ctx.args.location
     state = observe(check_location(location, "the table location argument") if ":/" in location else location)
     warehouse = ctx.args.warehouse or parent_location(state.location)
-    sys.stdout.write(import_yaml(state, warehouse))
+    given = {}
+    for item in ctx.args.timestamp:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise TablespecError(f"--timestamp {item}: expected NAME=VALUE, e.g. outputFormat=yyyy/MM/dd")
+        given[name.strip()] = value.strip()
+    sys.stdout.write(import_yaml(state, warehouse, given))
     return 0
 
 

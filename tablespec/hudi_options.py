@@ -8,9 +8,10 @@ registry, so they are the ones tablespec writes into hoodie.properties.
 from __future__ import annotations
 
 from tablespec.actions.metadata import TABLE_DEFAULTS
-from tablespec.errors import SpecError, TablespecError
+from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen
-from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL
+from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, read_table_config, unmanaged_layout
+from tablespec.hudi.io import storage_for
 from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
 from tablespec.plan.builder import table_location
 from tablespec.plan.locations import refusal
@@ -128,6 +129,13 @@ def options_for(loaded: LoadedSpec, warehouse: str) -> dict[str, str]:
     if why := refusal(warehouse, location):  # a Hudi job would write there: outside the warehouse, in a table
         line, col = loaded.position("spec.location")
         raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", why)])
+    try:
+        config = read_table_config(*storage_for(location))
+    except HudiFormatError:  # not a table tablespec reads: what `plan` says of it is the place to look
+        config = None
+    if config is not None and (why := unmanaged_layout(config)) is not None:  # a Hudi job would fail on it
+        line, col = loaded.position("spec.location")
+        raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", f"the table at {location}: {why}")])
     try:
         return hudi_write_options(loaded.spec, location)
     except NoHudiEquivalent as e:

@@ -10,9 +10,10 @@ import io
 
 from ruamel.yaml import YAML
 
+from tablespec import stored_paths
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
-from tablespec.hudi.config import index_recorded
+from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import check_location, join, parent_location, relative_location, storage_for
 from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY,
                                      effective, spec_value)
@@ -43,12 +44,15 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
         "records neither the index type nor the bucket count, and the bucket count cannot be determined "
         "from the files. Record the writers' settings in .hoodie/hoodie.properties "
         "(hoodie.index.type=BUCKET, hoodie.bucket.index.num.buckets=N, optionally "
-        "hoodie.bucket.index.hash.field) and import again")
+        "hoodie.bucket.index.hash.field), delete .hoodie/.hoodie.properties.crc if there is one (Hadoop checks "
+        "it on read, and Hudi fails on a stale one), and import again")
 
 
 def _refuse_unexpressed(state: TableState, props: dict) -> None:
     """Key generation and layouts tablespec cannot reproduce end the import, by name."""
     where = state.location
+    if (why := unmanaged_layout(state.config)) is not None:
+        raise UnsupportedTableError(f"{where}: {why}")
     if (why := keygen.refusal(props.get(KEY_GENERATOR))) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
     if state.config.url_encode_partitioning:
@@ -58,10 +62,8 @@ def _refuse_unexpressed(state: TableState, props: dict) -> None:
         raise UnsupportedTableError(f"{where}: hoodie.datasource.write.drop.partition.columns=true is not supported "
                                     "(tablespec keeps partition columns in the base files)")
     cls = keygen.canonical_class(props.get(KEY_GENERATOR))
-    field, why = keygen.timestamp_field_of(props)
-    if why:
-        raise UnsupportedTableError(f"{where}: {why}")
-    if cls == keygen.CUSTOM and field is None:
+    field, untyped = keygen.timestamp_field_of(props)
+    if cls == keygen.CUSTOM and field is None and not untyped:
         raise UnsupportedTableError(f"{where}: CustomKeyGenerator with SIMPLE partition fields only is not supported; "
                                     "its record keys differ from ComplexKeyGenerator's, which tablespec uses for "
                                     "several partition fields")
@@ -71,85 +73,99 @@ def _refuse_unexpressed(state: TableState, props: dict) -> None:
 _INPUT_OF = {("UNIX_TIMESTAMP", None): "epochSeconds", ("EPOCHMILLISECONDS", None): "epochMillis",
              ("DATE_STRING", None): "dateString", ("SCALAR", "MICROSECONDS"): "epochMicros",
              ("SCALAR", "DAYS"): "date"}
-SAMPLE_FILES = 3
+# partitioning.timestamp settings `import --timestamp NAME=VALUE` takes, for what a table does not record.
+GIVEN = ("field", "input", "inputFormat", "outputFormat", "timeZone")
 
 
-def _sample_rows(state: TableState, columns: list[str]):
-    """(partition, rows of `columns`) of a few latest base files: what Hudi's writers made of them."""
-    import pyarrow.parquet as pq
-
-    storage, base = storage_for(state.location)
-    for fg in [fg for fg in state.file_groups if fg.base_file][:SAMPLE_FILES]:
-        with storage.open_input_file(join(base, fg.partition, fg.base_file)) as f:
-            yield fg.partition, pq.read_table(f, columns=columns)
-
-
-def _reproduces(state: TableState, ts: keygen.TimestampPartitioning, props: dict) -> str | None:
-    """None when `ts` gives every sampled row its file's partition path, else the first mismatch."""
-    from tablespec.engine.arrow.keys import partition_paths
-
-    fields = (effective(props, PARTITION_FIELDS) or "").split(",")
-    hive = effective(props, HIVE_STYLE) == "true"
-    for partition, rows in _sample_rows(state, fields):
-        try:
-            paths = partition_paths(rows, fields, hive, timestamp=ts).unique().to_pylist()
-        except TablespecError as e:
-            return str(e)
-        wrong = [p for p in paths if p != partition]
-        if wrong:
-            return f"a row of partition {partition!r} would go to {wrong[0]!r}"
-    return None
+def _inputs(column: str | None, props: dict, given: dict) -> list[str]:
+    """The spec inputs a column may have been read as: given, recorded, else every one its type allows."""
+    hudi_type, unit = props.get(keygen.TYPE_KEY), props.get(keygen.UNIT_KEY)
+    if "input" in given:
+        found = [given["input"]]
+    elif hudi_type is not None or unit is not None:
+        found = [_INPUT_OF.get((hudi_type or "SCALAR", unit if (hudi_type or "SCALAR") == "SCALAR" else None))]
+        found = ["timestamp" if f == "epochMicros" and column == "timestamp" else f for f in found]
+    else:
+        found = list(keygen.INPUTS)
+    return [f for f in found if f and column in keygen.INPUTS[f][2]]
 
 
-def observed_timestamp(state: TableState, props: dict) -> dict | None:
+def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | None = None) -> dict | None:
     """The spec's `partitioning.timestamp` for a timestamp-partitioned table, checked against its files.
 
-    Apache Hudi records the zone and formats but not the timestamp type: a numeric column's unit
-    is then the one that reproduces the partition paths of the table's files."""
-    field, _ = keygen.timestamp_field_of(props)
-    if field is None:
-        return None
+    Settings come from hoodie.properties, else from `given` (the user's `--timestamp`), else Hudi's
+    default (the time zone); what none of them fixes (the timestamp type, CustomKeyGenerator's time
+    field) is whichever reproduces the stored partition paths. Every setting still unknown is
+    reported at once, in spec terms."""
+    given = dict(given or {})
     where = state.location
-    zone, output = props.get(keygen.TIMEZONE_KEY), props.get(keygen.OUTPUT_FORMAT_KEY)
-    for key, value in ((keygen.TIMEZONE_KEY, zone), (keygen.OUTPUT_FORMAT_KEY, output)):
-        if not value:
-            raise UnsupportedTableError(
-                f"{where}: partition field {field!r} is formatted by {props.get(KEY_GENERATOR)}, but "
-                f"hoodie.properties records no {key}; the partition paths depend on the writers' setting. Add "
-                f"{key}=<the writers' value> to .hoodie/hoodie.properties and import again")
+    if unknown := sorted(set(given) - set(GIVEN)):
+        raise TablespecError(f"--timestamp {unknown[0]}: not a partitioning.timestamp setting; use {', '.join(GIVEN)}")
+    if given.get("input") not in (None, *keygen.INPUTS):
+        raise TablespecError(f"--timestamp input={given['input']}: use one of {', '.join(keygen.INPUTS)}")
+    recorded, untyped = keygen.timestamp_field_of(props)
+    if recorded is None and not untyped:
+        if given:
+            raise UnsupportedTableError(f"{where}: --timestamp is for tables partitioned by a formatted time value "
+                                        "(TimestampBasedKeyGenerator, CustomKeyGenerator); this table's key generator "
+                                        f"is {props.get(KEY_GENERATOR) or 'not recorded'}")
+        return None
+    names = (effective(props, PARTITION_FIELDS) or "").split(",")
+
+    def setting(name: str, key: str | None) -> str | None:
+        value, told = (props.get(key) if key else None), given.get(name)
+        if value and told and value != told:
+            raise UnsupportedTableError(f"{where}: --timestamp {name}={told} contradicts hoodie.properties {key}={value}")
+        return value or told
+
+    field = setting("field", None) or recorded
+    if field is not None and field not in names or recorded and field != recorded:
+        raise UnsupportedTableError(f"{where}: --timestamp field={field}: the time-formatted partition field is "
+                                    f"{recorded or 'one of ' + ', '.join(names)}")
+    zone, output = setting("timeZone", keygen.TIMEZONE_KEY), setting("outputFormat", keygen.OUTPUT_FORMAT_KEY)
+    input_format = setting("inputFormat", keygen.INPUT_FORMAT_KEY)
+    columns = {c.name: str(c.type) for c in state.columns}
+    fields = [field] if field else names
+    ask = {}
+    if output is None:
+        ask["outputFormat"] = "<Joda pattern, e.g. yyyy/MM/dd>"
+    if input_format is None and field is not None and columns.get(field) == "string":
+        ask["inputFormat"] = "<Joda pattern the strings have>"
+    if ask:
+        generator = (props.get(KEY_GENERATOR) or "").rsplit(".", 1)[-1]
+        raise UnsupportedTableError(
+            f"{where}: hoodie.properties does not record how {generator} formats partition field "
+            f"{field or ' or '.join(names)} (Hudi 0.15 records only the settings its writer was given, and none for "
+            "CustomKeyGenerator); give the writers' settings: "
+            + " ".join(f"--timestamp {k}={v}" for k, v in ask.items())
+            + (f" (and --timestamp timeZone=<their zone> unless it was {keygen.DEFAULT_TIME_ZONE}, Hudi's default)"
+               if zone is None else ""))
     try:
         keygen.joda_to_strftime(output)
     except ValueError as e:
-        raise UnsupportedTableError(f"{where}: {keygen.OUTPUT_FORMAT_KEY}: {e}") from None
-    column = next((str(c.type) for c in state.columns if c.name == field), None)
-    hudi_type, unit = props.get(keygen.TYPE_KEY), props.get(keygen.UNIT_KEY)
-    if hudi_type is not None:
-        found = _INPUT_OF.get((hudi_type, unit if hudi_type == "SCALAR" else None))
-        candidates = ["timestamp" if found == "epochMicros" and column == "timestamp" else found] if found else []
-    elif column == "string":
-        candidates = ["dateString"]
-    elif unit is not None:
-        found = _INPUT_OF.get(("SCALAR", unit))
-        candidates = ["timestamp" if found == "epochMicros" and column == "timestamp" else found] if found else []
-    else:
-        candidates = ["epochMillis", "epochSeconds"]
-    candidates = [c for c in candidates if c and column in keygen.INPUTS[c][2]]
-    if not candidates:
-        raise UnsupportedTableError(
-            f"{where}: partition field {field!r} ({column}) with timestamp type {hudi_type or '(not recorded)'}"
-            f"{' and unit ' + unit if unit else ''} is not supported; tablespec reads "
-            + ", ".join(f"{n} ({'/'.join(v[2])})" for n, v in keygen.INPUTS.items()))
+        raise UnsupportedTableError(f"{where}: outputFormat: {e}") from None
+    hive = effective(props, HIVE_STYLE) == "true"
     fits, reasons = [], []
-    for name in candidates:
-        ts = keygen.TimestampPartitioning(field, name, output, zone,
-                                          props.get(keygen.INPUT_FORMAT_KEY) if name == "dateString" else None)
-        why = _reproduces(state, ts, props)
-        (fits.append(ts) if why is None else reasons.append(f"{name}: {why}"))
+    for f in fields:
+        for name in _inputs(columns.get(f), props, given):
+            if name == "dateString" and input_format is None:
+                continue
+            ts = keygen.TimestampPartitioning(f, name, output, zone or keygen.DEFAULT_TIME_ZONE,
+                                              input_format if name == "dateString" else None)
+            why = stored_paths.mismatch(state, ts, names, hive)
+            (fits.append(ts) if why is None else reasons.append(f"{f} as {name}: {why}"))
     if len(fits) != 1:
-        detail = "; ".join(reasons) if not fits else f"both {' and '.join(t.input for t in fits)} fit"
-        raise UnsupportedTableError(
-            f"{where}: cannot tell how partition field {field!r} is formatted ({detail}); add "
-            f"{keygen.TYPE_KEY}=<the writers' value> to .hoodie/hoodie.properties and import again")
+        if fits:
+            detail = " and ".join(f"{t.field} as {t.input}" for t in fits) + " both reproduce the stored paths"
+            hint = "--timestamp field=<the time field> --timestamp input=<its kind>"
+        else:
+            detail = "; ".join(reasons) or f"no input reads {', '.join(f'{f} ({columns.get(f)})' for f in fields)}"
+            hint = " ".join(["--timestamp input=<its kind>"] + (
+                [f"--timestamp timeZone=<the writers' zone> (none is recorded; {keygen.DEFAULT_TIME_ZONE}, Hudi's "
+                 "documented default, was tried, but Hudi formats in the writer JVM's zone when none is set)"]
+                if zone is None else []))
+        raise UnsupportedTableError(f"{where}: cannot tell how partition field {field or ' or '.join(names)} is "
+                                    f"formatted ({detail}); give the writers' settings: {hint}")
     ts = fits[0]
     out = {"field": ts.field, "input": ts.input}
     if ts.input_format:
@@ -165,7 +181,7 @@ def _set(doc: dict, path: str, value) -> None:
     doc[leaf] = value
 
 
-def spec_document(state: TableState, warehouse: str) -> dict:
+def spec_document(state: TableState, warehouse: str, timestamp: dict[str, str] | None = None) -> dict:
     """The spec (camelCase, as users write it) that describes `state` exactly: every registry setting
     the table holds (or defaults) at its spec path, then what import derives (keys, timestamps)."""
     if not state.exists:
@@ -194,7 +210,7 @@ def spec_document(state: TableState, warehouse: str) -> dict:
     if not body["recordKey"]["fields"]:
         body["recordKey"] = {"autoGenerate": True}
     body.setdefault("partitioning", {}).setdefault("fields", [])
-    if (ts := observed_timestamp(state, props)) is not None:
+    if (ts := observed_timestamp(state, props, timestamp)) is not None:
         body["partitioning"]["timestamp"] = ts
     labels = {k[len(LABEL_PREFIX):]: v for k, v in props.items() if k.startswith(LABEL_PREFIX)}
     if labels:
@@ -211,11 +227,11 @@ def observed_spec(state: TableState) -> TableSpec:
     return TableSpec.model_validate(spec_document(state, parent_location(state.location)))
 
 
-def import_yaml(state: TableState, warehouse: str) -> str:
+def import_yaml(state: TableState, warehouse: str, timestamp: dict[str, str] | None = None) -> str:
     yaml = YAML()
     yaml.default_flow_style = None
     yaml.width = 4096
     out = io.StringIO()
     out.write(SCHEMA_COMMENT + "\n")
-    yaml.dump(spec_document(state, warehouse), out)
+    yaml.dump(spec_document(state, warehouse, timestamp), out)
     return out.getvalue()

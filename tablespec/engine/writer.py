@@ -20,7 +20,7 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.config import bloom_filters_expected, read_table_config
+from tablespec.hudi.config import bloom_filters_expected, read_table_config, unmanaged_layout
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
@@ -85,8 +85,23 @@ class TableWriter:
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
+        self._refuse_layout()
         with locked(self.base, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
             return self._write_locked(df, operation, lock)
+
+    def _refuse_layout(self) -> None:
+        """A table whose layout tablespec cannot write, or whose stored rows contradict the spec's
+        timestamp partitioning, is refused before the lock: taking it retires Hudi's metadata table
+        and rolls back dead writes, which must not happen to a table the write will not touch."""
+        from tablespec.stored_paths import unconfirmed, unrecorded
+        config = read_table_config(self.storage, self.base)
+        if config is None:
+            return
+        why = unmanaged_layout(config)
+        if why is None and unrecorded(self.spec, config.to_properties()):  # reads a few files: only then
+            why = unconfirmed(self.spec, observe(self.base))
+        if why is not None:
+            raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
 
     def _record_index(self, timeline, props: dict, rows: int = 0):
         """RECORD_LEVEL tables: the index as of `timeline` (None for other indexes)."""
@@ -106,8 +121,6 @@ class TableWriter:
             kinds = ", ".join(a.kind for a in pending)
             raise WriteRefused(f"table {name} does not match its spec ({kinds} pending); "
                                "run `tablespec plan` and `tablespec apply` first")
-        if not state.config.populate_meta_fields:
-            raise WriteRefused(f"table {name} does not populate Hudi meta fields; tablespec cannot write it yet")
         return state
 
     def _write_locked(self, df, operation: str, lock: TableLock) -> WriteResult:

@@ -300,6 +300,19 @@ def ensure_supported(config: TableConfig) -> None:
             f"table {config.name!r} stores {config.base_file_format} base files; tablespec supports PARQUET only")
 
 
+def unmanaged_layout(config: TableConfig) -> str | None:
+    """Why tablespec cannot write or read keys of this table, or None. Virtual keys
+    (hoodie.populate.meta.fields=false) leave `_hoodie_record_key` and the other meta columns empty,
+    and every tablespec read, tag, merge, clustering and rebucket takes keys from them."""
+    if config.populate_meta_fields:
+        return None
+    return ("hoodie.populate.meta.fields=false (virtual keys) is not supported: tablespec finds, merges and "
+            "moves records by the _hoodie_record_key its files store, which this table leaves empty. Apache Hudi "
+            "cannot turn meta fields on for an existing table (a writer with hoodie.populate.meta.fields=true fails "
+            "with a config conflict); to manage the data with tablespec, copy its rows into a new table that a "
+            "spec creates (tablespec apply, then Table.write or tablespec ingest)")
+
+
 def _load(storage: Storage, path: str) -> dict[str, str] | None:
     """The properties in `path`, None when it does not exist (one read, no existence check first)."""
     try:

@@ -4,9 +4,10 @@ A table's key generator (`hoodie.table.keygenerator.class`) fixes how a row's re
 partition path are built, so a table whose generator tablespec cannot reproduce must be refused,
 never guessed. Timestamp partitioning (TimestampBasedKeyGenerator, and CustomKeyGenerator's
 `field:TIMESTAMP`) formats one time value with a Joda-Time pattern; `hoodie.keygen.timebased.*`
-holds its settings. Apache Hudi 0.14/0.15 persists only some of them in hoodie.properties
-(time zone, input and output formats, the scalar unit) and neither the timestamp type nor, for
-CustomKeyGenerator, the field types: `UNRECORDED` lists what a Hudi-written table may lack.
+holds its settings. Apache Hudi 0.15 persists in hoodie.properties only the ones its writer was
+given, and only for TimestampBasedKeyGenerator (never the timestamp type); for CustomKeyGenerator
+it persists none, not even the field types. What a table lacks is found from its stored rows
+(tablespec/stored_paths.py), or asked for.
 """
 from __future__ import annotations
 
@@ -85,7 +86,10 @@ TIMEZONE_KEY = PREFIX + "timezone"
 # CustomKeyGenerator's typed field list (`region:SIMPLE,ts:TIMESTAMP`), kept under the writer option
 # Hudi reads it from: Hudi 0.15 records only the bare names in hoodie.table.partition.fields.
 CUSTOM_FIELDS_KEY = "hoodie.datasource.write.partitionpath.field"
-UNRECORDED = (TYPE_KEY, CUSTOM_FIELDS_KEY)
+# The documented default of hoodie.keygen.timebased.timezone. Hudi 0.15's generators do not apply
+# it: with no zone set they format in the writer JVM's default zone (tested), so a table that records
+# none is read as UTC only where its stored rows agree.
+DEFAULT_TIME_ZONE = "UTC"
 
 # The spec's input kinds: (Hudi timestamp type, scalar unit, column types it reads).
 INPUTS: dict[str, tuple[str, str | None, tuple[str, ...]]] = {

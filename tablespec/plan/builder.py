@@ -13,7 +13,7 @@ from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effective, SettingChange, desired_properties, diff_settings,
                                     display)
 from tablespec.hudi.index_coverage import describe
-from tablespec.hudi.config import table_index_type
+from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.io import check_location, is_object_store, join
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.plan.locations import occupied_message
@@ -37,22 +37,25 @@ def display_name(spec) -> str:
 def plan_specs(specs: list[LoadedSpec], warehouse: str, variables: dict | None = None,
                now: datetime | None = None) -> Plan:
     """Check where the specs put their tables, observe the tables and plan (what `plan` and `apply`
-    run). Every refused location, takeover and non-empty directory is reported at once (SpecError)."""
+    run). Every refused location, takeover, non-empty directory, unmanaged table and timestamp
+    partitioning its stored rows contradict is reported at once (SpecError)."""
     from tablespec.plan.locations import location_problems
     from tablespec.state import observe_specs
     refused = location_problems(specs, warehouse)
     placed = [ls for ls in specs if all(ls is not bad for bad, _ in refused)]
     states = observe_specs(placed, warehouse)
-    problems = [d for _, d in refused] + [d for ls in placed
-                                          for d in state_problems(ls, states[table_location(warehouse, ls.spec.spec.location)])]
+    located = [(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in placed]
+    problems = [d for _, d in refused] + [d for ls, state in located
+                                          for d in state_problems(ls, state) or stored_rows_problems(ls, state)]
     if problems:
         raise SpecError(sorted(problems, key=lambda d: (d.file, d.line, d.col)))
     return build_plan(specs, states, warehouse, variables, now)
 
 
 def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
-    """What the spec may not do to what is at its location: take over a table of another name
-    (a rename must say `metadata.renamedFrom`), or create a table over files already there."""
+    """What the spec may not do to what is at its location: manage a table whose layout tablespec
+    cannot write (virtual keys), take over a table of another name (a rename must say
+    `metadata.renamedFrom`), or create a table over files already there."""
     spec = loaded.spec
 
     def at(path: str, message: str) -> Diagnostic:
@@ -61,6 +64,8 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
 
     if not state.exists:
         return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
+    if (why := unmanaged_layout(state.config)) is not None:
+        return [at("spec.location", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
     old, new, said = state.config.name, spec.metadata.name, spec.metadata.renamed_from
     if old == new or said == old:
         return []
@@ -70,6 +75,16 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
                                            f"metadata.renamedFrom: {old}")]
     return [at("metadata.name", f"{where} is named {old!r}, the spec names {new!r}; to rename it say "
                                 f"metadata.renamedFrom: {old}; to manage another table pick another location")]
+
+
+def stored_rows_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
+    """A spec's timestamp partitioning that the table's stored rows contradict, where hoodie.properties
+    does not record it (reads a few base files: here, not in the pure planner)."""
+    from tablespec.stored_paths import unconfirmed
+    if (why := unconfirmed(loaded.spec, state)) is None:
+        return []
+    line, col = loaded.position("spec.partitioning.timestamp")
+    return [Diagnostic(loaded.file, line, col, "spec.partitioning.timestamp", why)]
 
 
 def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: str,
@@ -108,6 +123,8 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         raise UnsupportedTableError(
             f"{state.location}: table {display_name(spec)} is a {state.config.table_type} table; "
             "tablespec manages COPY_ON_WRITE tables only for now")
+    if state.exists and (why := unmanaged_layout(state.config)) is not None:  # a saved plan's table, too
+        raise UnsupportedTableError(f"{state.location}: table {display_name(spec)}: {why}")
     actions = table_actions(spec, state)
     if state.expired:
         listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)

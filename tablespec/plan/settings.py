@@ -36,7 +36,8 @@ class Setting:
     derived: bool = False             # follows a setting of the same path: written with it, never diffed or shown alone
     observe: Callable[[dict[str, str]], str | None] | None = None  # the table's value, when not just the key's
     imported: bool = True             # import writes the table's value at `path` (False: import derives it)
-    unrecorded: bool = False          # Apache Hudi does not persist it: absent from a table is unknown, not different
+    unrecorded: bool = False          # Apache Hudi may not persist it: absent from a table is unknown, not
+    #                                   different (tablespec/stored_paths.py checks the spec's value on the rows)
 
 
 def _csv(values) -> str | None:
@@ -129,10 +130,12 @@ REGISTRY: tuple[Setting, ...] = (
             lambda s: _bool(s.spec.partitioning.hive_style), "false", kind="bool"),
     Setting(keygen.TYPE_KEY, _TS + "input", "key", _timebased(keygen.TYPE_KEY), imported=False, unrecorded=True),
     Setting(keygen.UNIT_KEY, _TS + "input", "key", _timebased(keygen.UNIT_KEY), imported=False, derived=True),
-    Setting(keygen.INPUT_FORMAT_KEY, _TS + "inputFormat", "key", _timebased(keygen.INPUT_FORMAT_KEY), imported=False),
+    Setting(keygen.INPUT_FORMAT_KEY, _TS + "inputFormat", "key", _timebased(keygen.INPUT_FORMAT_KEY), imported=False,
+            unrecorded=True),
     Setting(keygen.OUTPUT_FORMAT_KEY, _TS + "outputFormat", "key", _timebased(keygen.OUTPUT_FORMAT_KEY),
-            imported=False),
-    Setting(keygen.TIMEZONE_KEY, _TS + "timeZone", "key", _timebased(keygen.TIMEZONE_KEY), imported=False),
+            imported=False, unrecorded=True),
+    Setting(keygen.TIMEZONE_KEY, _TS + "timeZone", "key", _timebased(keygen.TIMEZONE_KEY), imported=False,
+            unrecorded=True),
     Setting("hoodie.table.precombine.field", "spec.orderingField", "settings", lambda s: s.spec.ordering_field),
     Setting(TABLESPEC_INDEX_TYPE_KEY, "spec.index.type", "index", lambda s: s.spec.index.type,
             observe=table_index_type),

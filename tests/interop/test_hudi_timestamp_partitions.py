@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import hudi_rows, hudi_write
 from tablespec.cli import main
+from tablespec.engine.writer import WriteRefused
 from tablespec.hudi import keygen
 from tablespec.hudi_options import hudi_write_options
 from tablespec.importer import spec_document
@@ -103,17 +105,105 @@ def test_hudi_date_string_table_imports_clean(hudi, tmp_path, capsys):
     assert "2024-03-07-01" in {dict(r)["_hoodie_partition_path"] for r in assert_readers_agree(hudi, table)}
 
 
-def test_custom_generator_table_without_recorded_types_is_refused_by_name(hudi, tmp_path, capsys):
-    location = tmp_path / "mixed"
+def _files(location) -> dict:
+    return {p: p.read_bytes() for p in location.rglob("*") if p.is_file()}
+
+
+def _hudi_upsert_with_hudi_options(spark, doc: dict, location, rows) -> None:
+    """A user's Hudi job configured by `hudi-options` for the spec `doc`: upserts `rows`."""
+    options = hudi_write_options(TableSpec.model_validate(doc), str(location))
+    hudi_write(spark.createDataFrame(rows, SCHEMA), location, {**options, "hoodie.datasource.write.operation": "upsert"})
+
+
+def test_hudi_timestamp_table_without_a_time_zone_is_imported_as_utc(hudi, tmp_path, capsys):
+    """Hudi's defaults plus the timestamp settings it requires (type, output format): hoodie.properties
+    records no time zone, and UTC (Hudi's documented default) reproduces the stored paths."""
+    location = tmp_path / "events"
+    _hudi_table(hudi, location, **{
+        "hoodie.datasource.write.keygenerator.class": keygen.TIMESTAMP_BASED,
+        "hoodie.datasource.write.partitionpath.field": "ms", "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+        "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd/HH"})
+    assert keygen.TIMEZONE_KEY not in observe(str(location)).config.to_properties()
+    doc, spec_file = _import_plans_clean(capsys, location, tmp_path)
+    assert doc["spec"]["partitioning"]["timestamp"] == {
+        "field": "ms", "input": "epochMillis", "outputFormat": "yyyy/MM/dd/HH", "timeZone": "UTC"}
+    table = Table(TableSpec.model_validate(doc), str(location), hudi)
+    table.write(hudi.createDataFrame([("d", "us", T0 + 2 * DAY, "x", 1), ("a", "eu", T0, "y", 2)], SCHEMA), "upsert")
+    _hudi_upsert_with_hudi_options(hudi, doc, location, [("b", "us", T0 + DAY, "u", 5), ("e", "eu", T0 + 3600_000, "z", 1)])
+    rows = {dict(r)["id"]: dict(r) for r in assert_readers_agree(hudi, table)}
+    assert {k: (r["v"], r["_hoodie_partition_path"]) for k, r in rows.items()} == {
+        "a": (2, "2023/11/14/22"), "b": (5, "2023/11/15/22"), "c": (1, "1970/01/01/00"),
+        "d": (1, "2023/11/16/22"), "e": (1, "2023/11/14/23")}
+    code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
+    assert code == 0, out + err
+
+
+def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(hudi, tmp_path, capsys):
+    """CustomKeyGenerator: Hudi 0.15 records none of its timestamp settings. The field types and the
+    timestamp type come from the stored rows; the output format and (here) the zone only the writers
+    know: import asks for them at once, in spec terms, checks the answers against the rows, and a spec
+    the rows contradict is refused by plan and Table.write before anything is touched."""
+    location = tmp_path / "visits"
     _hudi_table(hudi, location, **{
         "hoodie.datasource.write.keygenerator.class": keygen.CUSTOM,
         "hoodie.datasource.write.partitionpath.field": "region:SIMPLE,ms:TIMESTAMP",
         "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
-        "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd", "hoodie.keygen.timebased.timezone": "UTC",
-        "hoodie.metadata.enable": "false"})
-    code, out, err = _cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
-    assert code != 0 and out == ""
-    assert keygen.CUSTOM_FIELDS_KEY in err and "region:SIMPLE|TIMESTAMP" in err and "Traceback" not in err
+        "hoodie.keygen.timebased.output.dateformat": "yyyyMMddHH", "hoodie.keygen.timebased.timezone": "Asia/Kolkata"})
+    props = observe(str(location)).config.to_properties()
+    assert not any(k.startswith(keygen.PREFIX) or k == keygen.CUSTOM_FIELDS_KEY for k in props)
+    crc = location / ".hoodie" / ".hoodie.properties.crc"   # Hadoop's checksum of the file Hudi wrote
+    assert crc.is_file()
+    before = _files(location)
+    args = ("import", str(location), "--warehouse", str(tmp_path))
+
+    code, out, err = _cli(capsys, *args)
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "--timestamp outputFormat=" in err and "timeZone" in err
+    code, out, err = _cli(capsys, *args, "--timestamp", "outputFormat=yyyyMMddHH")
+    assert code == 1 and "UTC" in err and "--timestamp timeZone=" in err and len(err.strip().splitlines()) == 1
+    assert _files(location) == before
+
+    code, out, err = _cli(capsys, *args, "--timestamp", "outputFormat=yyyyMMddHH", "--timestamp", "timeZone=Asia/Kolkata")
+    assert code == 0, err
+    spec_file = tmp_path / "visits.yaml"
+    spec_file.write_text(out)
+    code, out, err = _cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes."), out + err
+    doc = spec_document(observe(str(location)), str(tmp_path),
+                        {"outputFormat": "yyyyMMddHH", "timeZone": "Asia/Kolkata"})
+    assert doc["spec"]["partitioning"] == {"fields": ["region", "ms"], "hiveStyle": False, "timestamp": {
+        "field": "ms", "input": "epochMillis", "outputFormat": "yyyyMMddHH", "timeZone": "Asia/Kolkata"}}
+
+    # a spec the stored rows contradict (the zone Hudi documents, not the writers'): refused, untouched
+    wrong = json.loads(json.dumps(doc))
+    wrong["spec"]["partitioning"]["timestamp"]["timeZone"] = "UTC"
+    wrong_file = tmp_path / "wrong.yaml"
+    wrong_file.write_text(json.dumps(wrong))
+    code, out, err = _cli(capsys, "plan", str(wrong_file), "--warehouse", str(tmp_path))
+    assert code == 1 and "spec.partitioning.timestamp" in err and "not partitioned this way" in err, out + err
+    with pytest.raises(WriteRefused, match="not partitioned this way"):
+        Table(TableSpec.model_validate(wrong), str(location), hudi).write(
+            hudi.createDataFrame([("z", "eu", T0, "n", 1)], SCHEMA), "upsert")
+    assert _files(location) == before
+
+    table = Table(TableSpec.model_validate(doc), str(location), hudi)
+    assert_readers_agree(hudi, table)
+    table.write(hudi.createDataFrame([("d", "us", T0 + 2 * DAY, "x", 1)], SCHEMA), "upsert")
+    doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2}   # rewrites hoodie.properties (and drops its .crc)
+    spec_file.write_text(json.dumps(doc))
+    code, out, err = _cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
+    assert code == 0 and "bucket_bootstrap" in out, out + err
+    recorded = observe(str(location)).config.to_properties()
+    assert not crc.exists()   # tablespec's rewrites of hoodie.properties drop it: Hudi reads the file unchecked
+    assert recorded[keygen.TIMEZONE_KEY] == "Asia/Kolkata" and recorded[keygen.CUSTOM_FIELDS_KEY] == "region:SIMPLE,ms:TIMESTAMP"
+    _hudi_upsert_with_hudi_options(hudi, doc, location, [("b", "us", T0 + DAY, "u", 5), ("e", "eu", T0, "z", 1)])
+    table = Table(TableSpec.model_validate(doc), str(location), hudi)
+    rows = {dict(r)["id"]: dict(r) for r in assert_readers_agree(hudi, table)}
+    assert {k: (r["v"], r["_hoodie_partition_path"]) for k, r in rows.items()} == {
+        "a": (1, "eu/2023111503"), "b": (5, "us/2023111603"), "c": (1, "eu/1970010105"),
+        "d": (1, "us/2023111703"), "e": (1, "eu/2023111503")}
+    code, out, err = _cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    assert code == 0, out + err
 
 
 def test_hudi_writes_into_a_custom_table_tablespec_created(hudi, tmp_path):
