@@ -20,8 +20,8 @@ from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import TableSpec
 
 # Settings Hudi writers read under the name hoodie.properties uses (spec paths of the registry).
-SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle", "spec.index.type",
-             "spec.index.numBuckets", "spec.index.hashFields")
+SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle", "spec.partitioning.urlEncode",
+             "spec.index.type", "spec.index.numBuckets", "spec.index.hashFields")
 # Writer options whose table property has another name: writer key -> the registry's spec path.
 RENAMED = {
     "hoodie.datasource.write.table.type": "spec.tableType",
@@ -31,7 +31,7 @@ RENAMED = {
     "hoodie.datasource.write.precombine.field": "spec.orderingField",
 }
 # Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
-FIXED_LAYOUT = ("url_encode_partitioning", "drop_partition_columns", "populate_meta_fields")
+FIXED_LAYOUT = ("drop_partition_columns", "populate_meta_fields")
 # Ordering: the greater orderingField value wins, also against the stored record (ties: incoming);
 # Hudi's default payload would overwrite the stored record whatever its ordering value.
 ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"

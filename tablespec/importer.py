@@ -14,7 +14,7 @@ from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded
 from tablespec.hudi.io import check_location, join, parent_location, relative_location, storage_for
-from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY,
+from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE,
                                      effective, spec_value)
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
@@ -51,9 +51,6 @@ def _refuse_unexpressed(state: TableState, props: dict) -> None:
     where = state.location
     if (why := keygen.refusal(props.get(KEY_GENERATOR))) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
-    if state.config.url_encode_partitioning:
-        raise UnsupportedTableError(f"{where}: hoodie.datasource.write.partitionpath.urlencode=true is not supported "
-                                    "(tablespec writes partition paths without url-encoding)")
     if state.config.drop_partition_columns:
         raise UnsupportedTableError(f"{where}: hoodie.datasource.write.drop.partition.columns=true is not supported "
                                     "(tablespec keeps partition columns in the base files)")
@@ -89,10 +86,10 @@ def _reproduces(state: TableState, ts: keygen.TimestampPartitioning, props: dict
     from tablespec.engine.arrow.keys import partition_paths
 
     fields = (effective(props, PARTITION_FIELDS) or "").split(",")
-    hive = effective(props, HIVE_STYLE) == "true"
+    hive, encode = effective(props, HIVE_STYLE) == "true", effective(props, URL_ENCODE) == "true"
     for partition, rows in _sample_rows(state, fields):
         try:
-            paths = partition_paths(rows, fields, hive, timestamp=ts).unique().to_pylist()
+            paths = partition_paths(rows, fields, hive, encode, timestamp=ts).unique().to_pylist()
         except TablespecError as e:
             return str(e)
         wrong = [p for p in paths if p != partition]
@@ -184,7 +181,7 @@ def spec_document(state: TableState, warehouse: str) -> dict:
         raw = effective(props, setting.prop)
         if setting.path.startswith("spec.index.") and setting.path != "spec.index.type" and setting.prop not in props:
             continue  # an index's own settings: only those the table records (the spec's defaults are the same)
-        if raw is not None and raw != "":
+        if raw is not None and raw != "" and (setting.import_default or raw != setting.default):
             _set(doc, setting.path, spec_value(setting, raw))
         if setting.path == "spec.tableType":
             doc["spec"]["columns"] = [{"name": c.name, "type": str(c.type), "nullable": c.nullable}
