@@ -25,6 +25,7 @@ from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_plan
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.conflict import ALL_PARTITIONS
@@ -160,6 +161,8 @@ class TableWriter:
                 write_index_delta(self.spark, self.storage, self.base, txn.instant, index.num_buckets, view, stats,
                                   replaced, full=replace)
             marks = None if index is None else build_marks(timeline) if replace else delta_marks()
+            if replace:  # hoodie.properties switches to this spec after the commit (layout_switch)
+                marks = {**(marks or {}), REWRITE_MARK: "true"}
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
                                               table_avro_schema(self.spec), marks, replaced=replaced))
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
