@@ -81,12 +81,13 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
 
     def restart_job(**_):
         opts, note = _options(capsys, spec_file, tmp_path)
-        during.update(buckets=opts[BUCKETS], note=note)
+        during.update(buckets=opts[BUCKETS], note=note, options=opts)
         _upsert(hudi, location, opts, [("k2", 3, "d0")])
 
     with pytest.raises(Exception, match="(?i)conflict"):
         rebucket(hudi, _spec(2), location, None, table_avro_schema(_spec(2)), progress=restart_job)
     assert during["buckets"] == "4" and "is in flight" in during["note"] and "lags its spec" in during["note"]
+    during_options = during["options"]
     rows = {dict(r)["id"]: dict(r) for r in assert_readers_agree(hudi, Table(_spec(4), location, hudi))}
     assert rows["k2"]["v"] == 3
 
@@ -98,6 +99,8 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
 
     code, out, err = _cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0 and "bucket_rescale" in out, out + err
+    with pytest.raises(Exception, match="Config conflict"):  # a job not restarted after the apply
+        _upsert(hudi, location, during_options, [("k3", 9, "d1")])
     options, err = _options(capsys, spec_file, tmp_path)
     assert options[BUCKETS] == "2" and err == ""
     _upsert(hudi, location, options, [("k3", 4, "d1"), ("new", 1, "d2")])
