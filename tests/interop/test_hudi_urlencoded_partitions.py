@@ -129,3 +129,17 @@ def test_url_encoded_table_tablespec_created_takes_hudi_writes(hudi, tmp_path):
                hudi_write_options(spec, location))
     rows = _by_id(assert_readers_agree(hudi, table))
     assert rows["a"]["v"] == 5 and rows["z"]["_hoodie_partition_path"] == "a b%2Fc" and len(rows) == 6
+
+
+def test_escaping_matches_hudis_partition_path_encoding(hudi):
+    """Every ASCII character and a few beyond, escaped by Apache Hudi's own PartitionPathEncodeUtils."""
+    import pyarrow as pa
+
+    from tablespec.engine.arrow.keys import escape_path_name
+    from tablespec.hudi.partition import escape_partition_value, unescape_partition_value
+    encode = hudi._jvm.org.apache.hudi.common.util.PartitionPathEncodeUtils
+    values = [chr(c) for c in range(1, 128)] + ["é/ü", "a b%2F", "100%"]
+    theirs = [encode.escapePathName(v) for v in values]
+    assert [escape_partition_value(v) for v in values] == theirs
+    assert escape_path_name(pa.array(values)).to_pylist() == theirs
+    assert [unescape_partition_value(t) for t in theirs] == [encode.unescapePathName(t) for t in theirs] == values
