@@ -182,8 +182,8 @@ def table_options(state, wanted: dict[str, str]) -> Rendered:
         notes.append(f"{location}: the table lags its spec until `tablespec apply` changes it; these options are "
                      f"the table's as it is now: {shown}. Run hudi-options again after the apply and restart "
                      "the Hudi jobs")
-    rewriting = [i.timestamp for i in state.pending
-                 if i.action == "replacecommit" and i.timestamp not in state.pending_clustering]
+    clusterings = {i.timestamp for i in state.pending_clustering}  # they keep the layout
+    rewriting = [i.timestamp for i in state.pending if i.action == "replacecommit" and i.timestamp not in clusterings]
     if rewriting:
         notes.append(f"{location}: replacecommit {', '.join(rewriting)} is in flight (a bucket rescale or table "
                      "rewrite by tablespec, or a Hudi overwrite): these options describe the table before it; a "

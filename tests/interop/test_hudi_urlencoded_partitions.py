@@ -72,6 +72,8 @@ def test_hudi_url_encoded_table_imports_upserts_migrates_and_takes_hudi_writes(h
     assert code == 0 and out.startswith("No changes."), out + err
     doc = spec_document(observe(str(location)), str(tmp_path))
     assert doc["spec"]["partitioning"] == {"fields": ["region"], "hiveStyle": True, "urlEncode": True}
+    code, out, _ = _cli(capsys, "show", str(location))
+    assert "partitions  region hive-style url-encoded\n" in out
     table = Table(TableSpec.model_validate(doc), str(location), hudi)
     seen = _by_id(assert_readers_agree(hudi, table))
     assert {i: r["region"] for i, r in seen.items()} == dict((i, r) for i, r, _ in ROWS)
