@@ -20,6 +20,7 @@ from tablespec.errors import PlanError, StalePlanError
 from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
@@ -247,7 +248,7 @@ class Applier:
                 done = rebucket(self.spark, spec, t.location, partitions, table_avro_schema(spec),
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
-            metadata.update_settings(t.location, spec)
+            metadata.update_settings(t.location, spec, {SWITCHED_KEY: done.instant} if partitions else None)
             if table_index_type(state.config) == RECORD_LEVEL:
                 actual["index_files_removed"] = drop_index(t.location)
         return actual
@@ -281,6 +282,7 @@ class Applier:
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
             result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
             chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
+            chosen[SWITCHED_KEY] = result.instant
             metadata.update_settings(t.location, spec, chosen)
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded

@@ -407,7 +407,10 @@ def cmd_hudi_options(ctx: _Context) -> int:
     from tablespec.hudi_options import options_for, render_properties
     from tablespec.spec.loader import select_spec
     loaded = select_spec(ctx.load([ctx.args.spec]), ctx.args.name, ctx.args.spec)
-    options = options_for(loaded, ctx.warehouse())
+    rendered = options_for(loaded, ctx.warehouse())
+    for note in rendered.notes:
+        print(f"note: {note}", file=sys.stderr)
+    options = rendered.options
     sys.stdout.write(json.dumps(options, indent=2) + "\n" if ctx.args.format == "json" else render_properties(options))
     return 0
 

@@ -4,14 +4,22 @@ A Hudi job writing into a tablespec table must key, partition, index and order r
 tablespec does, keep the table at version 6, and leave the timeline work tablespec owns (clustering,
 cleaning, the retired metadata table, archiving) to tablespec. Values come from the settings
 registry, so they are the ones tablespec writes into hoodie.properties.
+
+Every option is a table-level setting Hudi checks against hoodie.properties and the stored layout,
+so the options describe the table as it is: between a merged spec change and the end of its apply,
+a job restarted with the spec's values would fail (`Config conflict`) or break the layout.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, read_table_config, unmanaged_layout
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.layout_switch import unswitched_rewrite
+from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
 from tablespec.plan.builder import table_location
 from tablespec.plan.locations import refusal
@@ -21,8 +29,8 @@ from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import TableSpec
 
 # Settings Hudi writers read under the name hoodie.properties uses (spec paths of the registry).
-SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle", "spec.index.type",
-             "spec.index.numBuckets", "spec.index.hashFields")
+SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle", "spec.partitioning.urlEncode",
+             "spec.index.type", "spec.index.numBuckets", "spec.index.hashFields")
 # Writer options whose table property has another name: writer key -> the registry's spec path.
 RENAMED = {
     "hoodie.datasource.write.table.type": "spec.tableType",
@@ -32,7 +40,7 @@ RENAMED = {
     "hoodie.datasource.write.precombine.field": "spec.orderingField",
 }
 # Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
-FIXED_LAYOUT = ("url_encode_partitioning", "drop_partition_columns", "populate_meta_fields")
+FIXED_LAYOUT = ("drop_partition_columns", "populate_meta_fields")
 # Ordering: the greater orderingField value wins, also against the stored record (ties: incoming);
 # Hudi's default payload would overwrite the stored record whatever its ordering value.
 ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
@@ -122,9 +130,19 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
     return dict(sorted(options.items()))
 
 
-def options_for(loaded: LoadedSpec, warehouse: str) -> dict[str, str]:
-    """`hudi_write_options` of a loaded spec, under `warehouse`; a setting Hudi cannot obey is
+@dataclass(frozen=True)
+class Rendered:
+    """The options to print, and what to say about them on stderr."""
+    options: dict[str, str]
+    notes: tuple[str, ...] = ()
+
+
+def options_for(loaded: LoadedSpec, warehouse: str) -> Rendered:
+    """The writer options for a loaded spec's table under `warehouse`: the spec's for a table that does
+    not exist yet, else the table's as it is now (`table_options`). A setting Hudi cannot obey is
     reported at its place in the spec file."""
+    from tablespec.state import observe
+
     location = table_location(warehouse, loaded.spec.spec.location)
     if why := refusal(warehouse, location):  # a Hudi job would write there: outside the warehouse, in a table
         line, col = loaded.position("spec.location")
@@ -137,10 +155,47 @@ def options_for(loaded: LoadedSpec, warehouse: str) -> dict[str, str]:
         line, col = loaded.position("spec.location")
         raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", f"the table at {location}: {why}")])
     try:
-        return hudi_write_options(loaded.spec, location)
+        wanted = hudi_write_options(loaded.spec, location)
     except NoHudiEquivalent as e:
         line, col = loaded.position(e.path)
         raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None
+    state = observe(location)
+    return table_options(state, wanted) if state.exists else Rendered(wanted)
+
+
+def table_options(state, wanted: dict[str, str]) -> Rendered:
+    """The options of the table as it is (what Hudi checks a writer against), with notes on where
+    the spec's `wanted` options differ and on a layout rewrite in flight.
+
+    A completed rewrite whose hoodie.properties switch has not happened yet (an apply stopped in
+    between) is refused: the properties no longer describe the files, and the spec's values do not
+    either until the switch, so every writer configuration would be wrong."""
+    from tablespec.importer import observed_spec
+
+    location = state.location
+    props = state.config.to_properties()
+    timeline = Timeline.load(*storage_for(location))
+    if (rewrite := unswitched_rewrite(timeline, props)) is not None:
+        raise TablespecError(
+            f"{location}: replacecommit {rewrite.timestamp} rewrote the data into a new layout, but "
+            "hoodie.properties does not describe it yet (the apply stopped before switching it); no writer "
+            "configuration matches the table now. Run `tablespec apply` to finish, then hudi-options again")
+    current = hudi_write_options(observed_spec(state), location)
+    notes = []
+    lagging = {k: (current.get(k), wanted.get(k)) for k in sorted(current.keys() | wanted.keys())
+               if current.get(k) != wanted.get(k)}
+    if lagging:
+        shown = ", ".join(f"{k}={now or '(unset)'} (spec: {then or '(unset)'})" for k, (now, then) in lagging.items())
+        notes.append(f"{location}: the table lags its spec until `tablespec apply` changes it; these options are "
+                     f"the table's as it is now: {shown}. Run hudi-options again after the apply and restart "
+                     "the Hudi jobs")
+    clusterings = {i.timestamp for i in state.pending_clustering}  # they keep the layout
+    rewriting = [i.timestamp for i in state.pending if i.action == "replacecommit" and i.timestamp not in clusterings]
+    if rewriting:
+        notes.append(f"{location}: replacecommit {', '.join(rewriting)} is in flight (a bucket rescale or table "
+                     "rewrite by tablespec, or a Hudi overwrite): these options describe the table before it; a "
+                     "Hudi commit into the partitions it rewrites makes one of the two fail on a conflict")
+    return Rendered(current, tuple(notes))
 
 
 def render_properties(options: dict[str, str]) -> str:

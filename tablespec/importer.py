@@ -15,7 +15,7 @@ from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import check_location, join, parent_location, relative_location, storage_for
-from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY,
+from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE,
                                      effective, spec_value)
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
@@ -55,9 +55,6 @@ def _refuse_unexpressed(state: TableState, props: dict) -> None:
         raise UnsupportedTableError(f"{where}: {why}")
     if (why := keygen.refusal(props.get(KEY_GENERATOR))) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
-    if state.config.url_encode_partitioning:
-        raise UnsupportedTableError(f"{where}: hoodie.datasource.write.partitionpath.urlencode=true is not supported "
-                                    "(tablespec writes partition paths without url-encoding)")
     if state.config.drop_partition_columns:
         raise UnsupportedTableError(f"{where}: hoodie.datasource.write.drop.partition.columns=true is not supported "
                                     "(tablespec keeps partition columns in the base files)")
@@ -144,7 +141,7 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
         keygen.joda_to_strftime(output)
     except ValueError as e:
         raise UnsupportedTableError(f"{where}: outputFormat: {e}") from None
-    hive = effective(props, HIVE_STYLE) == "true"
+    hive, encode = effective(props, HIVE_STYLE) == "true", effective(props, URL_ENCODE) == "true"
     fits, reasons = [], []
     for f in fields:
         for name in _inputs(columns.get(f), props, given):
@@ -152,7 +149,7 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
                 continue
             ts = keygen.TimestampPartitioning(f, name, output, zone or keygen.DEFAULT_TIME_ZONE,
                                               input_format if name == "dateString" else None)
-            why = stored_paths.mismatch(state, ts, names, hive)
+            why = stored_paths.mismatch(state, ts, names, hive, encode)
             (fits.append(ts) if why is None else reasons.append(f"{f} as {name}: {why}"))
     if len(fits) != 1:
         if fits:
@@ -200,7 +197,7 @@ def spec_document(state: TableState, warehouse: str, timestamp: dict[str, str] |
         raw = effective(props, setting.prop)
         if setting.path.startswith("spec.index.") and setting.path != "spec.index.type" and setting.prop not in props:
             continue  # an index's own settings: only those the table records (the spec's defaults are the same)
-        if raw is not None and raw != "":
+        if raw is not None and raw != "" and (setting.import_default or raw != setting.default):
             _set(doc, setting.path, spec_value(setting, raw))
         if setting.path == "spec.tableType":
             doc["spec"]["columns"] = [{"name": c.name, "type": str(c.type), "nullable": c.nullable}

@@ -7,7 +7,7 @@ from collections import Counter
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, table_index_type
 from tablespec.plan.settings import (HASH_FIELDS, HIVE_STYLE, KEY_GENERATOR, NUM_BUCKETS, PARTITION_FIELDS,
-                                     RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, effective)
+                                     RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, URL_ENCODE, effective)
 from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
 from tablespec.wording import counted
@@ -26,6 +26,7 @@ def state_dict(state: TableState) -> dict:
         "keyGenerator": props.get(KEY_GENERATOR),
         "partitionFields": effective(props, PARTITION_FIELDS),
         "hiveStyle": effective(props, HIVE_STYLE) == "true",
+        "urlEncode": effective(props, URL_ENCODE) == "true",
         "partitionTimestamp": _timestamp(props),
         "orderingField": props.get("hoodie.table.precombine.field"),
         "index": {"type": table_index_type(props), "recorded": index_recorded(props),
@@ -91,6 +92,7 @@ def show_text(state: TableState) -> str:
         f"type        {d['tableType']} (table version {d['tableVersion']})",
         f"record key  {d['recordKey'] or '(auto-generated)'}  [{(d['keyGenerator'] or '').rsplit('.', 1)[-1]}]",
         f"partitions  {d['partitionFields'] or '(none)'}{' hive-style' if d['hiveStyle'] and d['partitionFields'] else ''}"
+        f"{' url-encoded' if d['urlEncode'] and d['partitionFields'] else ''}"
         + (f"; {ts['field']} formatted as {ts.get('output.dateformat', '?')} in {ts.get('timezone', '?')}"
            f" from {ts.get('timestamp.type', 'an unrecorded type')}" if (ts := d["partitionTimestamp"]) else ""),
         f"ordering    {d['orderingField'] or '(none)'}",

@@ -27,14 +27,15 @@ def _sample_rows(state: TableState, columns: list[str]):
             yield fg.partition, pq.read_table(f, columns=columns)
 
 
-def mismatch(state: TableState, ts: keygen.TimestampPartitioning, fields: list[str], hive_style: bool) -> str | None:
-    """None when `ts` (with `fields` and `hive_style`) gives every sampled row its file's partition
-    path, else the first disagreement."""
+def mismatch(state: TableState, ts: keygen.TimestampPartitioning, fields: list[str], hive_style: bool,
+             url_encode: bool = False) -> str | None:
+    """None when `ts` (with `fields`, `hive_style` and `url_encode`) gives every sampled row its
+    file's partition path, else the first disagreement."""
     from tablespec.engine.arrow.keys import partition_paths
 
     for partition, rows in _sample_rows(state, fields):
         try:
-            paths = partition_paths(rows, fields, hive_style, timestamp=ts).unique().to_pylist()
+            paths = partition_paths(rows, fields, hive_style, url_encode, timestamp=ts).unique().to_pylist()
         except TablespecError as e:
             return str(e)
         wrong = [p for p in paths if p != partition]
@@ -61,7 +62,7 @@ def unconfirmed(spec, state: TableState) -> str | None:
     if not unrecorded(spec, props) or any(c.category == "key" for c in diff_settings(spec, props)):
         return None
     parts = spec.spec.partitioning
-    why = mismatch(state, spec.timestamp_partitioning, list(parts.fields), parts.hive_style)
+    why = mismatch(state, spec.timestamp_partitioning, list(parts.fields), parts.hive_style, parts.url_encode)
     if why is None:
         return None
     return (f"the table's files are not partitioned this way ({why}); hoodie.properties does not record all of "

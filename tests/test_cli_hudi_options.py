@@ -125,3 +125,23 @@ def test_warehouse_from_the_environment_and_project_file(specs, capsys, tmp_path
     monkeypatch.setenv("TABLESPEC_WAREHOUSE", str(tmp_path / "from_env"))
     _, out, _ = run(capsys, "hudi-options", "orders_simple.yaml", "--format", "json")
     assert json.loads(out)["path"] == str(tmp_path / "from_env" / "sales" / "orders")
+
+
+def test_options_are_the_tables_while_it_lags_its_spec(specs, capsys, tmp_path):
+    """A merged spec change the table does not have yet: the options are the table's (a Hudi job with
+    the spec's would fail on Config conflict), and stderr names what lags; once equal, no note."""
+    from tablespec.actions.metadata import create_table
+    from tablespec.plan.builder import table_location
+    spec = load_spec_text(_orders("BUCKET"), "t.yaml").specs[0].spec
+    create_table(table_location(str(tmp_path / "wh"), spec.spec.location), spec)
+    code, out, err = run(capsys, "hudi-options", "orders_bucket.yaml", "--warehouse", str(tmp_path / "wh"))
+    assert code == 0 and err == ""
+    (tmp_path / "later.yaml").write_text(_orders("BUCKET").replace("numBuckets: 8", "numBuckets: 2")
+                                         .replace("orderingField: updated_at", "orderingField: amount"))
+    code, out, err = run(capsys, "hudi-options", "later.yaml", "--warehouse", str(tmp_path / "wh"), "--format", "json")
+    options = json.loads(out)
+    assert code == 0 and options["hoodie.bucket.index.num.buckets"] == "8"
+    assert options["hoodie.datasource.write.precombine.field"] == "updated_at"
+    assert err.startswith("note: ") and "the table lags its spec" in err and err.count("\n") == 1
+    assert "hoodie.bucket.index.num.buckets=8 (spec: 2)" in err
+    assert "hoodie.datasource.write.precombine.field=updated_at (spec: amount)" in err

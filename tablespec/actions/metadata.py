@@ -22,7 +22,6 @@ TABLE_DEFAULTS = {
     "hoodie.table.version": "6",
     "hoodie.timeline.layout.version": "1",
     "hoodie.archivelog.folder": "archived",
-    "hoodie.datasource.write.partitionpath.urlencode": "false",
     "hoodie.datasource.write.drop.partition.columns": "false",
     "hoodie.populate.meta.fields": "true",
 }

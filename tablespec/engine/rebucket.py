@@ -32,6 +32,7 @@ from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.io import LOCAL, Storage, join, storage_for
+from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
@@ -162,7 +163,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
             crash_point("mid_write")
         marks = on_commit(spark, storage, base, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
         txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,
-                                          {"tablespec.action": "rebucket", **marks}, replaced=replaced))
+                                          {"tablespec.action": "rebucket", REWRITE_MARK: "true", **marks}, replaced=replaced))
     result.file_groups_after = len(stats)
     result.bytes_written = sum(s["bytes"] for s in stats)
     result.seconds = time.monotonic() - started

@@ -25,6 +25,7 @@ from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_plan
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.conflict import ALL_PARTITIONS
@@ -174,6 +175,8 @@ class TableWriter:
                 write_index_delta(self.spark, self.storage, self.base, txn.instant, index.num_buckets, view, stats,
                                   replaced, full=replace)
             marks = None if index is None else build_marks(timeline) if replace else delta_marks()
+            if replace:  # hoodie.properties switches to this spec after the commit (layout_switch)
+                marks = {**(marks or {}), REWRITE_MARK: "true"}
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
                                               table_avro_schema(self.spec), marks, replaced=replaced))
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
@@ -199,8 +202,8 @@ class TableWriter:
             avro_schema=table_avro_schema(self.spec),
             key_fields=tuple(spec.record_key.fields), complex_key=self.spec.complex_record_key, auto_keys=spec.record_key.auto_generate,
             partition_fields=tuple(spec.partitioning.fields), hive_style=spec.partitioning.hive_style,
-            timestamp=self.spec.timestamp_partitioning,
-            url_encode=False, ordering_field=spec.ordering_field,
+            url_encode=spec.partitioning.url_encode, timestamp=self.spec.timestamp_partitioning,
+            ordering_field=spec.ordering_field,
             buckets=BucketLayout.from_spec(self.spec),
             hash_fields=tuple(self.spec.effective_hash_fields), bucket_groups=bucket_groups, base_files=base_files,
             lookup=spec.index.type if spec.index.type in ("SIMPLE", "BLOOM") else None,

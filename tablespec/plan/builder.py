@@ -330,7 +330,8 @@ def _reason(d: SettingChange | ColumnChange) -> str:
         return d.describe()
     what = {"spec.tableType": "table type", "spec.recordKey.fields": "record key",
             "keyGenerator": "key generator", "spec.partitioning.fields": "partition fields",
-            "spec.partitioning.hiveStyle": "partition path style"}.get(d.path, d.path)
+            "spec.partitioning.hiveStyle": "partition path style",
+            "spec.partitioning.urlEncode": "partition path encoding"}.get(d.path, d.path)
     return f"{what} changes from {display(d.prop, d.old) or 'none'} to {display(d.prop, d.new) or 'none'}"
 
 

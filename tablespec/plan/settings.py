@@ -38,6 +38,7 @@ class Setting:
     imported: bool = True             # import writes the table's value at `path` (False: import derives it)
     unrecorded: bool = False          # Apache Hudi may not persist it: absent from a table is unknown, not
     #                                   different (tablespec/stored_paths.py checks the spec's value on the rows)
+    import_default: bool = True       # import writes it at its default too (False: a rarely set option, only when set)
 
 
 def _csv(values) -> str | None:
@@ -109,6 +110,7 @@ HASH_FIELDS = "hoodie.bucket.index.hash.field"
 PARTITION_BUCKETS = "tablespec.bucket.partition.buckets"
 RECORD_LEVEL_BUCKETS = NUM_BUCKETS_PROPERTY
 HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
 RECORD_LEVEL_MAX_FILES = "tablespec.record.level.max.files.per.bucket"
 KEEP_COMMITS = "hoodie.cleaner.commits.retained"
 PREVENT_DESTROY = "tablespec.protection.prevent.destroy"
@@ -128,6 +130,8 @@ REGISTRY: tuple[Setting, ...] = (
             imported=False, unrecorded=True),
     Setting(HIVE_STYLE, "spec.partitioning.hiveStyle", "key",
             lambda s: _bool(s.spec.partitioning.hive_style), "false", kind="bool"),
+    Setting(URL_ENCODE, "spec.partitioning.urlEncode", "key", lambda s: _bool(s.spec.partitioning.url_encode),
+            "false", kind="bool", import_default=False),
     Setting(keygen.TYPE_KEY, _TS + "input", "key", _timebased(keygen.TYPE_KEY), imported=False, unrecorded=True),
     Setting(keygen.UNIT_KEY, _TS + "input", "key", _timebased(keygen.UNIT_KEY), imported=False, derived=True),
     Setting(keygen.INPUT_FORMAT_KEY, _TS + "inputFormat", "key", _timebased(keygen.INPUT_FORMAT_KEY), imported=False,

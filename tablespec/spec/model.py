@@ -156,6 +156,9 @@ class Partitioning(SpecModel):
     """Partition columns, outermost first; empty means not partitioned."""
     hive_style: bool = True
     """Directory names as `column=value` (true) or just `value` (false)."""
+    url_encode: bool = False
+    """Escape special characters of partition values as `%XX` (Hudi's
+    hoodie.datasource.write.partitionpath.urlencode): `eu/west` is directory `eu%2Fwest`, not two levels."""
     timestamp: PartitionTimestamp | None = None
     """One partition field partitioned by its formatted time value (e.g. event time -> yyyy/MM/dd)."""
 

@@ -126,6 +126,8 @@ def test_plan_proposes_index_compaction_over_max_files_per_bucket():
     (("partitioning: {fields: [order_date]}", "partitioning: {fields: [customer_id]}"), "partition fields changes"),
     (("partitioning: {fields: [order_date]}", "partitioning: {fields: [order_date], hiveStyle: false}"),
      "partition path style changes"),
+    (("partitioning: {fields: [order_date]}", "partitioning: {fields: [order_date], urlEncode: true}"),
+     "partition path encoding changes from false to true"),
     (("    - {name: amount, type: \"decimal(12,2)\"}\n", ""), "drop column amount"),
     (("type: long}", "type: string}"), "change type of column customer_id"),
 ])

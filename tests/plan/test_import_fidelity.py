@@ -71,6 +71,10 @@ LAYOUTS = {
     type: RECORD_LEVEL
     recordLevel: {numBuckets: 3, maxFilesPerBucket: 5}
 """,
+    "url-encoded": """  recordKey: {fields: [id]}
+  partitioning: {fields: [region, ts], hiveStyle: false, urlEncode: true}
+  index: {type: BLOOM}
+""",
     "auto-keys": """  recordKey: {autoGenerate: true}
   partitioning: {fields: [region]}
   index: {type: SIMPLE}
