@@ -61,9 +61,6 @@ COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
 LATEST_TIMESTAMP = (1 << 63) - 1
 PUT = 4
 BLOCK_SIZE = 1024 * 1024             # Hudi's hoodie.hfile.block.size default
-# HBase writes the data index in more levels once its root passes this many bytes; Hudi's and
-# HBase's readers read a larger single-level root all the same.
-ROOT_INDEX_CHUNK = 128 * 1024
 
 # file info Hudi writes beside HBase's own entries
 SCHEMA_KEY, MIN_KEY, MAX_KEY = b"schema", b"minRecordKey", b"maxRecordKey"
@@ -348,10 +345,6 @@ class HFileReader:
             rows, values = self._cells(n)
             yield from zip(rows, values)
 
-    def keys(self) -> Iterator[bytes]:
-        for n in range(len(self._index)):
-            yield from self._cells(n)[0]
-
     def get(self, key: bytes | str) -> bytes | None:
         """The value under `key`, found through the block index, or None."""
         key = key.encode() if isinstance(key, str) else key
@@ -425,7 +418,7 @@ def _decode_cells(data: bytes, memstore_ts: bool, offset: int) -> tuple[list[byt
             key = pos + 8
             row_len = unpack(">h", data, key)[0]
             value = key + key_len
-            if key_len < 12 or value_len < 0 or value + value_len > end:
+            if not 0 <= row_len <= key_len - 12 or value_len < 0 or value + value_len > end:
                 raise HudiFormatError(f"cell at {pos} of the data block at offset {offset} runs past the block")
             rows.append(data[key + 2:key + 2 + row_len])
             values.append(data[value:value + value_len])
