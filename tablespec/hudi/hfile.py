@@ -1,0 +1,592 @@
+"""HFile (version 3) as Apache Hudi 0.15 writes it for its metadata table: the base files of every
+metadata partition, and the content of the HFILE_DATA blocks of its log files.
+
+A file is, front to back:
+
+    data blocks | meta blocks (Hudi's bloom filter) | load-on-open section | trailer
+
+The load-on-open section (at the trailer's load_on_open_data_offset) is the root data block
+index, the meta block index (both ROOT_INDEX blocks) and the file info block. Every block has a
+33-byte header
+
+    magic (8) | on-disk size without header (int) | uncompressed size without header (int) |
+    offset of the previous block of its type (long, -1 for none) | checksum type (byte) |
+    bytes per checksum (int) | on-disk data size with header (int)
+
+then its data (compressed with the file's codec) and one checksum (int) per bytes-per-checksum
+chunk of header and data. A root index entry is the block's offset (long), on-disk size (int)
+and a Hadoop vint-prefixed key: a data index holds each data block's first key (HBase writers may
+shorten it to any key between the previous block's last key and the block's first), the meta
+index the block's name. File info is `PBUF` then a length-delimited protobuf of name/value pairs.
+
+The trailer is the last 4096 bytes: magic `TRABLK"$`, a length-delimited protobuf
+(FileTrailerProto) and, in the last 4 bytes, the minor version (byte) and major version (3 bytes).
+
+A data block is a run of KeyValue cells: key length (int), value length (int), key, value and,
+when file info's KEY_VALUE_VERSION is 1, the memstore timestamp (Hadoop vlong). A key is the row
+length (short), row, family length (byte), family, qualifier, timestamp (long), type (byte);
+Hudi's record key is the row, with empty family and qualifier, the latest timestamp
+(Long.MAX_VALUE) and type Put. Rows sort as unsigned bytes. Integers are big-endian.
+"""
+from __future__ import annotations
+
+import bisect
+import io
+import json
+import struct
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import crc32c
+import fastavro
+
+from tablespec.errors import HudiFormatError
+
+TRAILER_SIZE = 4096                  # version 3's fixed trailer
+MAJOR_VERSION, MINOR_VERSION = 3, 3
+HEADER_SIZE = 33
+DATA, META = b"DATABLK*", b"METABLKc"
+ROOT_INDEX, FILE_INFO, TRAILER = b"IDXROOT2", b"FILEINF2", b'TRABLK"$'
+LEAF_INDEX, INTERMEDIATE_INDEX = b"IDXLEAF2", b"IDXINTE2"
+PBUF = b"PBUF"
+
+CODECS = {"gzip": 1, "none": 2}      # Compression.Algorithm ordinals Hudi can read
+_CODEC_NAMES = {v: k for k, v in CODECS.items()}
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"   # as Hadoop's GzipCodec writes it (no mtime, OS unknown)
+CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C = 0, 1, 2
+BYTES_PER_CHECKSUM = 16384
+COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
+LATEST_TIMESTAMP = (1 << 63) - 1
+PUT = 4
+BLOCK_SIZE = 1024 * 1024             # Hudi's hoodie.hfile.block.size default
+
+# file info Hudi writes beside HBase's own entries
+SCHEMA_KEY, MIN_KEY, MAX_KEY = b"schema", b"minRecordKey", b"maxRecordKey"
+KEY_VALUE_VERSION, MAX_MEMSTORE_TS = b"KEY_VALUE_VERSION", b"MAX_MEMSTORE_TS_KEY"
+LAST_KEY, AVG_KEY_LEN, AVG_VALUE_LEN = b"hfile.LASTKEY", b"hfile.AVG_KEY_LEN", b"hfile.AVG_VALUE_LEN"
+CREATE_TIME, MAX_TAGS_LEN = b"hfile.CREATE_TIME_TS", b"hfile.MAX_TAGS_LEN"
+
+
+# --- encodings: protobuf varints, Hadoop's vint/vlong -------------------------------------------
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1                       # negative int64s take ten bytes, as protobuf's do
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise HudiFormatError("truncated protobuf varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _proto_fields(data: bytes) -> dict[int, list[int | bytes]]:
+    """A protobuf message's fields: number -> values (varints as ints, length-delimited as bytes)."""
+    fields: dict[int, list[int | bytes]] = {}
+    pos = 0
+    while pos < len(data):
+        tag, pos = _read_varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire == 2:
+            length, pos = _read_varint(data, pos)
+            if pos + length > len(data):
+                raise HudiFormatError("truncated protobuf field")
+            value, pos = data[pos:pos + length], pos + length
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, pos = int.from_bytes(data[pos:pos + size], "little"), pos + size
+        else:
+            raise HudiFormatError(f"unsupported protobuf wire type {wire}")
+        fields.setdefault(number, []).append(value)
+    return fields
+
+
+def _proto_varint_field(number: int, value: int) -> bytes:
+    return _varint(number << 3) + _varint(value)
+
+
+def _proto_bytes_field(number: int, value: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _vlong(value: int) -> bytes:
+    """Hadoop WritableUtils' variable-length long."""
+    if -112 <= value <= 127:
+        return struct.pack(">b", value)
+    marker = -112
+    if value < 0:
+        value, marker = ~value, -120
+    size = (value.bit_length() + 7) // 8
+    return struct.pack(">b", marker - size) + value.to_bytes(size, "big")
+
+
+def _read_vlong(data: bytes, pos: int) -> tuple[int, int]:
+    first = struct.unpack_from(">b", data, pos)[0]
+    if first >= -112:
+        return first, pos + 1
+    size = (-119 - first) if first < -120 else (-111 - first)
+    value = int.from_bytes(data[pos + 1:pos + size], "big")
+    return (~value if first < -120 else value), pos + size
+
+
+# --- trailer ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Trailer:
+    """The fields of FileTrailerProto Hudi's files set."""
+    file_info_offset: int
+    load_on_open_offset: int
+    uncompressed_data_index_size: int
+    total_uncompressed_bytes: int
+    data_index_count: int
+    meta_index_count: int
+    entry_count: int
+    data_index_levels: int
+    first_data_block_offset: int
+    last_data_block_offset: int
+    comparator: str
+    codec: int
+
+    def encode(self) -> bytes:
+        proto = b"".join([
+            _proto_varint_field(1, self.file_info_offset), _proto_varint_field(2, self.load_on_open_offset),
+            _proto_varint_field(3, self.uncompressed_data_index_size),
+            _proto_varint_field(4, self.total_uncompressed_bytes),
+            _proto_varint_field(5, self.data_index_count), _proto_varint_field(6, self.meta_index_count),
+            _proto_varint_field(7, self.entry_count), _proto_varint_field(8, self.data_index_levels),
+            _proto_varint_field(9, self.first_data_block_offset),
+            _proto_varint_field(10, self.last_data_block_offset),
+            _proto_bytes_field(11, self.comparator.encode()), _proto_varint_field(12, self.codec)])
+        body = TRAILER + _varint(len(proto)) + proto
+        version = struct.pack(">I", MINOR_VERSION << 24 | MAJOR_VERSION)
+        return body + b"\x00" * (TRAILER_SIZE - len(body) - 4) + version
+
+    @classmethod
+    def decode(cls, data: bytes) -> Trailer:
+        if len(data) < TRAILER_SIZE:
+            raise HudiFormatError(f"{len(data)} bytes is too short for an HFile (its trailer alone is {TRAILER_SIZE})")
+        raw = data[-TRAILER_SIZE:]
+        version = struct.unpack(">I", raw[-4:])[0]
+        major, minor = version & 0xFFFFFF, version >> 24
+        if major != MAJOR_VERSION:
+            raise HudiFormatError(f"HFile version {major}.{minor} is not supported (only version 3)")
+        if raw[:8] != TRAILER:
+            raise HudiFormatError("no HFile trailer magic at the trailer's start")
+        length, pos = _read_varint(raw, 8)
+        fields = _proto_fields(raw[pos:pos + length])
+
+        def num(n: int, default: int = 0) -> int:
+            value = fields.get(n, [default])[-1]
+            return value - (1 << 64) if value >= 1 << 63 else value   # int64s written as uint64
+
+        codec = num(12, CODECS["none"])
+        if codec not in _CODEC_NAMES:
+            raise HudiFormatError(f"HFile compression codec {codec} is not supported (only gzip and none)")
+        return cls(num(1), num(2), num(3), num(4), num(5), num(6), num(7), num(8, 1), num(9), num(10),
+                   bytes(fields.get(11, [b""])[-1]).decode("utf-8", "replace"), codec)
+
+
+# --- blocks -------------------------------------------------------------------------------------
+
+def _checksums(kind: int, data: bytes, per: int) -> bytes:
+    if kind == CHECKSUM_NULL:
+        return b""
+    fn = crc32c.crc32c if kind == CHECKSUM_CRC32C else zlib.crc32
+    return b"".join(struct.pack(">I", fn(data[i:i + per])) for i in range(0, len(data), per))
+
+
+def _compress(data: bytes, codec: int) -> bytes:
+    if codec == CODECS["none"]:
+        return data
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return (GZIP_HEADER + deflate.compress(data) + deflate.flush()
+            + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF))
+
+
+def _decompress(data: bytes, codec: int) -> bytes:
+    if codec == CODECS["none"]:
+        return data
+    out, rest = [], data
+    while rest:                                   # Hadoop's gzip streams may be several members
+        gz = zlib.decompressobj(31)
+        out.append(gz.decompress(rest))
+        if not gz.eof:
+            raise zlib.error("truncated gzip stream")
+        rest = gz.unused_data
+    return b"".join(out)
+
+
+def encode_block(magic: bytes, data: bytes, codec: int, prev_offset: int = -1) -> bytes:
+    """One block's bytes: header, `data` compressed with `codec`, CRC32C checksums."""
+    stored = _compress(data, codec)
+    on_disk_data = HEADER_SIZE + len(stored)
+    sums_len = 4 * -(-on_disk_data // BYTES_PER_CHECKSUM)
+    head = magic + struct.pack(">iiqbii", len(stored) + sums_len, len(data), prev_offset,
+                               CHECKSUM_CRC32C, BYTES_PER_CHECKSUM, on_disk_data)
+    body = head + stored
+    return body + _checksums(CHECKSUM_CRC32C, body, BYTES_PER_CHECKSUM)
+
+
+@dataclass(frozen=True)
+class Block:
+    magic: bytes
+    data: bytes          # uncompressed
+    on_disk_size: int    # header, data and checksums
+
+
+class HFileReader:
+    """An HFile's file info, meta blocks and cells, read from its bytes. `source` names the file
+    (or log block) in errors. Every block read is checked against its checksums."""
+
+    def __init__(self, data: bytes, source: str = "HFile"):
+        self.data, self.source = bytes(data), source
+        try:
+            self.trailer = Trailer.decode(self.data)
+            t = self.trailer
+            pos = t.load_on_open_offset
+            root = self._block_at(pos, ROOT_INDEX)
+            self._index = _root_entries(root.data, t.data_index_count)
+            for level in range(t.data_index_levels - 1, 0, -1):     # down to the leaf level, in full
+                magic = LEAF_INDEX if level == 1 else INTERMEDIATE_INDEX
+                self._index = [e for offset, _, _ in self._index
+                               for e in _non_root_entries(self._block_at(offset, magic).data)]
+            pos += root.on_disk_size
+            meta = self._block_at(pos, ROOT_INDEX)
+            self._meta = {bytes(k): (o, s) for o, s, k in _root_entries(meta.data, t.meta_index_count)}
+            info = self._block_at(pos + meta.on_disk_size, FILE_INFO)
+            self.file_info = _decode_file_info(info.data)
+        except HudiFormatError as e:
+            raise HudiFormatError(f"{source}: {e}") from None
+        if MAX_TAGS_LEN in self.file_info:
+            raise HudiFormatError(f"{source}: HFile cells with tags are not supported")
+        version = self.file_info.get(KEY_VALUE_VERSION, b"\x00\x00\x00\x00")
+        self._memstore_ts = struct.unpack(">i", version)[0] == 1
+        self._rows = [_row(k) for _, _, k in self._index]
+        self._cached: tuple[int, list[bytes], list[bytes]] | None = None
+
+    # --- blocks
+
+    def _block_at(self, pos: int, magic: bytes) -> Block:
+        data = self.data
+        if pos < 0 or pos + HEADER_SIZE > len(data) - TRAILER_SIZE:
+            raise HudiFormatError(f"block offset {pos} is outside the file")
+        head = data[pos:pos + HEADER_SIZE]
+        if head[:8] != magic:
+            raise HudiFormatError(f"expected a {magic.decode()} block at offset {pos}, found {head[:8]!r}")
+        on_disk, raw_size, _, kind, per, data_with_header = struct.unpack(">iiqbii", head[8:])
+        end = pos + HEADER_SIZE + on_disk
+        if end > len(data) or not HEADER_SIZE <= data_with_header <= HEADER_SIZE + on_disk:
+            raise HudiFormatError(f"{magic.decode()} block at offset {pos} runs past the file")
+        if kind not in (CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C) or (kind and per <= 0):
+            raise HudiFormatError(f"{magic.decode()} block at offset {pos}: unknown checksum type {kind}")
+        body = data[pos:pos + data_with_header]
+        if _checksums(kind, body, per) != data[pos + data_with_header:end]:
+            raise HudiFormatError(f"{magic.decode()} block at offset {pos}: checksum mismatch (the file is corrupt)")
+        try:
+            raw = _decompress(body[HEADER_SIZE:], self.trailer.codec)
+        except zlib.error as e:
+            raise HudiFormatError(f"{magic.decode()} block at offset {pos} does not decompress: {e}") from None
+        if len(raw) != raw_size:
+            raise HudiFormatError(f"{magic.decode()} block at offset {pos} holds {len(raw)} bytes, "
+                                  f"its header says {raw_size}")
+        return Block(magic, raw, HEADER_SIZE + on_disk)
+
+    def meta_block(self, name: bytes) -> bytes | None:
+        """The content of the meta block `name` (Hudi's `bloomFilter`), or None."""
+        if name not in self._meta:
+            return None
+        return self._checked(lambda: self._block_at(self._meta[name][0], META).data)
+
+    def _checked(self, read):
+        try:
+            return read()
+        except HudiFormatError as e:
+            raise HudiFormatError(f"{self.source}: {e}") from None
+
+    def _cells(self, block_no: int) -> tuple[list[bytes], list[bytes]]:
+        """The rows and values of data block `block_no` (the last one read is kept)."""
+        if self._cached is not None and self._cached[0] == block_no:
+            return self._cached[1], self._cached[2]
+        offset = self._index[block_no][0]
+        block = self._checked(lambda: self._block_at(offset, DATA))
+        rows, values = self._checked(lambda: _decode_cells(block.data, self._memstore_ts, offset))
+        self._cached = (block_no, rows, values)
+        return rows, values
+
+    # --- records
+
+    @property
+    def entry_count(self) -> int:
+        return self.trailer.entry_count
+
+    @property
+    def codec(self) -> str:
+        return _CODEC_NAMES[self.trailer.codec]
+
+    def records(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every (key, value) in key order."""
+        for n in range(len(self._index)):
+            rows, values = self._cells(n)
+            yield from zip(rows, values)
+
+    def get(self, key: bytes | str) -> bytes | None:
+        """The value under `key`, found through the block index, or None."""
+        key = key.encode() if isinstance(key, str) else key
+        block_no = bisect.bisect_right(self._rows, key) - 1
+        if block_no < 0:
+            return None
+        rows, values = self._cells(block_no)
+        i = bisect.bisect_left(rows, key)
+        return values[i] if i < len(rows) and rows[i] == key else None
+
+    def get_many(self, keys: Iterable[bytes | str]) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) for each of `keys` present, in key order: each block is read at most once."""
+        wanted = sorted({k.encode() if isinstance(k, str) else k for k in keys})
+        for key in wanted:
+            value = self.get(key)
+            if value is not None:
+                yield key, value
+
+    # --- Hudi's file info
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The Avro schema Hudi keeps in file info (base files), or None."""
+        raw = self.file_info.get(SCHEMA_KEY)
+        return json.loads(raw) if raw else None
+
+
+def _root_entries(data: bytes, count: int) -> list[tuple[int, int, bytes]]:
+    entries, pos = [], 0
+    try:
+        for _ in range(count):
+            offset, size = struct.unpack_from(">qi", data, pos)
+            length, pos = _read_vlong(data, pos + 12)
+            if length < 0 or pos + length > len(data):
+                raise HudiFormatError("root index entry runs past its block")
+            entries.append((offset, size, data[pos:pos + length]))
+            pos += length
+    except struct.error:
+        raise HudiFormatError("root index block is shorter than its entry count") from None
+    return entries
+
+
+def _non_root_entries(data: bytes) -> list[tuple[int, int, bytes]]:
+    """A leaf or intermediate index block: entry count, each entry's offset within the entries
+    (and the end's), then the entries: block offset (long), size (int) and key."""
+    try:
+        (count,) = struct.unpack_from(">i", data, 0)
+        starts = struct.unpack_from(f">{count + 1}i", data, 4)
+        base = 4 * (count + 2)
+        entries = []
+        for i in range(count):
+            at = base + starts[i]
+            offset, size = struct.unpack_from(">qi", data, at)
+            entries.append((offset, size, data[at + 12:base + starts[i + 1]]))
+    except struct.error:
+        raise HudiFormatError("index block is shorter than its entry count") from None
+    return entries
+
+
+def _row(key: bytes) -> bytes:
+    (length,) = struct.unpack_from(">h", key, 0)
+    return key[2:2 + length]
+
+
+def _decode_cells(data: bytes, memstore_ts: bool, offset: int) -> tuple[list[bytes], list[bytes]]:
+    rows, values, pos, end = [], [], 0, len(data)
+    unpack = struct.unpack_from
+    try:
+        while pos < end:
+            key_len, value_len = unpack(">ii", data, pos)
+            key = pos + 8
+            row_len = unpack(">h", data, key)[0]
+            value = key + key_len
+            if not 0 <= row_len <= key_len - 12 or value_len < 0 or value + value_len > end:
+                raise HudiFormatError(f"cell at {pos} of the data block at offset {offset} runs past the block")
+            rows.append(data[key + 2:key + 2 + row_len])
+            values.append(data[value:value + value_len])
+            pos = value + value_len
+            if memstore_ts:
+                pos = _read_vlong(data, pos)[1]
+    except struct.error:
+        raise HudiFormatError(f"data block at offset {offset} ends inside a cell") from None
+    return rows, values
+
+
+def _decode_file_info(data: bytes) -> dict[bytes, bytes]:
+    if data[:4] != PBUF:
+        raise HudiFormatError("file info block does not start with PBUF")
+    length, pos = _read_varint(data, 4)
+    info = {}
+    for entry in _proto_fields(data[pos:pos + length]).get(1, []):
+        pair = _proto_fields(bytes(entry))
+        info[bytes(pair.get(1, [b""])[0])] = bytes(pair.get(2, [b""])[0])
+    return info
+
+
+def _encode_file_info(info: Mapping[bytes, bytes]) -> bytes:
+    entries = b"".join(_proto_bytes_field(1, _proto_bytes_field(1, k) + _proto_bytes_field(2, v))
+                       for k, v in sorted(info.items()))
+    return PBUF + _varint(len(entries)) + entries
+
+
+# --- writer -------------------------------------------------------------------------------------
+
+def cell_key(row: bytes) -> bytes:
+    """The KeyValue key Hudi writes for record key `row`: empty family and qualifier, the latest
+    timestamp, type Put."""
+    return struct.pack(">h", len(row)) + row + b"\x00" + struct.pack(">qb", LATEST_TIMESTAMP, PUT)
+
+
+def _as_bytes(value: bytes | str) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def write_hfile(records: Iterable[tuple[bytes | str, bytes]], file_info: Mapping[bytes | str, bytes | str],
+                block_size: int = BLOCK_SIZE, compression: str = "gzip",
+                meta_blocks: Mapping[bytes | str, bytes] | None = None, key_range: bool = True) -> bytes:
+    """An HFile of `records` (sorted, unique keys) laid out as Hudi's HoodieAvroHFileWriter
+    writes it: a data block closes once it holds `block_size` bytes, a single-level root data
+    index, then `meta_blocks`, the meta index and file info (`file_info` with HBase's own entries
+    and Hudi's min/max record keys added). Strings are UTF-8."""
+    if compression not in CODECS:
+        raise HudiFormatError(f"HFile compression {compression!r} is not supported (gzip or none)")
+    codec = CODECS[compression]
+    out = io.BytesIO()
+    index: list[tuple[int, int, bytes]] = []
+    pending, pending_size, first_key = [], 0, b""
+    prev, count, key_bytes, value_bytes = -1, 0, 0, 0
+    last_row: bytes | None = None
+    first_row = b""
+    total_uncompressed = 0
+
+    def flush() -> None:
+        nonlocal prev, pending, pending_size, total_uncompressed
+        raw = b"".join(pending)
+        block = encode_block(DATA, raw, codec, prev)
+        prev = out.tell()
+        index.append((prev, len(block), first_key))
+        out.write(block)
+        total_uncompressed += HEADER_SIZE + len(raw)
+        pending, pending_size = [], 0
+
+    for row, value in records:
+        row, value = _as_bytes(row), bytes(value)
+        if last_row is not None and row <= last_row:
+            raise HudiFormatError(f"HFile keys must be sorted and unique: {row!r} after {last_row!r}")
+        if len(row) > 0x7FFF:
+            raise HudiFormatError(f"HFile key of {len(row)} bytes is longer than 32767")
+        if pending_size >= block_size:
+            flush()
+        key = cell_key(row)
+        if not pending:
+            first_key = key
+        if last_row is None:
+            first_row = row
+        cell = struct.pack(">ii", len(key), len(value)) + key + value + b"\x00"   # memstore timestamp 0
+        pending.append(cell)
+        pending_size += len(cell)
+        count, key_bytes, value_bytes, last_row = count + 1, key_bytes + len(key), value_bytes + len(value), row
+    if pending:
+        flush()
+
+    metas = sorted((_as_bytes(k), bytes(v)) for k, v in (meta_blocks or {}).items())
+    meta_index, meta_prev = [], -1
+    for name, content in metas:
+        block = encode_block(META, content, codec, meta_prev)
+        meta_prev = out.tell()
+        meta_index.append((meta_prev, len(block), name))
+        out.write(block)
+        total_uncompressed += HEADER_SIZE + len(content)
+
+    info = {_as_bytes(k): _as_bytes(v) for k, v in file_info.items()}
+    info.update({KEY_VALUE_VERSION: struct.pack(">i", 1), MAX_MEMSTORE_TS: struct.pack(">q", 0),
+                 AVG_KEY_LEN: struct.pack(">i", key_bytes // count if count else 0),
+                 AVG_VALUE_LEN: struct.pack(">i", value_bytes // count if count else 0),
+                 CREATE_TIME: struct.pack(">q", 0)})
+    if key_range:
+        info.setdefault(MIN_KEY, first_row)
+        info.setdefault(MAX_KEY, last_row or b"")
+    if last_row is not None:
+        info[LAST_KEY] = cell_key(last_row)
+
+    load_on_open = out.tell()
+    root_data = _root_index(index)
+    out.write(encode_block(ROOT_INDEX, root_data, codec))
+    meta_data = _root_index(meta_index)
+    out.write(encode_block(ROOT_INDEX, meta_data, codec, load_on_open))
+    info_offset = out.tell()
+    info_data = _encode_file_info(info)
+    out.write(encode_block(FILE_INFO, info_data, codec))
+    total_uncompressed += 2 * HEADER_SIZE + len(meta_data) + len(info_data) + TRAILER_SIZE
+    trailer = Trailer(info_offset, load_on_open, len(root_data), total_uncompressed, len(index), len(meta_index),
+                      count, 1, index[0][0] if index else -1, index[-1][0] if index else -1, COMPARATOR, codec)
+    out.write(trailer.encode())
+    return out.getvalue()
+
+
+def _root_index(entries: list[tuple[int, int, bytes]]) -> bytes:
+    return b"".join(struct.pack(">qi", offset, size) + _vlong(len(key)) + key for offset, size, key in entries)
+
+
+# --- Hudi's metadata table ----------------------------------------------------------------------
+
+ALL_PARTITIONS_KEY = "__all_partitions__"
+
+
+def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict]]:
+    """(record key, HoodieMetadataRecord) for every cell, decoded under `schema` (a log block's
+    SCHEMA header) or the schema in the file's own file info."""
+    schema = schema if schema is not None else reader.schema
+    if schema is None:
+        raise HudiFormatError(f"{reader.source}: no Avro schema (file info has no `schema`)")
+    parsed = fastavro.parse_schema(dict(schema))
+    for key, value in reader.records():
+        try:
+            record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None)
+        except Exception as e:  # fastavro raises several types for bytes that are not the schema's
+            raise HudiFormatError(f"{reader.source}: the value of {key!r} is not a HoodieMetadataRecord: {e}") from None
+        yield key.decode("utf-8"), record
+
+
+@dataclass
+class FilesListing:
+    """The `files` partition merged: partition -> file name -> size, and the partitions."""
+    files: dict[str, dict[str, int]]
+    partitions: set[str]
+
+
+def merge_files_records(records: Iterable[tuple[str, Mapping[str, Any]]]) -> FilesListing:
+    """Merge `files` partition records oldest first, as Hudi's HoodieMetadataPayload combines
+    them: an entry marked deleted removes the file (or, under `__all_partitions__`, the
+    partition); otherwise a file's size is the largest recorded."""
+    merged: dict[str, dict[str, tuple[int, bool]]] = {}
+    for key, record in records:
+        entries = record.get("filesystemMetadata") or {}
+        current = merged.setdefault(key, {})
+        for name, info in entries.items():
+            if info["isDeleted"]:
+                current.pop(name, None)
+            else:
+                old = current.get(name)
+                current[name] = (max(info["size"], old[0]) if old else info["size"], False)
+    partitions = set(merged.pop(ALL_PARTITIONS_KEY, {}))
+    files = {p: {n: s for n, (s, _) in entries.items()} for p, entries in merged.items() if p in partitions}
+    return FilesListing(files, partitions)

@@ -1,0 +1,126 @@
+"""HFile as Hudi's metadata table writes it: files tablespec writes read back (blocks, seeks through
+the block index, file info); corrupt files are refused. Files Apache Hudi writes, and Hudi reading
+tablespec's, are checked in tests/interop/test_hudi_hfiles.py."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.hfile import (DATA, FILE_INFO, HEADER_SIZE, ROOT_INDEX, TRAILER_SIZE, HFileReader,
+                                  merge_files_records, metadata_records, write_hfile)
+
+RECORDS = [(f"key-{i:05d}".encode(), f"value-{i}-".encode() * (i % 7 + 1)) for i in range(0, 3000, 3)]
+INFO = {"schema": '{"type": "string"}', b"bloomFilterTypeCode": b"DYNAMIC_V0"}
+
+
+def _blocks(data: bytes, magic: bytes) -> list[int]:
+    found, pos = [], data.find(magic)
+    while pos >= 0:
+        found.append(pos)
+        pos = data.find(magic, pos + 1)
+    return found
+
+
+@pytest.mark.parametrize("compression", ["gzip", "none"])
+def test_records_file_info_and_seeks_read_back(compression):
+    data = write_hfile(RECORDS, INFO, block_size=2048, compression=compression,
+                       meta_blocks={"bloomFilter": b"filter bytes"})
+    reader = HFileReader(data)
+    assert len(_blocks(data, DATA)) > 5 and reader.trailer.data_index_count == len(_blocks(data, DATA))
+    assert reader.codec == compression and reader.entry_count == len(RECORDS)
+    assert list(reader.records()) == RECORDS
+    assert reader.file_info[b"schema"] == b'{"type": "string"}' and reader.schema == {"type": "string"}
+    assert reader.file_info[b"bloomFilterTypeCode"] == b"DYNAMIC_V0"
+    assert reader.file_info[b"minRecordKey"] == b"key-00000" and reader.file_info[b"maxRecordKey"] == b"key-02997"
+    assert reader.meta_block(b"bloomFilter") == b"filter bytes" and reader.meta_block(b"other") is None
+    # point lookups through the block index: each block's first and last key, misses between,
+    # before the first and after the last key
+    for key, value in RECORDS[::37] + RECORDS[-1:]:
+        assert reader.get(key) == value and reader.get(key.decode()) == value
+    for miss in (b"", b"key-00001", b"key-02998", b"key-0", b"zz", RECORDS[10][0] + b"\x00"):
+        assert reader.get(miss) is None
+    wanted = [k for k, _ in RECORDS[5::11]] + [b"key-00002", b"a", b"zzz"]
+    assert list(reader.get_many(reversed(wanted))) == [(k, v) for k, v in RECORDS[5::11]]
+
+
+def test_an_empty_file_and_a_one_record_file():
+    empty = HFileReader(write_hfile([], {"schema": "{}"}))
+    assert list(empty.records()) == [] and empty.get(b"k") is None and empty.entry_count == 0
+    one = HFileReader(write_hfile([("__all_partitions__", b"v")], {}))
+    assert list(one.records()) == [(b"__all_partitions__", b"v")] and one.get("__all_partitions__") == b"v"
+    assert b"minRecordKey" not in HFileReader(write_hfile([("k", b"v")], {}, key_range=False)).file_info
+
+
+def test_a_corrupt_checksum_is_refused():
+    data = bytearray(write_hfile(RECORDS, INFO, block_size=2048))
+    second = _blocks(bytes(data), DATA)[1]
+    data[second + HEADER_SIZE + 5] ^= 0x01
+    reader = HFileReader(bytes(data), source="files-0000-0_0-1-1_001.hfile")   # the index is intact
+    assert reader.get(RECORDS[0][0]) == RECORDS[0][1]
+    with pytest.raises(HudiFormatError, match=r"^files-0000-0_0-1-1_001.hfile: DATABLK\* block at offset "
+                                              rf"{second}: checksum mismatch"):
+        list(reader.records())
+    # in the load-on-open section the file is refused at once
+    data = bytearray(write_hfile(RECORDS, INFO))
+    data[_blocks(bytes(data), FILE_INFO)[0] + HEADER_SIZE] ^= 0x01
+    with pytest.raises(HudiFormatError, match="FILEINF2 block at offset .*: checksum mismatch"):
+        HFileReader(bytes(data))
+
+
+def test_not_an_hfile_is_refused_with_a_reason():
+    data = write_hfile(RECORDS[:3], INFO)
+    with pytest.raises(HudiFormatError, match="too short for an HFile"):
+        HFileReader(b"x" * 100)
+    with pytest.raises(HudiFormatError, match=r"HFile version 2\.0 is not supported"):
+        HFileReader(data[:-4] + struct.pack(">I", 2))
+    with pytest.raises(HudiFormatError, match="no HFile trailer magic"):
+        HFileReader(data[:-TRAILER_SIZE] + b"X" + data[-TRAILER_SIZE + 1:])
+    root = _blocks(data, ROOT_INDEX)[0]
+    with pytest.raises(HudiFormatError, match="expected a IDXROOT2 block"):
+        HFileReader(data[:root] + b"IDXROOTX" + data[root + 8:])
+    with pytest.raises(HudiFormatError, match="must be sorted and unique"):
+        write_hfile([(b"b", b""), (b"a", b"")], {})
+    with pytest.raises(HudiFormatError, match="compression 'snappy' is not supported"):
+        write_hfile([], {}, compression="snappy")
+
+
+SCHEMA = {"type": "record", "name": "HoodieMetadataRecord", "namespace": "org.apache.hudi.avro.model", "fields": [
+    {"name": "key", "type": {"type": "string", "avro.java.string": "String"}},
+    {"name": "type", "type": "int"},
+    {"name": "filesystemMetadata", "type": ["null", {"type": "map", "values": {
+        "type": "record", "name": "HoodieMetadataFileInfo",
+        "fields": [{"name": "size", "type": "long"}, {"name": "isDeleted", "type": "boolean"}]}}],
+     "default": None}]}
+
+
+def _files_hfile(records: dict[str, dict[str, tuple[int, bool]]], schema_in_file: bool = True) -> HFileReader:
+    import io
+    import json
+
+    import fastavro
+    parsed = fastavro.parse_schema(SCHEMA)
+    cells = []
+    for key in sorted(records):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, {
+            "key": key, "type": 1 if key == "__all_partitions__" else 2,
+            "filesystemMetadata": {n: {"size": s, "isDeleted": d} for n, (s, d) in records[key].items()}})
+        cells.append((key, buf.getvalue()))
+    return HFileReader(write_hfile(cells, {"schema": json.dumps(SCHEMA)} if schema_in_file else {}))
+
+
+def test_files_partition_records_merge_oldest_first():
+    base = _files_hfile({"__all_partitions__": {"p0": (0, False), "p1": (0, False)},
+                         "p0": {"a.parquet": (10, False), "b.parquet": (20, False)}, "p1": {"c.parquet": (5, False)}})
+    log = _files_hfile({"__all_partitions__": {"p1": (0, True), "p2": (0, False)},
+                        "p0": {"a.parquet": (0, True), "d.parquet": (7, False), "b.parquet": (15, False)},
+                        "p2": {"e.parquet": (1, False)}}, schema_in_file=False)
+    records = list(metadata_records(base)) + list(metadata_records(log, SCHEMA))
+    assert [k for k, _ in records][:3] == ["__all_partitions__", "p0", "p1"]
+    listing = merge_files_records(records)
+    assert listing.partitions == {"p0", "p2"}
+    assert listing.files == {"p0": {"b.parquet": 20, "d.parquet": 7}, "p2": {"e.parquet": 1}}
+    with pytest.raises(HudiFormatError, match="no Avro schema"):
+        list(metadata_records(log))
