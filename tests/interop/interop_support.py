@@ -3,9 +3,11 @@ Spark datasource and compare what every reader sees (tablespec, hudi-rs, Apache 
 from __future__ import annotations
 
 import functools
+import json
 
 from helpers import hudi_rs_rows, rows, tablespec_rows  # tests/engine, put on sys.path by conftest
 
+from tablespec.cli import main
 from tablespec.engine.reader import to_arrow
 
 # Hudi's Spark reader adds no columns of its own; these keep its reads close to a plain snapshot.
@@ -107,3 +109,32 @@ def rejected_properties(spark, props: dict[str, str]) -> dict[str, str]:
 def _java_message(e: Exception) -> str:
     java = getattr(e, "java_exception", None)
     return str(java.toString()) if java is not None else str(e).splitlines()[0]
+
+
+# --- the CLI as a user runs it -----------------------------------------------------------------
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """`tablespec ARGV` in this process: exit code, stdout, stderr."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def save_spec(doc: dict, spec_file) -> None:
+    with open(spec_file, "w") as f:
+        json.dump(doc, f)  # JSON is YAML
+
+
+def apply_until_done(capsys, spec_file, warehouse) -> list[str]:
+    """Plan and apply until the table matches its spec; returns the kinds of every applied action."""
+    kinds: list[str] = []
+    for _ in range(4):
+        code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--format", "json")
+        assert code == 0, err
+        actions = [a["kind"] for t in json.loads(out)["tables"] for a in t["actions"]]
+        if not actions:
+            return kinds
+        kinds += actions
+        code, out, err = cli(capsys, "apply", str(spec_file), "--warehouse", str(warehouse), "--auto-approve")
+        assert code == 0, out + err
+    raise AssertionError(f"still changes after applying {kinds}")

@@ -11,8 +11,8 @@ import pyarrow as pa
 
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import Batch, read_step, write_step
-from interop_support import assert_readers_agree
-from test_hudi_tables import KEYED, SCHEMA, _cli, _df, _import, _table
+from interop_support import assert_readers_agree, cli
+from test_hudi_tables import KEYED, SCHEMA, _df, _import, _table
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.properties import parse_properties
@@ -78,6 +78,6 @@ def test_several_ordering_fields_are_refused(hudi1, tmp_path, capsys):
     hudi1.prepare(SIMPLE_V6, TWO_ORDERING_FIELDS)
     location, _ = hudi1.copy(TWO_ORDERING_FIELDS, tmp_path / "two_ordering")
     assert _properties(location)["hoodie.table.ordering.fields"] == "ts,v"
-    code, out, err = _cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
+    code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 1 and out == "" and "Traceback" not in err
     assert "hoodie.table.ordering.fields=ts,v lists 2 ordering fields" in err

@@ -8,8 +8,7 @@ import json
 
 import pytest
 
-from interop_support import assert_readers_agree, hudi_write
-from tablespec.cli import main
+from interop_support import assert_readers_agree, cli, hudi_write
 from tablespec.engine.rebucket import rebucket
 from tablespec.engine.writer import table_avro_schema
 from tablespec.hudi_options import hudi_write_options
@@ -34,18 +33,13 @@ SCHEMA = "id string, v int, day string"
 BUCKETS = "hoodie.bucket.index.num.buckets"
 
 
-def _cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def _spec(buckets: int):
     return load_spec_text(SPEC.format(buckets=buckets), "orders.yaml").specs[0].spec
 
 
 def _options(capsys, spec_file, warehouse) -> tuple[dict, str]:
-    code, out, err = _cli(capsys, "hudi-options", spec_file, "--warehouse", str(warehouse), "--format", "json")
+    code, out, err = cli(capsys, "hudi-options", spec_file, "--warehouse", str(warehouse), "--format", "json")
     assert code == 0, err
     return json.loads(out), err
 
@@ -57,7 +51,7 @@ def _upsert(spark, location, options, rows) -> None:
 def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_path, capsys):
     spec_file, location = str(tmp_path / "orders.yaml"), str(tmp_path / "orders")
     (tmp_path / "orders.yaml").write_text(SPEC.format(buckets=4))
-    code, out, err = _cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
+    code, out, err = cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0, out + err
     Table(_spec(4), location, hudi).write(hudi.createDataFrame(
         [(f"k{i}", 1, f"d{i % 2}") for i in range(8)], SCHEMA), "upsert")
@@ -94,10 +88,10 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
     # the rewrite committed but hoodie.properties not switched (an apply that stopped in between):
     # no options describe the table, so hudi-options refuses and says how to finish
     rebucket(hudi, _spec(2), location, None, table_avro_schema(_spec(2)))
-    code, out, err = _cli(capsys, "hudi-options", spec_file, "--warehouse", str(tmp_path))
+    code, out, err = cli(capsys, "hudi-options", spec_file, "--warehouse", str(tmp_path))
     assert code == 1 and out == "" and "Run `tablespec apply` to finish" in err and "Traceback" not in err
 
-    code, out, err = _cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
+    code, out, err = cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0 and "bucket_rescale" in out, out + err
     with pytest.raises(Exception, match="Config conflict"):  # a job not restarted after the apply
         _upsert(hudi, location, during_options, [("k3", 9, "d1")])
@@ -108,5 +102,5 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
     rows = {dict(r)["id"]: dict(r) for r in assert_readers_agree(hudi, table)}
     assert len(rows) == 9 and rows["k3"]["v"] == 4 and rows["k0"]["v"] == 2 and rows["k2"]["v"] == 3
     assert {dict(r)["_hoodie_file_name"][:8] for r in rows.values()} <= {"00000000", "00000001"}
-    code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0, out + err

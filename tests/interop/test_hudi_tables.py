@@ -9,8 +9,7 @@ import os
 
 import pytest
 
-from interop_support import assert_readers_agree, hudi_rows, hudi_write
-from tablespec.cli import main
+from interop_support import apply_until_done, assert_readers_agree, cli, hudi_rows, hudi_write, save_spec
 from tablespec.hudi import metadata_table
 from tablespec.hudi.io import LocalStorage, checksum_sidecar
 from tablespec.importer import spec_document
@@ -34,24 +33,15 @@ def _df(spark, data):
 
 def _import(tmp_path, location, capsys) -> tuple[dict, str]:
     """`tablespec import` of the table, saved as a spec file that plans with no changes."""
-    code, out, err = _cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
+    code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 0, err
     spec_file = tmp_path / f"{location.name}.yaml"
     spec_file.write_text(out)
-    code, out, err = _cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
     return spec_document(observe(str(location)), str(tmp_path)), str(spec_file)
 
 
-def _cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _save(doc: dict, spec_file: str) -> None:
-    with open(spec_file, "w") as f:
-        json.dump(doc, f)  # JSON is YAML
 
 
 def _table(spark, doc: dict, location) -> Table:
@@ -66,20 +56,6 @@ def _retired(location) -> None:
     assert props[metadata_table.PARTITIONS_KEY] == "" and props[metadata_table.INFLIGHT_KEY] == ""
 
 
-def _apply_until_done(capsys, spec_file: str, warehouse) -> list[str]:
-    """Plan and apply until the table matches its spec; returns the kinds of every applied action."""
-    kinds: list[str] = []
-    for _ in range(4):
-        code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(warehouse), "--format", "json")
-        assert code == 0, err
-        actions = [a["kind"] for t in json.loads(out)["tables"] for a in t["actions"]]
-        if not actions:
-            return kinds
-        kinds += actions
-        code, out, err = _cli(capsys, "apply", spec_file, "--warehouse", str(warehouse), "--auto-approve")
-        assert code == 0, out + err
-    raise AssertionError(f"still changes after applying {kinds}")
-
 
 def test_simple_table_full_chain(hudi, tmp_path, capsys):
     """SIMPLE (Hudi's default): import, upsert, bucket bootstrap, clustering, clean; then Hudi reads
@@ -91,28 +67,28 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     assert os.path.exists(sidecar)  # Hadoop's checksum sidecar, which a rewrite must not leave stale
     doc, spec_file = _import(tmp_path, location, capsys)
 
-    code, out, _ = _cli(capsys, "show", str(location), "--format", "json")
+    code, out, _ = cli(capsys, "show", str(location), "--format", "json")
     shown = json.loads(out)["metadataTable"]
     assert shown["present"] and shown["partitions"] == ["files"] and shown["bytes"] > 0
-    code, out, _ = _cli(capsys, "show", str(location))
+    code, out, _ = cli(capsys, "show", str(location))
     assert "metadata    Hudi metadata table: .hoodie/metadata" in out and "partitions files; inflight (none)" in out
     assert "index       SIMPLE (assumed: hoodie.properties records no index type)" in out
 
     # update_settings rewrites hoodie.properties only: the metadata table and its keys stay, and
     # Hudi reads through it (a stale .crc beside the rewritten file fails Hudi's read).
     doc["spec"]["retention"]["keepCommits"] = 5
-    _save(doc, spec_file)
-    assert _apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
     assert observe(str(location)).metadata_table.partitions == ("files",)
     written = hudi_rows(hudi, str(location))
     assert len(written) == len(FIRST)
 
     # An action that changes files is planned with the note, in every format.
-    _save({**doc, "spec": {**doc["spec"], "index": {"type": "BUCKET", "numBuckets": 2}}}, spec_file)
+    save_spec({**doc, "spec": {**doc["spec"], "index": {"type": "BUCKET", "numBuckets": 2}}}, spec_file)
     for fmt in ("text", "markdown", "json"):
-        code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--format", fmt)
+        code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--format", fmt)
         assert code == 0 and "retires Hudi's metadata table" in out, out + err
-    _save(doc, spec_file)
+    save_spec(doc, spec_file)
 
     # A retire interrupted after hoodie.properties: Hudi reads without the folder no key names.
     assert metadata_table.unname(LocalStorage(), str(location)) and not os.path.exists(sidecar)
@@ -126,8 +102,8 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]}
     doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
     doc["spec"]["retention"]["keepCommits"] = 1
-    _save(doc, spec_file)
-    kinds = _apply_until_done(capsys, spec_file, tmp_path)
+    save_spec(doc, spec_file)
+    kinds = apply_until_done(capsys, spec_file, tmp_path)
     assert {"bucket_bootstrap", "clustering", "clean"} <= set(kinds), kinds
     table = _table(hudi, doc, location)
     expected = assert_readers_agree(hudi, table)
@@ -182,7 +158,7 @@ def test_bucket_table_import_says_what_it_cannot_determine(hudi, tmp_path, capsy
     location = tmp_path / "bucket"
     hudi_write(_df(hudi, FIRST), location, _options("bucket", **{
         "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"}))
-    code, out, err = _cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
+    code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 1 and out == "" and "Traceback" not in err
     assert "BUCKET" in err and "bucket count" in err
     assert observe(str(location)).metadata_table.partitions == ("files",)  # untouched
@@ -204,7 +180,7 @@ def test_clustered_cleaned_rolled_back_table(hudi, tmp_path, capsys):
         hudi.sql("drop table history")  # the catalog entry only; the files stay
     actions = {i.action for i in _timeline(location)}
     assert {"replacecommit", "clean", "rollback"} <= actions, actions
-    code, out, err = _cli(capsys, "verify", str(location))  # Hudi's cleaned and rolled-back files are no finding
+    code, out, err = cli(capsys, "verify", str(location))  # Hudi's cleaned and rolled-back files are no finding
     assert code == 0 and f"{location}: clean" in out, out + err
     doc, _ = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)

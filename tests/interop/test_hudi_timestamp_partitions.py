@@ -6,8 +6,7 @@ import json
 
 import pytest
 from helpers import hudi_rs_rows, tablespec_rows
-from interop_support import hudi_rows, hudi_write
-from tablespec.cli import main
+from interop_support import cli, hudi_rows, hudi_write
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi import keygen
 from tablespec.hudi_options import hudi_write_options
@@ -35,11 +34,6 @@ def assert_readers_agree(spark, table) -> list[tuple]:
     return ours
 
 
-def _cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def _hudi_table(spark, location, **options):
     opts = {"hoodie.table.name": location.name, "hoodie.datasource.write.recordkey.field": "id",
@@ -50,11 +44,11 @@ def _hudi_table(spark, location, **options):
 
 
 def _import_plans_clean(capsys, location, warehouse) -> tuple[dict, str]:
-    code, out, err = _cli(capsys, "import", str(location), "--warehouse", str(warehouse))
+    code, out, err = cli(capsys, "import", str(location), "--warehouse", str(warehouse))
     assert code == 0, err
     spec_file = warehouse / f"{location.name}.yaml"
     spec_file.write_text(out)
-    code, out, err = _cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
     return spec_document(observe(str(location)), str(warehouse)), str(spec_file)
 
@@ -82,9 +76,9 @@ def test_hudi_epoch_millis_table_imports_takes_upserts_and_a_bucket_bootstrap(hu
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2}
     with open(spec_file, "w") as f:
         json.dump(doc, f)
-    code, out, err = _cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
+    code, out, err = cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0 and "bucket_bootstrap" in out, out + err
-    code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0, out + err
     rows = assert_readers_agree(hudi, Table(TableSpec.model_validate(doc), str(location), hudi))
     assert len(rows) == 5
@@ -134,7 +128,7 @@ def test_hudi_timestamp_table_without_a_time_zone_is_imported_as_utc(hudi, tmp_p
     assert {k: (r["v"], r["_hoodie_partition_path"]) for k, r in rows.items()} == {
         "a": (2, "2023/11/14/22"), "b": (5, "2023/11/15/22"), "c": (1, "1970/01/01/00"),
         "d": (1, "2023/11/16/22"), "e": (1, "2023/11/14/23")}
-    code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0, out + err
 
 
@@ -156,18 +150,18 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     before = _files(location)
     args = ("import", str(location), "--warehouse", str(tmp_path))
 
-    code, out, err = _cli(capsys, *args)
+    code, out, err = cli(capsys, *args)
     assert code == 1 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "--timestamp outputFormat=" in err and "timeZone" in err
-    code, out, err = _cli(capsys, *args, "--timestamp", "outputFormat=yyyyMMddHH")
+    code, out, err = cli(capsys, *args, "--timestamp", "outputFormat=yyyyMMddHH")
     assert code == 1 and "UTC" in err and "--timestamp timeZone=" in err and len(err.strip().splitlines()) == 1
     assert _files(location) == before
 
-    code, out, err = _cli(capsys, *args, "--timestamp", "outputFormat=yyyyMMddHH", "--timestamp", "timeZone=Asia/Kolkata")
+    code, out, err = cli(capsys, *args, "--timestamp", "outputFormat=yyyyMMddHH", "--timestamp", "timeZone=Asia/Kolkata")
     assert code == 0, err
     spec_file = tmp_path / "visits.yaml"
     spec_file.write_text(out)
-    code, out, err = _cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
     doc = spec_document(observe(str(location)), str(tmp_path),
                         {"outputFormat": "yyyyMMddHH", "timeZone": "Asia/Kolkata"})
@@ -179,7 +173,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     wrong["spec"]["partitioning"]["timestamp"]["timeZone"] = "UTC"
     wrong_file = tmp_path / "wrong.yaml"
     wrong_file.write_text(json.dumps(wrong))
-    code, out, err = _cli(capsys, "plan", str(wrong_file), "--warehouse", str(tmp_path))
+    code, out, err = cli(capsys, "plan", str(wrong_file), "--warehouse", str(tmp_path))
     assert code == 1 and "spec.partitioning.timestamp" in err and "not partitioned this way" in err, out + err
     with pytest.raises(WriteRefused, match="not partitioned this way"):
         Table(TableSpec.model_validate(wrong), str(location), hudi).write(
@@ -191,7 +185,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     table.write(hudi.createDataFrame([("d", "us", T0 + 2 * DAY, "x", 1)], SCHEMA), "upsert")
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2}   # rewrites hoodie.properties (and drops its .crc)
     spec_file.write_text(json.dumps(doc))
-    code, out, err = _cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
+    code, out, err = cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0 and "bucket_bootstrap" in out, out + err
     recorded = observe(str(location)).config.to_properties()
     assert not crc.exists()   # tablespec's rewrites of hoodie.properties drop it: Hudi reads the file unchecked
@@ -202,7 +196,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     assert {k: (r["v"], r["_hoodie_partition_path"]) for k, r in rows.items()} == {
         "a": (1, "eu/2023111503"), "b": (5, "us/2023111603"), "c": (1, "eu/1970010105"),
         "d": (1, "us/2023111703"), "e": (1, "eu/2023111503")}
-    code, out, err = _cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0, out + err
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from interop_support import assert_readers_agree, hudi_rows, hudi_write
-from tablespec.cli import main
+from interop_support import apply_until_done, assert_readers_agree, cli, hudi_rows, hudi_write, save_spec
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi_options import hudi_write_options
@@ -23,33 +22,11 @@ HUDI_PATHS = {"a": "region=eu%2Fwest", "b": "region=us east", "c": "region=100%2
               "e": "region=__HIVE_DEFAULT_PARTITION__"}
 
 
-def _cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def _by_id(rows) -> dict[str, dict]:
     return {dict(r)["id"]: dict(r) for r in rows}
 
 
-def _save(doc: dict, spec_file: str) -> None:
-    with open(spec_file, "w") as f:
-        json.dump(doc, f)  # JSON is YAML
-
-
-def _apply_until_done(capsys, spec_file: str, warehouse) -> list[str]:
-    kinds: list[str] = []
-    for _ in range(4):
-        code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(warehouse), "--format", "json")
-        assert code == 0, err
-        actions = [a["kind"] for t in json.loads(out)["tables"] for a in t["actions"]]
-        if not actions:
-            return kinds
-        kinds += actions
-        code, out, err = _cli(capsys, "apply", spec_file, "--warehouse", str(warehouse), "--auto-approve")
-        assert code == 0, out + err
-    raise AssertionError(f"still changes after applying {kinds}")
 
 
 def test_hudi_url_encoded_table_imports_upserts_migrates_and_takes_hudi_writes(hudi, tmp_path, capsys):
@@ -63,16 +40,16 @@ def test_hudi_url_encoded_table_imports_upserts_migrates_and_takes_hudi_writes(h
     assert read_table_config(LocalStorage(), str(location)).url_encode_partitioning
     assert {i: r["_hoodie_partition_path"] for i, r in _by_id(hudi_rows(hudi, str(location))).items()} == HUDI_PATHS
 
-    code, out, err = _cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
+    code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 0, err
     spec_file = str(tmp_path / "regions.yaml")
     with open(spec_file, "w") as f:
         f.write(out)
-    code, out, err = _cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
+    code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
     doc = spec_document(observe(str(location)), str(tmp_path))
     assert doc["spec"]["partitioning"] == {"fields": ["region"], "hiveStyle": True, "urlEncode": True}
-    code, out, _ = _cli(capsys, "show", str(location))
+    code, out, _ = cli(capsys, "show", str(location))
     assert "partitions  region hive-style url-encoded\n" in out
     table = Table(TableSpec.model_validate(doc), str(location), hudi)
     seen = _by_id(assert_readers_agree(hudi, table))
@@ -88,15 +65,15 @@ def test_hudi_url_encoded_table_imports_upserts_migrates_and_takes_hudi_writes(h
     # bucket bootstrap and clustering rewrite the encoded partitions in place
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2}
     doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
-    _save(doc, spec_file)
-    kinds = _apply_until_done(capsys, spec_file, tmp_path)
+    save_spec(doc, spec_file)
+    kinds = apply_until_done(capsys, spec_file, tmp_path)
     assert {"bucket_bootstrap", "clustering"} <= set(kinds), kinds
     table = Table(TableSpec.model_validate(doc), str(location), hudi)
     before = _by_id(assert_readers_agree(hudi, table))
     assert {i: r["_hoodie_partition_path"] for i, r in before.items() if i in HUDI_PATHS} == HUDI_PATHS
 
     # a Hudi job with the options hudi-options prints upserts into encoded partitions, old and new
-    code, out, err = _cli(capsys, "hudi-options", spec_file, "--warehouse", str(tmp_path), "--format", "json")
+    code, out, err = cli(capsys, "hudi-options", spec_file, "--warehouse", str(tmp_path), "--format", "json")
     assert code == 0, err
     options = json.loads(out)
     assert options["hoodie.datasource.write.partitionpath.urlencode"] == "true"
@@ -105,7 +82,7 @@ def test_hudi_url_encoded_table_imports_upserts_migrates_and_takes_hudi_writes(h
     assert after["b"]["v"] == 3 and after["g"]["_hoodie_partition_path"] == "region=x%252Fy"
     assert after["g"]["region"] == "x%2Fy" and len(after) == len(before) + 1
     # only the spec's clustering is due after Hudi's commit; it keeps every row where it was
-    assert _apply_until_done(capsys, spec_file, tmp_path) == ["clustering"]
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["clustering"]
     unfiled = lambda rows: {i: {k: v for k, v in r.items() if k != "_hoodie_file_name"} for i, r in rows.items()}
     assert unfiled(_by_id(assert_readers_agree(hudi, table))) == unfiled(after)
 
