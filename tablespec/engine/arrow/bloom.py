@@ -158,15 +158,16 @@ def _bit_positions(matrix: np.ndarray, num_hashes: int, size: int) -> np.ndarray
     ks = ks * _M
     # the tail bytes are Java (signed) bytes, sign-extended before shifting
     tail = matrix[:, words * 4:].view(np.int8).astype(np.int32).view(np.uint32)
+    left = tail.shape[1]
     seed = np.zeros(n, dtype=np.uint32)
     out = np.empty((n, num_hashes), dtype=np.int64)
     for i in range(num_hashes):
         h = seed ^ np.uint32(length)
         for w in range(words):
             h = (h * _M) ^ ks[:, w]
-        if tail.shape[1]:
-            for j in range(tail.shape[1] - 1, -1, -1):
-                h ^= tail[:, j] << np.uint32(8 * j)
+        if left:  # Hadoop's (and Hudi's) tail: the last byte unshifted, the one before << 8, ...
+            for j in range(left):
+                h ^= tail[:, j] << np.uint32(8 * (left - 1 - j))
             h = h * _M
         h ^= h >> 13
         h = h * _M
