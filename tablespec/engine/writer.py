@@ -62,8 +62,9 @@ class WriteResult:
 
     def __str__(self) -> str:
         if self.unchanged:
-            why = (f"{self.ignored} rows ignored (the stored rows are newer)" if self.ignored else
-                   "none of its keys is stored" if self.operation == "delete" else "no row changes the table")
+            n = self.ignored
+            why = (f"{n} row{'s' * (n != 1)} ignored (the stored {'rows are' if n != 1 else 'row is'} newer)" if n
+                   else "none of its keys is stored" if self.operation == "delete" else "no row changes the table")
             return f"no changes ({self.operation}): {why}, so no commit was made"
         if self.instant is None:
             return f"nothing written ({self.operation}): the input has no rows, so no commit was made"

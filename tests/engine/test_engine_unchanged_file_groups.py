@@ -143,8 +143,29 @@ def test_a_streamed_merge_decides_before_it_writes(spark, tmp_path, monkeypatch,
                            "no changes (upsert): 12 rows ignored (the stored rows are newer), so no commit was made")
     assert_changes_nothing(table, orders(spark, [("absent", 1, 1)]), "delete",
                            "no changes (delete): none of its keys is stored, so no commit was made")
+    assert_changes_nothing(table, orders(spark, [("o05", 4, 1)]), "upsert",
+                           "no changes (upsert): 1 row ignored (the stored row is newer), so no commit was made")
     before, groups = slices_per_group(table), group_of(table)
     result = table.write(orders(spark, [("o03", 5, 1), ("o04", 1, 1), ("o09", 1, 2)]), "upsert")
     assert (result.updated, result.ignored, len(result.files)) == (1, 2, 1)
     assert slices_per_group(table) == {g: n + (g == groups["o03"]) for g, n in before.items()}
     assert_hudi_rs_agrees(table)
+
+
+def test_ingest_says_the_batch_changed_nothing(spark, tmp_path, capsys):
+    from tablespec.cli import main
+    spec = tmp_path / "orders.yaml"
+    spec.write_text(spec_for("BUCKET"))
+    table = stored_table(spark, tmp_path / "wh", "BUCKET")
+    stale = tmp_path / "stale.csv"   # every row three hours older than the stored one
+    stale.write_text("order_id,customer_id,amount,updated_at,order_date\n"
+                     + "".join(f"{k},1,1.00,2026-11-01T14:00:00Z,2026-11-0{d}\n" for k, _, d in STORED))
+    code = main(["ingest", str(spec), "--input", str(stale), "--input-format", "csv", "--operation", "upsert",
+                 "--warehouse", str(tmp_path / "wh")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.strip().splitlines()[-1] == ("no changes (upsert): 12 rows ignored (the stored rows are newer), "
+                                            "so no commit was made")
+    storage, base = storage_for(table.location)
+    assert len(Timeline.load(storage, base).instants) == 1
+    assert_nothing_left(table)
