@@ -159,6 +159,16 @@ class Transaction:
         if conflicts:
             raise WriteConflictError(self.base, self.instant, conflicts)
 
+    def abandon(self, stats: list[dict]) -> None:
+        """Withdraw the instant, committing nothing: its tasks wrote no file (`stats` report only
+        file groups left as they are), so there is neither a commit nor a rollback to record.
+        Files a failed task attempt may have left go first, the instant's timeline files last
+        (under Hudi's transaction lock, where instants are created); a crash in between leaves a
+        pending instant that recovery rolls back once its heartbeat expires."""
+        reconcile(self.storage, self.base, self.instant, stats)
+        with TransactionLock(self.storage, self.base, self.requested.action):
+            self.writer.delete_instant(self.requested)
+
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
         crash_point("after_data_files")
         reconcile(self.storage, self.base, self.instant, stats)

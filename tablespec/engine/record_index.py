@@ -107,12 +107,15 @@ def probe_rows(job: IndexJob, operation: str, batches):
     else:
         same = hit & np.asarray(pc.fill_null(pc.equal(old_part, rows.column(tasks.PART)), False))
         moved = hit & ~same
-        keep = np.ones(len(keys), bool)
+        stale = np.zeros(len(keys), bool)
         if job.ordering_field and moved.any():  # a stale row loses, as it would in place: the key stays
-            keep = ~_stored_wins(job, rows, keys, old_fg, moved)
-            moved &= keep
-        routed = rows.set_column(fg_index, tasks.FG, pc.if_else(pa.array(same), old_fg, pa.nulls(len(keys), pa.string())))
-        routed = routed.filter(pa.array(keep))
+            stale = _stored_wins(job, rows, keys, old_fg, moved)
+            moved &= ~stale
+        # a stale row goes to its stored row's file group, whose merge ignores (and counts) it
+        stays = pa.array(same | stale)
+        routed = rows.set_column(fg_index, tasks.FG, pc.if_else(stays, old_fg, pa.nulls(len(keys), pa.string())))
+        part_index = rows.schema.get_field_index(tasks.PART)
+        routed = routed.set_column(part_index, tasks.PART, pc.if_else(pa.array(stale), old_part, rows.column(tasks.PART)))
         out.append(routed.append_column(DEL, pa.array(np.zeros(routed.num_rows, bool))))
         moved = pa.array(moved)
         leaving = rows.filter(moved)  # removed from the old partition's file group

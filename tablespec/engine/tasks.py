@@ -328,7 +328,8 @@ def file_group_runs(batches):
 
 
 def write_file_groups(job: WriteJob, batches):
-    """Merge each file group's incoming rows into its latest base file and write the new slice.
+    """Merge each file group's incoming rows into its latest base file and write the new slice,
+    for the file groups whose content changes (the others are reported with their ignored rows).
 
     Rows arrive sorted by file group, and are merged one file group at a time. Rows without a
     valid key make the task report them instead of its writes; it writes no more file groups,
@@ -420,6 +421,8 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     rel = f"{partition}/{name}" if partition else name
     if existing_info is not None and existing_info[3] > job.memory_bytes:
         old_part, old_name, prev_commit, size = existing_info
+        if not _changes_stored(job, join(job.base, old_part, old_name), size, incoming, inc_keys, leaving):
+            return _unchanged(partition, file_id, prev_commit, ignored=len(inc_keys) if job.operation == "upsert" else 0)
         with BaseFileWriter(join(job.base, rel), _slice_schema(job), commit_time=job.instant, partition_path=partition,
                             partition_id=partition_id, avro_schema_json=job.avro_schema, preserve_meta=True,
                             bloom_filter=job.bloom_filter, storage=job.storage,
@@ -429,6 +432,8 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     else:
         prev_commit = existing_info[2] if existing_info is not None else "null"
         table, all_keys, counts = _merge_in_memory(job, existing_info, incoming, inc_keys, leaving)
+        if not any(counts[:3]):
+            return _unchanged(partition, file_id, prev_commit, ignored=counts[3])
         written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
                                   partition_id=partition_id, record_keys=all_keys, avro_schema_json=job.avro_schema,
                                   preserve_meta=True, bloom_filter=job.bloom_filter, storage=job.storage)
@@ -436,6 +441,47 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
                 num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
                 invalid_sample="", num_ignored=ignored)
+
+
+def _unchanged(partition: str, file_id: str, prev_commit: str, ignored: int) -> dict:
+    """The report of a file group the merge leaves as it is (every incoming row lost to its stored
+    row, no delete hit): no new slice (`path` empty), only the ignored rows counted."""
+    return dict(partition=partition, file_id=file_id, path="", prev_commit=prev_commit, num_writes=0,
+                num_inserts=0, num_updates=0, num_deletes=0, bytes=0, invalid=0, invalid_sample="",
+                num_ignored=ignored)
+
+
+def _changes_stored(job: WriteJob, path: str, size: int, incoming: pa.Table, inc_keys: pa.Array,
+                    leaving: pa.Array) -> bool:
+    """Whether merging the incoming rows into the (large) base file at `path` changes it, by the
+    rules of `_merge_streaming`, before a byte is written: reads only the key and ordering columns,
+    batch by batch, and stops at the first change. Unchanged: every incoming row lost to its stored
+    row (an upsert) or names no stored key (a delete), and no key leaves."""
+    if job.operation not in ("upsert", "delete") or (job.operation == "upsert" and not job.ordering_field):
+        return bool(len(inc_keys)) or bool(len(leaving))  # every incoming row is written
+    stored = _stored_schema(job)
+    wanted = pa.schema([stored.field(c) for c in (KEY, job.ordering_field) if c])
+    matched = np.zeros(len(inc_keys), dtype=bool)
+    with job.storage.open_input_file(path, size) as f:
+        file = pq.ParquetFile(f)
+        columns = [c for c in wanted.names if c in file.schema_arrow.names]
+        for batch in file.iter_batches(batch_size=_batch_rows(file.metadata, job.memory_bytes), columns=columns):
+            old = align_to_schema(pa.Table.from_batches([batch]), wanted)
+            old_keys = old.column(KEY).combine_chunks()
+            if len(leaving) and pc.any(pc.is_in(old_keys, value_set=leaving)).as_py():
+                return True
+            pos = pc.index_in(old_keys, value_set=inc_keys)
+            old_idx = np.flatnonzero(np.asarray(pos.is_valid()))
+            if not len(old_idx):
+                continue
+            if job.operation == "delete":
+                return True
+            new_idx = np.asarray(pos.take(pa.array(old_idx)))
+            if not _old_wins(old.column(job.ordering_field).take(pa.array(old_idx)),
+                             incoming.column(job.ordering_field).take(pa.array(new_idx))).all():
+                return True
+            matched[new_idx] = True
+    return job.operation == "upsert" and not matched.all()  # an unmatched incoming row is an insert
 
 
 def _stored_schema(job: WriteJob) -> pa.Schema:

@@ -50,7 +50,7 @@ class WriteRefused(TablespecError):
 
 @dataclass(frozen=True)
 class WriteResult:
-    instant: str | None     # None: nothing was written (empty input)
+    instant: str | None     # None: nothing was written (empty input, or a batch that changes nothing)
     operation: str
     inserted: int
     updated: int
@@ -60,8 +60,14 @@ class WriteResult:
     index_buckets: int | None = None   # RECORD_LEVEL: the index's bucket count this commit used
     ignored: int = 0                   # incoming rows not written: the stored row's ordering value is greater
     tag_seconds: float = 0.0           # task seconds spent finding file groups (index lookup, insert placement)
+    unchanged: bool = False            # the input has rows, but none changes the table: no commit
 
     def __str__(self) -> str:
+        if self.unchanged:
+            n = self.ignored
+            why = (f"{n} row{'s' * (n != 1)} ignored (the stored {'rows are' if n != 1 else 'row is'} newer)" if n
+                   else "none of its keys is stored" if self.operation == "delete" else "no row changes the table")
+            return f"no changes ({self.operation}): {why}, so no commit was made"
         if self.instant is None:
             return f"nothing written ({self.operation}): the input has no rows, so no commit was made"
         ignored = f", {self.ignored} ignored (the stored row is newer)" if self.ignored else ""
@@ -168,6 +174,12 @@ class TableWriter:
             self._refuse_bad(stats, timeline)
             if not replace:  # a lost latest file: the tasks read the older slice (or missed its keys)
                 refuse_missing_latest(view, {s["partition"] for s in stats}, doing=f"the {operation}")
+            ignored = sum(s.get("num_ignored") or 0 for s in stats)
+            reports, stats = stats, [s for s in stats if s["path"]]  # file groups left as they are: no slice
+            if not stats and not replace:  # the batch changes nothing: no commit, no instant left
+                txn.abandon(reports)
+                return WriteResult(None, operation, 0, 0, 0, (), ignored=ignored, tag_seconds=tag_seconds,
+                                   unchanged=True)
             if replace:  # everything is rewritten: the index is rebuilt from the new files
                 index = self._record_index(timeline, props, rows=sum(s["num_writes"] for s in stats))
             if index is not None:
@@ -182,7 +194,7 @@ class TableWriter:
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), index.num_buckets if index else None,
-                           sum(s.get("num_ignored") or 0 for s in stats), tag_seconds)
+                           ignored, tag_seconds)
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec
@@ -267,7 +279,7 @@ class TableWriter:
             raise WriteRefused(f"{invalid} row(s) have a null or empty record key "
                                f"({', '.join(self.spec.spec.record_key.fields)}); nothing was committed. "
                                f"Sample: {sample}")
-        locked = _pending_clustering_groups(timeline) & {s["file_id"] for s in stats}
+        locked = _pending_clustering_groups(timeline) & {s["file_id"] for s in stats if s["path"]}
         if locked:
             raise WriteRefused(f"the write touches file groups under a pending clustering plan: "
                                f"{', '.join(sorted(locked))}; run or roll back the clustering first")
