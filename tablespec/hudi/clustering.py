@@ -10,7 +10,8 @@ operationType CLUSTER and the replaced file groups (see engine/clustering.py).
 
 The layout (strategy and sort columns) is recorded in the strategy params under Hudi's keys
 (`hoodie.clustering.plan.strategy.sort.columns`, `hoodie.layout.optimize.strategy`), so the
-planner can tell whether the declared layout changed since the last clustering.
+planner can tell whether the declared layout changed since the last clustering, and which file
+groups a clustering with the declared layout wrote (laid out as declared).
 """
 from __future__ import annotations
 
