@@ -70,7 +70,8 @@ class TableState:
     cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
-    clusterings: tuple[tuple[str, Layout], ...] = ()  # completed clusterings (active timeline), oldest first, with their plans' layouts
+    # completed clusterings on the active timeline, oldest first, each with its plan's layout
+    clusterings: tuple[tuple[str, Layout], ...] = ()
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())

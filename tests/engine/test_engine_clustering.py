@@ -441,7 +441,8 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
         table.write(batch(spark, c * 16, 16, days=4), "bulk_insert")
     assert len(observe(table.location).file_groups) == 8
     before = content(table)
-    sort = spec_text("{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1KiB, everyNCommits: 2}")
+    sort = spec_text("{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1KiB, "
+                     "everyNCommits: 2}")
     plan = plan_for(sort, tmp_path)
     steps = [a for _, a in plan.actions if a.kind == "clustering"]
     assert [a.kind for _, a in plan.actions] == ["update_settings"] + ["clustering"] * 3
