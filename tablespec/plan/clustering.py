@@ -28,8 +28,8 @@ Groups never span partitions. Unsorted stitching (NONE) packs slices into groups
 `maxBytesPerGroup` and drops groups of a single file (nothing to stitch); SORT / ZORDER / HILBERT
 keep them (the file gets sorted). Each group writes ceil(bytes / targetFileSize) file groups.
 Bucket-index tables get one group per bucket file group, rewritten into one file group of the
-same bucket: clustering sorts within a bucket and never merges buckets. Largest partitions'
-slices first. Every group is planned, in steps of at most `maxGroups` groups: each step is one
+same bucket: clustering sorts within a bucket and never merges buckets. Partitions the last
+clustering left unfinished first, then the largest partitions; largest slices first. Every group is planned, in steps of at most `maxGroups` groups: each step is one
 clustering (one replacecommit), so a step bounds the work of one commit and the time its file
 groups are closed to writers, and a failed step leaves the steps before it done.
 """
@@ -177,9 +177,13 @@ def _joining(spec, state, todo: list) -> list:
 
 
 def _pack_groups(spec, state, todo: list, joining: list) -> list[ClusteringGroup]:
-    """Every clustering group over `todo` and `joining` (a group of joining files only is dropped),
-    largest partitions first."""
+    """Every clustering group over `todo` and `joining` (a group of joining files only is dropped):
+    first the partitions the last clustering left unfinished, then the largest. So the step after
+    a step continues where it stopped, and apply's steps are the ones the plan showed."""
     c, layout = spec.spec.clustering, declared_layout(spec)
+    last = state.last_clustering
+    started = ({fg.partition for fg in todo if fg.base_instant < last}
+               & {fg.partition for fg in state.file_groups if fg.base_instant == last}) if last else set()
     joiners = {(fg.partition, fg.file_id) for fg in joining}
     by_partition: dict[str, list[SliceInfo]] = {}
     for fg in todo + joining:
@@ -187,7 +191,7 @@ def _pack_groups(spec, state, todo: list, joining: list) -> list[ClusteringGroup
         by_partition.setdefault(fg.partition, []).append(SliceInfo(fg.partition, fg.file_id, path, fg.size))
     bucketed = spec.spec.index.type == "BUCKET"
     groups: list[ClusteringGroup] = []
-    for partition in sorted(by_partition, key=lambda p: (-sum(s.size for s in by_partition[p]), p)):
+    for partition in sorted(by_partition, key=lambda p: (p not in started, -sum(s.size for s in by_partition[p]), p)):
         slices = sorted(by_partition[partition], key=lambda s: (-s.size, s.file_id))
         if bucketed:
             packed = [[s] for s in sorted(slices, key=lambda s: s.file_id)] if layout.columns else []

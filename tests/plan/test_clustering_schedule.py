@@ -182,6 +182,28 @@ def test_a_spec_gaining_a_sorted_layout_lays_the_table_out_at_once_in_bounded_st
     assert actions(text, state(text, groups, commits=1)) == []
 
 
+def test_each_step_apply_runs_is_the_step_the_plan_showed():
+    """Apply plans each step again from the table the steps before it left: a partition a step cut
+    short comes first, although it is no longer the largest."""
+    text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1MiB}")
+    st = dataclasses.replace(state(text, files(("d=01", [MiB] * 4), ("d=02", [MiB] * 3)), commits=0),
+                             config=state_for(SIMPLE).config)
+    steps = [a.params["groups"] for a in actions(text, st) if a.kind == "clustering"]
+    assert [[g["partition"] for g in step] for step in steps] == [["d=01"] * 3, ["d=01", "d=02", "d=02"], ["d=02"]]
+    planned = clustering_plan(spec(text), st)
+    for number, instant in enumerate(("20261121000000007", "20261121000000008"), 1):  # run a step: its outputs
+        taken = {(s.partition, s.file_id) for g in planned.groups for s in g.slices}
+        st = dataclasses.replace(st, config=state_for(text).config, clusterings=st.clusterings + (
+            (instant, Layout("SORT", ("customer_id",))),), file_groups=tuple(
+            dataclasses.replace(fg, base_instant=instant) if (fg.partition, fg.file_id) in taken else fg
+            for fg in st.file_groups))
+        planned = clustering_plan(spec(text), st)
+        assert [len(g.slices) for g in planned.groups] == [1] * len(steps[number])
+        assert [g.partition for g in planned.groups] == [g["partition"] for g in steps[number]]
+    assert clustering_plan(spec(text), dataclasses.replace(st, file_groups=tuple(
+        dataclasses.replace(fg, base_instant="20261121000000008") for fg in st.file_groups))) is None
+
+
 def test_coverage_counts_file_groups_a_clustering_with_the_declared_layout_wrote():
     """A file group rewritten since (an upsert) is not laid out as declared, whatever its order."""
     text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], partitionFilter: 'd=0[12]'}")
