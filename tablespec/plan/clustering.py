@@ -12,7 +12,8 @@ Due when
   (the spec gains it: the table is laid out at once, not after `everyNCommits`);
 - the declared layout differs from the one the last clustering used;
 - file groups remain that the last clustering with the declared layout could have taken and
-  did not (`maxGroups`): not laid out, older than it;
+  did not (`maxGroups`, an apply stopped between steps, a plan Hudi made over part of the table):
+  not laid out, older than it;
 - `everyNCommits` commits landed since the last clustering (re-clustering after new writes);
 - more than `maxSmallFiles` small files (not laid out) exist.
 
@@ -155,7 +156,8 @@ def due_reasons(spec, state) -> list[str]:
         left = sum(len(g.slices) for g in _pack_groups(spec, state, older, []))
         if left:
             reasons.append(f"{left} file(s) still predate the last clustering with {layout} ({state.last_clustering}) "
-                           "without being laid out by it: maxGroups left them for later steps")
+                           "without being laid out by it (left by maxGroups, an apply stopped between steps, "
+                           "or a plan over part of the table)")
     if state.commits_since_clustering >= c.every_n_commits:
         since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
         reasons.append(f"{state.commits_since_clustering} commits {since}; everyNCommits is {c.every_n_commits}")
