@@ -309,8 +309,9 @@ class Applier:
                 "bytes_freed": result.bytes_freed}
 
     def visit_clustering(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
-        """Run a pending clustering plan (`instant`), or schedule the one that is due now and run
-        it. Planned again under the lock, from the table as it is (the plan's requirements held)."""
+        """Run a pending clustering plan (`instant`), or schedule the next step and run it. Planned
+        again under the lock, from the table as it is (the plan's requirements held, and the steps
+        before this one ran): the first step of what is left is this step."""
         from tablespec.engine import clustering
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.clustering import clustering_plan
@@ -320,7 +321,7 @@ class Applier:
                 if self.schedule_only:
                     return {"pending": instant.timestamp}
             else:
-                plan = clustering_plan(spec, observe(t.location))
+                plan = clustering_plan(spec, observe(t.location), a.reasons)
                 if plan is None:
                     return {"groups": 0}
                 instant = clustering.schedule(t.location, plan)

@@ -6,6 +6,7 @@ from collections import Counter
 
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, table_index_type
+from tablespec.plan.clustering import describe_coverage, recorded_coverage
 from tablespec.plan.settings import (HASH_FIELDS, HIVE_STYLE, KEY_GENERATOR, NUM_BUCKETS, PARTITION_FIELDS,
                                      RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, URL_ENCODE, effective)
 from tablespec.spec.sizes import human_bytes
@@ -38,6 +39,7 @@ def state_dict(state: TableState) -> dict:
                   if state.index_buckets else None},
         "lastClustering": state.last_clustering,
         "commitsSinceClustering": state.commits_since_clustering,
+        "clusteringCoverage": _coverage(state),
         "columns": [{"name": c.name, "type": str(c.type), "nullable": c.nullable} for c in state.columns],
         "headInstant": state.head,
         "commits": state.commits,
@@ -53,6 +55,16 @@ def state_dict(state: TableState) -> dict:
 def _int(value: str | None) -> int | None:
     """A count hoodie.properties stores as text, typed for scripts reading `show --format json`."""
     return None if value is None else int(value)
+
+
+def _coverage(state: TableState) -> dict | None:
+    """How much is laid out as the layout hoodie.properties records (None: NONE, or no data)."""
+    cov = recorded_coverage(state)
+    if cov is None:
+        return None
+    return {"layout": cov["layout"], "fileGroups": cov["file_groups"], "laidOut": cov["laid_out"],
+            "percent": cov["percent"], "bytes": cov["bytes"], "laidOutBytes": cov["laid_out_bytes"],
+            "partitions": cov["partitions"]}
 
 
 def _timestamp(props: dict) -> dict | None:
@@ -100,7 +112,8 @@ def show_text(state: TableState) -> str:
         f"head        {d['headInstant'] or '(no commits)'}  ({counted(d['commits'], 'completed commit')})",
         f"pending     {', '.join(d['pendingInstants']) or '(none)'}",
         f"clustering  {('last ' + d['lastClustering']) if d['lastClustering'] else 'never'}, "
-        f"{counted(d['commitsSinceClustering'], 'commit')} since",
+        f"{counted(d['commitsSinceClustering'], 'commit')} since"
+        + (f"; {describe_coverage(cov)}" if (cov := recorded_coverage(state)) else ""),
         f"data        {counted(d['fileGroups'], 'file group')} in {counted(d['partitions'], 'partition')}, "
         f"{human_bytes(d['totalBytes'])}",
         f"metadata    {_metadata_table_text(d['metadataTable'])}",

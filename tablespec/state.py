@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
-from tablespec.hudi.clustering import Layout, layout_history, pending_plans, relayout_start
+from tablespec.hudi.clustering import Layout, layout_history, pending_plans
 from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
@@ -70,9 +70,8 @@ class TableState:
     cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
-    last_clustering: str | None = None
-    last_clustering_layout: Layout | None = None   # the layout the last clustering's plan used
-    relayout_since: str | None = None   # the first clustering with that layout, if it replaced another one
+    # completed clusterings on the active timeline, oldest first, each with its plan's layout
+    clusterings: tuple[tuple[str, Layout], ...] = ()
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
@@ -87,6 +86,15 @@ class TableState:
         """Rows in the latest slices, from commit metadata (None: unknown). Read on first use:
         only an index build's estimate needs it, and it reads one commit per base instant."""
         return self.count_rows() if self.count_rows else None
+
+    @property
+    def last_clustering(self) -> str | None:
+        return self.clusterings[-1][0] if self.clusterings else None
+
+    @property
+    def last_clustering_layout(self) -> Layout | None:
+        """The layout the last clustering's plan used."""
+        return self.clusterings[-1][1] if self.clusterings else None
 
     @property
     def total_bytes(self) -> int:
@@ -126,8 +134,7 @@ def _observe(storage: Storage, location: str, keep_commits: int | None) -> Table
     columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
     commits = [i for i in timeline.commits()]
     history = layout_history(timeline)
-    last = history[-1] if history else None
-    last_clustering = last[0] if last else None
+    last_clustering = history[-1][0] if history else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     props = config.to_properties()
     retained = keep_commits or int(effective(props, KEEP_COMMITS))
@@ -148,9 +155,7 @@ def _observe(storage: Storage, location: str, keep_commits: int | None) -> Table
         lock_holders=lock_holders(storage, location),
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
-        last_clustering=last_clustering,
-        last_clustering_layout=last[1] if last else None,
-        relayout_since=relayout_start(history),
+        clusterings=tuple(history),
         pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),

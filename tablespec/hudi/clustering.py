@@ -10,7 +10,8 @@ operationType CLUSTER and the replaced file groups (see engine/clustering.py).
 
 The layout (strategy and sort columns) is recorded in the strategy params under Hudi's keys
 (`hoodie.clustering.plan.strategy.sort.columns`, `hoodie.layout.optimize.strategy`), so the
-planner can tell whether the declared layout changed since the last clustering.
+planner can tell whether the declared layout changed since the last clustering, and which file
+groups a clustering with the declared layout wrote (laid out as declared).
 """
 from __future__ import annotations
 
@@ -263,15 +264,3 @@ def layout_history(timeline: Timeline) -> list[tuple[str, Layout]]:
         else:
             out.append((instant.timestamp, decode_plan(timeline.read_metadata(requested), requested.file_name).layout))
     return out
-
-
-def relayout_start(history: list[tuple[str, Layout]]) -> str | None:
-    """When the latest layout replaced another one: the first clustering with it. Files older than
-    that are still in the old layout until a clustering rewrites them (maxGroups may take several)."""
-    if not history:
-        return None
-    layout = history[-1][1]
-    k = len(history)
-    while k > 0 and history[k - 1][1] == layout:
-        k -= 1
-    return history[k][0] if k > 0 else None

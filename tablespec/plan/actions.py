@@ -107,6 +107,7 @@ class TablePlan(_Frozen):
     requirements: list[Requirement] = []
     actions: list[Action] = []
     warnings: list[str] = []
+    clustering_coverage: dict[str, Any] | None = None   # how much is laid out as declared (sorted layouts, data)
 
     @property
     def has_changes(self) -> bool:

@@ -8,7 +8,7 @@ from tablespec import __version__
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
-from tablespec.plan.clustering import clustering_actions, pending_runs
+from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effective, SettingChange, desired_properties, diff_settings,
                                     display)
@@ -166,6 +166,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         requirements=requirements_for(state),
         actions=actions,
         warnings=warnings,
+        clustering_coverage=spec_coverage(spec, state),
     )
 
 

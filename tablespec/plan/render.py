@@ -17,6 +17,7 @@ from jinja2 import BaseLoader, Environment, FileSystemLoader, PackageLoader, Str
 
 from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
+from tablespec.plan.clustering import describe_coverage
 from tablespec.plan.saved import check_plan
 from tablespec.plan.settings import display
 from tablespec.spec.sizes import human_value
@@ -75,8 +76,10 @@ def _view(plan: Plan) -> dict:
         tables.append({
             "name": t.name, "location": relative(t.location), "source": f"{relative(t.spec_file)}:{t.spec_line}",
             "warnings": t.warnings,
+            "coverage": describe_coverage(t.clustering_coverage) if t.clustering_coverage else None,
             "actions": [{"kind": a.kind, "symbol": a.symbol, "destructive": a.destructive,
                          "reasons": a.reasons, "changes": [_shown(c) for c in a.changes], "advice": a.advice,
+                         "step": a.params.get("step"),
                          "groups": [{k: human_value(k, v) for k, v in g.items()}
                                     for g in a.params.get("groups", [])] if a.kind == "clustering" else [],
                          "estimate": {k: human_value(k, v) for k, v in a.estimate.items()}} for a in t.actions],
@@ -99,6 +102,8 @@ def render_json(plan: Plan) -> str:
     data["has_changes"] = plan.has_changes
     data["summary"] = plan.summary()
     for table, (t_model) in zip(data["tables"], plan.tables):
+        if table["clustering_coverage"] is None:  # present only where a sorted layout is declared over data
+            del table["clustering_coverage"]
         for action, a_model in zip(table["actions"], t_model.actions):
             action["symbol"] = a_model.symbol
     return json.dumps(data, indent=2, sort_keys=False) + "\n"

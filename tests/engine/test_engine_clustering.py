@@ -245,13 +245,18 @@ def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
     (t, action), = plan.actions
     assert action.params["instant"] == ts and action.estimate["files"] == "2 -> 1"
     Applier(spark=spark).apply(plan)
-    assert not plan_for(text, tmp_path).has_changes
     assert content(table) == before
     clustered = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
     assert len(clustered) == 1 and clustered[0].base_instant == ts
     amounts = pq.read_table(clustered[0].base_file.path, columns=["amount"]).column(0).to_pylist()
     assert amounts == sorted(amounts)
     assert_hudi_rs_agrees(table)
+    # Hudi's plan left the other partition out of the declared layout: the next plan lays it out
+    (_, rest), = plan_for(text, tmp_path).actions
+    assert "2 file(s) still predate the last clustering with SORT(amount)" in rest.reasons[0]
+    Applier(spark=spark).apply(plan_for(text, tmp_path))
+    assert not plan_for(text, tmp_path).has_changes
+    assert content(table) == before
 
 
 def test_plan_merging_buckets_is_refused_and_changes_nothing(spark, tmp_path):
@@ -401,23 +406,85 @@ def test_clustering_on_local_cluster(tmp_path):
 
 
 def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterings(spark, tmp_path):
+    from tablespec.engine import clustering
+    from tablespec.engine.writer import table_avro_schema
+    from tablespec.plan.clustering import clustering_plan
     text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3, maxGroups: 1}")
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    cluster(spark, table, text, tmp_path)  # one partition (maxGroups), SORT
+    # a clustering that took one of the two partitions' groups (an apply stopped after its first step)
+    instant = clustering.schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    clustering.run(spark, table.spec, table.location, instant, table_avro_schema(table.spec))
+    done = cluster(spark, table, text, tmp_path)  # the rest, although no commit landed since
+    assert "3 file(s) still predate the last clustering with SORT(customer_id)" in done["action"].reasons[0]
     zorder = text.replace("{strategy: SORT, sortColumns: [customer_id]", "{strategy: ZORDER, sortColumns: [customer_id, amount]")
     switch = plan_for(zorder, tmp_path)
-    assert [a.kind for _, a in switch.actions] == ["update_settings", "clustering"]
-    first = Applier(spark=spark).apply(switch).actions[-1].actual["instant"]  # layout switch: one partition again
-    assert observe(table.location).relayout_since == first
-    plan = plan_for(zorder, tmp_path)
-    (_, action), = plan.actions
-    assert "still predate the switch to ZORDER(customer_id, amount)" in action.reasons[0]
-    Applier(spark=spark).apply(plan)
+    assert [(a.kind, a.params.get("step", {}).get("number")) for _, a in switch.actions] == [
+        ("update_settings", None), ("clustering", 1), ("clustering", 2)]  # maxGroups: a partition per step
+    first = Applier(spark=spark).apply(switch).actions[1].actual["instant"]
     assert not plan_for(zorder, tmp_path).has_changes
     assert all(s.base_instant >= first for s in latest_files(table.location))  # every file laid out anew
     assert content(table) == before
     assert_hudi_rs_agrees(table)
+
+
+def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(spark, tmp_path, capsys):
+    """A spec gaining SORT clusters the table at once, in steps of maxGroups; the next plan has
+    nothing to do and reports every file group as laid out; an upsert then takes the file groups it
+    rewrites out of the declared layout (shown) until everyNCommits re-clusters them."""
+    import json
+    from tablespec.cli import main
+    from tablespec.plan.render import render
+    plain = spec_text("{}").replace("  clustering: {}\n", "")
+    table = make_table(spark, tmp_path, plain)
+    for c in range(2):  # 4 partitions x 2 commits: 8 file groups
+        table.write(batch(spark, c * 16, 16, days=4), "bulk_insert")
+    assert len(observe(table.location).file_groups) == 8
+    before = content(table)
+    sort = spec_text("{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1KiB, "
+                     "everyNCommits: 2}")
+    plan = plan_for(sort, tmp_path)
+    steps = [a for _, a in plan.actions if a.kind == "clustering"]
+    assert [a.kind for _, a in plan.actions] == ["update_settings"] + ["clustering"] * 3
+    assert [(a.params["step"]["number"], a.params["step"]["file_groups"], a.params["step"]["of_file_groups"])
+            for a in steps] == [(1, 3, 8), (2, 3, 8), (3, 2, 8)]
+    assert "declares layout SORT(customer_id)" in steps[0].reasons[0]
+    text = render(plan, "text")
+    assert "step 1 of 3: 3 of 8 file groups" in text and "step 3 of 3: 2 of 8 file groups" in text
+    assert "sales.orders: clustered as declared (SORT(customer_id)): 0/8 file groups (0%)" in text
+    assert "clustering step 2 of 3 (3 of 8 file groups) estimate:" in render(plan, "markdown")
+    result = Applier(spark=spark).apply(plan)
+    assert [a.actual.get("groups") for a in result.actions if a.kind == "clustering"] == [3, 3, 2]
+    timeline = Timeline.load(*storage_for(table.location))
+    assert len([i for i in timeline.commits() if i.action == "replacecommit"]) == 3  # one replacecommit per step
+    after = plan_for(sort, tmp_path)
+    assert not after.has_changes
+    cov = after.tables[0].clustering_coverage
+    assert (cov["laid_out"], cov["file_groups"], cov["percent"]) == (8, 8, 100)
+    assert "sales.orders: clustered as declared (SORT(customer_id)): 8/8 file groups (100%)" in render(after, "text")
+    assert json.loads(render(after, "json"))["tables"][0]["clustering_coverage"]["percent"] == 100
+    for f in file_columns(table.location, ["customer_id"]):
+        assert f["customer_id"] == sorted(f["customer_id"])
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
+    # an upsert rewrites the file groups it touches: not laid out as declared any more
+    new = Table(load_spec_text(sort, "orders.yaml").specs[0].spec, table.location, spark)
+    new.write(batch(spark, 0, 2, days=4), "upsert")  # o00000, o00001: 2026-11-01 and -02
+    after = plan_for(sort, tmp_path)
+    assert not after.has_changes  # one commit: everyNCommits (2) not reached
+    assert "clustered as declared (SORT(customer_id)): 6/8 file groups (75%)" in render(after, "text")
+    assert main(["show", table.location]) == 0
+    assert "clustered as declared (SORT(customer_id)): 6/8 file groups (75%)" in capsys.readouterr().out
+    assert main(["show", table.location, "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["clusteringCoverage"]
+    assert (shown["laidOut"], shown["fileGroups"], shown["percent"]) == (6, 8, 75)
+    new.write(batch(spark, 2, 1, days=4), "upsert")
+    plan = plan_for(sort, tmp_path)
+    (_, again), = plan.actions  # everyNCommits: the rewritten file groups are laid out again, in one step
+    assert again.kind == "clustering" and again.estimate["groups"] == 3
+    Applier(spark=spark).apply(plan)
+    assert plan_for(sort, tmp_path).tables[0].clustering_coverage["percent"] == 100
+    assert_hudi_rs_agrees(new)
 
 
 def test_clean_after_clustering_removes_the_replaced_files_and_readers_keep_reading(spark, tmp_path):

@@ -62,3 +62,18 @@ def test_plan_scheduled_by_hudi_runs_under_tablespec_apply(hudi, tmp_path):
     assert content(table) == before
     assert_readers_agree(hudi, table)
     assert not plan_for(text, tmp_path).has_changes
+
+
+def test_a_newly_declared_layout_is_laid_out_in_steps_that_hudi_reads(hudi, tmp_path):
+    plain = spec_text("{}").replace("  clustering: {}\n", "")
+    table = small_files(hudi, tmp_path, plain)  # 3 commits x 2 partitions: 6 file groups
+    before = content(table)
+    text = spec_text("{strategy: SORT, sortColumns: [customer_id], maxGroups: 2, maxBytesPerGroup: 1KiB}")
+    plan = plan_for(text, tmp_path)
+    assert [a.params.get("step", {}).get("number") for _, a in plan.actions] == [None, 1, 2, 3]  # settings, steps
+    Applier(spark=hudi).apply(plan)
+    assert len(replacecommits(table.location, "completed")) == 3
+    after = plan_for(text, tmp_path)
+    assert not after.has_changes and after.tables[0].clustering_coverage["percent"] == 100
+    assert content(table) == before
+    assert_readers_agree(hudi, table)

@@ -6,7 +6,7 @@ import dataclasses
 from test_builder import BASE, actions, load, state_for
 from tablespec.hudi.clustering import Layout
 from tablespec.hudi.instant import Instant
-from tablespec.plan.clustering import clustering_plan
+from tablespec.plan.clustering import clustering_plan, describe_coverage, spec_coverage
 from tablespec.state import FileGroupState
 
 MiB = 1024 * 1024
@@ -62,12 +62,11 @@ def test_sorted_layouts_keep_single_files_and_record_the_layout():
 def test_layout_change_is_due_at_once_and_takes_every_file():
     text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount]}")
     groups = files(("d=01", [200 * MiB, MiB]))
-    st = state(text, groups, commits=0, last_clustering="20261120000000000",
-               last_clustering_layout=Layout("SORT", ("customer_id",)))
+    st = state(text, groups, commits=0, clusterings=(("20261120000000000", Layout("SORT", ("customer_id",))),))
     act, = actions(text, st)
     assert act.kind == "clustering" and "differs from the last clustering's (SORT(customer_id)" in act.reasons[0]
     assert act.params["groups"][0]["input_files"] == 2
-    same = dataclasses.replace(st, last_clustering_layout=Layout("ZORDER", ("customer_id", "amount")))
+    same = dataclasses.replace(st, clusterings=(("20261120000000000", Layout("ZORDER", ("customer_id", "amount"))),))
     assert actions(text, same) == []
 
 
@@ -113,51 +112,109 @@ def test_files_the_last_clustering_wrote_do_not_make_it_due_again():
     text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxSmallFiles: 2, everyNCommits: 3}")
     last = "20261121000000000"  # files() writes every file at this instant
     clustered = files(("d=01", [MiB]), ("d=02", [MiB]), ("d=03", [MiB]), ("d=04", [MiB]))
-    st = state(text, clustered, commits=0, last_clustering=last, last_clustering_layout=Layout("SORT", ("customer_id",)))
+    sort = ((last, Layout("SORT", ("customer_id",))),)
+    st = state(text, clustered, commits=0, clusterings=sort)
     assert clustering_plan(spec(text), st) is None
     assert actions(text, st) == []
     # new small files count, and a partition with new data is clustered with the old output
     fresh = clustered + (FileGroupState("d=04", "04-new-0", "20261121000000009", MiB, "04-new-0_0-1-2_9.parquet"),) * 1
     fresh += tuple(FileGroupState("d=03", f"03-new{i}-0", "20261121000000009", MiB, f"03-new{i}-0_0-1-2_9.parquet")
                    for i in range(2))
-    plan = clustering_plan(spec(text), state(text, fresh, commits=1, last_clustering=last,
-                                             last_clustering_layout=Layout("SORT", ("customer_id",))))
+    plan = clustering_plan(spec(text), state(text, fresh, commits=1, clusterings=sort))
     assert sorted((g.partition, len(g.slices)) for g in plan.groups) == [("d=03", 3), ("d=04", 2)]
     # every N commits, files of partitions without new data are not re-sorted alone
-    due = state(text, clustered + fresh[4:5], commits=3, last_clustering=last,
-                last_clustering_layout=Layout("SORT", ("customer_id",)))
+    due = state(text, clustered + fresh[4:5], commits=3, clusterings=sort)
     assert [(g.partition, len(g.slices)) for g in clustering_plan(spec(text), due).groups] == [("d=04", 2)]
 
 
 def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_laid_out():
     text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], maxGroups: 1, "
                                    "everyNCommits: 3}")
-    switch = "20261121000000005"  # the first ZORDER clustering, after SORT ones
+    switch = "20261121000000005"  # the first ZORDER clustering, after a SORT one
     old = files(("d=01", [200 * MiB]), ("d=02", [300 * MiB]))  # written before the switch, big
     new = (FileGroupState("d=03", "03-z-0", switch, 200 * MiB, "03-z-0_0-1-2_5.parquet"),)
     zorder = Layout("ZORDER", ("customer_id", "amount"))
-    st = state(text, old + new, commits=0, last_clustering=switch, last_clustering_layout=zorder, relayout_since=switch)
-    act, = actions(text, st)
-    assert "2 file(s) still predate the switch to ZORDER(customer_id, amount)" in act.reasons[0]
+    history = (("20261121000000003", Layout("SORT", ("customer_id",))), (switch, zorder))
+    st = state(text, old + new, commits=0, clusterings=history)
+    first, second = actions(text, st)  # maxGroups: one group per step
+    assert "2 file(s) still predate the last clustering with ZORDER(customer_id, amount)" in first.reasons[0]
+    assert [a.params["step"] for a in (first, second)] == [
+        {"number": 1, "of": 2, "file_groups": 1, "of_file_groups": 2},
+        {"number": 2, "of": 2, "file_groups": 1, "of_file_groups": 2}]
+    assert second.reasons == ["step 2 of 2: the groups beyond maxGroups (1) of step 1"]
     plan = clustering_plan(spec(text), st)
-    assert [(g.partition, len(g.slices)) for g in plan.groups] == [("d=02", 1)]  # maxGroups: one at a time
-    done = dataclasses.replace(st, file_groups=new + (dataclasses.replace(old[0], base_instant="20261121000000007"),
-                                                      dataclasses.replace(old[1], base_instant=switch)),
-                               last_clustering="20261121000000007")
+    assert [(g.partition, len(g.slices)) for g in plan.groups] == [("d=02", 1)]  # the largest partition first
+    # step 1 ran: step 2 is what is left, and is still due
+    after = dataclasses.replace(st, file_groups=new + (old[0], dataclasses.replace(old[1], base_instant="20261121000000007")),
+                                clusterings=history + (("20261121000000007", zorder),))
+    step2, = actions(text, after)
+    assert step2.params["groups"] == second.params["groups"] and "1 file(s) still predate" in step2.reasons[0]
+    done = dataclasses.replace(after, file_groups=new + (dataclasses.replace(old[0], base_instant="20261121000000008"),
+                                                         after.file_groups[-1]),
+                               clusterings=after.clusterings + (("20261121000000008", zorder),))
     assert clustering_plan(spec(text), done) is None
+    assert spec_coverage(spec(text), done)["percent"] == 100
     # due by commits as well: both reasons; switched again: only the new switch is the reason
-    both, = actions(text, dataclasses.replace(st, commits_since_clustering=4))
+    both = actions(text, dataclasses.replace(st, commits_since_clustering=4))[0]
     assert [r.split(" ")[1:3] for r in both.reasons] == [["file(s)", "still"], ["commits", "since"]]
     assert both.reasons[1].endswith("; everyNCommits is 3")  # reasons are not split at their own "; "
     again = with_clustering(SIMPLE, "{strategy: HILBERT, sortColumns: [customer_id, amount], maxGroups: 1}")
-    switched, = [a for a in actions(again, st) if a.kind == "clustering"]
-    assert len(switched.reasons) == 1 and "differs from the last clustering's" in switched.reasons[0]
+    switched = [a for a in actions(again, st) if a.kind == "clustering"]
+    assert len(switched) == 3 and [a.params["step"]["number"] for a in switched] == [1, 2, 3]
+    assert len(switched[0].reasons) == 1 and "differs from the last clustering's" in switched[0].reasons[0]
 
 
-def test_relayout_start_is_the_first_clustering_of_the_latest_layout_after_another():
-    from tablespec.hudi.clustering import relayout_start
-    s, z = Layout("SORT", ("a",)), Layout("ZORDER", ("a", "b"))
-    assert relayout_start([]) is None
-    assert relayout_start([("1", z), ("2", z)]) is None  # never switched
-    assert relayout_start([("1", s), ("2", z), ("3", z)]) == "2"
-    assert relayout_start([("1", z), ("2", s), ("3", z)]) == "3"
+def test_a_spec_gaining_a_sorted_layout_lays_the_table_out_at_once_in_bounded_steps():
+    """Not after everyNCommits: the declared layout is a promise about the data already there."""
+    text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxGroups: 2, maxBytesPerGroup: 1MiB}")
+    groups = files(("d=01", [MiB] * 3), ("d=02", [2 * MiB] * 2))
+    gaining = state(text, groups, commits=1)
+    gaining = dataclasses.replace(gaining, config=state_for(SIMPLE).config)  # the table's settings: no clustering
+    acts = actions(text, gaining)
+    assert [a.kind for a in acts] == ["update_settings", "clustering", "clustering", "clustering"]
+    assert "declares layout SORT(customer_id)" in acts[1].reasons[0]
+    assert [a.params["step"]["file_groups"] for a in acts[1:]] == [2, 2, 1]
+    assert {a.params["step"]["of_file_groups"] for a in acts[1:]} == {5}
+    assert spec_coverage(spec(text), gaining) == {
+        "layout": "SORT(customer_id)", "file_groups": 5, "laid_out": 0, "percent": 0, "bytes": 7 * MiB,
+        "laid_out_bytes": 0, "partitions": 2, "table_partitions": 2}
+    # a table created with the layout: its new writes wait for everyNCommits
+    assert actions(text, state(text, groups, commits=1)) == []
+
+
+def test_each_step_apply_runs_is_the_step_the_plan_showed():
+    """Apply plans each step again from the table the steps before it left: a partition a step cut
+    short comes first, although it is no longer the largest."""
+    text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1MiB}")
+    st = dataclasses.replace(state(text, files(("d=01", [MiB] * 4), ("d=02", [MiB] * 3)), commits=0),
+                             config=state_for(SIMPLE).config)
+    steps = [a.params["groups"] for a in actions(text, st) if a.kind == "clustering"]
+    assert [[g["partition"] for g in step] for step in steps] == [["d=01"] * 3, ["d=01", "d=02", "d=02"], ["d=02"]]
+    planned = clustering_plan(spec(text), st)
+    for number, instant in enumerate(("20261121000000007", "20261121000000008"), 1):  # run a step: its outputs
+        taken = {(s.partition, s.file_id) for g in planned.groups for s in g.slices}
+        st = dataclasses.replace(st, config=state_for(text).config, clusterings=st.clusterings + (
+            (instant, Layout("SORT", ("customer_id",))),), file_groups=tuple(
+            dataclasses.replace(fg, base_instant=instant) if (fg.partition, fg.file_id) in taken else fg
+            for fg in st.file_groups))
+        planned = clustering_plan(spec(text), st)
+        assert [len(g.slices) for g in planned.groups] == [1] * len(steps[number])
+        assert [g.partition for g in planned.groups] == [g["partition"] for g in steps[number]]
+    assert clustering_plan(spec(text), dataclasses.replace(st, file_groups=tuple(
+        dataclasses.replace(fg, base_instant="20261121000000008") for fg in st.file_groups))) is None
+
+
+def test_coverage_counts_file_groups_a_clustering_with_the_declared_layout_wrote():
+    """A file group rewritten since (an upsert) is not laid out as declared, whatever its order."""
+    text = with_clustering(SIMPLE, "{strategy: ZORDER, sortColumns: [customer_id, amount], partitionFilter: 'd=0[12]'}")
+    z, s = Layout("ZORDER", ("customer_id", "amount")), Layout("SORT", ("customer_id",))
+    groups = (FileGroupState("d=01", "a-0", "20261121000000005", 3 * MiB, "a-0_0-1-2_5.parquet"),  # by ZORDER
+              FileGroupState("d=01", "b-0", "20261121000000007", MiB, "b-0_0-1-2_7.parquet"),      # upserted since
+              FileGroupState("d=02", "c-0", "20261121000000003", MiB, "c-0_0-1-2_3.parquet"),      # by SORT
+              FileGroupState("d=03", "d-0", "20261121000000001", MiB, "d-0_0-1-2_1.parquet"))      # not clustered
+    st = state(text, groups, commits=1, clusterings=(("20261121000000003", s), ("20261121000000005", z)))
+    cov = spec_coverage(spec(text), st)
+    assert (cov["laid_out"], cov["file_groups"], cov["percent"], cov["laid_out_bytes"]) == (1, 3, 33, 3 * MiB)
+    assert describe_coverage(cov) == ("clustered as declared (ZORDER(customer_id, amount)): 1/3 file groups (33%) "
+                                      "in the 2 of 3 partitions it clusters, 3.0 MiB of 5.0 MiB")
+    assert spec_coverage(spec(with_clustering(SIMPLE, "{}")), st) is None  # NONE promises no order
