@@ -233,7 +233,7 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
             extra.append("several" if action.nargs == "*" else "one or more")
         if isinstance(action, argparse._VersionAction):
             extra = []
-        rows.append(f"| `{_cell(name)}` | {_cell(action.help or '')} | {_cell('; '.join(extra))} |")
+        rows.append(f"| `{name}` | {_cell(action.help or '')} | {_cell('; '.join(extra))} |")  # a | in a code span stays
     return ["| argument | meaning | values |", "|---|---|---|", *rows] if rows else []
 
 

@@ -255,7 +255,7 @@ class Clustering(SpecModel):
     max_small_files: Annotated[int, Field(ge=1)] | None = None
     """Plan also proposes clustering as soon as more small files than this exist, whatever the commit count."""
     partition_filter: Regex | None = None
-    """Only partitions whose path matches this regular expression are clustered."""
+    """Only partitions whose path matches this regular expression (in full) are clustered."""
     latest_partitions: Annotated[int, Field(ge=1)] | None = None
     """Only the latest N partitions (in partition path order) are clustered."""
 
