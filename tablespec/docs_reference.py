@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY
 from tablespec.spec.schema import json_schema
@@ -104,6 +103,8 @@ def _kind(variant: dict) -> str:
 
 
 class _SpecPage:
+    """The spec reference's sections, walked from the JSON Schema (the models' fields in declaration order)."""
+
     def __init__(self) -> None:
         self.schema = json_schema()
         self.defs = self.schema["$defs"]
@@ -122,8 +123,8 @@ class _SpecPage:
                 nested.append((field, prop))
             elif prop.get("type") == "array" and "$ref" in prop.get("items", {}):
                 nested.append((f"{field}[]", prop))
-                rows.append((f"{field}[]", f"list of objects (below)" + (f", at least {prop['minItems']}"
-                             if "minItems" in prop else ""), _default(prop, name in required), "—",
+                rows.append((f"{field}[]", "list of objects (below)" + (f", at least {prop['minItems']}"
+                             if "minItems" in prop else ""), _default(prop, name in required), _stored_as(field),
                              prop.get("description", "")))
             else:
                 rows.append((field, _type(prop), _default(prop, name in required), _stored_as(field),
@@ -166,10 +167,10 @@ def spec_page() -> str:
     out = [_HEADER.format(source="the spec models (tablespec/spec/model.py) and the settings registry "
                                  "(tablespec/plan/settings.py)"),
            "# Spec reference\n\n",
-           "Every field of a `HudiTable` spec, by its YAML name: its type, its default, the `hoodie.properties` "
-           "key the table stores it under (the table is the state: `plan` compares the spec with these keys), "
-           "and what it means. [Writing specs](../specs.md) explains the language around the fields; "
-           "`tablespec schema` prints the same model as JSON Schema.\n\n"]
+           ("Every field of a `HudiTable` spec, by its YAML name: its type, its default, the `hoodie.properties` "
+            "key the table stores it under (the table is the state: `plan` compares the spec with these keys), "
+            "and what it means. [Writing specs](../specs.md) explains the language around the fields; "
+            "`tablespec schema` prints the same model as JSON Schema.\n\n")]
     out += [s + "\n" for s in page.sections]
     out.append("## `hoodie.properties` keys\n\n"
                "The settings registry: every key tablespec manages, the spec path `import` reads it back into, "
@@ -181,8 +182,8 @@ def spec_page() -> str:
         notes = [text for flag, text in (
             (s.derived, "written with the setting of the same path, never compared on its own"),
             (s.sized_by_table, "unset in the spec: tablespec sizes it and keeps it"),
-            (s.unrecorded, "Apache Hudi may not record it: when absent, the spec's value is checked "
-                           "against the stored rows"),
+            (s.unrecorded, ("Apache Hudi may not record it: when absent, the spec's value is checked "
+                            "against the stored rows")),
             (not s.imported, "`import` derives it"),
             (s.imported and not s.import_default, "`import` writes it only when set"),
         ) if flag]
@@ -242,9 +243,9 @@ def cli_page() -> str:
     from tablespec.cli import _parser
     parser = _parser()
     out = [_HEADER.format(source="the argument parser (tablespec/cli.py)"), "# CLI reference\n\n",
-           f"{parser.description} Every command takes `-h` / `--help`; [Commands](../cli.md) explains what "
-           "they do in depth. Exit codes: 0 success, 1 error (one line, no traceback), 2 changes present "
-           "(`plan --detailed-exitcode` only).\n\n",
+           (f"{parser.description} Every command takes `-h` / `--help`; [Commands](../cli.md) explains what "
+            "they do in depth. Exit codes: 0 success, 1 error (one line, no traceback), 2 changes present "
+            "(`plan --detailed-exitcode` only).\n\n"),
            "## `tablespec`\n\n", "```\n", _usage(parser), "\n```\n\n", "\n".join(_arguments(parser)), "\n\n"]
     for sub, summary in _commands(parser):
         out += [f"## `{sub.prog}`\n\n", f"{summary[:1].upper()}{summary[1:]}.\n\n"]

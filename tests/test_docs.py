@@ -7,6 +7,7 @@ import argparse
 import re
 
 from _support import ROOT
+
 from tablespec.cli import _parser
 from tablespec.docs_reference import PAGES, cli_page, render_pages, spec_page
 from tablespec.plan.settings import REGISTRY
@@ -28,7 +29,7 @@ def test_committed_reference_pages_are_current():
 def test_spec_reference_has_every_field_and_every_key():
     """Every field of every model (index types included) has a row, and every registry key too."""
     page = spec_page()
-    rows = set(re.findall(r"^\| `([^`]+)` \|", page, re.M))
+    rows = set(re.findall(r"^\| `([^`]+)` \|", page, re.MULTILINE))
     schema = json_schema()
     defs = schema["$defs"]
 
