@@ -30,13 +30,13 @@ def test_every_argument_of_every_command_has_help():
     assert undescribed == []
 
 
-def test_apply_help_and_readme_say_a_saved_plan_applies_without_asking(capsys):
-    """Terraform's convention, kept (the saved plan was reviewed when it was made); help and README
+def test_apply_help_and_docs_say_a_saved_plan_applies_without_asking(capsys):
+    """Terraform's convention, kept (the saved plan was reviewed when it was made); help and docs/cli.md
     say so, and test_saved_plan_applies_and_refuses_when_stale applies one with no terminal."""
     with pytest.raises(SystemExit):
         _parser().parse_args(["apply", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "A saved plan (PLAN.json from `plan --out`) applies without asking" in text
     assert "--auto-approve do not ask for confirmation (a saved plan never asks)" in text
-    readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "`apply PLAN.json` applies exactly that saved plan without asking" in readme
+    docs = " ".join((ROOT / "docs" / "cli.md").read_text().split())
+    assert "`apply PLAN.json` applies exactly that saved plan without asking" in docs

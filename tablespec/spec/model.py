@@ -44,7 +44,7 @@ class Metadata(SpecModel):
     labels: dict[str, str] = {}
     """Free-form string labels (team, owner, ...); tablespec does not interpret them."""
     renamed_from: Name | None = None
-    """The name of the table now at spec.location, when this spec renames it: plan refuses a table of another name there unless this names it."""
+    """The name of the table now at spec.location, when this spec renames it: plan refuses a table of another name there unless this names it. Not stored in the table."""
 
 
 class Column(SpecModel):
@@ -86,7 +86,8 @@ class RecordKey(SpecModel):
     fields: list[str] = []
     """Columns whose values form the record key (hoodie.table.recordkey.fields)."""
     auto_generate: bool = False
-    """Let Hudi generate unique keys; for append-only data without a natural key."""
+    """Generate unique keys, `<instant>_<sparkPartitionId>_<rowId>` (Hudi RFC-76), for append-only data without
+    a natural key; exclusive with `fields`."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> RecordKey:
@@ -158,7 +159,9 @@ class Partitioning(SpecModel):
     """Directory names as `column=value` (true) or just `value` (false)."""
     url_encode: bool = False
     """Escape special characters of partition values as `%XX` (Hudi's
-    hoodie.datasource.write.partitionpath.urlencode): `eu/west` is directory `eu%2Fwest`, not two levels."""
+    hoodie.datasource.write.partitionpath.urlencode): `eu/west` is directory `eu%2Fwest`, not two levels.
+    Paths, `_hoodie_partition_path`, partitionBuckets patterns and clustering.partitionFilter see the encoded
+    path; the column keeps the value."""
     timestamp: PartitionTimestamp | None = None
     """One partition field partitioned by its formatted time value (e.g. event time -> yyyy/MM/dd)."""
 
@@ -205,7 +208,7 @@ class BucketIndex(_IndexModel):
     hash_fields: list[str] | None = None
     """Fields hashed to pick the bucket; a subset of the record key fields. Default: the record key fields."""
     partition_buckets: list[PartitionBuckets] = []
-    """Per-partition bucket counts, first matching pattern wins."""
+    """Per-partition bucket counts, first matching pattern wins (RFC-89)."""
 
 
 class RecordLevelSettings(SpecModel):
@@ -219,7 +222,8 @@ class RecordLevelSettings(SpecModel):
 
 
 class RecordLevelIndex(_IndexModel):
-    """A global record-level index: key -> (partition, file group), keys unique across partitions."""
+    """A global record-level index: key -> (partition, file group), keys unique across partitions. Hudi does not
+    know it: hoodie.index.type holds GLOBAL_SIMPLE, the index Apache Hudi writers use on such a table."""
 
     type: Literal["RECORD_LEVEL"] = "RECORD_LEVEL"
     """Index type."""
@@ -247,11 +251,11 @@ class Clustering(SpecModel):
     max_groups: Annotated[int, Field(ge=1)] = 30
     """Most clustering groups in one clustering plan."""
     every_n_commits: Annotated[int, Field(ge=1)] = 4
-    """Plan proposes clustering once this many commits landed since the last one."""
+    """Plan proposes clustering once this many commits landed since the last one (replacecommits do not count)."""
     max_small_files: Annotated[int, Field(ge=1)] | None = None
     """Plan also proposes clustering as soon as more small files than this exist, whatever the commit count."""
     partition_filter: Regex | None = None
-    """Only partitions whose path matches this regular expression are clustered."""
+    """Only partitions whose path matches this regular expression (in full) are clustered."""
     latest_partitions: Annotated[int, Field(ge=1)] | None = None
     """Only the latest N partitions (in partition path order) are clustered."""
 
@@ -272,16 +276,16 @@ class Protection(SpecModel):
     """Guards against accidental changes."""
 
     prevent_destroy: bool = False
-    """Refuse any plan that would drop or replace the table."""
+    """Refuse any plan that would drop or replace the table, even with --allow-destructive."""
 
 
 class TableBody(SpecModel):
     """The desired state of the table."""
 
     location: str
-    """Table directory, relative to the warehouse root (e.g. sales/orders)."""
+    """Table directory, relative to the warehouse root (e.g. sales/orders); not absolute, no `..`."""
     table_type: Literal["COPY_ON_WRITE", "MERGE_ON_READ"] = "COPY_ON_WRITE"
-    """Hudi table type; only COPY_ON_WRITE is supported for now."""
+    """Hudi table type; only COPY_ON_WRITE is supported for now (MERGE_ON_READ is recognised and refused)."""
     columns: Annotated[list[Column], Field(min_length=1)]
     """The table's columns, in order."""
     record_key: RecordKey

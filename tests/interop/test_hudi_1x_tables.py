@@ -1,7 +1,7 @@
 """Version-6 tables Apache Hudi 1.2.0 writes (`hoodie.write.table.version=6`), in its own process.
 
 Hudi 1.2.0 spells two keys its own way in hoodie.properties (measured here, and listed in the
-README's "Tables Apache Hudi writes"): `hoodie.table.keygenerator.type=SIMPLE` instead of
+docs/hudi-interop.md, "Tables Apache Hudi writes"): `hoodie.table.keygenerator.type=SIMPLE` instead of
 `hoodie.table.keygenerator.class`, and `hoodie.table.ordering.fields` instead of
 `hoodie.table.precombine.field`. tablespec reads both spellings, keeps the table's own when it
 rewrites the file, and Hudi 1.2.0 (and 0.15) read and write on after tablespec did."""
