@@ -51,6 +51,11 @@ def demo_leftovers(warehouse: str, tables: list[str]) -> list[str]:
         raise TablespecError(f"{warehouse}: not a directory; pass --warehouse NEW_DIR")
     owned, marker, found = [join(warehouse, t) for t in tables], join(warehouse, MARKER), set()
     refuse = "the demo deletes nothing it did not create: pass --warehouse NEW_DIR"
+    if not is_object_store(warehouse):  # a link would lead the deletion out of the warehouse
+        for root, dirs, files in os.walk(warehouse):
+            if link := next((n for n in dirs + files if os.path.islink(os.path.join(root, n))), None):
+                raise TablespecError(f"{warehouse}: holds a symbolic link ({os.path.relpath(os.path.join(root, link), warehouse)}); "
+                                     f"{refuse}")
     for file in storage.walk_files(warehouse):  # lazily: stops at the first file that is not the demo's
         owner = marker if file.path == marker else next((o for o in owned if file.path.startswith(o + "/")), None)
         if owner is None:
@@ -119,7 +124,8 @@ def demo(root: str) -> int:
     # two more upsert batches make orders' clustering due (everyNCommits: 4): plan proposes it,
     # apply sorts each bucket's file group by customer_id, and the tables match their specs again
     for i, first in enumerate((1100, 1150), start=3):
-        path = demo_data.write(demo_data.orders(100, first=first, amount_shift=i), inputs / f"orders-{i}.parquet")
+        # updated_at grows with amount_shift: these rows are newer than batch 2's (shift 7), so they update
+        path = demo_data.write(demo_data.orders(100, first=first, amount_shift=7 + i), inputs / f"orders-{i}.parquet")
         if run("ingest", f"{specs}/orders.yaml", "--input", path, "--warehouse", warehouse) != 0:
             return 1
     for argv, ok in [(("plan", specs, "--warehouse", warehouse, "--detailed-exitcode"), {2}),

@@ -160,10 +160,29 @@ def options_for(loaded: LoadedSpec, warehouse: str) -> Rendered:
         line, col = loaded.position(e.path)
         raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None
     state = observe(location)
-    return table_options(state, wanted) if state.exists else Rendered(wanted)
+    return table_options(state, wanted, _unrecorded_timestamp(loaded.spec, state)) if state.exists else Rendered(wanted)
 
 
-def table_options(state, wanted: dict[str, str]) -> Rendered:
+def _unrecorded_timestamp(spec, state) -> dict[str, str] | None:
+    """The spec's timestamp partitioning settings hoodie.properties does not record (Hudi records none
+    for CustomKeyGenerator), where the spec keys the table as it is and its stored rows confirm them:
+    what `import --timestamp` was told, which describing the table needs again."""
+    from tablespec.plan.settings import diff_settings
+    from tablespec.stored_paths import unconfirmed, unrecorded
+    if not state.exists or spec.spec.partitioning.timestamp is None:
+        return None
+    props = state.config.to_properties()
+    if not unrecorded(spec, props) or any(c.category == "key" for c in diff_settings(spec, props)):
+        return None
+    if unconfirmed(spec, state) is not None:
+        return None
+    recorded = {"inputFormat": keygen.INPUT_FORMAT_KEY, "outputFormat": keygen.OUTPUT_FORMAT_KEY,
+                "timeZone": keygen.TIMEZONE_KEY}
+    told = spec.spec.partitioning.timestamp.model_dump(by_alias=True, exclude_none=True)
+    return {k: str(v) for k, v in told.items() if k in recorded and recorded[k] not in props}
+
+
+def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | None = None) -> Rendered:
     """The options of the table as it is (what Hudi checks a writer against), with notes on where
     the spec's `wanted` options differ and on a layout rewrite in flight.
 
@@ -180,7 +199,7 @@ def table_options(state, wanted: dict[str, str]) -> Rendered:
             f"{location}: replacecommit {rewrite.timestamp} rewrote the data into a new layout, but "
             "hoodie.properties does not describe it yet (the apply stopped before switching it); no writer "
             "configuration matches the table now. Run `tablespec apply` to finish, then hudi-options again")
-    current = hudi_write_options(observed_spec(state), location)
+    current = hudi_write_options(observed_spec(state, timestamp), location)
     notes = []
     lagging = {k: (current.get(k), wanted.get(k)) for k in sorted(current.keys() | wanted.keys())
                if current.get(k) != wanted.get(k)}

@@ -14,7 +14,7 @@ from tablespec import stored_paths
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, unmanaged_layout
-from tablespec.hudi.io import check_location, join, parent_location, relative_location, storage_for
+from tablespec.hudi.io import check_location, parent_location, relative_location
 from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE,
                                      effective, spec_value)
 from tablespec.spec.model import TableSpec
@@ -219,9 +219,10 @@ def spec_document(state: TableState, warehouse: str, timestamp: dict[str, str] |
     return doc
 
 
-def observed_spec(state: TableState) -> TableSpec:
-    """The table as it is, as a spec object (for actions that read it under its current layout)."""
-    return TableSpec.model_validate(spec_document(state, parent_location(state.location)))
+def observed_spec(state: TableState, timestamp: dict[str, str] | None = None) -> TableSpec:
+    """The table as it is, as a spec object (for actions that read it under its current layout);
+    `timestamp`: what hoodie.properties does not record of its timestamp partitioning (import --timestamp)."""
+    return TableSpec.model_validate(spec_document(state, parent_location(state.location), timestamp))
 
 
 def import_yaml(state: TableState, warehouse: str, timestamp: dict[str, str] | None = None) -> str:

@@ -52,9 +52,10 @@ def state_dict(state: TableState) -> dict:
     }
 
 
-def _int(value: str | None) -> int | None:
-    """A count hoodie.properties stores as text, typed for scripts reading `show --format json`."""
-    return None if value is None else int(value)
+def _int(value: str | None) -> int | str | None:
+    """A count hoodie.properties stores as text, typed for scripts reading `show --format json`
+    (a value that is no number is shown as it is)."""
+    return int(value) if value is not None and value.strip().isdigit() else value
 
 
 def _coverage(state: TableState) -> dict | None:

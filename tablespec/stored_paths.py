@@ -36,7 +36,7 @@ def mismatch(state: TableState, ts: keygen.TimestampPartitioning, fields: list[s
     for partition, rows in _sample_rows(state, fields):
         try:
             paths = partition_paths(rows, fields, hive_style, url_encode, timestamp=ts).unique().to_pylist()
-        except TablespecError as e:
+        except (TablespecError, ValueError) as e:  # a zone or pattern the rows cannot be formatted with (ArrowInvalid too)
             return str(e)
         wrong = [p for p in paths if p != partition]
         if wrong:

@@ -167,6 +167,8 @@ class Transaction:
         pending instant that recovery rolls back once its heartbeat expires."""
         reconcile(self.storage, self.base, self.instant, stats)
         with TransactionLock(self.storage, self.base, self.requested.action):
+            if self.lock is not None:
+                self.lock.verify()  # a lost lease: the instant is recovery's now, not ours to withdraw
             self.writer.delete_instant(self.requested)
 
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:

@@ -108,10 +108,10 @@ def _new_log_file() -> str:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise TablespecError(f"cannot create the log folder {folder} ($TABLESPEC_LOG_DIR): {e.strerror}") from None
-    logs = sorted(folder.glob("spark-*.log"))  # by name: by start time
+    logs = sorted(folder.glob("tablespec-spark-*.log"))  # by name: by start time; only the logs tablespec made
     for old in logs[:max(0, len(logs) - KEEP_LOGS + 1)]:
         old.unlink(missing_ok=True)
-    return str(folder / f"spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+    return str(folder / f"tablespec-spark-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
 
 
 @contextmanager

@@ -223,7 +223,7 @@ def test_ingest_cli_malformed_input_is_a_clear_error(spark, tmp_path, capsys):
     code = main(["ingest", str(spec), "--input", str(bad), "--input-format", "json", "--warehouse", str(tmp_path / "wh")])
     out, err = capsys.readouterr()
     assert code == 1 and "column 'customer_id': cannot parse 'not a number' as long" in err and "Traceback" not in err
-    from tablespec.hudi.io import LocalStorage, storage_for
+    from tablespec.hudi.io import LocalStorage
     from tablespec.hudi.timeline import Timeline
     assert not Timeline.load(LocalStorage(), str(tmp_path / "wh" / "sales" / "orders")).commits()
 

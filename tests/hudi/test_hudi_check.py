@@ -2,7 +2,6 @@
 Tables written here with real parquet files (test_hudi_clean's writer), and Apache Hudi's own."""
 import os
 
-import pytest
 
 from tablespec.hudi.check import (
     INDEX,

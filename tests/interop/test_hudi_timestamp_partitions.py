@@ -182,6 +182,9 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
 
     table = Table(TableSpec.model_validate(doc), str(location), hudi)
     assert_readers_agree(hudi, table)
+    # hudi-options describes the table with what import was told (hoodie.properties records none of it)
+    code, out, err = cli(capsys, "hudi-options", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    assert code == 0 and json.loads(out)[keygen.TIMEZONE_KEY] == "Asia/Kolkata", out + err
     table.write(hudi.createDataFrame([("d", "us", T0 + 2 * DAY, "x", 1)], SCHEMA), "upsert")
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2}   # rewrites hoodie.properties (and drops its .crc)
     spec_file.write_text(json.dumps(doc))

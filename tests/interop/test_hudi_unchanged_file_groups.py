@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from interop_support import assert_readers_agree, hudi_write
-from test_engine_unchanged_file_groups import STORED, orders, slices_per_group, spec_for, stored_table
+from test_engine_unchanged_file_groups import STORED, orders, slices_per_group, stored_table
 
 from tablespec.hudi_options import hudi_write_options
 from tablespec.table import Table

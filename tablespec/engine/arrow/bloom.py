@@ -53,11 +53,14 @@ class BloomFilter:
             keys = keys.combine_chunks()
         keys = keys.cast(pa.binary())
         result = np.zeros(len(keys), dtype=bool)
-        for rows, positions in _key_positions(keys, self.num_hashes, self.vector_size):
-            hit = np.zeros(len(rows), dtype=bool)
-            for bits in self.rows:
-                hit |= np.all((bits[positions >> 3] >> (positions & 7).astype(np.uint8)) & 1 == 1, axis=1)
-            result[rows] = hit
+        # Filters tablespec wrote before it folded the tail as Hadoop does set other bits for keys 2 or
+        # 3 bytes past a multiple of 4: such a key counts as present under either order (a false
+        # positive costs a read of the file's keys; a false negative would insert a stored key again).
+        for legacy in (False, True):
+            for rows, positions in _key_positions(keys, self.num_hashes, self.vector_size, legacy):
+                for bits in self.rows:
+                    result[rows] |= np.all((bits[positions >> 3] >> (positions & 7).astype(np.uint8)) & 1 == 1,
+                                           axis=1)
         return result
 
 
@@ -135,20 +138,24 @@ def _read_filter(raw: bytes, offset: int) -> tuple[int, int, np.ndarray, int]:
     return num_hashes, size, np.frombuffer(raw, np.uint8, end - start, start), end
 
 
-def _key_positions(keys: pa.BinaryArray, num_hashes: int, size: int):
+def _key_positions(keys: pa.BinaryArray, num_hashes: int, size: int, legacy_tail: bool = False):
     """(row indices, bit positions) per group of equally long keys; null and empty keys
-    (which Hadoop refuses) are left out."""
+    (which Hadoop refuses) are left out. `legacy_tail`: only the lengths whose tail tablespec once
+    folded in the other order, with that order (see BloomFilter.might_contain)."""
     lengths = np.asarray(pc.binary_length(keys).fill_null(0), dtype=np.int64)
     offsets = np.frombuffer(keys.buffers()[1], np.int32)[keys.offset: keys.offset + len(keys) + 1].astype(np.int64)
     data_buf = keys.buffers()[2]
     data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     for length in np.unique(lengths[lengths > 0]):
+        if legacy_tail and length % 4 < 2:
+            continue
         rows = np.flatnonzero(lengths == length)
-        yield rows, _bit_positions(data[offsets[rows][:, None] + np.arange(length)], num_hashes, size)
+        yield rows, _bit_positions(data[offsets[rows][:, None] + np.arange(length)], num_hashes, size, legacy_tail)
 
 
-def _bit_positions(matrix: np.ndarray, num_hashes: int, size: int) -> np.ndarray:
-    """Hadoop HashFunction over keys of one length: (keys, num_hashes) bit positions."""
+def _bit_positions(matrix: np.ndarray, num_hashes: int, size: int, legacy_tail: bool = False) -> np.ndarray:
+    """Hadoop HashFunction over keys of one length: (keys, num_hashes) bit positions (`legacy_tail`:
+    the tail folded first-byte-unshifted, as tablespec's filters before the fix)."""
     n, length = matrix.shape
     words = length // 4
     body = matrix[:, :words * 4].astype(np.uint32).reshape(n, words, 4)
@@ -167,7 +174,7 @@ def _bit_positions(matrix: np.ndarray, num_hashes: int, size: int) -> np.ndarray
             h = (h * _M) ^ ks[:, w]
         if left:  # Hadoop's (and Hudi's) tail: the last byte unshifted, the one before << 8, ...
             for j in range(left):
-                h ^= tail[:, j] << np.uint32(8 * (left - 1 - j))
+                h ^= tail[:, j] << np.uint32(8 * (j if legacy_tail else left - 1 - j))
             h = h * _M
         h ^= h >> 13
         h = h * _M
