@@ -43,7 +43,8 @@ def test_the_demo_tables_come_from_the_example_specs():
     assert demo_tables() == ["analytics/events", "sales/customers", "sales/orders"]
 
 
-@pytest.mark.parametrize("case", ["foreign table beside the demo's", "a folder with a file", "demo tables, no marker"])
+@pytest.mark.parametrize("case", ["foreign table beside the demo's", "a folder with a file", "demo tables, no marker",
+                                  "a link out of the warehouse"])
 def test_a_warehouse_it_did_not_make_is_refused_untouched(tmp_path, capsys, case):
     warehouse = tmp_path / "lake"
     if case == "foreign table beside the demo's":
@@ -51,6 +52,13 @@ def test_a_warehouse_it_did_not_make_is_refused_untouched(tmp_path, capsys, case
         apply(EXAMPLES, warehouse)
         (tmp_path / "readings.yaml").write_text(FOREIGN)
         apply(tmp_path / "readings.yaml", warehouse)
+    elif case == "a link out of the warehouse":
+        # marked, and `sales` leads elsewhere, to a folder holding only what looks like a demo table
+        prepare(str(warehouse))
+        elsewhere = tmp_path / "elsewhere"
+        (elsewhere / "orders").mkdir(parents=True)
+        (elsewhere / "orders" / "data.parquet").write_text("someone else's")
+        os.symlink(elsewhere, warehouse / "sales")
     elif case == "a folder with a file":
         (warehouse / "notes").mkdir(parents=True)
         (warehouse / "notes" / "todo.txt").write_text("keep me")
@@ -63,7 +71,8 @@ def test_a_warehouse_it_did_not_make_is_refused_untouched(tmp_path, capsys, case
     assert code == 1 and out == ""
     assert len(err.strip().splitlines()) == 1 and "the demo deletes nothing it did not create" in err, err
     assert {"foreign table beside the demo's": "sensors/readings/", "a folder with a file": "notes/todo.txt",
-            "demo tables, no marker": f"no {MARKER} marker"}[case] in err
+            "demo tables, no marker": f"no {MARKER} marker",
+            "a link out of the warehouse": "symbolic link (sales)"}[case] in err
     assert tree(tmp_path) == before  # byte-identical, and no inputs folder beside it
 
 
