@@ -19,7 +19,7 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", S3_SECRET)
 # A plain `pytest` runs what needs no JVM (about a minute); naming test paths runs them whole;
 # `--full` (and CI=true) runs every tier. Left out: tests that use the session's SparkSession
 # (marked `spark` here, whatever their file says), the Apache Hudi tier (`hudi`, which also runs
-# Hudi 1.x in processes of its own) and tests marked `slow` (a JVM in a subprocess).
+# Hudi 1.x in processes of its own); a test that starts a JVM in a subprocess is marked `spark`.
 
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true",
@@ -36,7 +36,7 @@ def pytest_configure(config):
         config.option.durations = 25  # where CI's time goes, in every CI log
 
 
-_NEEDS_A_JVM = ("spark", "hudi", "slow")
+_NEEDS_A_JVM = ("spark", "hudi")
 
 
 @pytest.hookimpl(trylast=True)  # after the tiers' conftests mark their tests
@@ -46,10 +46,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
     if _full(config):
         return
-    slow = [i for i in items if any(i.get_closest_marker(m) for m in _NEEDS_A_JVM)]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [i for i in items if i not in slow]
+    jvm = {i for i in items if any(i.get_closest_marker(m) for m in _NEEDS_A_JVM)}
+    if jvm:
+        config.hook.pytest_deselected(items=[i for i in items if i in jvm])
+        items[:] = [i for i in items if i not in jvm]
 
 
 def pytest_report_header(config):
