@@ -164,7 +164,7 @@ class PeakRss:
             if self._stop.wait(self.interval):
                 return
 
-    def __enter__(self) -> "PeakRss":
+    def __enter__(self) -> PeakRss:
         self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
         self._thread.start()
         return self

@@ -63,11 +63,27 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (add_hudi_arguments, dir_bytes, goal, hudi_cluster, hudi_options, hudi_read, hudi_write, jvm_pid,
-                     latest_base_files, PeakRss, rss_cell, set_hudi_overrides, SPARK_START, start_spark, write_report)
-from tablespec.engine.reader import to_arrow
+from _common import (
+    SPARK_START,
+    PeakRss,
+    add_hudi_arguments,
+    dir_bytes,
+    goal,
+    hudi_cluster,
+    hudi_options,
+    hudi_read,
+    hudi_write,
+    jvm_pid,
+    latest_base_files,
+    rss_cell,
+    set_hudi_overrides,
+    start_spark,
+    write_report,
+)
+
 from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
+from tablespec.engine.reader import to_arrow
 from tablespec.plan.builder import build_plan, table_location
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe

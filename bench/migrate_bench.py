@@ -58,10 +58,29 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from _common import (
+    SPARK_START,
+    EventLog,
+    Phases,
+    add_hudi_arguments,
+    dir_bytes,
+    goal,
+    hudi_options,
+    hudi_read,
+    hudi_write,
+    latest_base_files,
+    make_table,
+    orders,
+    parquet_files,
+    rss_cell,
+    set_hudi_overrides,
+    set_phase,
+    spec_text,
+    stage_line,
+    start_spark,
+    write_report,
+)
 
-from _common import (add_hudi_arguments, dir_bytes, EventLog, goal, hudi_options, hudi_read, hudi_write,
-                     latest_base_files, make_table, orders, parquet_files, Phases, rss_cell, set_hudi_overrides,
-                     set_phase, spec_text, SPARK_START, stage_line, start_spark, write_report)
 from tablespec.apply import Applier
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.plan.builder import build_plan, table_location
@@ -372,7 +391,8 @@ def main() -> int:
 
     result = {"rows": args.rows, "partitions": args.partitions, "buckets": b0, "rescale_to": b1,
               "master": args.master, "cpus": os.cpu_count(), "driver_memory": args.driver_memory, "repeat": repeat,
-              "spark_start_s": SPARK_START["seconds"], "setup_s": setup, "results": results, "hudi": args.hudi, "hudi_overrides": hudi_overrides,
+              "spark_start_s": SPARK_START["seconds"], "setup_s": setup, "results": results, "hudi": args.hudi,
+              "hudi_overrides": hudi_overrides,
               "ratios_to_hudi": {p: results[p]["ratio_to_hudi"] for p in (boot, rescale) if args.hudi},
               "hudi_commits": hudi, "target_met": target_met,
               "migrations": migrations, "spark_jobs": jobs, "checks": checks, "stages": stages}

@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import _common  # noqa: F401  (puts this checkout first on sys.path, as the other benches do)
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import _common  # noqa: F401  (puts this checkout first on sys.path, as the other benches do)
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import new_instant_time

@@ -55,9 +55,19 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from _common import (
+    add_hudi_arguments,
+    hudi_options,
+    hudi_read,
+    hudi_write,
+    make_table,
+    orders,
+    set_hudi_overrides,
+    spec_text,
+    start_spark,
+    write_report,
+)
 
-from _common import (add_hudi_arguments, hudi_options, hudi_read, hudi_write, make_table, orders, set_hudi_overrides,
-                     spec_text, start_spark, write_report)
 from tablespec.hudi import record_index as ri
 
 INSTANT = "20260101000000000"

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 from s3server import S3Server  # noqa: E402
+
 from tablespec.actions.metadata import create_table  # noqa: E402
 from tablespec.cli import main as cli  # noqa: E402
 from tablespec.hudi.commit import CommitMetadata, WriteStat  # noqa: E402

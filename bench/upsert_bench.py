@@ -43,9 +43,9 @@ neither):
   table's record_index partition is initialised and filled by this commit);
 - Hudi upsert <kind>: `upsert` of the same input into that table: tagging by the index (bucket
   hash; a join with the keys of the affected partitions' files; the same after key-range and
-  bloom-filter pruning; record-index lookups in the metadata table), copy-on-write merge of the touched file groups, new file groups or small-file
-  packing for inserts, and the metadata table (files, and record_index for RECORD_INDEX) updated
-  in the same commit.
+  bloom-filter pruning; record-index lookups in the metadata table), copy-on-write merge of the
+  touched file groups, new file groups or small-file packing for inserts, and the metadata table
+  (files, and record_index for RECORD_INDEX) updated in the same commit.
 Every Hudi base file carries Hudi's footer bloom filter (about 420 KiB, whatever the index), hence
 its larger bytes written, most visible with BUCKET's many small files.
 Repeated runs of an upsert write copies of the loaded table (copied untimed), as tablespec's do.
@@ -69,9 +69,28 @@ import sys
 import tempfile
 import time
 
-from _common import (add_hudi_arguments, dir_bytes, EventLog, goal, hudi_options, hudi_read, hudi_write,
-                     latest_base_files, make_table, orders, parquet_files, Phases, rss_cell, set_hudi_overrides,
-                     set_phase, SPARK_START, stage_line, start_spark, write_report)
+from _common import (
+    SPARK_START,
+    EventLog,
+    Phases,
+    add_hudi_arguments,
+    dir_bytes,
+    goal,
+    hudi_options,
+    hudi_read,
+    hudi_write,
+    latest_base_files,
+    make_table,
+    orders,
+    parquet_files,
+    rss_cell,
+    set_hudi_overrides,
+    set_phase,
+    stage_line,
+    start_spark,
+    write_report,
+)
+
 from tablespec.hudi.naming import BaseFileName
 from tablespec.table import Table
 

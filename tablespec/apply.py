@@ -10,9 +10,9 @@ lock right before its actions run. Dispatch is by action kind (`visit_<kind>`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock

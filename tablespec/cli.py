@@ -284,9 +284,9 @@ def cmd_show(ctx: _Context) -> int:
 
 
 def cmd_import(ctx: _Context) -> int:
+    from tablespec.hudi.io import check_location, parent_location
     from tablespec.importer import import_yaml
     from tablespec.state import observe
-    from tablespec.hudi.io import check_location, parent_location
     location = ctx.args.location
     state = observe(check_location(location, "the table location argument") if ":/" in location else location)
     warehouse = ctx.args.warehouse or parent_location(state.location)

@@ -15,8 +15,7 @@ from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import check_location, parent_location, relative_location
-from tablespec.plan.settings import (HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE,
-                                     effective, spec_value)
+from tablespec.plan.settings import HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE, effective, spec_value
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
 

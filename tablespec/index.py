@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
-from tablespec.hudi.index_coverage import refuse_unseen
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.index_coverage import refuse_unseen
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 

@@ -7,8 +7,17 @@ from collections import Counter
 from tablespec.hudi import keygen
 from tablespec.hudi.config import index_recorded, table_index_type
 from tablespec.plan.clustering import describe_coverage, recorded_coverage
-from tablespec.plan.settings import (HASH_FIELDS, HIVE_STYLE, KEY_GENERATOR, NUM_BUCKETS, PARTITION_FIELDS,
-                                     RECORD_KEY_FIELDS, RECORD_LEVEL_BUCKETS, URL_ENCODE, effective)
+from tablespec.plan.settings import (
+    HASH_FIELDS,
+    HIVE_STYLE,
+    KEY_GENERATOR,
+    NUM_BUCKETS,
+    PARTITION_FIELDS,
+    RECORD_KEY_FIELDS,
+    RECORD_LEVEL_BUCKETS,
+    URL_ENCODE,
+    effective,
+)
 from tablespec.spec.sizes import human_bytes
 from tablespec.state import TableState
 from tablespec.wording import counted

@@ -13,24 +13,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError, TablespecError
+from tablespec.hudi import metadata_table, record_index
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
 from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
+from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
 from tablespec.hudi.io import Storage, storage_for
-from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
 from tablespec.hudi.lock import read_lock
-from tablespec.hudi import metadata_table, record_index
-from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import lock_path, read_holder
-from tablespec.types import DataType
 from tablespec.plan.settings import KEEP_COMMITS, effective
+from tablespec.types import DataType
 
 
 @dataclass(frozen=True)

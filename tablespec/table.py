@@ -23,7 +23,7 @@ class Table:
 
     @classmethod
     def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
-             variables: dict | None = None, spark=None) -> "Table":
+             variables: dict | None = None, spark=None) -> Table:
         """The table a spec file declares (`name` picks one of several documents)."""
         project = find_project(Path.cwd())
         result = load_specs([spec_path], {**(project.vars if project else {}), **(variables or {})})

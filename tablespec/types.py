@@ -54,7 +54,7 @@ class Decimal:
 
 @dataclass(frozen=True)
 class Array:
-    element: "DataType"
+    element: DataType
 
     def __str__(self) -> str:
         return f"array<{self.element}>"
@@ -62,8 +62,8 @@ class Array:
 
 @dataclass(frozen=True)
 class Map:
-    key: "DataType"
-    value: "DataType"
+    key: DataType
+    value: DataType
 
     def __str__(self) -> str:
         return f"map<{self.key},{self.value}>"
@@ -72,7 +72,7 @@ class Map:
 @dataclass(frozen=True)
 class Field:
     name: str
-    type: "DataType"
+    type: DataType
     nullable: bool = True
 
     def __str__(self) -> str:

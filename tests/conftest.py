@@ -4,9 +4,7 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from _support import S3_KEY_ID, S3_SECRET, unzip_fixture
-
 
 # The S3 tests' credentials are in the environment from the start, as a user's would be: Spark's
 # Python workers inherit the environment of the JVM the session fixture starts, and take their

@@ -84,7 +84,7 @@ class S3Server:
                     self.log.seek(0)
                     err = self.log.read().decode(errors="replace")
                     self.stop()
-                    raise RuntimeError(f"the S3 test server did not start: {err[-2000:]}")
+                    raise RuntimeError(f"the S3 test server did not start: {err[-2000:]}") from None
                 time.sleep(0.1)
 
     def requests(self, reset: bool = False) -> dict:

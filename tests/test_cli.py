@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _support import COW_FIXTURES, EXAMPLES, MOR_FIXTURES, ROOT
+
 from tablespec.cli import main
 from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.io import LocalStorage

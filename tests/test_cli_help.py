@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 
 import pytest
-
 from _support import ROOT
+
 from tablespec.cli import _parser
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from _support import ORDERS_SPEC, check_golden
+
 from tablespec.cli import main
 from tablespec.hudi_options import hudi_write_options
 from tablespec.plan.settings import desired_properties

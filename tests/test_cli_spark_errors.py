@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from _support import ROOT
+
 from tablespec.cli import main as cli
 from tablespec.hudi.config import read_table_config, table_index_type
 from tablespec.hudi.io import LocalStorage
@@ -140,7 +140,8 @@ def test_without_pyspark_or_java_spark_commands_say_what_to_install(project):
             "set JAVA_HOME (or put java on PATH) (full log: ").format(project / "empty-jdk")
     assert len(results[2][1]) == 1 and results[2][1][0].startswith(java), results[2][1]
     assert len(results[3][1]) == 1 and results[3][1][0].startswith(java), results[3][1]
-    assert len(results[4][1]) == 1 and results[4][1][0].startswith("error: cannot start Spark: no Java found (JAVA_HOME is not set and java "
-                                       "is not on PATH); Spark actions need Java 17"), results[4][1]
+    assert len(results[4][1]) == 1 and results[4][1][0].startswith(
+        "error: cannot start Spark: no Java found (JAVA_HOME is not set and java is not on PATH); Spark actions need Java 17"), \
+        results[4][1]
     assert commits(project) == 0  # nothing written, the index not migrated
     assert table_index_type(read_table_config(LocalStorage(), str(project / "wh" / "readings"))) == "SIMPLE"

@@ -7,10 +7,11 @@ import hashlib
 import os
 
 import pytest
-
 from _support import EXAMPLES
+
 from tablespec.cli import main as cli
-from tablespec.demo import MARKER, demo_tables, main as demo, prepare
+from tablespec.demo import MARKER, demo_tables, prepare
+from tablespec.demo import main as demo
 
 FOREIGN = """apiVersion: tablespec/v1
 kind: HudiTable

@@ -12,8 +12,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from _support import ROOT
+
 from tablespec.plan import render
 
 PACKAGE = ROOT / "tablespec"

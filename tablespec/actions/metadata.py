@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from tablespec.hudi.avro import to_avro_schema
 from tablespec.errors import HudiFormatError, PlanError, StalePlanError
+from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets

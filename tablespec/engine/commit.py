@@ -127,7 +127,7 @@ class Transaction:
         self.requested, self.instant = requested, requested.timestamp
         self.heartbeat = Heartbeat(storage, base, self.instant)
 
-    def __enter__(self) -> "Transaction":
+    def __enter__(self) -> Transaction:
         try:
             self.heartbeat.start()
             self.inflight = self.writer.start(self.requested)

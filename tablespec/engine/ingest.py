@@ -13,7 +13,6 @@ import os
 
 from tablespec.errors import TablespecError
 
-
 FORMATS = {".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet"}
 COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4", ".snappy", ".deflate")  # Spark reads these CSV/JSON files too
 

@@ -444,7 +444,8 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     with Transaction(storage, base, "commit", lock) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
-                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets, storage=storage), "name string").collect())
+                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets, storage=storage),
+                            "name string").collect())
         keep = {r.name for r in rows}
         _remove_strays(storage, base, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")

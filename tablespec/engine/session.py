@@ -52,8 +52,8 @@ def with_log(message: str) -> str:
 
 def require_pyspark() -> None:
     try:
-        import pyspark  # noqa: F401
         import py4j  # noqa: F401
+        import pyspark  # noqa: F401
     except ImportError:
         raise TablespecError(NO_PYSPARK) from None
 

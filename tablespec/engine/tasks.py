@@ -20,15 +20,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.engine.arrow.align import align_to_schema
-from tablespec.engine.arrow.basefile import (ROW_GROUP_BYTES, BaseFileWriter, java_sort_indices, read_footer_keys,
-                                             within_java_range, write_base_file)
+from tablespec.engine.arrow.basefile import (
+    ROW_GROUP_BYTES,
+    BaseFileWriter,
+    java_sort_indices,
+    read_footer_keys,
+    within_java_range,
+    write_base_file,
+)
 from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
-from tablespec.hudi.record_index import base_file_keys
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
+from tablespec.hudi.record_index import base_file_keys
 from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"

@@ -8,12 +8,12 @@ on first use), so the forked workers are as safe as pyspark's own.
 """
 import pyarrow.compute  # noqa: F401
 import pyarrow.parquet  # noqa: F401
+from pyspark.daemon import manager
 
 import tablespec.engine.clustering  # noqa: F401
 import tablespec.engine.rebucket  # noqa: F401
 import tablespec.engine.record_index  # noqa: F401
 import tablespec.engine.tasks  # noqa: F401
-from pyspark.daemon import manager
 
 if __name__ == "__main__":
     manager()

@@ -20,15 +20,15 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.config import bloom_filters_expected, read_table_config, unmanaged_layout
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
+from tablespec.hudi.config import bloom_filters_expected, read_table_config, unmanaged_layout
+from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of
-from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
@@ -229,7 +229,6 @@ class TableWriter:
         `bulk`: a bulk_insert (a RECORD_LEVEL one runs as an upsert, keeping keys unique).
         Returns the tasks' reports and the task seconds spent tagging."""
         from pyspark.sql import functions as F
-
         from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
         fields = [f for f in df.schema.fields if f.name != tasks.KEY]

@@ -27,6 +27,7 @@ from tablespec.hudi.io import join
 from tablespec.hudi.rollback import is_clustering_plan
 from tablespec.hudi.timeline import Timeline, avro_record
 
+
 class ClusteringPending(TablespecError):
     """A write or rewrite refused because it touches file groups under a pending clustering plan."""
 

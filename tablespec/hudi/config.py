@@ -13,7 +13,7 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from tablespec.errors import HudiFormatError, UnsupportedTableError
@@ -49,7 +49,7 @@ def hudi_index_type(index_type: str) -> str:
     return RECORD_LEVEL_HUDI_INDEX if index_type == RECORD_LEVEL else index_type
 
 
-def table_index_type(props: "Mapping[str, str] | TableConfig") -> str:
+def table_index_type(props: Mapping[str, str] | TableConfig) -> str:
     """The table's index as tablespec names it (SIMPLE, BLOOM, BUCKET, RECORD_LEVEL; a table Apache
     Hudi wrote may name another Hudi type): the one place that reads the index keys."""
     if isinstance(props, TableConfig):
@@ -363,7 +363,7 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
 
 def _render(config: TableConfig, comment: str, like: Mapping[str, str] | None = None) -> bytes:
     props = table_spelling(config.to_properties(), like or {})
-    return format_properties(props, (comment,), datetime.now(timezone.utc)).encode("ascii")
+    return format_properties(props, (comment,), datetime.now(UTC)).encode("ascii")
 
 
 def write_table_config(storage: Storage, base: str, config: TableConfig) -> None:

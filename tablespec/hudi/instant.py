@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import total_ordering
 from typing import Literal
 
@@ -110,7 +110,7 @@ def parse_instant_time(timestamp: str) -> datetime:
         moment = datetime.strptime(timestamp[:14], INSTANT_FORMAT)
     except ValueError:
         raise HudiFormatError(f"instant time {timestamp!r} is not a date") from None
-    return moment.replace(microsecond=int(timestamp[14:] or 0) * 1000, tzinfo=timezone.utc)
+    return moment.replace(microsecond=int(timestamp[14:] or 0) * 1000, tzinfo=UTC)
 
 
 def new_instant_time(after: str | None = None) -> str:
@@ -121,7 +121,7 @@ def new_instant_time(after: str | None = None) -> str:
     If the clock has not moved past `after` (fast successive commits, clock skew), the result
     is `after` plus one millisecond.
     """
-    now = format_instant_time(datetime.now(timezone.utc))
+    now = format_instant_time(datetime.now(UTC))
     if after is None or now > after:
         return now
     return format_instant_time(parse_instant_time(after) + timedelta(milliseconds=1))

@@ -13,15 +13,14 @@ import shutil
 import stat
 import uuid
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
-
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from tablespec.errors import TablespecError
@@ -53,7 +53,7 @@ def lock_dir(base: str) -> str:
 
 
 def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
 
 
 def _default_owner() -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tablespec.errors import HudiFormatError
 
@@ -130,7 +130,7 @@ def format_properties(props: Mapping[str, str], comment_lines: Iterable[str] = (
     """
     lines = [f"#{_escape_comment(line)}" for c in comment_lines for line in c.splitlines() or [""]]
     if dated:
-        lines.append(f"#{_java_date(now or datetime.now(timezone.utc))}")
+        lines.append(f"#{_java_date(now or datetime.now(UTC))}")
     keys = sorted(props) if sort_keys else list(props)
     lines.extend(f"{_escape(k, True)}={_escape(str(props[k]), False)}" for k in keys)
     return "\n".join(lines) + "\n"
@@ -142,4 +142,4 @@ def table_checksum(table_name: str, database: str | None = None) -> int:
     Hudi formats "%s.%s" with the database defaulting to "", so a table without a database
     checksums ".<table>" (not the bare table name).
     """
-    return zlib.crc32(f"{database or ''}.{table_name}".encode("utf-8"))
+    return zlib.crc32(f"{database or ''}.{table_name}".encode())

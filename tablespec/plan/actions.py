@@ -5,7 +5,7 @@ that is the stale-plan check. The JSON form of these models is the plan file for
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,7 +55,7 @@ class PropertiesFingerprint(_Frozen):
         return None
 
 
-Requirement = Annotated[Union[TableExists, HeadInstant, PropertiesFingerprint], Field(discriminator="type")]
+Requirement = Annotated[TableExists | HeadInstant | PropertiesFingerprint, Field(discriminator="type")]
 
 
 def requirements_for(state) -> list:

@@ -27,14 +27,14 @@ class BucketLayout:
         return self.num_buckets
 
     @classmethod
-    def from_spec(cls, spec) -> "BucketLayout | None":
+    def from_spec(cls, spec) -> BucketLayout | None:
         index = spec.spec.index
         if index.type != "BUCKET":
             return None
         return cls(index.num_buckets, tuple((r.pattern, r.num_buckets) for r in index.partition_buckets))
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "BucketLayout | None":
+    def from_properties(cls, props: dict[str, str]) -> BucketLayout | None:
         from tablespec.plan.settings import NUM_BUCKETS, PARTITION_BUCKETS
 
         if table_index_type(props) != "BUCKET" or not props.get(NUM_BUCKETS):

@@ -2,21 +2,29 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from tablespec import __version__
 from tablespec.errors import SpecError, UnsupportedTableError
-from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
-from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
-from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
-from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
-from tablespec.plan.settings import (HASH_FIELDS, LABEL_PREFIX, REGISTRY, effective, SettingChange, desired_properties, diff_settings,
-                                    display)
-from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.config import table_index_type, unmanaged_layout
+from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.io import check_location, is_object_store, join
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
+from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
+from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
+from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.locations import occupied_message
+from tablespec.plan.settings import (
+    HASH_FIELDS,
+    LABEL_PREFIX,
+    REGISTRY,
+    SettingChange,
+    desired_properties,
+    diff_settings,
+    display,
+    effective,
+)
 from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import RecordLevelSettings
@@ -97,7 +105,7 @@ def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse
     tables = [plan_table(ls, state) for ls, state in located]
     return Plan(
         tablespec_version=__version__,
-        created_at=(now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
         warehouse=check_location(warehouse),
         variables=dict(variables or {}),
         tables=tables,

@@ -30,7 +30,8 @@ Groups never span partitions. Unsorted stitching (NONE) packs slices into groups
 keep them (the file gets sorted). Each group writes ceil(bytes / targetFileSize) file groups.
 Bucket-index tables get one group per bucket file group, rewritten into one file group of the
 same bucket: clustering sorts within a bucket and never merges buckets. Partitions the last
-clustering left unfinished first, then the largest partitions; largest slices first. Every group is planned, in steps of at most `maxGroups` groups: each step is one
+clustering left unfinished first, then the largest partitions; largest slices first. Every group
+is planned, in steps of at most `maxGroups` groups: each step is one
 clustering (one replacecommit), so a step bounds the work of one commit and the time its file
 groups are closed to writers, and a failed step leaves the steps before it done.
 """
@@ -39,12 +40,12 @@ from __future__ import annotations
 import math
 import re
 
-from tablespec.hudi.io import join
 from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
+from tablespec.hudi.io import join
 from tablespec.plan.actions import Action
-from tablespec.wording import counted
 from tablespec.plan.settings import REGISTRY, effective
 from tablespec.spec.sizes import human_bytes
+from tablespec.wording import counted
 
 REASONS_KEY = "tablespec.clustering.reasons"
 

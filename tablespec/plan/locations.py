@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.io import check_location as normalized, is_object_store, map_locations, join, parent_location, storage_for
+from tablespec.hudi.io import check_location as normalized
+from tablespec.hudi.io import is_object_store, join, map_locations, parent_location, storage_for
 from tablespec.spec.diagnostics import Diagnostic
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from types import SimpleNamespace
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 
 from jinja2 import BaseLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
 

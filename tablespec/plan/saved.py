@@ -13,7 +13,6 @@ out itself is taken as written:
 """
 from __future__ import annotations
 
-
 from tablespec.errors import PlanError
 from tablespec.hudi.io import storage_for, within
 from tablespec.plan.actions import Action, Plan, TablePlan

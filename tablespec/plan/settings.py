@@ -7,12 +7,12 @@ creation, the diff, settings updates and `import`, so they cannot disagree.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from tablespec.hudi import keygen
-from tablespec.hudi.config import (DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type,
-                                   table_index_type)
+from tablespec.hudi.config import DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type, table_index_type
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.spec.model import Clustering, Protection, RecordLevelSettings, Retention, TableSpec
 from tablespec.spec.sizes import size_text

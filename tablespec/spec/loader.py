@@ -137,7 +137,8 @@ def clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
         other = locations.get(str(location))
         if other is not None:
             out.append(Diagnostic(loaded.file, line, col, "spec.location",
-                                  f"location '{location}' is already used by table '{other.spec.qualified_name}' at {other.where('spec.location')}"))
+                                  f"location '{location}' is already used by table '{other.spec.qualified_name}' "
+                                  f"at {other.where('spec.location')}"))
             continue
         outer = next((locations[str(p)] for p in location.parents if str(p) in locations), None)
         inner = ancestors.get(str(location))

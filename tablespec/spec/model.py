@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from tablespec.hudi.keygen import TimestampPartitioning, complex_record_key, joda_to_strftime, key_generator_class
 from tablespec.spec import rules
 from tablespec.spec.base import CROSS_FIELD, SpecModel, problem, raise_problems
-from tablespec.spec.sizes import GiB, MiB, ByteSize
+from tablespec.spec.sizes import ByteSize, GiB, MiB
 from tablespec.types import DataType, TypeParseError, canonical, parse_type
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -44,7 +44,7 @@ class Metadata(SpecModel):
     labels: dict[str, str] = {}
     """Free-form string labels (team, owner, ...); tablespec does not interpret them."""
     renamed_from: Name | None = None
-    """The name of the table now at spec.location, when this spec renames it: plan refuses a table of another name there unless this names it. Not stored in the table."""
+    """The name of the table now at spec.location, when this spec renames it: plan refuses a table of another name there unless this names it. Not stored in the table."""  # noqa: E501
 
 
 class Column(SpecModel):
@@ -231,7 +231,7 @@ class RecordLevelIndex(_IndexModel):
     """Settings of the record-level index."""
 
 
-Index = Annotated[Union[SimpleIndex, BloomIndex, BucketIndex, RecordLevelIndex], Field(discriminator="type")]
+Index = Annotated[SimpleIndex | BloomIndex | BucketIndex | RecordLevelIndex, Field(discriminator="type")]
 INDEX_TYPES = (SimpleIndex, BloomIndex, BucketIndex, RecordLevelIndex)
 
 

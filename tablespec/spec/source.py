@@ -14,8 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, DocumentStartEvent,
-                                ScalarEvent)
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, DocumentStartEvent, ScalarEvent
 from ruamel.yaml.scalarbool import ScalarBoolean
 
 from tablespec.spec.diagnostics import Diagnostic, format_path, locate

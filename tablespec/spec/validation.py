@@ -135,7 +135,8 @@ def _message(root: type[BaseModel], error: dict, loc: tuple, data: Any) -> tuple
         return (*loc, "type"), "missing required key 'type'"
     if kind == "union_tag_invalid":
         tags = re.findall(r"'([^']*)'", ctx.get("expected_tags", ""))
-        return (*loc, "type"), f"unknown type {ctx.get('tag')!r}; expected one of {', '.join(tags)}{did_you_mean(str(ctx.get('tag')), tags)}"
+        hint = did_you_mean(str(ctx.get("tag")), tags)
+        return (*loc, "type"), f"unknown type {ctx.get('tag')!r}; expected one of {', '.join(tags)}{hint}"
     if kind == "literal_error":
         options = re.findall(r"'([^']*)'", ctx.get("expected", ""))
         shown = ", ".join(options)

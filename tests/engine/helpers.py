@@ -78,6 +78,7 @@ def run_script(body: str, **env: str):
     import subprocess
     import sys
     import textwrap
+
     from _support import ROOT
     script = f"import sys\nsys.path.insert(0, {str(ROOT / 'tests' / 'engine')!r})\n" + textwrap.dedent(body)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,

@@ -13,9 +13,9 @@ import fastavro
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
 from _support import ORDERS_SPEC, ROOT
 from helpers import assert_hudi_rs_agrees, hudi_rs_table, make_table
+
 from tablespec.apply import Applier
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
@@ -29,7 +29,7 @@ from tablespec.table import Table
 
 pytestmark = pytest.mark.spark
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 UNPARTITIONED = "  partitioning: {fields: [order_date]}\n"
 
 
@@ -433,6 +433,7 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     nothing to do and reports every file group as laid out; an upsert then takes the file groups it
     rewrites out of the declared layout (shown) until everyNCommits re-clusters them."""
     import json
+
     from tablespec.cli import main
     from tablespec.plan.render import render
     plain = spec_text("{}").replace("  clustering: {}\n", "")

@@ -5,9 +5,9 @@ import os
 import subprocess
 import sys
 
+from _support import ROOT
 from helpers import assert_hudi_rs_agrees, make_table
 
-from _support import ROOT
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.builder import build_plan, table_location

@@ -6,7 +6,6 @@ import re
 from decimal import Decimal
 
 import pytest
-
 from _support import ORDERS_SPEC, ROOT
 from helpers import make_table, rows, tablespec_rows
 
@@ -21,7 +20,7 @@ def docs_snippet(page: str, section: str) -> str:
 
 def test_docs_hudi_rs_snippet_reads_what_tablespec_wrote(spark, tmp_path, monkeypatch):
     table = make_table(spark, tmp_path / "warehouse", ORDERS_SPEC)
-    t0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
     table.write(spark.createDataFrame(
         [(f"o{i}", i, Decimal(f"{i}.50"), t0, dt.date(2026, 11, 1 + i % 2)) for i in range(3)],
         "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"), "upsert")

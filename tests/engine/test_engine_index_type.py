@@ -7,9 +7,9 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table
+
 from tablespec.actions.metadata import creation_properties, update_settings
 from tablespec.hudi.config import TableConfig, read_table_config, table_index_type, write_table_config
 from tablespec.hudi.io import LocalStorage
@@ -20,7 +20,7 @@ from tablespec.state import observe
 
 RECORD_LEVEL_SPEC = ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", "{type: RECORD_LEVEL}")
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def _orders(spark, rows):

@@ -3,8 +3,8 @@ cannot parse in one line (file, column, value)."""
 from __future__ import annotations
 
 import pytest
-
 from helpers import make_table
+
 from tablespec.cli import main
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.timeline import Timeline

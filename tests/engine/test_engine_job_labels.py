@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import make_table
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 
 import pytest
+from helpers import assert_hudi_rs_agrees, make_table
 from pyspark import cloudpickle
 
-from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.engine.writer import WriteRefused
 
 pytestmark = pytest.mark.spark

@@ -7,9 +7,9 @@ import os
 from decimal import Decimal
 
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import make_table
+
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.io import LocalStorage, join, storage_for
 from tablespec.hudi.timeline import Timeline
@@ -17,7 +17,7 @@ from tablespec.hudi.timeline import Timeline
 pytestmark = pytest.mark.spark
 
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def orders(spark, rows):

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table, rows, tablespec_rows
+
 from tablespec.engine.arrow.basefile import read_footer_keys
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.fs_view import FileSystemView
@@ -23,7 +23,7 @@ from tablespec.table import Table
 pytestmark = pytest.mark.spark
 
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 TINY = "8000"  # bytes: below every base file here, so each merge streams
 STORED = [f"k{i:04d}" for i in range(0, 1200)]
 # Java orders U+FFFF after a surrogate pair (U+1F600); UTF-8 byte order does the opposite

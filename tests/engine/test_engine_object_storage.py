@@ -13,9 +13,9 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-
 from _support import ORDERS_SPEC, ROOT, S3_KEY_ID, S3_SECRET
 from helpers import rows, run_script, tablespec_rows
+
 from tablespec.apply import Applier
 from tablespec.cli import main
 from tablespec.hudi.io import join, storage_for
@@ -28,7 +28,7 @@ from tablespec.table import Table
 
 pytestmark = pytest.mark.spark
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 SIMPLE = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}\n  retention: {keepCommits: 1}")
 
 

@@ -8,9 +8,10 @@ import sys
 from decimal import Decimal
 
 import pytest
-
 from _support import ORDERS_SPEC, ROOT
 from helpers import assert_hudi_rs_agrees, make_table
+from test_engine_write import java_bucket
+
 from tablespec.apply import Applier
 from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
@@ -18,12 +19,11 @@ from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
 from tablespec.state import observe, observe_specs
 from tablespec.table import Table
-from test_engine_write import java_bucket
 
 pytestmark = pytest.mark.spark
 SIMPLE = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 
 
 def load_orders(spark, table, n=120, days=3):

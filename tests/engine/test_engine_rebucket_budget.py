@@ -8,12 +8,12 @@ from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_rebucket import SCHEMA, SIMPLE, T0, apply_spec, content
 from test_engine_schema_evolution import NESTED, NESTED_EVOLVED
 from test_engine_write import java_bucket
+
 from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline

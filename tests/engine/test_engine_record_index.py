@@ -5,8 +5,8 @@ import os
 
 import pyarrow as pa
 import pytest
-
 from helpers import assert_hudi_rs_agrees, make_table, run_script
+
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
@@ -83,6 +83,7 @@ def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, wareh
 
 def test_real_fixture_migrates_to_record_level_and_back(spark, real_table):
     from test_engine_rebucket import apply_spec, content
+
     from tablespec.importer import import_yaml
     from tablespec.spec.loader import load_spec_text
     from tablespec.state import observe
@@ -147,6 +148,7 @@ def test_lookup_refuses_other_indexes_clearly_verify_checks_them(spark, tmp_path
 
 def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     from test_engine_rebucket import plan_for
+
     from tablespec.apply import Applier
     from tablespec.state import observe
     table = make_table(spark, tmp_path, SPEC)
@@ -215,6 +217,7 @@ def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, wareh
 
 def test_replace_table_into_record_level_rebuilds_the_index(spark, tmp_path):
     from test_engine_rebucket import plan_for
+
     from tablespec.apply import Applier
     from tablespec.state import observe
     from tablespec.table import Table
@@ -275,6 +278,7 @@ def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_
     in a replacecommit, calling `on_commit` inside the Transaction and recording the marks it
     returns (the commit is then seen by the index); the index follows."""
     import pyarrow.parquet as pq
+
     from tablespec.engine import tasks
     from tablespec.engine.arrow.basefile import write_base_file
     from tablespec.engine.commit import Transaction, commit_metadata, locked
@@ -323,6 +327,7 @@ def test_a_stale_row_does_not_move_a_key_to_another_partition(spark, tmp_path):
 
 def test_fewer_index_buckets_leave_no_stale_bucket_files(spark, tmp_path):
     from test_engine_rebucket import apply_spec
+
     from tablespec.state import observe
     from tablespec.table import Table
     table = make_table(spark, tmp_path, SPEC.replace("numBuckets: 3", "numBuckets: 7"))
@@ -338,6 +343,7 @@ def test_fewer_index_buckets_leave_no_stale_bucket_files(spark, tmp_path):
 
 def test_replace_table_of_a_record_level_table_deletes_the_old_index_files(spark, tmp_path):
     from test_engine_rebucket import plan_for
+
     from tablespec.apply import Applier
     from tablespec.table import Table
     table = make_table(spark, tmp_path, SPEC)
@@ -367,6 +373,7 @@ def test_first_write_with_a_key_twice_across_partitions_keeps_one_row(spark, tmp
 
 def test_bucket_bootstrap_from_record_level_keeps_the_index_until_the_switch_then_drops_it(spark, tmp_path):
     from test_engine_rebucket import plan_for
+
     from tablespec.actions import metadata
     from tablespec.apply import Applier
     from tablespec.state import observe
@@ -394,6 +401,7 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
     """A scheduled clustering completes after later instants but carries its older instant time:
     an index base written meanwhile would hide its index delta (keys left on replaced file groups)."""
     from test_engine_rebucket import plan_for
+
     from tablespec.apply import Applier
     from tablespec.engine.clustering import schedule
     from tablespec.engine.commit import locked
@@ -428,6 +436,7 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
 @pytest.mark.parametrize("action", ["index_build", "replace_table"])
 def test_index_writing_actions_failing_before_their_commit_leave_the_index_as_it_was(spark, tmp_path, action):
     from test_engine_rebucket import plan_for
+
     from tablespec.apply import Applier
     from tablespec.engine import record_index, writer
     simple = SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}", "{type: SIMPLE}")
@@ -457,6 +466,7 @@ def test_a_rebuild_with_a_new_bucket_count_cut_before_the_switch_leaves_the_old_
     """The build commits before hoodie.properties takes the new count: until the switch, readers
     and writers use the old count, so they must still find the index laid out for it."""
     from test_engine_rebucket import plan_for
+
     from tablespec.actions import metadata
     from tablespec.apply import Applier
     seven = SPEC.replace("numBuckets: 3", "numBuckets: 7")
@@ -503,6 +513,7 @@ def test_verify_reports_an_entry_filed_in_the_wrong_bucket(spark, tmp_path):
 def test_building_the_index_refuses_keys_stored_in_two_partitions(spark, tmp_path, capsys):
     """SIMPLE keeps keys unique per partition only; a global index cannot pick one copy silently."""
     from test_engine_rebucket import plan_for
+
     from tablespec.apply import Applier
     from tablespec.errors import TablespecError
     from tablespec.state import observe

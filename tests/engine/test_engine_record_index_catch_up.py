@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
-
 from _support import ROOT
 from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_rebucket import plan_for
 from test_engine_record_index import DDL, SPEC, assert_consistent, where
+
 from tablespec.apply import Applier
 from tablespec.cli import main
 from tablespec.engine.writer import TableWriter

@@ -16,9 +16,9 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from _support import ROOT
 from helpers import assert_hudi_rs_agrees, make_table
+
 from tablespec.actions.metadata import create_table
 from tablespec.actions.schema import evolve_schema
 from tablespec.apply import Applier

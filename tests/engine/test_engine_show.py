@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import assert_hudi_rs_agrees, make_table
+from test_engine_clustering import batch, plan_for, spec_text
+
 from tablespec.apply import Applier
 from tablespec.cli import main
-from test_engine_clustering import batch, plan_for, spec_text
 
 pytestmark = pytest.mark.spark
 

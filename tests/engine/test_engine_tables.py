@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
+
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.lock import LockTimeoutError, TableLock
@@ -109,11 +109,12 @@ def test_upsert_on_local_cluster(tmp_path):
 def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     """A Hudi-written table moved to BLOOM (configuration only): upserts find keys through the
     footers' key ranges and bloom filters, and hudi-rs agrees."""
-    from tablespec.actions.metadata import update_settings
-    from tablespec.engine import tasks
     import pyarrow as pa
     import pyarrow.parquet as pq
     import pyspark.sql.functions as F
+
+    from tablespec.actions.metadata import update_settings
+    from tablespec.engine import tasks
 
     base = real_table("cow_v6_simplekeygen_nonhivestyle")
     doc = spec_document(observe(str(base)), str(base.parent))

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from helpers import assert_hudi_rs_agrees, make_table
+
 from tablespec.apply import Applier
 from tablespec.importer import import_yaml
 from tablespec.plan.builder import build_plan
@@ -90,7 +90,8 @@ def test_custom_generator_table_buckets_and_clusters(spark, tmp_path):
     assert sorted(tuple(r) for r in moved.read().drop("_hoodie_file_name").collect()) == before
     moved.write(spark.createDataFrame([("k0", "us", T0 + 5 * DAY, 9)], SCHEMA), "upsert")
     assert "region=us/ts=20231120" in partitions(moved)
-    clustered = bucketed.replace("orderingField: v\n", "orderingField: v\n  clustering: {strategy: SORT, sortColumns: [v], everyNCommits: 1}\n")
+    clustered = bucketed.replace("orderingField: v\n",
+                                 "orderingField: v\n  clustering: {strategy: SORT, sortColumns: [v], everyNCommits: 1}\n")
     plan = plan_for(clustered, tmp_path)
     assert "clustering" in [a.kind for _, a in plan.actions]
     Applier(spark=spark).apply(plan)

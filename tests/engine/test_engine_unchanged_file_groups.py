@@ -10,9 +10,9 @@ import os
 from decimal import Decimal
 
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table
+
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import read_lock
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 
 INDEXES = ["BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"]
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 STORED = [(f"o{i:02d}", 5, 1 + i // 6) for i in range(12)]   # (key, hour, day): six keys a day, stored at hour 5
 TINY = "2000"   # TABLESPEC_TASK_MEMORY_BYTES below every base file: each merge streams
 
@@ -64,7 +64,7 @@ def group_of(table) -> dict[str, tuple[str, str]]:
 def table_files(table) -> tuple[list[str], list[str]]:
     """The timeline's instant files and every file outside .hoodie (data, partition metadata)."""
     meta, data = [], []
-    for root, dirs, files in os.walk(table.location):
+    for root, _dirs, files in os.walk(table.location):
         rel = os.path.relpath(root, table.location)
         if rel == ".hoodie":
             meta += files

@@ -6,9 +6,12 @@ import os
 import shutil
 
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import make_table
+from test_engine_rebucket import load_orders, plan_for
+from test_engine_record_index import DDL as PEOPLE_DDL
+from test_engine_record_index import SPEC as PEOPLE_SPEC
+
 from tablespec.actions.metadata import update_settings
 from tablespec.apply import Applier
 from tablespec.cli import main
@@ -18,9 +21,6 @@ from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, join, storage_for
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.timeline import Timeline
-from test_engine_rebucket import load_orders, plan_for
-from test_engine_record_index import DDL as PEOPLE_DDL
-from test_engine_record_index import SPEC as PEOPLE_SPEC
 
 pytestmark = pytest.mark.spark
 SIMPLE = (ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")

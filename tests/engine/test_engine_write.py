@@ -8,18 +8,18 @@ from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import assert_hudi_rs_agrees, make_table
-from tablespec.engine.writer import WriteRefused
+
 from tablespec.engine.schema import DataSchemaError
+from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.io import LocalStorage, storage_for
 from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def orders(spark, rows):

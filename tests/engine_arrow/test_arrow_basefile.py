@@ -22,7 +22,7 @@ from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.keys import partition_paths, record_keys
 
 INSTANT = "20260102030405678"
-UTC = dt.timezone.utc
+UTC = dt.UTC
 ELEMENT = pa.struct([("arr_struct_f1", pa.string()), ("arr_struct_f2", pa.int32())])
 MAP_VALUE = pa.struct([("map_field_value_struct_f1", pa.float64()), ("map_field_value_struct_f2", pa.bool_())])
 STRUCT = pa.struct([("field1", pa.string()), ("field2", pa.int32()),
@@ -176,7 +176,8 @@ def test_meta_columns_and_values_survive_the_round_trip(tmp_path):
     for row in back:
         src = by_id[row["id"]]
         assert row["_hoodie_commit_time"] == INSTANT
-        assert row["_hoodie_partition_path"] == f"byteField={src['byteField'] if src['byteField'] is not None else '__HIVE_DEFAULT_PARTITION__'}"
+        value = src["byteField"] if src["byteField"] is not None else "__HIVE_DEFAULT_PARTITION__"
+        assert row["_hoodie_partition_path"] == f"byteField={value}"
         assert row["_hoodie_file_name"].endswith(f"_{INSTANT}.parquet")
         assert row["timestampField"] == src["timestampField"]  # same instant, now in UTC
         assert row["timestampField"].utcoffset() == dt.timedelta(0)

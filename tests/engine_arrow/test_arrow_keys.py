@@ -18,7 +18,7 @@ from tablespec.engine.arrow.keys import (
 )
 from tablespec.errors import TablespecError
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def read_fixture_rows(base) -> pa.Table:

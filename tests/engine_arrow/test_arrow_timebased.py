@@ -11,7 +11,7 @@ from tablespec.engine.arrow.timebased import timestamp_segments
 from tablespec.errors import TablespecError
 from tablespec.hudi.keygen import TimestampPartitioning as TP
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def segments(values, type_, ts):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _support import COW_FIXTURES, MOR_FIXTURES
 
 ALL_FIXTURES = COW_FIXTURES + MOR_FIXTURES

@@ -1,8 +1,8 @@
 import json
 
+import hudi
 import pytest
 
-import hudi
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import Column, decimal_fixed_size, from_avro_schema, to_avro_schema
 from tablespec.hudi.config import read_table_config

@@ -2,6 +2,7 @@
 Tables written here with real parquet files (test_hudi_clean's writer), and Apache Hudi's own."""
 import os
 
+from test_hudi_clean import ST, A, B, _plan, _table, _updates, _write
 
 from tablespec.hudi.check import (
     INDEX,
@@ -19,7 +20,6 @@ from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, wri
 from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.rollback import rollback
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
-from test_hudi_clean import A, B, ST, _plan, _table, _updates, _write
 
 
 def check(base):

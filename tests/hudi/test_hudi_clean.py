@@ -3,11 +3,11 @@ import io
 import json
 
 import fastavro
+import hudi
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import hudi
 from tablespec.engine.reader import ReadError, snapshot_files
 from tablespec.errors import StalePlanError, TablespecError
 from tablespec.hudi.avro import to_avro_schema

@@ -1,6 +1,6 @@
+import hudi
 import pytest
 
-import hudi
 from tablespec.errors import HudiFormatError, UnsupportedTableError
 from tablespec.hudi.config import (
     KNOWN_KEYS,

@@ -2,15 +2,15 @@
 import json
 import shutil
 
+import hudi
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import hudi
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, ensure_supported, init_table, read_table_config
-from tablespec.errors import HudiFormatError
 from tablespec.hudi.fs_view import FileSystemView, missing_latest_base_files, refuse_missing_latest
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, join

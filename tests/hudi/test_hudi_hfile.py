@@ -8,8 +8,17 @@ import struct
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.hfile import (DATA, FILE_INFO, HEADER_SIZE, ROOT_INDEX, TRAILER_SIZE, HFileReader,
-                                  merge_files_records, metadata_records, write_hfile)
+from tablespec.hudi.hfile import (
+    DATA,
+    FILE_INFO,
+    HEADER_SIZE,
+    ROOT_INDEX,
+    TRAILER_SIZE,
+    HFileReader,
+    merge_files_records,
+    metadata_records,
+    write_hfile,
+)
 
 RECORDS = [(f"key-{i:05d}".encode(), f"value-{i}-".encode() * (i % 7 + 1)) for i in range(0, 3000, 3)]
 INFO = {"schema": '{"type": "string"}', b"bloomFilterTypeCode": b"DYNAMIC_V0"}

@@ -1,4 +1,4 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -80,14 +80,14 @@ def test_compaction_completes_as_commit():
 
 
 def test_new_instant_time_is_utc_now_with_millis():
-    before = format_instant_time(datetime.now(timezone.utc) - timedelta(seconds=1))
+    before = format_instant_time(datetime.now(UTC) - timedelta(seconds=1))
     ts = new_instant_time()
-    after = format_instant_time(datetime.now(timezone.utc) + timedelta(seconds=1))
+    after = format_instant_time(datetime.now(UTC) + timedelta(seconds=1))
     assert len(ts) == 17 and ts.isdigit() and before < ts < after
 
 
 def test_new_instant_time_is_strictly_after_given_instant():
-    future = format_instant_time(datetime.now(timezone.utc) + timedelta(days=1))
+    future = format_instant_time(datetime.now(UTC) + timedelta(days=1))
     assert new_instant_time(future) == format_instant_time(parse_instant_time(future) + timedelta(milliseconds=1))
     assert new_instant_time("20240101235959999") > "20240101235959999"
     assert new_instant_time("99991231235959") == "99991231235959001"

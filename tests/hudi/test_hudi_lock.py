@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-
 from _support import ROOT
+
 from tablespec.errors import TablespecError
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.lock import LockInfo, LockLostError, LockTimeoutError, TableLock, lock_dir, read_lock

@@ -1,6 +1,6 @@
 import json
 import zlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -47,7 +47,7 @@ def test_parse_malformed_unicode_escape_is_a_format_error():
 
 
 def test_format_escapes_like_java_properties_store():
-    text = format_properties({"a key:=#!": " lead:=#! mid é\n€😀"}, (), datetime(2024, 4, 18, tzinfo=timezone.utc))
+    text = format_properties({"a key:=#!": " lead:=#! mid é\n€😀"}, (), datetime(2024, 4, 18, tzinfo=UTC))
     lines = text.splitlines()
     assert lines[0] == "#Thu Apr 18 00:00:00 UTC 2024"
     assert lines[1] == r"a\ key\:\=\#\!=\ lead\:\=\#\! mid \u00E9\n\u20AC\uD83D\uDE00"

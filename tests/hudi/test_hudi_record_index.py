@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 import os
 
+import hudi
 import numpy as np
 import pyarrow as pa
 import pytest
 
-import hudi
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.avro import to_avro_schema

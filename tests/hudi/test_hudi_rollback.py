@@ -5,11 +5,11 @@ import os
 import time
 
 import fastavro
+import hudi
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import hudi
 from tablespec.errors import TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata, WriteStat

@@ -121,7 +121,6 @@ def test_a_store_without_conditional_writes_is_refused(s3_server, monkeypatch): 
     """A server that ignores If-None-Match would let two writers both create an instant: tablespec
     finds out before its first exclusive create and refuses to write there."""
     import boto3
-
     from s3server import S3Server
     with S3Server(conditional_writes=False) as server:
         monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)

@@ -2,9 +2,9 @@ import io
 import json
 
 import fastavro
+import hudi
 import pytest
 
-import hudi
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant

@@ -8,12 +8,11 @@ import threading
 import time
 
 import pytest
-
 from _support import ROOT
+
 from tablespec.errors import TablespecError
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.txn_lock import (
-    EXPIRE_ENV, TransactionLock, TransactionLockTimeout, expire_minutes, lock_path, read_holder)
+from tablespec.hudi.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, expire_minutes, lock_path, read_holder
 
 ST = LocalStorage()
 

@@ -5,8 +5,8 @@ import sys
 import time
 
 import pytest
-
 from _support import ROOT
+
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.txn_lock import TransactionLock, TransactionLockTimeout, lock_path, read_holder
 

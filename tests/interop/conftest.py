@@ -24,6 +24,7 @@ def hudi1(tmp_path_factory):
     import os
 
     from hudi_process import HudiProcess, HudiTables
+
     from tablespec.engine.hudi_bundle import HudiBundleUnavailable, bundle_jar
     try:
         jar = bundle_jar(version=HUDI_1X)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from helpers import make_table
 from interop_support import assert_readers_agree
+from test_engine_clustering import batch, content, plan_for, spec_text
+
 from tablespec.apply import Applier
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.timeline import Timeline
-from test_engine_clustering import batch, content, plan_for, spec_text
 
 # Hudi's procedures start a write client; like a Hudi job configured by `tablespec hudi-options`,
 # it keeps the metadata table off.

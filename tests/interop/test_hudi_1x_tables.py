@@ -8,11 +8,11 @@ rewrites the file, and Hudi 1.2.0 (and 0.15) read and write on after tablespec d
 from __future__ import annotations
 
 import pyarrow as pa
-
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import Batch, read_step, write_step
 from interop_support import assert_readers_agree, cli
 from test_hudi_tables import KEYED, SCHEMA, _df, _import, _table
+
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.properties import parse_properties

@@ -6,9 +6,9 @@ import os
 import time
 
 import pytest
-
-from interop_support import assert_readers_agree
 from helpers import make_table, run_script  # noqa: I001 (interop_support puts tests/engine on the path)
+from interop_support import assert_readers_agree
+
 from tablespec.apply import Applier
 from tablespec.engine.commit import CRASH_ENV
 from tablespec.hudi.config import read_table_config, table_index_type
@@ -249,6 +249,7 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
     import sys
 
     from _support import ROOT
+
     from tablespec.errors import StalePlanError
     from tablespec.hudi.heartbeat import TOLERANCE_ENV
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from interop_support import hudi_write
 
-from tablespec.hudi.logfile import BlockType, Header, avro_content, avro_records, encode_block, read_blocks
 from tablespec.hudi.io import storage_for
+from tablespec.hudi.logfile import BlockType, Header, avro_content, avro_records, encode_block, read_blocks
 from tablespec.hudi.timeline import Timeline
 
 OPTIONS = {"hoodie.table.name": "archived", "hoodie.datasource.write.recordkey.field": "id",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
-from interop_support import assert_readers_agree, hudi_df, rejected_properties
 from helpers import make_table  # noqa: I001 (interop_support puts tests/engine on the path)
+from interop_support import assert_readers_agree, hudi_df, rejected_properties
+
 from tablespec.apply import Applier
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage

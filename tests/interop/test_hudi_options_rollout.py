@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from interop_support import assert_readers_agree, cli, hudi_write
+
 from tablespec.engine.rebucket import rebucket
 from tablespec.engine.writer import table_avro_schema
 from tablespec.hudi_options import hudi_write_options

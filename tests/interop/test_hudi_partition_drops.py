@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from interop_support import assert_readers_agree, hudi_write
 from test_hudi_tables import KEYED, _df, _import, _table
+
 from tablespec.engine.schema import META_FIELDS
-from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.timeline import Timeline
 from tablespec.hudi_options import hudi_write_options
 
 FIRST = [("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-02", 1), ("c", 3, "2024-01-03", 1)]

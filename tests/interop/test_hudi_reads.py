@@ -7,16 +7,16 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-
 from _support import ORDERS_SPEC
 from helpers import make_table, tablespec_rows
 from interop_support import assert_readers_agree, hudi_rows
-from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
 from test_engine_rebucket import apply_spec
 
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.timeline import Timeline
+
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
-T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 INDEX = "index: {type: BUCKET, numBuckets: 16}"
 PARTITIONING = "  partitioning: {fields: [order_date]}\n"
 SPECS = {

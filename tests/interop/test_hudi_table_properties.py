@@ -3,9 +3,9 @@ value Hudi accepts (its writers load table properties into their write config)."
 from __future__ import annotations
 
 import pytest
-
-from interop_support import rejected_properties
 from _support import ORDERS_SPEC
+from interop_support import rejected_properties
+
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage

@@ -8,8 +8,8 @@ import json
 import os
 
 import pytest
-
 from interop_support import apply_until_done, assert_readers_agree, cli, hudi_rows, hudi_write, save_spec
+
 from tablespec.hudi import metadata_table
 from tablespec.hudi.io import LocalStorage, checksum_sidecar
 from tablespec.importer import spec_document

@@ -7,6 +7,7 @@ import json
 import pytest
 from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import cli, hudi_rows, hudi_write
+
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi import keygen
 from tablespec.hudi_options import hudi_write_options

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from interop_support import assert_readers_agree, hudi_write
 from test_engine_unchanged_file_groups import STORED, orders, slices_per_group, stored_table
 

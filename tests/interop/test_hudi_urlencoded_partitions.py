@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from interop_support import apply_until_done, assert_readers_agree, cli, hudi_rows, hudi_write, save_spec
+
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi_options import hudi_write_options

@@ -4,8 +4,8 @@ cannot turn meta fields on for it, which is what the refusal tells the user."""
 from __future__ import annotations
 
 import pytest
-
 from interop_support import hudi_rows, hudi_write
+
 from tablespec.cli import main
 from tablespec.engine.writer import WriteRefused
 from tablespec.spec.loader import load_spec_text

@@ -3,10 +3,10 @@ index that missed them, plans and applies a catch-up, and every reader agrees af
 from __future__ import annotations
 
 import pytest
-
 from helpers import make_table
-from test_engine_record_index import SPEC as PEOPLE
 from interop_support import assert_readers_agree, hudi_write
+from test_engine_record_index import SPEC as PEOPLE
+
 from tablespec.apply import Applier
 from tablespec.hudi.index_coverage import IndexBehind
 from tablespec.hudi_options import hudi_write_options

@@ -4,8 +4,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from _support import ORDERS_SPEC
+
 from tablespec.actions.metadata import creation_properties
 from tablespec.errors import UnsupportedTableError
 from tablespec.hudi.avro import from_avro_schema

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 from test_builder import BASE, actions, load, state_for
+
 from tablespec.hudi.clustering import Layout
 from tablespec.hudi.instant import Instant
 from tablespec.plan.clustering import clustering_plan, describe_coverage, spec_coverage

@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from _support import EXAMPLES, ROOT, check_golden
+
 from tablespec.apply import Applier
 from tablespec.plan.builder import build_plan, table_location
 from tablespec.plan.render import load_plan, render, render_json
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe
 
-NOW = datetime(2026, 11, 21, 9, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 
 
 def make_plan(specs_dir="specs"):

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from _support import EXAMPLES
+
 from tablespec.apply import Applier
 from tablespec.cli import main
 from tablespec.hudi.config import read_table_config, write_table_config

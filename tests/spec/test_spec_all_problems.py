@@ -99,7 +99,8 @@ def test_only_the_rules_needing_a_failed_field_are_skipped(broken):
          "not starting with a digit"],
         id="reference-to-a-badly-named-column"),
     pytest.param(
-        [("{name: customer_id, type: long}", "{name: customer_id, type: [long]}"), ("sortColumns: [customer_id]", "sortColumns: [customer_id, address]")],
+        [("{name: customer_id, type: long}", "{name: customer_id, type: [long]}"),
+         ("sortColumns: [customer_id]", "sortColumns: [customer_id, address]")],
         ["t.yaml:10:27: spec.columns[1].type: expected a string, got a list",
          "t.yaml:26:32: spec.clustering.sortColumns[1]: sort column 'address' has the complex type struct<city:string>; "
          "it must be a primitive type"],

@@ -5,8 +5,7 @@ import pydantic
 import pytest
 
 from tablespec.spec.loader import spec_digest
-from tablespec.spec.model import (BloomIndex, BucketIndex, Column, RecordKey, RecordLevelIndex, SimpleIndex, TableBody,
-                                  TableSpec)
+from tablespec.spec.model import BloomIndex, BucketIndex, Column, RecordKey, RecordLevelIndex, SimpleIndex, TableBody, TableSpec
 from tablespec.types import Decimal, Field, Primitive, Struct
 
 

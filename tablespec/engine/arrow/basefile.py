@@ -111,7 +111,7 @@ class BaseFileWriter:
             pq.ParquetWriter(self._sink, self.schema, compression=compression, store_schema=False,
                              use_dictionary=[c for c in self.schema.names if c not in UNIQUE_COLUMNS]))
 
-    def __enter__(self) -> "BaseFileWriter":
+    def __enter__(self) -> BaseFileWriter:
         return self
 
     def __exit__(self, *exc) -> None:
