@@ -31,9 +31,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYT
 from tablespec.actions.metadata import create_table  # noqa: E402
 from tablespec.engine.session import get_spark  # noqa: E402
 from tablespec.hudi.fs_view import FileSystemView  # noqa: E402
-from tablespec.hudi.io import storage_for  # noqa: E402
+from tablespec.hudi.io import storage_for, table_location  # noqa: E402
 from tablespec.hudi.timeline import Timeline  # noqa: E402
-from tablespec.plan.builder import table_location  # noqa: E402
 from tablespec.spec.loader import load_spec_text  # noqa: E402
 from tablespec.table import Table  # noqa: E402
 

@@ -84,7 +84,8 @@ from _common import (
 from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
 from tablespec.engine.reader import to_arrow
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.hudi.io import table_location
+from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
 from tablespec.table import Table

@@ -82,8 +82,9 @@ from _common import (
 )
 
 from tablespec.apply import Applier
-from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.hudi.hashing import bucket_ids_for_record_keys
+from tablespec.hudi.io import table_location
+from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
 from tablespec.table import Table

@@ -29,11 +29,11 @@ import pyarrow.parquet as pq
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.io import LocalStorage, table_location
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.timeline import TimelineWriter
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.plan.render import render
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe

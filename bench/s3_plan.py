@@ -39,11 +39,14 @@ from tablespec.actions.metadata import create_table  # noqa: E402
 from tablespec.cli import main as cli  # noqa: E402
 from tablespec.hudi.commit import CommitMetadata, WriteStat  # noqa: E402
 from tablespec.hudi.instant import new_instant_time  # noqa: E402
-from tablespec.hudi.io import join, storage_for  # noqa: E402
+from tablespec.hudi.io import (  # noqa: E402
+    join,
+    storage_for,
+    table_location,  # noqa: E402
+)
 from tablespec.hudi.naming import BaseFileName, new_file_id  # noqa: E402
 from tablespec.hudi.partition import write_partition_metadata  # noqa: E402
 from tablespec.hudi.timeline import TimelineWriter  # noqa: E402
-from tablespec.plan.builder import table_location  # noqa: E402
 from tablespec.spec.loader import load_specs  # noqa: E402
 
 SPEC = (Path(__file__).parent / "plan_bench.py").read_text().split('SPEC = """', 1)[1].split('"""', 1)[0]

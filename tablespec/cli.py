@@ -338,7 +338,7 @@ def _is_table(location: str) -> bool:
 def _verify_locations(ctx: _Context) -> list[str]:
     """The tables `verify` checks: table paths as given (or under the warehouse), and the tables
     the specs among the paths declare (all of specs/ by default), optionally one by --name."""
-    from tablespec.plan.builder import table_location
+    from tablespec.hudi.io import table_location
     args = ctx.args
     locations, spec_paths = [], []
     for path in args.paths or DEFAULT_SPEC_PATHS:

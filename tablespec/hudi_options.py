@@ -17,11 +17,10 @@ from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, read_table_config, unmanaged_layout
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import storage_for, table_location
 from tablespec.hudi.layout_switch import unswitched_rewrite
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
-from tablespec.plan.builder import table_location
 from tablespec.plan.locations import refusal
 from tablespec.plan.settings import REGISTRY
 from tablespec.spec.diagnostics import Diagnostic

@@ -22,7 +22,7 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
 from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
-from tablespec.hudi.io import Storage, storage_for
+from tablespec.hudi.io import Storage, map_locations, storage_for, table_location
 from tablespec.hudi.lock import read_lock
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
@@ -221,8 +221,6 @@ def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets:
 def observe_specs(specs, warehouse: str) -> dict[str, TableState]:
     """The state of every table `specs` (loaded specs) declare under `warehouse`, keyed by location;
     what a clean would delete is worked out under each spec's retention, as the plan needs it."""
-    from tablespec.hudi.io import map_locations
-    from tablespec.plan.builder import table_location
     todo = [(table_location(warehouse, s.spec.spec.location), s.spec.spec.retention.keep_commits) for s in specs]
     observed = map_locations(lambda t: observe(t[0], keep_commits=t[1]), todo, warehouse)
     return {loc: state for (loc, _), state in zip(todo, observed)}

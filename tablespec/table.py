@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tablespec.errors import SpecError, TablespecError
-from tablespec.plan.builder import table_location
+from tablespec.hudi.io import table_location
 from tablespec.plan.locations import check_location
 from tablespec.spec.loader import load_specs, select_spec
 from tablespec.spec.project import find_project, resolve_warehouse

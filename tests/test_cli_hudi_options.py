@@ -131,7 +131,7 @@ def test_options_are_the_tables_while_it_lags_its_spec(specs, capsys, tmp_path):
     """A merged spec change the table does not have yet: the options are the table's (a Hudi job with
     the spec's would fail on Config conflict), and stderr names what lags; once equal, no note."""
     from tablespec.actions.metadata import create_table
-    from tablespec.plan.builder import table_location
+    from tablespec.hudi.io import table_location
     spec = load_spec_text(_orders("BUCKET"), "t.yaml").specs[0].spec
     create_table(table_location(str(tmp_path / "wh"), spec.spec.location), spec)
     code, out, err = run(capsys, "hudi-options", "orders_bucket.yaml", "--warehouse", str(tmp_path / "wh"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tablespec.engine.arrow.hashing import record_key_hashes
 from tablespec.engine.arrow.keys import record_keys
 from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
@@ -15,6 +14,7 @@ from tablespec.errors import TablespecError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.instant import SAVEPOINT
 from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import bucket_of

@@ -25,12 +25,12 @@ import pyarrow.parquet as pq
 from tablespec.engine import tasks
 from tablespec.engine.arrow.align import align_to_schema
 from tablespec.engine.arrow.basefile import write_base_file
-from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
+from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import LOCAL, Storage, join, storage_for
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName

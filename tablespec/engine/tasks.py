@@ -29,8 +29,8 @@ from tablespec.engine.arrow.basefile import (
     write_base_file,
 )
 from tablespec.engine.arrow.bloom import read_bloom_filter
-from tablespec.engine.arrow.hashing import bucket_ids_for_record_keys
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token

@@ -366,3 +366,10 @@ def map_locations(fn, items: list, location: str) -> list:
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(min(REMOTE_CONCURRENCY, len(items))) as pool:
         return list(pool.map(fn, items))
+
+
+def table_location(warehouse: str, spec_location: str) -> str:
+    """A spec's table base path: its location under the warehouse root."""
+    if is_object_store(warehouse):
+        return check_location(join(check_location(warehouse), spec_location))
+    return os.path.normpath(os.path.join(os.path.abspath(warehouse), spec_location))

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from tablespec.errors import UnsupportedTableError
 
 PACKAGE = "org.apache.hudi.keygen."
+# KeyGenUtils: what a record key holds for a null or an empty key field value
+NULL_PLACEHOLDER = "__null__"
+EMPTY_PLACEHOLDER = "__empty__"
 SIMPLE = PACKAGE + "SimpleKeyGenerator"
 COMPLEX = PACKAGE + "ComplexKeyGenerator"
 NONPARTITIONED = PACKAGE + "NonpartitionedKeyGenerator"

@@ -14,12 +14,13 @@ from tablespec.hudi.properties import format_properties, parse_properties
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-# Characters Hudi's PartitionPathEncodeUtils (after Hive) escapes as %XX when url-encoding is on.
-_ESCAPED = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
+# Characters Hudi's PartitionPathEncodeUtils (after Hive's FileUtils.escapePathName) escapes as %XX
+# when url-encoding is on: ASCII control characters and these.
+ESCAPED_CHARACTERS = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
 
 
 def escape_partition_value(value: str) -> str:
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+    return "".join(f"%{ord(c):02X}" if c in ESCAPED_CHARACTERS else c for c in value)
 
 
 def unescape_partition_value(value: str) -> str:

@@ -4,7 +4,7 @@ Where: `.hoodie/.tablespec/record_index/`. Hudi and hudi-rs read only instant fi
 in `.hoodie/` (and their own sub-folders), so a dot folder of ours is invisible to them.
 
 Buckets: a key's bucket is `(String.hashCode(key) & 0x7fffffff) % num_buckets`, vectorised by
-engine/arrow/hashing. The count is fixed for the table's life (`tablespec.record.level.num.buckets`
+hudi/hashing. The count is fixed for the table's life (`tablespec.record.level.num.buckets`
 in hoodie.properties); changing it means rebuilding the index.
 
 Files: `<bucket:05d>-of-<buckets:05d>_<instant>.<kind>.arrow`, immutable; `buckets` is the bucket
@@ -35,9 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablespec.engine.arrow.hashing import INT_MAX, java_string_hash
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.hashing import INT_MAX, java_string_hash
 from tablespec.hudi.io import LocalStorage, Storage, join
 
 _LOCAL = LocalStorage()

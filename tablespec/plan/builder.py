@@ -1,14 +1,13 @@
 """The planner: a pure function from desired specs and observed states to a Plan."""
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 
 from tablespec import __version__
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
-from tablespec.hudi.io import check_location, is_object_store, join
+from tablespec.hudi.io import check_location, table_location
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
@@ -29,13 +28,6 @@ from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import RecordLevelSettings
 from tablespec.state import TableState
-
-
-def table_location(warehouse: str, spec_location: str) -> str:
-    """A spec's table base path: its location under the warehouse root."""
-    if is_object_store(warehouse):
-        return check_location(join(check_location(warehouse), spec_location))
-    return os.path.normpath(os.path.join(os.path.abspath(warehouse), spec_location))
 
 
 def display_name(spec) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import check_location as normalized
-from tablespec.hudi.io import is_object_store, join, map_locations, parent_location, storage_for
+from tablespec.hudi.io import is_object_store, join, map_locations, parent_location, storage_for, table_location
 from tablespec.spec.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -145,8 +145,6 @@ def location_problems(specs: list[LoadedSpec], warehouse: str) -> list[tuple[Loa
     """Every spec whose location is refused, with a diagnostic at its `spec.location`: outside the
     warehouse, inside or around a table on disk, or the same directory as (or nested in) another
     spec's once links are resolved (the loader compares the locations as written)."""
-    from tablespec.plan.builder import table_location
-
     def problem(loaded: LoadedSpec, message: str) -> tuple[LoadedSpec, Diagnostic]:
         line, col = loaded.position("spec.location")
         return loaded, Diagnostic(loaded.file, line, col, "spec.location", message)

@@ -14,9 +14,9 @@ out itself is taken as written:
 from __future__ import annotations
 
 from tablespec.errors import PlanError
-from tablespec.hudi.io import storage_for, within
+from tablespec.hudi.io import storage_for, table_location, within
 from tablespec.plan.actions import Action, Plan, TablePlan
-from tablespec.plan.builder import display_name, table_location
+from tablespec.plan.builder import display_name
 from tablespec.spec.loader import LoadedSpec, clashes, spec_digest
 from tablespec.spec.source import Document
 from tablespec.spec.validation import validate_document

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from tablespec.actions.metadata import create_table
 from tablespec.engine.reader import to_arrow
-from tablespec.plan.builder import table_location
+from tablespec.hudi.io import table_location
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
 

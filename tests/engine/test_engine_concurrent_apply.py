@@ -8,9 +8,9 @@ import sys
 from _support import ROOT
 from helpers import assert_hudi_rs_agrees, make_table
 
-from tablespec.hudi.io import storage_for
+from tablespec.hudi.io import storage_for, table_location
 from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe_specs
 from tablespec.table import Table

@@ -18,10 +18,10 @@ from helpers import rows, run_script, tablespec_rows
 
 from tablespec.apply import Applier
 from tablespec.cli import main
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import join, storage_for, table_location
 from tablespec.hudi.lock import LockTimeoutError, TableLock, read_lock
 from tablespec.hudi.timeline import Timeline
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe, observe_specs
 from tablespec.table import Table

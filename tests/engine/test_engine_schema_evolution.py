@@ -30,9 +30,9 @@ from tablespec.errors import StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage, storage_for
+from tablespec.hudi.io import LocalStorage, storage_for, table_location
 from tablespec.hudi.timeline import Timeline, TimelineWriter
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.plan.columns import spec_columns
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe

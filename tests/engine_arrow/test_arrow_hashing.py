@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tablespec.engine.arrow.hashing import (
+from tablespec.hudi.hashing import (
     bucket_ids,
     bucket_ids_for_record_keys,
     hash_values_from_record_keys,
@@ -119,7 +119,7 @@ def test_java_string_hash_ignores_junk_bytes_in_null_slots():
 
 
 def test_java_string_hash_spans_several_internal_slices(monkeypatch):
-    import tablespec.engine.arrow.hashing as hashing
+    import tablespec.hudi.hashing as hashing
     monkeypatch.setattr(hashing, "_SLICE_BYTES", 64)
     rng = random.Random(3)
     values = [random_string(rng) for _ in range(500)] + ["long " * 40]

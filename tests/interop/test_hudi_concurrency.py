@@ -206,7 +206,7 @@ from tablespec.engine.hudi_bundle import bundle_jar, session_conf
 from tablespec.engine.session import get_spark
 from tablespec.hudi_options import hudi_write_options
 from tablespec.spec.loader import load_specs
-from tablespec.plan.builder import table_location
+from tablespec.hudi.io import table_location
 
 control, spec_file, warehouse, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
 spark = get_spark("local[1]", session_conf(bundle_jar(fetch=False)), "hudi-job")

@@ -8,8 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 from tablespec.actions.metadata import create_table
+from tablespec.hudi.io import table_location
 from tablespec.importer import import_yaml, spec_document
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.plan.builder import build_plan
 from tablespec.plan.settings import REGISTRY
 from tablespec.spec.loader import load_spec_text
 from tablespec.spec.model import INDEX_TYPES, TableSpec

@@ -10,7 +10,8 @@ import pytest
 from _support import EXAMPLES, ROOT, check_golden
 
 from tablespec.apply import Applier
-from tablespec.plan.builder import build_plan, table_location
+from tablespec.hudi.io import table_location
+from tablespec.plan.builder import build_plan
 from tablespec.plan.render import load_plan, render, render_json
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe

@@ -30,14 +30,11 @@ import pyarrow.compute as pc
 
 from tablespec.engine.arrow.timebased import timestamp_segments
 from tablespec.errors import TablespecError
-from tablespec.hudi.keygen import TimestampPartitioning
+from tablespec.hudi.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, TimestampPartitioning
+from tablespec.hudi.partition import DEFAULT_PARTITION, ESCAPED_CHARACTERS
 
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-NULL_PLACEHOLDER = "__null__"
-EMPTY_PLACEHOLDER = "__empty__"
-# Hive's FileUtils.escapePathName set, which Hudi's PartitionPathEncodeUtils uses: ASCII control
-# characters and these; `%` first so that the escapes added later are not escaped again.
-_ESCAPED = ["%"] + [chr(c) for c in range(0x20)] + list("\"#'*/:=?\\\x7f{[]^")
+# `%` first, so that the escapes added later are not escaped again
+_ESCAPED = ["%", *sorted(ESCAPED_CHARACTERS - {"%"})]
 _ESCAPED_CLASS = "[" + "".join(f"\\x{{{ord(c):02x}}}" for c in _ESCAPED) + "]"
 
 

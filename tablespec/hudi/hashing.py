@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablespec.engine.arrow.keys import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER
+from tablespec.hudi.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER
 
 INT_MAX = 0x7FFFFFFF
 _SLICE_BYTES = 1 << 22  # UTF-8 bytes hashed per numpy pass: bounds temporary memory
