@@ -40,11 +40,6 @@ NO_PYSPARK = "this command runs Spark, and pyspark is not installed: pip install
 _log_file: str | None = None
 
 
-def log_file() -> str | None:
-    """The log of the JVM tablespec started in this process, or None (a JVM someone else started)."""
-    return _log_file
-
-
 def with_log(message: str) -> str:
     """`message`, naming the full log when there is one."""
     return f"{message} (full log: {_log_file})" if _log_file else message
