@@ -1,0 +1,159 @@
+"""One Hudi table as a handle: where it lives, and its config, timeline and file-system view.
+
+Every layer above the format takes a `HudiTable` (or, on executors, its `Location`) instead of a
+location string, so a table is opened once: its hoodie.properties, active timeline and
+file-system view are read on first use and cached. A cached snapshot is what a reader or a
+planner wants; a writer must see the table as it is *now* at the points where correctness
+depends on it (under the transaction lock, at commit), and calls `refresh()` (or the `fresh_*`
+methods) exactly there, saying why.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from tablespec.hudi.config import TableConfig, read_table_config
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import LOCAL, Storage, check_location, is_object_store, join, table_location
+from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.s3 import S3Config, S3Storage
+from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.txn_lock import TransactionLock
+
+
+@dataclass(frozen=True)
+class StorageOptions:
+    """How to reach object stores (the project file's `storage:` section; never credentials).
+    A value passed down with every location: there are no module-level storage settings."""
+
+    values: tuple[tuple[str, str], ...] = ()
+    origin: str = "storage options"
+
+    @classmethod
+    def of(cls, options: Mapping | None, origin: str = "storage options") -> StorageOptions:
+        return cls(tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())), origin)
+
+    def s3(self) -> S3Config:
+        return S3Config.from_env(dict(self.values), self.origin)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A table's (or a warehouse's) location as a value: the normalized URI and the storage that
+    serves it. Picklable: Spark tasks receive it and reach the same store with the same options."""
+
+    uri: str
+    storage: Storage = field(default=LOCAL, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, value: str, options: StorageOptions | None = None, origin: str | None = None) -> Location:
+        """`value` checked and normalized (see `check_location`); object stores get their
+        configuration from `options` and the standard AWS environment."""
+        uri = check_location(value, origin)
+        if uri.startswith("s3://"):
+            return cls(uri, S3Storage(urlparse(uri).netloc, (options or StorageOptions()).s3()))
+        return cls(uri, LOCAL)
+
+    @property
+    def is_object_store(self) -> bool:
+        return is_object_store(self.uri)
+
+    def join(self, *parts: str) -> str:
+        """A path below this location (a string: the storage's path for a file or folder)."""
+        return join(self.uri, *parts)
+
+    def child(self, relative: str) -> Location:
+        """The location `relative` below this one (a spec's table under its warehouse), on the same storage."""
+        return Location(check_location(table_location(self.uri, relative)), self.storage)
+
+    def __str__(self) -> str:
+        return self.uri
+
+
+class HudiTable:
+    """A handle on one Hudi table (which may not exist yet). Reads are lazy and cached until
+    `refresh()`; nothing here starts Spark."""
+
+    def __init__(self, location: Location):
+        self.location = location
+        self._config: TableConfig | None = None
+        self._config_read = False
+        self._timeline: Timeline | None = None
+        self._view: FileSystemView | None = None
+
+    @classmethod
+    def open(cls, value: str | Location, options: StorageOptions | None = None, origin: str | None = None) -> HudiTable:
+        """The handle for a location given as a string (the CLI / Python API edge) or a Location."""
+        return cls(value if isinstance(value, Location) else Location.parse(value, options, origin))
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
+
+    @property
+    def base(self) -> str:
+        """The table's base path as its storage names it."""
+        return self.location.uri
+
+    def __repr__(self) -> str:
+        return f"HudiTable({self.base!r})"
+
+    # -- state, read once and cached ---------------------------------------------------------
+    @property
+    def config(self) -> TableConfig | None:
+        """hoodie.properties (None: no table here)."""
+        if not self._config_read:
+            self._config, self._config_read = read_table_config(self.storage, self.base), True
+        return self._config
+
+    @property
+    def exists(self) -> bool:
+        return self.config is not None
+
+    @property
+    def timeline(self) -> Timeline:
+        """The active timeline as first read through this handle."""
+        if self._timeline is None:
+            self._timeline = Timeline.load(self.storage, self.base)
+        return self._timeline
+
+    @property
+    def view(self) -> FileSystemView:
+        """The file-system view over `timeline` (file groups and slices of completed instants)."""
+        if self._view is None:
+            self._view = FileSystemView.build(self.storage, self.base, self.timeline)
+        return self._view
+
+    def refresh(self) -> HudiTable:
+        """Forget what was read: the next access reads the table as it is now."""
+        self._config, self._config_read, self._timeline, self._view = None, False, None, None
+        return self
+
+    def fresh_timeline(self) -> Timeline:
+        """The active timeline as it is now (and cached from here on): for the points where a
+        writer must see every instant another writer completed (conflict checks, new instant times)."""
+        self._timeline, self._view = Timeline.load(self.storage, self.base), None
+        return self._timeline
+
+    def fresh_config(self) -> TableConfig | None:
+        """hoodie.properties as it is now (and cached from here on)."""
+        self._config, self._config_read = read_table_config(self.storage, self.base), True
+        return self._config
+
+    def listing_snapshot(self):
+        """A block in which listings below the table may come from one listing (object stores:
+        one paginated LIST); for read-only work."""
+        return self.storage.listing_snapshot(self.base)
+
+    # -- locks -------------------------------------------------------------------------------
+    def table_lock(self, owner: str | None = None, auto_renew: bool = True) -> TableLock:
+        """tablespec's table lock (one whole action or write); not yet taken."""
+        return TableLock(self.storage, self.base, owner=owner, auto_renew=auto_renew)
+
+    def transaction_lock(self, who: str = "writer") -> TransactionLock:
+        """Hudi's transaction lock (a writer's commit steps); not yet taken."""
+        return TransactionLock(self.storage, self.base, who)
+
+
+__all__ = ["DEFAULT_TIMEOUT_SECONDS", "HudiTable", "Location", "StorageOptions"]
