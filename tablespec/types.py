@@ -105,7 +105,7 @@ class _Parser:
             if not m:
                 raise TypeParseError(f"unexpected character {text[pos:].lstrip()[0]!r}", text, pos)
             tok = m.group(1) or m.group(2) or m.group(3) or m.group(4)
-            self.tokens.append((tok, m.start(m.lastindex)))
+            self.tokens.append((tok, m.start(m.lastindex or 0)))
             pos = m.end()
         self.i = 0
 
@@ -189,7 +189,7 @@ class _Parser:
                 self.take(":")
                 ftype = self.type_()
                 nullable = True
-                if self.peek() is not None and self.peek().lower() == "not":
+                if (self.peek() or "").lower() == "not":
                     self.take("not")
                     self.take("null")
                     nullable = False

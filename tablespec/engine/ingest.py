@@ -45,7 +45,7 @@ def infer_format(path: str) -> str:
     files = list(_data_files(path))
     if not files:
         raise TablespecError(f"{path}: no input files")
-    formats = {}
+    formats: dict[str, str] = {}   # format -> its first file
     for file in files:
         fmt = format_of(os.path.basename(file))
         if fmt is None:

@@ -25,7 +25,7 @@ def read_parquet(spark, storage: Storage, paths: list[str], ddl: str):
     from pyspark.sql.types import _parse_datatype_string
 
     schema = _parse_datatype_string(ddl)
-    arrow_schema = to_arrow_schema(schema)
+    arrow_schema = to_arrow_schema(schema)  # type: ignore[arg-type]  # a DDL of columns parses to a StructType
     n = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 2))
     files = spark.createDataFrame([(p,) for p in paths], "path string").repartition(n)
     return files.mapInArrow(functools.partial(_read_files, storage, arrow_schema), schema)

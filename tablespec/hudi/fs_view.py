@@ -174,13 +174,13 @@ def missing_latest_base_files(view: FileSystemView) -> list[MissingBaseFile]:
     replaced = timeline.replaced_file_ids()
     listed = {(g.partition, g.file_id): g.latest_slice for g in view._groups}
     missing = []
-    for (partition, file_id), (instant, file_name) in sorted(written.items()):
+    for (partition, file_id), (written_at, file_name) in sorted(written.items()):
         if file_id in replaced.get(partition, ()):
             continue
         latest = listed.get((partition, file_id))
-        if latest is None or latest.base_instant < instant or \
-                (latest.base_instant == instant and latest.base_file is None):
-            missing.append(MissingBaseFile(partition, file_id, file_name, instant))
+        if latest is None or latest.base_instant < written_at or \
+                (latest.base_instant == written_at and latest.base_file is None):
+            missing.append(MissingBaseFile(partition, file_id, file_name, written_at))
     return missing
 
 

@@ -245,7 +245,7 @@ def bucket_ids_for_record_keys(record_keys, hash_fields: list[str], num_buckets)
     `num_buckets` may be one count or an array of per-row counts (per-partition buckets)."""
     hashes = record_key_hashes(record_keys, hash_fields)
     if np.isscalar(num_buckets):
-        return bucket_of_hash(hashes, int(num_buckets))
+        return bucket_of_hash(hashes, int(num_buckets))  # type: ignore[arg-type]  # a scalar count
     return ((hashes.view(np.uint32) & INT_MAX) % np.asarray(num_buckets, dtype=np.uint32)).astype(np.int32)
 
 

@@ -101,6 +101,7 @@ def _proto_fields(data: bytes) -> dict[int, list[int | bytes]]:
     while pos < len(data):
         tag, pos = _read_varint(data, pos)
         number, wire = tag >> 3, tag & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _read_varint(data, pos)
         elif wire == 2:
@@ -193,6 +194,8 @@ class Trailer:
 
         def num(n: int, default: int = 0) -> int:
             value = fields.get(n, [default])[-1]
+            if not isinstance(value, int):
+                raise HudiFormatError(f"HFile trailer field {n} is not a number")
             return value - (1 << 64) if value >= 1 << 63 else value   # int64s written as uint64
 
         codec = num(12, CODECS["none"])
@@ -471,7 +474,8 @@ def write_hfile(records: Iterable[tuple[bytes | str, bytes]], file_info: Mapping
     codec = CODECS[compression]
     out = io.BytesIO()
     index: list[tuple[int, int, bytes]] = []
-    pending, pending_size, first_key = [], 0, b""
+    pending: list[bytes] = []
+    pending_size, first_key = 0, b""
     prev, count, key_bytes, value_bytes = -1, 0, 0, 0
     last_row: bytes | None = None
     first_row = b""
@@ -561,6 +565,8 @@ def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = Non
     for key, value in reader.records():
         try:
             record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None)
+            if not isinstance(record, dict):
+                raise TypeError("not a record")
         except Exception as e:  # fastavro raises several types for bytes that are not the schema's
             raise HudiFormatError(f"{reader.source}: the value of {key!r} is not a HoodieMetadataRecord: {e}") from None
         yield key.decode("utf-8"), record

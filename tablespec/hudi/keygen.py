@@ -176,8 +176,8 @@ class TimestampPartitioning:
     def properties(self) -> dict[str, str]:
         """The `hoodie.keygen.timebased.*` settings, as Hudi writers read them."""
         props = {TYPE_KEY: self.hudi_type, OUTPUT_FORMAT_KEY: self.output_format, TIMEZONE_KEY: self.time_zone}
-        if INPUTS[self.input][1]:
-            props[UNIT_KEY] = INPUTS[self.input][1]
+        if unit := INPUTS[self.input][1]:
+            props[UNIT_KEY] = unit
         if self.input_format:
             props[INPUT_FORMAT_KEY] = self.input_format
         return props

@@ -24,7 +24,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -101,17 +101,17 @@ class _Cursor:
         self.pos += n
         return chunk
 
-    def int(self) -> int:
+    def int32(self) -> int:
         return struct.unpack(">i", self.take(4))[0]
 
-    def long(self) -> int:
+    def int64(self) -> int:
         return struct.unpack(">q", self.take(8))[0]
 
     def metadata(self) -> dict[int, str]:
         entries = {}
-        for _ in range(self.int()):
-            key = self.int()
-            entries[key] = self.take(self.int()).decode("utf-8")
+        for _ in range(self.int32()):
+            key = self.int32()
+            entries[key] = self.take(self.int32()).decode("utf-8")
         return entries
 
 
@@ -128,9 +128,9 @@ def _block_at(data: bytes, pos: int) -> LogBlock | None:
         return None
     c = _Cursor(data, head + 8, end - 8)
     try:
-        version, kind = c.int(), c.int()
+        version, kind = c.int32(), c.int32()
         header = c.metadata()
-        content = c.take(c.long())
+        content = c.take(c.int64())
         footer = c.metadata() if version >= 1 else {}
     except (HudiFormatError, UnicodeDecodeError):
         return None
@@ -192,10 +192,10 @@ def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None
     writer = fastavro.parse_schema(json.loads(block.header[Header.SCHEMA]))
     reader = fastavro.parse_schema(dict(reader_schema)) if reader_schema is not None else None
     c = _Cursor(block.content, 0, len(block.content))
-    c.int()                                   # the block's own version: every version lays out records alike
-    count = c.int()
-    records = []
+    c.int32()                                   # the block's own version: every version lays out records alike
+    count = c.int32()
+    records: list[dict[str, Any]] = []
     for _ in range(count):
-        raw = c.take(c.int())
-        records.append(fastavro.schemaless_reader(io.BytesIO(raw), writer, reader))
+        raw = c.take(c.int32())
+        records.append(cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(raw), writer, reader)))
     return records

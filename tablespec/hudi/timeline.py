@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -90,7 +90,7 @@ class Timeline:
         try:
             if raw.startswith(_AVRO_MAGIC):
                 records = list(fastavro.reader(io.BytesIO(raw)))
-                return records[0] if records else {}
+                return cast(dict[str, Any], records[0]) if records else {}
             return json.loads(raw) if raw.strip() else {}
         except (ValueError, EOFError, KeyError) as e:
             raise HudiFormatError(f"{join(self.meta, instant.file_name)}: unreadable metadata: {e}") from None

@@ -51,7 +51,7 @@ def diff_columns(desired: list[tuple[str, DataType, bool]], observed: list[tuple
             continue
         ot, onl = old[name]
         if ot != t:
-            kind = "widen" if is_widening(ot, t) else "retype"
+            kind: ColumnChangeKind = "widen" if is_widening(ot, t) else "retype"
             changes.append(ColumnChange(kind, name, str(ot), str(t)))
         if onl and not nl:
             changes.append(ColumnChange("require_not_null", name, "nullable", "not null"))

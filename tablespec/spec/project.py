@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, PlainValidator, PrivateAttr, ValidationErr
 from tablespec.errors import SpecError
 from tablespec.spec.base import SpecModel, problem
 from tablespec.spec.diagnostics import Diagnostic
-from tablespec.spec.source import read_documents
+from tablespec.spec.source import Document, read_documents
 
 PROJECT_FILE = "tablespec.project.yaml"
 WAREHOUSE_ENV = "TABLESPEC_WAREHOUSE"
@@ -122,7 +122,7 @@ def load_project(path: str | Path) -> Project:
     try:
         project = Project.model_validate(doc.data if doc else {}, by_alias=True, by_name=False)
     except ValidationError as e:
-        raise SpecError(sorted(diagnose(Project, e, doc, file), key=lambda d: (d.line, d.col))) from None
+        raise SpecError(sorted(diagnose(Project, e, doc or Document(0, 1, 1, {}), file), key=lambda d: (d.line, d.col))) from None
     project._file = path
     return project
 

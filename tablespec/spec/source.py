@@ -51,19 +51,19 @@ def _plain(node: Any, loc: tuple, positions: Positions) -> Any:
     if tag and tag not in _CORE_TAGS:  # e.g. !!python/object/apply: a spec is data, never objects
         raise _TagRefused(loc, tag)
     if isinstance(node, CommentedMap):
-        out = {}
+        out: dict = {}
         for key, value in node.items():
             if (position := _position(node.lc.key(key))) is not None:
                 positions[format_path((*loc, key))] = position
             out[key] = _plain(value, (*loc, key), positions)
         return out
     if isinstance(node, CommentedSeq):
-        out = []
+        items: list = []
         for i, value in enumerate(node):
             if (position := _position(node.lc.item(i))) is not None:
                 positions[format_path((*loc, i))] = position
-            out.append(_plain(value, (*loc, i), positions))
-        return out
+            items.append(_plain(value, (*loc, i), positions))
+        return items
     if isinstance(node, TaggedScalar):
         return str(node.value)
     if isinstance(node, bool | ScalarBoolean):

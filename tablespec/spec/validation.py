@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 import types
 import typing
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
 
 from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, ValidationError
 from pydantic.alias_generators import to_camel
@@ -112,7 +113,7 @@ def _unknown_key(root: type[BaseModel], loc: tuple, data: Any) -> str:
     allowed = [f.alias or n for n, f in model.model_fields.items()]
     match = closest(spelled, allowed)
     if match is None and model in INDEX_TYPES:
-        owners = {f.alias: m for m in INDEX_TYPES for f in m.model_fields.values() if f.alias not in allowed}
+        owners = {f.alias: m for m in INDEX_TYPES for f in m.model_fields.values() if f.alias and f.alias not in allowed}
         other = closest(spelled, owners)
         if other is not None:
             only = f"{other} is only valid when type is {owners[other].model_fields['type'].default}"
@@ -122,7 +123,7 @@ def _unknown_key(root: type[BaseModel], loc: tuple, data: Any) -> str:
     return f"unknown key '{key}'; expected one of: {', '.join(allowed)}"
 
 
-def _message(root: type[BaseModel], error: dict, loc: tuple, data: Any) -> tuple[tuple, str]:
+def _message(root: type[BaseModel], error: Mapping[str, Any], loc: tuple, data: Any) -> tuple[tuple, str]:
     """The location to report and the message for one pydantic error."""
     kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
     if loc and loc[-1] == "[key]":
@@ -174,9 +175,9 @@ class _Salvage:
     report is never used, so no problem is reported twice.
     """
 
-    def __init__(self, errors: list[dict], data: Any):
+    def __init__(self, errors: Sequence[Mapping[str, Any]], data: Any):
         self.errors = [_clean_loc(tuple(err["loc"]), data) for err in errors]
-        self.found: list[tuple[tuple, dict]] = []
+        self.found: list[tuple[tuple, Mapping[str, Any]]] = []
 
     def _has_error(self, loc: tuple) -> bool:
         return any(err[:len(loc)] == loc for err in self.errors)
@@ -227,7 +228,7 @@ class _Salvage:
         """What is usable of `raw`, which has errors, as a `tp`: a partial model, a list of them, or _UNSET."""
         model = _as_model(tp, raw)
         if model is not None:
-            return self.model(model, raw, loc)
+            return self.model(cast(type[SpecModel], model), raw, loc)   # spec fields hold spec models
         item = _list_item(tp)
         if item is None or not isinstance(raw, list) or (loc in self.errors):  # not a list of models, or the list itself is wrong
             return _UNSET
@@ -299,7 +300,7 @@ def validate_document(doc: Document, file: str) -> tuple[TableSpec | None, list[
     return spec, _located(spec_warnings(spec), doc, file, "warning")
 
 
-def _located(problems: list[tuple[tuple, str]], doc: Document, file: str, severity: str) -> list[Diagnostic]:
+def _located(problems: list[tuple[tuple, str]], doc: Document, file: str, severity: Literal["error", "warning"]) -> list[Diagnostic]:
     out = []
     for loc, message in problems:
         path = format_path(loc)

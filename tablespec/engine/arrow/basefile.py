@@ -159,7 +159,7 @@ class BaseFileWriter:
                 self._flush()
             min_key, max_key = (_java_string(k) if k is not None else None for k in (self._min, self._max))
             footer = {AVRO_SCHEMA: with_meta_fields(self.avro_schema_json).encode()}
-            if self.rows:
+            if self.rows and min_key is not None and max_key is not None:
                 footer.update({MIN_KEY: min_key.encode(), MAX_KEY: max_key.encode()})
             if self.bloom_filter:
                 keys = pa.concat_arrays(self._keys) if self._keys else pa.array([], pa.string())
@@ -188,7 +188,8 @@ def read_footer_keys(path: str, storage: Storage | None = None) -> tuple[str | N
     """(`hoodie_min_record_key`, `hoodie_max_record_key`) of a base file; None where absent."""
     with (storage or LOCAL).open_input_file(path) as f:
         meta = pq.read_metadata(f).metadata or {}
-    return tuple(meta[k].decode() if k in meta else None for k in (MIN_KEY, MAX_KEY))
+    min_key, max_key = (meta[k].decode() if k in meta else None for k in (MIN_KEY, MAX_KEY))
+    return min_key, max_key
 
 
 def java_sort_indices(keys: pa.StringArray) -> pa.UInt64Array:

@@ -169,7 +169,7 @@ def _bit_positions(matrix: np.ndarray, num_hashes: int, size: int, legacy_tail: 
     seed = np.zeros(n, dtype=np.uint32)
     out = np.empty((n, num_hashes), dtype=np.int64)
     for i in range(num_hashes):
-        h = seed ^ np.uint32(length)
+        h: np.ndarray = seed ^ np.uint32(length)
         for w in range(words):
             h = (h * _M) ^ ks[:, w]
         if left:  # Hadoop's (and Hudi's) tail: the last byte unshifted, the one before << 8, ...

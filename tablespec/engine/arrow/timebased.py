@@ -33,7 +33,7 @@ def _epoch_millis(arr: pa.Array, ts: TimestampPartitioning) -> pa.Array:
     else:
         raise TablespecError(f"partition field {ts.field!r} of type {t} cannot be read as {ts.input}")
     values = np.asarray(pc.fill_null(values, 1), dtype=np.int64)
-    micros = UNIT_MICROS[ts.unit]
+    micros = UNIT_MICROS[ts.unit or "MILLISECONDS"]   # numeric inputs always name their unit
     if micros >= 1000:
         return pa.array(values * (micros // 1000))
     step = 1000 // micros   # finer than a millisecond: TimeUnit.convert truncates toward zero
