@@ -11,8 +11,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from tablespec import __version__
 from tablespec.errors import PlanError, SparkJobError, SpecError, TablespecError
+from tablespec.version import __version__
 
 DEFAULT_SPEC_PATHS = ["specs/"]
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tablespec import __version__
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
@@ -28,6 +27,7 @@ from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
 from tablespec.spec.model import RecordLevelSettings
 from tablespec.state import TableState
+from tablespec.version import __version__
 
 
 def display_name(spec) -> str:

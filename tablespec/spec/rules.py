@@ -150,19 +150,15 @@ def _ordering_field(body: TableBody) -> list[Problem]:
 
 @_body_rule
 def _bucket_index_needs_key_fields(body: TableBody) -> list[Problem]:
-    from tablespec.spec.model import BucketIndex
-
-    if isinstance(body.index, BucketIndex) and body.record_key.auto_generate:
+    if body.index.type == "BUCKET" and body.record_key.auto_generate:
         return [(("index", "type"), "a BUCKET index hashes record key fields, so it cannot be used with recordKey.autoGenerate")]
     return []
 
 
 @_body_rule
 def _hash_fields(body: TableBody) -> list[Problem]:
-    from tablespec.spec.model import BucketIndex
-
     index = body.index
-    if not isinstance(index, BucketIndex) or index.hash_fields is None:
+    if index.type != "BUCKET" or index.hash_fields is None:
         return []
     empty = [(("index", "hashFields"), "hashFields must not be empty; omit it to hash the record key fields")]
     return (empty if not index.hash_fields else []) + _references(body, ("index", "hashFields"), index.hash_fields, "hash field")
@@ -170,10 +166,8 @@ def _hash_fields(body: TableBody) -> list[Problem]:
 
 @_body_rule
 def _hash_fields_in_record_key(body: TableBody) -> list[Problem]:
-    from tablespec.spec.model import BucketIndex
-
     index, key = body.index, body.record_key
-    if not isinstance(index, BucketIndex) or index.hash_fields is None or not key.fields:
+    if index.type != "BUCKET" or index.hash_fields is None or not key.fields:
         return []
     by_name = _columns_by_name(body)
     return [(("index", "hashFields", i), f"hash field '{name}' is not a record key field; Hudi hashes a subset of "
