@@ -199,4 +199,4 @@ class TimelineWriter:
             raise HudiFormatError(f"cannot delete {instant}: it is completed")
         for state in ("inflight", "requested"):
             if (instant.action, state) in SUFFIXES:  # a savepoint has no requested file
-                self.storage.delete(self._path(instant.to(state)))  # type: ignore[arg-type]
+                self.storage.delete(self._path(instant.to(state)))
