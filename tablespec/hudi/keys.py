@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tablespec.errors import HudiFormatError
 
@@ -26,7 +26,7 @@ BACKUP_FILE = PROPERTIES_FILE + ".backup"
 AVRO_NAMESPACE = "hoodie"             # Hudi's Avro record namespace: hoodie.<table name>
 TIMEBASED_PREFIX = HUDI_PREFIX + "keygen.timebased."
 LABEL_PREFIX = "tablespec.label."     # a spec label <k> is stored as tablespec.label.<k>
-HUDI_0 = (6,)                         # table versions Hudi 0.14/0.15 writers write
+HUDI_0 = (6,)                         # table versions Hudi 0.14/0.15 writers write (tablespec: only 6)
 HUDI_ALL = (6, 8, 9)                  # ... and Hudi 1.0 (8), 1.1 (9)
 
 
@@ -237,24 +237,28 @@ PAYLOAD_CLASS = HudiKey("hoodie.datasource.write.payload.class", "How an incomin
                          scope="writer")
 PAYLOAD_ORDERING_FIELD = HudiKey("hoodie.payload.ordering.field", "The field the payload orders records by.",
                                   scope="writer")
-# tablespec's own keys in hoodie.properties.
-TABLESPEC_INDEX_TYPE = HudiKey("tablespec.index.type", "The index as tablespec names it (SIMPLE, BLOOM, BUCKET, "
-                                "RECORD_LEVEL).", scope="tablespec", spec="spec.index.type",
-                                allowed=("SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"))
-PARTITION_BUCKETS = HudiKey("tablespec.bucket.partition.buckets", "Per-partition bucket counts (JSON rules).",
-                             scope="tablespec", spec="spec.index.partitionBuckets")
-RECORD_LEVEL_BUCKETS = HudiKey("tablespec.record.level.num.buckets", "The record-level index's bucket count.",
-                                scope="tablespec", minimum=1, spec="spec.index.recordLevel.numBuckets")
-RECORD_LEVEL_MAX_FILES = HudiKey("tablespec.record.level.max.files.per.bucket",
-                                  "Index files per bucket before they are merged.", scope="tablespec", minimum=1,
-                                  spec="spec.index.recordLevel.maxFilesPerBucket")
-CLUSTERING_STRATEGY = HudiKey("tablespec.clustering.strategy", "The layout clustering writes.", scope="tablespec",
-                               spec="spec.clustering.strategy")
-CLUSTERING_MAX_SMALL_FILES = HudiKey("tablespec.clustering.max.small.files",
-                                      "Small files that make clustering due.", scope="tablespec", minimum=1,
-                                      spec="spec.clustering.maxSmallFiles")
-PREVENT_DESTROY = HudiKey("tablespec.protection.prevent.destroy", "Refuse plans that drop or replace the table.",
-                           scope="tablespec", allowed=_BOOL, spec="spec.protection.preventDestroy")
+
+
+def _own(name: str, doc: str, **kw: Any) -> HudiKey:
+    """One of tablespec's own keys: in hoodie.properties of the version-6 tables it manages; Hudi ignores it."""
+    return HudiKey(name, doc, scope="tablespec", versions=HUDI_0, **kw)
+
+
+TABLESPEC_INDEX_TYPE = _own("tablespec.index.type", "The index as tablespec names it.",
+                            allowed=("SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"), spec="spec.index.type")
+PARTITION_BUCKETS = _own("tablespec.bucket.partition.buckets", "Per-partition bucket counts (JSON rules).",
+                         spec="spec.index.partitionBuckets")
+RECORD_LEVEL_BUCKETS = _own("tablespec.record.level.num.buckets", "The record-level index's bucket count.",
+                            minimum=1, spec="spec.index.recordLevel.numBuckets")
+RECORD_LEVEL_MAX_FILES = _own("tablespec.record.level.max.files.per.bucket",
+                              "Index files per bucket before they are merged.", minimum=1,
+                              spec="spec.index.recordLevel.maxFilesPerBucket")
+CLUSTERING_STRATEGY = _own("tablespec.clustering.strategy", "The layout clustering writes.",
+                           spec="spec.clustering.strategy")
+CLUSTERING_MAX_SMALL_FILES = _own("tablespec.clustering.max.small.files", "Small files that make clustering due.",
+                                  minimum=1, spec="spec.clustering.maxSmallFiles")
+PREVENT_DESTROY = _own("tablespec.protection.prevent.destroy", "Refuse plans that drop or replace the table.",
+                       allowed=_BOOL, spec="spec.protection.preventDestroy")
 
 ALL: tuple[HudiKey, ...] = tuple(v for v in globals().values() if isinstance(v, HudiKey))
 BY_NAME: dict[str, HudiKey] = {k.name: k for k in ALL}

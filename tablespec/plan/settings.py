@@ -1,4 +1,4 @@
-"""The one mapping between spec fields and hoodie.properties keys.
+"""The one mapping between spec fields and hoodie.properties keys (named through hudi/keys.py).
 
 Every setting tablespec manages lives in hoodie.properties (Hudi's own key where Hudi has one,
 `tablespec.*` otherwise), so the table itself is the state. The same registry drives table
