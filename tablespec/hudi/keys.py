@@ -76,10 +76,10 @@ class HudiKey:
         return props.get(self.name, self.default)
 
     def number(self, props: Mapping[str, str]) -> int:
-        """The key's integer value in `props` (Hudi's default when absent); refuses anything else."""
+        """The key's integer value in `props` (Hudi's default when absent); refuses what is no integer."""
         raw = self.value(props)
         try:
-            return int(self.check(raw or ""))
+            return int((raw or "").strip())
         except ValueError:
             raise HudiFormatError(f"{self.name}: expected an integer, found {raw!r}") from None
 
