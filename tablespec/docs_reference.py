@@ -2,7 +2,8 @@
 
 Written from what the code declares, so they cannot drift from it: the spec models (their field
 docstrings, defaults and constraints, through the JSON Schema), the settings registry (which
-hoodie.properties key a field is stored under) and the argparse parser of the `tablespec` command.
+hoodie.properties key a field is stored under), the key registry (hudi/keys.py: every key's scope,
+Hudi default, accepted values and other spellings) and the argparse parser of the `tablespec` command.
 Regenerate the committed pages with: python -m tablespec.docs_reference
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tablespec.hudi import keys
 from tablespec.plan.settings import LABEL_PREFIX, REGISTRY
 from tablespec.spec.schema import json_schema
 from tablespec.spec.sizes import SIZE_PATTERN, size_text
@@ -164,8 +166,8 @@ def spec_page() -> str:
     """docs/reference/spec.md: every spec field, and every hoodie.properties key tablespec manages."""
     page = _SpecPage()
     page.object("", page.schema, page.schema.get("description", ""), title="Document")
-    out = [_HEADER.format(source="the spec models (tablespec/spec/model.py) and the settings registry "
-                                 "(tablespec/plan/settings.py)"),
+    out = [_HEADER.format(source="the spec models (tablespec/spec/model.py), the settings registry "
+                                 "(tablespec/plan/settings.py) and the key registry (tablespec/hudi/keys.py)"),
            "# Spec reference\n\n",
            ("Every field of a `HudiTable` spec, by its YAML name: its type, its default, the `hoodie.properties` "
             "key the table stores it under (the table is the state: `plan` compares the spec with these keys), "
@@ -192,6 +194,32 @@ def spec_page() -> str:
             default += f" ({size_text(int(s.default))})"
         out.append(f"| `{s.prop}` | `{s.path}` | {default} | {s.kind} | {_CHANGE[s.category]} | "
                    f"{_cell('; '.join(notes))} |\n")
+    out.append(_keys_section())
+    return "".join(out)
+
+
+_SCOPES = {"table": "table property", "writer": "write option", "both": "write option, recorded in the table",
+           "tablespec": "tablespec's, in the table"}
+
+
+def _keys_section() -> str:
+    """Every key of the key registry: where it lives, Hudi's default and accepted values, its other spellings."""
+    out = ["\n## Key registry\n\n"
+           "Every key tablespec reads or writes (tablespec/hudi/keys.py): a table property in hoodie.properties, "
+           "a Hudi write option (`tablespec hudi-options` prints those), or both (a write option tablespec records "
+           "in hoodie.properties, where Hudi has no table property); Apache Hudi's default and the values it "
+           "accepts; the other spellings tablespec reads (and keeps when it rewrites a file); the table versions "
+           "whose writers use the key; the spec field that sets it.\n\n"
+           "| key | scope | Hudi default | accepted values | other spellings | table versions | spec path | meaning |\n"
+           "|---|---|---|---|---|---|---|---|\n"]
+    for k in keys.ALL:
+        accepted = _code(k.allowed) if k.allowed else (f"integer ≥ {k.minimum}" if k.minimum is not None else "")
+        spellings = [f"`{a.name}` ({a.writers})" for a in k.aliases]
+        if k.sets:
+            spellings.append(f"writers' spelling of `{k.sets}`")
+        default = "" if k.default is None else f"`{k.default}`"
+        out.append(f"| `{k.name}` | {_SCOPES[k.scope]} | {default} | {accepted} | {'; '.join(spellings)} | "
+                   f"{', '.join(map(str, k.versions))} | {f'`{k.spec}`' if k.spec else ''} | {_cell(k.doc)} |\n")
     return "".join(out)
 
 

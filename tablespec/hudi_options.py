@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
-from tablespec.hudi import keygen
+from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, read_table_config, unmanaged_layout
 from tablespec.hudi.io import storage_for, table_location
 from tablespec.hudi.layout_switch import unswitched_rewrite
@@ -31,13 +31,7 @@ from tablespec.spec.model import TableSpec
 SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle", "spec.partitioning.urlEncode",
              "spec.index.type", "spec.index.numBuckets", "spec.index.hashFields")
 # Writer options whose table property has another name: writer key -> the registry's spec path.
-RENAMED = {
-    "hoodie.datasource.write.table.type": "spec.tableType",
-    "hoodie.datasource.write.recordkey.field": "spec.recordKey.fields",
-    "hoodie.datasource.write.partitionpath.field": "spec.partitioning.fields",
-    "hoodie.datasource.write.keygenerator.class": "keyGenerator",
-    "hoodie.datasource.write.precombine.field": "spec.orderingField",
-}
+RENAMED = {writer: str(key.spec) for writer, key in keys.writer_spellings().items()}
 # Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
 FIXED_LAYOUT = ("drop_partition_columns", "populate_meta_fields")
 # Ordering: the greater orderingField value wins, also against the stored record (ties: incoming);
@@ -46,45 +40,45 @@ ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 WRITER = {
     # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table
     # (VERSION_PINS).
-    "hoodie.write.table.version": "6",
-    "hoodie.write.auto.upgrade": "false",
+    keys.WRITE_TABLE_VERSION.name: "6",
+    keys.WRITE_AUTO_UPGRADE.name: "false",
     # tablespec retires Hudi's metadata table before each of its commits: a Hudi job that kept it
     # on would rebuild it after every tablespec action.
-    "hoodie.metadata.enable": "false",
+    keys.METADATA_ENABLE.name: "false",
     # Clustering and cleaning are tablespec's (`plan` schedules them from the spec).
-    "hoodie.clustering.inline": "false",
-    "hoodie.clustering.schedule.inline": "false",
-    "hoodie.clustering.async.enabled": "false",
-    "hoodie.clean.automatic": "false",
+    keys.CLUSTERING_INLINE.name: "false",
+    keys.CLUSTERING_SCHEDULE_INLINE.name: "false",
+    keys.CLUSTERING_ASYNC.name: "false",
+    keys.CLEAN_AUTOMATIC.name: "false",
     # Archiving moves instants out of the active timeline, the only one tablespec reads: the last
     # clustering's layout, commits since it, per-file schemas and index instants would be lost.
-    "hoodie.archive.automatic": "false",
+    keys.ARCHIVE_AUTOMATIC.name: "false",
     # The table's schema is the spec's: an incoming batch may not drop columns or relax NOT NULL.
-    "hoodie.datasource.write.reconcile.schema": "true",
+    keys.RECONCILE_SCHEMA.name: "true",
 }
 # Optimistic concurrency control on the lock tablespec takes too (hudi/txn_lock.py): a Hudi job and
 # tablespec create instants and commit one at a time, and check each other's commits for conflicts.
 # LAZY: a failed write is rolled back once its heartbeat expires, not by the next writer at start
 # (which would roll back a live writer's instant).
 CONCURRENCY = {
-    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-    "hoodie.cleaner.policy.failed.writes": "LAZY",
-    "hoodie.write.lock.provider": PROVIDER,
+    keys.CONCURRENCY_MODE.name: "optimistic_concurrency_control",
+    keys.FAILED_WRITES_POLICY.name: "LAZY",
+    keys.LOCK_PROVIDER.name: PROVIDER,
     # Hudi's default sleeps 5 s between attempts; tablespec holds the lock for milliseconds.
-    "hoodie.write.lock.client.wait_time_ms_between_retry": "1000",
-    "hoodie.write.lock.client.num_retries": "300",
+    keys.LOCK_RETRY_WAIT_MS.name: "1000",
+    keys.LOCK_NUM_RETRIES.name: "300",
 }
 # Hudi compares bucket ids, not file ids, on a bucketed table (two writers creating one bucket conflict).
-BUCKET_CONFLICTS = {"hoodie.write.lock.conflict.resolution.strategy":
+BUCKET_CONFLICTS = {keys.CONFLICT_RESOLUTION_STRATEGY.name:
                     "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy"}
 # Hudi 1.x pins, unknown to Hudi 0.15 (which ignores keys it does not define).
-VERSION_PINS = ("hoodie.write.table.version", "hoodie.write.auto.upgrade")
+VERSION_PINS = (keys.WRITE_TABLE_VERSION.name, keys.WRITE_AUTO_UPGRADE.name)
 # Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
 # records before an insert then.
-AUTO_KEYS = {"hoodie.combine.before.insert": "false"}
+AUTO_KEYS = {keys.COMBINE_BEFORE_INSERT.name: "false"}
 # A RECORD_LEVEL table is global (a key lives in one partition): Hudi writers, which do not maintain
 # tablespec's index, tag with GLOBAL_SIMPLE and move a key whose partition value changed.
-GLOBAL_MOVES = {"hoodie.simple.index.update.partition.path": "true"}
+GLOBAL_MOVES = {keys.UPDATE_PARTITION_PATH.name: "true"}
 
 
 class NoHudiEquivalent(TablespecError):
@@ -103,7 +97,7 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
                                "equivalent (its bucket index has one count for every partition); a Hudi writer "
                                "would route keys to the wrong buckets. Write this table with tablespec")
     options = {s.prop: v for s in REGISTRY
-               if s.path in SAME_NAME and s.prop.startswith("hoodie.") and (v := s.desired(spec)) is not None}
+               if s.path in SAME_NAME and s.prop.startswith(keys.HUDI_PREFIX) and (v := s.desired(spec)) is not None}
     by_path = {s.path: s for s in REGISTRY if s.path in RENAMED.values()}
     options.update({key: v for key, path in RENAMED.items() if (v := by_path[path].desired(spec)) is not None})
     # Timestamp partitioning: the timebased settings, and CustomKeyGenerator's typed field list.
@@ -115,14 +109,14 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
     if spec.spec.record_key.auto_generate:
         options.update(AUTO_KEYS)
     if spec.spec.ordering_field:
-        options.update({"hoodie.datasource.write.payload.class": ORDERED_PAYLOAD,
-                        "hoodie.payload.ordering.field": spec.spec.ordering_field})
+        options.update({keys.PAYLOAD_CLASS.name: ORDERED_PAYLOAD,
+                        keys.PAYLOAD_ORDERING_FIELD.name: spec.spec.ordering_field})
     if index.type == RECORD_LEVEL:
         options.update(GLOBAL_MOVES)
     options.update(CONCURRENCY)
-    options.update({"hoodie.write.lock.filesystem.path": lock_folder(location),
+    options.update({keys.LOCK_FILESYSTEM_PATH.name: lock_folder(location),
                     # the expiry tablespec assumes too: a killed Hudi job's lock frees up after it
-                    "hoodie.write.lock.filesystem.expire": str(expire_minutes())})
+                    keys.LOCK_FILESYSTEM_EXPIRE.name: str(expire_minutes())})
     if index.type == "BUCKET":
         options.update(BUCKET_CONFLICTS)
     options["path"] = location
@@ -196,7 +190,7 @@ def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | Non
     if (rewrite := unswitched_rewrite(timeline, props)) is not None:
         raise TablespecError(
             f"{location}: replacecommit {rewrite.timestamp} rewrote the data into a new layout, but "
-            "hoodie.properties does not describe it yet (the apply stopped before switching it); no writer "
+            f"{keys.PROPERTIES_FILE} does not describe it yet (the apply stopped before switching it); no writer "
             "configuration matches the table now. Run `tablespec apply` to finish, then hudi-options again")
     current = hudi_write_options(observed_spec(state, timestamp), location)
     notes = []

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from tablespec import stored_paths
 from tablespec.errors import TablespecError, UnsupportedTableError
-from tablespec.hudi import keygen
+from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import check_location, parent_location, relative_location
 from tablespec.plan.settings import HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE, effective, spec_value
@@ -42,8 +42,8 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
         f"{max(b for _, b in seen)}): the table was written with a BUCKET index, but hoodie.properties "
         "records neither the index type nor the bucket count, and the bucket count cannot be determined "
         "from the files. Record the writers' settings in .hoodie/hoodie.properties "
-        "(hoodie.index.type=BUCKET, hoodie.bucket.index.num.buckets=N, optionally "
-        "hoodie.bucket.index.hash.field), delete .hoodie/.hoodie.properties.crc if there is one (Hadoop checks "
+        f"({keys.INDEX_TYPE.name}=BUCKET, {keys.BUCKET_NUM.name}=N, optionally "
+        f"{keys.BUCKET_HASH_FIELDS.name}), delete .hoodie/.hoodie.properties.crc if there is one (Hadoop checks "
         "it on read, and Hudi fails on a stale one), and import again")
 
 
@@ -55,7 +55,7 @@ def _refuse_unexpressed(state: TableState, props: dict) -> None:
     if (why := keygen.refusal(props.get(KEY_GENERATOR))) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
     if state.config.drop_partition_columns:
-        raise UnsupportedTableError(f"{where}: hoodie.datasource.write.drop.partition.columns=true is not supported "
+        raise UnsupportedTableError(f"{where}: {keys.DROP_PARTITION_COLUMNS.name}=true is not supported "
                                     "(tablespec keeps partition columns in the base files)")
     cls = keygen.canonical_class(props.get(KEY_GENERATOR))
     field, untyped = keygen.timestamp_field_of(props)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from tablespec.hudi import keygen
+from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import index_recorded, table_index_type
 from tablespec.plan.clustering import describe_coverage, recorded_coverage
 from tablespec.plan.settings import (
@@ -28,8 +28,8 @@ def state_dict(state: TableState) -> dict:
     per_partition = Counter(fg.partition for fg in state.file_groups)
     return {
         "location": state.location,
-        "name": props.get("hoodie.table.name"),
-        "database": props.get("hoodie.database.name"),
+        "name": props.get(keys.TABLE_NAME.name),
+        "database": props.get(keys.DATABASE_NAME.name),
         "tableType": state.config.table_type,
         "tableVersion": state.config.version,
         "recordKey": props.get(RECORD_KEY_FIELDS),
@@ -38,7 +38,7 @@ def state_dict(state: TableState) -> dict:
         "hiveStyle": effective(props, HIVE_STYLE) == "true",
         "urlEncode": effective(props, URL_ENCODE) == "true",
         "partitionTimestamp": _timestamp(props),
-        "orderingField": props.get("hoodie.table.precombine.field"),
+        "orderingField": props.get(keys.PRECOMBINE_FIELD.name),
         "index": {"type": table_index_type(props), "recorded": index_recorded(props),
                   "numBuckets": _int(props.get(NUM_BUCKETS)),
                   "hashFields": effective(props, HASH_FIELDS),

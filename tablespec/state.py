@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError, TablespecError
-from tablespec.hudi import metadata_table, record_index
+from tablespec.hudi import keys, metadata_table, record_index
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
@@ -29,7 +29,6 @@ from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import lock_path, read_holder
-from tablespec.plan.settings import KEEP_COMMITS, effective
 from tablespec.types import DataType
 
 
@@ -137,7 +136,7 @@ def _observe(storage: Storage, location: str, keep_commits: int | None) -> Table
     last_clustering = history[-1][0] if history else None
     since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     props = config.to_properties()
-    retained = keep_commits or int(effective(props, KEEP_COMMITS))
+    retained = keep_commits or keys.KEEP_COMMITS.number(props)
     clean = plan_clean(location, timeline, view, retained)
     record_level = table_index_type(props) == RECORD_LEVEL
     index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) if record_level else {}

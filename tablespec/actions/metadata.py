@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from tablespec.errors import HudiFormatError, PlanError, StalePlanError
+from tablespec.hudi import keys
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
 from tablespec.hudi.io import storage_for
@@ -19,11 +20,11 @@ from tablespec.state import directory_contents
 
 # Fixed properties of every table tablespec creates (Hudi table version 6, copy-on-write layout).
 TABLE_DEFAULTS = {
-    "hoodie.table.version": "6",
-    "hoodie.timeline.layout.version": "1",
-    "hoodie.archivelog.folder": "archived",
-    "hoodie.datasource.write.drop.partition.columns": "false",
-    "hoodie.populate.meta.fields": "true",
+    keys.TABLE_VERSION.name: "6",
+    keys.TIMELINE_LAYOUT_VERSION.name: "1",
+    keys.ARCHIVELOG_FOLDER.name: "archived",
+    keys.DROP_PARTITION_COLUMNS.name: "false",
+    keys.POPULATE_META_FIELDS.name: "true",
 }
 
 
@@ -33,7 +34,7 @@ def creation_properties(spec) -> dict[str, str]:
     schema = to_avro_schema(spec_columns(spec), spec.metadata.name)
     if spec.spec.index.type == "RECORD_LEVEL":  # an empty table: the smallest index, fixed from now on
         props.setdefault(NUM_BUCKETS_PROPERTY, str(default_num_buckets(0)))
-    props["hoodie.table.create.schema"] = json.dumps(schema, separators=(",", ":"))
+    props[keys.CREATE_SCHEMA.name] = json.dumps(schema, separators=(",", ":"))
     return props
 
 

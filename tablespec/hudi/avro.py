@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.keys import AVRO_NAMESPACE
 from tablespec.hudi.naming import META_COLUMNS
 from tablespec.types import Array, DataType, Decimal, Field, Map, Primitive, Struct
 
@@ -81,7 +82,7 @@ def _avro_fields(columns: Sequence[Column], namespace: str) -> list[dict[str, An
 
 def to_avro_schema(columns: Iterable[Column | Field | tuple[str, DataType, bool]], table_name: str) -> dict[str, Any]:
     """The Avro schema Hudi's Spark writer records for a table with these columns."""
-    namespace, record = f"hoodie.{table_name}", f"{table_name}_record"
+    namespace, record = f"{AVRO_NAMESPACE}.{table_name}", f"{table_name}_record"
     return {"type": "record", "name": record, "namespace": namespace,
             "fields": _avro_fields(_columns(columns), f"{namespace}.{record}")}
 

@@ -22,6 +22,7 @@ from typing import Any
 import fastavro
 
 from tablespec.errors import HudiFormatError, TablespecError
+from tablespec.hudi import keys
 from tablespec.hudi.instant import REPLACE_COMMIT, Instant
 from tablespec.hudi.io import join
 from tablespec.hudi.rollback import is_clustering_plan
@@ -35,8 +36,8 @@ class ClusteringPending(TablespecError):
 CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: requested metadata and completed commit
 # Hudi's Spark executor of sorted (linear / z-order / hilbert) and unsorted clusterings.
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
-SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
-LAYOUT_PARAM = "hoodie.layout.optimize.strategy"
+SORT_COLUMNS_PARAM = keys.SORT_COLUMNS.name
+LAYOUT_PARAM = keys.LAYOUT_OPTIMIZE_STRATEGY.name
 # tablespec strategy <-> Hudi's layout optimisation strategy (NONE: no sort columns, linear).
 LAYOUTS = {"SORT": "linear", "ZORDER": "z-order", "HILBERT": "hilbert"}
 # HoodieClusteringGroup metrics Hudi's plan strategies fill in.

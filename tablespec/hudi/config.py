@@ -4,8 +4,9 @@ Settings that tablespec manages but Hudi keeps no *table* property for (index ty
 count, hash fields) are stored under Hudi's own write-config names, so Spark writers that read
 hoodie.properties agree with tablespec, and hudi-rs ignores them. Only values Hudi accepts go
 under `hoodie.*`: what Hudi has no value for (the RECORD_LEVEL index) lives under `tablespec.*`.
-Keys Apache Hudi 1.x spells differently are declared as aliases of the known key (`ConfigKey.aliases`):
-tablespec reads either spelling and rewrites a file in the spelling it found.
+Keys Apache Hudi 1.x spells differently are aliases of the known key (hudi/keys.py declares them,
+`ConfigKey.aliases` converts their values): tablespec reads either spelling and rewrites a file in the
+spelling it found.
 """
 from __future__ import annotations
 
@@ -17,21 +18,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tablespec.errors import HudiFormatError, UnsupportedTableError
-from tablespec.hudi import keygen
+from tablespec.hudi import keygen, keys
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
 
 META_FOLDER = ".hoodie"
-PROPERTIES_FILE = "hoodie.properties"
-BACKUP_FILE = "hoodie.properties.backup"
-CHECKSUM_KEY = "hoodie.table.checksum"
+PROPERTIES_FILE = keys.PROPERTIES_FILE
+BACKUP_FILE = keys.BACKUP_FILE
+CHECKSUM_KEY = keys.CHECKSUM.name
 SUPPORTED_VERSION = 6
 # Folders Apache Hudi creates with a new table; tools that list them expect them to exist.
 TABLE_FOLDERS = (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived")
 
 
-INDEX_TYPE_KEY = "hoodie.index.type"
-TABLESPEC_INDEX_TYPE_KEY = "tablespec.index.type"
+INDEX_TYPE_KEY = keys.INDEX_TYPE.name
+TABLESPEC_INDEX_TYPE_KEY = keys.TABLESPEC_INDEX_TYPE.name
 DEFAULT_INDEX_TYPE = "SIMPLE"   # Hudi's default index for Spark writers (0.13+)
 RECORD_LEVEL = "RECORD_LEVEL"
 # tablespec.index.type names the table's index as tablespec does; hoodie.index.type the index Hudi
@@ -118,31 +119,47 @@ def _one_ordering_field(key: str, raw: str) -> str:
     return fields[0] if fields else ""
 
 
-ORDERING_FIELDS_KEY = "hoodie.table.ordering.fields"
-KEY_GENERATOR_TYPE_KEY = "hoodie.table.keygenerator.type"
+ORDERING_FIELDS_KEY = keys.ORDERING_FIELDS.name
+KEY_GENERATOR_TYPE_KEY = keys.KEY_GENERATOR_TYPE.name
+# How an alias's value reads as the known key's, and back, where the two differ (keys.py declares
+# which aliases exist).
+_ALIAS_VALUES: dict[str, tuple[Callable[[str, str], str | None], Callable[[str], str]]] = {
+    ORDERING_FIELDS_KEY: (_one_ordering_field, lambda v: v),
+    KEY_GENERATOR_TYPE_KEY: (keygen.class_of_type, keygen.type_of_class),
+}
+
+
+def _checked(key: str, raw: str) -> str:
+    """A value Hudi accepts for `key` (its enum values), as Hudi spells it."""
+    return keys.BY_NAME[key].check(raw)
+
+
+def _known(attr: str, hudi_key: keys.HudiKey, parse: Callable[[str, str], Any], default: Any = None,
+           required: bool = False) -> ConfigKey:
+    aliases = tuple(Alias(a.name, *_ALIAS_VALUES.get(a.name, (_parse_str, lambda v: v))) for a in hudi_key.aliases)
+    return ConfigKey(attr, hudi_key.name, parse, default, required, aliases)
+
 
 KNOWN_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("name", "hoodie.table.name", _parse_str, required=True),
-    ConfigKey("database", "hoodie.database.name", _parse_name),
-    ConfigKey("table_type", "hoodie.table.type", lambda k, v: v.strip().upper(), "COPY_ON_WRITE"),
-    ConfigKey("version", "hoodie.table.version", _parse_int, 0),
-    ConfigKey("timeline_layout_version", "hoodie.timeline.layout.version", _parse_int),
-    ConfigKey("record_key_fields", "hoodie.table.recordkey.fields", _parse_list, []),
-    ConfigKey("partition_fields", "hoodie.table.partition.fields", _parse_list, []),
-    ConfigKey("precombine_field", "hoodie.table.precombine.field", _parse_str,
-              aliases=(Alias(ORDERING_FIELDS_KEY, _one_ordering_field, lambda v: v),)),
-    ConfigKey("key_generator_class", "hoodie.table.keygenerator.class", _parse_str,
-              aliases=(Alias(KEY_GENERATOR_TYPE_KEY, keygen.class_of_type, keygen.type_of_class),)),
-    ConfigKey("hive_style_partitioning", "hoodie.datasource.write.hive_style_partitioning", _parse_bool, False),
-    ConfigKey("url_encode_partitioning", "hoodie.datasource.write.partitionpath.urlencode", _parse_bool, False),
-    ConfigKey("drop_partition_columns", "hoodie.datasource.write.drop.partition.columns", _parse_bool, False),
-    ConfigKey("populate_meta_fields", "hoodie.populate.meta.fields", _parse_bool, True),
-    ConfigKey("base_file_format", "hoodie.table.base.file.format", lambda k, v: v.strip().upper(), "PARQUET"),
-    ConfigKey("archivelog_folder", "hoodie.archivelog.folder", _parse_str, "archived"),
-    ConfigKey("create_schema", "hoodie.table.create.schema", _parse_str),
-    ConfigKey("index_type", INDEX_TYPE_KEY, lambda k, v: v.strip().upper()),
-    ConfigKey("bucket_num", "hoodie.bucket.index.num.buckets", _parse_int),
-    ConfigKey("bucket_hash_fields", "hoodie.bucket.index.hash.field", _parse_list, []),
+    _known("name", keys.TABLE_NAME, _parse_str, required=True),
+    _known("database", keys.DATABASE_NAME, _parse_name),
+    _known("table_type", keys.TABLE_TYPE, _checked, keys.TABLE_TYPE.default),
+    _known("version", keys.TABLE_VERSION, _parse_int, 0),
+    _known("timeline_layout_version", keys.TIMELINE_LAYOUT_VERSION, _parse_int),
+    _known("record_key_fields", keys.RECORD_KEY_FIELDS, _parse_list, []),
+    _known("partition_fields", keys.PARTITION_FIELDS, _parse_list, []),
+    _known("precombine_field", keys.PRECOMBINE_FIELD, _parse_str),
+    _known("key_generator_class", keys.KEY_GENERATOR_CLASS, _parse_str),
+    _known("hive_style_partitioning", keys.HIVE_STYLE_PARTITIONING, _parse_bool, False),
+    _known("url_encode_partitioning", keys.URL_ENCODE_PARTITIONING, _parse_bool, False),
+    _known("drop_partition_columns", keys.DROP_PARTITION_COLUMNS, _parse_bool, False),
+    _known("populate_meta_fields", keys.POPULATE_META_FIELDS, _parse_bool, True),
+    _known("base_file_format", keys.BASE_FILE_FORMAT, _checked, keys.BASE_FILE_FORMAT.default),
+    _known("archivelog_folder", keys.ARCHIVELOG_FOLDER, _parse_str, keys.ARCHIVELOG_FOLDER.default),
+    _known("create_schema", keys.CREATE_SCHEMA, _parse_str),
+    _known("index_type", keys.INDEX_TYPE, lambda k, v: v.strip().upper()),  # also tablespec's old RECORD_LEVEL
+    _known("bucket_num", keys.BUCKET_NUM, _parse_int),
+    _known("bucket_hash_fields", keys.BUCKET_HASH_FIELDS, _parse_list, []),
 )
 KEYS_BY_ATTR = {k.attr: k for k in KNOWN_KEYS}
 KEYS_BY_NAME = {k.key: k for k in KNOWN_KEYS}
@@ -226,7 +243,7 @@ class TableConfig:
                 values[known.attr] = known.parse(key, raw)
         for known in KNOWN_KEYS:
             if known.required and known.attr not in values:
-                raise HudiFormatError(f"hoodie.properties has no {known.key}")
+                raise HudiFormatError(f"{PROPERTIES_FILE} has no {known.key}")
             values.setdefault(known.attr, known.default if not isinstance(known.default, list) else [])
         extra = {k: v for k, v in props.items() if k not in KEYS_BY_NAME and k != CHECKSUM_KEY}
         present = frozenset(KEYS_BY_NAME[k].attr for k in props if k in KEYS_BY_NAME)
@@ -306,9 +323,10 @@ def unmanaged_layout(config: TableConfig) -> str | None:
     and every tablespec read, tag, merge, clustering and rebucket takes keys from them."""
     if config.populate_meta_fields:
         return None
-    return ("hoodie.populate.meta.fields=false (virtual keys) is not supported: tablespec finds, merges and "
+    meta = keys.POPULATE_META_FIELDS.name
+    return (f"{meta}=false (virtual keys) is not supported: tablespec finds, merges and "
             "moves records by the _hoodie_record_key its files store, which this table leaves empty. Apache Hudi "
-            "cannot turn meta fields on for an existing table (a writer with hoodie.populate.meta.fields=true fails "
+            f"cannot turn meta fields on for an existing table (a writer with {meta}=true fails "
             "with a config conflict); to manage the data with tablespec, copy its rows into a new table that a "
             "spec creates (tablespec apply, then Table.write or tablespec ingest)")
 
@@ -325,12 +343,12 @@ def _load(storage: Storage, path: str) -> dict[str, str] | None:
 
 def _valid(props: Mapping[str, str]) -> bool:
     """A complete file: it names the table, and its checksum (tables before Hudi 0.11 have none) matches."""
-    if "hoodie.table.name" not in props:
+    if keys.TABLE_NAME.name not in props:
         return False
     if CHECKSUM_KEY not in props:
         return True
     try:
-        return int(props[CHECKSUM_KEY]) == table_checksum(props["hoodie.table.name"], props.get("hoodie.database.name"))
+        return int(props[CHECKSUM_KEY]) == table_checksum(props[keys.TABLE_NAME.name], props.get(keys.DATABASE_NAME.name))
     except ValueError:
         return False
 
@@ -349,7 +367,7 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
     if props is None:
         return None
     if not _valid(props):
-        raise HudiFormatError(f"{main}: incomplete (no hoodie.table.name, or hoodie.table.checksum does not match it)")
+        raise HudiFormatError(f"{main}: incomplete (no {keys.TABLE_NAME.name}, or {CHECKSUM_KEY} does not match it)")
     try:
         config = TableConfig.from_properties(props)
     except HudiFormatError as e:   # a value tablespec cannot read: say which file

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tablespec.errors import UnsupportedTableError
+from tablespec.hudi import keys
 
 PACKAGE = "org.apache.hudi.keygen."
 # KeyGenUtils: what a record key holds for a null or an empty key field value
@@ -80,15 +81,15 @@ def type_of_class(name: str) -> str:
     return _TYPE_OF.get(name.strip(), USER_PROVIDED)
 
 
-PREFIX = "hoodie.keygen.timebased."
-TYPE_KEY = PREFIX + "timestamp.type"
-UNIT_KEY = PREFIX + "timestamp.scalar.time.unit"
-INPUT_FORMAT_KEY = PREFIX + "input.dateformat"
-OUTPUT_FORMAT_KEY = PREFIX + "output.dateformat"
-TIMEZONE_KEY = PREFIX + "timezone"
+PREFIX = keys.TIMEBASED_PREFIX
+TYPE_KEY = keys.TIMESTAMP_TYPE.name
+UNIT_KEY = keys.TIMESTAMP_UNIT.name
+INPUT_FORMAT_KEY = keys.TIMESTAMP_INPUT_FORMAT.name
+OUTPUT_FORMAT_KEY = keys.TIMESTAMP_OUTPUT_FORMAT.name
+TIMEZONE_KEY = keys.TIMESTAMP_TIMEZONE.name
 # CustomKeyGenerator's typed field list (`region:SIMPLE,ts:TIMESTAMP`), kept under the writer option
 # Hudi reads it from: Hudi 0.15 records only the bare names in hoodie.table.partition.fields.
-CUSTOM_FIELDS_KEY = "hoodie.datasource.write.partitionpath.field"
+CUSTOM_FIELDS_KEY = keys.WRITE_PARTITION_FIELDS.name
 # The documented default of hoodie.keygen.timebased.timezone. Hudi 0.15's generators do not apply
 # it: with no zone set they format in the writer JVM's default zone (tested), so a table that records
 # none is read as UTC only where its stored rows agree.
@@ -210,16 +211,16 @@ def custom_fields(partition_fields: list[str], timestamp_field: str | None) -> s
 
 def timestamp_field_of(props: Mapping[str, str]) -> tuple[str | None, str | None]:
     """(the time-formatted partition field, or None; why it cannot be known, or None) of a table."""
-    cls = canonical_class(props.get("hoodie.table.keygenerator.class"))
-    fields = [f.split(":", 1)[0].strip() for f in (props.get("hoodie.table.partition.fields") or "").split(",") if f.strip()]
+    cls = canonical_class(props.get(keys.KEY_GENERATOR_CLASS.name))
+    fields = [f.split(":", 1)[0].strip() for f in (props.get(keys.PARTITION_FIELDS.name) or "").split(",") if f.strip()]
     if cls == TIMESTAMP_BASED:
         return (fields[0] if fields else None), None
     if cls != CUSTOM:
         return None, None
-    typed = props.get(CUSTOM_FIELDS_KEY) or (props.get("hoodie.table.partition.fields") if ":" in
-                                            (props.get("hoodie.table.partition.fields") or "") else None)
+    typed = props.get(CUSTOM_FIELDS_KEY) or (props.get(keys.PARTITION_FIELDS.name) if ":" in
+                                            (props.get(keys.PARTITION_FIELDS.name) or "") else None)
     if not typed:
-        return None, (f"hoodie.properties names the partition fields ({', '.join(fields)}) but not their "
+        return None, (f"{keys.PROPERTIES_FILE} names the partition fields ({', '.join(fields)}) but not their "
                       f"CustomKeyGenerator types; record them as {CUSTOM_FIELDS_KEY}="
                       f"{','.join(f + ':SIMPLE|TIMESTAMP' for f in fields)}")
     stamped = [f.split(":", 1)[0].strip() for f in typed.split(",") if f.strip().upper().endswith(":TIMESTAMP")]

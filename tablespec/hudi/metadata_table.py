@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tablespec.hudi import keys
 from tablespec.hudi.config import META_FOLDER, read_table_config, write_table_config
 from tablespec.hudi.io import Storage, join
 
 FOLDER = "metadata"
-PARTITIONS_KEY = "hoodie.table.metadata.partitions"
-INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
+PARTITIONS_KEY = keys.METADATA_PARTITIONS.name
+INFLIGHT_KEY = keys.METADATA_PARTITIONS_INFLIGHT.name
 
 
 def folder(base: str) -> str:

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError, TablespecError
+from tablespec.hudi import keys
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.hashing import INT_MAX, java_string_hash
 from tablespec.hudi.io import LocalStorage, Storage, join
@@ -43,7 +44,7 @@ from tablespec.hudi.io import LocalStorage, Storage, join
 _LOCAL = LocalStorage()
 
 FOLDER = ".tablespec/record_index"     # under .hoodie/
-NUM_BUCKETS_PROPERTY = "tablespec.record.level.num.buckets"
+NUM_BUCKETS_PROPERTY = keys.RECORD_LEVEL_BUCKETS.name
 ENTRIES_PER_BUCKET = 1_000_000          # RFC-08: a bucket file of ~1M entries serves lookups well
 HEADROOM = 1.3                          # RFC-08: over-provision ~30%, buckets never change
 MIN_BUCKETS = 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tablespec.errors import SpecError, UnsupportedTableError
+from tablespec.hudi import keys
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.io import check_location, table_location
@@ -107,7 +108,7 @@ def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse
 METADATA_TABLE_NOTE = (
     "the first action retires Hudi's metadata table (.hoodie/metadata): tablespec does not maintain it, "
     "so Hudi would list stale files through it; Hudi writers configured by `tablespec hudi-options` keep it "
-    "off (hoodie.metadata.enable=false), and Hudi rebuilds it when a writer enables it again")
+    f"off ({keys.METADATA_ENABLE.name}=false), and Hudi rebuilds it when a writer enables it again")
 
 
 def _beat(state: TableState, instant) -> str:

@@ -1,4 +1,4 @@
-"""The one mapping between spec fields and hoodie.properties keys.
+"""The one mapping between spec fields and hoodie.properties keys (named through hudi/keys.py).
 
 Every setting tablespec manages lives in hoodie.properties (Hudi's own key where Hudi has one,
 `tablespec.*` otherwise), so the table itself is the state. The same registry drives table
@@ -11,14 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from tablespec.hudi import keygen
+from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type, table_index_type
-from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.spec.model import Clustering, Protection, RecordLevelSettings, Retention, TableSpec
 from tablespec.spec.sizes import size_text
 
 Category = Literal["settings", "key", "index"]
-LABEL_PREFIX = "tablespec.label."
+LABEL_PREFIX = keys.LABEL_PREFIX
 
 
 Kind = Literal["text", "int", "size", "bool", "list", "json", "class"]
@@ -102,25 +101,25 @@ def _max_files_per_bucket(spec: TableSpec) -> str | None:
 
 
 _C, _R, _P = Clustering(), Retention(), Protection()
-RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
-PARTITION_FIELDS = "hoodie.table.partition.fields"
-KEY_GENERATOR = "hoodie.table.keygenerator.class"
-NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
-HASH_FIELDS = "hoodie.bucket.index.hash.field"
-PARTITION_BUCKETS = "tablespec.bucket.partition.buckets"
-RECORD_LEVEL_BUCKETS = NUM_BUCKETS_PROPERTY
-HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
-URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
-RECORD_LEVEL_MAX_FILES = "tablespec.record.level.max.files.per.bucket"
-KEEP_COMMITS = "hoodie.cleaner.commits.retained"
-PREVENT_DESTROY = "tablespec.protection.prevent.destroy"
+RECORD_KEY_FIELDS = keys.RECORD_KEY_FIELDS.name
+PARTITION_FIELDS = keys.PARTITION_FIELDS.name
+KEY_GENERATOR = keys.KEY_GENERATOR_CLASS.name
+NUM_BUCKETS = keys.BUCKET_NUM.name
+HASH_FIELDS = keys.BUCKET_HASH_FIELDS.name
+PARTITION_BUCKETS = keys.PARTITION_BUCKETS.name
+RECORD_LEVEL_BUCKETS = keys.RECORD_LEVEL_BUCKETS.name
+HIVE_STYLE = keys.HIVE_STYLE_PARTITIONING.name
+URL_ENCODE = keys.URL_ENCODE_PARTITIONING.name
+RECORD_LEVEL_MAX_FILES = keys.RECORD_LEVEL_MAX_FILES.name
+KEEP_COMMITS = keys.KEEP_COMMITS.name
+PREVENT_DESTROY = keys.PREVENT_DESTROY.name
 _TS = "spec.partitioning.timestamp."
 
 REGISTRY: tuple[Setting, ...] = (
-    Setting("hoodie.table.name", "metadata.name", "settings", lambda s: s.metadata.name),
-    Setting("hoodie.database.name", "metadata.database", "settings", lambda s: s.metadata.database,
-            observe=lambda p: p.get("hoodie.database.name") or None),
-    Setting("hoodie.table.type", "spec.tableType", "key", lambda s: s.spec.table_type, "COPY_ON_WRITE"),
+    Setting(keys.TABLE_NAME.name, "metadata.name", "settings", lambda s: s.metadata.name),
+    Setting(keys.DATABASE_NAME.name, "metadata.database", "settings", lambda s: s.metadata.database,
+            observe=lambda p: p.get(keys.DATABASE_NAME.name) or None),
+    Setting(keys.TABLE_TYPE.name, "spec.tableType", "key", lambda s: s.spec.table_type, keys.TABLE_TYPE.default),
     Setting(RECORD_KEY_FIELDS, "spec.recordKey.fields", "key", lambda s: _csv(s.spec.record_key.fields), kind="list"),
     Setting(KEY_GENERATOR, "keyGenerator", "key", key_generator, kind="class", imported=False,
             observe=lambda p: keygen.canonical_class(p.get(KEY_GENERATOR))),
@@ -140,12 +139,12 @@ REGISTRY: tuple[Setting, ...] = (
             imported=False, unrecorded=True),
     Setting(keygen.TIMEZONE_KEY, _TS + "timeZone", "key", _timebased(keygen.TIMEZONE_KEY), imported=False,
             unrecorded=True),
-    Setting("hoodie.table.precombine.field", "spec.orderingField", "settings", lambda s: s.spec.ordering_field),
+    Setting(keys.PRECOMBINE_FIELD.name, "spec.orderingField", "settings", lambda s: s.spec.ordering_field),
     Setting(TABLESPEC_INDEX_TYPE_KEY, "spec.index.type", "index", lambda s: s.spec.index.type,
             observe=table_index_type),
     Setting(INDEX_TYPE_KEY, "spec.index.type", "index", lambda s: hudi_index_type(s.spec.index.type),
             DEFAULT_INDEX_TYPE, derived=True),
-    Setting("hoodie.index.bucket.engine", "spec.index.type", "index",
+    Setting(keys.BUCKET_ENGINE.name, "spec.index.type", "index",
             lambda s: "SIMPLE" if s.spec.index.type == "BUCKET" else None, derived=True),
     Setting(NUM_BUCKETS, "spec.index.numBuckets", "index", _index_attr("num_buckets"), kind="int"),
     Setting(HASH_FIELDS, "spec.index.hashFields", "index",
@@ -156,25 +155,25 @@ REGISTRY: tuple[Setting, ...] = (
             kind="int", sized_by_table=True),
     Setting(RECORD_LEVEL_MAX_FILES, "spec.index.recordLevel.maxFilesPerBucket", "settings", _max_files_per_bucket,
             _num(RecordLevelSettings().max_files_per_bucket), kind="int"),
-    Setting("tablespec.clustering.strategy", "spec.clustering.strategy", "settings",
+    Setting(keys.CLUSTERING_STRATEGY.name, "spec.clustering.strategy", "settings",
             lambda s: s.spec.clustering.strategy, _C.strategy),
-    Setting("hoodie.clustering.plan.strategy.sort.columns", "spec.clustering.sortColumns", "settings",
+    Setting(keys.SORT_COLUMNS.name, "spec.clustering.sortColumns", "settings",
             lambda s: _csv(s.spec.clustering.sort_columns), kind="list"),
-    Setting("hoodie.clustering.plan.strategy.target.file.max.bytes", "spec.clustering.targetFileSize", "settings",
+    Setting(keys.TARGET_FILE_MAX_BYTES.name, "spec.clustering.targetFileSize", "settings",
             lambda s: _num(s.spec.clustering.target_file_size), _num(_C.target_file_size), kind="size"),
-    Setting("hoodie.clustering.plan.strategy.small.file.limit", "spec.clustering.smallFileLimit", "settings",
+    Setting(keys.SMALL_FILE_LIMIT.name, "spec.clustering.smallFileLimit", "settings",
             lambda s: _num(s.spec.clustering.small_file_limit), _num(_C.small_file_limit), kind="size"),
-    Setting("hoodie.clustering.plan.strategy.max.bytes.per.group", "spec.clustering.maxBytesPerGroup", "settings",
+    Setting(keys.MAX_BYTES_PER_GROUP.name, "spec.clustering.maxBytesPerGroup", "settings",
             lambda s: _num(s.spec.clustering.max_bytes_per_group), _num(_C.max_bytes_per_group), kind="size"),
-    Setting("hoodie.clustering.plan.strategy.max.num.groups", "spec.clustering.maxGroups", "settings",
+    Setting(keys.MAX_NUM_GROUPS.name, "spec.clustering.maxGroups", "settings",
             lambda s: _num(s.spec.clustering.max_groups), _num(_C.max_groups), kind="int"),
-    Setting("hoodie.clustering.inline.max.commits", "spec.clustering.everyNCommits", "settings",
+    Setting(keys.INLINE_MAX_COMMITS.name, "spec.clustering.everyNCommits", "settings",
             lambda s: _num(s.spec.clustering.every_n_commits), _num(_C.every_n_commits), kind="int"),
-    Setting("hoodie.clustering.plan.strategy.partition.regex.pattern", "spec.clustering.partitionFilter", "settings",
+    Setting(keys.PARTITION_REGEX.name, "spec.clustering.partitionFilter", "settings",
             lambda s: s.spec.clustering.partition_filter),
-    Setting("hoodie.clustering.plan.strategy.daybased.lookback.partitions", "spec.clustering.latestPartitions",
+    Setting(keys.LOOKBACK_PARTITIONS.name, "spec.clustering.latestPartitions",
             "settings", lambda s: _num(s.spec.clustering.latest_partitions), kind="int"),
-    Setting("tablespec.clustering.max.small.files", "spec.clustering.maxSmallFiles", "settings",
+    Setting(keys.CLUSTERING_MAX_SMALL_FILES.name, "spec.clustering.maxSmallFiles", "settings",
             lambda s: _num(s.spec.clustering.max_small_files), kind="int"),
     Setting(KEEP_COMMITS, "spec.retention.keepCommits", "settings",
             lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits), kind="int"),
