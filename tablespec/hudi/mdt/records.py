@@ -27,6 +27,8 @@ from tablespec.hudi.hfile import ALL_PARTITIONS_KEY
 PARTITION_LIST, FILE_LIST = 1, 2
 NON_PARTITIONED_KEY = "."
 NAMESPACE = "org.apache.hudi.avro.model"
+# Java strings, not Avro's Utf8: Hudi's HoodieMetadataPayload casts map keys and fields to String.
+STRING = {"type": "string", "avro.java.string": "String"}
 
 
 def _optional(type_: Any) -> dict[str, Any]:
@@ -39,7 +41,7 @@ def _wrapper(name: str, value: Any) -> dict[str, Any]:
 
 _WRAPPERS = [_wrapper("BooleanWrapper", "boolean"), _wrapper("IntWrapper", "int"), _wrapper("LongWrapper", "long"),
              _wrapper("FloatWrapper", "float"), _wrapper("DoubleWrapper", "double"), _wrapper("BytesWrapper", "bytes"),
-             _wrapper("StringWrapper", "string"), _wrapper("DateWrapper", "int"),
+             _wrapper("StringWrapper", STRING), _wrapper("DateWrapper", "int"),
              _wrapper("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
              _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
              _wrapper("TimestampMicrosWrapper", "long")]
@@ -47,18 +49,18 @@ _WRAPPERS = [_wrapper("BooleanWrapper", "boolean"), _wrapper("IntWrapper", "int"
 # HoodieMetadataRecord of Apache Hudi 0.15 (field names, types, order and defaults; no docs).
 SCHEMA: dict[str, Any] = {
     "type": "record", "name": "HoodieMetadataRecord", "namespace": NAMESPACE, "fields": [
-        {"name": "key", "type": "string"},
+        {"name": "key", "type": STRING},
         {"name": "type", "type": "int"},
-        {"name": "filesystemMetadata", "type": ["null", {"type": "map", "values": {
+        {"name": "filesystemMetadata", "type": ["null", {"type": "map", "avro.java.string": "String", "values": {
             "type": "record", "name": "HoodieMetadataFileInfo", "fields": [
                 {"name": "size", "type": "long"}, {"name": "isDeleted", "type": "boolean"}]}}]},
         {"name": "BloomFilterMetadata", **_optional({
             "type": "record", "name": "HoodieMetadataBloomFilter", "fields": [
-                {"name": "type", "type": "string"}, {"name": "timestamp", "type": "string"},
+                {"name": "type", "type": STRING}, {"name": "timestamp", "type": STRING},
                 {"name": "bloomFilter", "type": "bytes"}, {"name": "isDeleted", "type": "boolean"}]})},
         {"name": "ColumnStatsMetadata", **_optional({
             "type": "record", "name": "HoodieMetadataColumnStats", "fields": [
-                {"name": "fileName", **_optional("string")}, {"name": "columnName", **_optional("string")},
+                {"name": "fileName", **_optional(STRING)}, {"name": "columnName", **_optional(STRING)},
                 {"name": "minValue", "type": ["null", *_WRAPPERS], "default": None},
                 {"name": "maxValue", "type": ["null", *(w["name"] for w in _WRAPPERS)], "default": None},
                 {"name": "valueCount", **_optional("long")}, {"name": "nullCount", **_optional("long")},
@@ -66,9 +68,9 @@ SCHEMA: dict[str, Any] = {
                 {"name": "isDeleted", "type": "boolean"}]})},
         {"name": "recordIndexMetadata", **_optional({
             "type": "record", "name": "HoodieRecordIndexInfo", "fields": [
-                {"name": "partitionName", **_optional("string")}, {"name": "fileIdHighBits", **_optional("long")},
+                {"name": "partitionName", **_optional(STRING)}, {"name": "fileIdHighBits", **_optional("long")},
                 {"name": "fileIdLowBits", **_optional("long")}, {"name": "fileIndex", **_optional("int")},
-                {"name": "fileId", **_optional("string")}, {"name": "instantTime", **_optional("long")},
+                {"name": "fileId", **_optional(STRING)}, {"name": "instantTime", **_optional("long")},
                 {"name": "fileIdEncoding", "type": "int", "default": 0}]})},
     ]}
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",

@@ -25,7 +25,7 @@ from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, LogBlock, encode_block, read_blocks
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.layout import FILE_ID, FILES, WRITE_TOKEN, MetaInstant
-from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, SCHEMA_JSON, FilesChange, encode, listing_records
+from tablespec.hudi.mdt.records import SCHEMA_JSON, STORED_SCHEMA_JSON, FilesChange, encode, listing_records
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import BaseFileName, LogFileName
 from tablespec.hudi.partition import discover_partitions, write_partition_metadata
