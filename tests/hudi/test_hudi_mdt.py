@@ -4,6 +4,9 @@ cleans and rollbacks recorded as deletions; the listing it gives always equals t
 (tests/interop/test_hudi_metadata_table.py has Apache Hudi judge the same files.)"""
 from __future__ import annotations
 
+import io
+
+import fastavro
 import pytest
 
 from tablespec.errors import HudiFormatError
@@ -15,12 +18,12 @@ from tablespec.hudi.hfile import ALL_PARTITIONS_KEY, HFileReader
 from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, Instant, new_instant_time
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.logfile import BlockType, Header, read_blocks
-from tablespec.hudi.mdt import layout, reader, writer
+from tablespec.hudi.mdt import compaction, layout, reader, writer
 from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, FilesChange, from_clean, from_commit, from_deleted_files
 from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import rollback
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 ST = LocalStorage()
 
@@ -205,3 +208,36 @@ def test_records_of_a_change_are_hudis():
     assert from_clean({"partitionMetadata": {"a": {"successDeleteFiles": ["f1.parquet"]}}}).records()[0][1][
         "filesystemMetadata"] == {"f1.parquet": {"size": 0, "isDeleted": True}}
     assert FilesChange().empty and FilesChange().records() == []
+
+
+def test_compaction_when_hudi_would_and_a_died_one_is_finished(tmp_path):
+    base = _table(tmp_path)
+    fg = new_file_id()
+    init = writer.initialize(ST, base)
+    commits = [_commit(base, {("a", fg): 10 + n, ("b", new_file_id()): 1}) for n in range(8)]
+    assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) is None   # 9 deltacommits
+    ts, inflight = _start(base)
+    metadata = _files(base, ts, {("a", fg): 30})
+    writer.record(ST, base, ts, from_commit(metadata))
+    assert compaction.compact_if_due(ST, base) is None           # its data instant is still pending
+    TimelineWriter(ST, base).complete(inflight, metadata)
+    assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) == ts + "001"
+
+    due = ts + "001"
+    ST.create_exclusive(join(layout.meta_path(base), f"{due}.compaction.requested"),
+                        avro_record(compaction.PLAN_SCHEMA, compaction.plan(ST, base, due)))
+    assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) is None   # one is pending
+    _assert_listing_is_storage(base)                      # a scheduled compaction changes nothing for readers
+    later = _commit(base, {("a", fg): 40})                # the next deltacommit finishes it first
+    done = [i for i in layout.timeline(ST, base) if i.action == "compaction"]
+    assert done == [layout.MetaInstant(due, "compaction", "completed")]
+    folder = layout.partition_path(base)
+    assert ST.exists(join(folder, layout.base_file_name(due)))
+    assert ST.exists(join(folder, LogFileName(layout.FILE_ID, due, 1, "0-0-0").format()))   # the new slice's log
+    _assert_listing_is_storage(base)
+    plan = fastavro.reader(io.BytesIO(ST.read_bytes(join(layout.meta_path(base), f"{due}.compaction.requested"))))
+    (operation,) = next(plan)["operations"]
+    assert operation["dataFilePath"] == layout.base_file_name(init) and len(operation["deltaFilePaths"]) == 10
+    completed = CommitMetadata.from_json(ST.read_bytes(join(layout.meta_path(base), f"{due}.commit")))
+    assert completed.compacted and completed.operation_type == "COMPACT"
+    assert commits and later > due[:17]

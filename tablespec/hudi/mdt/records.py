@@ -10,19 +10,21 @@ listing always equals the storage.
 
 Hudi stores the records under the schema with its five meta fields in front (all null, but
 `_hoodie_file_name` in a base file) and blanks the `key` field: the HFile cell key carries it.
+`base_hfile` and `data_block` are the two forms records take on storage.
 """
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
 
 from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.hfile import ALL_PARTITIONS_KEY
+from tablespec.hudi.hfile import ALL_PARTITIONS_KEY, write_hfile
+from tablespec.hudi.logfile import BlockType, Header, LogBlock
 
 PARTITION_LIST, FILE_LIST = 1, 2
 NON_PARTITIONED_KEY = "."
@@ -139,6 +141,20 @@ def encode(record_: Mapping[str, Any], file_name: str | None = None) -> bytes:
     fastavro.schemaless_writer(buf, _PARSED, {**dict.fromkeys(META_FIELDS), **record_, "key": "",
                                               "_hoodie_file_name": file_name})
     return buf.getvalue()
+
+
+def base_hfile(records: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> bytes:
+    """A `files` base file: every record (sorted by key) with `_hoodie_file_name` set, Hudi's schema
+    and min/max keys in file info. (Hudi adds a bloom filter of the keys no metadata reader uses.)"""
+    return write_hfile(((key, encode(rec, file_name)) for key, rec in records), {"schema": STORED_SCHEMA_JSON})
+
+
+def data_block(instant: str, records: Sequence[tuple[str, Mapping[str, Any]]]) -> LogBlock:
+    """The HFILE_DATA log block of one deltacommit: an inline HFile of the records (no key range in
+    its file info, as Hudi writes it) with the instant and schema in the header."""
+    content = write_hfile(((key, encode(rec)) for key, rec in records), {"schema": STORED_SCHEMA_JSON},
+                          key_range=False)
+    return LogBlock(BlockType.HFILE_DATA, {Header.INSTANT_TIME: instant, Header.SCHEMA: STORED_SCHEMA_JSON}, content)
 
 
 def from_commit(metadata: CommitMetadata) -> FilesChange:

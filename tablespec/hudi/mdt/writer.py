@@ -14,18 +14,17 @@ table whose listing is still the completed instants'.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
-from tablespec.hudi.hfile import write_hfile
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, LogBlock, encode_block, read_blocks
-from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt import compaction, layout
 from tablespec.hudi.mdt.layout import FILE_ID, FILES, WRITE_TOKEN, MetaInstant
-from tablespec.hudi.mdt.records import SCHEMA_JSON, STORED_SCHEMA_JSON, FilesChange, encode, listing_records
+from tablespec.hudi.mdt.records import SCHEMA_JSON, FilesChange, base_hfile, data_block, listing_records
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import BaseFileName, LogFileName
 from tablespec.hudi.partition import discover_partitions, write_partition_metadata
@@ -128,20 +127,6 @@ def initialize(storage: Storage, base: str, listing: Mapping[str, Mapping[str, i
     return instant
 
 
-def base_hfile(records: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> bytes:
-    """A `files` base file: every record (sorted by key) with `_hoodie_file_name` set, Hudi's schema
-    and min/max keys in file info. (Hudi adds a bloom filter of the keys no metadata reader uses.)"""
-    return write_hfile(((key, encode(rec, file_name)) for key, rec in records), {"schema": STORED_SCHEMA_JSON})
-
-
-def data_block(instant: str, records: Sequence[tuple[str, Mapping[str, Any]]]) -> LogBlock:
-    """The HFILE_DATA log block of one deltacommit: an inline HFile of the records (no key range in
-    its file info, as Hudi writes it) with the instant and schema in the header."""
-    content = write_hfile(((key, encode(rec)) for key, rec in records), {"schema": STORED_SCHEMA_JSON},
-                          key_range=False)
-    return LogBlock(BlockType.HFILE_DATA, {Header.INSTANT_TIME: instant, Header.SCHEMA: STORED_SCHEMA_JSON}, content)
-
-
 def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: list[MetaInstant]) -> None:
     """Remove what an earlier, unfinished deltacommit at `instant` left (its log files, its
     requested and inflight files), so its blocks never count once `instant` completes."""
@@ -168,6 +153,7 @@ def record(storage: Storage, base: str, instant: str, change: FilesChange) -> Me
     timeline = layout.timeline(storage, base)
     if not timeline:
         raise HudiFormatError(f"{base}: the table has no metadata table to record {instant} in")
+    compaction.finish_pending(storage, base)
     _drop_failed_attempt(storage, base, instant, timeline)
     completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
     current = layout.latest_slice(storage, base, completed)
@@ -191,4 +177,4 @@ def record(storage: Storage, base: str, instant: str, change: FilesChange) -> Me
     return MetaInstant(instant, layout.DELTA_COMMIT, "completed")
 
 
-__all__ = ["base_hfile", "data_block", "initialize", "is_enabled", "list_data_files", "metadata_config", "record"]
+__all__ = ["initialize", "is_enabled", "list_data_files", "metadata_config", "record"]
