@@ -2,7 +2,8 @@
 Apache Hudi 0.15: on a table tablespec wrote, Hudi reads with the metadata table on what
 tablespec reads, Hudi's own validation (`validate_metadata_table_files`) finds the metadata
 table equal to the storage after tablespec initializes it and after a commit recorded in it,
-and a Hudi upsert with the metadata table on continues it, in a form tablespec reads back."""
+also once tablespec compacted it, and a Hudi upsert with the metadata table on continues it, in a
+form tablespec reads back."""
 from __future__ import annotations
 
 import json
@@ -23,7 +24,7 @@ from tablespec.hudi.hfile import HFileReader, metadata_records
 from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LOCAL, join
 from tablespec.hudi.logfile import BlockType, Header, read_blocks
-from tablespec.hudi.mdt import layout, reader, writer
+from tablespec.hudi.mdt import compaction, layout, reader, writer
 from tablespec.hudi.mdt.records import encode, from_commit
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline, TimelineWriter
@@ -118,6 +119,13 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     assert after_commit != expected and hudi_rows(hudi, base, **METADATA_ON) == after_commit
     hudi_validates(hudi, base)
 
+    # compacted (as Hudi would with hoodie.metadata.compact.max.delta.commits=2): Hudi reads the new base file
+    compacted = compaction.compact_if_due(LOCAL, base, max_delta_commits=2)
+    assert compacted is not None and compacted.timestamp == instant + "001"
+    assert_listing_is_storage(base)
+    assert hudi_rows(hudi, base, **METADATA_ON) == after_commit
+    hudi_validates(hudi, base)
+
     # (d): Apache Hudi upserts with the metadata table on, on top of tablespec's, and cleans
     options = {**hudi_write_options(table.spec, base), **METADATA_ON, "hoodie.datasource.write.operation": "upsert",
                "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1",
@@ -129,7 +137,8 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     hudi_validates(hudi, base)
     assert_listing_is_storage(base)
     ours = {i.timestamp for i in layout.timeline(LOCAL, base) if i.completed}
-    assert {init, instant} <= ours, "Hudi rebuilt the metadata table instead of continuing it"
+    assert {init, instant, compacted.timestamp} <= ours, "Hudi rebuilt the metadata table instead of continuing it"
+    assert layout.latest_slice(LOCAL, base, ours).base_instant == compacted.timestamp
     hudi_blocks = [b for b in _blocks(base) if b.instant not in (init, instant)]
     assert len({b.instant for b in hudi_blocks}) >= 3, "Hudi recorded its commits and clean elsewhere"
     assert any(f["isDeleted"] for b in hudi_blocks for _, r in metadata_records(HFileReader(b.content),
