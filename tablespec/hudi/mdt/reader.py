@@ -16,7 +16,7 @@ from typing import Any
 from tablespec.hudi.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.instant import RESTORE, ROLLBACK
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.logfile import BlockType, Header
+from tablespec.hudi.logfile import BlockType, Header, LogBlock
 from tablespec.hudi.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.records import partition_of
@@ -53,7 +53,7 @@ def records(storage: Storage, base: str) -> Iterator[tuple[str, dict[str, Any]]]
         path = join(layout.partition_path(base), current.base_file)
         yield from metadata_records(HFileReader(storage.read_bytes(path), path))
     valid = valid_instants(Timeline.load(storage, base), metadata) & completed
-    blocks = []
+    blocks: list[tuple[str, LogBlock]] = []
     for log, _ in current.log_files:
         path = join(layout.partition_path(base), log.format())
         for block in read_log_blocks(storage.read_bytes(path)):
