@@ -1,0 +1,14 @@
+"""Hudi's metadata table (`.hoodie/metadata`), written as Apache Hudi 0.15 writes it: the `files`
+partition of a table version 6 copy-on-write table.
+
+The metadata table is itself a merge-on-read Hudi table whose base files are HFiles. Its
+`files` partition has one file group, `files-0000-0`, keyed by data partition (`.` for a
+non-partitioned table) plus `__all_partitions__`; each record lists files (name -> size) added
+or deleted. Modules:
+
+- `records`: HoodieMetadataRecord and the pure conversions "this data instant added / removed
+  these files" -> `files` records.
+- `layout`: names and paths, the metadata table's own timeline, its file slices.
+- `writer`: initialize from a listing, one deltacommit per data instant, compaction.
+- `reader`: the listing the metadata table gives, with Hudi's rules for which log blocks count.
+"""

@@ -1,0 +1,123 @@
+"""Compacting the metadata table's `files` file group, when and as Apache Hudi 0.15 does.
+
+When: after a deltacommit, once `hoodie.metadata.compact.max.delta.commits` (default 10) completed
+deltacommits (the initializing one included) follow the last compaction, no metadata instant is
+pending and no data instant up to the latest deltacommit is pending (a compacted base file must
+hold completed instants only: Hudi compacts after the data instant completes). The compaction instant is the latest deltacommit's time with
+`001` appended; it is requested with a HoodieCompactionPlan (Avro), inflight (empty), and
+completes as a `commit` whose new base file holds the merged listing. New log files then start at
+version 1 on the new base instant. A compaction that died before completing is finished by
+`finish_pending` (the next `writer.record` does so first): until then readers keep the old slice.
+"""
+from __future__ import annotations
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.io import Storage, join
+from tablespec.hudi.mdt import layout, reader
+from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, MetaInstant
+from tablespec.hudi.mdt.records import SCHEMA_JSON, base_hfile, listing_records
+from tablespec.hudi.timeline import Timeline, avro_record
+
+MAX_DELTA_COMMITS = 10          # hoodie.metadata.compact.max.delta.commits
+DATA_INSTANT_LENGTH = 17
+
+_STRING = {"type": "string", "avro.java.string": "String"}
+_MAP_OF_STRINGS = ["null", {"type": "map", "values": _STRING, "avro.java.string": "String"}]
+PLAN_SCHEMA = {
+    "type": "record", "name": "HoodieCompactionPlan", "namespace": "org.apache.hudi.avro.model", "fields": [
+        {"name": "operations", "default": None, "type": ["null", {"type": "array", "items": {
+            "type": "record", "name": "HoodieCompactionOperation", "fields": [
+                {"name": "baseInstantTime", "type": ["null", _STRING]},
+                {"name": "deltaFilePaths", "default": None, "type": ["null", {"type": "array", "items": _STRING}]},
+                {"name": "dataFilePath", "default": None, "type": ["null", _STRING]},
+                {"name": "fileId", "type": ["null", _STRING]},
+                {"name": "partitionPath", "default": None, "type": ["null", _STRING]},
+                {"name": "metrics", "default": None,
+                 "type": ["null", {"type": "map", "values": "double", "avro.java.string": "String"}]},
+                {"name": "bootstrapFilePath", "default": None, "type": ["null", _STRING]}]}}]},
+        {"name": "extraMetadata", "default": None, "type": _MAP_OF_STRINGS},
+        {"name": "version", "default": 1, "type": ["int", "null"]},
+        {"name": "strategy", "default": None, "type": ["null", {
+            "type": "record", "name": "HoodieCompactionStrategy", "fields": [
+                {"name": "compactorClassName", "default": None, "type": ["null", _STRING]},
+                {"name": "strategyParams", "default": None, "type": _MAP_OF_STRINGS},
+                {"name": "version", "default": 1, "type": ["int", "null"]}]}]},
+        {"name": "preserveHoodieMetadata", "default": False, "type": ["boolean", "null"]}]}
+PLAN_VERSION = 2
+
+
+def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
+    """The compaction instant Hudi 0.15 would schedule now, or None."""
+    if any(not i.completed for i in metadata):
+        return None
+    last = max((i.timestamp for i in metadata if i.action == COMPACTION), default="")
+    deltas = [i.timestamp for i in metadata if i.action == DELTA_COMMIT and i.timestamp > last]
+    if len(deltas) < max_delta_commits or len(deltas[-1]) != DATA_INSTANT_LENGTH:
+        return None
+    if any(p.timestamp <= deltas[-1] for p in data.pending()):
+        return None
+    return deltas[-1] + COMPACTION_SUFFIX
+
+
+def plan(storage: Storage, base: str, instant: str) -> dict:
+    """The HoodieCompactionPlan of the file group's latest slice."""
+    completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
+    current = layout.latest_slice(storage, base, completed)
+    if current is None:
+        raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
+    log_bytes = float(sum(size for _, size in current.log_files))
+    return {"operations": [{
+        "baseInstantTime": current.base_instant, "deltaFilePaths": [n.format() for n, _ in current.log_files],
+        "dataFilePath": current.base_file, "fileId": FILE_ID, "partitionPath": FILES,
+        "metrics": {"TOTAL_LOG_FILES": float(len(current.log_files)), "TOTAL_IO_MB": 0.0, "TOTAL_IO_READ_MB": 0.0,
+                    "TOTAL_LOG_FILES_SIZE": log_bytes, "TOTAL_IO_WRITE_MB": 0.0},
+        "bootstrapFilePath": None}],
+        "extraMetadata": None, "version": PLAN_VERSION, "strategy": None, "preserveHoodieMetadata": False}
+
+
+def compact(storage: Storage, base: str, instant: str) -> MetaInstant:
+    """Schedule and run the compaction `instant` (from `compaction_due`)."""
+    meta = layout.meta_path(base)
+    try:
+        storage.create_exclusive(join(meta, layout.instant_file(instant, COMPACTION, "requested")),
+                                 avro_record(PLAN_SCHEMA, plan(storage, base, instant)))
+    except FileExistsError:
+        raise HudiFormatError(f"{meta}: compaction {instant} is already scheduled") from None
+    return _run(storage, base, instant)
+
+
+def _run(storage: Storage, base: str, instant: str) -> MetaInstant:
+    meta = layout.meta_path(base)
+    inflight = join(meta, layout.instant_file(instant, COMPACTION, "inflight"))
+    if not storage.exists(inflight):
+        storage.create_exclusive(inflight, b"")
+    completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
+    previous = layout.latest_slice(storage, base, completed)
+    merged = reader.listing(storage, base)
+    records = listing_records({p: merged.files.get(p, {}) for p in merged.partitions})
+    name = layout.base_file_name(instant)
+    data = base_hfile(records, name)
+    storage.write_bytes(join(layout.partition_path(base), name), data)
+    logs = previous.log_files if previous else ()
+    stat = WriteStat(file_id=FILE_ID, path=f"{FILES}/{name}", prev_commit=previous.base_instant if previous else "null",
+                     num_writes=len(records), num_update_writes=len(records), total_write_bytes=len(data),
+                     partition_path=FILES, total_log_files_compacted=len(logs),
+                     total_log_size_compacted=sum(size for _, size in logs), file_size_in_bytes=len(data),
+                     runtime_stats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0})
+    done = CommitMetadata({FILES: [stat]}, compacted=True, extra_metadata={"schema": SCHEMA_JSON},
+                          operation_type="COMPACT")
+    storage.create_exclusive(join(meta, layout.instant_file(instant, COMPACTION)), done.to_json())
+    return MetaInstant(instant, COMPACTION, "completed")
+
+
+def finish_pending(storage: Storage, base: str) -> list[MetaInstant]:
+    """Finish every compaction an earlier run scheduled but did not complete, oldest first."""
+    return [_run(storage, base, i.timestamp) for i in layout.timeline(storage, base)
+            if i.action == COMPACTION and not i.completed]
+
+
+def compact_if_due(storage: Storage, base: str, max_delta_commits: int = MAX_DELTA_COMMITS) -> MetaInstant | None:
+    """Compact when Hudi would: call after a data instant (and its deltacommit) completed."""
+    instant = compaction_due(Timeline.load(storage, base), layout.timeline(storage, base), max_delta_commits)
+    return compact(storage, base, instant) if instant else None
