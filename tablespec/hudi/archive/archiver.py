@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tablespec.hudi.archive.entry import entry_record
-from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, write_version
+from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, plan_archive, read_bounds
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
@@ -122,8 +122,7 @@ def archive_table(table: Any, settings: ArchiveSettings) -> ArchiveResult:
     """`archive` on a `HudiTable` handle (then refreshed: its timeline changed)."""
     config = table.fresh_config()
     props = config.to_properties() if config is not None else {}
-    folder = config.archivelog_folder if config is not None else DEFAULT_FOLDER
     try:
-        return archive(table.storage, table.base, settings, props, folder)
+        return archive(table.storage, table.base, settings, props, folder_of(config))
     finally:
         table.refresh()

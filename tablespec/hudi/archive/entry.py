@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -32,7 +32,7 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
+from tablespec.hudi.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, Instant
 from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA
 
 NAMESPACE = "org.apache.hudi.avro.model"
@@ -100,7 +100,7 @@ ENTRY_SCHEMA: dict[str, Any] = _entry_schema()
 # The field holding an archived completed instant's content, by action.
 COMPLETED_FIELD = {COMMIT: "hoodieCommitMetadata", DELTA_COMMIT: "hoodieCommitMetadata",
                    REPLACE_COMMIT: "hoodieReplaceCommitMetadata", CLEAN: "hoodieCleanMetadata",
-                   ROLLBACK: "hoodieRollbackMetadata", "savepoint": "hoodieSavePointMetadata"}
+                   ROLLBACK: "hoodieRollbackMetadata", SAVEPOINT: "hoodieSavePointMetadata"}
 
 
 def _avro_content(raw: bytes, schema: Any, where: str) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def _avro_content(raw: bytes, schema: Any, where: str) -> dict[str, Any]:
         raise HudiFormatError(f"{where}: unreadable Avro metadata: {e}") from None
     if not records:
         raise HudiFormatError(f"{where}: Avro metadata without a record")
-    return dict(records[0])
+    return cast(dict[str, Any], records[0])
 
 
 def _commit_json(raw: bytes, where: str) -> dict[str, Any]:

@@ -41,6 +41,11 @@ def folder_path(base: str, folder: str = DEFAULT_FOLDER) -> str:
     return join(base, META_FOLDER, folder)
 
 
+def folder_of(config: Any) -> str:
+    """The archive folder a table's config (a TableConfig, or None: no table) names."""
+    return config.archivelog_folder if config is not None else DEFAULT_FOLDER
+
+
 def file_name(version: int) -> str:
     return f".commits_.archive.{version}_{WRITE_TOKEN}"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive.entry import COMPLETED_FIELD, commit_metadata, record_instant
-from tablespec.hudi.archive.log import DEFAULT_FOLDER, ArchiveFile, archive_files, read_records
+from tablespec.hudi.archive.log import DEFAULT_FOLDER, ArchiveFile, archive_files, folder_of, read_records
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.instant import COMPLETES_AS, STATE_ORDER, WRITE_ACTIONS, Instant
 from tablespec.hudi.io import Storage
@@ -24,11 +24,6 @@ Key = tuple[str, str]
 def instant_key(instant: Instant) -> Key:
     """An instant's identity across its states: its time and the action it completes as."""
     return instant.timestamp, COMPLETES_AS.get(instant.action, instant.action)
-
-
-def _folder(table: Any) -> str:
-    config = table.config
-    return config.archivelog_folder if config is not None else DEFAULT_FOLDER
 
 
 class ArchivedTimeline:
@@ -59,7 +54,7 @@ class ArchivedTimeline:
     @classmethod
     def of(cls, table: Any) -> ArchivedTimeline:
         """The archived timeline of a `HudiTable` handle (its hoodie.archivelog.folder)."""
-        return cls.load(table.storage, table.base, _folder(table))
+        return cls.load(table.storage, table.base, folder_of(table.config))
 
     def completed(self) -> tuple[Instant, ...]:
         return tuple(i for i in self.instants if i.is_completed)
