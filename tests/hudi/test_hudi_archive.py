@@ -148,7 +148,9 @@ def _write_commit(writer: TimelineWriter, n: int, action: str = "commit") -> Com
     if action == "replacecommit":
         meta.partition_to_replace_file_ids = {"p0": [f"f{n - 1}-0"]}
         meta.operation_type = "INSERT_OVERWRITE"
-    inflight = writer.start(writer.request(action, ts(n)), CommitMetadata(operation_type="UPSERT").to_json())
+    # tablespec's writer leaves the inflight file empty, Hudi's writes the planned stats into it
+    planned = CommitMetadata(operation_type="UPSERT").to_json() if n % 2 else b""
+    inflight = writer.start(writer.request(action, ts(n)), planned)
     writer.complete(inflight, meta)
     return meta
 
@@ -205,6 +207,12 @@ def test_archived_instants_and_commit_metadata_read_back_as_they_were_active(tab
     assert archived.instants == tuple(commits(1, 2, 3, 5))
     assert {str(i) for i in archived.records} == {
         f"{ts(n)}.commit[{s}]" for n in (1, 2, 3, 5) for s in ("requested", "inflight", "completed")}
+    # an empty requested or inflight file is archived as Hudi archives it: empty metadata
+    empty = {"partitionToWriteStats": {}, "extraMetadata": {"ROLLING_STAT": ""}, "version": None,
+             "operationType": "UNKNOWN"}
+    assert archived.records[Instant(ts(2), "commit", "inflight")]["hoodieCommitMetadata"] == empty
+    assert archived.records[Instant(ts(1), "commit", "requested")]["hoodieCommitMetadata"] == empty
+    assert archived.records[Instant(ts(1), "commit", "inflight")]["hoodieCommitMetadata"]["operationType"] == "UPSERT"
     for n in (1, 2, 3, 5):
         got = archived.commit_metadata(Instant(ts(n), "commit"))
         assert got == _avro_view(written[n]) and got.schema == SCHEMA

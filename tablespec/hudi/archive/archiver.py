@@ -78,8 +78,10 @@ def write_archive(storage: Storage, base: str, files: Sequence[StateFile], folde
 
 def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> None:
     """Step 2: the archived instants' markers and active files go (deleting is idempotent)."""
-    for ts in sorted({f.instant.timestamp for f in files}):
-        storage.delete_tree(join(base, META_FOLDER, MARKER_FOLDER, ts))
+    markers = join(base, META_FOLDER, MARKER_FOLDER)
+    left = {f.name for f in storage.list_dir(markers) if f.is_dir}      # one listing, not one per instant
+    for ts in sorted(left & {f.instant.timestamp for f in files}):
+        storage.delete_tree(join(markers, ts))
     for f in deletion_order(files):
         storage.delete(f.info.path)
 

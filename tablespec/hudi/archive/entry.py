@@ -163,7 +163,7 @@ def entry_record(instant: Instant, raw: bytes, transition_time: str | None, wher
     elif action == CLEAN:
         if state == "completed":
             record["hoodieCleanMetadata"] = _avro_content(raw, CLEAN_METADATA_SCHEMA, where)
-        else:
+        elif raw.strip():
             record["hoodieCleanerPlan"] = _avro_content(raw, CLEANER_PLAN_SCHEMA, where)
     elif action == ROLLBACK:
         if state == "completed":
