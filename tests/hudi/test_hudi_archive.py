@@ -4,7 +4,11 @@ timeline for readers, at every point of an interrupted run; a re-run completes i
 Hudi archives, and Hudi reading tablespec's archive: tests/interop/test_hudi_archived_timeline.py."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from _support import ROOT
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive import (
@@ -22,7 +26,7 @@ from tablespec.hudi.archive.log import archive_files, folder_path
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant
-from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.io import LocalStorage, join, storage_for
 from tablespec.hudi.logfile import MAGIC
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
@@ -167,11 +171,9 @@ def _write_clean(writer: TimelineWriter, n: int, retain: int) -> None:
                     avro_record(CLEAN_METADATA_SCHEMA, meta))
 
 
-@pytest.fixture
-def table(tmp_path):
-    """A table's timeline: commits 1..6 with cleans after 3 and 5, a replacecommit 7, commit 8."""
-    base = str(tmp_path / "t")
-    writer = TimelineWriter(LocalStorage(), base)
+def _build(storage, base: str) -> dict[int, CommitMetadata]:
+    """A table's timeline: commits 1..3, a clean 4, commit 5, a clean 6, a replacecommit 7, commit 8."""
+    writer = TimelineWriter(storage, base)
     written = {}
     for n in (1, 2, 3):
         written[n] = _write_commit(writer, n)
@@ -180,7 +182,13 @@ def table(tmp_path):
     _write_clean(writer, 6, retain=5)
     written[7] = _write_commit(writer, 7, "replacecommit")
     written[8] = _write_commit(writer, 8)
-    return base, written
+    return written
+
+
+@pytest.fixture
+def table(tmp_path):
+    base = str(tmp_path / "t")
+    return base, _build(LocalStorage(), base)
 
 
 def _avro_view(meta: CommitMetadata) -> CommitMetadata:
@@ -333,3 +341,28 @@ def test_a_run_writes_the_next_version_of_the_log(table):
     files = state_files(storage, base, plan.instants)
     path = write_archive(storage, base, files)
     assert path.endswith(".commits_.archive.2_1-0-1")
+
+
+def test_archiving_on_an_object_store_survives_a_killed_archiver(s3_bucket):
+    """On S3 (the loopback server): an archiver killed (-9) after writing the archive version
+    leaves each instant readable once; the next run deletes the archived instants' files."""
+    storage, base = storage_for(s3_bucket + "/t")
+    _build(storage, base)
+    expected = Timeline.load(storage, base).instants
+    code = ("import os, signal; from tablespec.hudi.io import storage_for; "
+            "from tablespec.hudi.timeline import Timeline; "
+            "from tablespec.hudi.archive import ArchiveSettings, plan_archive; "
+            "from tablespec.hudi.archive.archiver import state_files, write_archive; "
+            f"storage, base = storage_for({s3_bucket + '/t'!r}); "
+            "plan = plan_archive(Timeline.load(storage, base), ArchiveSettings(2, 3, 1)); "
+            "write_archive(storage, base, state_files(storage, base, plan.instants)); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True).returncode == -9
+    assert [f.version for f in archive_files(storage, base)] == [1]
+    _each_instant_once(storage, base, expected)
+
+    result = archive(storage, base, SETTINGS, {})
+    assert result.finished == tuple(commits(1, 2, 3, 5)) and result.archived == ()
+    assert [i.timestamp for i in Timeline.load(storage, base).instants] == [ts(n) for n in (4, 6, 7, 8)]
+    history = _each_instant_once(storage, base, expected)
+    assert [i for i in history.instants if history.is_archived(i)] == commits(1, 2, 3, 5)

@@ -23,9 +23,8 @@ from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.rollback import MARKER_FOLDER
 from tablespec.hudi.timeline import Timeline
-
-MARKER_FOLDER = ".temp"   # Hudi's markers, .hoodie/.temp/<instant>/: left-overs go with the instant
 
 
 @dataclass(frozen=True)
@@ -77,12 +76,16 @@ def write_archive(storage: Storage, base: str, files: Sequence[StateFile], folde
 
 
 def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> None:
-    """Step 2: the archived instants' markers and active files go (deleting is idempotent)."""
+    """Step 2: the archived instants' left-over markers (.hoodie/.temp/<instant>/) and active files
+    go, in `deletion_order` (deleting is idempotent)."""
     markers = join(base, META_FOLDER, MARKER_FOLDER)
     left = {f.name for f in storage.list_dir(markers) if f.is_dir}      # one listing, not one per instant
     for ts in sorted(left & {f.instant.timestamp for f in files}):
         storage.delete_tree(join(markers, ts))
-    for f in deletion_order(files):
+    order = deletion_order(files)
+    pending = [f.info.path for f in order if not f.instant.is_completed]
+    storage.delete_files(pending)                   # in any order (object stores: batched)
+    for f in order[len(pending):]:                  # completed ones one by one, oldest first
         storage.delete(f.info.path)
 
 
