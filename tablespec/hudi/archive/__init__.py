@@ -1,0 +1,15 @@
+"""Hudi's archived timeline (table version 6, as Apache Hudi 0.15 writes it): read it, plan and
+run archiving with Hudi's rules, crash-safely.
+
+    entry.py     one archived instant state: the HoodieArchivedMetaEntry record
+    log.py       the archive log files under .hoodie/archived/
+    timeline.py  the archived timeline, and History: active and archived as one
+    plan.py      which instants to archive (pure), and the settings
+    archiver.py  the archiving run: write the archive, then delete the active files
+"""
+from tablespec.hudi.archive.archiver import ArchiveResult, archive, archive_table, finish_archive
+from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, ArchiveSettingsError, Bounds, plan_archive
+from tablespec.hudi.archive.timeline import ArchivedTimeline, History
+
+__all__ = ["ArchivePlan", "ArchiveResult", "ArchiveSettings", "ArchiveSettingsError", "ArchivedTimeline", "Bounds",
+           "History", "archive", "archive_table", "finish_archive", "plan_archive"]

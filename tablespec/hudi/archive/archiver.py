@@ -1,0 +1,133 @@
+"""Archiving: moving instants from the active timeline (`.hoodie/`) to the archive log.
+
+A run plans (plan.py), writes every state file of the planned instants to a new archive version
+(log.py) and only then deletes their active files, in Hudi's order: the requested and inflight
+files first, then the completed ones, oldest first (a completed file deleted first would make a
+finished instant look pending to other services; deleting in time order leaves no hole). So a
+crash leaves each instant active, or both archived and active (readers count it once, as active:
+timeline.History), never in neither timeline. `finish_archive` completes such an interrupted
+run, and every run starts with it. Callers hold the table lock, as Hudi's archiver holds its
+transaction lock.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from tablespec.hudi.archive.entry import entry_record
+from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
+from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, plan_archive, read_bounds
+from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
+from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.instant import Instant, format_instant_time
+from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.rollback import MARKER_FOLDER
+from tablespec.hudi.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class StateFile:
+    """One file of the active timeline: an instant in one state."""
+    instant: Instant
+    info: FileInfo
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    archived: tuple[Instant, ...]   # completed instants this run moved to the archive
+    archive_file: str | None        # the archive version it wrote
+    finished: tuple[Instant, ...]   # instants an interrupted run had archived, now gone from .hoodie/
+
+    def __str__(self) -> str:
+        done = f"archived {len(self.archived)} instant(s)" if self.archived else "nothing to archive"
+        tail = f"; finished archiving {len(self.finished)} left by an interrupted run" if self.finished else ""
+        return done + tail
+
+
+def state_files(storage: Storage, base: str, instants: Iterable[Instant]) -> list[StateFile]:
+    """Every active state file of each of `instants` (from one listing of .hoodie/), in the order
+    Hudi archives them: instant by instant, requested, inflight, completed."""
+    by_key: dict[tuple[str, str], list[StateFile]] = {}
+    for info in storage.list_dir(join(base, META_FOLDER)):
+        instant = None if info.is_dir else Instant.parse(info.name)
+        if instant is not None:
+            by_key.setdefault(instant_key(instant), []).append(StateFile(instant, info))
+    return [f for i in instants for f in sorted(by_key.get(instant_key(i), []), key=lambda f: f.instant)]
+
+
+def deletion_order(files: Sequence[StateFile]) -> list[StateFile]:
+    """Hudi's order of deleting archived instants' files: pending states, then completed ones by time."""
+    pending = [f for f in files if not f.instant.is_completed]
+    return pending + sorted((f for f in files if f.instant.is_completed), key=lambda f: f.instant)
+
+
+def _transition_time(info: FileInfo) -> str:
+    """A state file's modification time, as Hudi records it (stateTransitionTime)."""
+    return format_instant_time(datetime.fromtimestamp(info.mtime_ms / 1000, UTC))
+
+
+def write_archive(storage: Storage, base: str, files: Sequence[StateFile], folder: str = DEFAULT_FOLDER) -> str:
+    """Step 1: the archive version holding `files`' entries; returns its path."""
+    records = [entry_record(f.instant, storage.read_bytes(f.info.path), _transition_time(f.info), f.info.path)
+               for f in files]
+    return write_version(storage, base, records, folder)
+
+
+def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> None:
+    """Step 2: the archived instants' left-over markers (.hoodie/.temp/<instant>/) and active files
+    go, in `deletion_order` (deleting is idempotent)."""
+    markers = join(base, META_FOLDER, MARKER_FOLDER)
+    left = {f.name for f in storage.list_dir(markers) if f.is_dir}      # one listing, not one per instant
+    for ts in sorted(left & {f.instant.timestamp for f in files}):
+        storage.delete_tree(join(markers, ts))
+    order = deletion_order(files)
+    pending = [f.info.path for f in order if not f.instant.is_completed]
+    storage.delete_files(pending)                   # in any order (object stores: batched)
+    for f in order[len(pending):]:                  # completed ones one by one, oldest first
+        storage.delete(f.info.path)
+
+
+def finish_archive(storage: Storage, base: str, folder: str = DEFAULT_FOLDER) -> tuple[Instant, ...]:
+    """Complete an interrupted run: active instants the latest archive version holds as completed
+    lose their active files. Every run finishes the one before it, so only the latest version can
+    hold instants still active."""
+    files = archive_files(storage, base, folder)
+    if not files:
+        return ()
+    archived = {instant_key(i) for i in ArchivedTimeline.of_files(storage, files[-1:]).completed()}
+    leftovers = tuple(i for i in Timeline.load(storage, base).instants if instant_key(i) in archived)
+    if leftovers:
+        delete_archived(storage, base, state_files(storage, base, leftovers))
+    return leftovers
+
+
+def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAULT_FOLDER) -> str | None:
+    """Archive the plan's instants (steps 1 and 2); returns the archive version written, if any."""
+    files = state_files(storage, base, plan.instants)
+    if not files:
+        return None
+    path = write_archive(storage, base, files, folder)
+    delete_archived(storage, base, files)
+    return path
+
+
+def archive(storage: Storage, base: str, settings: ArchiveSettings, props: Mapping[str, str],
+            folder: str = DEFAULT_FOLDER) -> ArchiveResult:
+    """One archiving run on the table at `base` whose hoodie.properties are `props`: finish an
+    interrupted run, plan on the timeline as it is now, archive."""
+    finished = finish_archive(storage, base, folder)
+    timeline = Timeline.load(storage, base)
+    plan = plan_archive(timeline, settings, read_bounds(storage, base, timeline, props))
+    return ArchiveResult(plan.instants, execute(storage, base, plan, folder), finished)
+
+
+def archive_table(table: Any, settings: ArchiveSettings) -> ArchiveResult:
+    """`archive` on a `HudiTable` handle (then refreshed: its timeline changed)."""
+    config = table.fresh_config()
+    props = config.to_properties() if config is not None else {}
+    try:
+        return archive(table.storage, table.base, settings, props, folder_of(config))
+    finally:
+        table.refresh()

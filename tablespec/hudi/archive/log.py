@@ -1,0 +1,91 @@
+"""The archive log: `.hoodie/archived/.commits_.archive.<version>_<writeToken>` files of Avro
+data blocks of HoodieArchivedMetaEntry records (entry.py), in the log format of logfile.py.
+
+Where the file system cannot append (local disks, object stores) Hudi 0.15 writes each archiving
+run as a new version of the log, `.commits_.archive.<N+1>_1-0-1`, in blocks of at most
+`hoodie.commits.archival.batch` (10) records; readers take the files in version order. tablespec
+does the same, creating the new version whole and only if no one else created it (so a crash
+leaves the run's file complete or absent, and two archivers cannot write one version).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.archive.entry import ENTRY_SCHEMA
+from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.logfile import BlockType, avro_block, avro_records, encode_block, read_blocks
+
+DEFAULT_FOLDER = "archived"      # hoodie.archivelog.folder
+WRITE_TOKEN = "1-0-1"            # Hudi's write token for logs written outside a Spark task
+BATCH_SIZE = 10                  # hoodie.commits.archival.batch
+_NAME = re.compile(r"\.commits_\.archive\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)")
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    version: int
+    info: FileInfo
+
+    @property
+    def path(self) -> str:
+        return self.info.path
+
+
+def folder_path(base: str, folder: str = DEFAULT_FOLDER) -> str:
+    """The archive folder of the table at `base` (`folder` is hoodie.archivelog.folder)."""
+    return join(base, META_FOLDER, folder)
+
+
+def folder_of(config: Any) -> str:
+    """The archive folder a table's config (a TableConfig, or None: no table) names."""
+    return config.archivelog_folder if config is not None else DEFAULT_FOLDER
+
+
+def file_name(version: int) -> str:
+    return f".commits_.archive.{version}_{WRITE_TOKEN}"
+
+
+def archive_files(storage: Storage, base: str, folder: str = DEFAULT_FOLDER) -> list[ArchiveFile]:
+    """The archive log's files, oldest version first (checksum sidecars and other files ignored)."""
+    out = [ArchiveFile(int(m["version"]), f) for f in storage.list_dir(folder_path(base, folder))
+           if not f.is_dir and (m := _NAME.fullmatch(f.name))]
+    return sorted(out, key=lambda a: (a.version, a.info.name))
+
+
+def read_records(storage: Storage, file: ArchiveFile) -> Iterator[dict[str, Any]]:
+    """The entries of one archive file. A torn block (a writer that died appending) is skipped,
+    as Hudi's reader skips it; blocks of other types are not Hudi's and are refused."""
+    for block in read_blocks(storage.read_bytes(file.path)):
+        if block.type == BlockType.CORRUPT:
+            continue
+        if block.type != BlockType.AVRO_DATA:
+            raise HudiFormatError(f"{file.path}: unexpected {block.type.name} block in the archived timeline")
+        try:
+            yield from avro_records(block)
+        except (HudiFormatError, ValueError, EOFError) as e:
+            raise HudiFormatError(f"{file.path}: unreadable archived entries: {e}") from None
+
+
+def encode(records: Sequence[dict[str, Any]]) -> bytes:
+    """An archive file's bytes: `records` in Avro data blocks of at most BATCH_SIZE records."""
+    return b"".join(encode_block(avro_block(records[i:i + BATCH_SIZE], ENTRY_SCHEMA))
+                    for i in range(0, len(records), BATCH_SIZE))
+
+
+def write_version(storage: Storage, base: str, records: Sequence[dict[str, Any]],
+                  folder: str = DEFAULT_FOLDER) -> str:
+    """Write `records` as the archive log's next version; returns its path. Fails, writing
+    nothing, when another writer created that version first."""
+    existing = archive_files(storage, base, folder)
+    version = existing[-1].version + 1 if existing else 1
+    path = join(folder_path(base, folder), file_name(version))
+    try:
+        storage.create_exclusive(path, encode(records))
+    except FileExistsError:
+        raise HudiFormatError(f"{path} appeared while archiving: another writer is archiving this table") from None
+    return path

@@ -1,0 +1,186 @@
+"""The archived timeline between Apache Hudi 0.15 and tablespec: tablespec reads what Hudi's
+archiver wrote (instants and commit metadata as Hudi's archived timeline reports them), plans
+what Hudi's archiver archives, and Hudi reads what tablespec archived (its timeline API lists
+the instants; snapshot and time travel read as before; its own archiver appends to the log)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from helpers import make_table
+from interop_support import hudi_df, hudi_rows, hudi_write
+
+from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, archive, plan_archive
+from tablespec.hudi.archive.log import archive_files
+from tablespec.hudi.archive.plan import read_bounds
+from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.config import read_table_config
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.timeline import Timeline
+from tablespec.hudi_options import hudi_write_options
+
+ARCHIVING = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}
+SETTINGS = ArchiveSettings.from_properties(ARCHIVING)
+HUDI_TABLE = {"hoodie.table.name": "archived", "hoodie.datasource.write.recordkey.field": "id",
+              "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",
+              "hoodie.metadata.enable": "false", **ARCHIVING,
+              "hoodie.upsert.shuffle.parallelism": "1", "hoodie.insert.shuffle.parallelism": "1"}
+
+SPEC = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: archived, database: interop}
+spec:
+  location: interop/archived
+  columns:
+    - {name: id, type: string, nullable: false}
+    - {name: v, type: long}
+    - {name: ts, type: long}
+    - {name: day, type: string, nullable: false}
+  recordKey: {fields: [id]}
+  partitioning: {fields: [day]}
+  orderingField: ts
+  index: {type: SIMPLE}
+  retention: {keepCommits: 1}
+"""
+DDL = "id string, v bigint, ts bigint, day string"
+
+
+def _hudi_commits(spark, base: str, n: int, **options: str) -> None:
+    """`n` upserts through Apache Hudi's datasource, two rows each, spread over two partitions."""
+    for i in range(n):
+        df = spark.createDataFrame([(j, i, f"p{j % 2}") for j in range(i, i + 2)], "id int, ts int, p string")
+        hudi_write(df, base, {**HUDI_TABLE, **options})
+
+
+def _meta_client(spark, base: str):
+    jvm = spark._jvm
+    conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(spark._jsc.hadoopConfiguration())
+    return jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder().setConf(conf).setBasePath(base).build()
+
+
+def _hudi_archived(spark, base: str) -> tuple[set[tuple[str, str, str]], dict[str, CommitMetadata]]:
+    """Apache Hudi's archived timeline of the table: every archived (time, action, state), and each
+    archived completed commit's metadata as Hudi parses it."""
+    timeline = _meta_client(spark, base).getArchivedTimeline()
+    timeline.loadCompletedInstantDetailsInMemory()
+    model = spark._jvm.org.apache.hudi.common.model
+    instants, commits = set(), {}
+    for instant in timeline.getInstants().toArray():
+        ts, action, state = str(instant.getTimestamp()), str(instant.getAction()), str(instant.getState().name())
+        instants.add((ts, action, state))
+        if state == "COMPLETED" and action in ("commit", "replacecommit"):
+            cls = model.HoodieReplaceCommitMetadata if action == "replacecommit" else model.HoodieCommitMetadata
+            details = timeline.getInstantDetails(instant).get()
+            parsed = cls.fromBytes(details, cls().getClass())
+            commits[ts] = CommitMetadata.from_json(str(parsed.toJsonString()))
+    return instants, commits
+
+
+def _ours(base: str) -> tuple[set[tuple[str, str, str]], dict[str, CommitMetadata]]:
+    """The same, as tablespec reads the archive."""
+    archived = ArchivedTimeline.load(LocalStorage(), base)
+    instants = {(i.timestamp, i.action, i.state.upper()) for i in archived.records}
+    return instants, {i.timestamp: archived.commit_metadata(i) for i in archived.commits()}
+
+
+def _stats(meta: CommitMetadata) -> dict[str, list[tuple]]:
+    return {p: sorted((s.file_id, s.path, s.prev_commit, s.num_writes, s.num_inserts, s.num_update_writes,
+                       s.num_deletes, s.total_write_bytes, s.file_size_in_bytes) for s in stats)
+            for p, stats in meta.partition_to_write_stats.items()}
+
+
+def _assert_same_archive(spark, base: str) -> set[tuple[str, str, str]]:
+    hudi_instants, hudi_commits = _hudi_archived(spark, base)
+    our_instants, our_commits = _ours(base)
+    assert our_instants == hudi_instants and hudi_instants
+    assert our_commits.keys() == hudi_commits.keys()
+    for ts, ours in our_commits.items():
+        theirs = hudi_commits[ts]
+        assert _stats(ours) == _stats(theirs), ts
+        assert ours.operation_type == theirs.operation_type and ours.schema == theirs.schema and ours.schema
+        assert ours.partition_to_replace_file_ids == theirs.partition_to_replace_file_ids
+    return our_instants
+
+
+def _instant_files(base) -> list[str]:
+    return sorted(p.name for p in (base / ".hoodie").iterdir() if p.is_file() and p.name[:1].isdigit())
+
+
+def test_tablespec_reads_the_archived_timeline_hudi_wrote(hudi, tmp_path):
+    base = str(tmp_path / "archived")
+    _hudi_commits(hudi, base, 7)
+    instants = _assert_same_archive(hudi, base)
+    assert {a for _, a, _ in instants} == {"commit", "clean"}
+
+    storage = LocalStorage()
+    history = History.load(storage, base)
+    assert len(history.commits()) == 7 and len(history.instants) == len({(i.timestamp, i.action) for i in history.instants})
+    assert history.commits()[0].timestamp in {ts for ts, _, _ in instants}
+    # Hudi archives after every write: on the timeline it left, tablespec's plan archives nothing more
+    timeline = Timeline.load(storage, base)
+    props = read_table_config(storage, base).to_properties()
+    assert plan_archive(timeline, SETTINGS, read_bounds(storage, base, timeline, props)).empty
+
+
+def test_tablespec_archives_what_hudis_archiver_archives(hudi, tmp_path):
+    """Seven Hudi commits (and its cleans) with archiving off; then Hudi's `archive_commits` on one
+    copy and tablespec's archiver on another move the same instants."""
+    written = tmp_path / "written"
+    _hudi_commits(hudi, str(written), 7, **{"hoodie.archive.automatic": "false"})
+    by_hudi, by_tablespec = tmp_path / "by_hudi", tmp_path / "by_tablespec"
+    shutil.copytree(written, by_hudi)
+    shutil.copytree(written, by_tablespec)
+
+    hudi.sql(f"call archive_commits(path => '{by_hudi}', min_commits => 2, max_commits => 3, "
+             f"retain_commits => 1, enable_metadata => false)").collect()
+    storage = LocalStorage()
+    props = read_table_config(storage, str(by_tablespec)).to_properties()
+    result = archive(storage, str(by_tablespec), SETTINGS, props)
+
+    assert result.archived and _instant_files(by_tablespec) == _instant_files(by_hudi)
+    assert _ours(str(by_tablespec))[0] == _ours(str(by_hudi))[0]
+
+
+def _tablespec_table(spark, tmp_path, commits: int):
+    """A table tablespec wrote: `commits` upserts through the Python API (one small helper, so a
+    change of that API touches one place)."""
+    table = make_table(spark, tmp_path, SPEC)
+    for i in range(commits):
+        table.write(spark.createDataFrame([(f"k{j}", i, i, f"d{j % 2}") for j in range(i, i + 3)], DDL), "upsert")
+    return table
+
+
+def _data(rows: list[tuple]) -> list[tuple]:
+    return sorted(tuple(v for k, v in r if not k.startswith("_hoodie")) for r in rows)
+
+
+def test_hudi_reads_what_tablespec_archived_and_archives_after_it(hudi, tmp_path):
+    table = _tablespec_table(hudi, tmp_path, 5)
+    base, storage = table.location, LocalStorage()
+    commits = [i.timestamp for i in Timeline.load(storage, base).commits()]
+    before = hudi_rows(hudi, base)
+    as_of = commits[3]                                       # stays active
+    before_as_of = hudi_df(hudi, base, **{"as.of.instant": as_of}).count()
+
+    result = archive(storage, base, SETTINGS, read_table_config(storage, base).to_properties())
+    assert [i.timestamp for i in result.archived] == commits[:3]
+    assert [i.timestamp for i in Timeline.load(storage, base).commits()] == commits[3:]
+    instants = _assert_same_archive(hudi, base)              # Hudi's timeline API lists what we archived
+    assert {(ts, s) for ts, _, s in instants} == {(ts, s) for ts in commits[:3] for s in ("REQUESTED", "INFLIGHT", "COMPLETED")}
+    assert hudi_rows(hudi, base) == before
+    assert hudi_df(hudi, base, **{"as.of.instant": as_of}).count() == before_as_of
+    assert _data(hudi_rows(hudi, base)) == _data(
+        [tuple(sorted(r.asDict().items())) for r in table.read().collect()])
+
+    # a Hudi job (the options `hudi-options` gives, archiving on) writes twice and archives itself,
+    # as the next version of the same log
+    options = {**hudi_write_options(table.spec, base), **ARCHIVING, "hoodie.archive.automatic": "true",
+               "hoodie.datasource.write.operation": "upsert"}
+    for i in (5, 6):
+        hudi.createDataFrame([(f"k{i}", i, i, "d0")], DDL).write.format("hudi").options(**options).mode("append").save()
+    assert [f.version for f in archive_files(storage, base)] == [1, 2]
+    _assert_same_archive(hudi, base)
+    history = History.load(storage, base)
+    assert len(history.commits()) == 7 and len(Timeline.load(storage, base).commits()) == 2
+    assert json.loads(history.commit_metadata(history.commits()[0]).schema)["fields"]
+    assert _data(hudi_rows(hudi, base)) == _data([tuple(sorted(r.asDict().items())) for r in table.read().collect()])
