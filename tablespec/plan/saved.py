@@ -91,8 +91,8 @@ def _detail(saved: Action, now: Action) -> str:
     new = [_change(c) for c in now.changes if c not in saved.changes]
     if gone or new:
         return (f"; {saved.kind} changes saved [{'; '.join(gone)}], now [{'; '.join(new)}]")
-    old, new = saved.params.model_dump(mode="json"), now.params.model_dump(mode="json")
-    keys = sorted(k for k in {*old, *new} if old.get(k) != new.get(k))
+    before, after = saved.params.model_dump(mode="json"), now.params.model_dump(mode="json")
+    keys = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
     return f"; {saved.kind} parameters differ ({', '.join(keys) or 'order of changes'})"
 
 
