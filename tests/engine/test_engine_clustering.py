@@ -119,7 +119,7 @@ def test_sort_lays_files_out_by_the_sort_columns(spark, tmp_path, partitioned):
     table = small_table(spark, tmp_path, text)
     before = content(table)
     done = cluster(spark, table, text, tmp_path)
-    assert done["actual"]["rows"] == 120
+    assert done["actual"].rows == 120
     assert content(table) == before
     assert_hudi_rs_agrees(table)
     files = file_columns(table.location, ["customer_id", "amount", "order_date"])
@@ -314,7 +314,7 @@ def test_clustering_after_schema_evolution_carries_old_files_into_the_new_column
     new = Table(load_spec_text(evolved, "orders.yaml").specs[0].spec, table.location, spark)
     before = content(new)
     done = cluster(spark, new, evolved, tmp_path)
-    assert done["actual"]["rows"] == 80
+    assert done["actual"].rows == 80
     assert content(new) == before and {r[-1] for r in before} == {None}
     assert_hudi_rs_agrees(new)
 
@@ -396,7 +396,7 @@ def test_clustering_on_local_cluster(tmp_path):
         table = small_table(spark, {str(tmp_path)!r}, text, commits=2, n=60)
         before = content(table)
         done = cluster(spark, table, text, {str(tmp_path)!r})
-        assert done["actual"]["groups"] == 2 and done["actual"]["rows"] == 120, done
+        assert done["actual"].groups == 2 and done["actual"].rows == 120, done
         assert content(table) == before
         assert_hudi_rs_agrees(table)
         spark.stop()
