@@ -61,6 +61,7 @@ def test_plan_file_in_version_1_shape_applies(project, capsys):
 @pytest.mark.parametrize("edit, field, got", [
     (lambda a: a["params"].update(partitions="order_date=2026-11-01"), "params.partitions", '"order_date=2026-11-01"'),
     (lambda a: a["estimate"].update(bytes_to_read="12"), "estimate.bytes_to_read", '"12"'),
+    (lambda a: a["estimate"].update(suggested_num_buckets="4"), "estimate.suggested_num_buckets", '"4"'),
     (lambda a: a["params"].update(to="HASH"), "params.to", '"HASH"'),
     (lambda a: a["params"].pop("partitions"), "params.partitions", None),
     (lambda a: a.update(destructive="no"), "destructive", '"no"'),
