@@ -213,7 +213,7 @@ def cluster_hudi(spark, warehouse: str, source: str, name: str, strategy: str, t
         plan_apply = time.perf_counter() - t0
     actual = result.actions[-1].actual
     return dict(location=location, seconds=round(seconds, 2), plan_apply_seconds=round(plan_apply, 2),
-                peak_rss=rss.peak, groups=actual["groups"],
+                peak_rss=rss.peak, groups=actual.groups,
                 files_after=len(hudi_files(location)), bytes_after=sum(os.path.getsize(p) for p in hudi_files(location)))
 
 

@@ -110,7 +110,7 @@ def apply_index(spark, warehouse: str, index: str) -> dict:
     result = Applier(spark=spark, on_progress=lambda table, action, **kw: progress.append(kw)).apply(plan)
     (_, action), = plan.actions
     done, = result.actions
-    return dict(action=action.kind, estimate=action.estimate, actual=done.actual, plan_s=plan_s,
+    return dict(action=action.kind, estimate=action.estimate.model_dump(), actual=done.actual.model_dump(), plan_s=plan_s,
                 apply_s=done.seconds, progress=progress)
 
 

@@ -169,7 +169,7 @@ def tagging_share(args, work: str) -> dict:
         plan = build_plan(loaded.specs, {rli_location: observe(rli_location)}, warehouse)
         t = time.perf_counter()
         built = Applier(spark=spark).apply(plan).actions[0].actual
-        out["index_build"] = dict(seconds=time.perf_counter() - t, **built)
+        out["index_build"] = dict(seconds=time.perf_counter() - t, **built.model_dump())
         tables = {"SIMPLE": simple, "RECORD_LEVEL": Table(loaded.specs[0].spec, rli_location, spark)}
         for kind, table in tables.items():
             timer = DeltaTimer()

@@ -5,7 +5,8 @@ A plan, saved or not, is checked, not trusted: each table's actions are derived 
 holds (`saved.mismatch`); the derived actions are the ones that run, and destructiveness and
 protection (the spec's and the table's own `preventDestroy`) are decided from them. Nothing is
 touched until every table passes (`preflight`), and each table is checked once more under its
-lock right before its actions run. Dispatch is by action kind (`visit_<kind>`).
+lock right before its actions run. Dispatch is by action kind (`EXECUTORS`: every kind has one,
+each returning its typed result).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
@@ -23,25 +25,53 @@ from tablespec.hudi.io import storage_for
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
-from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
+from tablespec.plan.actions import (
+    KINDS,
+    Action,
+    ActionKind,
+    BucketBootstrap,
+    BucketRescale,
+    Clean,
+    Clustering,
+    CreateTable,
+    DiscardPlans,
+    IndexMigration,
+    Plan,
+    RecordIndexCatchUp,
+    RecordIndexCompaction,
+    ReplaceTable,
+    Rollback,
+    SchemaEvolution,
+    TablePlan,
+    UpdateSettings,
+    check_requirements,
+)
 from tablespec.plan.builder import plan_table
 from tablespec.plan.locations import refusal
 from tablespec.plan.saved import NOTHING_CHANGED, embedded_spec, mismatch
 from tablespec.plan.settings import PREVENT_DESTROY, effective
+from tablespec.results import (
+    ActionOutcome,
+    Cleaned,
+    Clustered,
+    IndexDropped,
+    IndexResult,
+    NoResult,
+    Rebucketed,
+    Replaced,
+    RolledBack,
+)
 from tablespec.spec.loader import LoadedSpec, load_specs
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState, observe
-
-SPARK_ACTIONS = {"bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration",
-                 "record_index_compaction", "record_index_catch_up", "clustering"}  # the others are metadata only
 
 
 @dataclass
 class ActionResult:
     table: str
-    kind: str
+    kind: ActionKind
     seconds: float
-    actual: dict = field(default_factory=dict)   # what happened, next to the action's estimate
+    actual: ActionOutcome = field(default_factory=NoResult)   # what happened, next to the action's estimate
 
 
 @dataclass
@@ -149,8 +179,8 @@ class Applier:
         return self._spark
 
     def runs(self, kind: str) -> bool:
-        """Whether this applier has a step for actions of `kind`."""
-        return callable(getattr(self, f"visit_{kind}", None))
+        """Whether this applier has a step for actions of `kind` (a subclass may replace or drop one)."""
+        return kind in EXECUTORS and callable(getattr(self, EXECUTORS[kind].__name__, None))
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
         preflight(plan, allow_destructive, self.runs)
@@ -165,8 +195,8 @@ class Applier:
                     result.done_meanwhile.append(t.name)
                 for a in now.actions:
                     started = time.monotonic()
-                    actual = getattr(self, f"visit_{a.kind}")(now, a, loaded.spec)
-                    done = ActionResult(now.name, a.kind, time.monotonic() - started, actual or {})
+                    actual = getattr(self, EXECUTORS[a.kind].__name__)(now, a, loaded.spec)  # this applier's step
+                    done = ActionResult(now.name, a.kind, time.monotonic() - started, actual)
                     result.actions.append(done)
                     self.on_action(now, a, done)
         return result
@@ -190,32 +220,35 @@ class Applier:
         """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""
         return locked(t.location, changes_files=changes_files, held=self._lock)
 
-    def visit_create_table(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
+    def visit_create_table(self, t: TablePlan, a: CreateTable, spec: TableSpec) -> NoResult:
         metadata.create_table(t.location, spec)
+        return NoResult()
 
-    def visit_update_settings(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
+    def visit_update_settings(self, t: TablePlan, a: UpdateSettings, spec: TableSpec) -> NoResult:
         with self._locked(t, changes_files=False):  # Hudi's metadata table stays true: kept
             metadata.update_settings(t.location, spec)
+        return NoResult()
 
-    def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_index_migration(self, t: TablePlan, a: IndexMigration,
+                              spec: TableSpec) -> IndexResult | IndexDropped | NoResult:
         """To RECORD_LEVEL (or a new bucket count): build the index (a commit with no data change),
         then switch hoodie.properties; a crash between the two is redone by the next apply.
         Away from RECORD_LEVEL: switch first (writers stop using the index), then drop its files."""
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         with self._locked(t) as lock:
-            if a.params.get("to") == "RECORD_LEVEL":
+            if a.params.to == "RECORD_LEVEL":
                 from tablespec.engine.record_index import build_index, remove_superseded
                 built = build_index(self.spark, spec, t.location, lock)
                 metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
                 built.files_removed = remove_superseded(*storage_for(t.location), built.num_buckets)
-                return {"rows": built.entries, **built.actual()}
+                return built.actual(rows=built.entries)
             metadata.update_settings(t.location, spec)
-            if a.params.get("from") == "RECORD_LEVEL":
+            if a.params.from_ == "RECORD_LEVEL":
                 from tablespec.engine.record_index import drop_index
-                return {"index_files_removed": drop_index(t.location)}
-        return {}
+                return IndexDropped(index_files_removed=drop_index(t.location))
+        return NoResult()
 
-    def visit_record_index_compaction(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_record_index_compaction(self, t: TablePlan, a: RecordIndexCompaction, spec: TableSpec) -> IndexResult:
         """Merge index buckets with too many files (re-planned under the lock)."""
         from tablespec.engine.record_index import compact_index
         from tablespec.spec.model import RecordLevelSettings
@@ -223,13 +256,13 @@ class Applier:
         with self._locked(t) as lock:
             return compact_index(self.spark, t.location, settings.max_files_per_bucket, lock).actual()
 
-    def visit_record_index_catch_up(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_record_index_catch_up(self, t: TablePlan, a: RecordIndexCatchUp, spec: TableSpec) -> IndexResult:
         """Index the data commits the index has not seen (re-planned under the lock: all of them)."""
         from tablespec.engine.record_index import catch_up_index
         with self._locked(t) as lock:
             return catch_up_index(self.spark, t.location, lock).actual()
 
-    def visit_bucket_bootstrap(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_bucket_bootstrap(self, t: TablePlan, a: BucketBootstrap | BucketRescale, spec: TableSpec) -> Rebucketed:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
 
         Data first: until hoodie.properties says BUCKET, writers keep using the old index, which
@@ -243,19 +276,19 @@ class Applier:
         with self._locked(t) as lock:
             state = observe(t.location)
             partitions = rebucket_partitions(spec, state)
-            actual = {"partitions": 0}
+            actual = Rebucketed(partitions=0)
             if partitions:
                 done = rebucket(self.spark, spec, t.location, partitions, table_avro_schema(spec),
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
             metadata.update_settings(t.location, spec, {SWITCHED_KEY: done.instant} if partitions else None)
             if table_index_type(state.config) == RECORD_LEVEL:
-                actual["index_files_removed"] = drop_index(t.location)
+                actual = actual.model_copy(update={"index_files_removed": drop_index(t.location)})
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
 
-    def visit_replace_table(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_replace_table(self, t: TablePlan, a: ReplaceTable, spec: TableSpec) -> Replaced:
         """Destructive: rewrite every row under the new keys / partitioning / columns in one
         replacecommit, then switch hoodie.properties. Rows keep their data; keys are recomputed."""
         from pyspark.sql import functions as F
@@ -287,9 +320,9 @@ class Applier:
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded
                 remove_superseded(*storage_for(t.location), result.index_buckets)
-        return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
+        return Replaced(rows=result.inserted, files_written=len(result.files), replaced_file_groups=len(state.file_groups))
 
-    def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_clean(self, t: TablePlan, a: Clean, spec: TableSpec) -> Cleaned:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
         from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
         from tablespec.hudi.fs_view import FileSystemView
@@ -302,13 +335,13 @@ class Applier:
                 plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
                                   spec.spec.retention.keep_commits)
                 if plan is None:
-                    return {"files": 0, "bytes_freed": 0}
+                    return Cleaned(files=0, bytes_freed=0)
                 requested = schedule_clean(storage, base, plan)
             result = finish_clean(storage, base, requested)
-        return {"clean_instant": result.clean_instant, "files": len(result.deleted_files),
-                "bytes_freed": result.bytes_freed}
+        return Cleaned(clean_instant=result.clean_instant, files=len(result.deleted_files),
+                       bytes_freed=result.bytes_freed)
 
-    def visit_clustering(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:
         """Run a pending clustering plan (`instant`), or schedule the next step and run it. Planned
         again under the lock, from the table as it is (the plan's requirements held, and the steps
         before this one ran): the first step of what is left is this step."""
@@ -316,32 +349,52 @@ class Applier:
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.clustering import clustering_plan
         with self._locked(t) as lock:  # recovery reverts a dead run to its requested plan
-            if "instant" in a.params:
-                instant = Instant(a.params["instant"], "replacecommit", "requested")
+            if a.params.instant is not None:
+                instant = Instant(a.params.instant, "replacecommit", "requested")
                 if self.schedule_only:
-                    return {"pending": instant.timestamp}
+                    return Clustered(pending=instant.timestamp)
             else:
                 plan = clustering_plan(spec, observe(t.location), a.reasons)
                 if plan is None:
-                    return {"groups": 0}
+                    return Clustered(groups=0)
                 instant = clustering.schedule(t.location, plan)
                 if self.schedule_only:
-                    return {"scheduled": instant.timestamp, "groups": len(plan.groups)}
+                    return Clustered(scheduled=instant.timestamp, groups=len(plan.groups))
             return clustering.run(self.spark, spec, t.location, instant, table_avro_schema(spec), lock).actual()
 
-    def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
+    def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
         with self._locked(t) as lock:
             storage, base = storage_for(t.location)
             discarded = [rollback(storage, base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
-                         for ts in a.params.get("discard_plans", [])]
-            return {"rolled_back": len(lock.recovered), **({"plans_discarded": len(discarded)} if discarded else {})}
+                         for ts in (a.params.discard_plans if isinstance(a.params, DiscardPlans) else [])]
+            return RolledBack(rolled_back=len(lock.recovered), plans_discarded=len(discarded) or None)
 
-    def _progress(self, t: TablePlan, a: Action):
+    def _progress(self, t: TablePlan, a: BucketBootstrap | BucketRescale):
         if self.on_progress is None:
             return None
         return lambda **kw: self.on_progress(t, a, **kw)
 
-    def visit_schema_evolution(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
+    def visit_schema_evolution(self, t: TablePlan, a: SchemaEvolution, spec: TableSpec) -> NoResult:
         # Metadata only: a commit recording the wider schema; no data file is rewritten.
         schema.evolve_schema(t.location, spec, held=self._lock)
+        return NoResult()
+
+
+EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcome]] = {
+    "create_table": Applier.visit_create_table,
+    "update_settings": Applier.visit_update_settings,
+    "index_migration": Applier.visit_index_migration,
+    "bucket_bootstrap": Applier.visit_bucket_bootstrap,
+    "bucket_rescale": Applier.visit_bucket_bootstrap,
+    "schema_evolution": Applier.visit_schema_evolution,
+    "replace_table": Applier.visit_replace_table,
+    "rollback": Applier.visit_rollback,
+    "clean": Applier.visit_clean,
+    "record_index_compaction": Applier.visit_record_index_compaction,
+    "record_index_catch_up": Applier.visit_record_index_catch_up,
+    "clustering": Applier.visit_clustering,
+}
+"""The executor of each action kind: the Applier step that runs it and returns its typed result."""
+if set(EXECUTORS) != set(KINDS):  # every kind has an executor: a plan never holds a kind apply cannot run
+    raise TypeError(f"action kinds without an executor, or executors of no kind: {set(EXECUTORS) ^ set(KINDS)}")

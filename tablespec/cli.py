@@ -182,7 +182,7 @@ def cmd_plan(ctx: _Context) -> int:
 
 
 def cmd_apply(ctx: _Context) -> int:
-    from tablespec.apply import SPARK_ACTIONS, Applier, check_spec_digests
+    from tablespec.apply import Applier, check_spec_digests
     from tablespec.plan.render import load_plan, render
     paths = ctx.args.paths
     saved = len(paths) == 1 and paths[0].endswith(".json")
@@ -205,14 +205,15 @@ def cmd_apply(ctx: _Context) -> int:
 
     def report(t, a, done):
         print(f"{t.name}: {a.kind} done in {done.seconds:.2f}s")
-        if a.estimate or done.actual:
-            print(f"    estimate: {_pairs(a.estimate)}")
-            print(f"    actual:   {_pairs(done.actual)}")
+        estimate, actual = a.estimate.shown(), done.actual.shown()
+        if estimate or actual:
+            print(f"    estimate: {_pairs(estimate)}")
+            print(f"    actual:   {_pairs(actual)}")
 
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
                       schedule_only=ctx.args.schedule_only)
-    if any(a.kind in SPARK_ACTIONS for _, a in plan.actions):
+    if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
     else:
@@ -236,9 +237,9 @@ def spark_errors(what: str):
         raise SparkJobError(with_log(f"{what}: {one_line(e)}; nothing was committed")) from None
 
 
-def _pairs(values: dict) -> str:
-    from tablespec.spec.sizes import human_value
-    return ", ".join(f"{k}={human_value(k, v)}" for k, v in values.items()) or "-"
+def _pairs(shown: dict) -> str:
+    """Values as `Measured.shown` gives them (in units by their type)."""
+    return ", ".join(f"{k}={v}" for k, v in shown.items()) or "-"
 
 
 class ProgressPrinter:

@@ -42,6 +42,7 @@ from tablespec.hudi.io import LOCAL, Storage, join, storage_for
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.hudi.txn_lock import TransactionLock
+from tablespec.results import Clustered
 from tablespec.types import Array, Map, Struct
 
 
@@ -78,10 +79,10 @@ class ClusteringResult:
     rows: int = 0
     seconds: float = 0.0
 
-    def actual(self) -> dict:
-        return {"instant": self.instant, "groups": self.groups, "files": f"{self.files_before} -> {self.files_after}",
-                "bytes_read": self.bytes_read, "bytes_written": self.bytes_written, "rows": self.rows,
-                "seconds": round(self.seconds, 2)}
+    def actual(self) -> Clustered:
+        return Clustered(instant=self.instant, groups=self.groups, files=f"{self.files_before} -> {self.files_after}",
+                         bytes_read=self.bytes_read, bytes_written=self.bytes_written, rows=self.rows,
+                         seconds=round(self.seconds, 2))
 
 
 def cluster_groups(job: ClusteringJob, batches):

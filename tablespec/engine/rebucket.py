@@ -36,6 +36,7 @@ from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
+from tablespec.results import Rebucketed
 
 # Partitions are rewritten in batches of about this many input bytes (progress is per batch).
 BATCH_BYTES = int(os.environ.get("TABLESPEC_REWRITE_BATCH_BYTES", 512 * 1024 * 1024))
@@ -76,9 +77,9 @@ class RebucketResult:
     seconds: float = 0.0
     replaced: dict = field(default_factory=dict)
 
-    def actual(self) -> dict:
-        return {"partitions": self.partitions, "file_groups": f"{self.file_groups_before} -> {self.file_groups_after}",
-                "bytes_read": self.bytes_read, "bytes_written": self.bytes_written, "seconds": round(self.seconds, 2)}
+    def actual(self) -> Rebucketed:
+        return Rebucketed(partitions=self.partitions, file_groups=f"{self.file_groups_before} -> {self.file_groups_after}",
+                          bytes_read=self.bytes_read, bytes_written=self.bytes_written, seconds=round(self.seconds, 2))
 
 
 def write_subsets(job: RebucketJob, work: tuple[BucketSubset, ...], batches):

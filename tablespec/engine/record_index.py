@@ -36,6 +36,7 @@ from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_t
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LOCAL, Storage, join, storage_for
 from tablespec.hudi.timeline import Timeline
+from tablespec.results import IndexResult
 
 IB, DEL = "_ts_ib", tasks.DEL
 EXAMPLES = 5
@@ -344,9 +345,11 @@ class IndexActionResult:
     entries: int = 0
     commits: int = 0     # a catch-up: the data commits it indexed
 
-    def actual(self) -> dict:
-        return {"instant": self.instant, "num_buckets": self.num_buckets, "index_files_written": self.files_written,
-                "index_files_removed": self.files_removed, **({"commits": self.commits} if self.commits else {})}
+    def actual(self, rows: int | None = None) -> IndexResult:
+        """`rows`: a build reports the keys it indexed."""
+        return IndexResult(rows=rows, instant=self.instant, num_buckets=self.num_buckets,
+                           index_files_written=self.files_written, index_files_removed=self.files_removed,
+                           commits=self.commits or None)
 
 
 def _index_commit(txn, timeline, action: str, marks: dict | None = None) -> None:

@@ -134,14 +134,14 @@ class Layout:
         return {SORT_COLUMNS_PARAM: ",".join(self.columns), LAYOUT_PARAM: LAYOUTS[self.strategy]}
 
     @classmethod
-    def from_params(cls, params: dict[str, str] | None) -> Layout:
+    def from_params(cls, settings: dict[str, str] | None) -> Layout:
         """The layout of a plan's strategy params; Hudi's default optimiser is linear (SORT)."""
-        params = params or {}
-        columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",") if c.strip())
+        settings = settings or {}
+        columns = tuple(c.strip() for c in (settings.get(SORT_COLUMNS_PARAM) or "").split(",") if c.strip())
         if not columns:
             return cls()
         by_layout = {v: k for k, v in LAYOUTS.items()}
-        layout = (params.get(LAYOUT_PARAM) or "linear").lower().replace("_", "-")
+        layout = (settings.get(LAYOUT_PARAM) or "linear").lower().replace("_", "-")
         if layout not in by_layout:
             raise HudiFormatError(f"clustering plan: unknown layout optimisation strategy {layout!r}")
         return cls(by_layout[layout], columns)

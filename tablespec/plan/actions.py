@@ -2,14 +2,20 @@
 
 Apply re-observes every table and re-validates these requirements before touching anything;
 that is the stale-plan check. The JSON form of these models is the plan file format.
+
+One model per action kind, with typed `params` (what the executor needs beyond the spec) and
+`estimate` (from metadata only); its class says what the kind is: its symbol, whether it needs
+Spark, whether it is housekeeping, how it counts in the plan's summary and what the templates
+show of it (`shown`). Which executor runs it is apply's `EXECUTORS`.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from tablespec.errors import StalePlanError
+from tablespec.quantities import Bytes, Count, Measured, Shift
 
 PLAN_FORMAT_VERSION = 1
 
@@ -18,7 +24,7 @@ ActionKind = Literal[
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
     "record_index_catch_up",
 ]
-SYMBOLS = {"create_table": "+", "replace_table": "-/+"}
+IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
 
 class _Frozen(BaseModel):
@@ -81,18 +87,234 @@ class Change(_Frozen):
     property: str | None = None
 
 
-class Action(_Frozen):
+# Parameters: what an executor needs beyond the spec.
+
+class NoParams(Measured):
+    pass
+
+
+class IndexSwitch(Measured):
+    """The table's index now (as Hudi names it: a table Apache Hudi wrote may use another type) and the spec's."""
+
+    from_: str = Field(validation_alias=AliasChoices("from", "from_"), serialization_alias="from")
+    to: IndexType
+
+
+class BucketSwitch(IndexSwitch):
+    partitions: list[str]   # rewritten (their bucket count changes, or the index becomes BUCKET)
+
+
+class Instants(Measured):
+    instants: list[str]     # rolled back (dead writers), or indexed (a catch-up)
+
+
+class DiscardPlans(Measured):
+    discard_plans: list[str]  # clustering plans that can no longer run: rolled back and dropped
+
+
+class Step(Measured):
+    """Which step of a clustering in several (`maxGroups` groups each) an action is."""
+
+    number: Count
+    of: Count
+    file_groups: Count
+    of_file_groups: Count
+
+
+class GroupSummary(Measured):
+    """One clustering group: its partition, input files and the file groups it writes."""
+
+    partition: str
+    input_files: Count
+    input_bytes: Bytes
+    output_files: Count
+
+
+class ClusteringParams(Measured):
+    instant: str | None = None   # a pending plan to run (else the next step is scheduled)
+    step: Step | None = None
+    groups: list[GroupSummary] = []
+
+
+# Estimates: from metadata only, never from reading data.
+
+class NoEstimate(Measured):
+    pass
+
+
+class RewriteEstimate(Measured):
+    partitions: Count
+    file_groups: Count
+    bytes_to_read: Bytes
+    bytes_to_write: Bytes
+
+
+class IndexBuildEstimate(Measured):
+    rows: Count | Literal["unknown"]
+    partitions: Count
+    file_groups: Count
+    bytes_to_read: Bytes
+
+
+class BucketEstimate(Measured):
+    partitions: Count
+    file_groups: Shift
+    bytes_to_read: Bytes
+    bytes_to_write: Bytes
+    bucket_file_bytes: Bytes | None = None     # with partitions to rewrite
+    suggested_num_buckets: Count | None = None
+
+
+class CleanEstimate(Measured):
+    earliest_instant_to_retain: str
+    partitions: Count
+    files: Count
+    bytes_to_free: Bytes
+
+
+class IndexCompactionEstimate(Measured):
+    buckets: Count
+    index_files: Count
+    bytes_to_read: Bytes
+
+
+class CatchUpEstimate(Measured):
+    commits: Count
+    file_groups: Count
+    rows: Count
+
+
+class ClusteringEstimate(Measured):
+    strategy: str
+    groups: Count
+    partitions: Count
+    files: Shift
+    bytes_to_read: Bytes
+    bytes_to_write: Bytes
+
+
+class BaseAction(_Frozen):
+    """What every action has; a kind's class narrows `params` and `estimate` and says what it is."""
+
+    model_config = ConfigDict(strict=True)
+
     kind: ActionKind
     destructive: bool = False
     reasons: list[str] = []
     changes: list[Change] = []
-    params: dict[str, Any] = {}      # what the executor needs beyond the spec (e.g. index from/to)
-    estimate: dict[str, Any] = {}    # from metadata only: partitions, file groups, bytes
+    params: Measured = NoParams()
+    estimate: Measured = NoEstimate()
     advice: list[str] = []           # doubtful but legal (e.g. bucket files far from the target size)
 
-    @property
-    def symbol(self) -> str:
-        return SYMBOLS.get(self.kind, "~")
+    symbol: ClassVar[str] = "~"
+    needs_spark: ClassVar[bool] = False       # the others are metadata only: apply starts no JVM for them
+    housekeeping: ClassVar[bool] = False      # keeps a table as it is: clustering may be planned next to it
+    counts_as: ClassVar[Literal["create", "update", "replace"]] = "update"   # in the plan's summary
+
+    def shown(self) -> dict[str, Any]:
+        """What the plan templates print beyond kind, reasons and changes: the estimate in units
+        people read, and (clustering) the step and the groups."""
+        return {"estimate": self.estimate.shown(), "step": None, "groups": []}
+
+
+class CreateTable(BaseAction):
+    kind: Literal["create_table"] = "create_table"
+    params: NoParams = NoParams()
+    estimate: NoEstimate = NoEstimate()
+    symbol: ClassVar[str] = "+"
+    counts_as: ClassVar[Literal["create", "update", "replace"]] = "create"
+
+
+class UpdateSettings(BaseAction):
+    kind: Literal["update_settings"] = "update_settings"
+    params: NoParams = NoParams()
+    estimate: NoEstimate = NoEstimate()
+    housekeeping: ClassVar[bool] = True
+
+
+class IndexMigration(BaseAction):
+    kind: Literal["index_migration"] = "index_migration"
+    params: IndexSwitch
+    estimate: IndexBuildEstimate | NoEstimate = NoEstimate()   # an index build reads every key
+    needs_spark: ClassVar[bool] = True
+
+
+class BucketBootstrap(BaseAction):
+    kind: Literal["bucket_bootstrap"] = "bucket_bootstrap"
+    params: BucketSwitch
+    estimate: BucketEstimate
+    needs_spark: ClassVar[bool] = True
+
+
+class BucketRescale(BaseAction):
+    kind: Literal["bucket_rescale"] = "bucket_rescale"
+    params: BucketSwitch
+    estimate: BucketEstimate
+    needs_spark: ClassVar[bool] = True
+
+
+class SchemaEvolution(BaseAction):
+    kind: Literal["schema_evolution"] = "schema_evolution"
+    params: NoParams = NoParams()
+    estimate: NoEstimate = NoEstimate()
+    housekeeping: ClassVar[bool] = True
+
+
+class ReplaceTable(BaseAction):
+    kind: Literal["replace_table"] = "replace_table"
+    destructive: bool = True
+    params: NoParams = NoParams()
+    estimate: RewriteEstimate
+    symbol: ClassVar[str] = "-/+"
+    needs_spark: ClassVar[bool] = True
+    counts_as: ClassVar[Literal["create", "update", "replace"]] = "replace"
+
+
+class Rollback(BaseAction):
+    kind: Literal["rollback"] = "rollback"
+    params: Instants | DiscardPlans
+    estimate: NoEstimate = NoEstimate()
+    housekeeping: ClassVar[bool] = True
+
+
+class Clean(BaseAction):
+    kind: Literal["clean"] = "clean"
+    params: NoParams = NoParams()
+    estimate: CleanEstimate
+    housekeeping: ClassVar[bool] = True
+
+
+class RecordIndexCompaction(BaseAction):
+    kind: Literal["record_index_compaction"] = "record_index_compaction"
+    params: NoParams = NoParams()
+    estimate: IndexCompactionEstimate
+    needs_spark: ClassVar[bool] = True
+
+
+class RecordIndexCatchUp(BaseAction):
+    kind: Literal["record_index_catch_up"] = "record_index_catch_up"
+    params: Instants
+    estimate: CatchUpEstimate
+    needs_spark: ClassVar[bool] = True
+
+
+class Clustering(BaseAction):
+    kind: Literal["clustering"] = "clustering"
+    params: ClusteringParams
+    estimate: ClusteringEstimate
+    needs_spark: ClassVar[bool] = True
+
+    def shown(self) -> dict[str, Any]:
+        return {**super().shown(), "step": self.params.step, "groups": [g.shown() for g in self.params.groups]}
+
+
+Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
+                   | ReplaceTable | Rollback | Clean | RecordIndexCompaction | RecordIndexCatchUp | Clustering,
+                   Field(discriminator="kind")]
+KINDS: dict[str, type[BaseAction]] = {
+    cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}
+if set(KINDS) != set(get_args(ActionKind)):  # one model per kind, no more, no less
+    raise TypeError(f"action kinds without a model or models of no kind: {set(KINDS) ^ set(get_args(ActionKind))}")
 
 
 class TablePlan(_Frozen):
@@ -133,13 +355,6 @@ class Plan(_Frozen):
     def summary(self) -> dict[str, int]:
         counts = {"create": 0, "update": 0, "replace": 0, "unchanged": 0}
         for t in self.tables:
-            kinds = {a.kind for a in t.actions}
-            if not kinds:
-                counts["unchanged"] += 1
-            elif "create_table" in kinds:
-                counts["create"] += 1
-            elif "replace_table" in kinds:
-                counts["replace"] += 1
-            else:
-                counts["update"] += 1
+            effects = {a.counts_as for a in t.actions}
+            counts[next((e for e in ("create", "replace") if e in effects), "update") if effects else "unchanged"] += 1
         return counts

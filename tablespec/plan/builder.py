@@ -9,7 +9,33 @@ from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.io import check_location, table_location
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
-from tablespec.plan.actions import Action, Change, Plan, TablePlan, requirements_for
+from tablespec.plan.actions import (
+    Action,
+    BucketBootstrap,
+    BucketEstimate,
+    BucketRescale,
+    BucketSwitch,
+    CatchUpEstimate,
+    Change,
+    Clean,
+    CleanEstimate,
+    CreateTable,
+    IndexBuildEstimate,
+    IndexCompactionEstimate,
+    IndexMigration,
+    IndexSwitch,
+    Instants,
+    Plan,
+    RecordIndexCatchUp,
+    RecordIndexCompaction,
+    ReplaceTable,
+    RewriteEstimate,
+    Rollback,
+    SchemaEvolution,
+    TablePlan,
+    UpdateSettings,
+    requirements_for,
+)
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
@@ -129,20 +155,20 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     actions = table_actions(spec, state)
     if state.expired:
         listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)
-        actions.insert(0, Action(kind="rollback", reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
-                                 params={"instants": [i.timestamp for i in state.expired]}))
+        actions.insert(0, Rollback(reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
+                                   params=Instants(instants=[i.timestamp for i in state.expired])))
     if state.exists and not any(a.kind in ("index_migration", "replace_table") for a in actions):
         actions += _index_catch_up(spec, state) + _index_compaction(spec, state)
-    clean = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
-    if clean and not any(a.destructive for a in actions):
-        actions.append(Action(kind="clean", estimate=clean, reasons=[
-            f"{clean['files']} file version(s) older than the {spec.spec.retention.keep_commits} retained commits "
-            f"(earliest retained {clean['earliest_instant_to_retain']})"]))
-    housekeeping = ("update_settings", "schema_evolution", "rollback", "clean")
-    if not any(a.kind not in housekeeping for a in actions):
+    cleanable = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
+    if cleanable and not any(a.destructive for a in actions):
+        clean = CleanEstimate.model_validate(cleanable)
+        actions.append(Clean(estimate=clean, reasons=[
+            f"{clean.files} file version(s) older than the {spec.spec.retention.keep_commits} retained commits "
+            f"(earliest retained {clean.earliest_instant_to_retain})"]))
+    if all(a.housekeeping for a in actions):
         actions += clustering_actions(spec, state)  # housekeeping: only on a table that matches its spec
     elif state.exists and (runs := pending_runs(state)):  # a pending plan runs before the table is rewritten
-        at = next(i for i, a in enumerate(actions) if a.kind not in housekeeping)
+        at = next(i for i, a in enumerate(actions) if not a.housekeeping)
         actions[at:at] = runs
     warnings = []
     live = [i for i in state.pending if i not in state.expired
@@ -186,33 +212,32 @@ def table_actions(spec, state: TableState) -> list[Action]:
         actions.append(_index_action(index, state, spec))
     evolutions = [c for c in columns if not c.destructive]
     if evolutions:
-        actions.append(Action(kind="schema_evolution", reasons=[c.describe() for c in evolutions],
-                              changes=[_change(c) for c in evolutions]))
+        actions.append(SchemaEvolution(reasons=[c.describe() for c in evolutions],
+                                       changes=[_change(c) for c in evolutions]))
     rest = [s for s in settings if s.category == "settings"]
     if index:  # an index action writes every managed property: the index's own tuning goes with it
         tuning = [s for s in rest if s.path.startswith("spec.index.")]
         actions[0].changes.extend(_change(s) for s in tuning)
         rest = [s for s in rest if s not in tuning]
     if rest:
-        actions.append(Action(kind="update_settings", reasons=[_rename(s) for s in rest if s in renames],
-                              changes=[_change(s) for s in rest]))
+        actions.append(UpdateSettings(reasons=[_rename(s) for s in rest if s in renames],
+                                      changes=[_change(s) for s in rest]))
     return actions
 
 
 def _replace(destructive: list, columns: list[ColumnChange], settings: list[SettingChange],
-             renames: list[SettingChange], state: TableState) -> Action:
+             renames: list[SettingChange], state: TableState) -> ReplaceTable:
     """One rewrite under the whole spec: it carries every other change too (added or widened
     columns, index and settings, a rename), so the plan shows them all, the destructive ones first."""
     evolutions = [c for c in columns if not c.destructive]
     carried = evolutions + [s for s in settings if s.category != "key"]
-    return Action(kind="replace_table", destructive=True,
-                  reasons=[_reason(d) for d in destructive] + [c.describe() for c in evolutions]
-                  + [_rename(s) for s in renames],
-                  changes=[_change(d) for d in destructive + carried],
-                  estimate=_rewrite_estimate(state))
+    return ReplaceTable(reasons=[_reason(d) for d in destructive] + [c.describe() for c in evolutions]
+                        + [_rename(s) for s in renames],
+                        changes=[_change(d) for d in destructive + carried],
+                        estimate=_rewrite_estimate(state))
 
 
-def _create(spec) -> Action:
+def _create(spec) -> CreateTable:
     props = desired_properties(spec)
     changes = [Change(path=s.path, property=s.prop, new=props[s.prop]) for s in REGISTRY
                if s.prop in props and not s.derived]
@@ -220,7 +245,7 @@ def _create(spec) -> Action:
                 for k, v in props.items() if k.startswith(LABEL_PREFIX)]
     changes += [Change(path=f"spec.columns.{c.name}", new=c.type + ("" if c.nullable else " not null"))
                 for c in spec.spec.columns]
-    return Action(kind="create_table", changes=changes)
+    return CreateTable(changes=changes)
 
 
 def _index_action(index: list[SettingChange], state: TableState, spec) -> Action:
@@ -228,20 +253,22 @@ def _index_action(index: list[SettingChange], state: TableState, spec) -> Action
     props = state.config.to_properties()
     old_type, new_type = table_index_type(props), spec.spec.index.type
     changes = [_change(s) for s in index]
-    params = {"from": old_type, "to": new_type}
+    params = IndexSwitch(from_=old_type, to=new_type)
     if new_type == "BUCKET":
         return _bucket_action(old_type, by_prop, state, spec, changes, params)
     if new_type == "RECORD_LEVEL" and (old_type != "RECORD_LEVEL" or NUM_BUCKETS_PROPERTY in by_prop):
         why = (f"index {old_type} -> RECORD_LEVEL builds the record-level index" if old_type != "RECORD_LEVEL" else
                "the record-level index's bucket count changes: the index is rebuilt")
-        estimate = {"rows": "unknown" if state.rows is None else state.rows, **_rewrite_estimate(state, rewrite=False)}
-        return Action(kind="index_migration", reasons=[why], changes=changes, params=params, estimate=estimate)
+        read = _rewrite_estimate(state)  # an index build reads what a rewrite would and writes only the index
+        estimate = IndexBuildEstimate(rows="unknown" if state.rows is None else state.rows, partitions=read.partitions,
+                                      file_groups=read.file_groups, bytes_to_read=read.bytes_to_read)
+        return IndexMigration(reasons=[why], changes=changes, params=params, estimate=estimate)
     if old_type == "RECORD_LEVEL":
-        return Action(kind="index_migration", reasons=[f"index RECORD_LEVEL -> {new_type}: configuration only; "
-                                                       "the record-level index files are dropped"],
-                      changes=changes, params=params)
-    return Action(kind="index_migration", reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
-                  changes=changes, params=params)
+        return IndexMigration(reasons=[f"index RECORD_LEVEL -> {new_type}: configuration only; "
+                                       "the record-level index files are dropped"],
+                              changes=changes, params=params)
+    return IndexMigration(reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
+                          changes=changes, params=params)
 
 
 def _index_catch_up(spec, state: TableState) -> list[Action]:
@@ -250,9 +277,9 @@ def _index_catch_up(spec, state: TableState) -> list[Action]:
     todo = state.index_catch_up
     if spec.spec.index.type != "RECORD_LEVEL" or todo is None:
         return []
-    return [Action(kind="record_index_catch_up", estimate=todo.estimate(),
-                   params={"instants": [i.timestamp for i in todo.instants]},
-                   reasons=[f"the record-level index has not seen {len(todo.instants)} data commit(s): "
+    return [RecordIndexCatchUp(estimate=CatchUpEstimate.model_validate(todo.estimate()),
+                               params=Instants(instants=[i.timestamp for i in todo.instants]),
+                               reasons=[f"the record-level index has not seen {len(todo.instants)} data commit(s): "
                             f"{describe(todo.instants)}; the file groups they wrote or replaced are indexed (no rebuild)"])]
 
 
@@ -264,9 +291,9 @@ def _index_compaction(spec, state: TableState) -> list[Action]:
     over = {b: v for b, v in state.index_buckets.items() if v[0] > limit}
     if not over:
         return []
-    estimate = {"buckets": len(over), "index_files": sum(n for n, _ in over.values()),
-                "bytes_to_read": sum(size for _, size in over.values())}
-    return [Action(kind="record_index_compaction", estimate=estimate, reasons=[
+    estimate = IndexCompactionEstimate(buckets=len(over), index_files=sum(n for n, _ in over.values()),
+                                       bytes_to_read=sum(size for _, size in over.values()))
+    return [RecordIndexCompaction(estimate=estimate, reasons=[
         f"{len(over)} record-index bucket(s) have more than {limit} files (maxFilesPerBucket)"])]
 
 
@@ -281,7 +308,8 @@ def rebucket_partitions(spec, state: TableState) -> list[str]:
     return [p for p in with_data if old.buckets_for(p) != new.buckets_for(p)]
 
 
-def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, changes, params) -> Action:
+def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, changes: list[Change],
+                   index: IndexSwitch) -> BucketBootstrap | BucketRescale:
     partitions = rebucket_partitions(spec, state)
     layout = BucketLayout.from_spec(spec)
     target = spec.spec.clustering.target_file_size
@@ -289,38 +317,30 @@ def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, change
     for fg in state.file_groups:
         if fg.partition in part_bytes:
             part_bytes[fg.partition] += fg.size
-    estimate = {
-        "partitions": len(partitions),
-        "file_groups": f"{sum(1 for fg in state.file_groups if fg.partition in part_bytes)} -> "
-                       f"{sum(layout.buckets_for(p) for p in partitions)}",
-        "bytes_to_read": sum(part_bytes.values()),
-        "bytes_to_write": sum(part_bytes.values()),
-    }
-    if partitions:
-        sizes = [part_bytes[p] // layout.buckets_for(p) for p in partitions]
-        estimate["bucket_file_bytes"] = sum(sizes) // len(sizes)
-        estimate["suggested_num_buckets"] = suggested_buckets(max(part_bytes.values()), target)
+    sizes = [part_bytes[p] // layout.buckets_for(p) for p in partitions]
+    estimate = BucketEstimate(
+        partitions=len(partitions),
+        file_groups=f"{sum(1 for fg in state.file_groups if fg.partition in part_bytes)} -> "
+                    f"{sum(layout.buckets_for(p) for p in partitions)}",
+        bytes_to_read=sum(part_bytes.values()),
+        bytes_to_write=sum(part_bytes.values()),
+        bucket_file_bytes=sum(sizes) // len(sizes) if partitions else None,
+        suggested_num_buckets=suggested_buckets(max(part_bytes.values()), target) if partitions else None,
+    )
     advice = [w] if (w := sizing_warning(part_bytes, layout, target)) else []
-    params = {**params, "partitions": partitions}
+    params = BucketSwitch(from_=index.from_, to=index.to, partitions=partitions)
     if old_type != "BUCKET":
         reason = f"index {old_type} -> BUCKET rewrites {len(partitions)} partition(s) into bucket file groups"
-        return Action(kind="bucket_bootstrap", reasons=[reason], changes=changes, params=params, estimate=estimate,
-                      advice=advice)
+        return BucketBootstrap(reasons=[reason], changes=changes, params=params, estimate=estimate, advice=advice)
     reason = (f"bucket layout changes: {len(partitions)} partition(s) rewritten" if partitions else
               "bucket layout changes for no existing partition: configuration only")
-    return Action(kind="bucket_rescale", reasons=[reason], changes=changes, params=params, estimate=estimate,
-                  advice=advice)
+    return BucketRescale(reasons=[reason], changes=changes, params=params, estimate=estimate, advice=advice)
 
 
-def _rewrite_estimate(state: TableState, rewrite: bool = True) -> dict:
-    est = {
-        "partitions": len({fg.partition for fg in state.file_groups}),
-        "file_groups": len(state.file_groups),
-        "bytes_to_read": state.total_bytes,
-    }
-    if rewrite:
-        est["bytes_to_write"] = state.total_bytes
-    return est
+def _rewrite_estimate(state: TableState) -> RewriteEstimate:
+    return RewriteEstimate(partitions=len({fg.partition for fg in state.file_groups}),
+                           file_groups=len(state.file_groups), bytes_to_read=state.total_bytes,
+                           bytes_to_write=state.total_bytes)
 
 
 def _rename(s: SettingChange) -> str:

@@ -42,7 +42,8 @@ import re
 
 from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
 from tablespec.hudi.io import join
-from tablespec.plan.actions import Action
+from tablespec.plan.actions import Clustering as ClusteringAction
+from tablespec.plan.actions import ClusteringEstimate, ClusteringParams, DiscardPlans, GroupSummary, Rollback, Step
 from tablespec.plan.settings import REGISTRY, effective
 from tablespec.spec.sizes import human_bytes
 from tablespec.wording import counted
@@ -244,31 +245,31 @@ def _pack(slices: list[SliceInfo], max_bytes: int) -> list[list[SliceInfo]]:
     return groups
 
 
-def group_summary(plan: ClusteringPlan) -> list[dict]:
-    return [{"partition": g.partition, "input_files": len(g.slices), "input_bytes": g.input_bytes,
-             "output_files": g.num_output_file_groups} for g in plan.groups]
+def group_summary(plan: ClusteringPlan) -> list[GroupSummary]:
+    return [GroupSummary(partition=g.partition, input_files=len(g.slices), input_bytes=g.input_bytes,
+                         output_files=g.num_output_file_groups) for g in plan.groups]
 
 
-def pending_runs(state) -> list[Action]:
+def pending_runs(state) -> list[ClusteringAction | Rollback]:
     """Run the pending plans (scheduled, or left by a crashed run). They go before any rewrite
     of the table: a rewrite may not replace file groups under a pending plan."""
     pending = [(i, p) for i, p in sorted(state.pending_clustering.items())
                if i.state == "requested" or i in state.expired]
     sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
-    actions = []
+    actions: list[ClusteringAction | Rollback] = []
     for instant, plan in pending:
         stale = unrunnable(plan, state)
         if stale:
-            actions.append(Action(kind="rollback", params={"discard_plans": [instant.timestamp]}, reasons=[
+            actions.append(Rollback(params=DiscardPlans(discard_plans=[instant.timestamp]), reasons=[
                 f"clustering plan {instant.timestamp} can no longer run ({stale}): it is rolled back and "
                 "discarded; the next plan schedules a new one if clustering is due"]))
             continue
         why = ("scheduled and not yet run" if instant.state == "requested"
                else "its run died (heartbeat expired); it is rolled back to its plan and run again")
-        summary = [{**g, "input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)}
+        summary = [g.model_copy(update={"input_bytes": sum(sizes.get((s.partition, s.file_id), 0) for s in grp.slices)})
                    for g, grp in zip(group_summary(plan), plan.groups)]
         actions.append(_action(plan, summary, [f"clustering plan {instant.timestamp} is {why}"],
-                               {"instant": instant.timestamp}))
+                               instant=instant.timestamp))
     return actions
 
 
@@ -287,7 +288,7 @@ def unrunnable(plan: ClusteringPlan, state) -> str | None:
     return f"sort column(s) {', '.join(missing)} not in the table" if missing else None
 
 
-def clustering_actions(spec, state) -> list[Action]:
+def clustering_actions(spec, state) -> list[ClusteringAction | Rollback]:
     """Run pending plans, else, if clustering is due, one action per step."""
     runs = pending_runs(state)
     if runs:
@@ -295,27 +296,29 @@ def clustering_actions(spec, state) -> list[Action]:
     reasons = due_reasons(spec, state)
     steps = clustering_steps(spec, state, reasons) if reasons else []
     total = sum(len(g.slices) for plan in steps for g in plan.groups)
-    actions = []
+    actions: list[ClusteringAction | Rollback] = []
     for number, plan in enumerate(steps, 1):
         if len(steps) == 1:
-            actions.append(_action(plan, group_summary(plan), reasons, {}))
+            actions.append(_action(plan, group_summary(plan), reasons))
             continue
-        step = {"number": number, "of": len(steps), "file_groups": sum(len(g.slices) for g in plan.groups),
-                "of_file_groups": total}
+        step = Step(number=number, of=len(steps), file_groups=sum(len(g.slices) for g in plan.groups),
+                    of_file_groups=total)
         why = reasons if number == 1 else [f"step {number} of {len(steps)}: the groups beyond maxGroups "
                                            f"({spec.spec.clustering.max_groups}) of step {number - 1}"]
-        actions.append(_action(plan, group_summary(plan), why, {"step": step}))
+        actions.append(_action(plan, group_summary(plan), why, step=step))
     return actions
 
 
-def _action(plan: ClusteringPlan, groups: list[dict], reasons: list[str], params: dict) -> Action:
-    read = sum(g["input_bytes"] for g in groups)
-    estimate = {
-        "strategy": str(plan.layout),
-        "groups": len(groups),
-        "partitions": len({g["partition"] for g in groups}),
-        "files": f"{sum(g['input_files'] for g in groups)} -> {sum(g['output_files'] for g in groups)}",
-        "bytes_to_read": read,
-        "bytes_to_write": read,
-    }
-    return Action(kind="clustering", reasons=reasons, params={**params, "groups": groups}, estimate=estimate)
+def _action(plan: ClusteringPlan, groups: list[GroupSummary], reasons: list[str], instant: str | None = None,
+            step: Step | None = None) -> ClusteringAction:
+    read = sum(g.input_bytes for g in groups)
+    estimate = ClusteringEstimate(
+        strategy=str(plan.layout),
+        groups=len(groups),
+        partitions=len({g.partition for g in groups}),
+        files=f"{sum(g.input_files for g in groups)} -> {sum(g.output_files for g in groups)}",
+        bytes_to_read=read,
+        bytes_to_write=read,
+    )
+    return ClusteringAction(reasons=reasons, params=ClusteringParams(instant=instant, step=step, groups=groups),
+                            estimate=estimate)

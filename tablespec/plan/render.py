@@ -14,13 +14,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from jinja2 import BaseLoader, Environment, FileSystemLoader, PackageLoader, StrictUndefined
+from pydantic import ValidationError
 
 from tablespec.errors import PlanError
 from tablespec.plan.actions import Plan
 from tablespec.plan.clustering import describe_coverage
 from tablespec.plan.saved import check_plan
 from tablespec.plan.settings import display
-from tablespec.spec.sizes import human_value
 
 FORMATS = ("text", "json", "markdown")
 _SIZE = re.compile(r"\d+(KiB|MiB|GiB|TiB)")
@@ -79,10 +79,7 @@ def _view(plan: Plan) -> dict:
             "coverage": describe_coverage(t.clustering_coverage) if t.clustering_coverage else None,
             "actions": [{"kind": a.kind, "symbol": a.symbol, "destructive": a.destructive,
                          "reasons": a.reasons, "changes": [_shown(c) for c in a.changes], "advice": a.advice,
-                         "step": a.params.get("step"),
-                         "groups": [{k: human_value(k, v) for k, v in g.items()}
-                                    for g in a.params.get("groups", [])] if a.kind == "clustering" else [],
-                         "estimate": {k: human_value(k, v) for k, v in a.estimate.items()}} for a in t.actions],
+                         **a.shown()} for a in t.actions],
         })
     return {"plan": plan, "tables": tables, "changed": [t for t in tables if t["actions"]],
             "summary": SimpleNamespace(**plan.summary()), "warehouse": relative(plan.warehouse)}
@@ -131,7 +128,30 @@ def load_plan(path: str, warehouse: str | None = None) -> Plan:
                 action.pop(key, None)
     try:
         plan = Plan.model_validate(data)
-    except Exception as e:  # pydantic.ValidationError: report the first problems, not a traceback
-        raise PlanError(f"{path}: invalid plan file: {e}") from None
+    except ValidationError as e:  # the first problem on one line, not a traceback
+        raise PlanError(f"{path}: invalid plan file: {_problem(data, e)}") from None
     check_plan(plan, path, warehouse)
     return plan
+
+
+def _problem(data: dict, e: ValidationError) -> str:
+    """A plan file's first invalid value, named by table, action (number and kind) and field:
+    `table sales.orders: action 2 (bucket_rescale): params.partitions: Input should be a valid list (got "x")`."""
+    err = e.errors()[0]
+    loc, where = list(err["loc"]), []
+    if loc[:1] == ["tables"] and len(loc) > 1 and isinstance(loc[1], int):
+        table = data["tables"][loc[1]]
+        where.append(f"table {table.get('name', loc[1] + 1) if isinstance(table, dict) else loc[1] + 1}")
+        loc = loc[2:]
+        if loc[:1] == ["actions"] and len(loc) > 1 and isinstance(loc[1], int):
+            action = table["actions"][loc[1]]
+            kind = action.get("kind") if isinstance(action, dict) else None
+            where.append(f"action {loc[1] + 1}" + (f" ({kind})" if isinstance(kind, str) else ""))
+            loc = loc[3:] if len(loc) > 2 and loc[2] == kind else loc[2:]  # the union's tag: the kind again
+    field = ".".join(str(p) for p in loc)
+    shown = json.dumps(err["input"], default=str)
+    got = "" if err["type"] in ("missing", "extra_forbidden") else \
+        f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return ": ".join([*where, *([field] if field else []), err["msg"] + got]) + more
+

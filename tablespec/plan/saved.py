@@ -91,7 +91,8 @@ def _detail(saved: Action, now: Action) -> str:
     new = [_change(c) for c in now.changes if c not in saved.changes]
     if gone or new:
         return (f"; {saved.kind} changes saved [{'; '.join(gone)}], now [{'; '.join(new)}]")
-    keys = sorted(k for k in {*saved.params, *now.params} if saved.params.get(k) != now.params.get(k))
+    before, after = saved.params.model_dump(mode="json"), now.params.model_dump(mode="json")
+    keys = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
     return f"; {saved.kind} parameters differ ({', '.join(keys) or 'order of changes'})"
 
 

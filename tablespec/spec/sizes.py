@@ -83,14 +83,3 @@ def human_bytes(n) -> str:
             return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TiB"
-
-
-def is_bytes_key(key: str) -> bool:
-    """Whether an estimate or result key counts bytes (`bytes`, `bytes_to_read`, `input_bytes`,
-    `bucket_file_bytes`): such values are shown with human units, every other one as it is."""
-    return "bytes" in key.split("_")
-
-
-def human_value(key: str, value):
-    """An estimate's or result's value as plans and apply print it: bytes in human units, the rest as it is."""
-    return human_bytes(value) if is_bytes_key(key) else value

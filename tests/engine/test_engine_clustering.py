@@ -101,7 +101,7 @@ def test_stitching_merges_small_files_and_keeps_rows(spark, warehouse, partition
     assert {f for b in old for f in b.column("_hoodie_file_name").to_pylist()} == {
         s.base_file.name for s in FileSystemView.build(storage, base, Timeline.load(
             storage, base)).latest_slices(as_of=last_write)}
-    assert done["action"].estimate["files"] == f"{files_before} -> {2 if partitioned else 1}"
+    assert done["action"].estimate.files == f"{files_before} -> {2 if partitioned else 1}"
     assert len(latest_files(table.location)) == (2 if partitioned else 1)
     assert content(table) == before
     assert assert_hudi_rs_agrees(table)
@@ -119,7 +119,7 @@ def test_sort_lays_files_out_by_the_sort_columns(spark, tmp_path, partitioned):
     table = small_table(spark, tmp_path, text)
     before = content(table)
     done = cluster(spark, table, text, tmp_path)
-    assert done["actual"]["rows"] == 120
+    assert done["actual"].rows == 120
     assert content(table) == before
     assert_hudi_rs_agrees(table)
     files = file_columns(table.location, ["customer_id", "amount", "order_date"])
@@ -166,7 +166,7 @@ def test_curve_layouts_tighten_per_file_ranges(spark, tmp_path, strategy):
     before, spread_before = content(table), _spread(file_columns(table.location, ["customer_id", "amount"]))
     done = cluster(spark, table, text, tmp_path)
     files = file_columns(table.location, ["customer_id", "amount"])
-    assert len(files) >= 5 and done["action"].estimate["strategy"] == f"{strategy}(customer_id, amount)"
+    assert len(files) >= 5 and done["action"].estimate.strategy == f"{strategy}(customer_id, amount)"
     assert _spread(files) < spread_before / 2
     assert content(table) == before
     assert_hudi_rs_agrees(table)
@@ -207,7 +207,7 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     before = content(table)
     plan = plan_for(text, tmp_path)
     (t, action), = plan.actions
-    assert action.kind == "clustering" and action.params["instant"] == instant.timestamp
+    assert action.kind == "clustering" and action.params.instant == instant.timestamp
     assert not plan.tables[0].warnings
     Applier(spark=spark).apply(plan)
     assert not plan_for(text, tmp_path).has_changes
@@ -243,7 +243,7 @@ def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
     ts = request_hudi_plan(table.location, slices, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
     plan = plan_for(text, tmp_path)
     (t, action), = plan.actions
-    assert action.params["instant"] == ts and action.estimate["files"] == "2 -> 1"
+    assert action.params.instant == ts and action.estimate.files == "2 -> 1"
     Applier(spark=spark).apply(plan)
     assert content(table) == before
     clustered = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
@@ -293,7 +293,7 @@ def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, wareho
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
     loaded = load_specs([str(specs)])
     plan = build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse))
-    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [
+    assert [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions] == [
         ("rollback", None), ("clustering", pending.timestamp)]
     Applier(spark=spark).apply(plan)
     assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
@@ -314,7 +314,7 @@ def test_clustering_after_schema_evolution_carries_old_files_into_the_new_column
     new = Table(load_spec_text(evolved, "orders.yaml").specs[0].spec, table.location, spark)
     before = content(new)
     done = cluster(spark, new, evolved, tmp_path)
-    assert done["actual"]["rows"] == 80
+    assert done["actual"].rows == 80
     assert content(new) == before and {r[-1] for r in before} == {None}
     assert_hudi_rs_agrees(new)
 
@@ -369,7 +369,7 @@ def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spa
     assert content(table) == before
     unpartitioned = text.replace(UNPARTITIONED, "")
     plan = plan_for(unpartitioned, tmp_path)
-    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [
+    assert [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions] == [
         ("clustering", instant.timestamp), ("replace_table", None)]
     Applier(spark=spark).apply(plan, allow_destructive=True)
     timeline = Timeline.load(LocalStorage(), table.location)
@@ -396,7 +396,7 @@ def test_clustering_on_local_cluster(tmp_path):
         table = small_table(spark, {str(tmp_path)!r}, text, commits=2, n=60)
         before = content(table)
         done = cluster(spark, table, text, {str(tmp_path)!r})
-        assert done["actual"]["groups"] == 2 and done["actual"]["rows"] == 120, done
+        assert done["actual"].groups == 2 and done["actual"].rows == 120, done
         assert content(table) == before
         assert_hudi_rs_agrees(table)
         spark.stop()
@@ -419,9 +419,9 @@ def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterin
     assert "3 file(s) still predate the last clustering with SORT(customer_id)" in done["action"].reasons[0]
     zorder = text.replace("{strategy: SORT, sortColumns: [customer_id]", "{strategy: ZORDER, sortColumns: [customer_id, amount]")
     switch = plan_for(zorder, tmp_path)
-    assert [(a.kind, a.params.get("step", {}).get("number")) for _, a in switch.actions] == [
+    assert [(a.kind, (step.number if (step := getattr(a.params, "step", None)) else None)) for _, a in switch.actions] == [
         ("update_settings", None), ("clustering", 1), ("clustering", 2)]  # maxGroups: a partition per step
-    first = Applier(spark=spark).apply(switch).actions[1].actual["instant"]
+    first = Applier(spark=spark).apply(switch).actions[1].actual.instant
     assert not plan_for(zorder, tmp_path).has_changes
     assert all(s.base_instant >= first for s in latest_files(table.location))  # every file laid out anew
     assert content(table) == before
@@ -447,7 +447,7 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     plan = plan_for(sort, tmp_path)
     steps = [a for _, a in plan.actions if a.kind == "clustering"]
     assert [a.kind for _, a in plan.actions] == ["update_settings"] + ["clustering"] * 3
-    assert [(a.params["step"]["number"], a.params["step"]["file_groups"], a.params["step"]["of_file_groups"])
+    assert [(a.params.step.number, a.params.step.file_groups, a.params.step.of_file_groups)
             for a in steps] == [(1, 3, 8), (2, 3, 8), (3, 2, 8)]
     assert "declares layout SORT(customer_id)" in steps[0].reasons[0]
     text = render(plan, "text")
@@ -455,7 +455,7 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     assert "sales.orders: clustered as declared (SORT(customer_id)): 0/8 file groups (0%)" in text
     assert "clustering step 2 of 3 (3 of 8 file groups) estimate:" in render(plan, "markdown")
     result = Applier(spark=spark).apply(plan)
-    assert [a.actual.get("groups") for a in result.actions if a.kind == "clustering"] == [3, 3, 2]
+    assert [a.actual.groups for a in result.actions if a.kind == "clustering"] == [3, 3, 2]
     timeline = Timeline.load(*storage_for(table.location))
     assert len([i for i in timeline.commits() if i.action == "replacecommit"]) == 3  # one replacecommit per step
     after = plan_for(sort, tmp_path)
@@ -482,7 +482,7 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     new.write(batch(spark, 2, 1, days=4), "upsert")
     plan = plan_for(sort, tmp_path)
     (_, again), = plan.actions  # everyNCommits: the rewritten file groups are laid out again, in one step
-    assert again.kind == "clustering" and again.estimate["groups"] == 3
+    assert again.kind == "clustering" and again.estimate.groups == 3
     Applier(spark=spark).apply(plan)
     assert plan_for(sort, tmp_path).tables[0].clustering_coverage["percent"] == 100
     assert_hudi_rs_agrees(new)
@@ -514,7 +514,7 @@ def test_pending_plan_runs_before_the_table_is_rewritten_into_buckets(spark, tmp
     instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
     bucketed = text.replace("index: {type: SIMPLE}", "index: {type: BUCKET, numBuckets: 2}")
     plan = plan_for(bucketed, tmp_path)
-    kinds = [(a.kind, a.params.get("instant")) for _, a in plan.actions]
+    kinds = [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions]
     assert kinds[0] == ("clustering", instant.timestamp) and len(kinds) > 1, kinds
     Applier(spark=spark).apply(plan)
     timeline = Timeline.load(LocalStorage(), table.location)
@@ -538,7 +538,7 @@ def test_plan_that_can_no_longer_run_is_rolled_back_and_discarded(spark, tmp_pat
         table.write(batch(spark, 0, 4), "upsert")
     plan = plan_for(text, tmp_path)
     (_, action), = plan.actions
-    assert (action.kind, action.params) == ("rollback", {"discard_plans": [ts]})
+    assert (action.kind, action.params.model_dump()) == ("rollback", {"discard_plans": [ts]})
     assert "no longer run" in action.reasons[0] and "newer base file" in action.reasons[0]
     Applier(spark=spark).apply(plan)
     timeline = Timeline.load(LocalStorage(), table.location)

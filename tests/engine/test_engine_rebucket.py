@@ -66,8 +66,8 @@ def test_bucket_bootstrap_preserves_rows_and_meta(spark, tmp_path):
     plan, result, spec = apply_spec(spark, target, tmp_path)
     (t, action), = plan.actions
     assert action.kind == "bucket_bootstrap"
-    assert action.estimate["partitions"] == 3 and action.estimate["file_groups"].endswith("-> 12")
-    assert result.actions[0].actual["partitions"] == 3
+    assert action.estimate.partitions == 3 and action.estimate.file_groups.endswith("-> 12")
+    assert result.actions[0].actual.partitions == 3
     bucketed = Table(spec, table.location, spark)
     assert content(bucketed) == before
     assert_bucketed(bucketed, lambda p: 4)
@@ -91,7 +91,7 @@ def test_bucket_rescale_only_partitions_whose_count_changes(spark, tmp_path):
     rule = four.replace("numBuckets: 4}", "numBuckets: 4, partitionBuckets: [{pattern: 'order_date=2026-11-02', numBuckets: 8}]}")
     plan, result, spec = apply_spec(spark, rule, tmp_path)
     (t, action), = plan.actions
-    assert action.kind == "bucket_rescale" and action.params["partitions"] == ["order_date=2026-11-02"]
+    assert action.kind == "bucket_rescale" and action.params.partitions == ["order_date=2026-11-02"]
     rescaled = Table(spec, table.location, spark)
     assert content(rescaled) == before
     assert untouched <= {fg.file_id for fg in observe(table.location).file_groups}
@@ -167,7 +167,7 @@ def test_plan_proposes_rollback_of_dead_write_and_apply_runs_it(spark, tmp_path,
     assert not plan.has_changes and "pending instants" in plan.tables[0].warnings[0]  # heartbeat not yet expired
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
     plan, _ = plan_for(ORDERS_SPEC, tmp_path)
-    assert [(a.kind, a.params["instants"]) for _, a in plan.actions] == [("rollback", [ts])]
+    assert [(a.kind, a.params.instants) for _, a in plan.actions] == [("rollback", [ts])]
     Applier(spark=spark).apply(plan)
     assert not plan_for(ORDERS_SPEC, tmp_path)[0].has_changes
     assert not Timeline.load(storage, table.location).pending()
@@ -199,9 +199,9 @@ def test_clean_planned_with_bytes_and_applied(spark, tmp_path):
     before = content(table)
     plan, _ = plan_for(keep2, tmp_path)
     (t, action), = plan.actions
-    assert action.kind == "clean" and action.estimate["files"] == 2 and action.estimate["bytes_to_free"] > 0
+    assert action.kind == "clean" and action.estimate.files == 2 and action.estimate.bytes_to_free > 0
     result = Applier(spark=spark).apply(plan)
-    assert result.actions[0].actual["files"] == 2
+    assert result.actions[0].actual.files == 2
     assert not plan_for(keep2, tmp_path)[0].has_changes
     assert content(table) == before
     assert_hudi_rs_agrees(table)
@@ -237,7 +237,7 @@ def test_replace_table_rekeys_and_repartitions_with_allow_destructive(spark, tmp
     with pytest.raises(PlanError, match="--allow-destructive"):
         Applier(spark=spark).apply(plan)
     result = Applier(spark=spark).apply(plan, allow_destructive=True)
-    assert result.actions[0].actual["rows"] == 30
+    assert result.actions[0].actual.rows == 30
     assert not plan_for(target, tmp_path)[0].has_changes
     replaced = Table(spec, table.location, spark)
     rows = replaced.read().collect()

@@ -94,8 +94,8 @@ def test_real_fixture_migrates_to_record_level_and_back(spark, real_table):
     before = content(original)
     plan, result, spec = apply_spec(spark, text.replace("{type: SIMPLE}", "{type: RECORD_LEVEL}"), base.parent)
     (t, action), = plan.actions
-    assert action.kind == "index_migration" and action.estimate["rows"] == len(before)
-    assert result.actions[0].actual["rows"] == len(before)
+    assert action.kind == "index_migration" and action.estimate.rows == len(before)
+    assert result.actions[0].actual.rows == len(before)
     props = observe(str(base)).config.to_properties()
     assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "GLOBAL_SIMPLE")
     assert props[ri.NUM_BUCKETS_PROPERTY] == str(ri.MIN_BUCKETS)  # sized from the table: small
@@ -111,7 +111,7 @@ def test_real_fixture_migrates_to_record_level_and_back(spark, real_table):
     # away from RECORD_LEVEL: the index files are dropped in the same action
     plan, result, _ = apply_spec(spark, text, base.parent)
     assert [a.kind for _, a in plan.actions] == ["index_migration"]
-    assert not ri.list_files(LocalStorage(), str(base)) and result.actions[0].actual["index_files_removed"] > 0
+    assert not ri.list_files(LocalStorage(), str(base)) and result.actions[0].actual.index_files_removed > 0
 
 
 def test_verify_reports_injected_inconsistencies(spark, tmp_path, capsys):
@@ -173,7 +173,7 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     assert ri.list_files(LocalStorage(), table.location) == files_before and assert_consistent(table) == data
     plan, _ = plan_for(SPEC, tmp_path)
     result = Applier(spark=spark).apply(plan)
-    assert result.actions[0].actual["index_files_written"] == len(over)
+    assert result.actions[0].actual.index_files_written == len(over)
     assert all(n == 1 for b, (n, _) in observe(table.location).index_buckets.items() if b in over)
     assert assert_consistent(table) == data
     files = ri.list_files(LocalStorage(), table.location)

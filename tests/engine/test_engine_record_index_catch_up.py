@@ -68,16 +68,16 @@ def test_unseen_commits_are_refused_then_caught_up_incrementally(spark, tmp_path
     plan, _ = plan_for(SPEC, tmp_path)
     [(_, action)] = plan.actions
     assert action.kind == "record_index_catch_up"
-    assert action.params["instants"] == [update.instant, delete.instant]
-    assert action.estimate["commits"] == 2 and action.estimate["rows"] >= 1 and action.estimate["file_groups"] >= 2
+    assert action.params.instants == [update.instant, delete.instant]
+    assert action.estimate.commits == 2 and action.estimate.rows >= 1 and action.estimate.file_groups >= 2
     for fmt in ("text", "markdown", "json"):
         assert "record_index_catch_up" in render(plan, fmt)
     files_before = {f.name for f in ri.list_files(LocalStorage(), table.location)}
     result = Applier(spark=spark).apply(plan)
     actual = result.actions[0].actual
-    assert actual["commits"] == 2 and actual["index_files_written"] >= 1
+    assert actual.commits == 2 and actual.index_files_written >= 1
     written = {f for f in ri.list_files(LocalStorage(), table.location) if f.name not in files_before}
-    assert {(f.instant, f.kind) for f in written} == {(actual["instant"], "delta")}  # a delta, not a rebuild
+    assert {(f.instant, f.kind) for f in written} == {(actual.instant, "delta")}  # a delta, not a rebuild
     assert unseen(table) == []
     data = assert_consistent(table)  # verify clean, lookups right
     assert "k3" not in data and data["n1"][0].endswith("ber") and data["k0"] == before["k0"]
@@ -106,7 +106,7 @@ def test_a_clustering_after_unseen_commits_is_caught_up_with_them(spark, tmp_pat
                               table_avro_schema(table.spec), lock)
     assert unseen(table) == [older.instant, done.instant]
     [(_, action)] = plan_for(spec_text, tmp_path)[0].actions
-    assert action.kind == "record_index_catch_up" and action.estimate["commits"] == 2
+    assert action.kind == "record_index_catch_up" and action.estimate.commits == 2
     Applier(spark=spark).apply(plan_for(spec_text, tmp_path)[0])
     data = assert_consistent(table)
     assert len(data) == 8 and data["n3"] == data["k0"]  # stitched into one ams file group

@@ -24,7 +24,7 @@ def test_show_reports_the_record_index_and_the_last_clustering(spark, tmp_path, 
     table.write(batch(spark, 20, 20), "upsert")
     plan = plan_for(text, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["clustering"]
-    instant = Applier(spark=spark).apply(plan).actions[0].actual["instant"]
+    instant = Applier(spark=spark).apply(plan).actions[0].actual.instant
     assert main(["show", table.location, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert (shown["lastClustering"], shown["commitsSinceClustering"]) == (instant, 0)

@@ -32,9 +32,9 @@ def test_plan_scheduled_by_tablespec_runs_under_hudi_run_clustering(hudi, tmp_pa
     table = small_files(hudi, tmp_path, text)
     before = content(table)
     result = Applier(spark=hudi, schedule_only=True).apply(plan_for(text, tmp_path))
-    scheduled = result.actions[0].actual["scheduled"]
+    scheduled = result.actions[0].actual.scheduled
     assert replacecommits(table.location, "requested") == [scheduled]
-    assert [a.params.get("instant") for _, a in plan_for(text, tmp_path).actions] == [scheduled]  # pending: run it
+    assert [getattr(a.params, "instant", None) for _, a in plan_for(text, tmp_path).actions] == [scheduled]  # pending: run it
 
     hudi.sql(f"CALL run_clustering(path => '{table.location}', op => 'execute', instants => '{scheduled}', "
              f"options => '{HUDI_OPTIONS}')").collect()
@@ -56,7 +56,7 @@ def test_plan_scheduled_by_hudi_runs_under_tablespec_apply(hudi, tmp_path):
     (scheduled,) = replacecommits(table.location, "requested")
 
     plan = plan_for(text, tmp_path)
-    assert [(a.kind, a.params.get("instant")) for _, a in plan.actions] == [("clustering", scheduled)]
+    assert [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions] == [("clustering", scheduled)]
     Applier(spark=hudi).apply(plan)
 
     assert replacecommits(table.location, "completed") == [scheduled]
@@ -71,7 +71,8 @@ def test_a_newly_declared_layout_is_laid_out_in_steps_that_hudi_reads(hudi, tmp_
     before = content(table)
     text = spec_text("{strategy: SORT, sortColumns: [customer_id], maxGroups: 2, maxBytesPerGroup: 1KiB}")
     plan = plan_for(text, tmp_path)
-    assert [a.params.get("step", {}).get("number") for _, a in plan.actions] == [None, 1, 2, 3]  # settings, steps
+    steps = [getattr(a.params, "step", None) for _, a in plan.actions]
+    assert [step.number if step else None for step in steps] == [None, 1, 2, 3]  # settings, steps
     Applier(spark=hudi).apply(plan)
     assert len(replacecommits(table.location, "completed")) == 3
     after = plan_for(text, tmp_path)

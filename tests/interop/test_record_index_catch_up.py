@@ -46,7 +46,7 @@ def test_apache_hudi_writes_are_caught_up_and_tablespec_writes_again(hudi, tmp_p
         lookup(table.location, ["c"])
     the_plan = plan(tmp_path)
     [(_, action)] = the_plan.actions
-    assert action.kind == "record_index_catch_up" and action.estimate["commits"] == 2
+    assert action.kind == "record_index_catch_up" and action.estimate.commits == 2
     Applier(spark=spark).apply(the_plan)
     assert not plan(tmp_path).has_changes
     result = verify(table.location)

@@ -66,7 +66,7 @@ def test_plan_bucket_count_change_is_rescale():
     acts = actions(BASE.replace("numBuckets: 16", "numBuckets: 32"), state_for(BASE))
     assert [a.kind for a in acts] == ["bucket_rescale"]
     assert acts[0].changes[0].old == "16" and acts[0].changes[0].new == "32"
-    assert acts[0].params["partitions"] == []  # the table has no data yet
+    assert acts[0].params.partitions == []  # the table has no data yet
 
 
 def test_plan_advice_on_tiny_bucket_files_names_a_readable_size():
@@ -76,7 +76,7 @@ def test_plan_advice_on_tiny_bucket_files_names_a_readable_size():
                    for b in range(16))
     state = dataclasses.replace(state_for(BASE), file_groups=groups)
     [rescale] = actions(BASE.replace("numBuckets: 16", "numBuckets: 32"), state)
-    assert rescale.kind == "bucket_rescale" and rescale.estimate["bucket_file_bytes"] == 750
+    assert rescale.kind == "bucket_rescale" and rescale.estimate.bucket_file_bytes == 750
     assert rescale.advice == ["expected bucket files of 750 B on average, far below the target 128MiB "
                               "(clustering.targetFileSize): too many buckets make small files; consider numBuckets: 1"]
 
@@ -85,7 +85,7 @@ def test_plan_simple_to_bucket_is_bootstrap():
     simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
     acts = actions(BASE, state_for(simple))
     assert [a.kind for a in acts] == ["bucket_bootstrap"]
-    assert acts[0].params == {"from": "SIMPLE", "to": "BUCKET", "partitions": []}
+    assert acts[0].params.model_dump() == {"from": "SIMPLE", "to": "BUCKET", "partitions": []}
 
 
 def test_plan_bucket_to_bloom_is_config_only_migration():
@@ -99,8 +99,8 @@ def test_plan_bucket_to_bloom_is_config_only_migration():
 def test_plan_migration_to_record_level_builds_with_an_estimate():
     rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
     acts = actions(rli, state_for(BASE))
-    assert [(a.kind, a.params["to"]) for a in acts] == [("index_migration", "RECORD_LEVEL")]
-    assert {"rows", "file_groups", "bytes_to_read"} <= set(acts[0].estimate)
+    assert [(a.kind, a.params.to) for a in acts] == [("index_migration", "RECORD_LEVEL")]
+    assert {"rows", "file_groups", "bytes_to_read"} <= set(acts[0].estimate.model_dump())
 
 
 def test_plan_record_level_bucket_count_chosen_by_tablespec_is_no_change():
@@ -118,7 +118,7 @@ def test_plan_proposes_index_compaction_over_max_files_per_bucket():
     state = dataclasses.replace(state_for(rli), index_buckets={0: (3, 300), 1: (2, 50), 2: (5, 700)})
     acts = actions(rli, state)
     assert [a.kind for a in acts] == ["record_index_compaction"]
-    assert acts[0].estimate == {"buckets": 2, "index_files": 8, "bytes_to_read": 1000}
+    assert acts[0].estimate.model_dump() == {"buckets": 2, "index_files": 8, "bytes_to_read": 1000}
 
 
 @pytest.mark.parametrize("edit, reason", [

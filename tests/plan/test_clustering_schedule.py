@@ -66,7 +66,7 @@ def test_layout_change_is_due_at_once_and_takes_every_file():
     st = state(text, groups, commits=0, clusterings=(("20261120000000000", Layout("SORT", ("customer_id",))),))
     act, = actions(text, st)
     assert act.kind == "clustering" and "differs from the last clustering's (SORT(customer_id)" in act.reasons[0]
-    assert act.params["groups"][0]["input_files"] == 2
+    assert act.params.groups[0].input_files == 2
     same = dataclasses.replace(st, clusterings=(("20261120000000000", Layout("ZORDER", ("customer_id", "amount"))),))
     assert actions(text, same) == []
 
@@ -100,7 +100,7 @@ def test_pending_plan_is_run_first_and_its_file_groups_are_not_planned_again():
     pending = {Instant("20261121000000001", "replacecommit", "requested"): first}
     st = state(text, groups, pending=tuple(pending), pending_clustering=pending)
     plan = actions(text, st)
-    assert [(a.kind, a.params.get("instant")) for a in plan] == [("clustering", "20261121000000001")]
+    assert [(a.kind, getattr(a.params, "instant", None)) for a in plan] == [("clustering", "20261121000000001")]
     assert clustering_plan(spec(text), st) is None  # every small file is under the pending plan
     inflight = {Instant("20261121000000001", "replacecommit", "inflight"): first}
     running = state(text, groups, pending=tuple(inflight), pending_clustering=inflight)
@@ -139,7 +139,7 @@ def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_l
     st = state(text, old + new, commits=0, clusterings=history)
     first, second = actions(text, st)  # maxGroups: one group per step
     assert "2 file(s) still predate the last clustering with ZORDER(customer_id, amount)" in first.reasons[0]
-    assert [a.params["step"] for a in (first, second)] == [
+    assert [a.params.step.model_dump() for a in (first, second)] == [
         {"number": 1, "of": 2, "file_groups": 1, "of_file_groups": 2},
         {"number": 2, "of": 2, "file_groups": 1, "of_file_groups": 2}]
     assert second.reasons == ["step 2 of 2: the groups beyond maxGroups (1) of step 1"]
@@ -149,7 +149,7 @@ def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_l
     after = dataclasses.replace(st, file_groups=new + (old[0], dataclasses.replace(old[1], base_instant="20261121000000007")),
                                 clusterings=history + (("20261121000000007", zorder),))
     step2, = actions(text, after)
-    assert step2.params["groups"] == second.params["groups"] and "1 file(s) still predate" in step2.reasons[0]
+    assert step2.params.groups == second.params.groups and "1 file(s) still predate" in step2.reasons[0]
     done = dataclasses.replace(after, file_groups=new + (dataclasses.replace(old[0], base_instant="20261121000000008"),
                                                          after.file_groups[-1]),
                                clusterings=after.clusterings + (("20261121000000008", zorder),))
@@ -161,7 +161,7 @@ def test_a_layout_switch_cut_short_by_max_groups_continues_until_every_file_is_l
     assert both.reasons[1].endswith("; everyNCommits is 3")  # reasons are not split at their own "; "
     again = with_clustering(SIMPLE, "{strategy: HILBERT, sortColumns: [customer_id, amount], maxGroups: 1}")
     switched = [a for a in actions(again, st) if a.kind == "clustering"]
-    assert len(switched) == 3 and [a.params["step"]["number"] for a in switched] == [1, 2, 3]
+    assert len(switched) == 3 and [a.params.step.number for a in switched] == [1, 2, 3]
     assert len(switched[0].reasons) == 1 and "differs from the last clustering's" in switched[0].reasons[0]
 
 
@@ -174,8 +174,8 @@ def test_a_spec_gaining_a_sorted_layout_lays_the_table_out_at_once_in_bounded_st
     acts = actions(text, gaining)
     assert [a.kind for a in acts] == ["update_settings", "clustering", "clustering", "clustering"]
     assert "declares layout SORT(customer_id)" in acts[1].reasons[0]
-    assert [a.params["step"]["file_groups"] for a in acts[1:]] == [2, 2, 1]
-    assert {a.params["step"]["of_file_groups"] for a in acts[1:]} == {5}
+    assert [a.params.step.file_groups for a in acts[1:]] == [2, 2, 1]
+    assert {a.params.step.of_file_groups for a in acts[1:]} == {5}
     assert spec_coverage(spec(text), gaining) == {
         "layout": "SORT(customer_id)", "file_groups": 5, "laid_out": 0, "percent": 0, "bytes": 7 * MiB,
         "laid_out_bytes": 0, "partitions": 2, "table_partitions": 2}
@@ -189,8 +189,8 @@ def test_each_step_apply_runs_is_the_step_the_plan_showed():
     text = with_clustering(SIMPLE, "{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1MiB}")
     st = dataclasses.replace(state(text, files(("d=01", [MiB] * 4), ("d=02", [MiB] * 3)), commits=0),
                              config=state_for(SIMPLE).config)
-    steps = [a.params["groups"] for a in actions(text, st) if a.kind == "clustering"]
-    assert [[g["partition"] for g in step] for step in steps] == [["d=01"] * 3, ["d=01", "d=02", "d=02"], ["d=02"]]
+    steps = [a.params.groups for a in actions(text, st) if a.kind == "clustering"]
+    assert [[g.partition for g in step] for step in steps] == [["d=01"] * 3, ["d=01", "d=02", "d=02"], ["d=02"]]
     planned = clustering_plan(spec(text), st)
     for number, instant in enumerate(("20261121000000007", "20261121000000008"), 1):  # run a step: its outputs
         taken = {(s.partition, s.file_id) for g in planned.groups for s in g.slices}
@@ -200,7 +200,7 @@ def test_each_step_apply_runs_is_the_step_the_plan_showed():
             for fg in st.file_groups))
         planned = clustering_plan(spec(text), st)
         assert [len(g.slices) for g in planned.groups] == [1] * len(steps[number])
-        assert [g.partition for g in planned.groups] == [g["partition"] for g in steps[number]]
+        assert [g.partition for g in planned.groups] == [g.partition for g in steps[number]]
     assert clustering_plan(spec(text), dataclasses.replace(st, file_groups=tuple(
         dataclasses.replace(fg, base_instant="20261121000000008") for fg in st.file_groups))) is None
 

@@ -123,6 +123,6 @@ def test_render_clustering_golden(workdir, fmt, ext):
               for i in range(7)]
     clustering = ClusteringPlan((ClusteringGroup(tuple(slices[:5]), 2), ClusteringGroup(tuple(slices[5:]), 1)),
                                 Layout("ZORDER", ("customer_id", "amount")))
-    action = _action(clustering, group_summary(clustering), ["5 commits and no clustering yet; everyNCommits is 4"], {})
+    action = _action(clustering, group_summary(clustering), ["5 commits and no clustering yet; everyNCommits is 4"])
     tables = [t.model_copy(update={"actions": [action]}) if t.name == "sales.orders" else t for t in plan.tables]
     check_golden(f"plan_clustering.{ext}", render(plan.model_copy(update={"tables": tables}), fmt), workdir)

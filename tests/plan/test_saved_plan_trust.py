@@ -21,6 +21,7 @@ from tablespec.spec.model import TableSpec
 
 RECORD_KEY = "hoodie.table.recordkey.fields"
 KEEP_COMMITS = "hoodie.cleaner.commits.retained"
+CLEAN_ESTIMATE = {"earliest_instant_to_retain": "20261121093000000", "partitions": 1, "files": 1, "bytes_to_free": 1}
 
 
 @pytest.fixture
@@ -171,8 +172,7 @@ def test_embedded_spec_edited_is_refused(project, capsys):
 
 @pytest.mark.parametrize("change, shown", [
     (lambda a: a["changes"][0].update(new="1"), "changes saved [spec.retention.keepCommits: 10 -> 1]"),
-    (lambda a: a.update(params={"discard_plans": ["20260101000000000"]}), "parameters differ (discard_plans)"),
-    (lambda a: a.update(kind="clean"), "saved [clean], now [update_settings]"),
+    (lambda a: a.update(kind="clean", estimate=CLEAN_ESTIMATE), "saved [clean], now [update_settings]"),
 ])
 def test_edited_actions_are_refused(project, capsys, change, shown):
     """(d) Actions edited (a change's value, parameters, the kind): what the specs give for the
@@ -184,9 +184,21 @@ def test_edited_actions_are_refused(project, capsys, change, shown):
     assert props(project)[KEEP_COMMITS] == "10"
 
 
+def test_parameters_an_action_does_not_take_are_refused(project, capsys):
+    """(d) Parameters edited into an action whose kind takes none: the plan file is invalid (typed
+    actions), so nothing runs."""
+    saved_update(project, capsys)
+    edit_plan("plan.json", "sales.orders", lambda t: t["actions"][0].update(params={"discard_plans": ["20260101000000000"]}))
+    code, _, err = run(capsys, "apply", "plan.json")
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert ("plan.json: invalid plan file: table sales.orders: action 1 (update_settings): params.discard_plans: "
+            "Extra inputs are not permitted") in err
+    assert props(project)[KEEP_COMMITS] == "10"
+
+
 def test_added_action_is_refused(project, capsys):
     saved_update(project, capsys)
-    edit_plan("plan.json", "sales.orders", lambda t: t["actions"].append({"kind": "clean"}))
+    edit_plan("plan.json", "sales.orders", lambda t: t["actions"].append({"kind": "clean", "estimate": CLEAN_ESTIMATE}))
     code, _, err = run(capsys, "apply", "plan.json")
     assert code == 1 and "saved [update_settings, clean], now [update_settings]" in err
     assert props(project)[KEEP_COMMITS] == "10"

@@ -1,0 +1,67 @@
+"""What an action did, typed: each executor (apply's `EXECUTORS`) returns one of these, and apply
+prints it next to the action's estimate, each value by its field's type (`tablespec.quantities`).
+A field left None did not apply to this run (a clustering only scheduled has no bytes written)."""
+from __future__ import annotations
+
+from tablespec.quantities import Bytes, Count, Measured, Seconds, Shift
+
+
+class NoResult(Measured):
+    """Metadata-only actions: what they did is the plan's changes."""
+
+
+class IndexResult(Measured):
+    """A record-level index built, caught up or compacted (an index-only commit, `instant`)."""
+
+    rows: Count | None = None            # a build: the keys indexed
+    instant: str | None = None           # None: nothing to do
+    num_buckets: Count
+    index_files_written: Count = 0
+    index_files_removed: Count = 0
+    commits: Count | None = None         # a catch-up: the data commits it indexed
+
+
+class IndexDropped(Measured):
+    index_files_removed: Count
+
+
+class Rebucketed(Measured):
+    partitions: Count
+    file_groups: Shift | None = None
+    bytes_read: Bytes | None = None
+    bytes_written: Bytes | None = None
+    seconds: Seconds | None = None
+    index_files_removed: Count | None = None   # the record-level index the buckets replace
+
+
+class Replaced(Measured):
+    rows: Count
+    files_written: Count
+    replaced_file_groups: Count
+
+
+class Cleaned(Measured):
+    clean_instant: str | None = None     # None: nothing was out of retention any more
+    files: Count
+    bytes_freed: Bytes
+
+
+class Clustered(Measured):
+    pending: str | None = None           # --schedule-only: the pending plan left to run
+    scheduled: str | None = None         # --schedule-only: the plan written
+    instant: str | None = None           # the replacecommit a run completed
+    groups: Count | None = None
+    files: Shift | None = None
+    bytes_read: Bytes | None = None
+    bytes_written: Bytes | None = None
+    rows: Count | None = None
+    seconds: Seconds | None = None
+
+
+class RolledBack(Measured):
+    rolled_back: Count
+    plans_discarded: Count | None = None
+
+
+ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Clustered
+                 | RolledBack)
