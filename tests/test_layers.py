@@ -15,9 +15,9 @@ ROOT = Path(tablespec.__file__).parent
 LAYERS = [
     ("errors", "types", "wording", "version"),
     ("hudi", "engine.arrow"),          # the format, and the pyarrow kernels executors run (no Spark)
-    ("spec",),
+    ("spec", "quantities"),
     ("state",),
-    ("plan", "stored_paths"),
+    ("plan", "stored_paths", "results"),
     ("actions", "engine"),
     ("apply", "importer", "index", "verify", "show", "hudi_options"),
     ("table", "cli", "demo", "demo_data", "docs_reference", ""),   # "": the package's __init__

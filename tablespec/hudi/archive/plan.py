@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError, TablespecError
-from tablespec.hudi import metadata_table
+from tablespec.hudi import keys, metadata_table
 from tablespec.hudi.clean import earliest_commit_to_retain
 from tablespec.hudi.instant import (
     CLEAN,
@@ -35,8 +35,8 @@ from tablespec.hudi.instant import (
 from tablespec.hudi.io import Storage
 from tablespec.hudi.timeline import Timeline
 
-MIN_COMMITS_KEY, MAX_COMMITS_KEY = "hoodie.keep.min.commits", "hoodie.keep.max.commits"
-CLEANER_COMMITS_KEY = "hoodie.cleaner.commits.retained"
+MIN_COMMITS_KEY, MAX_COMMITS_KEY = keys.KEEP_MIN_COMMITS.name, keys.KEEP_MAX_COMMITS.name
+CLEANER_COMMITS_KEY = keys.KEEP_COMMITS.name
 DEFAULT_MIN_COMMITS, DEFAULT_MAX_COMMITS, DEFAULT_CLEANER_COMMITS = 20, 30, 10
 _PENDING_WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi import keys
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
 from tablespec.hudi.io import Storage, join
@@ -42,8 +43,8 @@ def metadata_config(data: TableConfig) -> TableConfig:
     return TableConfig(name=f"{data.name}_metadata", table_type="MERGE_ON_READ", record_key_fields=["key"],
                        key_generator_class=KEY_GENERATOR, populate_meta_fields=False, base_file_format="HFILE",
                        drop_partition_columns=False,
-                       extra={"hoodie.compaction.payload.class": PAYLOAD_CLASS,
-                              "hoodie.compaction.record.merger.strategy": MERGER_STRATEGY},
+                       extra={keys.COMPACTION_PAYLOAD_CLASS.name: PAYLOAD_CLASS,
+                              keys.COMPACTION_MERGER_STRATEGY.name: MERGER_STRATEGY},
                        _present=frozenset({"name", "table_type", "version", "timeline_layout_version",
                                            "record_key_fields", "key_generator_class", "populate_meta_fields",
                                            "base_file_format", "drop_partition_columns", "archivelog_folder"}))
