@@ -4,6 +4,7 @@ from __future__ import annotations
 import decimal
 
 import pyarrow as pa
+from _support import storage_and_base
 
 from tablespec.actions.metadata import create_table
 from tablespec.engine.reader import to_arrow
@@ -39,8 +40,7 @@ def rows(table: pa.Table) -> list[tuple]:
 
 def hudi_rs_options(location: str) -> dict[str, str]:
     """The storage options hudi-rs needs for `location` (endpoint, region... of an s3:// one; none locally)."""
-    from tablespec.hudi.io import storage_for
-    storage = storage_for(location)[0]
+    storage = storage_and_base(location)[0]
     return storage.config.store_options() if hasattr(storage, "config") else {}
 
 
