@@ -4,8 +4,10 @@ Locations are checked on real paths (symbolic links resolved, `os.path.realpath`
 resolves the existing prefix of a path not created yet), so a link inside the warehouse cannot
 put a table outside it, and two spellings of one directory are one location. A directory holding
 `.hoodie/` is a Hudi table (or one being created): a table may not be created inside one, nor
-around one. `plan` reports every problem at the spec's `spec.location` line; `apply` checks again
-right before it acts (the file system may have changed since the plan).
+around one. Where a table exists already (its hoodie.properties), nothing is created: its place is
+not searched again (no request per folder above it on an object store). `plan` reports every
+problem at the spec's `spec.location` line; `apply` checks again right before it acts (the file
+system may have changed since the plan).
 
 On an object store (`s3://`) there are no links: locations are compared as normalized URIs,
 a table is a prefix holding `.hoodie/` objects, and the search for tables within a location is
@@ -17,7 +19,7 @@ import os
 from typing import TYPE_CHECKING
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE
 from tablespec.hudi.io import Storage, is_object_store, join, map_locations, parent_location
 from tablespec.hudi.io import check_location as normalized
 from tablespec.hudi.table import Location
@@ -123,6 +125,8 @@ def refusal(warehouse: Location, location: Location, seen: dict | None = None) -
     """Why no table may be at `location` under `warehouse` (outside it, inside a table, around a table)."""
     if why := outside(warehouse, location):
         return why
+    if location.storage.exists(location.join(META_FOLDER, PROPERTIES_FILE)):
+        return None   # a table is here already: nothing is created, so nothing is placed inside or around a table
     if table := enclosing_table(warehouse, location, seen):
         return f"{location} lies inside the Hudi table at {table} (it has {META_FOLDER}/); a table within a table is refused"
     if within := tables_within(location):
