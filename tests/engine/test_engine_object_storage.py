@@ -150,10 +150,9 @@ def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monk
 _HOLDER = """
 import sys
 from tablespec.hudi.lock import TableLock
-from _support import storage_and_base
 from tablespec.hudi.table import HudiTable
-storage, base = storage_and_base(sys.argv[1])
-lock = TableLock(storage, base, owner="other-process", lease_seconds=float(sys.argv[2]), auto_renew=True)
+table = HudiTable.open(sys.argv[1])
+lock = TableLock(table.storage, table.base, owner="other-process", lease_seconds=float(sys.argv[2]), auto_renew=True)
 lock.acquire(timeout_seconds=5)
 print("held", flush=True)
 sys.stdin.readline()
