@@ -23,7 +23,7 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
 from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
-from tablespec.hudi.io import Storage, map_locations
+from tablespec.hudi.io import map_locations
 from tablespec.hudi.lock import read_lock
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
@@ -123,7 +123,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
             raise HudiFormatError(f"{location}: exists and is not a directory")
-        return TableState(location=location, exists=False, contents=directory_contents(storage, location),
+        return TableState(location=location, exists=False, contents=directory_contents(table),
                           table=table)
     timeline, view = table.timeline, table.view
     groups = tuple(
@@ -142,7 +142,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
     retained = keep_commits or int(effective(props, KEEP_COMMITS))
     clean = plan_clean(location, timeline, view, retained)
     record_level = table_index_type(props) == RECORD_LEVEL
-    index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) if record_level else {}
+    index = _index_buckets(table, record_index.num_buckets_of(props)) if record_level else {}
     return TableState(
         location=location,
         exists=True,
@@ -153,8 +153,8 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
         file_groups=groups,
         pending=tuple(timeline.pending()),
         expired=tuple(pending_to_roll_back(storage, location, timeline, tolerance_seconds())),
-        heartbeat_ages=_heartbeat_ages(storage, location, timeline),
-        lock_holders=lock_holders(storage, location),
+        heartbeat_ages=_heartbeat_ages(table),
+        lock_holders=lock_holders(table),
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         clusterings=tuple(history),
@@ -172,15 +172,16 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
 CONTENTS_SHOWN = 6
 
 
-def _heartbeat_ages(storage: Storage, base: str, timeline: Timeline) -> dict[str, float | None]:
+def _heartbeat_ages(table: HudiTable) -> dict[str, float | None]:
     now = time.time()
-    return {i.timestamp: None if (beat := last_heartbeat(storage, base, i.timestamp)) is None else max(0.0, now - beat)
-            for i in timeline.pending() if i.action in WRITE_ACTIONS}
+    return {i.timestamp: None if (beat := last_heartbeat(table.storage, table.base, i.timestamp)) is None
+            else max(0.0, now - beat) for i in table.timeline.pending() if i.action in WRITE_ACTIONS}
 
 
-def lock_holders(storage: Storage, base: str) -> tuple[str, ...]:
+def lock_holders(table: HudiTable) -> tuple[str, ...]:
     """Who holds the table's locks: tablespec's table lock (a whole action) and Hudi's transaction
     lock (a writer's commit steps)."""
+    storage, base = table.storage, table.base
     out = []
     try:
         holder = read_lock(storage, base)
@@ -194,11 +195,11 @@ def lock_holders(storage: Storage, base: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def directory_contents(storage: Storage, location: str) -> tuple[str, ...]:
+def directory_contents(table: HudiTable) -> tuple[str, ...]:
     """The first files below a directory that holds no table (relative paths, depth first in name
     order). Empty directories do not count: the folders an interrupted create left are no obstacle."""
-    prefix = location.rstrip("/") + "/"
-    return tuple(f.path[len(prefix):] for f in itertools.islice(storage.walk_files(location), CONTENTS_SHOWN))
+    prefix = table.base.rstrip("/") + "/"
+    return tuple(f.path[len(prefix):] for f in itertools.islice(table.storage.walk_files(table.base), CONTENTS_SHOWN))
 
 
 def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
@@ -214,11 +215,11 @@ def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
     return total
 
 
-def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets: int) -> dict[int, tuple[int, int]]:
+def _index_buckets(table: HudiTable, num_buckets: int) -> dict[int, tuple[int, int]]:
     """Record-level index: each bucket's live file count and bytes (a listing, no file read)."""
-    sizes = {i.name: i.size for i in storage.list_dir(record_index.index_folder(base))}
+    sizes = {i.name: i.size for i in table.storage.list_dir(record_index.index_folder(table.base))}
     return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
-            for b, chain in record_index.live_files(storage, base, timeline, num_buckets).items()}
+            for b, chain in record_index.live_files(table.storage, table.base, table.timeline, num_buckets).items()}
 
 
 def observe_specs(specs, warehouse: Location, check: Callable[[Location], str | None] | None = None

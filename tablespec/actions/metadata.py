@@ -11,7 +11,7 @@ from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.settings import desired_properties, managed_properties_update
@@ -46,7 +46,7 @@ def create_table(location: str, spec) -> TableConfig:
     at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
     storage, base = at.storage, at.uri
     config = TableConfig.from_properties(creation_properties(spec))
-    if read_table_config(storage, base) is None and (files := directory_contents(storage, base)):
+    if read_table_config(storage, base) is None and (files := directory_contents(HudiTable(at))):
         raise PlanError(f"{occupied_message(base, files)}; nothing was created")
     try:
         init_table(storage, base, config)
