@@ -4,7 +4,6 @@ from __future__ import annotations
 import decimal
 
 import pyarrow as pa
-from _support import storage_and_base
 
 from tablespec.actions.metadata import create_table
 from tablespec.engine.reader import to_arrow
@@ -40,7 +39,8 @@ def rows(table: pa.Table) -> list[tuple]:
 
 def hudi_rs_options(location: str) -> dict[str, str]:
     """The storage options hudi-rs needs for `location` (endpoint, region... of an s3:// one; none locally)."""
-    storage = storage_and_base(location)[0]
+    from tablespec.hudi.table import Location
+    storage = Location.parse(location).storage
     return storage.config.store_options() if hasattr(storage, "config") else {}
 
 
