@@ -245,6 +245,7 @@ def test_record_level_writes_on_local_cluster(tmp_path):
     proc = run_script(f"""
         from helpers import make_table
         from tablespec.engine.session import get_spark
+        from tablespec.hudi.table import HudiTable
         from tablespec.index import verify
         spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
         table = make_table(spark, {str(tmp_path)!r}, open({str(tmp_path / "people.yaml")!r}).read())
