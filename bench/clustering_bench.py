@@ -85,6 +85,7 @@ from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
@@ -203,7 +204,7 @@ def cluster_hudi(spark, warehouse: str, source: str, name: str, strategy: str, t
     location = table_location(warehouse, loaded[0].spec.spec.location)
     with PeakRss(jvm_pid(spark)) as rss:
         t0 = time.perf_counter()
-        plan = build_plan(loaded, {location: observe(location)}, warehouse)
+        plan = build_plan(loaded, {location: observe(HudiTable.open(location))}, Location.parse(warehouse))
         kinds = [a.kind for _, a in plan.actions]
         if kinds != ["update_settings", "clustering"]:
             raise SystemExit(f"unexpected plan for {name}: {kinds}")

@@ -84,6 +84,7 @@ from _common import (
 from tablespec.apply import Applier
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
@@ -104,7 +105,7 @@ def apply_index(spark, warehouse: str, index: str) -> dict:
     loaded = load_spec_text(spec_text(NAME, index), f"{NAME}.yaml")
     location = table_location(warehouse, loaded.specs[0].spec.spec.location)
     t = time.perf_counter()
-    plan = build_plan(loaded.specs, {location: observe(location)}, warehouse)
+    plan = build_plan(loaded.specs, {location: observe(HudiTable.open(location))}, Location.parse(warehouse))
     plan_s = time.perf_counter() - t
     progress = []
     result = Applier(spark=spark, on_progress=lambda table, action, **kw: progress.append(kw)).apply(plan)

@@ -32,6 +32,7 @@ from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, table_location
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import TimelineWriter
 from tablespec.plan.builder import build_plan
 from tablespec.plan.render import render
@@ -115,10 +116,10 @@ def main() -> int:
         states = {}
         for ls in loaded.specs:
             loc = table_location(str(warehouse), ls.spec.spec.location)
-            states[loc] = observe(loc)
+            states[loc] = observe(HudiTable.open(loc))
         timings["observe"] = time.perf_counter() - t
         t = time.perf_counter()
-        plan = build_plan(loaded.specs, states, str(warehouse))
+        plan = build_plan(loaded.specs, states, Location.parse(str(warehouse)))
         timings["diff"] = time.perf_counter() - t
         t = time.perf_counter()
         text = render(plan, "text")

@@ -69,6 +69,7 @@ from _common import (
 )
 
 from tablespec.hudi import record_index as ri
+from tablespec.hudi.table import HudiTable, Location
 
 INSTANT = "20260101000000000"
 
@@ -166,7 +167,7 @@ def tagging_share(args, work: str) -> dict:
         shutil.copytree(simple.location, rli_location)
         text = spec_text("orders", "{type: RECORD_LEVEL}").replace("location: bench/orders", "location: bench/orders_rli")
         loaded = load_spec_text(text, "orders.yaml")
-        plan = build_plan(loaded.specs, {rli_location: observe(rli_location)}, warehouse)
+        plan = build_plan(loaded.specs, {rli_location: observe(HudiTable.open(rli_location))}, Location.parse(warehouse))
         t = time.perf_counter()
         built = Applier(spark=spark).apply(plan).actions[0].actual
         out["index_build"] = dict(seconds=time.perf_counter() - t, **built.model_dump())
@@ -184,7 +185,7 @@ def tagging_share(args, work: str) -> dict:
                              tag_share=result.tag_seconds / (total * cores), inserted=result.inserted,
                              updated=result.updated)
         from tablespec.index import verify
-        out["verify_ok"] = verify(rli_location).ok
+        out["verify_ok"] = verify(HudiTable.open(rli_location)).ok
         if args.hudi:
             out["hudi"] = hudi_peer(spark, args, work)
     finally:

@@ -41,11 +41,11 @@ from tablespec.hudi.commit import CommitMetadata, WriteStat  # noqa: E402
 from tablespec.hudi.instant import new_instant_time  # noqa: E402
 from tablespec.hudi.io import (  # noqa: E402
     join,
-    storage_for,
     table_location,  # noqa: E402
 )
 from tablespec.hudi.naming import BaseFileName, new_file_id  # noqa: E402
 from tablespec.hudi.partition import write_partition_metadata  # noqa: E402
+from tablespec.hudi.table import Location  # noqa: E402
 from tablespec.hudi.timeline import TimelineWriter  # noqa: E402
 from tablespec.spec.loader import load_specs  # noqa: E402
 
@@ -55,7 +55,8 @@ SPEC = (Path(__file__).parent / "plan_bench.py").read_text().split('SPEC = """',
 def write_commits(location: str, commits: int, partitions: int) -> None:
     """Commits as writers make them: each records the table schema (readers take the latest)."""
     from tablespec.hudi.config import read_table_config
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     schema = read_table_config(storage, base).create_schema
     writer = TimelineWriter(storage, base)
     sink = pa.BufferOutputStream()
@@ -118,7 +119,8 @@ def data_action(server: S3Server, warehouse: str, tmp: str) -> dict:
         create_table(loc, spec)
         table = Table(spec, loc, spark)
         table.write(rows(spark.range(0, 100_000), 0), "insert")
-        storage, base = storage_for(loc)
+        at = Location.parse(loc)   # stopgap until this layer takes handles (i28-engine)
+        storage, base = at.storage, at.uri
         before = {s.file_id: s.base_file.size
                   for s in FileSystemView.build(storage, base, Timeline.load(storage, base)).latest_slices()}
         server.requests(reset=True)

@@ -19,12 +19,12 @@ from typing import Any
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
-from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.instant import Instant
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
+from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.plan.actions import (
     KINDS,
     Action,
@@ -104,10 +104,16 @@ def check_spec_digests(plan: Plan) -> None:
                                      "Run `tablespec plan` again.")
 
 
-def current(t: TablePlan) -> tuple[LoadedSpec, TableState]:
+def current(t: TablePlan, options: StorageOptions | None = None) -> tuple[LoadedSpec, TableState]:
     """A table plan's embedded spec, and its table as it is now (observed as the planner does)."""
     loaded = embedded_spec(t)
-    return loaded, observe(t.location, keep_commits=loaded.spec.spec.retention.keep_commits)
+    return loaded, observe(HudiTable.open(t.location, options), keep_commits=loaded.spec.spec.retention.keep_commits)
+
+
+def _pair(location: str) -> tuple:
+    """Stopgap (storage, base) until this layer takes handles (i28-engine)."""
+    at = Location.parse(location)
+    return at.storage, at.uri
 
 
 def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False,
@@ -135,15 +141,17 @@ def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destr
     return now
 
 
-def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True) -> None:
+def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True,
+              options: StorageOptions | None = None) -> None:
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
     tables as they are, or has an action that is not allowed or that this applier cannot run."""
     for t in plan.tables:
         if not t.actions:
             continue
-        if why := refusal(plan.warehouse, t.location):  # links or tables may have appeared since the plan
+        warehouse = Location.parse(plan.warehouse, options)
+        if why := refusal(warehouse, Location.parse(t.location, options)):  # links or tables may have appeared since the plan
             raise PlanError(f"{t.name}: {why}; nothing was changed")
-        now = check_table(t, *current(t), allow_destructive)
+        now = check_table(t, *current(t, options), allow_destructive)
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
                             "than the one that made the plan?); nothing was changed")
@@ -159,7 +167,8 @@ class Applier:
     `on_progress` the progress of long ones (partitions and bytes done, elapsed seconds)."""
 
     def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
-                 on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False):
+                 on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False,
+                 options: StorageOptions | None = None):
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
         `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
         `run_clustering`, or a later apply, runs them)."""
@@ -167,6 +176,7 @@ class Applier:
         self.on_progress = on_progress
         self._spark = spark
         self.schedule_only = schedule_only
+        self.options = options
         self._lock: TableLock | None = None   # the lock of the table being applied
 
     @property
@@ -183,13 +193,13 @@ class Applier:
         return kind in EXECUTORS and callable(getattr(self, EXECUTORS[kind].__name__, None))
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
-        preflight(plan, allow_destructive, self.runs)
+        preflight(plan, allow_destructive, self.runs, self.options)
         result = ApplyResult()
         for t in plan.tables:
             if not t.actions:
                 continue
             with self._table_lock(t):
-                loaded, state = current(t)
+                loaded, state = current(t, self.options)
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
@@ -206,7 +216,7 @@ class Applier:
         """Hold the table's lock while its actions are checked and run; the actions take it from
         here (`_locked`). A table not created yet is not locked: creating it refuses a table
         that appeared meanwhile."""
-        if read_table_config(*storage_for(t.location)) is None:
+        if HudiTable.open(t.location, self.options).config is None:
             yield
             return
         self._lock = table_lock(t.location)
@@ -240,7 +250,7 @@ class Applier:
                 from tablespec.engine.record_index import build_index, remove_superseded
                 built = build_index(self.spark, spec, t.location, lock)
                 metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
-                built.files_removed = remove_superseded(*storage_for(t.location), built.num_buckets)
+                built.files_removed = remove_superseded(*_pair(t.location), built.num_buckets)
                 return built.actual(rows=built.entries)
             metadata.update_settings(t.location, spec)
             if a.params.from_ == "RECORD_LEVEL":
@@ -274,7 +284,7 @@ class Applier:
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
         with self._locked(t) as lock:
-            state = observe(t.location)
+            state = observe(HudiTable.open(t.location, self.options))
             partitions = rebucket_partitions(spec, state)
             actual = Rebucketed(partitions=0)
             if partitions:
@@ -300,7 +310,7 @@ class Applier:
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         from tablespec.importer import observed_spec
         with self._locked(t) as lock:
-            state = observe(t.location)
+            state = observe(HudiTable.open(t.location, self.options))
             old = {c.name: c for c in state.columns}
             missing = [c.name for c in spec.spec.columns if c.name not in old and not c.nullable]
             if missing:
@@ -319,7 +329,7 @@ class Applier:
             metadata.update_settings(t.location, spec, chosen)
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded
-                remove_superseded(*storage_for(t.location), result.index_buckets)
+                remove_superseded(*_pair(t.location), result.index_buckets)
         return Replaced(rows=result.inserted, files_written=len(result.files), replaced_file_groups=len(state.file_groups))
 
     def visit_clean(self, t: TablePlan, a: Clean, spec: TableSpec) -> Cleaned:
@@ -328,7 +338,8 @@ class Applier:
         from tablespec.hudi.fs_view import FileSystemView
         from tablespec.hudi.timeline import Timeline
         from tablespec.hudi.txn_lock import TransactionLock
-        storage, base = storage_for(t.location)
+        at = Location.parse(t.location)   # stopgap until this layer takes handles (i28-engine)
+        storage, base = at.storage, at.uri
         with self._locked(t):  # recovery finishes an interrupted clean first
             with TransactionLock(storage, base, "clean"):  # planned and scheduled as Hudi does: under its lock
                 timeline = Timeline.load(storage, base)
@@ -354,7 +365,7 @@ class Applier:
                 if self.schedule_only:
                     return Clustered(pending=instant.timestamp)
             else:
-                plan = clustering_plan(spec, observe(t.location), a.reasons)
+                plan = clustering_plan(spec, observe(HudiTable.open(t.location, self.options)), a.reasons)
                 if plan is None:
                     return Clustered(groups=0)
                 instant = clustering.schedule(t.location, plan)
@@ -365,7 +376,8 @@ class Applier:
     def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
         with self._locked(t) as lock:
-            storage, base = storage_for(t.location)
+            at = Location.parse(t.location)   # stopgap until this layer takes handles (i28-engine)
+            storage, base = at.storage, at.uri
             discarded = [rollback(storage, base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
                          for ts in (a.params.discard_plans if isinstance(a.params, DiscardPlans) else [])]
             return RolledBack(rolled_back=len(lock.recovered), plans_discarded=len(discarded) or None)

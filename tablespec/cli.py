@@ -10,9 +10,13 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tablespec.errors import PlanError, SparkJobError, SpecError, TablespecError
 from tablespec.version import __version__
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable, Location
 
 DEFAULT_SPEC_PATHS = ["specs/"]
 
@@ -123,18 +127,25 @@ class _Context:
         self.args = args
         self.project = load_project(args.project) if args.project else find_project(Path.cwd())
         defaults = dict(self.project.vars) if self.project else {}
-        if self.project and self.project.storage:
-            from tablespec.hudi.io import configure
-            configure(self.project.storage, f"{self.project.file}: storage")
+        from tablespec.hudi.table import StorageOptions
+        # how to reach object stores, passed down with every location (no module-level setting)
+        self.options = (StorageOptions.of(self.project.storage, f"{self.project.file}: storage")
+                        if self.project and self.project.storage else StorageOptions())
         self.variables = {**defaults, **parse_var_assignments(getattr(args, "var", []))}
 
-    def warehouse(self) -> str:
+    def warehouse(self) -> Location:
+        from tablespec.hudi.table import Location
         from tablespec.spec.project import resolve_warehouse
         w = resolve_warehouse(getattr(self.args, "warehouse", None), self.project)
         if not w:
             raise TablespecError("no warehouse: pass --warehouse DIR, set TABLESPEC_WAREHOUSE, "
                                  "or set `warehouse:` in tablespec.project.yaml")
-        return w
+        return Location.parse(w, self.options)
+
+    def table(self, location: str, origin: str | None = None) -> HudiTable:
+        """The handle on the table at `location` (a command-line argument), with the project's storage options."""
+        from tablespec.hudi.table import HudiTable
+        return HudiTable.open(location, self.options, origin)
 
     def spark_factory(self, master: str | None = None):
         """Makes the SparkSession when an action needs one: master and conf from the project file."""
@@ -187,7 +198,7 @@ def cmd_apply(ctx: _Context) -> int:
     paths = ctx.args.paths
     saved = len(paths) == 1 and paths[0].endswith(".json")
     if saved:
-        plan = load_plan(paths[0], warehouse=ctx.args.warehouse)
+        plan = load_plan(paths[0], warehouse=ctx.warehouse() if ctx.args.warehouse else None)
         check_spec_digests(plan)
     else:
         plan = ctx.plan(paths)
@@ -212,7 +223,7 @@ def cmd_apply(ctx: _Context) -> int:
 
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
-                      schedule_only=ctx.args.schedule_only)
+                      schedule_only=ctx.args.schedule_only, options=ctx.options)
     if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
@@ -277,7 +288,7 @@ def _table_path(ctx: _Context, location: str) -> str:
 def cmd_show(ctx: _Context) -> int:
     from tablespec.show import show_json, show_text
     from tablespec.state import observe
-    state = observe(_table_path(ctx, ctx.args.location))
+    state = observe(ctx.table(_table_path(ctx, ctx.args.location)))
     if not state.exists:
         raise TablespecError(f"{ctx.args.location}: no Hudi table there (no .hoodie/hoodie.properties)")
     sys.stdout.write(show_json(state) if ctx.args.format == "json" else show_text(state))
@@ -285,12 +296,12 @@ def cmd_show(ctx: _Context) -> int:
 
 
 def cmd_import(ctx: _Context) -> int:
-    from tablespec.hudi.io import check_location, parent_location
     from tablespec.importer import import_yaml
     from tablespec.state import observe
     location = ctx.args.location
-    state = observe(check_location(location, "the table location argument") if ":/" in location else location)
-    warehouse = ctx.args.warehouse or parent_location(state.location)
+    table = ctx.table(location, "the table location argument" if ":/" in location else None)
+    state = observe(table)
+    warehouse = ctx.warehouse() if ctx.args.warehouse else table.location.parent()
     given = {}
     for item in ctx.args.timestamp:
         name, sep, value = item.partition("=")
@@ -313,7 +324,8 @@ def cmd_ingest(ctx: _Context) -> int:
         fmt = infer_format(args.input)
         print(f"{args.input}: reading {fmt} (from the file name; --input-format overrides)", file=sys.stderr)
     spark = ctx.spark_factory(args.master)()
-    table = Table.load(args.spec, ctx.warehouse(), name=args.name, variables=ctx.variables, spark=spark)
+    table = Table.load(args.spec, ctx.warehouse().uri, name=args.name, variables=ctx.variables, spark=spark,
+                       storage_options=ctx.options)
     what = f"{args.input}: cannot ingest ({fmt})"
     try:
         with spark_errors(what):
@@ -329,25 +341,24 @@ def cmd_ingest(ctx: _Context) -> int:
     return 0
 
 
-def _is_table(location: str) -> bool:
+def _is_table(table: HudiTable) -> bool:
     from tablespec.hudi.config import META_FOLDER
-    from tablespec.hudi.io import join, storage_for
-    storage, base = storage_for(location)
-    return storage.is_dir(join(base, META_FOLDER))
+    return table.storage.is_dir(table.location.join(META_FOLDER))
 
 
-def _verify_locations(ctx: _Context) -> list[str]:
+def _verify_tables(ctx: _Context) -> list[HudiTable]:
     """The tables `verify` checks: table paths as given (or under the warehouse), and the tables
     the specs among the paths declare (all of specs/ by default), optionally one by --name."""
-    from tablespec.hudi.io import table_location
+    from tablespec.hudi.table import HudiTable
     args = ctx.args
-    locations, spec_paths = [], []
+    tables: list[HudiTable] = []
+    spec_paths = []
     for path in args.paths or DEFAULT_SPEC_PATHS:
         location = _table_path(ctx, path)
-        if "://" in path or ":/" in path:  # a URI (storage_for checks it)
-            locations.append(location)
-        elif _is_table(location):
-            locations.append(location if "://" in location else os.path.abspath(location))
+        if "://" in path or ":/" in path:  # a URI (_table_path checked it)
+            tables.append(ctx.table(location))
+        elif _is_table(table := ctx.table(location)):
+            tables.append(table)
         elif os.path.isdir(path) or path.endswith((".yaml", ".yml")):
             spec_paths.append(path)
         else:
@@ -364,35 +375,35 @@ def _verify_locations(ctx: _Context) -> list[str]:
             raise TablespecError(f"{', '.join(spec_paths)}: no Hudi table there (no .hoodie/) and no specs")
         warehouse = ctx.warehouse()
         for loaded in specs:
-            location = table_location(warehouse, loaded.spec.spec.location)
-            if not _is_table(location):
-                raise TablespecError(f"{loaded.spec.qualified_name} ({loaded.where()}): no table at {location} "
+            table = HudiTable(warehouse.child(loaded.spec.spec.location))
+            if not _is_table(table):
+                raise TablespecError(f"{loaded.spec.qualified_name} ({loaded.where()}): no table at {table.base} "
                                      "yet; `tablespec apply` creates it")
-            locations.append(location)
-    return list(dict.fromkeys(locations))
+            tables.append(table)
+    return list({t.base: t for t in tables}.values())
 
 
 def cmd_verify(ctx: _Context) -> int:
     from tablespec.verify import verify_table
-    locations = _verify_locations(ctx)
+    tables = _verify_tables(ctx)
     dirty = 0
-    for location in locations:
+    for table in tables:
         try:
-            report = verify_table(location)
+            report = verify_table(table)
         except TablespecError as e:  # an unreadable timeline or config: say so, check the other tables
             print(f"error: {e}", file=sys.stderr)
             dirty += 1
             continue
         print(report)
         dirty += not report.ok
-    if len(locations) > 1:
-        print(f"{len(locations)} tables verified: " + (f"{dirty} with findings or errors" if dirty else "all clean"))
+    if len(tables) > 1:
+        print(f"{len(tables)} tables verified: " + (f"{dirty} with findings or errors" if dirty else "all clean"))
     return 1 if dirty else 0
 
 
 def cmd_lookup(ctx: _Context) -> int:
     from tablespec.index import lookup
-    found = {r["key"]: r for r in lookup(ctx.args.location, ctx.args.keys).to_pylist()}
+    found = {r["key"]: r for r in lookup(ctx.table(ctx.args.location), ctx.args.keys).to_pylist()}
     for key in dict.fromkeys(ctx.args.keys):  # in the order given, each once
         if key in found:
             print(f"{key}\t{found[key]['partition_path']}\t{found[key]['file_id']}")

@@ -20,7 +20,8 @@ from pathlib import Path
 from tablespec import demo_data
 from tablespec.cli import main as cli
 from tablespec.errors import TablespecError
-from tablespec.hudi.io import check_location, is_object_store, join, storage_for
+from tablespec.hudi.io import join
+from tablespec.hudi.table import Location
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs" / "examples"
@@ -43,15 +44,15 @@ def demo_tables(specs: Path = SPECS) -> list[str]:
     return sorted({loaded.spec.spec.location for loaded in result.specs})
 
 
-def demo_leftovers(warehouse: str, tables: list[str]) -> list[str]:
-    """The demo's tables of an earlier run in `warehouse`, to delete before this run. Refuses (one
+def demo_leftovers(where: Location, tables: list[str]) -> list[str]:
+    """The demo's tables of an earlier run in the warehouse, to delete before this run. Refuses (one
     line, nothing touched) a warehouse the demo did not mark, or one holding anything but `tables`."""
-    storage, _ = storage_for(warehouse)
+    storage, warehouse = where.storage, where.uri
     if storage.exists(warehouse) and not storage.is_dir(warehouse):
         raise TablespecError(f"{warehouse}: not a directory; pass --warehouse NEW_DIR")
     owned, marker, found = [join(warehouse, t) for t in tables], join(warehouse, MARKER), set()
     refuse = "the demo deletes nothing it did not create: pass --warehouse NEW_DIR"
-    if not is_object_store(warehouse):  # a link would lead the deletion out of the warehouse
+    if not where.is_object_store:  # a link would lead the deletion out of the warehouse
         for root, dirs, files in os.walk(warehouse):
             if link := next((n for n in dirs + files if os.path.islink(os.path.join(root, n))), None):
                 raise TablespecError(f"{warehouse}: holds a symbolic link ({os.path.relpath(os.path.join(root, link), warehouse)}); "
@@ -76,12 +77,12 @@ def claim_inputs(inputs: Path) -> None:
     (inputs / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
 
 
-def prepare(warehouse: str) -> Path:
+def prepare(where: Location) -> Path:
     """Refuse a warehouse or inputs folder that is not the demo's (before anything is touched), then
     mark both and delete the demo tables of an earlier run. Returns the inputs folder."""
-    storage, _ = storage_for(warehouse)
-    leftovers = demo_leftovers(warehouse, demo_tables())
-    local = not is_object_store(warehouse)
+    storage, warehouse = where.storage, where.uri
+    leftovers = demo_leftovers(where, demo_tables())
+    local = not where.is_object_store
     inputs = (Path(warehouse).parent / (Path(warehouse).name + "-inputs") if local
               else Path(tempfile.mkdtemp(prefix="tablespec-demo-inputs-")))
     claim_inputs(inputs)
@@ -95,11 +96,9 @@ def prepare(warehouse: str) -> Path:
 
 def demo(root: str) -> int:
     specs = str(SPECS)
-    warehouse = check_location(root, "the demo warehouse")
-    if not is_object_store(warehouse):
-        warehouse = os.path.abspath(warehouse)
-    storage, _ = storage_for(warehouse)
-    inputs = prepare(warehouse)
+    where = Location.parse(root, origin="the demo warehouse")   # configured from the AWS environment
+    storage, warehouse = where.storage, where.uri
+    inputs = prepare(where)
     steps = [
         (("validate", specs), {0}),
         (("plan", specs, "--warehouse", warehouse, "--detailed-exitcode"), {2}),
@@ -142,16 +141,17 @@ def demo(root: str) -> int:
     for table in tables:
         if run("show", table) != 0:
             return 1
-    return read_back(specs, warehouse)
+    return read_back(specs, where)
 
 
-def read_back(specs: str, warehouse: str) -> int:
+def read_back(specs: str, where: Location) -> int:
     """Read every table through tablespec and hudi-rs; both must see the same rows."""
     import hudi
     import pyarrow as pa
 
     from tablespec.table import Table
-    options = getattr(storage_for(warehouse)[0], "config", None)
+    warehouse = where.uri
+    options = getattr(where.storage, "config", None)
     options = options.store_options() if options is not None else {}
     print("\nReading back (tablespec on Spark vs hudi-rs):")
     expected = {"orders": 1250, "events": 2000, "customers": 200}

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen, keys
-from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, read_table_config, unmanaged_layout
-from tablespec.hudi.io import storage_for, table_location
+from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, unmanaged_layout
 from tablespec.hudi.layout_switch import unswitched_rewrite
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
 from tablespec.plan.locations import refusal
 from tablespec.plan.settings import REGISTRY
@@ -89,8 +88,8 @@ class NoHudiEquivalent(TablespecError):
         self.path, self.message = path, message
 
 
-def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
-    """The Apache Hudi writer options (all strings) for writing into `spec`'s table at `location`."""
+def hudi_write_options(spec: TableSpec, table: HudiTable) -> dict[str, str]:
+    """The Apache Hudi writer options (all strings) for writing into `spec`'s table (`table`)."""
     index = spec.spec.index
     if index.type == "BUCKET" and index.partition_buckets:
         raise NoHudiEquivalent("spec.index.partitionBuckets", "per-partition bucket counts have no Apache Hudi 0.15 "
@@ -114,12 +113,12 @@ def hudi_write_options(spec: TableSpec, location: str) -> dict[str, str]:
     if index.type == RECORD_LEVEL:
         options.update(GLOBAL_MOVES)
     options.update(CONCURRENCY)
-    options.update({keys.LOCK_FILESYSTEM_PATH.name: lock_folder(location),
+    options.update({keys.LOCK_FILESYSTEM_PATH.name: lock_folder(table.base),
                     # the expiry tablespec assumes too: a killed Hudi job's lock frees up after it
                     keys.LOCK_FILESYSTEM_EXPIRE.name: str(expire_minutes())})
     if index.type == "BUCKET":
         options.update(BUCKET_CONFLICTS)
-    options["path"] = location
+    options["path"] = table.base
     return dict(sorted(options.items()))
 
 
@@ -130,29 +129,30 @@ class Rendered:
     notes: tuple[str, ...] = ()
 
 
-def options_for(loaded: LoadedSpec, warehouse: str) -> Rendered:
+def options_for(loaded: LoadedSpec, warehouse: Location) -> Rendered:
     """The writer options for a loaded spec's table under `warehouse`: the spec's for a table that does
     not exist yet, else the table's as it is now (`table_options`). A setting Hudi cannot obey is
     reported at its place in the spec file."""
     from tablespec.state import observe
 
-    location = table_location(warehouse, loaded.spec.spec.location)
-    if why := refusal(warehouse, location):  # a Hudi job would write there: outside the warehouse, in a table
+    table = HudiTable(warehouse.child(loaded.spec.spec.location))
+    location = table.base
+    if why := refusal(warehouse, table.location):  # a Hudi job would write there: outside the warehouse, in a table
         line, col = loaded.position("spec.location")
         raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", why)])
     try:
-        config = read_table_config(*storage_for(location))
+        config = table.config
     except HudiFormatError:  # not a table tablespec reads: what `plan` says of it is the place to look
         config = None
     if config is not None and (why := unmanaged_layout(config)) is not None:  # a Hudi job would fail on it
         line, col = loaded.position("spec.location")
         raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", f"the table at {location}: {why}")])
     try:
-        wanted = hudi_write_options(loaded.spec, location)
+        wanted = hudi_write_options(loaded.spec, table)
     except NoHudiEquivalent as e:
         line, col = loaded.position(e.path)
         raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None
-    state = observe(location)
+    state = observe(table)
     return table_options(state, wanted, _unrecorded_timestamp(loaded.spec, state)) if state.exists else Rendered(wanted)
 
 
@@ -184,15 +184,15 @@ def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | Non
     either until the switch, so every writer configuration would be wrong."""
     from tablespec.importer import observed_spec
 
-    location = state.location
+    location, table = state.location, state.table
     props = state.config.to_properties()
-    timeline = Timeline.load(*storage_for(location))
+    timeline = table.timeline
     if (rewrite := unswitched_rewrite(timeline, props)) is not None:
         raise TablespecError(
             f"{location}: replacecommit {rewrite.timestamp} rewrote the data into a new layout, but "
             f"{keys.PROPERTIES_FILE} does not describe it yet (the apply stopped before switching it); no writer "
             "configuration matches the table now. Run `tablespec apply` to finish, then hudi-options again")
-    current = hudi_write_options(observed_spec(state, timestamp), location)
+    current = hudi_write_options(observed_spec(state, timestamp), table)
     notes = []
     lagging = {k: (current.get(k), wanted.get(k)) for k in sorted(current.keys() | wanted.keys())
                if current.get(k) != wanted.get(k)}

@@ -14,7 +14,8 @@ from tablespec import stored_paths
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import index_recorded, unmanaged_layout
-from tablespec.hudi.io import check_location, parent_location, relative_location
+from tablespec.hudi.io import relative_location
+from tablespec.hudi.table import Location
 from tablespec.plan.settings import HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE, effective, spec_value
 from tablespec.spec.model import TableSpec
 from tablespec.state import TableState
@@ -177,7 +178,7 @@ def _set(doc: dict, path: str, value) -> None:
     doc[leaf] = value
 
 
-def spec_document(state: TableState, warehouse: str, timestamp: dict[str, str] | None = None) -> dict:
+def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None) -> dict:
     """The spec (camelCase, as users write it) that describes `state` exactly: every registry setting
     the table holds (or defaults) at its spec path, then what import derives (keys, timestamps)."""
     if not state.exists:
@@ -189,7 +190,7 @@ def spec_document(state: TableState, warehouse: str, timestamp: dict[str, str] |
     _refuse_unrecorded_buckets(state, props)
     _refuse_unexpressed(state, props)
     doc: dict = {"apiVersion": "tablespec/v1", "kind": "HudiTable", "metadata": {},
-                 "spec": {"location": relative_location(state.location, check_location(warehouse))}}
+                 "spec": {"location": relative_location(state.location, warehouse.uri)}}
     for setting in REGISTRY:
         if setting.derived or not setting.imported:
             continue
@@ -221,10 +222,10 @@ def spec_document(state: TableState, warehouse: str, timestamp: dict[str, str] |
 def observed_spec(state: TableState, timestamp: dict[str, str] | None = None) -> TableSpec:
     """The table as it is, as a spec object (for actions that read it under its current layout);
     `timestamp`: what hoodie.properties does not record of its timestamp partitioning (import --timestamp)."""
-    return TableSpec.model_validate(spec_document(state, parent_location(state.location), timestamp))
+    return TableSpec.model_validate(spec_document(state, state.table.location.parent(), timestamp))
 
 
-def import_yaml(state: TableState, warehouse: str, timestamp: dict[str, str] | None = None) -> str:
+def import_yaml(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None) -> str:
     yaml = YAML()
     yaml.default_flow_style = None
     yaml.width = 4096

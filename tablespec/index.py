@@ -15,11 +15,9 @@ import pyarrow.compute as pc
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
-from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.index_coverage import refuse_unseen
-from tablespec.hudi.io import storage_for
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.table import HudiTable
 
 EXAMPLES = 5
 
@@ -28,25 +26,25 @@ class NotRecordLevel(TablespecError):
     """The table has no record-level index."""
 
 
-def open_index(location: str, what: str) -> tuple[ri.RecordIndex, Timeline]:
+def open_index(table: HudiTable, what: str) -> ri.RecordIndex:
     """The table's index, refused (IndexBehind) while it has not seen every data commit: its
     answers would be silently wrong."""
-    storage, base = storage_for(location)
-    config = read_table_config(storage, base)
+    storage, base = table.storage, table.base
+    config = table.config
     if config is None:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
     props = config.to_properties()
     if table_index_type(props) != RECORD_LEVEL:
         raise NotRecordLevel(f"{base}: the table's index is {table_index_type(props)}, not "
                              "RECORD_LEVEL; there is no record-level index to look up or verify")
-    timeline = Timeline.load(storage, base)
+    timeline = table.timeline
     refuse_unseen(timeline, base, what)
-    return ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props)), timeline
+    return ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
 
 
-def lookup(location: str, keys) -> pa.Table:
+def lookup(table: HudiTable, keys) -> pa.Table:
     """Where each key lives: (key, partition_path, file_id); keys the table lacks are absent."""
-    index, _ = open_index(location, "a lookup")
+    index = open_index(table, "a lookup")
     return index.lookup(keys)
 
 
@@ -77,11 +75,11 @@ class VerifyResult:
         return "\n".join(lines)
 
 
-def data_locations(location: str, timeline: Timeline) -> pa.Table:
+def data_locations(table: HudiTable) -> pa.Table:
     """(key, partition_path, file_id) of every row of the latest file slices."""
-    storage, base = storage_for(location)
+    storage = table.storage
     parts = []
-    for s in FileSystemView.build(storage, base, timeline).latest_slices():
+    for s in table.view.latest_slices():
         if s.base_file is None:
             continue
         keys = ri.base_file_keys(s.base_file.path, storage)
@@ -90,11 +88,11 @@ def data_locations(location: str, timeline: Timeline) -> pa.Table:
     return pa.concat_tables(parts) if parts else ri.LOCATIONS.empty_table()
 
 
-def verify(location: str) -> VerifyResult:
+def verify(table: HudiTable) -> VerifyResult:
     """Compare the index with the data: every live key found by a lookup at its true location
     (the path writers take: an entry in the wrong bucket's files is missing), nothing extra."""
-    index, timeline = open_index(location, "verify")
-    data = data_locations(location, timeline)
+    index = open_index(table, "verify")
+    data = data_locations(table)
     live = index.live_entries()
     found = index.lookup(data.column("key"))
     indexed = pa.table({"key": found.column("key"), "i_part": found.column("partition_path"),

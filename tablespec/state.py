@@ -1,7 +1,8 @@
 """Observed state of one table, read from its Hudi metadata only (no data files, no JVM).
 
-`observe` is the single place that turns a location into a `TableState`; the planner, `show`
+`observe` is the single place that turns a table handle into a `TableState`; the planner, `show`
 and `import` all read tables through it, and `apply` re-observes to check a plan's requirements.
+It reads through the handle's cached config, timeline and view, inside one listing snapshot.
 """
 from __future__ import annotations
 
@@ -17,16 +18,17 @@ from tablespec.hudi import keys, metadata_table, record_index
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
-from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, read_table_config, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
 from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
-from tablespec.hudi.io import Storage, map_locations, storage_for, table_location
+from tablespec.hudi.io import map_locations
 from tablespec.hudi.lock import read_lock
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.rollback import pending_to_roll_back
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import lock_path, read_holder
 from tablespec.types import DataType
@@ -79,6 +81,7 @@ class TableState:
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
     contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
+    table: HudiTable | None = field(default=None, repr=False, compare=False)   # the handle observed
 
     @functools.cached_property
     def rows(self) -> int | None:
@@ -104,25 +107,24 @@ class TableState:
         return {"exists": self.exists, "properties": self.properties_fingerprint, "head": self.head}
 
 
-def observe(location: str, storage: Storage | None = None, keep_commits: int | None = None) -> TableState:
-    """Read a table's state from hoodie.properties, the timeline and file listings.
+def observe(table: HudiTable, keep_commits: int | None = None) -> TableState:
+    """Read a table's state from hoodie.properties, the timeline and file listings (the handle's
+    cached reads: a caller that changed the table since refreshes the handle first).
 
     `keep_commits` (a spec's retention) also works out what a clean would delete; without it
     the table's own `hoodie.cleaner.commits.retained` (default 10) is used."""
-    if storage is None:
-        storage, location = storage_for(location)
-    with storage.listing_snapshot(location):   # object stores: one LIST of the table, not one per folder
-        return _observe(storage, location, keep_commits)
+    with table.listing_snapshot():   # object stores: one LIST of the table, not one per folder
+        return _observe(table, keep_commits)
 
 
-def _observe(storage: Storage, location: str, keep_commits: int | None) -> TableState:
-    config = read_table_config(storage, location)
+def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
+    storage, location, config = table.storage, table.base, table.config
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
             raise HudiFormatError(f"{location}: exists and is not a directory")
-        return TableState(location=location, exists=False, contents=directory_contents(storage, location))
-    timeline = Timeline.load(storage, location)
-    view = FileSystemView.build(storage, location, timeline)
+        return TableState(location=location, exists=False, contents=directory_contents(table),
+                          table=table)
+    timeline, view = table.timeline, table.view
     groups = tuple(
         FileGroupState(fg.partition, fg.file_id, fg.latest_slice.base_instant,
                        fg.latest_slice.base_file.size if fg.latest_slice.base_file else 0,
@@ -139,7 +141,7 @@ def _observe(storage: Storage, location: str, keep_commits: int | None) -> Table
     retained = keep_commits or keys.KEEP_COMMITS.number(props)
     clean = plan_clean(location, timeline, view, retained)
     record_level = table_index_type(props) == RECORD_LEVEL
-    index = _index_buckets(storage, location, timeline, record_index.num_buckets_of(props)) if record_level else {}
+    index = _index_buckets(table, record_index.num_buckets_of(props)) if record_level else {}
     return TableState(
         location=location,
         exists=True,
@@ -150,8 +152,8 @@ def _observe(storage: Storage, location: str, keep_commits: int | None) -> Table
         file_groups=groups,
         pending=tuple(timeline.pending()),
         expired=tuple(pending_to_roll_back(storage, location, timeline, tolerance_seconds())),
-        heartbeat_ages=_heartbeat_ages(storage, location, timeline),
-        lock_holders=lock_holders(storage, location),
+        heartbeat_ages=_heartbeat_ages(table),
+        lock_holders=lock_holders(table),
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         clusterings=tuple(history),
@@ -162,21 +164,23 @@ def _observe(storage: Storage, location: str, keep_commits: int | None) -> Table
         index_buckets=index,
         index_catch_up=catch_up(timeline) if record_level else None,
         metadata_table=metadata_table.describe(storage, location, props),
+        table=table,
     )
 
 
 CONTENTS_SHOWN = 6
 
 
-def _heartbeat_ages(storage: Storage, base: str, timeline: Timeline) -> dict[str, float | None]:
+def _heartbeat_ages(table: HudiTable) -> dict[str, float | None]:
     now = time.time()
-    return {i.timestamp: None if (beat := last_heartbeat(storage, base, i.timestamp)) is None else max(0.0, now - beat)
-            for i in timeline.pending() if i.action in WRITE_ACTIONS}
+    return {i.timestamp: None if (beat := last_heartbeat(table.storage, table.base, i.timestamp)) is None
+            else max(0.0, now - beat) for i in table.timeline.pending() if i.action in WRITE_ACTIONS}
 
 
-def lock_holders(storage: Storage, base: str) -> tuple[str, ...]:
+def lock_holders(table: HudiTable) -> tuple[str, ...]:
     """Who holds the table's locks: tablespec's table lock (a whole action) and Hudi's transaction
     lock (a writer's commit steps)."""
+    storage, base = table.storage, table.base
     out = []
     try:
         holder = read_lock(storage, base)
@@ -190,11 +194,11 @@ def lock_holders(storage: Storage, base: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def directory_contents(storage: Storage, location: str) -> tuple[str, ...]:
+def directory_contents(table: HudiTable) -> tuple[str, ...]:
     """The first files below a directory that holds no table (relative paths, depth first in name
     order). Empty directories do not count: the folders an interrupted create left are no obstacle."""
-    prefix = location.rstrip("/") + "/"
-    return tuple(f.path[len(prefix):] for f in itertools.islice(storage.walk_files(location), CONTENTS_SHOWN))
+    prefix = table.base.rstrip("/") + "/"
+    return tuple(f.path[len(prefix):] for f in itertools.islice(table.storage.walk_files(table.base), CONTENTS_SHOWN))
 
 
 def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
@@ -210,16 +214,24 @@ def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
     return total
 
 
-def _index_buckets(storage: Storage, base: str, timeline: Timeline, num_buckets: int) -> dict[int, tuple[int, int]]:
+def _index_buckets(table: HudiTable, num_buckets: int) -> dict[int, tuple[int, int]]:
     """Record-level index: each bucket's live file count and bytes (a listing, no file read)."""
-    sizes = {i.name: i.size for i in storage.list_dir(record_index.index_folder(base))}
+    sizes = {i.name: i.size for i in table.storage.list_dir(record_index.index_folder(table.base))}
     return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
-            for b, chain in record_index.live_files(storage, base, timeline, num_buckets).items()}
+            for b, chain in record_index.live_files(table.storage, table.base, table.timeline, num_buckets).items()}
 
 
-def observe_specs(specs, warehouse: str) -> dict[str, TableState]:
+def observe_specs(specs, warehouse: Location, check: Callable[[Location], str | None] | None = None
+                  ) -> dict[str, TableState]:
     """The state of every table `specs` (loaded specs) declare under `warehouse`, keyed by location;
-    what a clean would delete is worked out under each spec's retention, as the plan needs it."""
-    todo = [(table_location(warehouse, s.spec.spec.location), s.spec.spec.retention.keep_commits) for s in specs]
-    observed = map_locations(lambda t: observe(t[0], keep_commits=t[1]), todo, warehouse)
-    return {loc: state for (loc, _), state in zip(todo, observed)}
+    what a clean would delete is worked out under each spec's retention, as the plan needs it.
+    `check` (where a table may be: a reason it may not, or None) runs first, in the same listing
+    snapshot (object stores: one LIST of the table serves both); a refused location is left out."""
+    def look(loaded) -> TableState | None:
+        table = HudiTable(warehouse.child(loaded.spec.spec.location))
+        with table.listing_snapshot():
+            if check is not None and check(table.location):
+                return None
+            return observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
+    observed = map_locations(look, specs, warehouse.uri)
+    return {state.location: state for state in observed if state is not None}

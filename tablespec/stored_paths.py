@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tablespec.errors import TablespecError
 from tablespec.hudi import keygen
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import join
 from tablespec.plan.settings import BY_PROP, diff_settings
 from tablespec.state import TableState
 
@@ -21,7 +21,7 @@ def _sample_rows(state: TableState, columns: list[str]):
     """(partition, rows of `columns`) of a few latest base files: what the table's writers made of them."""
     import pyarrow.parquet as pq
 
-    storage, base = storage_for(state.location)
+    storage, base = state.table.storage, state.table.base
     for fg in [fg for fg in state.file_groups if fg.base_file][:SAMPLE_FILES]:
         with storage.open_input_file(join(base, fg.partition, fg.base_file)) as f:
             yield fg.partition, pq.read_table(f, columns=columns)

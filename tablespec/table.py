@@ -11,19 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from tablespec.errors import SpecError, TablespecError
-from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.plan.locations import check_location
 from tablespec.spec.loader import load_specs, select_spec
 from tablespec.spec.project import find_project, resolve_warehouse
 
 
 class Table:
-    def __init__(self, spec, location: str, spark=None):
-        self.spec, self.location, self._spark = spec, location, spark
+    def __init__(self, spec, location: str, spark=None, options: StorageOptions | None = None):
+        self.spec, self.location, self._spark, self.options = spec, location, spark, options
 
     @classmethod
     def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
-             variables: dict | None = None, spark=None) -> Table:
+             variables: dict | None = None, spark=None, storage_options: StorageOptions | None = None) -> Table:
         """The table a spec file declares (`name` picks one of several documents)."""
         project = find_project(Path.cwd())
         result = load_specs([spec_path], {**(project.vars if project else {}), **(variables or {})})
@@ -34,7 +34,9 @@ class Table:
         if not root:
             raise TablespecError("no warehouse: pass warehouse=..., set TABLESPEC_WAREHOUSE, "
                                  "or set `warehouse:` in tablespec.project.yaml")
-        return cls(spec, check_location(root, table_location(root, spec.spec.location)), spark)
+        warehouse = Location.parse(root, storage_options)
+        location = check_location(warehouse, warehouse.child(spec.spec.location))
+        return cls(spec, location.uri, spark, storage_options)
 
     @property
     def spark(self):
@@ -62,10 +64,10 @@ class Table:
         """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table
         holds (absent keys are left out). Reads the index files on the driver; no Spark."""
         from tablespec.index import lookup
-        return lookup(self.location, keys)
+        return lookup(HudiTable.open(self.location, self.options), keys)
 
     def verify(self):
         """Check the table's files and index against its timeline (`tablespec verify`): a
         tablespec.verify.TableReport, `.ok` when nothing was found. Driver side; no Spark."""
         from tablespec.verify import verify_table
-        return verify_table(self.location)
+        return verify_table(HudiTable.open(self.location, self.options))

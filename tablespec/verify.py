@@ -1,6 +1,6 @@
 """`tablespec verify` for any table: its files and its index against its timeline (driver side, no Spark).
 
-    report = verify_table("warehouse/sales/orders")
+    report = verify_table(HudiTable.open("warehouse/sales/orders"))
     report.ok            # False when anything was found
     print(report)        # one line per finding, then a summary
 
@@ -19,10 +19,8 @@ import pyarrow as pa
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.check import INDEX, Finding, check_buckets, check_files
-from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
-from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import storage_for
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
+from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 
 
@@ -48,14 +46,14 @@ class TableReport:
         return "\n".join(self.lines() + [self.summary()])
 
 
-def _record_index(base: str) -> tuple[list[Finding], str]:
+def _record_index(table: HudiTable) -> tuple[list[Finding], str]:
     from tablespec.index import verify
-    folder = ri.index_folder(base)[len(base) + 1:]
+    folder = ri.index_folder(table.base)[len(table.base) + 1:]
 
     def finding(message: str) -> Finding:
         return Finding(INDEX, "", folder, None, message)
     try:
-        result = verify(base)
+        result = verify(table)
     except TablespecError as e:  # the index is behind commits it has not seen, or a file of it is damaged
         return [finding(str(e))], "record-level index not compared"
     except (pa.ArrowException, OSError) as e:  # a data file it reads is damaged (reported as truncated)
@@ -67,27 +65,27 @@ def _record_index(base: str) -> tuple[list[Finding], str]:
                    f"{', matches the data' if result.ok else ''}")
 
 
-def verify_table(location: str) -> TableReport:
-    """Check the table at `location` (see the module doc); raises TablespecError when there is
-    no Hudi table there or its timeline cannot be read."""
-    storage, base = storage_for(location)
-    config = read_table_config(storage, base)
+def verify_table(table: HudiTable) -> TableReport:
+    """Check `table` (see the module doc); raises TablespecError when there is no Hudi table
+    there or its timeline cannot be read."""
+    storage, base = table.storage, table.base
+    config = table.config
     if config is None:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
-    with storage.listing_snapshot(base):   # object stores: sizes from one LIST, not a HEAD per file
-        timeline = Timeline.load(storage, base)
+    with table.listing_snapshot():   # object stores: sizes from one LIST, not a HEAD per file
+        timeline = table.timeline
         files = check_files(storage, base, timeline, config.archivelog_folder)
     findings, checked = list(files.findings), [files.describe()]
     props = config.to_properties()
     index = table_index_type(props)
     if index == "BUCKET":
         layout = BucketLayout.from_properties(props)
-        view = FileSystemView.build(storage, base, timeline)
+        view = table.view
         findings += check_buckets(view, layout.buckets_for if layout else None)
         counts = "" if layout else ", bucket counts not recorded in hoodie.properties"
         checked.append(f"bucket index: {len(view.file_groups())} file group(s){counts}")
     elif index == RECORD_LEVEL:
-        found, note = _record_index(base)
+        found, note = _record_index(table)
         findings += found
         checked.append(note)
     return TableReport(base, findings, checked)

@@ -74,3 +74,10 @@ def check_golden(name: str, text: str, tmp_path: Path):
         path.write_text(text)
     assert path.exists(), f"missing golden file {path}; run with UPDATE_GOLDEN=1"
     assert text == path.read_text(), f"{name} differs from its golden file; run with UPDATE_GOLDEN=1 if intended"
+
+
+def storage_and_base(location: str, origin: str | None = None):
+    """(storage, base path) of the table at `location`, through its handle (environment-configured storage)."""
+    from tablespec.hudi.table import HudiTable
+    table = HudiTable.open(location, origin=origin)
+    return table.storage, table.base

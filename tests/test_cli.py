@@ -14,6 +14,7 @@ from _support import COW_FIXTURES, EXAMPLES, MOR_FIXTURES, ROOT
 from tablespec.cli import main
 from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
 
 
@@ -82,7 +83,7 @@ def test_plan_detailed_exitcode_and_apply_round_trip(project, capsys):
     assert code == 0 and out.startswith("No changes.")
     code, out, _ = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
     assert code == 0 and out.startswith("No changes.") and "Apply complete" not in out
-    state = observe(str(project / "warehouse" / "sales" / "orders"))
+    state = observe(HudiTable.open(str(project / "warehouse" / "sales" / "orders")))
     assert state.exists and state.config.to_properties()["hoodie.bucket.index.num.buckets"] == "16"
 
 
@@ -127,7 +128,7 @@ def test_saved_plan_applies_and_refuses_when_stale(project, capsys):
     run(capsys, "plan", "specs", "--warehouse", "warehouse", "--out", "plan.json")
     code, out, err = run(capsys, "apply", "plan.json")
     assert code == 0, err
-    assert observe(str(orders)).exists
+    assert observe(HudiTable.open(str(orders))).exists
 
 
 def test_saved_plan_refused_when_spec_changed(project, capsys):
@@ -165,14 +166,14 @@ def test_apply_refuses_to_prompt_without_terminal(project, capsys, monkeypatch):
 def test_apply_refuses_destructive_untouched(project, capsys):
     run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
     orders = str(project / "warehouse" / "sales" / "orders")
-    before = observe(orders).fingerprint()
+    before = observe(HudiTable.open(orders)).fingerprint()
     spec = project / "specs" / "orders.yaml"
     text = spec.read_text()
     spec.write_text(text.replace("fields: [order_date]", "fields: [customer_id]"))
     code, out, err = run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
     assert code == 1 and "destructive" in err
     assert "-/+ replace_table" in out
-    assert observe(orders).fingerprint() == before
+    assert observe(HudiTable.open(orders)).fingerprint() == before
 
 
 def test_show_and_import_round_trip(project, capsys):

@@ -8,6 +8,7 @@ import pytest
 from _support import ORDERS_SPEC, check_golden
 
 from tablespec.cli import main
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 from tablespec.plan.settings import desired_properties
 from tablespec.spec.loader import load_spec_text
@@ -85,7 +86,7 @@ def test_options_auto_and_complex_keys_as_json(specs, capsys, tmp_path, name):
 def test_options_agree_with_the_table_properties(index):
     """Every option naming a table property carries the value tablespec writes into hoodie.properties."""
     spec = load_spec_text(_orders(index), "t.yaml").specs[0].spec
-    options, props = hudi_write_options(spec, "/wh/sales/orders"), desired_properties(spec)
+    options, props = hudi_write_options(spec, HudiTable.open("/wh/sales/orders")), desired_properties(spec)
     assert options["hoodie.datasource.write.keygenerator.class"] == props["hoodie.table.keygenerator.class"]
     assert options["hoodie.datasource.write.recordkey.field"] == props["hoodie.table.recordkey.fields"]
     assert options["hoodie.datasource.write.partitionpath.field"] == props["hoodie.table.partition.fields"]

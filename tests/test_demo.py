@@ -7,11 +7,12 @@ import hashlib
 import os
 
 import pytest
-from _support import EXAMPLES
+from _support import EXAMPLES, storage_and_base
 
 from tablespec.cli import main as cli
 from tablespec.demo import MARKER, demo_tables, prepare
 from tablespec.demo import main as demo
+from tablespec.hudi.table import Location
 
 FOREIGN = """apiVersion: tablespec/v1
 kind: HudiTable
@@ -49,13 +50,13 @@ def test_the_demo_tables_come_from_the_example_specs():
 def test_a_warehouse_it_did_not_make_is_refused_untouched(tmp_path, capsys, case):
     warehouse = tmp_path / "lake"
     if case == "foreign table beside the demo's":
-        prepare(str(warehouse))  # marked by the demo, then a real table of someone else's lands beside
+        prepare(Location.parse(str(warehouse)))  # marked by the demo, then a real table of someone else's lands beside
         apply(EXAMPLES, warehouse)
         (tmp_path / "readings.yaml").write_text(FOREIGN)
         apply(tmp_path / "readings.yaml", warehouse)
     elif case == "a link out of the warehouse":
         # marked, and `sales` leads elsewhere, to a folder holding only what looks like a demo table
-        prepare(str(warehouse))
+        prepare(Location.parse(str(warehouse)))
         elsewhere = tmp_path / "elsewhere"
         (elsewhere / "orders").mkdir(parents=True)
         (elsewhere / "orders" / "data.parquet").write_text("someone else's")
@@ -88,7 +89,7 @@ def test_an_inputs_folder_it_did_not_make_is_refused_untouched(tmp_path, capsys)
 
 def test_its_own_warehouse_is_reused_and_only_the_demo_tables_are_removed(tmp_path, capsys):
     warehouse = tmp_path / "demo-warehouse"
-    assert prepare(str(warehouse)) == tmp_path / "demo-warehouse-inputs"  # a new warehouse: marked
+    assert prepare(Location.parse(str(warehouse))) == tmp_path / "demo-warehouse-inputs"  # a new warehouse: marked
     assert (warehouse / MARKER).is_file() and (tmp_path / "demo-warehouse-inputs" / MARKER).is_file()
     apply(EXAMPLES, warehouse)  # what the demo's first run creates
     (tmp_path / "demo-warehouse-inputs" / "orders-1.parquet").write_bytes(b"an earlier run's input")
@@ -96,7 +97,7 @@ def test_its_own_warehouse_is_reused_and_only_the_demo_tables_are_removed(tmp_pa
     assert all((warehouse / t / ".hoodie" / "hoodie.properties").is_file() for t in demo_tables())
     capsys.readouterr()
 
-    prepare(str(warehouse))
+    prepare(Location.parse(str(warehouse)))
     assert "removing the demo table" in capsys.readouterr().out
     assert tree(warehouse).keys() == {MARKER, "sales", "analytics"}  # the tables are gone, the marker stays
     assert (tmp_path / "beside.txt").read_text() == "not the demo's"
@@ -106,10 +107,9 @@ def test_its_own_warehouse_is_reused_and_only_the_demo_tables_are_removed(tmp_pa
 
 def test_on_a_bucket_the_same_rules_hold(s3_bucket, capsys):
     """An s3:// warehouse: a foreign object is refused untouched; the demo's own tables are reused."""
-    from tablespec.hudi.io import storage_for
     warehouse = s3_bucket + "/demo"
-    storage, _ = storage_for(warehouse)
-    prepare(warehouse)
+    storage, _ = storage_and_base(warehouse)
+    prepare(Location.parse(warehouse))
     apply(EXAMPLES, warehouse)
     storage.write_bytes(warehouse + "/other/table/data.parquet", b"someone's")
     listing = sorted((f.path, f.size) for f in storage.walk_files(warehouse))
@@ -117,5 +117,5 @@ def test_on_a_bucket_the_same_rules_hold(s3_bucket, capsys):
     assert "holds other/table/data.parquet, which is in none of the demo's tables" in capsys.readouterr().err
     assert sorted((f.path, f.size) for f in storage.walk_files(warehouse)) == listing
     storage.delete(warehouse + "/other/table/data.parquet")
-    prepare(warehouse)
+    prepare(Location.parse(warehouse))
     assert [f.path for f in storage.walk_files(warehouse)] == [warehouse + "/" + MARKER]

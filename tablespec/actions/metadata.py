@@ -11,8 +11,8 @@ from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi import keys
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.settings import desired_properties, managed_properties_update
@@ -44,9 +44,10 @@ def create_table(location: str, spec) -> TableConfig:
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
     name, since the new table would adopt or hide them; `tablespec import` adopts a Hudi table."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     config = TableConfig.from_properties(creation_properties(spec))
-    if read_table_config(storage, base) is None and (files := directory_contents(storage, base)):
+    if read_table_config(storage, base) is None and (files := directory_contents(HudiTable(at))):
         raise PlanError(f"{occupied_message(base, files)}; nothing was created")
     try:
         init_table(storage, base, config)
@@ -58,7 +59,8 @@ def create_table(location: str, spec) -> TableConfig:
 def update_settings(location: str, spec, extra: dict[str, str] | None = None) -> TableConfig:
     """Set every managed property to the spec's value (`extra`: values tablespec chose, such as
     a record-level index's bucket count), keeping everything else in the file."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     current = read_table_config(storage, base)
     config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
     write_table_config(storage, base, config)

@@ -20,8 +20,8 @@ from tablespec.errors import StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.instant import COMMIT
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.columns import diff_columns, spec_columns
 from tablespec.state import observe
 
@@ -32,7 +32,8 @@ def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SEC
                   heartbeat_tolerance: float | None = None, held: TableLock | None = None) -> str | None:
     """Commit the spec's columns as the table schema; returns the instant, or None when the
     table already has them. `held`: the table lock, when the caller holds it already."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     with locked(base, "apply", lock_timeout, heartbeat_tolerance, held=held) as lock:
         if not _changes(base, spec):
             return None
@@ -44,7 +45,7 @@ def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SEC
 
 def _changes(base: str, spec) -> list:
     """The column changes still to make, re-observed under the lock; only evolutions may remain."""
-    state = observe(base)
+    state = observe(HudiTable.open(base))
     changes = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns])
     destructive = [c.describe() for c in changes if c.destructive]
     if destructive:

@@ -38,8 +38,9 @@ from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_pl
 from tablespec.hudi.config import bloom_filters_expected, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import LOCAL, Storage, join, storage_for
+from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.hudi.txn_lock import TransactionLock
 from tablespec.results import Clustered
@@ -169,7 +170,8 @@ def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
 
 def schedule(location: str, plan: ClusteringPlan) -> Instant:
     """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     partitions = {g.partition for g in plan.groups}
     with TransactionLock(storage, base, "clustering"):  # instants are created under Hudi's lock
         timeline = Timeline.load(storage, base)
@@ -185,7 +187,8 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
 
     The caller holds the table `lock` and has run recovery (an inflight attempt whose writer
     died is back to requested)."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     started = time.monotonic()
     timeline = Timeline.load(storage, base)
     plan = next((p for i, p in pending_plans(timeline).items() if i.timestamp == instant.timestamp), None)

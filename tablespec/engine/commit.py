@@ -12,12 +12,13 @@ from tablespec.hudi.config import read_table_config, table_index_type
 from tablespec.hudi.conflict import Footprint, WriteConflictError, find_conflicts
 from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import join
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 from tablespec.hudi.metadata_table import retire as retire_metadata_table
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import recover, rollback
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.hudi.txn_lock import TransactionLock
 
@@ -52,7 +53,8 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
 def table_lock(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> TableLock:
     """Take the table lock (writers and apply take the same one), nothing more: no recovery.
     The caller releases it; `locked(..., held=lock)` works under it."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     lock = TableLock(storage, base, owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
     return lock.acquire(timeout_seconds=timeout_seconds)
 
@@ -67,7 +69,8 @@ def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_T
     table is retired first: tablespec does not maintain it, and Hudi would list stale files through
     it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true.
     `held`: the table's lock, already taken by the caller (`table_lock`): used, and not released here."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     lock = held if held is not None else table_lock(base, who, timeout_seconds)
     try:
         if changes_files or Timeline.load(storage, base).pending():

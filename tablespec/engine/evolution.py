@@ -16,8 +16,8 @@ from tablespec.engine.arrow.basefile import AVRO_SCHEMA
 from tablespec.engine.parquet import read_parquet
 from tablespec.engine.schema import META_FIELDS
 from tablespec.hudi.avro import from_avro_schema, to_avro_schema
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.columns import spec_columns
 from tablespec.types import Array, DataType, Map, Struct
@@ -29,7 +29,8 @@ def written_columns(location: str, files: list[str]) -> dict[str, Columns | None
     """Each base file's data columns as its writer recorded them: the schema in the metadata of
     the commit that wrote it (metadata only), else (commit archived or without a schema) the Avro
     schema in the file's footer; None when neither says."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     timeline = Timeline.load(storage, base)
     commits = {i.timestamp: i for i in timeline.commits()}
     by_instant: dict[str | None, str | None] = {}
@@ -56,7 +57,7 @@ def read_files(spark, location: str, files: list[str], spec, ddl: str):
     for path, written in written_columns(location, files).items():
         stale = written is not None and any(written.get(n) != t for n, t in current.items())
         groups.setdefault(tuple(written.items()) if stale else (), []).append(path)
-    storage = storage_for(location)[0]
+    storage = Location.parse(location).storage
     frames = [_read_evolved(spark, storage, paths, dict(written), spec) if written
               else read_parquet(spark, storage, paths, ddl) for written, paths in groups.items()]
     return reduce(lambda a, b: a.unionByName(b), frames)

@@ -16,8 +16,8 @@ from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.instant import SAVEPOINT
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.types import parse_type, stored
@@ -30,7 +30,8 @@ class ReadError(TablespecError):
 def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: dict | None = None,
                    timeline: Timeline | None = None) -> list[str]:
     """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     timeline = timeline or Timeline.load(storage, base)
     if as_of is not None:
         earliest = earliest_readable_instant(timeline)
@@ -74,7 +75,7 @@ def read(spark, location: str, spec, as_of: str | None = None, filters: dict | N
     """A DataFrame of the table (meta columns first) as of the latest or a given commit."""
     from pyspark.sql import functions as F
 
-    timeline = Timeline.load(*storage_for(location))
+    timeline = HudiTable.open(location).timeline
     files = snapshot_files(location, as_of, spec, filters, timeline)
     ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.

@@ -31,9 +31,10 @@ from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
-from tablespec.hudi.io import LOCAL, Storage, join, storage_for
+from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.results import Rebucketed
@@ -138,7 +139,8 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     The caller holds the table `lock` (verified at the commit point) and has run recovery. Any error rolls the instant back;
     a killed driver leaves an inflight replacecommit that the next apply rolls back.
     """
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     started = time.monotonic()
     timeline = Timeline.load(storage, base)
     view = FileSystemView.build(storage, base, timeline)

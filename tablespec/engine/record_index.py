@@ -34,7 +34,8 @@ from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import LOCAL, Storage, join, storage_for
+from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.results import IndexResult
 
@@ -385,7 +386,8 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
     The caller holds `lock`, switches hoodie.properties to RECORD_LEVEL and the built bucket count
     afterwards, then calls `remove_superseded` (the old layout serves until the switch)."""
     from tablespec.engine.commit import Transaction
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     timeline = Timeline.load(storage, base)
     _refuse_under_pending_clustering(timeline, base, "building the record-level index")
     view = FileSystemView.build(storage, base, timeline)
@@ -401,7 +403,8 @@ def build_index(spark, spec, location: str, lock) -> IndexActionResult:
 
 def drop_index(location: str) -> int:
     """Remove every index file (the table left RECORD_LEVEL); returns how many there were."""
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     count = len(ri.list_files(storage, base))
     storage.delete_tree(ri.index_folder(base))
     return count
@@ -435,7 +438,8 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
     A crash before completion is rolled back like any write (its files go with it); files the
     new bases hide are deleted after completion (and ignored by lookups until then)."""
     from tablespec.engine.commit import Transaction
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     timeline = Timeline.load(storage, base)
     _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
     coverage.refuse_unseen(timeline, base, "compacting the record-level index")
@@ -461,7 +465,8 @@ def catch_up_index(spark, location: str, lock) -> IndexActionResult:
     commits wrote or replaced are read, each from its slice before them (the view the index has)
     to its slice now, and the delta is checked against what the index says (`against_index`)."""
     from tablespec.engine.commit import Transaction
-    storage, base = storage_for(location)
+    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+    storage, base = at.storage, at.uri
     timeline = Timeline.load(storage, base)
     _refuse_under_pending_clustering(timeline, base, "catching the record-level index up")
     num_buckets = ri.num_buckets_of(read_table_config(storage, base).to_properties())

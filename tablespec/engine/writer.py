@@ -25,10 +25,10 @@ from tablespec.hudi.config import bloom_filters_expected, read_table_config, unm
 from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
@@ -87,7 +87,8 @@ class TableWriter:
                  heartbeat_tolerance: float | None = None):
         self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
         self.heartbeat_tolerance = heartbeat_tolerance
-        self.storage, self.base = storage_for(location)
+        at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
+        self.storage, self.base = at.storage, at.uri
 
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
@@ -106,7 +107,7 @@ class TableWriter:
             return
         why = unmanaged_layout(config)
         if why is None and unrecorded(self.spec, config.to_properties()):  # reads a few files: only then
-            why = unconfirmed(self.spec, observe(self.base))
+            why = unconfirmed(self.spec, observe(HudiTable(Location(self.base, self.storage))))
         if why is not None:
             raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
 
@@ -119,7 +120,7 @@ class TableWriter:
                          self.spec.spec.ordering_field)
 
     def _check_table(self):
-        state = observe(self.base)
+        state = observe(HudiTable(Location(self.base, self.storage)))
         name = self.spec.qualified_name
         if not state.exists:
             raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")

@@ -17,7 +17,7 @@ from tablespec.hudi.config import (
 )
 from tablespec.hudi.fs_view import BaseFile, FileGroup, FileSlice, FileSystemView, LogFile
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import FileInfo, LocalStorage, Storage, join, storage_for
+from tablespec.hudi.io import FileInfo, LocalStorage, Storage, join
 from tablespec.hudi.naming import (
     META_COLUMNS,
     BaseFileName,
@@ -36,15 +36,16 @@ from tablespec.hudi.partition import (
     write_partition_metadata,
 )
 from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
+from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 
 __all__ = [
     "BaseFile", "BaseFileName", "Column", "CommitMetadata", "DEFAULT_PARTITION", "FileGroup", "FileInfo",
-    "FileSlice", "FileSystemView", "Instant", "KNOWN_KEYS", "LocalStorage", "LogFile", "LogFileName",
-    "META_COLUMNS", "Storage", "TableConfig", "Timeline", "TimelineWriter", "WriteStat", "bucket_file_id",
+    "FileSlice", "FileSystemView", "HudiTable", "Instant", "KNOWN_KEYS", "LocalStorage", "Location", "LogFile",
+    "LogFileName", "META_COLUMNS", "Storage", "StorageOptions", "TableConfig", "Timeline", "TimelineWriter", "WriteStat", "bucket_file_id",
     "bucket_of", "decimal_fixed_size", "discover_partitions", "ensure_supported", "fingerprint",
     "format_properties", "from_avro_schema", "init_table", "join", "new_file_id", "new_instant_time",
     "parse_partition_path", "parse_properties", "partition_path", "read_partition_metadata",
-    "read_table_config", "storage_for", "table_checksum", "to_avro_schema", "to_hudi_json",
+    "read_table_config", "table_checksum", "to_avro_schema", "to_hudi_json",
     "write_partition_metadata", "write_table_config", "write_token",
 ]

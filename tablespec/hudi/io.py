@@ -266,17 +266,6 @@ class LocalStorage(Storage):
 
 LOCAL_SCHEMES = ("", "file")
 OBJECT_SCHEMES = ("s3", "s3a")
-_options: dict = {}
-_options_origin = "storage options"
-
-
-def configure(options: dict | None, origin: str = "storage options") -> None:
-    """Options for object stores (the project file's `storage:` section), for this process.
-    Storages made afterwards carry them, also to Spark executors."""
-    global _options, _options_origin
-    from tablespec.hudi.s3 import S3Config
-    S3Config.from_env(options, origin)   # refuse unknown keys and credentials now
-    _options, _options_origin = dict(options or {}), origin
 
 
 def check_location(value: str, origin: str | None = None) -> str:
@@ -319,15 +308,6 @@ def is_object_store(location: str) -> bool:
 
 
 LOCAL = LocalStorage()
-
-
-def storage_for(uri_or_path: str, origin: str | None = None) -> tuple[Storage, str]:
-    """The storage for a table location and the location as that storage's normalized base path."""
-    base = check_location(uri_or_path, origin)
-    if base.startswith("s3://"):
-        from tablespec.hudi.s3 import S3Config, S3Storage
-        return S3Storage(urlparse(base).netloc, S3Config.from_env(_options, _options_origin)), base
-    return LOCAL, base
 
 
 def parent_location(location: str) -> str:

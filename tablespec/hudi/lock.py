@@ -14,6 +14,12 @@ simpler scheme, lets a slow taker move a *fresh* lock aside while a third writer
 another: two holders.) Like every lease, this assumes clocks agree to well within the lease and
 that a holder does not stall for longer than its lease: writers call `verify()` right before
 their commit point.
+
+Releasing marks the generation released and then leaves an empty `<generation>.released` beside
+it: a reader that only wants to know whether the lock is held (`read_lock`, which every `plan`
+runs) sees the marker in the listing and reads no file (on an object store, one GET less). The
+marker is written after the released record, so it never claims more than the file says; older
+tablespec versions ignore it (not a generation name).
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ LOCK_DIR = ".tablespec/lock"
 DEFAULT_LEASE_SECONDS = 60.0
 DEFAULT_TIMEOUT_SECONDS = 30.0
 _GENERATION = re.compile(r"\d{20}")
+RELEASED = ".released"   # suffix of the marker a release leaves beside its generation
 
 
 class LockTimeoutError(TablespecError):
@@ -139,6 +146,10 @@ def _latest(storage: Storage, directory: str) -> tuple[int, LockInfo | None] | N
 
 def read_lock(storage: Storage, base: str) -> LockInfo | None:
     """Who holds the table's lock (possibly with an expired lease), or None when it is free."""
+    names = {i.name for i in storage.list_dir(lock_dir(base)) if not i.is_dir}
+    generations = sorted(n for n in names if _GENERATION.fullmatch(n))
+    if not generations or generations[-1] + RELEASED in names:   # never locked, or released: nothing to read
+        return None
     latest = _latest(storage, lock_dir(base))
     if latest is None:
         return None
@@ -208,7 +219,7 @@ class TableLock:
             self._hold(generation, LockInfo.from_bytes(raw))  # as on disk (times in milliseconds)
             for old in _generations(self.storage, self.directory):
                 if old < generation - 1:  # the previous one stays: generations never restart
-                    self.storage.delete(_path(self.directory, old))
+                    self.storage.delete_files([_path(self.directory, old), _path(self.directory, old) + RELEASED])
             return self
 
     def _hold(self, generation: int, info: LockInfo) -> None:
@@ -283,9 +294,10 @@ class TableLock:
                 held = self._check()
             except LockLostError:
                 return False
-            self.storage.write_atomic(_path(self.directory, self._generation),
-                                      dataclasses.replace(held, released=True).to_bytes())
+            path = _path(self.directory, self._generation)
+            self.storage.write_atomic(path, dataclasses.replace(held, released=True).to_bytes())
             self._held = None
+            self.storage.write_bytes(path + RELEASED, b"")   # after the record: a marker never claims more
             return True
 
     def __enter__(self) -> TableLock:

@@ -145,6 +145,9 @@ class S3Storage(Storage):
     def listing_snapshot(self, base: str):
         key = self._key(base)
         prefix = f"{key}/" if key else ""
+        if self._snapshot_for(key) is not None:   # within a snapshot of this prefix already: no second LIST
+            yield self
+            return
         import obstore
         try:
             objects = {o["path"]: o for batch in obstore.list(self.store, prefix or None) for o in batch}

@@ -15,7 +15,15 @@ from urllib.parse import urlparse
 
 from tablespec.hudi.config import TableConfig, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import LOCAL, Storage, check_location, is_object_store, join, table_location
+from tablespec.hudi.io import (
+    LOCAL,
+    Storage,
+    check_location,
+    is_object_store,
+    join,
+    parent_location,
+    table_location,
+)
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.hudi.s3 import S3Config, S3Storage
 from tablespec.hudi.timeline import Timeline
@@ -32,7 +40,10 @@ class StorageOptions:
 
     @classmethod
     def of(cls, options: Mapping | None, origin: str = "storage options") -> StorageOptions:
-        return cls(tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())), origin)
+        """The options, refused now (unknown keys, credentials) rather than at the first S3 request."""
+        value = cls(tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())), origin)
+        value.s3()
+        return value
 
     def s3(self) -> S3Config:
         return S3Config.from_env(dict(self.values), self.origin)
@@ -62,6 +73,10 @@ class Location:
     def join(self, *parts: str) -> str:
         """A path below this location (a string: the storage's path for a file or folder)."""
         return join(self.uri, *parts)
+
+    def parent(self) -> Location:
+        """The folder holding this location, on the same storage."""
+        return Location(parent_location(self.uri), self.storage)
 
     def child(self, relative: str) -> Location:
         """The location `relative` below this one (a spec's table under its warehouse), on the same storage."""

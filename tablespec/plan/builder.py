@@ -7,8 +7,8 @@ from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi import keys
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
-from tablespec.hudi.io import check_location, table_location
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+from tablespec.hudi.table import Location
 from tablespec.plan.actions import (
     Action,
     BucketBootstrap,
@@ -61,17 +61,24 @@ def display_name(spec) -> str:
     return f"{spec.metadata.database}.{spec.metadata.name}" if spec.metadata.database else spec.metadata.name
 
 
-def plan_specs(specs: list[LoadedSpec], warehouse: str, variables: dict | None = None,
+def plan_specs(specs: list[LoadedSpec], warehouse: Location, variables: dict | None = None,
                now: datetime | None = None) -> Plan:
     """Check where the specs put their tables, observe the tables and plan (what `plan` and `apply`
     run). Every refused location, takeover, non-empty directory, unmanaged table and timestamp
     partitioning its stored rows contradict is reported at once (SpecError)."""
-    from tablespec.plan.locations import location_problems
+    from tablespec.plan.locations import location_problems, refusal
     from tablespec.state import observe_specs
-    refused = location_problems(specs, warehouse)
+    seen: dict = {}
+    refusals: dict[str, str] = {}
+
+    def check(location: Location) -> str | None:
+        if why := refusal(warehouse, location, seen):
+            refusals[location.uri] = why
+        return why
+    states = observe_specs(specs, warehouse, check)
+    refused = location_problems(specs, warehouse, refusals)
     placed = [ls for ls in specs if all(ls is not bad for bad, _ in refused)]
-    states = observe_specs(placed, warehouse)
-    located = [(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in placed]
+    located = [(ls, states[warehouse.child(ls.spec.spec.location).uri]) for ls in placed]
     problems = [d for _, d in refused] + [d for ls, state in located
                                           for d in state_problems(ls, state) or stored_rows_problems(ls, state)]
     if problems:
@@ -114,10 +121,10 @@ def stored_rows_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnost
     return [Diagnostic(loaded.file, line, col, "spec.partitioning.timestamp", why)]
 
 
-def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: str,
+def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse: Location,
                variables: dict | None = None, now: datetime | None = None) -> Plan:
     """Diff every spec against its table's observed state (`states` keyed by table location)."""
-    located = [(ls, states[table_location(warehouse, ls.spec.spec.location)]) for ls in specs]
+    located = [(ls, states[warehouse.child(ls.spec.spec.location).uri]) for ls in specs]
     problems = [d for ls, state in located for d in state_problems(ls, state)]
     if problems:
         raise SpecError(problems)
@@ -125,7 +132,7 @@ def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse
     return Plan(
         tablespec_version=__version__,
         created_at=(now or datetime.now(UTC)).isoformat(timespec="seconds"),
-        warehouse=check_location(warehouse),
+        warehouse=warehouse.uri,
         variables=dict(variables or {}),
         tables=tables,
     )

@@ -17,6 +17,7 @@ from jinja2 import BaseLoader, Environment, FileSystemLoader, PackageLoader, Str
 from pydantic import ValidationError
 
 from tablespec.errors import PlanError
+from tablespec.hudi.table import Location
 from tablespec.plan.actions import Plan
 from tablespec.plan.clustering import describe_coverage
 from tablespec.plan.saved import check_plan
@@ -106,7 +107,7 @@ def render_json(plan: Plan) -> str:
     return json.dumps(data, indent=2, sort_keys=False) + "\n"
 
 
-def load_plan(path: str, warehouse: str | None = None) -> Plan:
+def load_plan(path: str, warehouse: Location | None = None) -> Plan:
     """Read a plan file written by `plan --out`; a malformed one is a PlanError naming the file, and
     so is one whose tables are not what their embedded specs say (`saved.check_plan`: invalid or
     edited specs, locations, a warehouse other than `warehouse` when given)."""

@@ -14,7 +14,8 @@ out itself is taken as written:
 from __future__ import annotations
 
 from tablespec.errors import PlanError
-from tablespec.hudi.io import storage_for, table_location, within
+from tablespec.hudi.io import check_location, table_location, within
+from tablespec.hudi.table import Location
 from tablespec.plan.actions import Action, Plan, TablePlan
 from tablespec.plan.builder import display_name
 from tablespec.spec.loader import LoadedSpec, clashes, spec_digest
@@ -38,17 +39,17 @@ def embedded_spec(t: TablePlan, source: str = "plan") -> LoadedSpec:
 
 def _base(path: str) -> str:
     """A location as the planner writes it (absolute, normalized)."""
-    return storage_for(path)[1]
+    return check_location(path)
 
 
-def check_plan(plan: Plan, source: str, warehouse: str | None = None) -> None:
+def check_plan(plan: Plan, source: str, warehouse: Location | None = None) -> None:
     """Refuse (PlanError naming `source`) a plan whose tables are not what their embedded specs
     say: an invalid spec, a spec that is not the one its digest names, a table location other than
     the spec's location under the plan's warehouse, two tables in one place, or a warehouse other
     than `warehouse` (the one apply was given)."""
     root = _base(plan.warehouse)
-    if warehouse is not None and _base(warehouse) != root:
-        raise PlanError(f"{source}: the plan was made for warehouse {plan.warehouse}, not {_base(warehouse)} "
+    if warehouse is not None and warehouse.uri != root:
+        raise PlanError(f"{source}: the plan was made for warehouse {plan.warehouse}, not {warehouse} "
                         f"(--warehouse); {NOTHING_CHANGED}")
     loaded = []
     for t in plan.tables:

@@ -39,8 +39,8 @@ def rows(table: pa.Table) -> list[tuple]:
 
 def hudi_rs_options(location: str) -> dict[str, str]:
     """The storage options hudi-rs needs for `location` (endpoint, region... of an s3:// one; none locally)."""
-    from tablespec.hudi.io import storage_for
-    storage = storage_for(location)[0]
+    from tablespec.hudi.table import Location
+    storage = Location.parse(location).storage
     return storage.config.store_options() if hasattr(storage, "config") else {}
 
 

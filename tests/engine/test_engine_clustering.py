@@ -13,14 +13,15 @@ import fastavro
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from _support import ORDERS_SPEC, ROOT
+from _support import ORDERS_SPEC, ROOT, storage_and_base
 from helpers import assert_hudi_rs_agrees, hudi_rs_table, make_table
 
 from tablespec.apply import Applier
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import LocalStorage, storage_for
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
@@ -55,7 +56,7 @@ def content(table) -> list[tuple]:
 def plan_for(text: str, warehouse):
     loaded = load_spec_text(text, "orders.yaml")
     assert not loaded.errors, loaded.errors
-    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse))
+    return build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(str(warehouse))), Location.parse(str(warehouse)))
 
 
 def small_table(spark, warehouse, text: str, commits: int = 3, n: int = 40, operation: str = "bulk_insert"):
@@ -66,7 +67,7 @@ def small_table(spark, warehouse, text: str, commits: int = 3, n: int = 40, oper
 
 
 def latest_files(location: str) -> list:
-    storage, base = storage_for(location)
+    storage, base = storage_and_base(location)
     return FileSystemView.build(storage, base, Timeline.load(storage, base)).latest_slices()
 
 
@@ -88,7 +89,7 @@ def file_columns(location: str, columns: list[str]) -> list[dict]:
 def test_stitching_merges_small_files_and_keeps_rows(spark, warehouse, partitioned):
     text = spec_text("{everyNCommits: 3}", partitioned=partitioned)
     table = small_table(spark, warehouse, text)
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     before, files_before = content(table), len(latest_files(table.location))
     assert files_before == (6 if partitioned else 3)
     last_write = Timeline.load(storage, base).commits()[-1].timestamp
@@ -109,7 +110,7 @@ def test_stitching_merges_small_files_and_keeps_rows(spark, warehouse, partition
     meta = timeline.read_metadata(timeline.last("replacecommit"))
     assert meta["operationType"] == "CLUSTER"
     assert sum(len(v) for v in meta["partitionToReplaceFileIds"].values()) == files_before
-    assert observe(table.location).commits_since_clustering == 0
+    assert observe(HudiTable.open(table.location)).commits_since_clustering == 0
 
 
 @pytest.mark.parametrize("partitioned", [True, False])
@@ -149,7 +150,7 @@ def test_requested_plan_is_hudi_avro_and_parses_back(spark, tmp_path):
                                                   "hoodie.layout.optimize.strategy": "z-order"}
     slices = [s for g in plan["inputGroups"] for s in g["slices"]]
     assert len(slices) == 4 and all(os.path.exists(s["dataFilePath"]) for s in slices)
-    assert observe(table.location).last_clustering_layout.strategy == "ZORDER"
+    assert observe(HudiTable.open(table.location)).last_clustering_layout.strategy == "ZORDER"
 
 
 def _spread(files: list[dict]) -> float:
@@ -177,9 +178,9 @@ def test_bucket_table_sorts_within_each_bucket(spark, tmp_path):
                      index="{type: BUCKET, numBuckets: 2}")
     table = small_table(spark, tmp_path, text, operation="upsert")
     before = content(table)
-    groups_before = {(fg.partition, fg.bucket) for fg in observe(table.location).file_groups}
+    groups_before = {(fg.partition, fg.bucket) for fg in observe(HudiTable.open(table.location)).file_groups}
     cluster(spark, table, text, tmp_path)
-    after = observe(table.location).file_groups
+    after = observe(HudiTable.open(table.location)).file_groups
     assert {(fg.partition, fg.bucket) for fg in after} == groups_before and len(after) == len(groups_before)
     for f in file_columns(table.location, ["customer_id"]):
         assert f["customer_id"] == sorted(f["customer_id"])
@@ -198,7 +199,7 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     text = spec_text("{everyNCommits: 3}", partitioned=False)
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    instant = schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     for operation in ("upsert", "delete"):
         with pytest.raises(WriteRefused, match="pending clustering plan"):
             table.write(batch(spark, 0, 3), operation)
@@ -288,16 +289,16 @@ def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, wareho
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert content(table) == before
     assert_hudi_rs_agrees(table)
-    pending, = Timeline.load(*storage_for(table.location)).pending()
+    pending, = HudiTable.open(table.location).timeline.pending()
     assert pending.state == "inflight"
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
-    loaded = load_specs([str(specs)])
-    plan = build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse))
+    loaded, root = load_specs([str(specs)]), Location.parse(str(warehouse))
+    plan = build_plan(loaded.specs, {table.location: observe(HudiTable.open(table.location))}, root)
     assert [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions] == [
         ("rollback", None), ("clustering", pending.timestamp)]
     Applier(spark=spark).apply(plan)
-    assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
-    timeline = Timeline.load(*storage_for(table.location))
+    assert not build_plan(loaded.specs, {table.location: observe(HudiTable.open(table.location))}, root).has_changes
+    timeline = HudiTable.open(table.location).timeline
     assert not timeline.pending() and timeline.last("replacecommit").timestamp == pending.timestamp
     assert content(table) == before
     assert_hudi_rs_agrees(table)
@@ -336,15 +337,15 @@ def test_clustering_a_record_level_table_moves_its_keys_in_the_index(spark, tmp_
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", str(warehouse),
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert verify(table.location).ok
+    assert verify(HudiTable.open(table.location)).ok
     assert set(table.lookup(["o00000", "o00100"]).column("file_id").to_pylist()) <= old_ids
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
-    loaded = load_specs([str(specs)])
-    Applier(spark=spark).apply(build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)))
-    assert not build_plan(loaded.specs, {table.location: observe(table.location)}, str(warehouse)).has_changes
+    loaded, root = load_specs([str(specs)]), Location.parse(str(warehouse))
+    Applier(spark=spark).apply(build_plan(loaded.specs, {table.location: observe(HudiTable.open(table.location))}, root))
+    assert not build_plan(loaded.specs, {table.location: observe(HudiTable.open(table.location))}, root).has_changes
     new_ids = {s.file_id for s in latest_files(table.location)}
     assert not new_ids & old_ids
-    result = verify(table.location)
+    result = verify(HudiTable.open(table.location))
     assert result.ok, str(result)
     found = table.lookup([r[2] for r in before])
     assert found.num_rows == len(before) and set(found.column("file_id").to_pylist()) <= new_ids
@@ -363,7 +364,7 @@ def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spa
     text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    instant = schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     with locked(table.location) as lock, pytest.raises(ClusteringPending, match="pending clustering plan"):
         TableWriter(spark, table.spec, table.location).overwrite(batch(spark, 0, 5), lock)
     assert content(table) == before
@@ -413,7 +414,7 @@ def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterin
     table = small_table(spark, tmp_path, text)
     before = content(table)
     # a clustering that took one of the two partitions' groups (an apply stopped after its first step)
-    instant = clustering.schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    instant = clustering.schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     clustering.run(spark, table.spec, table.location, instant, table_avro_schema(table.spec))
     done = cluster(spark, table, text, tmp_path)  # the rest, although no commit landed since
     assert "3 file(s) still predate the last clustering with SORT(customer_id)" in done["action"].reasons[0]
@@ -440,7 +441,7 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     table = make_table(spark, tmp_path, plain)
     for c in range(2):  # 4 partitions x 2 commits: 8 file groups
         table.write(batch(spark, c * 16, 16, days=4), "bulk_insert")
-    assert len(observe(table.location).file_groups) == 8
+    assert len(observe(HudiTable.open(table.location)).file_groups) == 8
     before = content(table)
     sort = spec_text("{strategy: SORT, sortColumns: [customer_id], maxGroups: 3, maxBytesPerGroup: 1KiB, "
                      "everyNCommits: 2}")
@@ -456,7 +457,7 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     assert "clustering step 2 of 3 (3 of 8 file groups) estimate:" in render(plan, "markdown")
     result = Applier(spark=spark).apply(plan)
     assert [a.actual.groups for a in result.actions if a.kind == "clustering"] == [3, 3, 2]
-    timeline = Timeline.load(*storage_for(table.location))
+    timeline = HudiTable.open(table.location).timeline
     assert len([i for i in timeline.commits() if i.action == "replacecommit"]) == 3  # one replacecommit per step
     after = plan_for(sort, tmp_path)
     assert not after.has_changes
@@ -511,7 +512,7 @@ def test_pending_plan_runs_before_the_table_is_rewritten_into_buckets(spark, tmp
     text = spec_text("{everyNCommits: 3}")
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    instant = schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    instant = schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     bucketed = text.replace("index: {type: SIMPLE}", "index: {type: BUCKET, numBuckets: 2}")
     plan = plan_for(bucketed, tmp_path)
     kinds = [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions]

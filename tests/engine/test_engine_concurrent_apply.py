@@ -8,8 +8,8 @@ import sys
 from _support import ROOT
 from helpers import assert_hudi_rs_agrees, make_table
 
-from tablespec.hudi.io import storage_for, table_location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe_specs
@@ -49,10 +49,10 @@ def test_two_applies_serialize_per_table(spark, tmp_path, warehouse):
         assert "Traceback" not in err, err
     assert any(code == 0 for code, _, _ in results), results
     loaded = load_specs(specs).specs
-    assert not build_plan(loaded, observe_specs(loaded, warehouse), warehouse).has_changes
+    assert not build_plan(loaded, observe_specs(loaded, Location.parse(warehouse)), Location.parse(warehouse)).has_changes
     for name, ls in zip(names, loaded):
         location = table_location(warehouse, f"race/{name}")
-        timeline = Timeline.load(*storage_for(location))
+        timeline = HudiTable.open(location).timeline
         rewrites = [i for i in timeline.commits() if i.action == "replacecommit"]
         assert len(rewrites) == 1, timeline.instants   # the table was re-laid out once, not twice
         assert not [i for i in timeline.instants if i.action == "rollback"] and not timeline.pending()

@@ -13,6 +13,7 @@ from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.actions.metadata import creation_properties, update_settings
 from tablespec.hudi.config import TableConfig, read_table_config, table_index_type, write_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.index import verify
 from tablespec.plan.builder import table_actions
 from tablespec.spec.loader import load_spec_text
@@ -50,19 +51,19 @@ def test_a_record_level_table_in_the_old_layout_plans_clean_writes_and_moves_to_
                        TableConfig.from_properties({**old, "hoodie.index.type": "RECORD_LEVEL"}))
     assert table_index_type(_props(table.location)) == "RECORD_LEVEL"
 
-    state = observe(table.location)
+    state = observe(HudiTable.open(table.location))
     assert state.index_buckets and table_actions(table.spec, state) == []
     table.write(_orders(spark, [("o1", 1, 3), ("o3", 0, 1)]), "upsert")  # o1 moves: the index is in use
     assert {r["key"]: r["partition_path"] for r in table.lookup(["o1", "o2", "o3"]).to_pylist()} == {
         "o1": "order_date=2026-11-03", "o2": "order_date=2026-11-02", "o3": "order_date=2026-11-01"}
-    assert verify(table.location).ok
+    assert verify(HudiTable.open(table.location)).ok
     assert _props(table.location)["hoodie.index.type"] == "RECORD_LEVEL"  # a write leaves the settings alone
 
     longer = load_spec_text(RECORD_LEVEL_SPEC + "  retention: {keepCommits: 20}\n", "t.yaml").specs[0].spec
-    assert [a.kind for a in table_actions(longer, observe(table.location))] == ["update_settings"]
+    assert [a.kind for a in table_actions(longer, observe(HudiTable.open(table.location)))] == ["update_settings"]
     update_settings(table.location, longer)
     props = _props(table.location)
     assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "GLOBAL_SIMPLE")
-    assert table_actions(longer, observe(table.location)) == []
-    assert verify(table.location).ok
+    assert table_actions(longer, observe(HudiTable.open(table.location))) == []
+    assert verify(HudiTable.open(table.location)).ok
     assert_hudi_rs_agrees(table)

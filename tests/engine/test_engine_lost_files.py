@@ -7,11 +7,12 @@ import os
 from decimal import Decimal
 
 import pytest
-from _support import ORDERS_SPEC
+from _support import ORDERS_SPEC, storage_and_base
 from helpers import make_table
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.io import LocalStorage, join, storage_for
+from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
@@ -27,7 +28,7 @@ def orders(spark, rows):
 
 def data_files(location):
     """Every file of the table outside .hoodie, relative to it (on local disk or S3)."""
-    storage, base = storage_for(location)
+    storage, base = storage_and_base(location)
     files = sorted(i.path[len(base) + 1:] for i in storage.walk_files(base))
     return [f for f in files if ".hoodie" not in f.split("/")[:-1]]
 
@@ -40,7 +41,7 @@ def test_upsert_into_a_file_group_whose_latest_base_file_is_missing_is_refused(s
     table.write(orders(spark, [("o1", 1, "10.00", 0, 1), ("o2", 2, "20.00", 0, 1), ("o3", 3, "30.00", 0, 2)]), "upsert")
     second = table.write(orders(spark, [("o1", 1, "11.00", 1, 1)]), "upsert")
     (lost,) = second.files
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     assert storage.exists(join(base, lost))
     storage.delete(join(base, lost))
     files, rows = data_files(table.location), sorted(map(tuple, table.read().collect()))
@@ -76,7 +77,7 @@ def _plan(text: str, warehouse):
     from tablespec.state import observe_specs
     loaded = load_spec_text(text, "orders.yaml")
     assert not loaded.errors, loaded.errors
-    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse))
+    return build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(str(warehouse))), Location.parse(str(warehouse)))
 
 
 SIMPLE = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
@@ -120,7 +121,7 @@ def test_clustering_over_a_missing_latest_base_file_is_neither_scheduled_nor_run
     assert Timeline.load(storage, table.location).instants == before  # no plan on the timeline
 
     # a plan another tool scheduled from the same listing (reading the older slice) does not run either
-    scheduled = clustering_plan(table.spec, observe(table.location))
+    scheduled = clustering_plan(table.spec, observe(HudiTable.open(table.location)))
     ts = new_instant_time(before[-1].timestamp)
     TimelineWriter(storage, table.location).request("replacecommit", ts, encode_plan(scheduled))
     with pytest.raises(HudiFormatError, match=f"refusing to run clustering plan {ts}: .*{lost}"):

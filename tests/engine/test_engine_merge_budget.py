@@ -10,13 +10,12 @@ from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
-from _support import ORDERS_SPEC
+from _support import ORDERS_SPEC, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table, rows, tablespec_rows
 
 from tablespec.engine.arrow.basefile import read_footer_keys
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.timeline import Timeline
 from tablespec.table import Table
 
@@ -42,7 +41,7 @@ def spec_for(index: str) -> str:
 
 
 def latest_file(table: Table, partition: str = "order_date=2026-11-01") -> str:
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     (s,) = FileSystemView.build(storage, base, Timeline.load(storage, base)).latest_slices(partition)
     return s.base_file.path
 

@@ -13,14 +13,14 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
-from _support import ORDERS_SPEC, ROOT, S3_KEY_ID, S3_SECRET
+from _support import ORDERS_SPEC, ROOT, S3_KEY_ID, S3_SECRET, storage_and_base
 from helpers import rows, run_script, tablespec_rows
 
 from tablespec.apply import Applier
 from tablespec.cli import main
-from tablespec.hudi.io import join, storage_for, table_location
+from tablespec.hudi.io import join, table_location
 from tablespec.hudi.lock import LockTimeoutError, TableLock, read_lock
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe, observe_specs
@@ -40,7 +40,7 @@ def orders(spark, first, n, shift=0):
 
 def hudi_rs_rows(location: str, as_of: str | None = None) -> list[tuple]:
     import hudi
-    storage = storage_for(location)[0]
+    storage = storage_and_base(location)[0]
     options = storage.config.store_options() if hasattr(storage, "config") else {}
     table = hudi.HudiTableBuilder.from_base_uri(location).with_storage_options(options).build()
     batches = table.read(hudi.HudiReadOptions().with_as_of_timestamp(as_of)) if as_of else table.read()
@@ -56,11 +56,11 @@ def assert_agree(table: Table, as_of: str | None = None) -> list[tuple]:
 def plan_apply(spark, text: str, warehouse: str, expect: list[str]):
     loaded = load_spec_text(text, "orders.yaml")
     assert not loaded.errors, loaded.errors
-    plan = build_plan(loaded.specs, observe_specs(loaded.specs, warehouse), warehouse)
+    plan = build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse))
     kinds = [a.kind for _, a in plan.actions]   # a clean may be due besides (keepCommits: 1)
     assert [k for k in kinds if k != "clean"] == expect, kinds
     Applier(spark=spark).apply(plan)
-    again = build_plan(loaded.specs, observe_specs(loaded.specs, warehouse), warehouse)
+    again = build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse))
     assert not again.has_changes, [a.kind for _, a in again.actions]
     return loaded.specs[0].spec
 
@@ -71,7 +71,7 @@ def test_every_action_and_read(spark, warehouse):
     spec = plan_apply(spark, SIMPLE, warehouse, ["create_table"])
     table = Table(spec, table_location(warehouse, "sales/orders"), spark)
     table.write(orders(spark, 0, 60), "insert")
-    first = Timeline.load(*storage_for(table.location)).commits()[-1].timestamp
+    first = HudiTable.open(table.location).timeline.commits()[-1].timestamp
     table.write(orders(spark, 30, 60, shift=5), "upsert")
     assert table.read().count() == 90
     then = assert_agree(table, as_of=first)
@@ -94,17 +94,17 @@ def test_every_action_and_read(spark, warehouse):
 
     bucketed = evolved.replace("{type: RECORD_LEVEL}", "{type: BUCKET, numBuckets: 2}")
     loaded = load_spec_text(bucketed, "orders.yaml")
-    plan = build_plan(loaded.specs, observe_specs(loaded.specs, warehouse), warehouse)
+    plan = build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse))
     kinds = [a.kind for _, a in plan.actions]
     assert "bucket_bootstrap" in kinds, kinds
     Applier(spark=spark).apply(plan)
     spec = loaded.specs[0].spec
     table = Table(spec, table.location, spark)
-    after = build_plan(loaded.specs, observe_specs(loaded.specs, warehouse), warehouse)
+    after = build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse))
     if after.has_changes:   # the clean the rewrite made due
         assert [a.kind for _, a in after.actions] == ["clean"]
         Applier(spark=spark).apply(after)
-    assert not build_plan(loaded.specs, observe_specs(loaded.specs, warehouse), warehouse).has_changes
+    assert not build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse)).has_changes
     final = assert_agree(table)
     assert len(final) == 95
     assert table.verify().ok, str(table.verify())
@@ -119,7 +119,7 @@ def test_every_action_and_read(spark, warehouse):
     imported = load_spec_text(out.stdout, "imported.yaml")
     assert not imported.errors, imported.errors
     assert imported.specs[0].spec.spec.location == "sales/orders"
-    assert not build_plan(imported.specs, observe_specs(imported.specs, warehouse), warehouse).has_changes
+    assert not build_plan(imported.specs, observe_specs(imported.specs, Location.parse(warehouse)), Location.parse(warehouse)).has_changes
 
 
 @pytest.mark.parametrize("point", ["mid_write", "before_completion"])
@@ -137,22 +137,22 @@ def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monk
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", warehouse,
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert Timeline.load(*storage_for(table.location)).pending()
+    assert HudiTable.open(table.location).timeline.pending()
     assert assert_agree(table) == before
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
     spec = plan_apply(spark, target, warehouse, ["rollback", "bucket_bootstrap"])
     recovered = Table(spec, table.location, spark)
-    assert not Timeline.load(*storage_for(table.location)).pending()
+    assert not HudiTable.open(table.location).timeline.pending()
     assert [r for r in assert_agree(recovered)] != [] and recovered.read().count() == 30
     assert recovered.verify().ok
 
 
 _HOLDER = """
 import sys
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import TableLock
-storage, base = storage_for(sys.argv[1])
-lock = TableLock(storage, base, owner="other-process", lease_seconds=float(sys.argv[2]), auto_renew=True)
+from tablespec.hudi.table import HudiTable
+table = HudiTable.open(sys.argv[1])
+lock = TableLock(table.storage, table.base, owner="other-process", lease_seconds=float(sys.argv[2]), auto_renew=True)
 lock.acquire(timeout_seconds=5)
 print("held", flush=True)
 sys.stdin.readline()
@@ -160,7 +160,7 @@ sys.stdin.readline()
 
 
 def test_two_processes_contend_for_the_table_lock(warehouse):
-    storage, base = storage_for(join(warehouse, "t"))
+    storage, base = storage_and_base(join(warehouse, "t"))
     proc = subprocess.Popen([sys.executable, "-c", _HOLDER, base, "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -217,9 +217,9 @@ def test_apply_to_an_s3_uri_reaches_the_bucket_not_a_local_folder(s3_bucket, tmp
     assert main(["plan", str(specs), "--warehouse", s3_bucket + "/root", "--out", str(plan_file)]) == 0
     assert main(["apply", str(plan_file), "--auto-approve"]) == 0    # the saved plan, checked and applied
     assert not (tmp_path / "s3:").exists()
-    storage, base = storage_for(s3_bucket + "/root/sales/orders")
+    storage, base = storage_and_base(s3_bucket + "/root/sales/orders")
     assert storage.exists(join(base, ".hoodie/hoodie.properties"))
-    assert observe(base).exists
+    assert observe(HudiTable.open(base)).exists
     out, err = capsys.readouterr()
     saved = plan_file.read_text()
     assert json.loads(saved)["warehouse"] == s3_bucket + "/root"

@@ -13,7 +13,8 @@ from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_write import java_bucket
 
 from tablespec.apply import Applier
-from tablespec.hudi.io import LocalStorage, storage_for
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
@@ -42,7 +43,8 @@ def content(table) -> list[tuple]:
 def plan_for(text: str, warehouse, file="orders.yaml"):
     loaded = load_spec_text(text, file)
     assert not loaded.errors, loaded.errors
-    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse)), loaded.specs[0].spec
+    root = Location.parse(str(warehouse))
+    return build_plan(loaded.specs, observe_specs(loaded.specs, root), root), loaded.specs[0].spec
 
 
 def apply_spec(spark, text, warehouse):
@@ -87,14 +89,14 @@ def test_bucket_rescale_only_partitions_whose_count_changes(spark, tmp_path):
     table = make_table(spark, tmp_path, four)
     load_orders(spark, table)
     before = content(table)
-    untouched = {fg.file_id for fg in observe(table.location).file_groups if fg.partition != "order_date=2026-11-02"}
+    untouched = {fg.file_id for fg in observe(HudiTable.open(table.location)).file_groups if fg.partition != "order_date=2026-11-02"}
     rule = four.replace("numBuckets: 4}", "numBuckets: 4, partitionBuckets: [{pattern: 'order_date=2026-11-02', numBuckets: 8}]}")
     plan, result, spec = apply_spec(spark, rule, tmp_path)
     (t, action), = plan.actions
     assert action.kind == "bucket_rescale" and action.params.partitions == ["order_date=2026-11-02"]
     rescaled = Table(spec, table.location, spark)
     assert content(rescaled) == before
-    assert untouched <= {fg.file_id for fg in observe(table.location).file_groups}
+    assert untouched <= {fg.file_id for fg in observe(HudiTable.open(table.location)).file_groups}
     assert_bucketed(rescaled, lambda p: 8 if p == "order_date=2026-11-02" else 4)
     assert_hudi_rs_agrees(rescaled)
     # writers follow the per-partition counts
@@ -105,7 +107,7 @@ def test_bucket_rescale_only_partitions_whose_count_changes(spark, tmp_path):
 def test_real_fixture_moved_to_bucket_index(spark, real_table, tmp_path):
     from tablespec.importer import import_yaml
     base = real_table("cow_v6_simplekeygen_nonhivestyle")
-    text = import_yaml(observe(str(base)), str(base.parent))
+    text = import_yaml(observe(HudiTable.open(str(base))), Location.parse(str(base.parent)))
     original = Table(load_spec_text(text, "f.yaml").specs[0].spec, str(base), spark)
     before = content(original)
     target = text.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 2, hashFields: [id]}")
@@ -139,14 +141,14 @@ def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, warehouse, monk
     monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
     loaded = load_specs([str(specs)])
     loc = table.location
-    plan = build_plan(loaded.specs, {loc: observe(loc)}, warehouse)
+    plan = build_plan(loaded.specs, {loc: observe(HudiTable.open(loc))}, Location.parse(warehouse))
     Applier(spark=spark).apply(plan)
-    after = build_plan(loaded.specs, {loc: observe(loc)}, warehouse)
+    after = build_plan(loaded.specs, {loc: observe(HudiTable.open(loc))}, Location.parse(warehouse))
     assert not after.has_changes
     spec = loaded.specs[0].spec
     recovered = Table(spec, loc, spark)
     assert content(recovered) == before
-    assert not Timeline.load(*storage_for(loc)).pending()
+    assert not HudiTable.open(loc).timeline.pending()
     assert_hudi_rs_agrees(recovered)
     assert_bucketed(recovered, lambda p: 4)
 
@@ -178,11 +180,11 @@ def test_bucket_to_simple_is_configuration_only_and_writes_continue(spark, tmp_p
     table = make_table(spark, tmp_path, ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4"))
     load_orders(spark, table, n=40, days=2)
     before = content(table)
-    files = {fg.file_id for fg in observe(table.location).file_groups}
+    files = {fg.file_id for fg in observe(HudiTable.open(table.location)).file_groups}
     plan, result, spec = apply_spec(spark, SIMPLE, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["index_migration"]
     simple = Table(spec, table.location, spark)
-    assert content(simple) == before and {fg.file_id for fg in observe(table.location).file_groups} == files
+    assert content(simple) == before and {fg.file_id for fg in observe(HudiTable.open(table.location)).file_groups} == files
     r = simple.write(spark.createDataFrame([("o0003", 3, Decimal("7.00"), T0 + dt.timedelta(days=3),
                                              dt.date(2026, 11, 2))], SCHEMA), "upsert")
     assert r.updated == 1

@@ -8,13 +8,13 @@ from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
-from _support import ORDERS_SPEC
+from _support import ORDERS_SPEC, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_rebucket import SCHEMA, SIMPLE, T0, apply_spec, content
 from test_engine_schema_evolution import NESTED, NESTED_EVOLVED
 from test_engine_write import java_bucket
 
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import join
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
 from tablespec.table import Table
@@ -52,7 +52,7 @@ def tasks_per_partition(files: dict) -> dict[str, int]:
 def written_keys(table) -> dict[str, list[str]]:
     """Each rewritten partition's record keys in the files the last replacecommit wrote (readers
     would hide a second file of a file group, so the files are read themselves), duplicates kept."""
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     timeline = Timeline.load(storage, base)
     stats = timeline.read_metadata(timeline.last("replacecommit"))["partitionToWriteStats"]
     assert len({s["fileId"] for ss in stats.values() for s in ss}) == sum(len(ss) for ss in stats.values())

@@ -5,10 +5,12 @@ import os
 
 import pyarrow as pa
 import pytest
+from _support import storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table, run_script
 
 from tablespec.hudi import record_index as ri
-from tablespec.hudi.io import LocalStorage, storage_for
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.index import verify
 
@@ -43,7 +45,7 @@ def looked_up(table, keys) -> dict[str, tuple[str, str]]:
 
 
 def assert_consistent(table):
-    result = verify(table.location)
+    result = verify(HudiTable.open(table.location))
     assert result.ok, str(result)
     data = where(table)
     assert looked_up(table, list(data) + ["nope"]) == data
@@ -75,7 +77,7 @@ def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, wareh
     assert len(data) == 31 and table.read().filter("id = 'k3'").collect()[0].n == 300
     assert_hudi_rs_agrees(table)
     # index files live under .hoodie/.tablespec and count only for completed instants
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     files = ri.list_files(storage, base)
     done = {i.timestamp for i in Timeline.load(storage, base).completed()}
     assert files and all(f.instant in done for f in files)
@@ -89,14 +91,14 @@ def test_real_fixture_migrates_to_record_level_and_back(spark, real_table):
     from tablespec.state import observe
     from tablespec.table import Table
     base = real_table("cow_v6_simplekeygen_nonhivestyle")
-    text = import_yaml(observe(str(base)), str(base.parent))
+    text = import_yaml(observe(HudiTable.open(str(base))), Location.parse(str(base.parent)))
     original = Table(load_spec_text(text, "f.yaml").specs[0].spec, str(base), spark)
     before = content(original)
     plan, result, spec = apply_spec(spark, text.replace("{type: SIMPLE}", "{type: RECORD_LEVEL}"), base.parent)
     (t, action), = plan.actions
     assert action.kind == "index_migration" and action.estimate.rows == len(before)
     assert result.actions[0].actual.rows == len(before)
-    props = observe(str(base)).config.to_properties()
+    props = observe(HudiTable.open(str(base))).config.to_properties()
     assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "GLOBAL_SIMPLE")
     assert props[ri.NUM_BUCKETS_PROPERTY] == str(ri.MIN_BUCKETS)  # sized from the table: small
     table = Table(spec, str(base), spark)
@@ -156,7 +158,7 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
         table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(6)], DDL), "insert")
     table.write(spark.createDataFrame([("k0-0", "ams", 0), ("k1-1", "ams", 0)], DDL), "delete")
     data = assert_consistent(table)
-    over = {b: n for b, (n, _) in observe(table.location).index_buckets.items() if n > 2}
+    over = {b: n for b, (n, _) in observe(HudiTable.open(table.location)).index_buckets.items() if n > 2}
     assert over
     plan, _ = plan_for(SPEC, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["record_index_compaction"]
@@ -174,7 +176,7 @@ def test_compaction_planned_and_applied_keeps_lookups(spark, tmp_path):
     plan, _ = plan_for(SPEC, tmp_path)
     result = Applier(spark=spark).apply(plan)
     assert result.actions[0].actual.index_files_written == len(over)
-    assert all(n == 1 for b, (n, _) in observe(table.location).index_buckets.items() if b in over)
+    assert all(n == 1 for b, (n, _) in observe(HudiTable.open(table.location)).index_buckets.items() if b in over)
     assert assert_consistent(table) == data
     files = ri.list_files(LocalStorage(), table.location)
     assert not ri.superseded_files(LocalStorage(), table.location, Timeline.load(LocalStorage(), table.location), 3)
@@ -203,7 +205,7 @@ def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, wareh
         table.write(df, "upsert")
     """, TABLESPEC_CRASH_AT=point)
     assert proc.returncode == -9, proc.stderr[-3000:]
-    storage = storage_for(table.location)[0]
+    storage = storage_and_base(table.location)[0]
     crashed = Timeline.load(storage, table.location).pending()[0].timestamp
     assert any(f.instant == crashed for f in ri.list_files(storage, table.location))  # written, not counted
     assert assert_consistent(table) == before  # readers and lookups see the table as before
@@ -231,7 +233,7 @@ def test_replace_table_into_record_level_rebuilds_the_index(spark, tmp_path):
     Applier(spark=spark).apply(plan, allow_destructive=True)
     after, _ = plan_for(rekeyed, tmp_path)
     assert not after.has_changes
-    assert observe(table.location).config.to_properties()[ri.NUM_BUCKETS_PROPERTY] == str(ri.MIN_BUCKETS)
+    assert observe(HudiTable.open(table.location)).config.to_properties()[ri.NUM_BUCKETS_PROPERTY] == str(ri.MIN_BUCKETS)
     replaced = Table(spec, table.location, spark)
     assert len(assert_consistent(replaced)) == 10
     assert_hudi_rs_agrees(replaced)
@@ -243,6 +245,7 @@ def test_record_level_writes_on_local_cluster(tmp_path):
     proc = run_script(f"""
         from helpers import make_table
         from tablespec.engine.session import get_spark
+        from tablespec.hudi.table import HudiTable
         from tablespec.index import verify
         spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
         table = make_table(spark, {str(tmp_path)!r}, open({str(tmp_path / "people.yaml")!r}).read())
@@ -252,7 +255,7 @@ def test_record_level_writes_on_local_cluster(tmp_path):
         moved = df.filter("n < 50").selectExpr("id", "'cph' as city", "n + 1 as n")
         r = table.write(moved, "upsert")
         assert (r.inserted, r.deleted) == (50, 50), r
-        assert verify(table.location).ok, str(verify(table.location))
+        assert verify(HudiTable.open(table.location)).ok, str(verify(HudiTable.open(table.location)))
         assert table.read().count() == 300 and table.read().filter("city = 'cph'").count() == 50
         assert table.lookup(["k1", "k299", "nope"]).num_rows == 2
         spark.stop()
@@ -270,7 +273,7 @@ def test_index_build_on_a_table_without_commits_keeps_hudi_rs_reading(spark, tmp
     assert [a.kind for _, a in plan.actions] == ["index_migration"]
     assert len(ri.list_files(LocalStorage(), table.location)) == 3  # an empty base per bucket
     assert hudi_rs_rows(table.location) == []
-    assert verify(table.location).ok
+    assert verify(HudiTable.open(table.location)).ok
 
 
 def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_path):
@@ -335,9 +338,9 @@ def test_fewer_index_buckets_leave_no_stale_bucket_files(spark, tmp_path):
     _, _, spec = apply_spec(spark, SPEC, tmp_path)  # 7 -> 3 buckets: the index is rebuilt
     table = Table(spec, table.location, spark)
     table.write(spark.createDataFrame([(f"k{i}", "cph", 100) for i in range(10)], DDL), "upsert")  # moves
-    result = verify(table.location)
+    result = verify(HudiTable.open(table.location))
     assert result.ok and result.entries == result.keys == 40, str(result)
-    assert set(observe(table.location).index_buckets) == {0, 1, 2}
+    assert set(observe(HudiTable.open(table.location)).index_buckets) == {0, 1, 2}
     assert len(assert_consistent(table)) == 40
 
 
@@ -393,7 +396,7 @@ def test_bucket_bootstrap_from_record_level_keeps_the_index_until_the_switch_the
     assert len(assert_consistent(table)) == 12  # data rewritten, still RECORD_LEVEL: the index followed
     plan, _ = plan_for(bucket, tmp_path)
     Applier(spark=spark).apply(plan)
-    assert observe(table.location).config.to_properties()["hoodie.index.type"] == "BUCKET"
+    assert observe(HudiTable.open(table.location)).config.to_properties()["hoodie.index.type"] == "BUCKET"
     assert not ri.list_files(LocalStorage(), table.location) and table.read().count() == 12
 
 
@@ -413,10 +416,10 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
     table = make_table(spark, tmp_path, text)
     for i in range(4):
         table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(6)], DDL), "bulk_insert")
-    plan = clustering_plan(table.spec, observe(table.location))
+    plan = clustering_plan(table.spec, observe(HudiTable.open(table.location)))
     assert plan is not None
     schedule(table.location, plan)
-    assert any(n > 2 for n, _ in observe(table.location).index_buckets.values())
+    assert any(n > 2 for n, _ in observe(HudiTable.open(table.location)).index_buckets.values())
     kinds = []
     while "clustering" not in kinds or "record_index_compaction" not in kinds:  # plan -> apply
         plan, _ = plan_for(text, tmp_path)
@@ -425,7 +428,7 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
         assert len(assert_consistent(table)) == 24
     assert kinds.index("clustering") < kinds.index("record_index_compaction")
     table.write(spark.createDataFrame([("k9", "ber", 1)], DDL), "upsert")
-    schedule(table.location, clustering_plan(table.spec, observe(table.location)))
+    schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     with locked(table.location) as lock:
         with pytest.raises(TablespecError, match="pending clustering"):
             compact_index(spark, table.location, 0, lock)
@@ -506,7 +509,7 @@ def test_verify_reports_an_entry_filed_in_the_wrong_bucket(spark, tmp_path):
     other = next(f for f in ri.list_files(LocalStorage(), table.location) if f.bucket != home)
     t = ri.read_file(os.path.join(folder, other.name)).to_pydict()
     ri.write_file(folder, other, ri.entries(t["key"] + ["k5"], t["partition"] + [k5[0]], t["file_id"] + [k5[1]]))
-    result = verify(table.location)
+    result = verify(HudiTable.open(table.location))
     assert [(d.kind, d.count) for d in result.differences] == [("missing", 1)] and "k5" in str(result)
 
 
@@ -523,5 +526,5 @@ def test_building_the_index_refuses_keys_stored_in_two_partitions(spark, tmp_pat
     plan, _ = plan_for(SPEC, tmp_path)
     with pytest.raises(TablespecError, match=r"stored more than once in the table, e.g. k1;"):
         Applier(spark=spark).apply(plan)
-    assert observe(table.location).config.to_properties()["hoodie.index.type"] == "SIMPLE"
+    assert observe(HudiTable.open(table.location)).config.to_properties()["hoodie.index.type"] == "SIMPLE"
     assert not ri.list_files(LocalStorage(), table.location) and not Timeline.load(LocalStorage(), table.location).pending()

@@ -19,6 +19,7 @@ from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.index_coverage import IndexBehind
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 from tablespec.index import verify
 from tablespec.plan.render import render
@@ -59,7 +60,7 @@ def test_unseen_commits_are_refused_then_caught_up_incrementally(spark, tmp_path
     assert unseen(table) == [update.instant, delete.instant]
     # index-based work is refused, naming the instants and the way out
     for refused in (lambda: table.write(spark.createDataFrame([("k1", "ams", 9)], DDL), "upsert"),
-                    lambda: table.lookup(["k0"]), lambda: verify(table.location)):
+                    lambda: table.lookup(["k0"]), lambda: verify(HudiTable.open(table.location))):
         with pytest.raises(IndexBehind, match=f"{update.instant}.commit, {delete.instant}.commit.*tablespec plan"):
             refused()
     assert main(["verify", table.location]) == 1  # a finding: the index cannot be compared
@@ -101,7 +102,7 @@ def test_a_clustering_after_unseen_commits_is_caught_up_with_them(spark, tmp_pat
     table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(6)], DDL), "insert")
     older = older_write(spark, table, [("n3", "ams", 3), ("n4", "ams", 4)], "bulk_insert")  # a second ams file group
     with locked(table.location) as lock:
-        plan = clustering_plan(table.spec, observe(table.location))
+        plan = clustering_plan(table.spec, observe(HudiTable.open(table.location)))
         done = clustering.run(spark, table.spec, table.location, clustering.schedule(table.location, plan),
                               table_avro_schema(table.spec), lock)
     assert unseen(table) == [older.instant, done.instant]

@@ -16,7 +16,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _support import ROOT
+from _support import ROOT, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table
 
 from tablespec.actions.metadata import create_table
@@ -30,7 +30,8 @@ from tablespec.errors import StalePlanError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage, storage_for, table_location
+from tablespec.hudi.io import LocalStorage, table_location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.plan.builder import build_plan
 from tablespec.plan.columns import spec_columns
@@ -74,7 +75,7 @@ def load(text: str):
 def plan(warehouse, text: str):
     result = load(text)
     location = table_location(str(warehouse), result.specs[0].spec.spec.location)
-    return build_plan(result.specs, {location: observe(location)}, str(warehouse))
+    return build_plan(result.specs, {location: observe(HudiTable.open(location))}, Location.parse(str(warehouse)))
 
 
 def evolved_table(spark, table: Table, text: str) -> Table:
@@ -219,7 +220,7 @@ def test_drop_or_narrowing_is_destructive_and_refused(spark, tmp_path, monkeypat
     spec_text = SPEC.replace("INDEX", INDEXES["bucket"])
     table = make_table(spark, tmp_path / "warehouse", spec_text)
     table.write(spark.createDataFrame([("a", "eu", 1, D("1.50"), 0.5)], OLD_DDL), "upsert")
-    before = observe(table.location)
+    before = observe(HudiTable.open(table.location))
     spec_file = tmp_path / "items.yaml"
     spec_file.write_text(spec_text.replace(*edit))
     monkeypatch.chdir(tmp_path)
@@ -231,7 +232,7 @@ def test_drop_or_narrowing_is_destructive_and_refused(spark, tmp_path, monkeypat
     code = main(["apply", str(spec_file), "--warehouse", "warehouse", "--auto-approve"])
     _, err = capsys.readouterr()
     assert code == 1 and "--allow-destructive" in err and "nothing was changed" in err
-    after = observe(table.location)
+    after = observe(HudiTable.open(table.location))
     assert (after.head, after.columns) == (before.head, before.columns)
 
 
@@ -268,13 +269,13 @@ def test_evolve_schema_is_idempotent_and_refuses_destructive_specs(tmp_path):
     location = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
     new = load(EVOLVED.replace("INDEX", INDEXES["simple"])).specs[0].spec
     instant = evolve_schema(location, new)
-    assert instant is not None and observe(location).head == instant
+    assert instant is not None and observe(HudiTable.open(location)).head == instant
     assert evolve_schema(location, new) is None  # a re-run finds nothing to change
     dropped_text = SPEC.replace("INDEX", INDEXES["simple"]).replace("    - {name: score, type: float}\n", "")
     dropped = load(dropped_text).specs[0].spec
     with pytest.raises(StalePlanError, match="drop column score"):
         evolve_schema(location, dropped)
-    assert observe(location).head == instant
+    assert observe(HudiTable.open(location)).head == instant
 
 
 @pytest.mark.parametrize("through_plan", [True, False])
@@ -282,7 +283,7 @@ def test_crashed_schema_evolution_is_rolled_back_then_applied(warehouse, through
     """A dead apply left an inflight instant (no heartbeat): the plan rolls it back first; the
     executor alone also recovers it (under the lock) before committing."""
     location = _empty_table(warehouse, SPEC.replace("INDEX", INDEXES["simple"]))
-    storage = storage_for(location)[0]
+    storage = storage_and_base(location)[0]
     writer = TimelineWriter(storage, location)
     crashed = new_instant_time()
     writer.start(writer.request("commit", crashed), b"")

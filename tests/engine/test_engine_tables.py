@@ -4,11 +4,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from _support import storage_and_base
 from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
 
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import join
 from tablespec.hudi.lock import LockTimeoutError, TableLock
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
@@ -34,7 +36,7 @@ spec:
                                   "cow_v6_nonpartitioned"])
 def test_upsert_into_real_hudi_table(spark, real_table, name):
     base = real_table(name)
-    spec = TableSpec.model_validate(spec_document(observe(str(base)), str(base.parent)))
+    spec = TableSpec.model_validate(spec_document(observe(HudiTable.open(str(base))), Location.parse(str(base.parent))))
     table = Table(spec, str(base), spark)
     before = table.read()
     assert sorted(hudi_rs_rows(str(base))) == sorted(assert_hudi_rs_agrees(table))
@@ -56,7 +58,7 @@ def test_upsert_into_real_hudi_table(spark, real_table, name):
 def test_second_writer_waits_then_fails_naming_holder(spark, warehouse):
     table = make_table(spark, warehouse, SPEC)
     df = spark.createDataFrame([("a", 1)], "id string, qty int")
-    holder = TableLock(*storage_for(table.location), owner="nightly-backfill")
+    holder = TableLock(*storage_and_base(table.location), owner="nightly-backfill")
     holder.acquire()
     try:
         with pytest.raises(LockTimeoutError, match="nightly-backfill"):
@@ -70,7 +72,7 @@ def test_crashed_write_is_rolled_back_by_next_writer(spark, warehouse):
     table = make_table(spark, warehouse, SPEC)
     table.write(spark.createDataFrame([("a", 1), ("b", 2)], "id string, qty int"), "upsert")
     # a writer that died mid-write: inflight instant, a data file, no heartbeat
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     writer = TimelineWriter(storage, base)
     ts = new_instant_time(after=Timeline.load(storage, base).instants[-1].timestamp)
     writer.start(writer.request("commit", ts))
@@ -117,7 +119,7 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     from tablespec.engine import tasks
 
     base = real_table("cow_v6_simplekeygen_nonhivestyle")
-    doc = spec_document(observe(str(base)), str(base.parent))
+    doc = spec_document(observe(HudiTable.open(str(base))), Location.parse(str(base.parent)))
     doc["spec"]["index"] = {"type": "BLOOM"}
     spec = TableSpec.model_validate(doc)
     update_settings(str(base), spec)

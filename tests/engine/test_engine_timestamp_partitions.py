@@ -7,6 +7,7 @@ import pytest
 from helpers import assert_hudi_rs_agrees, make_table
 
 from tablespec.apply import Applier
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.importer import import_yaml
 from tablespec.plan.builder import build_plan
 from tablespec.show import show_text
@@ -47,7 +48,7 @@ def rows(n, v=1, start=0):
 def plan_for(text, warehouse):
     loaded = load_spec_text(text, "events.yaml")
     assert not loaded.errors, loaded.errors
-    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse))
+    return build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(str(warehouse))), Location.parse(str(warehouse)))
 
 
 def partitions(table):
@@ -64,10 +65,10 @@ def test_writes_partition_paths_like_timestamp_based_generator(spark, tmp_path):
     assert got["k4"] == (2, "2023/11/15") and got["k0"] == (1, "2023/11/14") and len(got) == 9
     assert_hudi_rs_agrees(table)
     # import round-trips: the imported spec plans clean and names the transform
-    text = import_yaml(observe(table.location), str(tmp_path))
+    text = import_yaml(observe(HudiTable.open(table.location)), Location.parse(str(tmp_path)))
     assert "timestamp: {field: ts, input: epochMillis, outputFormat: yyyy/MM/dd, timeZone: UTC}" in text
     assert not plan_for(text, tmp_path).has_changes
-    assert "partitions  ts; ts formatted as yyyy/MM/dd in UTC from EPOCHMILLISECONDS" in show_text(observe(table.location))
+    assert "partitions  ts; ts formatted as yyyy/MM/dd in UTC from EPOCHMILLISECONDS" in show_text(observe(HudiTable.open(table.location)))
 
 
 def test_custom_generator_table_buckets_and_clusters(spark, tmp_path):
@@ -79,7 +80,7 @@ def test_custom_generator_table_buckets_and_clusters(spark, tmp_path):
     before = sorted(tuple(r) for r in table.read().drop("_hoodie_file_name").collect())
     keys = {r._hoodie_record_key for r in table.read().collect()}
     assert "k0" in keys  # one key field: CustomKeyGenerator keys like SimpleKeyGenerator
-    assert not plan_for(import_yaml(observe(table.location), str(tmp_path)), tmp_path).has_changes
+    assert not plan_for(import_yaml(observe(HudiTable.open(table.location)), Location.parse(str(tmp_path))), tmp_path).has_changes
     bucketed = CUSTOM.replace("  orderingField: v\n", "  orderingField: v\n  index: {type: BUCKET, numBuckets: 2}\n")
     plan = plan_for(bucketed, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["bucket_bootstrap"]

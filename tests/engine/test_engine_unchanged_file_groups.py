@@ -10,11 +10,10 @@ import os
 from decimal import Decimal
 
 import pytest
-from _support import ORDERS_SPEC
+from _support import ORDERS_SPEC, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table
 
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.lock import read_lock
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.timeline import Timeline
@@ -50,7 +49,7 @@ def stored_table(spark, tmp_path, index: str):
 
 def slices_per_group(table) -> dict[tuple[str, str], int]:
     """(partition, file id) -> its number of file slices, in the table's file-system view."""
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     view = FileSystemView.build(storage, base, Timeline.load(storage, base))
     return {(g.partition, g.file_id): len(g.slices) for g in view.file_groups()}
 
@@ -75,7 +74,7 @@ def table_files(table) -> tuple[list[str], list[str]]:
 
 def assert_nothing_left(table) -> None:
     """No heartbeat of a pending instant, no pending instant, the table lock free."""
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     heartbeats = os.path.join(table.location, ".hoodie", ".heartbeat")
     assert not os.path.isdir(heartbeats) or not os.listdir(heartbeats)
     assert not Timeline.load(storage, base).pending()
@@ -166,6 +165,6 @@ def test_ingest_says_the_batch_changed_nothing(spark, tmp_path, capsys):
     assert code == 0, err
     assert out.strip().splitlines()[-1] == ("no changes (upsert): 12 rows ignored (the stored rows are newer), "
                                             "so no commit was made")
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     assert len(Timeline.load(storage, base).instants) == 1
     assert_nothing_left(table)

@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from _support import ORDERS_SPEC
+from _support import ORDERS_SPEC, storage_and_base
 from helpers import make_table
 from test_engine_rebucket import load_orders, plan_for
 from test_engine_record_index import DDL as PEOPLE_DDL
@@ -18,7 +18,7 @@ from tablespec.cli import main
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import new_instant_time
-from tablespec.hudi.io import LocalStorage, join, storage_for
+from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.timeline import Timeline
 
@@ -36,7 +36,7 @@ def verify(capsys, *args) -> tuple[int, str, str]:
 
 def latest_base_files(table) -> list[str]:
     """Paths (relative to the table) of the base files a snapshot reads."""
-    st, base = storage_for(table.location)
+    st, base = storage_and_base(table.location)
     view = FileSystemView.build(st, base, Timeline.load(st, base))
     paths = [s.base_file.path for s in view.latest_slices()]
     assert all(p.startswith(base + "/") for p in paths), (base, paths)
@@ -60,7 +60,7 @@ def findings(out: str, location: str) -> list[tuple[str, str]]:
 
 def test_a_written_table_verifies_clean_and_damage_is_reported(spark, warehouse, capsys):
     table = updated_table(spark, warehouse)
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     code, out, _ = verify(capsys, table.location)
     assert code == 0 and out.strip().startswith(f"{table.location}: clean (")
     assert table.verify().ok

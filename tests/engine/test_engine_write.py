@@ -8,12 +8,13 @@ from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
-from _support import ORDERS_SPEC
+from _support import ORDERS_SPEC, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table
 
 from tablespec.engine.schema import DataSchemaError
 from tablespec.engine.writer import WriteRefused
-from tablespec.hudi.io import LocalStorage, storage_for
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
@@ -155,14 +156,14 @@ def test_bloom_finds_keys_the_footer_range_orders_the_java_way(spark, tmp_path):
 def test_null_keys_are_refused_and_nothing_committed(spark, warehouse):
     table = make_table(spark, warehouse, spec_for("BUCKET"))
     table.write(orders(spark, [("o1", 1, "1.00", 0, 1)]), "upsert")
-    before = Timeline.load(*storage_for(table.location)).instants
+    before = HudiTable.open(table.location).timeline.instants
     bad = spark.createDataFrame([(None, 1, Decimal("1"), T0, dt.date(2026, 11, 1)),
                                  ("", 2, Decimal("1"), T0, dt.date(2026, 11, 1)),
                                  ("ok", 3, Decimal("1"), T0, dt.date(2026, 11, 1))],
                                 SCHEMA.replace("order_id string", "order_id string"))
     with pytest.raises(WriteRefused, match=r"2 row\(s\) have a null or empty record key"):
         table.write(bad, "upsert")
-    after = Timeline.load(*storage_for(table.location))
+    after = HudiTable.open(table.location).timeline
     assert [i for i in after.instants if i.action == "commit"] == [i for i in before if i.action == "commit"]
     assert sorted(r.order_id for r in table.read().collect()) == ["o1"]
     assert_hudi_rs_agrees(table)
@@ -269,6 +270,6 @@ def test_bulk_insert_with_null_keys_writes_nothing(spark, tmp_path):
         spark.createDataFrame([(None, 2, Decimal("1"), T0, dt.date(2026, 11, 1))], SCHEMA)).repartition(3)
     with pytest.raises(WriteRefused, match=r"1 row\(s\) have a null or empty record key"):
         table.write(bad, "bulk_insert")
-    storage, base = storage_for(table.location)
+    storage, base = storage_and_base(table.location)
     assert not Timeline.load(storage, base).commits()
     assert not [f for f in storage.walk_files(base) if f.path.endswith(".parquet")]  # the task's files rolled back

@@ -26,8 +26,9 @@ from tablespec.hudi.archive.log import archive_files, folder_path
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant
-from tablespec.hudi.io import LocalStorage, join, storage_for
+from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.logfile import MAGIC
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 SCHEMA = '{"type":"record","name":"t_record","namespace":"hoodie.t","fields":[{"name":"id","type":"string"}]}'
@@ -346,14 +347,15 @@ def test_a_run_writes_the_next_version_of_the_log(table):
 def test_archiving_on_an_object_store_survives_a_killed_archiver(s3_bucket):
     """On S3 (the loopback server): an archiver killed (-9) after writing the archive version
     leaves each instant readable once; the next run deletes the archived instants' files."""
-    storage, base = storage_for(s3_bucket + "/t")
+    at = Location.parse(s3_bucket + "/t")
+    storage, base = at.storage, at.uri
     _build(storage, base)
     expected = Timeline.load(storage, base).instants
-    code = ("import os, signal; from tablespec.hudi.io import storage_for; "
+    code = ("import os, signal; from tablespec.hudi.table import Location; "
             "from tablespec.hudi.timeline import Timeline; "
             "from tablespec.hudi.archive import ArchiveSettings, plan_archive; "
             "from tablespec.hudi.archive.archiver import state_files, write_archive; "
-            f"storage, base = storage_for({s3_bucket + '/t'!r}); "
+            f"at = Location.parse({s3_bucket + '/t'!r}); storage, base = at.storage, at.uri; "
             "plan = plan_archive(Timeline.load(storage, base), ArchiveSettings(2, 3, 1)); "
             "write_archive(storage, base, state_files(storage, base, plan.instants)); "
             "os.kill(os.getpid(), signal.SIGKILL)")

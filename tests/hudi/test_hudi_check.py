@@ -2,6 +2,7 @@
 Tables written here with real parquet files (test_hudi_clean's writer), and Apache Hudi's own."""
 import os
 
+from _support import storage_and_base
 from test_hudi_clean import ST, A, B, _plan, _table, _updates, _write
 
 from tablespec.hudi.check import (
@@ -15,7 +16,7 @@ from tablespec.hudi.check import (
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, execute_clean
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import join, storage_for
+from tablespec.hudi.io import join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.rollback import rollback
@@ -201,13 +202,13 @@ def test_bucket_layout_of_file_groups(tmp_path):
 
 
 def test_tables_apache_hudi_wrote_check_clean(fixture_table, any_name):
-    st, base = storage_for(str(fixture_table(any_name)))
+    st, base = storage_and_base(str(fixture_table(any_name)))
     result = check_files(st, base, Timeline.load(st, base))
     assert result.findings == [] and result.commits >= (0 if "empty" in any_name else 1)
 
 
 def test_a_missing_file_of_a_table_apache_hudi_wrote(fixture_table):
-    st, base = storage_for(str(fixture_table("cow_v6_complexkeygen_hivestyle")))
+    st, base = storage_and_base(str(fixture_table("cow_v6_complexkeygen_hivestyle")))
     timeline = Timeline.load(st, base)
     latest = timeline.commit_metadata(timeline.commits()[-1]).write_stats()[0]
     os.remove(join(base, latest.path))

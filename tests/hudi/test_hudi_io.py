@@ -1,9 +1,10 @@
 import os
 
 import pytest
+from _support import storage_and_base
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.io import LocalStorage, Storage, checksum_sidecar, join, storage_for
+from tablespec.hudi.io import LocalStorage, Storage, checksum_sidecar, join
 
 
 def test_write_bytes_creates_parents(tmp_path):
@@ -86,22 +87,22 @@ def test_join_skips_empty_partition():
     assert join("/t/", "a/b", "f") == "/t/a/b/f"
 
 
-def test_storage_for_accepts_paths_and_file_uris(tmp_path):
-    _, base = storage_for(str(tmp_path) + "/")
+def test_a_location_accepts_paths_and_file_uris(tmp_path):
+    _, base = storage_and_base(str(tmp_path) + "/")
     assert base == str(tmp_path)
-    _, base = storage_for(f"file://{tmp_path}")
+    _, base = storage_and_base(f"file://{tmp_path}")
     assert base == str(tmp_path)
-    _, base = storage_for(f"file:{tmp_path}/t%20x")
+    _, base = storage_and_base(f"file:{tmp_path}/t%20x")
     assert base == f"{tmp_path}/t x"
-    _, base = storage_for("rel/path")
+    _, base = storage_and_base("rel/path")
     assert base == os.path.abspath("rel/path")
 
 
 @pytest.mark.parametrize("uri", ["gs://b/t", "hdfs://nn:8020/t", "abfs://c@acct.dfs.core.windows.net/t", "ftp://h/t"])
-def test_storage_for_unknown_scheme_names_supported_ones(uri):
+def test_a_location_with_an_unknown_scheme_names_supported_ones(uri):
     with pytest.raises(TablespecError, match=r"unsupported storage scheme .*supported are local paths, file://, "
                                              r"s3:// and s3a:// URIs"):
-        storage_for(uri)
+        storage_and_base(uri)
 
 
 def test_read_range_reads_from_either_end_without_the_whole_file(tmp_path):

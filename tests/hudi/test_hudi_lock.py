@@ -11,13 +11,13 @@ from _support import ROOT
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.lock import LockInfo, LockLostError, LockTimeoutError, TableLock, lock_dir, read_lock
+from tablespec.hudi.lock import RELEASED, LockInfo, LockLostError, LockTimeoutError, TableLock, lock_dir, read_lock
 
 ST = LocalStorage()
 
 
 def _generations(base):
-    return sorted(os.listdir(lock_dir(base)))
+    return sorted(n for n in os.listdir(lock_dir(base)) if not n.endswith(RELEASED))
 
 
 def _current(base):
@@ -42,6 +42,26 @@ def test_generations_advance_and_old_ones_are_cleaned_up(tmp_path):
     for _ in range(4):
         TableLock(ST, base).acquire(timeout_seconds=0).release()
     assert _generations(base) == ["00000000000000000003", "00000000000000000004"]
+    assert sorted(os.listdir(lock_dir(base))) == ["00000000000000000003", "00000000000000000003.released",
+                                                  "00000000000000000004", "00000000000000000004.released"]
+
+
+def test_a_released_lock_is_known_from_the_listing_alone(tmp_path):
+    """`plan` asks every table whether it is locked: a release leaves a marker, so the answer needs
+    no file read. The marker is trusted for its own generation only."""
+    base = str(tmp_path)
+    TableLock(ST, base).acquire(timeout_seconds=0).release()
+    first = _current(base)
+    with open(first, "w") as f:
+        f.write("not read")                      # a read would fail on it: the marker answered
+    assert read_lock(ST, base) is None
+    os.remove(first + RELEASED)
+    with pytest.raises(TablespecError, match="is not a tablespec lock file"):
+        read_lock(ST, base)
+    os.remove(first)
+    TableLock(ST, base).acquire(timeout_seconds=0).release()
+    held = TableLock(ST, base, owner="later").acquire(timeout_seconds=0)   # the older generation's marker stays
+    assert read_lock(ST, base).owner == "later" and held.release()
 
 
 def test_second_writer_waits_then_fails_naming_the_holder(tmp_path):

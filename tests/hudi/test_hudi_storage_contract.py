@@ -6,16 +6,17 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _support import storage_and_base
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.io import LocalStorage, join, storage_for
+from tablespec.hudi.io import LocalStorage, join
 
 
 @pytest.fixture(params=["local", "s3"])
 def store(request, tmp_path):
     if request.param == "local":
-        return storage_for(str(tmp_path / "root"))
-    return storage_for(request.getfixturevalue("s3_bucket") + "/root")
+        return storage_and_base(str(tmp_path / "root"))
+    return storage_and_base(request.getfixturevalue("s3_bucket") + "/root")
 
 
 def test_write_read_list_delete(store):
@@ -75,7 +76,7 @@ def test_parquet_through_the_storage_reads_only_what_it_needs(store):
 
 def test_s3_conditional_put_is_a_real_412(s3_bucket, s3_server):
     """moto honours If-None-Match: * on PutObject: the second conditional PUT is refused."""
-    s, root = storage_for(s3_bucket + "/t")
+    s, root = storage_and_base(s3_bucket + "/t")
     s.create_exclusive(join(root, "x"), b"1")
     before = s3_server.requests()
     with pytest.raises(FileExistsError):
@@ -93,28 +94,28 @@ def test_s3_conditional_put_is_a_real_412(s3_bucket, s3_server):
 ])
 def test_malformed_uris_are_refused_naming_the_value_and_origin(value, message):
     with pytest.raises(TablespecError, match=message) as e:
-        storage_for(value, origin="--warehouse")
+        storage_and_base(value, origin="--warehouse")
     assert str(e.value).startswith("--warehouse: ") and value in str(e.value)
 
 
 def test_s3_and_s3a_name_the_same_objects(s3_bucket):
-    s, root = storage_for(s3_bucket.replace("s3://", "s3a://") + "/t/")
+    s, root = storage_and_base(s3_bucket.replace("s3://", "s3a://") + "/t/")
     assert root == s3_bucket + "/t"
     s.write_bytes(join(root, "f"), b"x")
-    s2, root2 = storage_for(s3_bucket + "/t")
+    s2, root2 = storage_and_base(s3_bucket + "/t")
     assert s2.read_bytes(join(root2, "f")) == b"x"
 
 
 def test_plain_http_endpoint_only_on_loopback(monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://minio.example.com:9000")
     with pytest.raises(TablespecError, match="plain http is allowed for loopback addresses only"):
-        storage_for("s3://bucket/t")
+        storage_and_base("s3://bucket/t")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://minio.example.com:9000")
-    assert storage_for("s3://bucket/t")[1] == "s3://bucket/t"
+    assert storage_and_base("s3://bucket/t")[1] == "s3://bucket/t"
 
 
 def test_local_storage_is_the_default():
-    assert isinstance(storage_for("rel")[0], LocalStorage)
+    assert isinstance(storage_and_base("rel")[0], LocalStorage)
 
 
 def test_a_store_without_conditional_writes_is_refused(s3_server, monkeypatch):   # s3_server: moto is there
@@ -126,7 +127,7 @@ def test_a_store_without_conditional_writes_is_refused(s3_server, monkeypatch): 
         monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)
         monkeypatch.setenv("AWS_REGION", "us-east-1")
         boto3.client("s3", endpoint_url=server.endpoint).create_bucket(Bucket="no-conditional")
-        s, root = storage_for("s3://no-conditional/t")
+        s, root = storage_and_base("s3://no-conditional/t")
         with pytest.raises(TablespecError, match="does not support conditional writes"):
             s.create_exclusive(join(root, ".hoodie/hoodie.properties"), b"x")
         assert list(s.walk_files("s3://no-conditional")) == []   # the probe is gone, nothing written

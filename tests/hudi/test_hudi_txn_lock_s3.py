@@ -5,14 +5,13 @@ import sys
 import time
 
 import pytest
-from _support import ROOT
+from _support import ROOT, storage_and_base
 
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.txn_lock import TransactionLock, TransactionLockTimeout, lock_path, read_holder
 
 
 def test_transaction_lock_on_s3(s3_bucket):
-    storage, base = storage_for(s3_bucket + "/t")
+    storage, base = storage_and_base(s3_bucket + "/t")
     with TransactionLock(storage, base, "first", expire=1) as lock:
         assert lock.path == f"{base}/.hoodie/lock"
         assert read_holder(storage, base, expire=1).thread.startswith("tablespec first")
@@ -22,7 +21,7 @@ def test_transaction_lock_on_s3(s3_bucket):
 
 
 def test_refresh_moves_the_modification_time_on_s3(s3_bucket):
-    storage, base = storage_for(s3_bucket + "/t")
+    storage, base = storage_and_base(s3_bucket + "/t")
     with TransactionLock(storage, base, "slow", expire=1, refresh_seconds=0.2) as lock:
         content = storage.read_bytes(lock.path)
         first = storage.info(lock.path).mtime_ms
@@ -31,10 +30,10 @@ def test_refresh_moves_the_modification_time_on_s3(s3_bucket):
 
 
 def test_a_killed_holder_is_taken_over_on_s3(s3_bucket):
-    storage, base = storage_for(s3_bucket + "/t")
-    code = ("import os, signal; from tablespec.hudi.io import storage_for; "
+    storage, base = storage_and_base(s3_bucket + "/t")
+    code = ("import os, signal; from tablespec.hudi.table import HudiTable; "
             "from tablespec.hudi.txn_lock import TransactionLock; "
-            f"TransactionLock(*storage_for({base!r}), 'victim').acquire(); os.kill(os.getpid(), signal.SIGKILL)")
+            f"HudiTable.open({base!r}).transaction_lock('victim').acquire(); os.kill(os.getpid(), signal.SIGKILL)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True).returncode == -9
     assert read_holder(storage, base).expired
     with TransactionLock(storage, base, "next", timeout_seconds=5):

@@ -16,6 +16,7 @@ from test_hudi_tables import KEYED, SCHEMA, _df, _import, _table
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.properties import parse_properties
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 
 FIRST = [("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-01", 1), ("c", 3, "2024-01-02", 1)]
@@ -60,7 +61,7 @@ def test_version_6_table_written_by_hudi_1x(hudi, hudi1, tmp_path, capsys):
 
     # Hudi 1.2.0 opens the table tablespec wrote, then upserts with `hudi-options` (plus the table
     # version its writers must keep: without it Hudi 1.x upgrades the table)
-    options = {k: v for k, v in hudi_write_options(table.spec, table.location).items() if k != "path"}
+    options = {k: v for k, v in hudi_write_options(table.spec, HudiTable.open(table.location)).items() if k != "path"}
     options.update({"hoodie.write.table.version": "6", "hoodie.datasource.write.operation": "upsert"})
     upsert = [("c", 30, "2024-01-02", 0), ("d", 40, "2024-01-02", 3), ("e", 5, "2024-01-03", 3)]
     before, _, after = hudi1.process.run([read_step(location), write_step(location, options, SCHEMA, upsert),

@@ -14,6 +14,7 @@ from tablespec.engine.commit import CRASH_ENV
 from tablespec.hudi.config import read_table_config, table_index_type
 from tablespec.hudi.conflict import WriteConflictError
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, lock_path, read_holder
 from tablespec.hudi_options import hudi_write_options
@@ -48,7 +49,7 @@ def _spec(name, index="{type: SIMPLE}"):
 
 def _plan(text, warehouse):
     loaded = load_spec_text(text, "occ.yaml").specs
-    return build_plan(loaded, observe_specs(loaded, str(warehouse)), str(warehouse))
+    return build_plan(loaded, observe_specs(loaded, Location.parse(str(warehouse))), Location.parse(str(warehouse)))
 
 
 def _hudi_upsert(spark, rows, options):
@@ -65,7 +66,7 @@ def test_hudi_commit_during_bucket_bootstrap_aborts_it(hudi, tmp_path):
     The rewrite's commit sees it, rolls itself back and says so; the plan proposes it again."""
     table = make_table(hudi, tmp_path, _spec("rescale"))
     table.write(hudi.createDataFrame(SEED, DDL), "upsert")
-    options = hudi_write_options(table.spec, table.location)   # the running Hudi job's
+    options = hudi_write_options(table.spec, HudiTable.open(table.location))   # the running Hudi job's
     bucketed = _spec("rescale", "{type: BUCKET, numBuckets: 2}")
     plan = _plan(bucketed, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["bucket_bootstrap"]
@@ -101,7 +102,7 @@ def test_hudi_sees_tablespec_commits_as_conflicts(hudi, tmp_path):
     started before a tablespec upsert of the same file group must abort."""
     table = make_table(hudi, tmp_path, _spec("both_ways"))
     table.write(hudi.createDataFrame(SEED, DDL), "upsert")
-    options = hudi_write_options(table.spec, table.location)
+    options = hudi_write_options(table.spec, HudiTable.open(table.location))
     _hudi_upsert(hudi, [("a1", 12, 3, "d1")], options)           # Hudi's commit, on a1's file group
     hudi_commit = Timeline.load(ST, table.location).commits()[-1]
     ours = table.write(hudi.createDataFrame([("a2", 21, 3, "d1")], DDL), "upsert")   # the same file group
@@ -221,7 +222,7 @@ while time.monotonic() < deadline and not (control / "stop").exists():
         (control / "paused").unlink(missing_ok=True)
         continue
     spec = load_specs([spec_file]).specs[0].spec   # the job renders its options from the spec every batch
-    options = hudi_write_options(spec, table_location(warehouse, spec.spec.location))
+    options = hudi_write_options(spec, HudiTable.open(table_location(warehouse, spec.spec.location)))
     options.update({"hoodie.client.heartbeat.interval_in_ms": "1000"})
     ts = time.time_ns() // 1000
     rows = [(f"k{(3 * i) % 12}", i, ts, f"d{i % 2}"), (f"k{(3 * i + 7) % 12}", i, ts, f"d{(i + 1) % 2}"),
@@ -362,7 +363,7 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
         assert "rolled back" in message or "no longer matches" in message or "stale" in message, message
     # the dead attempts Hudi left for lazy cleaning are rolled back by the next apply; then nothing is pending
     deadline = time.monotonic() + 30
-    while set((state := observe(table.location)).pending) - set(state.expired):   # their heartbeats go stale
+    while set((state := observe(HudiTable.open(table.location))).pending) - set(state.expired):   # their heartbeats go stale
         assert time.monotonic() < deadline, state.pending
         time.sleep(1)
     Applier(spark=hudi).apply(_plan(spec_text(4), tmp_path))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from _support import storage_and_base
 from interop_support import hudi_write
 
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.logfile import BlockType, Header, avro_content, avro_records, encode_block, read_blocks
 from tablespec.hudi.timeline import Timeline
 
@@ -36,7 +36,7 @@ def test_hudi_archived_timeline_and_metadata_logs_read_and_reencode(hudi, tmp_pa
             records = avro_records(block)
             assert avro_content(records, json.loads(block.header[Header.SCHEMA])) == block.content
             archived |= {(r["commitTime"], r["actionType"]) for r in records if r["actionState"] == "COMPLETED"}
-    storage, root = storage_for(str(base))
+    storage, root = storage_and_base(str(base))
     active = {(i.timestamp, i.action) for i in Timeline.load(storage, root).completed()}
     commits = {t for t, a in archived | active if a == "commit"}
     assert len(commits) == 5 and not archived & active

@@ -12,6 +12,7 @@ from interop_support import assert_readers_agree, hudi_df, rejected_properties
 from tablespec.apply import Applier
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi_options import hudi_write_options
 from tablespec.index import verify
 from tablespec.plan.builder import build_plan
@@ -58,7 +59,7 @@ def _hudi_write(df, options: dict[str, str], operation: str) -> None:
 
 def apply_plan(table, warehouse):
     loaded = load_spec_text(_spec(table.spec.metadata.name), "interop.yaml").specs
-    return build_plan(loaded, observe_specs(loaded, str(warehouse)), str(warehouse))
+    return build_plan(loaded, observe_specs(loaded, Location.parse(str(warehouse))), Location.parse(str(warehouse)))
 
 
 def _data(rows: list[tuple]) -> list[tuple]:
@@ -71,7 +72,7 @@ def test_hudi_writes_with_hudi_options(hudi, tmp_path, name):
     table = make_table(hudi, tmp_path, _spec(name))
     auto = table.spec.spec.record_key.auto_generate
     table.write(hudi.createDataFrame(SEED, DDL), "insert" if auto else "upsert")
-    options = hudi_write_options(table.spec, table.location)
+    options = hudi_write_options(table.spec, HudiTable.open(table.location))
 
     if auto:  # Hudi generates keys for new records; deletes go by the stored record keys
         _hudi_write(hudi.createDataFrame([("a4", 1, 40, 5, "d2")], DDL), options, "insert")
@@ -86,7 +87,7 @@ def test_hudi_writes_with_hudi_options(hudi, tmp_path, name):
     _hudi_write(doomed, options, "delete")
 
     assert _data(assert_readers_agree(hudi, table)) == expected
-    state = observe(table.location)
+    state = observe(HudiTable.open(table.location))
     record_level = table.spec.spec.index.type == "RECORD_LEVEL"
     # Hudi's writers do not maintain tablespec's record-level index: the plan catches it up, nothing else
     plan = apply_plan(table, tmp_path)
@@ -101,6 +102,6 @@ def test_hudi_writes_with_hudi_options(hudi, tmp_path, name):
 
     if record_level:
         Applier(spark=hudi).apply(plan)
-        assert not apply_plan(table, tmp_path).has_changes and verify(table.location).ok
+        assert not apply_plan(table, tmp_path).has_changes and verify(HudiTable.open(table.location)).ok
     table.write(hudi.createDataFrame([("a5", 1, 50, 7, "d1")], DDL), "insert" if auto else "upsert")
     assert _data(assert_readers_agree(hudi, table)) == sorted(expected + [("a5", 1, 50, 7, "d1")])

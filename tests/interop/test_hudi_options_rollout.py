@@ -11,6 +11,7 @@ from interop_support import assert_readers_agree, cli, hudi_write
 
 from tablespec.engine.rebucket import rebucket
 from tablespec.engine.writer import table_avro_schema
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
@@ -62,7 +63,7 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
     # merged, not applied: the spec says 2 buckets, the table has 4
     (tmp_path / "orders.yaml").write_text(SPEC.format(buckets=2))
     with pytest.raises(Exception, match="Config conflict"):  # what a job with the spec's values meets
-        _upsert(hudi, location, hudi_write_options(_spec(2), location), [("k1", 2, "d1")])
+        _upsert(hudi, location, hudi_write_options(_spec(2), HudiTable.open(location)), [("k1", 2, "d1")])
     options, err = _options(capsys, spec_file, tmp_path)
     assert options[BUCKETS] == "4"
     assert "the table lags its spec" in err and f"{BUCKETS}=4 (spec: 2)" in err

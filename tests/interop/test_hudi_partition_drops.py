@@ -12,6 +12,7 @@ from test_hudi_tables import KEYED, _df, _import, _table
 
 from tablespec.engine.schema import META_FIELDS
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi_options import hudi_write_options
 
@@ -60,7 +61,7 @@ def test_table_after_hudi_dropped_a_partition(hudi, tmp_path, capsys, how):
 
     table.write(_df(hudi, [("b", 20, "2024-01-02", 2), ("d", 4, "2024-01-01", 2)]))   # the dropped partition again
     hudi_write(_df(hudi, [("d", 40, "2024-01-01", 3), ("e", 5, "2024-01-03", 3)]), location,
-               {**hudi_write_options(table.spec, table.location), "hoodie.datasource.write.operation": "upsert"})
+               {**hudi_write_options(table.spec, HudiTable.open(table.location)), "hoodie.datasource.write.operation": "upsert"})
     rows = assert_readers_agree(hudi, table)
     assert {dict(r)["id"]: dict(r)["v"] for r in rows} == {"b": 20, "d": 40, "e": 5,
                                                            **({"c": 3} if how == "delete_partition" else {})}

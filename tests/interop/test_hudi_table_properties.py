@@ -9,6 +9,7 @@ from interop_support import rejected_properties
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import VERSION_PINS, hudi_write_options
 from tablespec.spec.loader import load_spec_text
 
@@ -48,5 +49,5 @@ def test_hudi_defines_every_writer_option(hudi, tmp_path, index, auto_keys):
     text = ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", WRITERS[index])
     if auto_keys:
         text = text.replace("{fields: [order_id]}", "{autoGenerate: true}")
-    options = hudi_write_options(load_spec_text(text, "t.yaml").specs[0].spec, str(tmp_path / "t"))
+    options = hudi_write_options(load_spec_text(text, "t.yaml").specs[0].spec, HudiTable.open(str(tmp_path / "t")))
     assert rejected_properties(hudi, {k: v for k, v in options.items() if k not in VERSION_PINS}) == {}

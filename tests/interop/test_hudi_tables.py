@@ -12,6 +12,7 @@ from interop_support import apply_until_done, assert_readers_agree, cli, hudi_ro
 
 from tablespec.hudi import metadata_table
 from tablespec.hudi.io import LocalStorage, checksum_sidecar
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe
@@ -39,7 +40,7 @@ def _import(tmp_path, location, capsys) -> tuple[dict, str]:
     spec_file.write_text(out)
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
-    return spec_document(observe(str(location)), str(tmp_path)), str(spec_file)
+    return spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path))), str(spec_file)
 
 
 
@@ -50,7 +51,7 @@ def _table(spark, doc: dict, location) -> Table:
 
 def _retired(location) -> None:
     """Hudi's metadata table is gone and hoodie.properties names none of its partitions."""
-    state = observe(str(location))
+    state = observe(HudiTable.open(str(location)))
     assert state.metadata_table == metadata_table.MetadataTable(False, (), (), 0)
     props = state.config.to_properties()
     assert props[metadata_table.PARTITIONS_KEY] == "" and props[metadata_table.INFLIGHT_KEY] == ""
@@ -62,7 +63,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     through its metadata table, writes with its defaults (rebuilding it) and reads again."""
     location = tmp_path / "simple"
     hudi_write(_df(hudi, FIRST), location, _options("simple"))
-    assert observe(str(location)).metadata_table.partitions == ("files",)
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)
     sidecar = checksum_sidecar(str(location / ".hoodie" / "hoodie.properties"))
     assert os.path.exists(sidecar)  # Hadoop's checksum sidecar, which a rewrite must not leave stale
     doc, spec_file = _import(tmp_path, location, capsys)
@@ -79,7 +80,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     doc["spec"]["retention"]["keepCommits"] = 5
     save_spec(doc, spec_file)
     assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
-    assert observe(str(location)).metadata_table.partitions == ("files",)
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)
     written = hudi_rows(hudi, str(location))
     assert len(written) == len(FIRST)
 
@@ -92,7 +93,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
 
     # A retire interrupted after hoodie.properties: Hudi reads without the folder no key names.
     assert metadata_table.unname(LocalStorage(), str(location)) and not os.path.exists(sidecar)
-    assert observe(str(location)).metadata_table.present
+    assert observe(HudiTable.open(str(location))).metadata_table.present
     assert hudi_rows(hudi, str(location)) == written
 
     _table(hudi, doc, location).write(_df(hudi, [("a", 10, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
@@ -113,7 +114,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     hudi_write(_df(hudi, [("b", 20, "2024-01-01", 3), ("e", 5, "2024-01-03", 3)]), location,
                _options("simple", **{"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2",
                                      "hoodie.bucket.index.hash.field": "id"}))
-    assert observe(str(location)).metadata_table.partitions == ("files",)  # Hudi rebuilt it
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)  # Hudi rebuilt it
     after = assert_readers_agree(hudi, table)
     assert len(after) == len(expected) + 1
     assert {dict(r)["id"]: dict(r)["v"] for r in after} == {"a": 10, "b": 20, "c": 3, "d": 4, "e": 5}
@@ -129,7 +130,7 @@ def test_indexed_table_import_and_upsert(hudi, tmp_path, capsys, case, options):
     location = tmp_path / case
     hudi_write(_df(hudi, FIRST), location, _options(case, **options))
     if case == "record_index":
-        assert "record_index" in observe(str(location)).metadata_table.partitions
+        assert "record_index" in observe(HudiTable.open(str(location))).metadata_table.partitions
     doc, _ = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("b", 20, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
@@ -161,7 +162,7 @@ def test_bucket_table_import_says_what_it_cannot_determine(hudi, tmp_path, capsy
     code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 1 and out == "" and "Traceback" not in err
     assert "BUCKET" in err and "bucket count" in err
-    assert observe(str(location)).metadata_table.partitions == ("files",)  # untouched
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)  # untouched
 
 
 def test_clustered_cleaned_rolled_back_table(hudi, tmp_path, capsys):
@@ -171,7 +172,7 @@ def test_clustered_cleaned_rolled_back_table(hudi, tmp_path, capsys):
                                   "hoodie.cleaner.commits.retained": "1"})
     hudi_write(_df(hudi, FIRST), location, busy)
     hudi_write(_df(hudi, [("a", 11, "2024-01-01", 2), ("b", 12, "2024-01-01", 2)]), location, busy)
-    head = observe(str(location)).head
+    head = observe(HudiTable.open(str(location))).head
     assert [i.action for i in _timeline(location) if i.timestamp == head] == ["replacecommit"]  # a clustering
     hudi.sql(f"create table history using hudi location '{location}'")
     try:

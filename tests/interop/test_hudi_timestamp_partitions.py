@@ -10,6 +10,7 @@ from interop_support import cli, hudi_rows, hudi_write
 
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi import keygen
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi_options import hudi_write_options
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
@@ -51,7 +52,7 @@ def _import_plans_clean(capsys, location, warehouse) -> tuple[dict, str]:
     spec_file.write_text(out)
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
-    return spec_document(observe(str(location)), str(warehouse)), str(spec_file)
+    return spec_document(observe(HudiTable.open(str(location))), Location.parse(str(warehouse))), str(spec_file)
 
 
 def test_hudi_epoch_millis_table_imports_takes_upserts_and_a_bucket_bootstrap(hudi, tmp_path, capsys):
@@ -61,7 +62,7 @@ def test_hudi_epoch_millis_table_imports_takes_upserts_and_a_bucket_bootstrap(hu
         "hoodie.datasource.write.partitionpath.field": "ms", "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
         "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd", "hoodie.keygen.timebased.timezone": "UTC",
         "hoodie.metadata.enable": "false"})
-    props = observe(str(location)).config.to_properties()
+    props = observe(HudiTable.open(str(location))).config.to_properties()
     assert keygen.TYPE_KEY not in props  # Hudi 0.15 does not record it: import finds it from the files
     doc, spec_file = _import_plans_clean(capsys, location, tmp_path)
     assert doc["spec"]["partitioning"] == {
@@ -106,7 +107,7 @@ def _files(location) -> dict:
 
 def _hudi_upsert_with_hudi_options(spark, doc: dict, location, rows) -> None:
     """A user's Hudi job configured by `hudi-options` for the spec `doc`: upserts `rows`."""
-    options = hudi_write_options(TableSpec.model_validate(doc), str(location))
+    options = hudi_write_options(TableSpec.model_validate(doc), HudiTable.open(str(location)))
     hudi_write(spark.createDataFrame(rows, SCHEMA), location, {**options, "hoodie.datasource.write.operation": "upsert"})
 
 
@@ -118,7 +119,7 @@ def test_hudi_timestamp_table_without_a_time_zone_is_imported_as_utc(hudi, tmp_p
         "hoodie.datasource.write.keygenerator.class": keygen.TIMESTAMP_BASED,
         "hoodie.datasource.write.partitionpath.field": "ms", "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
         "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd/HH"})
-    assert keygen.TIMEZONE_KEY not in observe(str(location)).config.to_properties()
+    assert keygen.TIMEZONE_KEY not in observe(HudiTable.open(str(location))).config.to_properties()
     doc, spec_file = _import_plans_clean(capsys, location, tmp_path)
     assert doc["spec"]["partitioning"]["timestamp"] == {
         "field": "ms", "input": "epochMillis", "outputFormat": "yyyy/MM/dd/HH", "timeZone": "UTC"}
@@ -144,7 +145,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
         "hoodie.datasource.write.partitionpath.field": "region:SIMPLE,ms:TIMESTAMP",
         "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
         "hoodie.keygen.timebased.output.dateformat": "yyyyMMddHH", "hoodie.keygen.timebased.timezone": "Asia/Kolkata"})
-    props = observe(str(location)).config.to_properties()
+    props = observe(HudiTable.open(str(location))).config.to_properties()
     assert not any(k.startswith(keygen.PREFIX) or k == keygen.CUSTOM_FIELDS_KEY for k in props)
     crc = location / ".hoodie" / ".hoodie.properties.crc"   # Hadoop's checksum of the file Hudi wrote
     assert crc.is_file()
@@ -164,7 +165,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     spec_file.write_text(out)
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
-    doc = spec_document(observe(str(location)), str(tmp_path),
+    doc = spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path)),
                         {"outputFormat": "yyyyMMddHH", "timeZone": "Asia/Kolkata"})
     assert doc["spec"]["partitioning"] == {"fields": ["region", "ms"], "hiveStyle": False, "timestamp": {
         "field": "ms", "input": "epochMillis", "outputFormat": "yyyyMMddHH", "timeZone": "Asia/Kolkata"}}
@@ -191,7 +192,7 @@ def test_hudi_custom_generator_table_is_imported_with_what_hudi_does_not_record(
     spec_file.write_text(json.dumps(doc))
     code, out, err = cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 0 and "bucket_bootstrap" in out, out + err
-    recorded = observe(str(location)).config.to_properties()
+    recorded = observe(HudiTable.open(str(location))).config.to_properties()
     assert not crc.exists()   # tablespec's rewrites of hoodie.properties drop it: Hudi reads the file unchecked
     assert recorded[keygen.TIMEZONE_KEY] == "Asia/Kolkata" and recorded[keygen.CUSTOM_FIELDS_KEY] == "region:SIMPLE,ms:TIMESTAMP"
     _hudi_upsert_with_hudi_options(hudi, doc, location, [("b", "us", T0 + DAY, "u", 5), ("e", "eu", T0, "z", 1)])
@@ -218,7 +219,7 @@ def test_hudi_writes_into_a_custom_table_tablespec_created(hudi, tmp_path):
     create_table(location, spec)
     table = Table(spec, location, hudi)
     table.write(hudi.createDataFrame(ROWS, SCHEMA), "upsert")
-    options = hudi_write_options(spec, location)
+    options = hudi_write_options(spec, HudiTable.open(location))
     assert options["hoodie.datasource.write.partitionpath.field"] == "region:SIMPLE,ms:TIMESTAMP"
     hudi_write(hudi.createDataFrame([("b", "us", T0 + DAY, "u", 5), ("z", "eu", T0 + 3 * DAY, "n", 1)], SCHEMA),
                location, options)

@@ -9,6 +9,7 @@ import pytest
 from interop_support import assert_readers_agree, hudi_write
 from test_engine_unchanged_file_groups import STORED, orders, slices_per_group, stored_table
 
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 from tablespec.table import Table
 
@@ -37,7 +38,7 @@ def test_apache_hudi_agrees_with_a_write_that_rewrites_only_changed_file_groups(
     assert sum(slices_per_group(ours).values()) == sum(groups.values()) + 1
     assert_readers_agree(hudi, ours)
 
-    options = {**hudi_write_options(theirs.spec, theirs.location), "hoodie.datasource.write.operation": "upsert"}
+    options = {**hudi_write_options(theirs.spec, HudiTable.open(theirs.location)), "hoodie.datasource.write.operation": "upsert"}
     hudi_write(orders(hudi, stale), theirs.location, options)
     hudi_write(orders(hudi, batch), theirs.location, options)
     assert sum(slices_per_group(theirs).values()) > sum(groups.values()) + 1   # Hudi rewrote untouched groups

@@ -10,6 +10,7 @@ from interop_support import apply_until_done, assert_readers_agree, cli, hudi_ro
 
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi_options import hudi_write_options
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
@@ -48,7 +49,7 @@ def test_hudi_url_encoded_table_imports_upserts_migrates_and_takes_hudi_writes(h
         f.write(out)
     code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
-    doc = spec_document(observe(str(location)), str(tmp_path))
+    doc = spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path)))
     assert doc["spec"]["partitioning"] == {"fields": ["region"], "hiveStyle": True, "urlEncode": True}
     code, out, _ = cli(capsys, "show", str(location))
     assert "partitions  region hive-style url-encoded\n" in out
@@ -106,7 +107,7 @@ def test_url_encoded_table_tablespec_created_takes_hudi_writes(hudi, tmp_path):
     assert {i: r["_hoodie_partition_path"] for i, r in seen.items()} == {
         i: p.removeprefix("region=") for i, p in HUDI_PATHS.items()}
     hudi_write(hudi.createDataFrame([("a", "eu/west", 5), ("z", "a b/c", 1)], SCHEMA), location,
-               hudi_write_options(spec, location))
+               hudi_write_options(spec, HudiTable.open(location)))
     rows = _by_id(assert_readers_agree(hudi, table))
     assert rows["a"]["v"] == 5 and rows["z"]["_hoodie_partition_path"] == "a b%2Fc" and len(rows) == 6
 

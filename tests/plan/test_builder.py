@@ -10,6 +10,7 @@ from tablespec.actions.metadata import creation_properties
 from tablespec.errors import UnsupportedTableError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.config import TableConfig
+from tablespec.hudi.table import Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import ObservedColumn, TableState
@@ -37,7 +38,7 @@ def state_for(text: str, **overrides) -> TableState:
 
 
 def actions(text: str, state: TableState):
-    plan = build_plan(load(text), {LOCATION: state}, WAREHOUSE)
+    plan = build_plan(load(text), {LOCATION: state}, Location.parse(WAREHOUSE))
     return plan.tables[0].actions
 
 
@@ -51,7 +52,7 @@ def test_plan_absent_table_creates_it():
 
 
 def test_plan_matching_table_has_no_changes():
-    plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, WAREHOUSE)
+    plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, Location.parse(WAREHOUSE))
     assert not plan.has_changes
     assert plan.summary() == {"create": 0, "update": 0, "replace": 0, "unchanged": 1}
 
@@ -162,7 +163,7 @@ def test_plan_merge_on_read_table_is_refused():
 
 
 def test_plan_records_requirements_of_observed_state():
-    plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, WAREHOUSE)
+    plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, Location.parse(WAREHOUSE))
     reqs = {r.type: r for r in plan.tables[0].requirements}
     assert reqs["table_exists"].exists and reqs["head_instant"].head == "20261121000000000"
     assert reqs["properties_fingerprint"].fingerprint == "fp"
@@ -172,7 +173,7 @@ def test_plan_short_and_byte_columns_match_their_stored_int():
     text = BASE.replace("    - {name: order_date, type: date}\n",
                         "    - {name: order_date, type: date}\n    - {name: qty, type: short}\n"
                         "    - {name: flags, type: \"array<byte>\"}\n")
-    plan = build_plan(load(text), {LOCATION: state_for(text)}, WAREHOUSE)
+    plan = build_plan(load(text), {LOCATION: state_for(text)}, Location.parse(WAREHOUSE))
     assert not plan.has_changes
 
 

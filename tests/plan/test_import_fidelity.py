@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.importer import import_yaml, spec_document
 from tablespec.plan.builder import build_plan
 from tablespec.plan.settings import REGISTRY
@@ -86,7 +87,8 @@ LAYOUTS = {
 def _plan(text: str, warehouse):
     loaded = load_spec_text(text, "everything.yaml")
     assert not loaded.errors, loaded.errors
-    return build_plan(loaded.specs, observe_specs(loaded.specs, str(warehouse)), str(warehouse)), loaded.specs[0].spec
+    root = Location.parse(str(warehouse))
+    return build_plan(loaded.specs, observe_specs(loaded.specs, root), root), loaded.specs[0].spec
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -95,7 +97,7 @@ def test_import_of_a_spec_setting_every_field_plans_clean(tmp_path, layout):
     _, spec = _plan(text, tmp_path)
     location = table_location(str(tmp_path), spec.spec.location)
     create_table(location, spec)
-    imported = import_yaml(observe(location), str(tmp_path))
+    imported = import_yaml(observe(HudiTable.open(location)), Location.parse(str(tmp_path)))
     assert "256MiB" in imported and "latestPartitions: 5" in imported and "maxSmallFiles: 11" in imported
     plan, again = _plan(imported, tmp_path)
     assert not plan.has_changes, [(a.kind, a.changes) for _, a in plan.actions]
@@ -137,4 +139,4 @@ def test_spec_document_validates_for_every_layout(tmp_path):
         _, spec = _plan(HEAD.replace("lake/everything", layout) + body + TAIL, tmp_path)
         location = table_location(str(tmp_path), spec.spec.location)
         create_table(location, spec)
-        assert TableSpec.model_validate(spec_document(observe(location), str(tmp_path))) == spec
+        assert TableSpec.model_validate(spec_document(observe(HudiTable.open(location)), Location.parse(str(tmp_path)))) == spec

@@ -5,6 +5,7 @@ from tablespec.hudi.heartbeat import Heartbeat
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.lock import TableLock
+from tablespec.hudi.table import Location
 from tablespec.hudi.timeline import TimelineWriter
 from tablespec.hudi.txn_lock import TransactionLock
 from tablespec.plan.builder import build_plan
@@ -25,7 +26,7 @@ spec:
 
 def _plan(tmp_path):
     loaded = load_spec_text(SPEC, "busy.yaml").specs
-    return build_plan(loaded, observe_specs(loaded, str(tmp_path)), str(tmp_path))
+    return build_plan(loaded, observe_specs(loaded, Location.parse(str(tmp_path))), Location.parse(str(tmp_path)))
 
 
 def test_plan_names_pending_writers_and_lock_holders(tmp_path):

@@ -11,6 +11,7 @@ from _support import EXAMPLES, ROOT, check_golden
 
 from tablespec.apply import Applier
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.plan.render import load_plan, render, render_json
 from tablespec.spec.loader import load_specs
@@ -25,8 +26,8 @@ def make_plan(specs_dir="specs"):
     states = {}
     for ls in loaded.specs:
         loc = table_location("warehouse", ls.spec.spec.location)
-        states[loc] = observe(loc)
-    return build_plan(loaded.specs, states, "warehouse", {"env": "test"}, now=NOW)
+        states[loc] = observe(HudiTable.open(loc))
+    return build_plan(loaded.specs, states, Location.parse("warehouse"), {"env": "test"}, now=NOW)
 
 
 
