@@ -15,6 +15,7 @@ from tablespec.hudi import keys
 from tablespec.hudi.config import DEFAULT_INDEX_TYPE, KNOWN_KEYS, TableConfig, read_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.properties import format_properties, table_checksum
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import RENAMED, hudi_write_options
 from tablespec.plan.settings import REGISTRY
 from tablespec.spec.loader import load_spec_text
@@ -128,6 +129,6 @@ def test_the_table_config_and_the_spec_mapping_use_registry_keys():
 @pytest.mark.parametrize("index", ["{type: SIMPLE}", "{type: BUCKET, numBuckets: 8}", "{type: RECORD_LEVEL}"])
 def test_hudi_options_are_registry_keys(index):
     spec = load_spec_text(ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", index), "t.yaml").specs[0].spec
-    options = hudi_write_options(spec, "/wh/sales/orders")
+    options = hudi_write_options(spec, HudiTable.open("/wh/sales/orders"))
     assert set(options) - {"path"} <= set(keys.BY_NAME)
     assert not any(keys.BY_NAME[k].scope == "tablespec" for k in options if k != "path")
