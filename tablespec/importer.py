@@ -51,11 +51,11 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
 def _refuse_unexpressed(state: TableState, props: dict) -> None:
     """Key generation and layouts tablespec cannot reproduce end the import, by name."""
     where = state.location
-    if (why := unmanaged_layout(state.config)) is not None:
+    if (why := unmanaged_layout(state.table_config)) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
     if (why := keygen.refusal(props.get(KEY_GENERATOR))) is not None:
         raise UnsupportedTableError(f"{where}: {why}")
-    if state.config.drop_partition_columns:
+    if state.table_config.drop_partition_columns:
         raise UnsupportedTableError(f"{where}: {keys.DROP_PARTITION_COLUMNS.name}=true is not supported "
                                     "(tablespec keeps partition columns in the base files)")
     cls = keygen.canonical_class(props.get(KEY_GENERATOR))
@@ -183,10 +183,10 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     the table holds (or defaults) at its spec path, then what import derives (keys, timestamps)."""
     if not state.exists:
         raise TablespecError(f"{state.location}: no Hudi table there (no .hoodie/hoodie.properties)")
-    if state.config.table_type != "COPY_ON_WRITE":
-        raise UnsupportedTableError(f"{state.location}: is a {state.config.table_type} table; "
+    if state.table_config.table_type != "COPY_ON_WRITE":
+        raise UnsupportedTableError(f"{state.location}: is a {state.table_config.table_type} table; "
                                     "tablespec manages COPY_ON_WRITE tables only for now")
-    props = state.config.to_properties()
+    props = state.table_config.to_properties()
     _refuse_unrecorded_buckets(state, props)
     _refuse_unexpressed(state, props)
     doc: dict = {"apiVersion": "tablespec/v1", "kind": "HudiTable", "metadata": {},
@@ -222,7 +222,7 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
 def observed_spec(state: TableState, timestamp: dict[str, str] | None = None) -> TableSpec:
     """The table as it is, as a spec object (for actions that read it under its current layout);
     `timestamp`: what hoodie.properties does not record of its timestamp partitioning (import --timestamp)."""
-    return TableSpec.model_validate(spec_document(state, state.table.location.parent(), timestamp))
+    return TableSpec.model_validate(spec_document(state, state.handle.location.parent(), timestamp))
 
 
 def import_yaml(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None) -> str:

@@ -24,14 +24,14 @@ from tablespec.wording import counted
 
 
 def state_dict(state: TableState) -> dict:
-    props = state.config.to_properties()
+    props = state.table_config.to_properties()
     per_partition = Counter(fg.partition for fg in state.file_groups)
     return {
         "location": state.location,
         "name": props.get(keys.TABLE_NAME.name),
         "database": props.get(keys.DATABASE_NAME.name),
-        "tableType": state.config.table_type,
-        "tableVersion": state.config.version,
+        "tableType": state.table_config.table_type,
+        "tableVersion": state.table_config.version,
         "recordKey": props.get(RECORD_KEY_FIELDS),
         "keyGenerator": props.get(KEY_GENERATOR),
         "partitionFields": effective(props, PARTITION_FIELDS),

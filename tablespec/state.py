@@ -99,6 +99,20 @@ class TableState:
         return self.clusterings[-1][1] if self.clusterings else None
 
     @property
+    def table_config(self) -> TableConfig:
+        """hoodie.properties of a table that exists (callers ask `exists` first)."""
+        if self.config is None:
+            raise HudiFormatError(f"{self.location}: holds no Hudi table")
+        return self.config
+
+    @property
+    def handle(self) -> HudiTable:
+        """The handle this state was observed through."""
+        if self.table is None:
+            raise TablespecError(f"{self.location}: observed without a table handle")
+        return self.table
+
+    @property
     def total_bytes(self) -> int:
         return sum(fg.size for fg in self.file_groups)
 

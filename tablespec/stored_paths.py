@@ -21,7 +21,7 @@ def _sample_rows(state: TableState, columns: list[str]):
     """(partition, rows of `columns`) of a few latest base files: what the table's writers made of them."""
     import pyarrow.parquet as pq
 
-    storage, base = state.table.storage, state.table.base
+    storage, base = state.handle.storage, state.handle.base
     for fg in [fg for fg in state.file_groups if fg.base_file][:SAMPLE_FILES]:
         with storage.open_input_file(join(base, fg.partition, fg.base_file)) as f:
             yield fg.partition, pq.read_table(f, columns=columns)
@@ -58,7 +58,7 @@ def unconfirmed(spec, state: TableState) -> str | None:
     (a table Apache Hudi wrote): a wrong setting there would put rows into other partitions."""
     if not state.exists:
         return None
-    props = state.config.to_properties()
+    props = state.table_config.to_properties()
     if not unrecorded(spec, props) or any(c.category == "key" for c in diff_settings(spec, props)):
         return None
     parts = spec.spec.partitioning

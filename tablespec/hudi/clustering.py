@@ -179,7 +179,7 @@ def _metrics(group: ClusteringGroup) -> dict[str, float]:
 
 def encode_plan(plan: ClusteringPlan) -> bytes:
     """The plan as the content of `T.replacecommit.requested`."""
-    groups = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": [], "fileId": s.file_id,
+    groups: list[dict[str, Any]] = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": [], "fileId": s.file_id,
                            "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in g.slices],
                "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None,
                "version": 1}

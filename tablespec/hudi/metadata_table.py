@@ -63,7 +63,7 @@ def unname(storage: Storage, base: str) -> bool:
     the metadata table); returns whether it named any."""
     config = read_table_config(storage, base)
     props = config.to_properties() if config is not None else {}
-    if not (_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY))):
+    if config is None or not (_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY))):
         return False
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""}))
     return True

@@ -22,10 +22,11 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -111,7 +112,7 @@ class S3Storage(Storage):
         return {"bucket": self.bucket, "config": self.config}
 
     def __setstate__(self, state):
-        self.__init__(state["bucket"], state["config"])
+        S3Storage.__init__(self, state["bucket"], state["config"])
 
     def __eq__(self, other):
         return isinstance(other, S3Storage) and (self.bucket, self.config) == (other.bucket, other.config)
@@ -138,7 +139,8 @@ class S3Storage(Storage):
         client = {"allow_http": True} if (self.config.endpoint or "").startswith("http://") else {}
         retry = {"max_retries": 5, "retry_timeout": timedelta(seconds=60),
                  "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=5), "base": 2}}
-        return S3Store(self.bucket, config=cfg, client_options=client or None, retry_config=retry)
+        return S3Store(self.bucket, config=cfg, client_options=client or None,  # type: ignore[arg-type]  # obstore's TypedDicts
+                       retry_config=retry)  # type: ignore[arg-type]
 
     # a listing snapshot (read-only work: observe)
     @contextmanager
@@ -379,7 +381,7 @@ class S3Storage(Storage):
         return _PutOnClose(self, path)
 
 
-def _info(path: str, meta: dict) -> FileInfo:
+def _info(path: str, meta: Mapping[str, Any]) -> FileInfo:
     return FileInfo(path.rsplit("/", 1)[-1], path, int(meta["size"]),
                     int(meta["last_modified"].timestamp() * 1000), False)
 

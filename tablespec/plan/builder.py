@@ -98,9 +98,9 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
 
     if not state.exists:
         return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
-    if (why := unmanaged_layout(state.config)) is not None:
+    if (why := unmanaged_layout(state.table_config)) is not None:
         return [at("spec.location", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
-    old, new, said = state.config.name, spec.metadata.name, spec.metadata.renamed_from
+    old, new, said = state.table_config.name, spec.metadata.name, spec.metadata.renamed_from
     if old == new or said == old:
         return []
     where = f"the table at {spec.spec.location!r} ({state.location})"
@@ -153,11 +153,11 @@ def _beat(state: TableState, instant) -> str:
 
 def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     spec = loaded.spec
-    if state.exists and state.config.table_type != "COPY_ON_WRITE":
+    if state.exists and state.table_config.table_type != "COPY_ON_WRITE":
         raise UnsupportedTableError(
-            f"{state.location}: table {display_name(spec)} is a {state.config.table_type} table; "
+            f"{state.location}: table {display_name(spec)} is a {state.table_config.table_type} table; "
             "tablespec manages COPY_ON_WRITE tables only for now")
-    if state.exists and (why := unmanaged_layout(state.config)) is not None:  # a saved plan's table, too
+    if state.exists and (why := unmanaged_layout(state.table_config)) is not None:  # a saved plan's table, too
         raise UnsupportedTableError(f"{state.location}: table {display_name(spec)}: {why}")
     actions = table_actions(spec, state)
     if state.expired:
@@ -207,7 +207,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
 def table_actions(spec, state: TableState) -> list[Action]:
     if not state.exists:
         return [_create(spec)]
-    settings = diff_settings(spec, state.config.to_properties())
+    settings = diff_settings(spec, state.table_config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
     destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
     renames = [s for s in settings if s.path == "metadata.name"]
@@ -257,7 +257,7 @@ def _create(spec) -> CreateTable:
 
 def _index_action(index: list[SettingChange], state: TableState, spec) -> Action:
     by_prop = {s.prop: s for s in index}
-    props = state.config.to_properties()
+    props = state.table_config.to_properties()
     old_type, new_type = table_index_type(props), spec.spec.index.type
     changes = [_change(s) for s in index]
     params = IndexSwitch(from_=old_type, to=new_type)
@@ -306,7 +306,7 @@ def _index_compaction(spec, state: TableState) -> list[Action]:
 
 def rebucket_partitions(spec, state: TableState) -> list[str]:
     """Partitions whose data must be rewritten to reach the spec's bucket layout."""
-    props = state.config.to_properties()
+    props = state.table_config.to_properties()
     old = BucketLayout.from_properties(props)
     new = BucketLayout.from_spec(spec)
     with_data = sorted({fg.partition for fg in state.file_groups})

@@ -196,7 +196,7 @@ def spec_value(setting: Setting, raw: str):
     return raw
 
 
-def display(prop: str | None, value: str | None) -> str | None:
+def display(prop: str | None, value: str | None) -> str | int | None:
     """A property's value as plans show it: sizes with units, key generators by class name."""
     setting = BY_PROP.get(prop) if prop else None
     if value is None or setting is None:
