@@ -85,6 +85,7 @@ from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
@@ -188,7 +189,7 @@ def ingest_hudi(spark, warehouse: str, n_rows: int, commits: int, ingest_target:
                           f"everyNCommits: 1000000}}")
     s = specs[0].spec
     location = table_location(warehouse, s.spec.location)
-    create_table(location, s)
+    create_table(HudiTable.open(location), s)
     table = Table(s, location, spark)
     per = n_rows // commits
     for c in range(commits):

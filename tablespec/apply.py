@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
-from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.instant import Instant
-from tablespec.hudi.io import storage_for
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
+from tablespec.hudi.table import HudiTable, StorageOptions
 from tablespec.plan.actions import Action, Plan, TablePlan, check_requirements
 from tablespec.plan.builder import plan_table
 from tablespec.plan.locations import refusal
@@ -74,10 +74,10 @@ def check_spec_digests(plan: Plan) -> None:
                                      "Run `tablespec plan` again.")
 
 
-def current(t: TablePlan) -> tuple[LoadedSpec, TableState]:
-    """A table plan's embedded spec, and its table as it is now (observed as the planner does)."""
+def current(t: TablePlan, table: HudiTable) -> tuple[LoadedSpec, TableState]:
+    """A table plan's embedded spec, and its table (the handle's state; observed as the planner does)."""
     loaded = embedded_spec(t)
-    return loaded, observe(t.location, keep_commits=loaded.spec.spec.retention.keep_commits)
+    return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
 
 
 def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False,
@@ -105,15 +105,17 @@ def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destr
     return now
 
 
-def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True) -> None:
+def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True,
+              table_of: Callable[[TablePlan], HudiTable] = lambda t: HudiTable.open(t.location)) -> None:
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
-    tables as they are, or has an action that is not allowed or that this applier cannot run."""
+    tables as they are, or has an action that is not allowed or that this applier cannot run.
+    `table_of`: each table plan's handle."""
     for t in plan.tables:
         if not t.actions:
             continue
         if why := refusal(plan.warehouse, t.location):  # links or tables may have appeared since the plan
             raise PlanError(f"{t.name}: {why}; nothing was changed")
-        now = check_table(t, *current(t), allow_destructive)
+        now = check_table(t, *current(t, table_of(t)), allow_destructive)
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
                             "than the one that made the plan?); nothing was changed")
@@ -129,15 +131,24 @@ class Applier:
     `on_progress` the progress of long ones (partitions and bytes done, elapsed seconds)."""
 
     def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
-                 on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False):
+                 on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False,
+                 options: StorageOptions | None = None):
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
         `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
-        `run_clustering`, or a later apply, runs them)."""
+        `run_clustering`, or a later apply, runs them). `options`: how to reach object stores."""
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark
         self.schedule_only = schedule_only
         self._lock: TableLock | None = None   # the lock of the table being applied
+        self.options = options
+        self._tables: dict[str, HudiTable] = {}
+
+    def table(self, t: TablePlan) -> HudiTable:
+        """The plan table's handle, opened once per apply."""
+        if t.location not in self._tables:
+            self._tables[t.location] = HudiTable.open(t.location, self.options)
+        return self._tables[t.location]
 
     @property
     def spark(self):
@@ -153,13 +164,13 @@ class Applier:
         return callable(getattr(self, f"visit_{kind}", None))
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
-        preflight(plan, allow_destructive, self.runs)
+        preflight(plan, allow_destructive, self.runs, self.table)
         result = ApplyResult()
         for t in plan.tables:
             if not t.actions:
                 continue
             with self._table_lock(t):
-                loaded, state = current(t)
+                loaded, state = current(t, self.table(t))
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
@@ -176,11 +187,13 @@ class Applier:
         """Hold the table's lock while its actions are checked and run; the actions take it from
         here (`_locked`). A table not created yet is not locked: creating it refuses a table
         that appeared meanwhile."""
-        if read_table_config(*storage_for(t.location)) is None:
+        table = self.table(t)
+        if table.refresh().config is None:  # as it is now, not as preflight saw it
             yield
             return
-        self._lock = table_lock(t.location)
+        self._lock = table_lock(table)
         try:
+            table.refresh()  # the lock is ours: the table as the previous holder left it
             yield
         finally:
             lock, self._lock = self._lock, None
@@ -188,31 +201,32 @@ class Applier:
 
     def _locked(self, t: TablePlan, changes_files: bool = True):
         """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""
-        return locked(t.location, changes_files=changes_files, held=self._lock)
+        return locked(self.table(t), changes_files=changes_files, held=self._lock)
 
     def visit_create_table(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
-        metadata.create_table(t.location, spec)
+        metadata.create_table(self.table(t), spec)
 
     def visit_update_settings(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
         with self._locked(t, changes_files=False):  # Hudi's metadata table stays true: kept
-            metadata.update_settings(t.location, spec)
+            metadata.update_settings(self.table(t), spec)
 
     def visit_index_migration(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """To RECORD_LEVEL (or a new bucket count): build the index (a commit with no data change),
         then switch hoodie.properties; a crash between the two is redone by the next apply.
         Away from RECORD_LEVEL: switch first (writers stop using the index), then drop its files."""
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+        table = self.table(t)
         with self._locked(t) as lock:
             if a.params.get("to") == "RECORD_LEVEL":
                 from tablespec.engine.record_index import build_index, remove_superseded
-                built = build_index(self.spark, spec, t.location, lock)
-                metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
-                built.files_removed = remove_superseded(*storage_for(t.location), built.num_buckets)
+                built = build_index(self.spark, spec, table, lock)
+                metadata.update_settings(table, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
+                built.files_removed = remove_superseded(table, built.num_buckets)
                 return {"rows": built.entries, **built.actual()}
-            metadata.update_settings(t.location, spec)
+            metadata.update_settings(table, spec)
             if a.params.get("from") == "RECORD_LEVEL":
                 from tablespec.engine.record_index import drop_index
-                return {"index_files_removed": drop_index(t.location)}
+                return {"index_files_removed": drop_index(table)}
         return {}
 
     def visit_record_index_compaction(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
@@ -221,13 +235,13 @@ class Applier:
         from tablespec.spec.model import RecordLevelSettings
         settings = spec.spec.index.record_level or RecordLevelSettings()
         with self._locked(t) as lock:
-            return compact_index(self.spark, t.location, settings.max_files_per_bucket, lock).actual()
+            return compact_index(self.spark, self.table(t), settings.max_files_per_bucket, lock).actual()
 
     def visit_record_index_catch_up(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Index the data commits the index has not seen (re-planned under the lock: all of them)."""
         from tablespec.engine.record_index import catch_up_index
         with self._locked(t) as lock:
-            return catch_up_index(self.spark, t.location, lock).actual()
+            return catch_up_index(self.spark, self.table(t), lock).actual()
 
     def visit_bucket_bootstrap(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
@@ -240,17 +254,18 @@ class Applier:
         from tablespec.engine.record_index import drop_index
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
+        table = self.table(t)
         with self._locked(t) as lock:
-            state = observe(t.location)
+            state = observe(table)
             partitions = rebucket_partitions(spec, state)
             actual = {"partitions": 0}
             if partitions:
-                done = rebucket(self.spark, spec, t.location, partitions, table_avro_schema(spec),
+                done = rebucket(self.spark, spec, table, partitions, table_avro_schema(spec),
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
-            metadata.update_settings(t.location, spec, {SWITCHED_KEY: done.instant} if partitions else None)
+            metadata.update_settings(table, spec, {SWITCHED_KEY: done.instant} if partitions else None)
             if table_index_type(state.config) == RECORD_LEVEL:
-                actual["index_files_removed"] = drop_index(t.location)
+                actual["index_files_removed"] = drop_index(table)
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
@@ -266,45 +281,44 @@ class Applier:
         from tablespec.engine.writer import TableWriter
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         from tablespec.importer import observed_spec
+        table = self.table(t)
         with self._locked(t) as lock:
-            state = observe(t.location)
+            state = observe(table)
             old = {c.name: c for c in state.columns}
             missing = [c.name for c in spec.spec.columns if c.name not in old and not c.nullable]
             if missing:
                 raise PlanError(f"{t.name}: cannot replace the table: new NOT NULL column(s) {', '.join(missing)} "
                                 "have no values for existing rows; nothing was changed")
-            files = snapshot_files(t.location)
+            files = snapshot_files(table)
             observed = observed_spec(state)
             ddl = table_ddl(observed)
-            current = read_files(self.spark, t.location, files, observed, ddl) if files else \
+            current = read_files(self.spark, table, files, observed, ddl) if files else \
                 self.spark.createDataFrame([], ddl)
             df = current.select(*[(F.col(f"`{c.name}`") if c.name in old else F.lit(None))
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
-            result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
+            result = TableWriter(self.spark, spec, table).overwrite(df, lock)
             chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
             chosen[SWITCHED_KEY] = result.instant
-            metadata.update_settings(t.location, spec, chosen)
+            metadata.update_settings(table, spec, chosen)
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded
-                remove_superseded(*storage_for(t.location), result.index_buckets)
+                remove_superseded(table, result.index_buckets)
         return {"rows": result.inserted, "files_written": len(result.files), "replaced_file_groups": len(state.file_groups)}
 
     def visit_clean(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
         from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
-        from tablespec.hudi.fs_view import FileSystemView
-        from tablespec.hudi.timeline import Timeline
-        from tablespec.hudi.txn_lock import TransactionLock
-        storage, base = storage_for(t.location)
+        table = self.table(t)
+        storage, base = table.storage, table.base
         with self._locked(t):  # recovery finishes an interrupted clean first
-            with TransactionLock(storage, base, "clean"):  # planned and scheduled as Hudi does: under its lock
-                timeline = Timeline.load(storage, base)
-                plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
-                                  spec.spec.retention.keep_commits)
+            with table.transaction_lock("clean"):  # planned and scheduled as Hudi does: under its lock
+                timeline = table.fresh_timeline()  # under Hudi's lock: every instant another writer made
+                plan = plan_clean(base, timeline, table.view, spec.spec.retention.keep_commits)
                 if plan is None:
                     return {"files": 0, "bytes_freed": 0}
                 requested = schedule_clean(storage, base, plan)
             result = finish_clean(storage, base, requested)
+            table.refresh()  # the clean changed the table
         return {"clean_instant": result.clean_instant, "files": len(result.deleted_files),
                 "bytes_freed": result.bytes_freed}
 
@@ -321,20 +335,22 @@ class Applier:
                 if self.schedule_only:
                     return {"pending": instant.timestamp}
             else:
-                plan = clustering_plan(spec, observe(t.location), a.reasons)
+                plan = clustering_plan(spec, observe(self.table(t)), a.reasons)
                 if plan is None:
                     return {"groups": 0}
-                instant = clustering.schedule(t.location, plan)
+                instant = clustering.schedule(self.table(t), plan)
                 if self.schedule_only:
                     return {"scheduled": instant.timestamp, "groups": len(plan.groups)}
-            return clustering.run(self.spark, spec, t.location, instant, table_avro_schema(spec), lock).actual()
+            return clustering.run(self.spark, spec, self.table(t), instant, table_avro_schema(spec), lock).actual()
 
     def visit_rollback(self, t: TablePlan, a: Action, spec: TableSpec) -> dict:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
+        table = self.table(t)
         with self._locked(t) as lock:
-            storage, base = storage_for(t.location)
-            discarded = [rollback(storage, base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
+            discarded = [rollback(table.storage, table.base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
                          for ts in a.params.get("discard_plans", [])]
+            if discarded:
+                table.refresh()  # the rollbacks changed the timeline
             return {"rolled_back": len(lock.recovered), **({"plans_discarded": len(discarded)} if discarded else {})}
 
     def _progress(self, t: TablePlan, a: Action):
@@ -344,4 +360,4 @@ class Applier:
 
     def visit_schema_evolution(self, t: TablePlan, a: Action, spec: TableSpec) -> None:
         # Metadata only: a commit recording the wider schema; no data file is rewritten.
-        schema.evolve_schema(t.location, spec, held=self._lock)
+        schema.evolve_schema(self.table(t), spec, held=self._lock)

@@ -70,6 +70,7 @@ def _record_index(base: str) -> tuple[list[Finding], str]:
 def verify_table(location: str) -> TableReport:
     """Check the table at `location` (see the module doc); raises TablespecError when there is
     no Hudi table there or its timeline cannot be read."""
+    location = location if isinstance(location, str) else location.base  # i28-engine shim: a HudiTable (i28-edges)
     storage, base = storage_for(location)
     config = read_table_config(storage, base)
     if config is None:

@@ -32,9 +32,9 @@ from tablespec.errors import TablespecError
 from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
-from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
-from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import LOCAL, Storage, join, storage_for
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
+from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 
 IB, DEL = "_ts_ib", tasks.DEL
@@ -67,11 +67,12 @@ def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
     return ri.default_num_buckets(rows)
 
 
-def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
-    idx = ri.RecordIndex(storage, base, timeline, num_buckets)
-    live = {s.file_id: s.base_file.path for s in FileSystemView.build(storage, base, timeline).latest_slices()
-            if s.base_file is not None}
-    return IndexJob(base, num_buckets, idx.chains, ordering_field, live, storage)
+def index_job(table: HudiTable, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
+    """The index as of `timeline` (the handle's own, whose view is cached, or an older one)."""
+    idx = ri.RecordIndex(table.storage, table.base, timeline, num_buckets)
+    view = table.view if timeline is table.timeline else table.view_of(timeline)
+    live = {s.file_id: s.base_file.path for s in view.latest_slices() if s.base_file is not None}
+    return IndexJob(table.base, num_buckets, idx.chains, ordering_field, live, table.storage)
 
 
 def add_bucket(job: IndexJob, batches):
@@ -265,7 +266,7 @@ def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, bat
                                       "twice": pa.array([None] * len(names) + twice, pa.string())})
 
 
-def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int, view, stats: list[dict],
+def write_index_delta(spark, location: Location, instant: str, num_buckets: int, view, stats: list[dict],
                       replaced: dict | None = None, full: bool = False, against: IndexJob | None = None) -> list[str]:
     """Write the record-index files of `instant` (the caller's Transaction, before it commits).
 
@@ -274,6 +275,7 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
     the commit. `full`: the written slices are the whole table (an index build, replace_table):
     every bucket gets a base file, so nothing older counts. `against`: the index to check the
     delta against (a catch-up, see `against_index`). Returns the file names written."""
+    storage, base = location.storage, location.uri
     touched = touched_file_groups(base, view, stats, replaced, full)
     names: list[str] = []
     if touched:
@@ -310,16 +312,16 @@ def _remove_strays(storage, base: str, instant: str, keep: set[str]) -> None:
                           if f.instant == instant and f.name not in keep])
 
 
-def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> dict:
+def on_commit(spark, table: HudiTable, instant: str, view, stats: list[dict], replaced: dict | None = None) -> dict:
     """The hook for data-rewriting actions other than writes (e.g. clustering): if the table has a
     record-level index, write `instant`'s index delta (call inside the Transaction, before commit).
     Returns the extraMetadata marking the commit as indexed. An index behind unseen commits gets
     no delta (it would be diffed from a view the index does not have): the commit stays unseen
     too, and the catch-up indexes it with them."""
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()  # the index type changes only under the table lock the caller holds
     if table_index_type(props) != RECORD_LEVEL or coverage.unseen_commits(view.timeline):
         return {}
-    write_index_delta(spark, storage, base, instant, ri.num_buckets_of(props), view, stats, replaced)
+    write_index_delta(spark, table.location, instant, ri.num_buckets_of(props), view, stats, replaced)
     return coverage.delta_marks()
 
 
@@ -355,15 +357,15 @@ def _index_commit(txn, timeline, action: str, marks: dict | None = None) -> None
     it indexed (hudi/index_coverage)."""
     from tablespec.hudi.commit import CommitMetadata
     extra = {"tablespec.action": action, **(marks or {})}
-    if schema := timeline.latest_schema() or read_table_config(txn.storage, txn.base).create_schema:
+    if schema := timeline.latest_schema() or txn.table.config.create_schema:
         extra["schema"] = schema
     txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
 
 
-def remove_superseded(storage, base: str, num_buckets: int) -> int:
+def remove_superseded(table: HudiTable, num_buckets: int) -> int:
     """Delete counted files no lookup reads (after the commit that wrote the hiding base)."""
-    old = ri.superseded_files(storage, base, Timeline.load(storage, base), num_buckets)
-    storage.delete_files([join(ri.index_folder(base), f.name) for f in old])
+    old = ri.superseded_files(table.storage, table.base, table.timeline, num_buckets)
+    table.storage.delete_files([join(ri.index_folder(table.base), f.name) for f in old])
     return len(old)
 
 
@@ -376,29 +378,28 @@ def _refuse_under_pending_clustering(timeline, base: str, what: str) -> None:
                              "run or roll back the clustering first")
 
 
-def build_index(spark, spec, location: str, lock) -> IndexActionResult:
+def build_index(spark, spec, table: HudiTable, lock) -> IndexActionResult:
     """Build the index from the latest file slices as one commit with no data change (RFC-08's
     bootstrap). Executors read the key column of each base file; every bucket gets a base file.
     The caller holds `lock`, switches hoodie.properties to RECORD_LEVEL and the built bucket count
     afterwards, then calls `remove_superseded` (the old layout serves until the switch)."""
     from tablespec.engine.commit import Transaction
-    storage, base = storage_for(location)
-    timeline = Timeline.load(storage, base)
+    storage, base = table.storage, table.base
+    timeline, view = table.timeline, table.view
     _refuse_under_pending_clustering(timeline, base, "building the record-level index")
-    view = FileSystemView.build(storage, base, timeline)
     slices = [s for s in view.latest_slices() if s.base_file is not None]
     rows = sum(_num_rows(storage, s.base_file) for s in slices)
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()
     num_buckets = chosen_num_buckets(spec, props, rows)
-    with Transaction(storage, base, "commit", lock) as txn:
-        names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
+    with Transaction(table, "commit", lock, basis=timeline) as txn:
+        names = write_index_delta(spark, table.location, txn.instant, num_buckets, view, slice_stats(slices), full=True)
         _index_commit(txn, timeline, "record_index_build", coverage.build_marks(timeline))
     return IndexActionResult(txn.instant, num_buckets, len(names), 0, rows)
 
 
-def drop_index(location: str) -> int:
+def drop_index(table: HudiTable) -> int:
     """Remove every index file (the table left RECORD_LEVEL); returns how many there were."""
-    storage, base = storage_for(location)
+    storage, base = table.storage, table.base
     count = len(ri.list_files(storage, base))
     storage.delete_tree(ri.index_folder(base))
     return count
@@ -427,21 +428,21 @@ def compact_buckets(base: str, instant: str, num_buckets: int, batches, storage:
     yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
 
 
-def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResult:
+def compact_index(spark, table: HudiTable, max_files: int, lock) -> IndexActionResult:
     """Compact buckets with more than `max_files` live files, as one commit with no data change.
     A crash before completion is rolled back like any write (its files go with it); files the
     new bases hide are deleted after completion (and ignored by lookups until then)."""
     from tablespec.engine.commit import Transaction
-    storage, base = storage_for(location)
-    timeline = Timeline.load(storage, base)
+    storage, base = table.storage, table.base
+    timeline = table.timeline
     _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
     coverage.refuse_unseen(timeline, base, "compacting the record-level index")
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)
     if not todo:
-        return IndexActionResult(None, index.num_buckets, 0, remove_superseded(storage, base, index.num_buckets))
-    with Transaction(storage, base, "commit", lock) as txn:
+        return IndexActionResult(None, index.num_buckets, 0, remove_superseded(table, index.num_buckets))
+    with Transaction(table, "commit", lock, basis=timeline) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
                 .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets, storage=storage),
@@ -449,36 +450,35 @@ def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResu
         keep = {r.name for r in rows}
         _remove_strays(storage, base, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")
-    return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(storage, base, index.num_buckets))
+    return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(table, index.num_buckets))
 
 
-def catch_up_index(spark, location: str, lock) -> IndexActionResult:
+def catch_up_index(spark, table: HudiTable, lock) -> IndexActionResult:
     """Index the data commits the index has not seen, as one commit with no data change (a crash
     before completion rolls it back like any write). Not a rebuild: only the file groups those
     commits wrote or replaced are read, each from its slice before them (the view the index has)
     to its slice now, and the delta is checked against what the index says (`against_index`)."""
     from tablespec.engine.commit import Transaction
-    storage, base = storage_for(location)
-    timeline = Timeline.load(storage, base)
+    storage, base = table.storage, table.base
+    timeline = table.timeline
     _refuse_under_pending_clustering(timeline, base, "catching the record-level index up")
-    num_buckets = ri.num_buckets_of(read_table_config(storage, base).to_properties())
+    num_buckets = ri.num_buckets_of(table.config.to_properties())
     todo = coverage.catch_up(timeline)
     if todo is None:
         return IndexActionResult(None, num_buckets)
     unseen = set(todo.instants)
-    before = FileSystemView.build(storage, base, Timeline(storage, base, [i.to("inflight") if i in unseen else i
-                                                                         for i in timeline.instants]))
-    now = {(s.partition, s.file_id): s for s in FileSystemView.build(storage, base, timeline).latest_slices()
-           if s.base_file is not None}
+    before = table.view_of(Timeline(storage, base, [i.to("inflight") if i in unseen else i
+                                                    for i in timeline.instants]))
+    now = {(s.partition, s.file_id): s for s in table.view.latest_slices() if s.base_file is not None}
     touched = coverage.commit_file_groups(timeline, todo.instants)
     replaced: dict[str, list[str]] = {}
     for partition, fid in touched:
         if (partition, fid) not in now:
             replaced.setdefault(partition, []).append(fid)
     stats = slice_stats([now[k] for k in sorted(touched) if k in now])
-    against = index_job(storage, base, timeline, num_buckets)
-    with Transaction(storage, base, "commit", lock) as txn:
-        names = write_index_delta(spark, storage, base, txn.instant, num_buckets, before, stats, replaced,
+    against = index_job(table, timeline, num_buckets)
+    with Transaction(table, "commit", lock, basis=timeline) as txn:
+        names = write_index_delta(spark, table.location, txn.instant, num_buckets, before, stats, replaced,
                                   against=against)
         _index_commit(txn, timeline, "record_index_catch_up", coverage.catch_up_marks(todo.instants))
     return IndexActionResult(txn.instant, num_buckets, len(names), 0, todo.rows, commits=len(todo.instants))

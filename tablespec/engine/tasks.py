@@ -35,6 +35,7 @@ from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.record_index import base_file_keys
+from tablespec.hudi.table import Location
 from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
@@ -63,7 +64,7 @@ def task_memory_bytes() -> int:
 class WriteJob:
     """Everything a task needs, decided on the driver (plain data: it is pickled to executors)."""
 
-    base: str
+    location: Location                  # the table (its URI and storage; configuration, never credentials)
     instant: str
     operation: str                      # insert | upsert | bulk_insert | delete
     data_schema: pa.Schema              # the spec's columns
@@ -85,8 +86,15 @@ class WriteJob:
     small_file_limit: int = 100 * 1024 * 1024   # file groups below it take inserts
     no_fill: frozenset = frozenset()    # file groups under a pending clustering plan: take no inserts
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
-    storage: Storage = LOCAL            # the table's storage (its configuration, never credentials)
     memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
     @property
     def uses_existing(self) -> bool:
@@ -215,10 +223,10 @@ def _files_by_partition(job: WriteJob) -> dict[str, list[tuple[str, str, int]]]:
 def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], footers: dict) -> pa.Array:
     """The file group holding each key among `files` (null: none does)."""
     found = np.full(len(keys), None, dtype=object)
-    for file_id, path, _ in files:
+    for file_id, path, size in files:
         if job.lookup == "BLOOM" and not may_hold(path, keys, footers, job.storage):
             continue
-        found[np.asarray(pc.is_in(keys, value_set=base_file_keys(path, job.storage)))] = file_id
+        found[np.asarray(pc.is_in(keys, value_set=base_file_keys(path, job.storage, size)))] = file_id
     return pa.array(found, pa.string())
 
 

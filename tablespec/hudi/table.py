@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from tablespec.hudi.config import TableConfig, read_table_config
+from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LOCAL, Storage, check_location, is_object_store, join, table_location
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.hudi.s3 import S3Config, S3Storage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline import Timeline, parse_instants
 from tablespec.hudi.txn_lock import TransactionLock
 
 
@@ -80,6 +80,7 @@ class HudiTable:
         self._config: TableConfig | None = None
         self._config_read = False
         self._timeline: Timeline | None = None
+        self._meta_folders: frozenset[str] = frozenset()   # folders below .hoodie/ as `timeline` listed them
         self._view: FileSystemView | None = None
 
     @classmethod
@@ -115,8 +116,23 @@ class HudiTable:
     def timeline(self) -> Timeline:
         """The active timeline as first read through this handle."""
         if self._timeline is None:
-            self._timeline = Timeline.load(self.storage, self.base)
+            self._load_timeline()
         return self._timeline
+
+    def _load_timeline(self) -> Timeline:
+        """One listing of .hoodie/: the instants, and (kept) the folders next to them."""
+        listed = self.storage.list_dir(join(self.base, META_FOLDER))
+        self._timeline, self._view = Timeline(self.storage, self.base, parse_instants(listed)), None
+        self._meta_folders = frozenset(f.name for f in listed if f.is_dir)
+        return self._timeline
+
+    @property
+    def has_metadata_table(self) -> bool:
+        """Whether Hudi's metadata table is there (hoodie.properties name its partitions, or its
+        folder is in the listing `timeline` came from): only then is there one to retire."""
+        from tablespec.hudi.metadata_table import FOLDER, named
+        self.timeline  # noqa: B018 (lists .hoodie/)
+        return FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
 
     @property
     def view(self) -> FileSystemView:
@@ -124,6 +140,11 @@ class HudiTable:
         if self._view is None:
             self._view = FileSystemView.build(self.storage, self.base, self.timeline)
         return self._view
+
+    def view_of(self, timeline: Timeline, partitions=None) -> FileSystemView:
+        """A file-system view over another timeline than the cached one (an older state of the
+        table, a fresh timeline), or of some `partitions` only; not cached."""
+        return FileSystemView.build(self.storage, self.base, timeline, partitions)
 
     def refresh(self) -> HudiTable:
         """Forget what was read: the next access reads the table as it is now."""
@@ -133,8 +154,7 @@ class HudiTable:
     def fresh_timeline(self) -> Timeline:
         """The active timeline as it is now (and cached from here on): for the points where a
         writer must see every instant another writer completed (conflict checks, new instant times)."""
-        self._timeline, self._view = Timeline.load(self.storage, self.base), None
-        return self._timeline
+        return self._load_timeline()
 
     def fresh_config(self) -> TableConfig | None:
         """hoodie.properties as it is now (and cached from here on)."""

@@ -25,8 +25,13 @@ def _group_key(instant: Instant) -> tuple[str, str]:
     return instant.timestamp, COMPLETES_AS.get(instant.action, instant.action)
 
 
+def parse_instants(listed) -> list[Instant]:
+    """The instants among the entries of a .hoodie/ listing."""
+    return [i for i in (Instant.parse(f.name) for f in listed if not f.is_dir) if i is not None]
+
+
 def _list_instants(storage: Storage, meta: str) -> list[Instant]:
-    return [i for i in (Instant.parse(f.name) for f in storage.list_dir(meta) if not f.is_dir) if i is not None]
+    return parse_instants(storage.list_dir(meta))
 
 
 def avro_record(schema, record: dict) -> bytes:
@@ -132,12 +137,13 @@ class TimelineWriter:
     def _exists(self, instant: Instant) -> bool:
         return self.storage.exists(self._path(instant))
 
-    def request(self, action: str, timestamp: str, content: bytes = b"") -> Instant:
-        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant."""
+    def request(self, action: str, timestamp: str, content: bytes = b"", listed: Timeline | None = None) -> Instant:
+        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant.
+        `listed`: the timeline as the caller read it under Hudi's transaction lock (not listed again)."""
         instant = Instant(timestamp, action, "requested")
         if len(timestamp) != 17:
             raise HudiFormatError(f"new instant time {timestamp!r} must have 17 digits (yyyyMMddHHmmssSSS)")
-        existing = _list_instants(self.storage, self.meta)
+        existing = listed.instants if listed is not None else _list_instants(self.storage, self.meta)
         newest = max((i.timestamp for i in existing), default=None)
         if newest is not None and timestamp <= newest:
             raise HudiFormatError(f"instant time {timestamp} is not after the latest instant {newest}")
@@ -147,14 +153,15 @@ class TimelineWriter:
             raise HudiFormatError(f"instant {instant} already exists") from None
         return instant
 
-    def start(self, instant: Instant, content: bytes = b"") -> Instant:
-        """requested -> inflight."""
+    def start(self, instant: Instant, content: bytes = b"", checked: bool = False) -> Instant:
+        """requested -> inflight. `checked`: the caller created the requested instant itself (it
+        exists and is not completed; the inflight file is still created exclusively)."""
         if instant.state != "requested":
             raise HudiFormatError(f"cannot start {instant}: only a requested instant can become inflight")
         inflight = instant.to("inflight")
-        if not self._exists(instant):
+        if not checked and not self._exists(instant):
             raise HudiFormatError(f"cannot start {instant}: {instant.file_name} does not exist")
-        if self._exists(instant.to("completed")):
+        if not checked and self._exists(instant.to("completed")):
             raise HudiFormatError(f"cannot start {instant}: it is already completed")
         try:
             self.storage.create_exclusive(self._path(inflight), content)

@@ -100,9 +100,9 @@ def test_a_clustering_after_unseen_commits_is_caught_up_with_them(spark, tmp_pat
     table = make_table(spark, tmp_path, spec_text)
     table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(6)], DDL), "insert")
     older = older_write(spark, table, [("n3", "ams", 3), ("n4", "ams", 4)], "bulk_insert")  # a second ams file group
-    with locked(table.location) as lock:
+    with locked(table.table) as lock:
         plan = clustering_plan(table.spec, observe(table.location))
-        done = clustering.run(spark, table.spec, table.location, clustering.schedule(table.location, plan),
+        done = clustering.run(spark, table.spec, table.table, clustering.schedule(table.table, plan),
                               table_avro_schema(table.spec), lock)
     assert unseen(table) == [older.instant, done.instant]
     [(_, action)] = plan_for(spec_text, tmp_path)[0].actions

@@ -9,6 +9,7 @@ from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import join, storage_for
 from tablespec.hudi.lock import LockTimeoutError, TableLock
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
@@ -120,7 +121,7 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     doc = spec_document(observe(str(base)), str(base.parent))
     doc["spec"]["index"] = {"type": "BLOOM"}
     spec = TableSpec.model_validate(doc)
-    update_settings(str(base), spec)
+    update_settings(HudiTable.open(str(base)), spec)
     table = Table(spec, str(base), spark)
     files = [os.path.join(base, p, f) for p in ("10", "20", "30") for f in os.listdir(base / p) if f.endswith(".parquet")]
     footers, bloom_checked = {}, 0

@@ -10,6 +10,7 @@ from interop_support import apply_until_done, assert_readers_agree, cli, hudi_ro
 
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
@@ -98,7 +99,7 @@ def test_url_encoded_table_tablespec_created_takes_hudi_writes(hudi, tmp_path):
     from tablespec.actions.metadata import create_table
     spec = TableSpec.model_validate(text)
     location = str(tmp_path / "paths")
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     assert read_table_config(LocalStorage(), location).url_encode_partitioning
     table = Table(spec, location, hudi)
     table.write(hudi.createDataFrame(ROWS, SCHEMA), "upsert")

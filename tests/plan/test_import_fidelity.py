@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable
 from tablespec.importer import import_yaml, spec_document
 from tablespec.plan.builder import build_plan
 from tablespec.plan.settings import REGISTRY
@@ -94,7 +95,7 @@ def test_import_of_a_spec_setting_every_field_plans_clean(tmp_path, layout):
     text = HEAD + LAYOUTS[layout] + TAIL
     _, spec = _plan(text, tmp_path)
     location = table_location(str(tmp_path), spec.spec.location)
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     imported = import_yaml(observe(location), str(tmp_path))
     assert "256MiB" in imported and "latestPartitions: 5" in imported and "maxSmallFiles: 11" in imported
     plan, again = _plan(imported, tmp_path)
@@ -136,5 +137,5 @@ def test_spec_document_validates_for_every_layout(tmp_path):
     for layout, body in LAYOUTS.items():
         _, spec = _plan(HEAD.replace("lake/everything", layout) + body + TAIL, tmp_path)
         location = table_location(str(tmp_path), spec.spec.location)
-        create_table(location, spec)
+        create_table(HudiTable.open(location), spec)
         assert TableSpec.model_validate(spec_document(observe(location), str(tmp_path))) == spec
