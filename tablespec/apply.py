@@ -188,7 +188,7 @@ class Applier:
         here (`_locked`). A table not created yet is not locked: creating it refuses a table
         that appeared meanwhile."""
         table = self.table(t)
-        if table.refresh().config is None:  # as it is now, not as preflight saw it
+        if table.config is None and table.refresh().config is None:  # absent at preflight, and still
             yield
             return
         self._lock = table_lock(table)
@@ -318,7 +318,7 @@ class Applier:
                     return {"files": 0, "bytes_freed": 0}
                 requested = schedule_clean(storage, base, plan)
             result = finish_clean(storage, base, requested)
-            table.refresh()  # the clean changed the table
+            table.refresh(config=False)  # the clean changed the timeline
         return {"clean_instant": result.clean_instant, "files": len(result.deleted_files),
                 "bytes_freed": result.bytes_freed}
 
@@ -350,7 +350,7 @@ class Applier:
             discarded = [rollback(table.storage, table.base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
                          for ts in a.params.get("discard_plans", [])]
             if discarded:
-                table.refresh()  # the rollbacks changed the timeline
+                table.refresh(config=False)  # the rollbacks changed the timeline
             return {"rolled_back": len(lock.recovered), **({"plans_discarded": len(discarded)} if discarded else {})}
 
     def _progress(self, t: TablePlan, a: Action):

@@ -177,7 +177,7 @@ def schedule(table: HudiTable, plan: ClusteringPlan) -> Instant:
         crash_point("before_requested")
         requested = TimelineWriter(table.storage, table.base).request(
             "replacecommit", new_instant_time(after=last), encode_plan(plan), listed=timeline)
-    table.refresh()  # this process added the plan to the timeline
+    table.refresh(config=False)  # this process added the plan to the timeline
     return requested
 
 

@@ -70,14 +70,16 @@ def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAUL
     When the holder changes the table's files, or recovery may (pending instants), Hudi's metadata
     table is retired first: tablespec does not maintain it, and Hudi would list stale files through
     it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true.
-    `held`: the table's lock, already taken by the caller (`table_lock`): used, and not released here.
+    `held`: the table's lock, already taken by the caller (`table_lock`), who read the table
+    (`table.refresh()`) after taking it: used, and not released here.
 
     The handle is read afresh once the lock is ours (other writers may have changed the table
     before), and again only if retiring or recovery changed it: under the lock, what it caches
     is the table until this process changes it."""
     lock = held if held is not None else table_lock(table, who, timeout_seconds)
     try:
-        table.refresh()  # the lock is ours now: the table as the previous holder left it
+        if held is None:  # the lock is ours now: the table as the previous holder left it
+            table.refresh()  # (a caller holding the lock already read the table after taking it)
         timeline = table.timeline
         if (changes_files or timeline.pending()) and table.has_metadata_table:
             # Before recovery: recovery may roll back an inflight Hudi wrote, and Hudi would roll
@@ -93,7 +95,7 @@ def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAUL
         lock.recovered = recover(table.storage, table.base, tolerance_seconds() if heartbeat_tolerance is None
                                  else heartbeat_tolerance, timeline=table.timeline)
         if lock.recovered or table.timeline.pending():
-            table.refresh()  # recovery rolled back or finished instants: read what it left
+            table.refresh(config=False)  # recovery rolled back or finished instants: read what it left
         yield lock
     finally:
         if held is None:
@@ -157,7 +159,7 @@ class Transaction:
             if exc_type is not None and not issubclass(exc_type, LockLostError):
                 # Without the lock another writer may own the table now: leave the instant to recovery.
                 try:
-                    self.table.refresh()  # the rollback changes the table
+                    self.table.refresh(config=False)  # the rollback changes the timeline
                     rollback(self.storage, self.base, self.requested)
                 except Exception as failure:  # keep the original error; recovery finishes the rollback
                     if exc is not None:
@@ -189,7 +191,7 @@ class Transaction:
             if self.lock is not None:
                 self.lock.verify()  # a lost lease: the instant is recovery's now, not ours to withdraw
             self.writer.delete_instant(self.requested)
-        self.table.refresh()  # this process changed the timeline
+        self.table.refresh(config=False)  # this process changed the timeline
 
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
         crash_point("after_data_files")
@@ -201,5 +203,5 @@ class Transaction:
             if self.lock is not None:
                 self.lock.verify()  # the lease must still be ours at the commit point
             crash_point("before_completion")
-            self.writer.complete(self.inflight, metadata)
-        self.table.refresh()  # this process changed the table: later reads see the commit
+            self.writer.complete(self.inflight, metadata, checked=True)  # started by this transaction, lease verified
+        self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit

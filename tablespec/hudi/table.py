@@ -81,6 +81,7 @@ class HudiTable:
         self._config_read = False
         self._timeline: Timeline | None = None
         self._meta_folders: frozenset[str] = frozenset()   # folders below .hoodie/ as `timeline` listed them
+        self._read: Timeline | None = None   # the last timeline loaded (whose instant contents were read)
         self._view: FileSystemView | None = None
 
     @classmethod
@@ -122,7 +123,10 @@ class HudiTable:
     def _load_timeline(self) -> Timeline:
         """One listing of .hoodie/: the instants, and (kept) the folders next to them."""
         listed = self.storage.list_dir(join(self.base, META_FOLDER))
-        self._timeline, self._view = Timeline(self.storage, self.base, parse_instants(listed)), None
+        timeline = Timeline(self.storage, self.base, parse_instants(listed))
+        if self._read is not None:  # a completed instant's file never changes: its content is kept
+            timeline.keep_contents(self._read)
+        self._timeline, self._view, self._read = timeline, None, timeline
         self._meta_folders = frozenset(f.name for f in listed if f.is_dir)
         return self._timeline
 
@@ -146,9 +150,12 @@ class HudiTable:
         table, a fresh timeline), or of some `partitions` only; not cached."""
         return FileSystemView.build(self.storage, self.base, timeline, partitions)
 
-    def refresh(self) -> HudiTable:
-        """Forget what was read: the next access reads the table as it is now."""
-        self._config, self._config_read, self._timeline, self._view = None, False, None, None
+    def refresh(self, config: bool = True) -> HudiTable:
+        """Forget what was read: the next access reads the table as it is now. `config=False`:
+        only the timeline (and view) changed, as after a commit; hoodie.properties stays cached."""
+        if config:
+            self._config, self._config_read = None, False
+        self._timeline, self._view = None, None
         return self
 
     def fresh_timeline(self) -> Timeline:

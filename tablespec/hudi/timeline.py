@@ -55,6 +55,14 @@ class Timeline:
         self.instants: tuple[Instant, ...] = tuple(sorted(latest.values()))
         self._cache: dict[Instant, bytes] = {}
 
+    def keep_contents(self, older: Timeline) -> None:
+        """Take over what `older` (an earlier listing of this table) read of completed instants
+        still on this timeline: their files are written once and never change."""
+        kept = set(self.instants)
+        for instant in [i for i in older._cache if not (i.is_completed and i in kept)]:
+            del older._cache[instant]
+        self._cache = older._cache   # shared: what either reads from here on serves both
+
     @classmethod
     def load(cls, storage: Storage, base: str) -> Timeline:
         """Read the instants under <base>/.hoodie (the archived timeline is not read)."""
@@ -169,12 +177,14 @@ class TimelineWriter:
             raise HudiFormatError(f"cannot start {instant}: it is already inflight") from None
         return inflight
 
-    def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes) -> Instant:
+    def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes,
+                 checked: bool = False) -> Instant:
         """inflight -> completed: the commit point. The completed file appears whole (written
-        aside and linked into place) and only if no one completed the instant before."""
+        aside and linked into place) and only if no one completed the instant before.
+        `checked`: the caller made the instant inflight itself and still holds the table."""
         if instant.state != "inflight":
             raise HudiFormatError(f"cannot complete {instant}: only an inflight instant can complete")
-        if not self._exists(instant):
+        if not checked and not self._exists(instant):
             raise HudiFormatError(f"cannot complete {instant}: {instant.file_name} does not exist")
         completed = instant.to("completed")
         if isinstance(metadata, CommitMetadata):
