@@ -143,6 +143,7 @@ class Applier:
         self._lock: TableLock | None = None   # the lock of the table being applied
         self.options = options
         self._tables: dict[str, HudiTable] = {}
+        self._observed: tuple[HudiTable, int, TableState] | None = None   # the state last observed, and when
 
     def table(self, t: TablePlan) -> HudiTable:
         """The plan table's handle, opened once per apply."""
@@ -159,6 +160,15 @@ class Applier:
             self._spark = self._spark()
         return self._spark
 
+    def _observe(self, t: TablePlan) -> TableState:
+        """The table as last observed under its lock, observed again only if the handle changed
+        (forgot or learned something) since: actions after one another do not re-read a table
+        nothing changed."""
+        table = self.table(t)
+        if self._observed is None or self._observed[:2] != (table, table.generation):
+            self._observed = (table, table.generation, observe(table))
+        return self._observed[2]
+
     def runs(self, kind: str) -> bool:
         """Whether this applier has a step for actions of `kind`."""
         return callable(getattr(self, f"visit_{kind}", None))
@@ -171,6 +181,7 @@ class Applier:
                 continue
             with self._table_lock(t):
                 loaded, state = current(t, self.table(t))
+                self._observed = (self.table(t), self.table(t).generation, state)
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
@@ -256,7 +267,7 @@ class Applier:
         from tablespec.plan.builder import rebucket_partitions
         table = self.table(t)
         with self._locked(t) as lock:
-            state = observe(table)
+            state = self._observe(t)
             partitions = rebucket_partitions(spec, state)
             actual = {"partitions": 0}
             if partitions:
@@ -283,7 +294,7 @@ class Applier:
         from tablespec.importer import observed_spec
         table = self.table(t)
         with self._locked(t) as lock:
-            state = observe(table)
+            state = self._observe(t)
             old = {c.name: c for c in state.columns}
             missing = [c.name for c in spec.spec.columns if c.name not in old and not c.nullable]
             if missing:
@@ -335,7 +346,7 @@ class Applier:
                 if self.schedule_only:
                     return {"pending": instant.timestamp}
             else:
-                plan = clustering_plan(spec, observe(self.table(t)), a.reasons)
+                plan = clustering_plan(spec, self._observe(t), a.reasons)
                 if plan is None:
                     return {"groups": 0}
                 instant = clustering.schedule(self.table(t), plan)

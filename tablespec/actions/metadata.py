@@ -62,6 +62,5 @@ def update_settings(table: HudiTable, spec, extra: dict[str, str] | None = None)
     the table lock, under which the handle's config is the file's."""
     current = table.config
     config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
-    write_table_config(table.storage, table.base, config)
-    table.refresh()  # this process rewrote hoodie.properties
+    table.wrote_config(write_table_config(table.storage, table.base, config))  # as written and verified
     return config

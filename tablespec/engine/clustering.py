@@ -169,15 +169,16 @@ def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
 def schedule(table: HudiTable, plan: ClusteringPlan) -> Instant:
     """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
     partitions = {g.partition for g in plan.groups}
+    content = encode_plan(plan)
     with table.transaction_lock("clustering"):  # instants are created under Hudi's lock
         # every instant another writer created counts: the new time must be after them all
         timeline = table.fresh_timeline()
-        refuse_missing_latest(table.view_of(timeline, partitions), partitions, doing="to schedule clustering")
+        refuse_missing_latest(table.view, partitions, doing="to schedule clustering")  # (cached: run reads it)
         last = timeline.instants[-1].timestamp if timeline.instants else None
         crash_point("before_requested")
         requested = TimelineWriter(table.storage, table.base).request(
-            "replacecommit", new_instant_time(after=last), encode_plan(plan), listed=timeline)
-    table.refresh(config=False)  # this process added the plan to the timeline
+            "replacecommit", new_instant_time(after=last), content, listed=timeline)
+        table.recorded(requested, content)  # the handle knows the plan: `run` reads nothing again
     return requested
 
 

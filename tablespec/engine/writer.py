@@ -92,8 +92,7 @@ class TableWriter:
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
-        self.table.refresh()  # a new write: the table as it is now, not as an earlier call left the handle
-        self._refuse_layout()
+        self._refuse_layout()  # before the lock, as the handle last read the table (checked again under it)
         with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
             return self._write_locked(df, operation, lock)
 
@@ -122,6 +121,8 @@ class TableWriter:
     def _check_table(self):
         state = observe(self.table)  # under the lock: the handle as `locked` read it
         name = self.spec.qualified_name
+        if state.exists and (why := unmanaged_layout(state.config)) is not None:  # as it is now
+            raise WriteRefused(f"table {name} at {self.base}: {why}")
         if not state.exists:
             raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")
         pending = table_actions(self.spec, state)

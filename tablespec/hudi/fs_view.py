@@ -121,6 +121,11 @@ class FileSystemView:
         visible = _visibility(timeline)
         return cls(timeline, parts, [g for p in parts for g in _partition_groups(storage, base, p, visible, listed.get(p))])
 
+    def over(self, timeline: Timeline) -> FileSystemView:
+        """This view's files over `timeline`, which differs from this view's only by pending
+        instants (they make no file visible or hidden): no listing."""
+        return FileSystemView(timeline, self.partitions, self._groups)
+
     def file_groups(self, partition: str | None = None, as_of: str | None = None) -> list[FileGroup]:
         """File groups that are part of the table (as of `as_of`), replaced groups excluded."""
         replaced = self.timeline.replaced_file_ids(as_of)

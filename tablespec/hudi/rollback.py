@@ -131,10 +131,10 @@ def is_clustering_plan(timeline: Timeline, instant: Instant) -> bool:
     with a clusteringPlan). Writes like insert_overwrite request replacecommits with no plan."""
     if instant.action != REPLACE_COMMIT:
         return False
-    requested = instant.to("requested")
-    if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
+    try:  # read (once, cached by the timeline), not asked whether it exists first
+        meta = timeline.read_metadata(instant.to("requested"))
+    except (FileNotFoundError, IsADirectoryError):
         return False
-    meta = timeline.read_metadata(requested)
     return meta.get("clusteringPlan") is not None or meta.get("operationType") == "CLUSTER"
 
 

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import LOCAL, Storage, check_location, is_object_store, join, table_location
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.hudi.s3 import S3Config, S3Storage
@@ -82,6 +83,7 @@ class HudiTable:
         self._timeline: Timeline | None = None
         self._meta_folders: frozenset[str] = frozenset()   # folders below .hoodie/ as `timeline` listed them
         self._read: Timeline | None = None   # the last timeline loaded (whose instant contents were read)
+        self.generation = 0   # counts what the handle forgot or was told changed: same generation, same state
         self._view: FileSystemView | None = None
 
     @classmethod
@@ -145,6 +147,25 @@ class HudiTable:
             self._view = FileSystemView.build(self.storage, self.base, self.timeline)
         return self._view
 
+    def recorded(self, instant: Instant, content: bytes = b"") -> None:
+        """This process created the pending `instant` (with `content`) under the table's locks:
+        the cached timeline gains it, the cached view stays (a pending instant shows or hides
+        no file), and its content is known. Nothing is read."""
+        if self._timeline is None:
+            return
+        timeline = Timeline(self.storage, self.base, [*self._timeline.instants, instant])
+        timeline.keep_contents(self._timeline)
+        timeline.remember(instant, content)
+        self._view = self._view.over(timeline) if self._view is not None else None
+        self._timeline = self._read = timeline
+        self.generation += 1
+
+    def wrote_config(self, config: TableConfig) -> None:
+        """This process rewrote hoodie.properties (`config`, as written and verified): cached;
+        the timeline is unchanged."""
+        self._config, self._config_read = config, True
+        self.generation += 1
+
     def view_of(self, timeline: Timeline, partitions=None) -> FileSystemView:
         """A file-system view over another timeline than the cached one (an older state of the
         table, a fresh timeline), or of some `partitions` only; not cached."""
@@ -156,15 +177,18 @@ class HudiTable:
         if config:
             self._config, self._config_read = None, False
         self._timeline, self._view = None, None
+        self.generation += 1
         return self
 
     def fresh_timeline(self) -> Timeline:
         """The active timeline as it is now (and cached from here on): for the points where a
         writer must see every instant another writer completed (conflict checks, new instant times)."""
+        self.generation += 1
         return self._load_timeline()
 
     def fresh_config(self) -> TableConfig | None:
         """hoodie.properties as it is now (and cached from here on)."""
+        self.generation += 1
         self._config, self._config_read = read_table_config(self.storage, self.base), True
         return self._config
 

@@ -63,6 +63,10 @@ class Timeline:
             del older._cache[instant]
         self._cache = older._cache   # shared: what either reads from here on serves both
 
+    def remember(self, instant: Instant, content: bytes) -> None:
+        """`instant`'s content, as its writer (this process) wrote it."""
+        self._cache[instant] = bytes(content)
+
     @classmethod
     def load(cls, storage: Storage, base: str) -> Timeline:
         """Read the instants under <base>/.hoodie (the archived timeline is not read)."""
