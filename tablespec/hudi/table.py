@@ -18,6 +18,8 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import LOCAL, Storage, check_location, is_object_store, join, table_location
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.metadata_table import FOLDER as METADATA_FOLDER
+from tablespec.hudi.metadata_table import named
 from tablespec.hudi.s3 import S3Config, S3Storage
 from tablespec.hudi.timeline import Timeline, parse_instants
 from tablespec.hudi.txn_lock import TransactionLock
@@ -136,9 +138,9 @@ class HudiTable:
     def has_metadata_table(self) -> bool:
         """Whether Hudi's metadata table is there (hoodie.properties name its partitions, or its
         folder is in the listing `timeline` came from): only then is there one to retire."""
-        from tablespec.hudi.metadata_table import FOLDER, named
-        self.timeline  # noqa: B018 (lists .hoodie/)
-        return FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
+        if self._timeline is None:
+            self._load_timeline()
+        return METADATA_FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
 
     @property
     def view(self) -> FileSystemView:
