@@ -38,9 +38,9 @@ from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_pl
 from tablespec.hudi.config import bloom_filters_expected, table_index_type
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
-from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import TimelineWriter
 from tablespec.types import Array, Map, Struct
 
@@ -55,7 +55,7 @@ class GroupTask:
 
 @dataclass(frozen=True)
 class ClusteringJob:
-    base: str
+    location: Location            # the table (URI and storage; configuration, never credentials)
     instant: str
     strategy: str                 # NONE | SORT | ZORDER | HILBERT
     columns: tuple[str, ...]
@@ -63,8 +63,15 @@ class ClusteringJob:
     avro_schema: str
     groups: tuple[GroupTask, ...]
     bloom_filter: bool = False
-    storage: Storage = LOCAL
     threads: int = 1              # per task: the cores fewer groups than cores leave idle
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
 
 @dataclass
@@ -187,7 +194,7 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
 
     The caller holds the table `lock` and has run recovery (an inflight attempt whose writer
     died is back to requested)."""
-    storage, base = table.storage, table.base
+    base = table.base
     started = time.monotonic()
     timeline = table.timeline
     plan = next((p for i, p in pending_plans(timeline).items() if i.timestamp == instant.timestamp), None)
@@ -208,8 +215,8 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         cores = spark.sparkContext.defaultParallelism
-        job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
-                            avro_schema, groups, bloom_filter=bloom_filters_expected(props), storage=storage,
+        job = ClusteringJob(table.location, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
+                            avro_schema, groups, bloom_filter=bloom_filters_expected(props),
                             threads=max(1, cores // max(1, len(groups))))
         rows = (spark.range(len(groups), numPartitions=max(1, len(groups)))
                 .mapInArrow(functools.partial(cluster_groups, job), tasks.STATS_DDL).collect())

@@ -31,10 +31,10 @@ from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
-from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.buckets import BucketLayout
 
 # Partitions are rewritten in batches of about this many input bytes (progress is per batch).
@@ -46,14 +46,21 @@ EXPANSION = 4
 
 @dataclass(frozen=True)
 class RebucketJob:
-    base: str
+    location: Location            # the table (URI and storage; configuration, never credentials)
     instant: str
     layout: BucketLayout
     hash_fields: tuple[str, ...]
     avro_schema: str
     data_columns: tuple[str, ...]
     read_schema: pa.Schema        # commit time, seqno, record key, then the data columns as stored
-    storage: Storage = LOCAL
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
 
 @dataclass(frozen=True)
@@ -137,7 +144,7 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
     The caller holds the table `lock` (verified at the commit point) and has run recovery. Any error rolls the instant back;
     a killed driver leaves an inflight replacecommit that the next apply rolls back.
     """
-    storage, base = table.storage, table.base
+    base = table.base
     started = time.monotonic()
     timeline, view = table.timeline, table.view
     wanted = view.partitions if partitions is None else partitions
@@ -148,8 +155,8 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
     refuse_replacing_planned(timeline, replaced, base)
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
     with Transaction(table, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
-        job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
-                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec), storage)
+        job = RebucketJob(table.location, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
+                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec))
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []

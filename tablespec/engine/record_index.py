@@ -45,16 +45,23 @@ EXAMPLES = 5
 class IndexJob:
     """What tasks need to probe or extend one table's index (plain data, pickled to executors)."""
 
-    base: str
+    location: Location            # the table (URI and storage; configuration, never credentials)
     num_buckets: int
     chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
     ordering_field: str | None = None
     file_groups: dict = field(default_factory=dict)  # live file id -> its base file (an entry elsewhere is stale)
-    storage: Storage = LOCAL
 
     @property
     def folder(self) -> str:
         return ri.index_folder(self.base)
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
 
 def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
@@ -72,7 +79,7 @@ def index_job(table: HudiTable, timeline, num_buckets: int, ordering_field: str 
     idx = ri.RecordIndex(table.storage, table.base, timeline, num_buckets)
     view = table.view if timeline is table.timeline else table.view_of(timeline)
     live = {s.file_id: s.base_file.path for s in view.latest_slices() if s.base_file is not None}
-    return IndexJob(table.base, num_buckets, idx.chains, ordering_field, live, table.storage)
+    return IndexJob(table.location, num_buckets, idx.chains, ordering_field, live)
 
 
 def add_bucket(job: IndexJob, batches):
@@ -239,11 +246,12 @@ def against_index(job: IndexJob, part: pa.Table) -> tuple[pa.Table, list[str]]:
     return part.filter(pc.invert(stray)), pc.unique(keys.filter(twice)).to_pylist()[:EXAMPLES]
 
 
-def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches,
-                       against: IndexJob | None = None, storage: Storage = LOCAL):
+def write_bucket_files(location: Location, instant: str, kind: str, num_buckets: int, batches,
+                       against: IndexJob | None = None):
     """Executor: one index file per bucket of its rows; yields the names written, and (name null)
     keys stored twice: given a location more than once, or (`against`, a catch-up) in a file
     group while the index has them in another (a table-wide rewrite and a catch-up refuse them)."""
+    base, storage = location.uri, location.storage
     tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
     names, twice = [], []
     if tables:
@@ -288,8 +296,8 @@ def write_index_delta(spark, location: Location, instant: str, num_buckets: int,
             groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
             rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets, storage=storage), entry_schema)
                     .repartition(n, IB)
-                    .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
-                                                  num_buckets, against=against, storage=storage), "name string, twice string").collect())
+                    .mapInArrow(functools.partial(write_bucket_files, location, instant, "base" if full else "delta",
+                                                  num_buckets, against=against), "name string, twice string").collect())
         names = [r.name for r in rows if r.name]
         twice = sorted(r.twice for r in rows if r.twice)
         if (full or against is not None) and twice:  # raised inside the caller's Transaction: its files roll back
@@ -414,9 +422,9 @@ def _num_rows(storage: Storage, base_file) -> int:
         return pq.read_metadata(f).num_rows
 
 
-def compact_buckets(base: str, instant: str, num_buckets: int, batches, storage: Storage = LOCAL):
+def compact_buckets(location: Location, instant: str, num_buckets: int, batches):
     """Executor: merge each bucket's live files into one base file, tombstones dropped."""
-    folder = ri.index_folder(base)
+    storage, folder = location.storage, ri.index_folder(location.uri)
     names = []
     for batch in batches:
         for r in batch.to_pylist():
@@ -445,7 +453,7 @@ def compact_index(spark, table: HudiTable, max_files: int, lock) -> IndexActionR
     with Transaction(table, "commit", lock, basis=timeline) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
-                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets, storage=storage),
+                .mapInArrow(functools.partial(compact_buckets, table.location, txn.instant, index.num_buckets),
                             "name string").collect())
         keep = {r.name for r in rows}
         _remove_strays(storage, base, txn.instant, keep)
