@@ -19,6 +19,7 @@ from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.index_coverage import IndexBehind
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 from tablespec.index import verify
 from tablespec.plan.render import render
@@ -38,7 +39,7 @@ class OlderTablespec(TableWriter):
 def older_write(spark, table, rows, operation="upsert"):
     spec = load_spec_text(SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}",
                                        "{type: SIMPLE}"), "old.yaml").specs[0].spec
-    return OlderTablespec(spark, spec, table.location).write(spark.createDataFrame(rows, DDL), operation)
+    return OlderTablespec(spark, spec, HudiTable.open(table.location)).write(spark.createDataFrame(rows, DDL), operation)
 
 
 def unseen(table) -> list[str]:
