@@ -22,9 +22,10 @@ from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 
 
-def reconcile(storage, base: str, instant_ts: str, stats: list[dict]) -> set[str]:
+def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:
     """Delete files of this instant that no successful task reported (failed or retried attempts).
     Returns the partitions whose listing showed their partition metadata file (already marked)."""
+    storage, base = table.storage, table.base
     keep = {s["path"] for s in stats}
     marked = set()
     for partition in {s["partition"] for s in stats}:
@@ -186,7 +187,7 @@ class Transaction:
         Files a failed task attempt may have left go first, the instant's timeline files last
         (under Hudi's transaction lock, where instants are created); a crash in between leaves a
         pending instant that recovery rolls back once its heartbeat expires."""
-        reconcile(self.storage, self.base, self.instant, stats)
+        reconcile(self.table, self.instant, stats)
         with self.table.transaction_lock(self.requested.action):
             if self.lock is not None:
                 self.lock.verify()  # a lost lease: the instant is recovery's now, not ours to withdraw
@@ -195,7 +196,7 @@ class Transaction:
 
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
         crash_point("after_data_files")
-        marked = reconcile(self.storage, self.base, self.instant, stats)
+        marked = reconcile(self.table, self.instant, stats)
         for partition in {s["partition"] for s in stats} - marked:  # listed with its metadata file: marked
             write_partition_metadata(self.storage, self.base, partition, self.instant)
         with self.table.transaction_lock(self.requested.action):

@@ -310,12 +310,13 @@ def write_index_delta(spark, location: Location, instant: str, num_buckets: int,
             file = ri.IndexFile(b, instant, "base", num_buckets)
             ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table(), storage)
             names.append(file.name)
-    _remove_strays(storage, base, instant, set(names))
+    _remove_strays(location, instant, set(names))
     return sorted(names)
 
 
-def _remove_strays(storage, base: str, instant: str, keep: set[str]) -> None:
+def _remove_strays(location: Location, instant: str, keep: set[str]) -> None:
     """Delete `instant`'s index files that its successful tasks did not report (failed attempts)."""
+    storage, base = location.storage, location.uri
     storage.delete_files([join(ri.index_folder(base), f.name) for f in ri.list_files(storage, base)
                           if f.instant == instant and f.name not in keep])
 
@@ -456,7 +457,7 @@ def compact_index(spark, table: HudiTable, max_files: int, lock) -> IndexActionR
                 .mapInArrow(functools.partial(compact_buckets, table.location, txn.instant, index.num_buckets),
                             "name string").collect())
         keep = {r.name for r in rows}
-        _remove_strays(storage, base, txn.instant, keep)
+        _remove_strays(table.location, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")
     return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(table, index.num_buckets))
 
