@@ -32,7 +32,7 @@ from tablespec.actions.metadata import create_table  # noqa: E402
 from tablespec.engine.session import get_spark  # noqa: E402
 from tablespec.hudi.fs_view import FileSystemView  # noqa: E402
 from tablespec.hudi.io import table_location  # noqa: E402
-from tablespec.hudi.table import Location  # noqa: E402
+from tablespec.hudi.table import HudiTable, Location  # noqa: E402
 from tablespec.hudi.timeline import Timeline  # noqa: E402
 from tablespec.spec.loader import load_spec_text  # noqa: E402
 from tablespec.table import Table  # noqa: E402
@@ -68,7 +68,7 @@ def make_table(spark, warehouse: str, name: str, index: str) -> Table:
         raise SystemExit(f"bench spec invalid: {result.errors}")
     spec = result.specs[0].spec
     location = table_location(warehouse, spec.spec.location)
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     return Table(spec, location, spark)
 
 

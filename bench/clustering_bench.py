@@ -189,7 +189,7 @@ def ingest_hudi(spark, warehouse: str, n_rows: int, commits: int, ingest_target:
                           f"everyNCommits: 1000000}}")
     s = specs[0].spec
     location = table_location(warehouse, s.spec.location)
-    create_table(location, s)
+    create_table(HudiTable.open(location), s)
     table = Table(s, location, spark)
     per = n_rows // commits
     for c in range(commits):

@@ -32,7 +32,7 @@ from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, table_location
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import HudiTable, Location  # noqa: E402
 from tablespec.hudi.timeline import TimelineWriter
 from tablespec.plan.builder import build_plan
 from tablespec.plan.render import render
@@ -102,7 +102,7 @@ def main() -> int:
         t0 = time.perf_counter()
         for ls in load_specs([str(specs_dir)]).specs:
             loc = table_location(str(warehouse), ls.spec.spec.location)
-            create_table(loc, ls.spec)
+            create_table(HudiTable.open(loc), ls.spec)
             write_commits(loc, args.commits, args.partitions)
         setup = time.perf_counter() - t0
         for i in rng.sample(range(args.tables), args.tables // 5):  # a fifth of the specs change

@@ -45,7 +45,7 @@ from tablespec.hudi.io import (  # noqa: E402
 )
 from tablespec.hudi.naming import BaseFileName, new_file_id  # noqa: E402
 from tablespec.hudi.partition import write_partition_metadata  # noqa: E402
-from tablespec.hudi.table import Location  # noqa: E402
+from tablespec.hudi.table import HudiTable, Location  # noqa: E402
 from tablespec.hudi.timeline import TimelineWriter  # noqa: E402
 from tablespec.spec.loader import load_specs  # noqa: E402
 
@@ -82,7 +82,7 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
 def setup(specs_dir: Path, warehouse: str, commits: int, partitions: int) -> None:
     def one(ls):
         loc = table_location(warehouse, ls.spec.spec.location)
-        create_table(loc, ls.spec)
+        create_table(HudiTable.open(loc), ls.spec)
         write_commits(loc, commits, partitions)
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(one, load_specs([str(specs_dir)]).specs))
@@ -116,7 +116,7 @@ def data_action(server: S3Server, warehouse: str, tmp: str) -> dict:
     for name, wh in (("local", str(Path(tmp, "data-local"))), ("s3", warehouse + "-data")):
         spec = load_specs([str(spec_file)]).specs[0].spec
         loc = table_location(wh, spec.spec.location)
-        create_table(loc, spec)
+        create_table(HudiTable.open(loc), spec)
         table = Table(spec, loc, spark)
         table.write(rows(spark.range(0, 100_000), 0), "insert")
         at = Location.parse(loc)   # stopgap until this layer takes handles (i28-engine)

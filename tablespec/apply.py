@@ -104,16 +104,10 @@ def check_spec_digests(plan: Plan) -> None:
                                      "Run `tablespec plan` again.")
 
 
-def current(t: TablePlan, options: StorageOptions | None = None) -> tuple[LoadedSpec, TableState]:
-    """A table plan's embedded spec, and its table as it is now (observed as the planner does)."""
+def current(t: TablePlan, table: HudiTable) -> tuple[LoadedSpec, TableState]:
+    """A table plan's embedded spec, and its table (the handle's state; observed as the planner does)."""
     loaded = embedded_spec(t)
-    return loaded, observe(HudiTable.open(t.location, options), keep_commits=loaded.spec.spec.retention.keep_commits)
-
-
-def _pair(location: str) -> tuple:
-    """Stopgap (storage, base) until this layer takes handles (i28-engine)."""
-    at = Location.parse(location)
-    return at.storage, at.uri
+    return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
 
 
 def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False,
@@ -142,16 +136,18 @@ def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destr
 
 
 def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True,
-              options: StorageOptions | None = None) -> None:
+              table_of: Callable[[TablePlan], HudiTable] | None = None, options: StorageOptions | None = None) -> None:
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
-    tables as they are, or has an action that is not allowed or that this applier cannot run."""
+    tables as they are, or has an action that is not allowed or that this applier cannot run.
+    `table_of`: each table plan's handle (default: opened with `options`)."""
+    table_of = table_of or (lambda t: HudiTable.open(t.location, options))
     for t in plan.tables:
         if not t.actions:
             continue
         warehouse = Location.parse(plan.warehouse, options)
         if why := refusal(warehouse, Location.parse(t.location, options)):  # links or tables may have appeared since the plan
             raise PlanError(f"{t.name}: {why}; nothing was changed")
-        now = check_table(t, *current(t, options), allow_destructive)
+        now = check_table(t, *current(t, table_of(t)), allow_destructive)
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
                             "than the one that made the plan?); nothing was changed")
@@ -171,13 +167,22 @@ class Applier:
                  options: StorageOptions | None = None):
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
         `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
-        `run_clustering`, or a later apply, runs them)."""
+        `run_clustering`, or a later apply, runs them). `options`: how to reach object stores."""
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark
         self.schedule_only = schedule_only
         self.options = options
         self._lock: TableLock | None = None   # the lock of the table being applied
+        self.options = options
+        self._tables: dict[str, HudiTable] = {}
+        self._observed: tuple[HudiTable, int, TableState] | None = None   # the state last observed, and when
+
+    def table(self, t: TablePlan) -> HudiTable:
+        """The plan table's handle, opened once per apply."""
+        if t.location not in self._tables:
+            self._tables[t.location] = HudiTable.open(t.location, self.options)
+        return self._tables[t.location]
 
     @property
     def spark(self):
@@ -188,18 +193,28 @@ class Applier:
             self._spark = self._spark()
         return self._spark
 
+    def _observe(self, t: TablePlan) -> TableState:
+        """The table as last observed under its lock, observed again only if the handle changed
+        (forgot or learned something) since: actions after one another do not re-read a table
+        nothing changed."""
+        table = self.table(t)
+        if self._observed is None or self._observed[:2] != (table, table.generation):
+            self._observed = (table, table.generation, observe(table))
+        return self._observed[2]
+
     def runs(self, kind: str) -> bool:
         """Whether this applier has a step for actions of `kind` (a subclass may replace or drop one)."""
         return kind in EXECUTORS and callable(getattr(self, EXECUTORS[kind].__name__, None))
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
-        preflight(plan, allow_destructive, self.runs, self.options)
+        preflight(plan, allow_destructive, self.runs, self.table, self.options)
         result = ApplyResult()
         for t in plan.tables:
             if not t.actions:
                 continue
             with self._table_lock(t):
-                loaded, state = current(t, self.options)
+                loaded, state = current(t, self.table(t))
+                self._observed = (self.table(t), self.table(t).generation, state)
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
@@ -216,11 +231,13 @@ class Applier:
         """Hold the table's lock while its actions are checked and run; the actions take it from
         here (`_locked`). A table not created yet is not locked: creating it refuses a table
         that appeared meanwhile."""
-        if HudiTable.open(t.location, self.options).config is None:
+        table = self.table(t)
+        if table.config is None and table.refresh().config is None:  # absent at preflight, and still
             yield
             return
-        self._lock = table_lock(t.location)
+        self._lock = table_lock(table)
         try:
+            table.refresh()  # the lock is ours: the table as the previous holder left it
             yield
         finally:
             lock, self._lock = self._lock, None
@@ -228,15 +245,15 @@ class Applier:
 
     def _locked(self, t: TablePlan, changes_files: bool = True):
         """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""
-        return locked(t.location, changes_files=changes_files, held=self._lock)
+        return locked(self.table(t), changes_files=changes_files, held=self._lock)
 
     def visit_create_table(self, t: TablePlan, a: CreateTable, spec: TableSpec) -> NoResult:
-        metadata.create_table(t.location, spec)
+        metadata.create_table(self.table(t), spec)
         return NoResult()
 
     def visit_update_settings(self, t: TablePlan, a: UpdateSettings, spec: TableSpec) -> NoResult:
         with self._locked(t, changes_files=False):  # Hudi's metadata table stays true: kept
-            metadata.update_settings(t.location, spec)
+            metadata.update_settings(self.table(t), spec)
         return NoResult()
 
     def visit_index_migration(self, t: TablePlan, a: IndexMigration,
@@ -245,17 +262,18 @@ class Applier:
         then switch hoodie.properties; a crash between the two is redone by the next apply.
         Away from RECORD_LEVEL: switch first (writers stop using the index), then drop its files."""
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+        table = self.table(t)
         with self._locked(t) as lock:
             if a.params.to == "RECORD_LEVEL":
                 from tablespec.engine.record_index import build_index, remove_superseded
-                built = build_index(self.spark, spec, t.location, lock)
-                metadata.update_settings(t.location, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
-                built.files_removed = remove_superseded(*_pair(t.location), built.num_buckets)
+                built = build_index(self.spark, spec, table, lock)
+                metadata.update_settings(table, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
+                built.files_removed = remove_superseded(table, built.num_buckets)
                 return built.actual(rows=built.entries)
-            metadata.update_settings(t.location, spec)
+            metadata.update_settings(table, spec)
             if a.params.from_ == "RECORD_LEVEL":
                 from tablespec.engine.record_index import drop_index
-                return IndexDropped(index_files_removed=drop_index(t.location))
+                return IndexDropped(index_files_removed=drop_index(table))
         return NoResult()
 
     def visit_record_index_compaction(self, t: TablePlan, a: RecordIndexCompaction, spec: TableSpec) -> IndexResult:
@@ -264,13 +282,13 @@ class Applier:
         from tablespec.spec.model import RecordLevelSettings
         settings = spec.spec.index.record_level or RecordLevelSettings()
         with self._locked(t) as lock:
-            return compact_index(self.spark, t.location, settings.max_files_per_bucket, lock).actual()
+            return compact_index(self.spark, self.table(t), settings.max_files_per_bucket, lock).actual()
 
     def visit_record_index_catch_up(self, t: TablePlan, a: RecordIndexCatchUp, spec: TableSpec) -> IndexResult:
         """Index the data commits the index has not seen (re-planned under the lock: all of them)."""
         from tablespec.engine.record_index import catch_up_index
         with self._locked(t) as lock:
-            return catch_up_index(self.spark, t.location, lock).actual()
+            return catch_up_index(self.spark, self.table(t), lock).actual()
 
     def visit_bucket_bootstrap(self, t: TablePlan, a: BucketBootstrap | BucketRescale, spec: TableSpec) -> Rebucketed:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
@@ -283,17 +301,18 @@ class Applier:
         from tablespec.engine.record_index import drop_index
         from tablespec.engine.writer import table_avro_schema
         from tablespec.plan.builder import rebucket_partitions
+        table = self.table(t)
         with self._locked(t) as lock:
-            state = observe(HudiTable.open(t.location, self.options))
+            state = self._observe(t)
             partitions = rebucket_partitions(spec, state)
             actual = Rebucketed(partitions=0)
             if partitions:
-                done = rebucket(self.spark, spec, t.location, partitions, table_avro_schema(spec),
+                done = rebucket(self.spark, spec, table, partitions, table_avro_schema(spec),
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
-            metadata.update_settings(t.location, spec, {SWITCHED_KEY: done.instant} if partitions else None)
+            metadata.update_settings(table, spec, {SWITCHED_KEY: done.instant} if partitions else None)
             if table_index_type(state.config) == RECORD_LEVEL:
-                actual = actual.model_copy(update={"index_files_removed": drop_index(t.location)})
+                actual = actual.model_copy(update={"index_files_removed": drop_index(table)})
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
@@ -309,46 +328,44 @@ class Applier:
         from tablespec.engine.writer import TableWriter
         from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         from tablespec.importer import observed_spec
+        table = self.table(t)
         with self._locked(t) as lock:
-            state = observe(HudiTable.open(t.location, self.options))
+            state = self._observe(t)
             old = {c.name: c for c in state.columns}
             missing = [c.name for c in spec.spec.columns if c.name not in old and not c.nullable]
             if missing:
                 raise PlanError(f"{t.name}: cannot replace the table: new NOT NULL column(s) {', '.join(missing)} "
                                 "have no values for existing rows; nothing was changed")
-            files = snapshot_files(t.location)
+            files = snapshot_files(table)
             observed = observed_spec(state)
             ddl = table_ddl(observed)
-            current = read_files(self.spark, t.location, files, observed, ddl) if files else \
+            current = read_files(self.spark, table, files, observed, ddl) if files else \
                 self.spark.createDataFrame([], ddl)
             df = current.select(*[(F.col(f"`{c.name}`") if c.name in old else F.lit(None))
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
-            result = TableWriter(self.spark, spec, t.location).overwrite(df, lock)
+            result = TableWriter(self.spark, spec, table).overwrite(df, lock)
             chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
             chosen[SWITCHED_KEY] = result.instant
-            metadata.update_settings(t.location, spec, chosen)
+            metadata.update_settings(table, spec, chosen)
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded
-                remove_superseded(*_pair(t.location), result.index_buckets)
+                remove_superseded(table, result.index_buckets)
         return Replaced(rows=result.inserted, files_written=len(result.files), replaced_file_groups=len(state.file_groups))
 
     def visit_clean(self, t: TablePlan, a: Clean, spec: TableSpec) -> Cleaned:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
         from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
-        from tablespec.hudi.fs_view import FileSystemView
-        from tablespec.hudi.timeline import Timeline
-        from tablespec.hudi.txn_lock import TransactionLock
-        at = Location.parse(t.location)   # stopgap until this layer takes handles (i28-engine)
-        storage, base = at.storage, at.uri
+        table = self.table(t)
+        storage, base = table.storage, table.base
         with self._locked(t):  # recovery finishes an interrupted clean first
-            with TransactionLock(storage, base, "clean"):  # planned and scheduled as Hudi does: under its lock
-                timeline = Timeline.load(storage, base)
-                plan = plan_clean(base, timeline, FileSystemView.build(storage, base, timeline),
-                                  spec.spec.retention.keep_commits)
+            with table.transaction_lock("clean"):  # planned and scheduled as Hudi does: under its lock
+                timeline = table.fresh_timeline()  # under Hudi's lock: every instant another writer made
+                plan = plan_clean(base, timeline, table.view, spec.spec.retention.keep_commits)
                 if plan is None:
                     return Cleaned(files=0, bytes_freed=0)
                 requested = schedule_clean(storage, base, plan)
             result = finish_clean(storage, base, requested)
+            table.refresh(config=False)  # the clean changed the timeline
         return Cleaned(clean_instant=result.clean_instant, files=len(result.deleted_files),
                        bytes_freed=result.bytes_freed)
 
@@ -365,21 +382,22 @@ class Applier:
                 if self.schedule_only:
                     return Clustered(pending=instant.timestamp)
             else:
-                plan = clustering_plan(spec, observe(HudiTable.open(t.location, self.options)), a.reasons)
+                plan = clustering_plan(spec, self._observe(t), a.reasons)
                 if plan is None:
                     return Clustered(groups=0)
-                instant = clustering.schedule(t.location, plan)
+                instant = clustering.schedule(self.table(t), plan)
                 if self.schedule_only:
                     return Clustered(scheduled=instant.timestamp, groups=len(plan.groups))
-            return clustering.run(self.spark, spec, t.location, instant, table_avro_schema(spec), lock).actual()
+            return clustering.run(self.spark, spec, self.table(t), instant, table_avro_schema(spec), lock).actual()
 
     def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
+        table = self.table(t)
         with self._locked(t) as lock:
-            at = Location.parse(t.location)   # stopgap until this layer takes handles (i28-engine)
-            storage, base = at.storage, at.uri
-            discarded = [rollback(storage, base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
+            discarded = [rollback(table.storage, table.base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
                          for ts in (a.params.discard_plans if isinstance(a.params, DiscardPlans) else [])]
+            if discarded:
+                table.refresh(config=False)  # the rollbacks changed the timeline
             return RolledBack(rolled_back=len(lock.recovered), plans_discarded=len(discarded) or None)
 
     def _progress(self, t: TablePlan, a: BucketBootstrap | BucketRescale):
@@ -389,7 +407,7 @@ class Applier:
 
     def visit_schema_evolution(self, t: TablePlan, a: SchemaEvolution, spec: TableSpec) -> NoResult:
         # Metadata only: a commit recording the wider schema; no data file is rewritten.
-        schema.evolve_schema(t.location, spec, held=self._lock)
+        schema.evolve_schema(self.table(t), spec, held=self._lock)
         return NoResult()
 
 

@@ -18,13 +18,18 @@ from tablespec.spec.project import find_project, resolve_warehouse
 
 
 class Table:
-    def __init__(self, spec, location: str, spark=None, options: StorageOptions | None = None):
-        self.spec, self.location, self._spark, self.options = spec, location, spark, options
+    """One table: its spec and one `HudiTable` handle (opened here, reused by every call)."""
+
+    def __init__(self, spec, location: str, spark=None, storage_options: dict | None = None):
+        """`storage_options`: how to reach an object store (a project file's `storage:` section)."""
+        self.spec, self.location, self._spark = spec, location, spark
+        self.table = HudiTable.open(location, StorageOptions.of(storage_options))
 
     @classmethod
     def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
-             variables: dict | None = None, spark=None, storage_options: StorageOptions | None = None) -> Table:
-        """The table a spec file declares (`name` picks one of several documents)."""
+             variables: dict | None = None, spark=None, storage_options: dict | None = None) -> Table:
+        """The table a spec file declares (`name` picks one of several documents). `storage_options`
+        default to the project's `storage:` section."""
         project = find_project(Path.cwd())
         result = load_specs([spec_path], {**(project.vars if project else {}), **(variables or {})})
         if result.errors:
@@ -34,7 +39,9 @@ class Table:
         if not root:
             raise TablespecError("no warehouse: pass warehouse=..., set TABLESPEC_WAREHOUSE, "
                                  "or set `warehouse:` in tablespec.project.yaml")
-        warehouse = Location.parse(root, storage_options)
+        if storage_options is None and project is not None and project.storage:
+            storage_options = dict(project.storage)
+        warehouse = Location.parse(root, StorageOptions.of(storage_options))
         location = check_location(warehouse, warehouse.child(spec.spec.location))
         return cls(spec, location.uri, spark, storage_options)
 
@@ -53,21 +60,21 @@ class Table:
     def write(self, df, operation: str = "upsert", **options):
         """Commit `df` with insert / upsert / bulk_insert / delete; returns what was committed."""
         from tablespec.engine.writer import TableWriter
-        return TableWriter(self.spark, self.spec, self.location, **options).write(df, operation)
+        return TableWriter(self.spark, self.spec, self.table, **options).write(df, operation)
 
     def read(self, as_of: str | None = None, filters: dict | None = None):
         """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame."""
         from tablespec.engine.reader import read
-        return read(self.spark, self.location, self.spec, as_of, filters)
+        return read(self.spark, self.table, self.spec, as_of, filters)
 
     def lookup(self, keys):
         """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table
         holds (absent keys are left out). Reads the index files on the driver; no Spark."""
         from tablespec.index import lookup
-        return lookup(HudiTable.open(self.location, self.options), keys)
+        return lookup(self.table, keys)
 
     def verify(self):
         """Check the table's files and index against its timeline (`tablespec verify`): a
         tablespec.verify.TableReport, `.ok` when nothing was found. Driver side; no Spark."""
         from tablespec.verify import verify_table
-        return verify_table(HudiTable.open(self.location, self.options))
+        return verify_table(self.table)

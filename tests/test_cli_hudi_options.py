@@ -133,8 +133,9 @@ def test_options_are_the_tables_while_it_lags_its_spec(specs, capsys, tmp_path):
     the spec's would fail on Config conflict), and stderr names what lags; once equal, no note."""
     from tablespec.actions.metadata import create_table
     from tablespec.hudi.io import table_location
+    from tablespec.hudi.table import HudiTable
     spec = load_spec_text(_orders("BUCKET"), "t.yaml").specs[0].spec
-    create_table(table_location(str(tmp_path / "wh"), spec.spec.location), spec)
+    create_table(HudiTable.open(table_location(str(tmp_path / "wh"), spec.spec.location)), spec)
     code, out, err = run(capsys, "hudi-options", "orders_bucket.yaml", "--warehouse", str(tmp_path / "wh"))
     assert code == 0 and err == ""
     (tmp_path / "later.yaml").write_text(_orders("BUCKET").replace("numBuckets: 8", "numBuckets: 2")

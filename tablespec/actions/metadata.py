@@ -10,9 +10,9 @@ import json
 from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi import keys
 from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
+from tablespec.hudi.config import TableConfig, init_table, write_table_config
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import HudiTable
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.settings import desired_properties, managed_properties_update
@@ -38,30 +38,30 @@ def creation_properties(spec) -> dict[str, str]:
     return props
 
 
-def create_table(location: str, spec) -> TableConfig:
+def create_table(table: HudiTable, spec) -> TableConfig:
     """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
     name, since the new table would adopt or hide them; `tablespec import` adopts a Hudi table."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
+    storage, base = table.storage, table.base
     config = TableConfig.from_properties(creation_properties(spec))
-    if read_table_config(storage, base) is None and (files := directory_contents(HudiTable(at))):
+    if table.fresh_config() is None and (files := directory_contents(table)):  # as it is now
         raise PlanError(f"{occupied_message(base, files)}; nothing was created")
     try:
         init_table(storage, base, config)
     except HudiFormatError as e:
         raise StalePlanError(f"{e}; it was created since the plan was made") from None
+    finally:
+        table.refresh()  # the table exists now (or someone else's does)
     return config
 
 
-def update_settings(location: str, spec, extra: dict[str, str] | None = None) -> TableConfig:
+def update_settings(table: HudiTable, spec, extra: dict[str, str] | None = None) -> TableConfig:
     """Set every managed property to the spec's value (`extra`: values tablespec chose, such as
-    a record-level index's bucket count), keeping everything else in the file."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    current = read_table_config(storage, base)
+    a record-level index's bucket count), keeping everything else in the file. The caller holds
+    the table lock, under which the handle's config is the file's."""
+    current = table.config
     config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
-    write_table_config(storage, base, config)
+    table.wrote_config(write_table_config(table.storage, table.base, config))  # as written and verified
     return config

@@ -21,31 +21,30 @@ from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.instant import COMMIT
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import HudiTable
 from tablespec.plan.columns import diff_columns, spec_columns
 from tablespec.state import observe
 
 OPERATION = "ALTER_SCHEMA"
 
 
-def evolve_schema(location: str, spec, lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+def evolve_schema(table: HudiTable, spec, lock_timeout: float = DEFAULT_TIMEOUT_SECONDS,
                   heartbeat_tolerance: float | None = None, held: TableLock | None = None) -> str | None:
     """Commit the spec's columns as the table schema; returns the instant, or None when the
     table already has them. `held`: the table lock, when the caller holds it already."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    with locked(base, "apply", lock_timeout, heartbeat_tolerance, held=held) as lock:
-        if not _changes(base, spec):
+    with locked(table, "apply", lock_timeout, heartbeat_tolerance, held=held) as lock:
+        if not _changes(table, spec):
             return None
         schema = json.dumps(to_avro_schema(spec_columns(spec), spec.metadata.name), separators=(",", ":"))
-        with Transaction(storage, base, COMMIT, lock) as txn:
+        with Transaction(table, COMMIT, lock) as txn:
             txn.commit([], CommitMetadata(extra_metadata={"schema": schema}, operation_type=OPERATION))
         return txn.instant
 
 
-def _changes(base: str, spec) -> list:
-    """The column changes still to make, re-observed under the lock; only evolutions may remain."""
-    state = observe(HudiTable.open(base))
+def _changes(table: HudiTable, spec) -> list:
+    """The column changes still to make, observed under the lock; only evolutions may remain."""
+    base = table.base
+    state = observe(table)
     changes = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns])
     destructive = [c.describe() for c in changes if c.destructive]
     if destructive:

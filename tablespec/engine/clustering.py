@@ -35,14 +35,13 @@ from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
 from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
-from tablespec.hudi.config import bloom_filters_expected, read_table_config, table_index_type
+from tablespec.hudi.config import bloom_filters_expected, table_index_type
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
-from tablespec.hudi.table import Location
-from tablespec.hudi.timeline import Timeline, TimelineWriter
-from tablespec.hudi.txn_lock import TransactionLock
+from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.timeline import TimelineWriter
 from tablespec.results import Clustered
 from tablespec.types import Array, Map, Struct
 
@@ -57,7 +56,7 @@ class GroupTask:
 
 @dataclass(frozen=True)
 class ClusteringJob:
-    base: str
+    location: Location            # the table (URI and storage; configuration, never credentials)
     instant: str
     strategy: str                 # NONE | SORT | ZORDER | HILBERT
     columns: tuple[str, ...]
@@ -65,8 +64,15 @@ class ClusteringJob:
     avro_schema: str
     groups: tuple[GroupTask, ...]
     bloom_filter: bool = False
-    storage: Storage = LOCAL
     threads: int = 1              # per task: the cores fewer groups than cores leave idle
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
 
 @dataclass
@@ -168,49 +174,50 @@ def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
     return out, size
 
 
-def schedule(location: str, plan: ClusteringPlan) -> Instant:
+def schedule(table: HudiTable, plan: ClusteringPlan) -> Instant:
     """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
     partitions = {g.partition for g in plan.groups}
-    with TransactionLock(storage, base, "clustering"):  # instants are created under Hudi's lock
-        timeline = Timeline.load(storage, base)
-        refuse_missing_latest(FileSystemView.build(storage, base, timeline, partitions), partitions,
-                              doing="to schedule clustering")
+    content = encode_plan(plan)
+    with table.transaction_lock("clustering"):  # instants are created under Hudi's lock
+        # every instant another writer created counts: the new time must be after them all
+        timeline = table.fresh_timeline()
+        refuse_missing_latest(table.view, partitions, doing="to schedule clustering")  # (cached: run reads it)
         last = timeline.instants[-1].timestamp if timeline.instants else None
         crash_point("before_requested")
-        return TimelineWriter(storage, base).request("replacecommit", new_instant_time(after=last), encode_plan(plan))
+        requested = TimelineWriter(table.storage, table.base).request(
+            "replacecommit", new_instant_time(after=last), content, listed=timeline)
+        table.recorded(requested, content)  # the handle knows the plan: `run` reads nothing again
+    return requested
 
 
-def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=None) -> ClusteringResult:
+def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=None) -> ClusteringResult:
     """Execute the requested clustering plan `instant` and complete its replacecommit.
 
     The caller holds the table `lock` and has run recovery (an inflight attempt whose writer
     died is back to requested)."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
+    base = table.base
     started = time.monotonic()
-    timeline = Timeline.load(storage, base)
+    timeline = table.timeline
     plan = next((p for i, p in pending_plans(timeline).items() if i.timestamp == instant.timestamp), None)
     if plan is None:
         raise TablespecError(f"{base}: no pending clustering plan {instant.timestamp}")
     _check_layout(spec, plan.layout)
-    view = FileSystemView.build(storage, base, timeline)  # as before the clustering
+    view = table.view  # as before the clustering
     refuse_missing_latest(view, {g.partition for g in plan.groups}, doing=f"to run clustering plan {instant.timestamp}")
     files, bytes_read = _input_files(view, base, plan, instant)
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()
     bucketed = table_index_type(props) == "BUCKET"
     if bucketed and any(g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1
                         for g in plan.groups):
         raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
                              "table (each group must be one bucket's file group, written into one file group)")
-    with Transaction(storage, base, "replacecommit", lock, requested=instant.to("requested"), basis=timeline) as txn:
+    with Transaction(table, "replacecommit", lock, requested=instant.to("requested"), basis=timeline) as txn:
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         cores = spark.sparkContext.defaultParallelism
-        job = ClusteringJob(base, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
-                            avro_schema, groups, bloom_filter=bloom_filters_expected(props), storage=storage,
+        job = ClusteringJob(table.location, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
+                            avro_schema, groups, bloom_filter=bloom_filters_expected(props),
                             threads=max(1, cores // max(1, len(groups))))
         rows = (spark.range(len(groups), numPartitions=max(1, len(groups)))
                 .mapInArrow(functools.partial(cluster_groups, job), tasks.STATS_DDL).collect())
@@ -218,7 +225,7 @@ def run(spark, spec, location: str, instant: Instant, avro_schema: str, lock=Non
         crash_point("mid_write")
         replaced = plan.replaced()
         # keys moved to new file groups: the record-level index (if any) commits with the data
-        marks = on_commit(spark, storage, base, txn.instant, view, stats, replaced)
+        marks = on_commit(spark, table, txn.instant, view, stats, replaced)
         txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering", **marks},
                                           replaced=replaced))
     return ClusteringResult(txn.instant, len(groups), sum(len(f) for f in files), len(stats), bytes_read,

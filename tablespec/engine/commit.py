@@ -8,7 +8,7 @@ import sys
 from contextlib import contextmanager
 
 from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.config import read_table_config, table_index_type
+from tablespec.hudi.config import table_index_type
 from tablespec.hudi.conflict import Footprint, WriteConflictError, find_conflicts
 from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import Instant, new_instant_time
@@ -16,23 +16,28 @@ from tablespec.hudi.io import join
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 from tablespec.hudi.metadata_table import retire as retire_metadata_table
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.rollback import recover, rollback
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter
-from tablespec.hudi.txn_lock import TransactionLock
 
 
-def reconcile(storage, base: str, instant_ts: str, stats: list[dict]) -> None:
-    """Delete files of this instant that no successful task reported (failed or retried attempts)."""
+def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:
+    """Delete files of this instant that no successful task reported (failed or retried attempts).
+    Returns the partitions whose listing showed their partition metadata file (already marked)."""
+    storage, base = table.storage, table.base
     keep = {s["path"] for s in stats}
+    marked = set()
     for partition in {s["partition"] for s in stats}:
         folder = join(base, partition)
         for info in storage.list_dir(folder):
+            if info.name == PARTITION_METAFILE:
+                marked.add(partition)
             name = BaseFileName.parse(info.name)
             rel = f"{partition}/{info.name}" if partition else info.name
             if name is not None and name.instant == instant_ts and rel not in keep:
                 storage.delete(info.path)
+    return marked
 
 
 def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, extra: dict | None = None,
@@ -50,17 +55,15 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
                           {p: list(ids) for p, ids in replaced.items()})
 
 
-def table_lock(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> TableLock:
+def table_lock(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> TableLock:
     """Take the table lock (writers and apply take the same one), nothing more: no recovery.
     The caller releases it; `locked(..., held=lock)` works under it."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    lock = TableLock(storage, base, owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
+    lock = table.table_lock(owner=f"tablespec {who} {socket.gethostname()}:{os.getpid()}", auto_renew=True)
     return lock.acquire(timeout_seconds=timeout_seconds)
 
 
 @contextmanager
-def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
            heartbeat_tolerance: float | None = None, changes_files: bool = True, held: TableLock | None = None):
     """Hold the table lock (writers and apply take the same one) and, first, finish interrupted
     rollbacks/cleans and roll back writes whose writer died; `lock.recovered` lists those.
@@ -68,21 +71,32 @@ def locked(location: str, who: str = "apply", timeout_seconds: float = DEFAULT_T
     When the holder changes the table's files, or recovery may (pending instants), Hudi's metadata
     table is retired first: tablespec does not maintain it, and Hudi would list stale files through
     it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true.
-    `held`: the table's lock, already taken by the caller (`table_lock`): used, and not released here."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    lock = held if held is not None else table_lock(base, who, timeout_seconds)
+    `held`: the table's lock, already taken by the caller (`table_lock`), who read the table
+    (`table.refresh()`) after taking it: used, and not released here.
+
+    The handle is read afresh once the lock is ours (other writers may have changed the table
+    before), and again only if retiring or recovery changed it: under the lock, what it caches
+    is the table until this process changes it."""
+    lock = held if held is not None else table_lock(table, who, timeout_seconds)
     try:
-        if changes_files or Timeline.load(storage, base).pending():
+        if held is None:  # the lock is ours now: the table as the previous holder left it
+            table.refresh()  # (a caller holding the lock already read the table after taking it)
+        timeline = table.timeline
+        if (changes_files or timeline.pending()) and table.has_metadata_table:
             # Before recovery: recovery may roll back an inflight Hudi wrote, and Hudi would roll
             # back its metadata-table side too; with the metadata table gone first, the rollback
             # acts on a table without one (as under hoodie.metadata.enable=false) and no crash
             # can leave a metadata table describing files recovery already deleted. Under Hudi's
             # transaction lock: a Hudi writer updates its metadata table inside its commit.
-            with TransactionLock(storage, base, who):
-                retire_metadata_table(storage, base)
-        lock.recovered = recover(storage, base, tolerance_seconds() if heartbeat_tolerance is None
-                                 else heartbeat_tolerance)
+            # (No metadata table in the listing: nothing to retire, and a Hudi writer creating
+            # one now could as well do so right after a retire.)
+            with table.transaction_lock(who):
+                retire_metadata_table(table.storage, table.base)
+            table.refresh()  # hoodie.properties and .hoodie/ changed
+        lock.recovered = recover(table.storage, table.base, tolerance_seconds() if heartbeat_tolerance is None
+                                 else heartbeat_tolerance, timeline=table.timeline)
+        if lock.recovered or table.timeline.pending():
+            table.refresh(config=False)  # recovery rolled back or finished instants: read what it left
         yield lock
     finally:
         if held is None:
@@ -111,29 +125,31 @@ class Transaction:
     (`conflict.py`); `rewrites` names partitions whose whole layout this commit replaces (or
     `ALL_PARTITIONS`), where even another writer's new file groups conflict."""
 
-    def __init__(self, storage, base: str, action: str, lock=None, plan: bytes = b"",
+    def __init__(self, table: HudiTable, action: str, lock=None, plan: bytes = b"",
                  requested: Instant | None = None, basis: Timeline | None = None, rewrites=()):
         """Request a new instant (with `plan` as its requested content), or take over the
-        already `requested` one (a scheduled clustering plan)."""
-        self.storage, self.base, self.lock = storage, base, lock
+        already `requested` one (a scheduled clustering plan). Without `basis`, the handle's
+        timeline is what the action read."""
+        self.table, self.storage, self.base, self.lock = table, table.storage, table.base, lock
         self.rewrites = frozenset(rewrites)
-        self.writer = TimelineWriter(storage, base)
+        self.writer = TimelineWriter(self.storage, self.base)
+        self.basis = basis if basis is not None else table.timeline
+        self.created = requested is None
         if requested is None:
-            with TransactionLock(storage, base, action):  # instants are created under Hudi's lock
-                timeline = Timeline.load(storage, base)
+            with table.transaction_lock(action):  # instants are created under Hudi's lock
+                # every instant another writer created counts: the new time must be after them all
+                timeline = table.fresh_timeline()
                 last = timeline.instants[-1].timestamp if timeline.instants else None
                 crash_point("before_requested")
-                requested = self.writer.request(action, new_instant_time(after=last), plan)
-        elif basis is None:
-            timeline = Timeline.load(storage, base)
-        self.basis = basis if basis is not None else timeline
+                requested = self.writer.request(action, new_instant_time(after=last), plan, listed=timeline)
         self.requested, self.instant = requested, requested.timestamp
-        self.heartbeat = Heartbeat(storage, base, self.instant)
+        self.heartbeat = Heartbeat(self.storage, self.base, self.instant)
 
     def __enter__(self) -> Transaction:
         try:
             self.heartbeat.start()
-            self.inflight = self.writer.start(self.requested)
+            # a requested instant this transaction just created exists and is not completed
+            self.inflight = self.writer.start(self.requested, checked=self.created)
         except BaseException:
             self.__exit__(*sys.exc_info())
             raise
@@ -144,6 +160,7 @@ class Transaction:
             if exc_type is not None and not issubclass(exc_type, LockLostError):
                 # Without the lock another writer may own the table now: leave the instant to recovery.
                 try:
+                    self.table.refresh(config=False)  # the rollback changes the timeline
                     rollback(self.storage, self.base, self.requested)
                 except Exception as failure:  # keep the original error; recovery finishes the rollback
                     if exc is not None:
@@ -155,9 +172,11 @@ class Transaction:
     def check_conflicts(self, metadata: CommitMetadata) -> None:
         """Raise WriteConflictError if a write this action did not see touched its file groups
         (call under the transaction lock)."""
-        config = read_table_config(self.storage, self.base)
+        # the index type changes only under the table lock, which writers hold: the cached config serves
+        config = self.table.config
         bucketed = config is not None and table_index_type(config) == "BUCKET"
-        conflicts = find_conflicts(self.basis, Timeline.load(self.storage, self.base), self.instant,
+        # every instant completed since the basis, including other writers' ones: read now
+        conflicts = find_conflicts(self.basis, self.table.fresh_timeline(), self.instant,
                                    Footprint.of(metadata, self.rewrites), bucketed)
         if conflicts:
             raise WriteConflictError(self.base, self.instant, conflicts)
@@ -168,20 +187,22 @@ class Transaction:
         Files a failed task attempt may have left go first, the instant's timeline files last
         (under Hudi's transaction lock, where instants are created); a crash in between leaves a
         pending instant that recovery rolls back once its heartbeat expires."""
-        reconcile(self.storage, self.base, self.instant, stats)
-        with TransactionLock(self.storage, self.base, self.requested.action):
+        reconcile(self.table, self.instant, stats)
+        with self.table.transaction_lock(self.requested.action):
             if self.lock is not None:
                 self.lock.verify()  # a lost lease: the instant is recovery's now, not ours to withdraw
             self.writer.delete_instant(self.requested)
+        self.table.refresh(config=False)  # this process changed the timeline
 
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
         crash_point("after_data_files")
-        reconcile(self.storage, self.base, self.instant, stats)
-        for partition in {s["partition"] for s in stats}:
+        marked = reconcile(self.table, self.instant, stats)
+        for partition in {s["partition"] for s in stats} - marked:  # listed with its metadata file: marked
             write_partition_metadata(self.storage, self.base, partition, self.instant)
-        with TransactionLock(self.storage, self.base, self.requested.action):
+        with self.table.transaction_lock(self.requested.action):
             self.check_conflicts(metadata)
             if self.lock is not None:
                 self.lock.verify()  # the lease must still be ours at the commit point
             crash_point("before_completion")
-            self.writer.complete(self.inflight, metadata)
+            self.writer.complete(self.inflight, metadata, checked=True)  # started by this transaction, lease verified
+        self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit

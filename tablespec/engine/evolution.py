@@ -17,21 +17,18 @@ from tablespec.engine.parquet import read_parquet
 from tablespec.engine.schema import META_FIELDS
 from tablespec.hudi.avro import from_avro_schema, to_avro_schema
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.table import Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.table import HudiTable
 from tablespec.plan.columns import spec_columns
 from tablespec.types import Array, DataType, Map, Struct
 
 Columns = dict[str, DataType]
 
 
-def written_columns(location: str, files: list[str]) -> dict[str, Columns | None]:
+def written_columns(table: HudiTable, files: list[str]) -> dict[str, Columns | None]:
     """Each base file's data columns as its writer recorded them: the schema in the metadata of
     the commit that wrote it (metadata only), else (commit archived or without a schema) the Avro
     schema in the file's footer; None when neither says."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    timeline = Timeline.load(storage, base)
+    storage, timeline = table.storage, table.timeline
     commits = {i.timestamp: i for i in timeline.commits()}
     by_instant: dict[str | None, str | None] = {}
     out: dict[str, Columns | None] = {}
@@ -49,15 +46,15 @@ def written_columns(location: str, files: list[str]) -> dict[str, Columns | None
     return out
 
 
-def read_files(spark, location: str, files: list[str], spec, ddl: str):
+def read_files(spark, table: HudiTable, files: list[str], spec, ddl: str):
     """`files` as one DataFrame with the columns of `ddl` (meta columns, then the spec's)."""
     # The spec's columns as Avro records them (byte/short as int): files written with them are current.
     current = {c.name: c.type for c in from_avro_schema(to_avro_schema(spec_columns(spec), spec.metadata.name))}
     groups: dict[tuple, list[str]] = {}
-    for path, written in written_columns(location, files).items():
+    for path, written in written_columns(table, files).items():
         stale = written is not None and any(written.get(n) != t for n, t in current.items())
         groups.setdefault(tuple(written.items()) if stale else (), []).append(path)
-    storage = Location.parse(location).storage
+    storage = table.storage
     frames = [_read_evolved(spark, storage, paths, dict(written), spec) if written
               else read_parquet(spark, storage, paths, ddl) for written, paths in groups.items()]
     return reduce(lambda a, b: a.unionByName(b), frames)

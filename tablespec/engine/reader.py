@@ -13,12 +13,10 @@ from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
 from tablespec.errors import TablespecError
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import earliest_readable_instant
-from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.instant import SAVEPOINT
 from tablespec.hudi.naming import bucket_of
-from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 from tablespec.types import parse_type, stored
 
@@ -27,12 +25,10 @@ class ReadError(TablespecError):
     """A read that cannot be served (unknown or cleaned instant, bad filter)."""
 
 
-def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: dict | None = None,
-                   timeline: Timeline | None = None) -> list[str]:
-    """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    timeline = timeline or Timeline.load(storage, base)
+def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filters: dict | None = None) -> list[str]:
+    """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible
+    (from the handle's timeline and view)."""
+    base, timeline = table.base, table.timeline
     if as_of is not None:
         earliest = earliest_readable_instant(timeline)
         savepoints = {i.timestamp for i in timeline.completed() if i.action == SAVEPOINT}
@@ -44,8 +40,7 @@ def snapshot_files(location: str, as_of: str | None = None, spec=None, filters: 
         if as_of not in completed:
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
-    view = FileSystemView.build(storage, base, timeline)
-    slices = [s for s in view.latest_slices(as_of=as_of) if s.base_file is not None]
+    slices = [s for s in table.view.latest_slices(as_of=as_of) if s.base_file is not None]
     key_hash = _filter_hash(spec, filters)
     if key_hash is not None:
         layout = BucketLayout.from_spec(spec)  # buckets per partition (RFC-89) decide the modulus
@@ -71,15 +66,16 @@ def _filter_hash(spec, filters: dict | None) -> int | None:
     return int(record_key_hashes(keys, hash_fields).view("uint32")[0])
 
 
-def read(spark, location: str, spec, as_of: str | None = None, filters: dict | None = None):
-    """A DataFrame of the table (meta columns first) as of the latest or a given commit."""
+def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict | None = None):
+    """A DataFrame of the table (meta columns first) as of the latest or a given commit, as the
+    table is now (a handle may have read it earlier: a read sees the latest commits)."""
     from pyspark.sql import functions as F
 
-    timeline = HudiTable.open(location).timeline
-    files = snapshot_files(location, as_of, spec, filters, timeline)
+    timeline = table.fresh_timeline()
+    files = snapshot_files(table, as_of, spec, filters)
     ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.
-    df = read_files(spark, location, files, spec, ddl) if files else spark.createDataFrame([], ddl)
+    df = read_files(spark, table, files, spec, ddl) if files else spark.createDataFrame([], ddl)
     if as_of is not None:
         df = _as_of_columns(df, timeline.latest_schema(as_of=as_of), spec)
     for name, value in (filters or {}).items():

@@ -29,13 +29,12 @@ from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
-from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
+from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
-from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.table import Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.buckets import BucketLayout
 from tablespec.results import Rebucketed
 
@@ -48,14 +47,21 @@ EXPANSION = 4
 
 @dataclass(frozen=True)
 class RebucketJob:
-    base: str
+    location: Location            # the table (URI and storage; configuration, never credentials)
     instant: str
     layout: BucketLayout
     hash_fields: tuple[str, ...]
     avro_schema: str
     data_columns: tuple[str, ...]
     read_schema: pa.Schema        # commit time, seqno, record key, then the data columns as stored
-    storage: Storage = LOCAL
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
 
 @dataclass(frozen=True)
@@ -132,18 +138,16 @@ def _write_subset(job: RebucketJob, item: BucketSubset, partition_id: int, token
     return stats
 
 
-def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_schema: str,
+def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_schema: str,
              progress=None, lock=None) -> RebucketResult:
     """Rewrite `partitions` (None: all) into the spec's bucket layout as one replacecommit.
 
     The caller holds the table `lock` (verified at the commit point) and has run recovery. Any error rolls the instant back;
     a killed driver leaves an inflight replacecommit that the next apply rolls back.
     """
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
+    base = table.base
     started = time.monotonic()
-    timeline = Timeline.load(storage, base)
-    view = FileSystemView.build(storage, base, timeline)
+    timeline, view = table.timeline, table.view
     wanted = view.partitions if partitions is None else partitions
     slices = {p: [s for s in view.latest_slices(p) if s.base_file is not None] for p in wanted}
     slices = {p: ss for p, ss in slices.items() if ss}
@@ -151,9 +155,9 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
     refuse_replacing_planned(timeline, replaced, base)
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
-    with Transaction(storage, base, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
-        job = RebucketJob(base, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
-                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec), storage)
+    with Transaction(table, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
+        job = RebucketJob(table.location, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
+                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec))
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []
@@ -164,7 +168,7 @@ def rebucket(spark, spec, location: str, partitions: list[str] | None, avro_sche
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
             crash_point("mid_write")
-        marks = on_commit(spark, storage, base, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
+        marks = on_commit(spark, table, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
         txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,
                                           {"tablespec.action": "rebucket", REWRITE_MARK: "true", **marks}, replaced=replaced))
     result.file_groups_after = len(stats)

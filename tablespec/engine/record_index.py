@@ -32,10 +32,9 @@ from tablespec.errors import TablespecError
 from tablespec.hudi import index_coverage as coverage
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
-from tablespec.hudi.config import RECORD_LEVEL, read_table_config, table_index_type
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.io import LOCAL, Storage, join
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.results import IndexResult
 
@@ -47,16 +46,23 @@ EXAMPLES = 5
 class IndexJob:
     """What tasks need to probe or extend one table's index (plain data, pickled to executors)."""
 
-    base: str
+    location: Location            # the table (URI and storage; configuration, never credentials)
     num_buckets: int
     chains: dict = field(default_factory=dict)   # bucket -> live file names, newest first
     ordering_field: str | None = None
     file_groups: dict = field(default_factory=dict)  # live file id -> its base file (an entry elsewhere is stale)
-    storage: Storage = LOCAL
 
     @property
     def folder(self) -> str:
         return ri.index_folder(self.base)
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
 
 def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
@@ -69,11 +75,12 @@ def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:
     return ri.default_num_buckets(rows)
 
 
-def index_job(storage, base: str, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
-    idx = ri.RecordIndex(storage, base, timeline, num_buckets)
-    live = {s.file_id: s.base_file.path for s in FileSystemView.build(storage, base, timeline).latest_slices()
-            if s.base_file is not None}
-    return IndexJob(base, num_buckets, idx.chains, ordering_field, live, storage)
+def index_job(table: HudiTable, timeline, num_buckets: int, ordering_field: str | None = None) -> IndexJob:
+    """The index as of `timeline` (the handle's own, whose view is cached, or an older one)."""
+    idx = ri.RecordIndex(table.storage, table.base, timeline, num_buckets)
+    view = table.view if timeline is table.timeline else table.view_of(timeline)
+    live = {s.file_id: s.base_file.path for s in view.latest_slices() if s.base_file is not None}
+    return IndexJob(table.location, num_buckets, idx.chains, ordering_field, live)
 
 
 def add_bucket(job: IndexJob, batches):
@@ -240,11 +247,12 @@ def against_index(job: IndexJob, part: pa.Table) -> tuple[pa.Table, list[str]]:
     return part.filter(pc.invert(stray)), pc.unique(keys.filter(twice)).to_pylist()[:EXAMPLES]
 
 
-def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, batches,
-                       against: IndexJob | None = None, storage: Storage = LOCAL):
+def write_bucket_files(location: Location, instant: str, kind: str, num_buckets: int, batches,
+                       against: IndexJob | None = None):
     """Executor: one index file per bucket of its rows; yields the names written, and (name null)
     keys stored twice: given a location more than once, or (`against`, a catch-up) in a file
     group while the index has them in another (a table-wide rewrite and a catch-up refuse them)."""
+    base, storage = location.uri, location.storage
     tables = [pa.Table.from_batches([b]) for b in batches if len(b)]
     names, twice = [], []
     if tables:
@@ -267,7 +275,7 @@ def write_bucket_files(base: str, instant: str, kind: str, num_buckets: int, bat
                                       "twice": pa.array([None] * len(names) + twice, pa.string())})
 
 
-def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int, view, stats: list[dict],
+def write_index_delta(spark, location: Location, instant: str, num_buckets: int, view, stats: list[dict],
                       replaced: dict | None = None, full: bool = False, against: IndexJob | None = None) -> list[str]:
     """Write the record-index files of `instant` (the caller's Transaction, before it commits).
 
@@ -276,6 +284,7 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
     the commit. `full`: the written slices are the whole table (an index build, replace_table):
     every bucket gets a base file, so nothing older counts. `against`: the index to check the
     delta against (a catch-up, see `against_index`). Returns the file names written."""
+    storage, base = location.storage, location.uri
     touched = touched_file_groups(base, view, stats, replaced, full)
     names: list[str] = []
     if touched:
@@ -288,8 +297,8 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
             groups = spark.createDataFrame(touched, TOUCHED_DDL).repartition(min(n, len(touched)))
             rows = (groups.mapInArrow(functools.partial(diff_file_groups, num_buckets, storage=storage), entry_schema)
                     .repartition(n, IB)
-                    .mapInArrow(functools.partial(write_bucket_files, base, instant, "base" if full else "delta",
-                                                  num_buckets, against=against, storage=storage), "name string, twice string").collect())
+                    .mapInArrow(functools.partial(write_bucket_files, location, instant, "base" if full else "delta",
+                                                  num_buckets, against=against), "name string, twice string").collect())
         names = [r.name for r in rows if r.name]
         twice = sorted(r.twice for r in rows if r.twice)
         if (full or against is not None) and twice:  # raised inside the caller's Transaction: its files roll back
@@ -302,26 +311,27 @@ def write_index_delta(spark, storage, base: str, instant: str, num_buckets: int,
             file = ri.IndexFile(b, instant, "base", num_buckets)
             ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table(), storage)
             names.append(file.name)
-    _remove_strays(storage, base, instant, set(names))
+    _remove_strays(location, instant, set(names))
     return sorted(names)
 
 
-def _remove_strays(storage, base: str, instant: str, keep: set[str]) -> None:
+def _remove_strays(location: Location, instant: str, keep: set[str]) -> None:
     """Delete `instant`'s index files that its successful tasks did not report (failed attempts)."""
+    storage, base = location.storage, location.uri
     storage.delete_files([join(ri.index_folder(base), f.name) for f in ri.list_files(storage, base)
                           if f.instant == instant and f.name not in keep])
 
 
-def on_commit(spark, storage, base: str, instant: str, view, stats: list[dict], replaced: dict | None = None) -> dict:
+def on_commit(spark, table: HudiTable, instant: str, view, stats: list[dict], replaced: dict | None = None) -> dict:
     """The hook for data-rewriting actions other than writes (e.g. clustering): if the table has a
     record-level index, write `instant`'s index delta (call inside the Transaction, before commit).
     Returns the extraMetadata marking the commit as indexed. An index behind unseen commits gets
     no delta (it would be diffed from a view the index does not have): the commit stays unseen
     too, and the catch-up indexes it with them."""
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()  # the index type changes only under the table lock the caller holds
     if table_index_type(props) != RECORD_LEVEL or coverage.unseen_commits(view.timeline):
         return {}
-    write_index_delta(spark, storage, base, instant, ri.num_buckets_of(props), view, stats, replaced)
+    write_index_delta(spark, table.location, instant, ri.num_buckets_of(props), view, stats, replaced)
     return coverage.delta_marks()
 
 
@@ -359,15 +369,15 @@ def _index_commit(txn, timeline, action: str, marks: dict | None = None) -> None
     it indexed (hudi/index_coverage)."""
     from tablespec.hudi.commit import CommitMetadata
     extra = {"tablespec.action": action, **(marks or {})}
-    if schema := timeline.latest_schema() or read_table_config(txn.storage, txn.base).create_schema:
+    if schema := timeline.latest_schema() or txn.table.config.create_schema:
         extra["schema"] = schema
     txn.commit([], CommitMetadata(extra_metadata=extra, operation_type=INDEX_OPERATION))
 
 
-def remove_superseded(storage, base: str, num_buckets: int) -> int:
+def remove_superseded(table: HudiTable, num_buckets: int) -> int:
     """Delete counted files no lookup reads (after the commit that wrote the hiding base)."""
-    old = ri.superseded_files(storage, base, Timeline.load(storage, base), num_buckets)
-    storage.delete_files([join(ri.index_folder(base), f.name) for f in old])
+    old = ri.superseded_files(table.storage, table.base, table.timeline, num_buckets)
+    table.storage.delete_files([join(ri.index_folder(table.base), f.name) for f in old])
     return len(old)
 
 
@@ -380,31 +390,28 @@ def _refuse_under_pending_clustering(timeline, base: str, what: str) -> None:
                              "run or roll back the clustering first")
 
 
-def build_index(spark, spec, location: str, lock) -> IndexActionResult:
+def build_index(spark, spec, table: HudiTable, lock) -> IndexActionResult:
     """Build the index from the latest file slices as one commit with no data change (RFC-08's
     bootstrap). Executors read the key column of each base file; every bucket gets a base file.
     The caller holds `lock`, switches hoodie.properties to RECORD_LEVEL and the built bucket count
     afterwards, then calls `remove_superseded` (the old layout serves until the switch)."""
     from tablespec.engine.commit import Transaction
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    timeline = Timeline.load(storage, base)
+    storage, base = table.storage, table.base
+    timeline, view = table.timeline, table.view
     _refuse_under_pending_clustering(timeline, base, "building the record-level index")
-    view = FileSystemView.build(storage, base, timeline)
     slices = [s for s in view.latest_slices() if s.base_file is not None]
     rows = sum(_num_rows(storage, s.base_file) for s in slices)
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()
     num_buckets = chosen_num_buckets(spec, props, rows)
-    with Transaction(storage, base, "commit", lock) as txn:
-        names = write_index_delta(spark, storage, base, txn.instant, num_buckets, view, slice_stats(slices), full=True)
+    with Transaction(table, "commit", lock, basis=timeline) as txn:
+        names = write_index_delta(spark, table.location, txn.instant, num_buckets, view, slice_stats(slices), full=True)
         _index_commit(txn, timeline, "record_index_build", coverage.build_marks(timeline))
     return IndexActionResult(txn.instant, num_buckets, len(names), 0, rows)
 
 
-def drop_index(location: str) -> int:
+def drop_index(table: HudiTable) -> int:
     """Remove every index file (the table left RECORD_LEVEL); returns how many there were."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
+    storage, base = table.storage, table.base
     count = len(ri.list_files(storage, base))
     storage.delete_tree(ri.index_folder(base))
     return count
@@ -419,9 +426,9 @@ def _num_rows(storage: Storage, base_file) -> int:
         return pq.read_metadata(f).num_rows
 
 
-def compact_buckets(base: str, instant: str, num_buckets: int, batches, storage: Storage = LOCAL):
+def compact_buckets(location: Location, instant: str, num_buckets: int, batches):
     """Executor: merge each bucket's live files into one base file, tombstones dropped."""
-    folder = ri.index_folder(base)
+    storage, folder = location.storage, ri.index_folder(location.uri)
     names = []
     for batch in batches:
         for r in batch.to_pylist():
@@ -433,60 +440,57 @@ def compact_buckets(base: str, instant: str, num_buckets: int, batches, storage:
     yield pa.RecordBatch.from_pydict({"name": pa.array(names, pa.string())})
 
 
-def compact_index(spark, location: str, max_files: int, lock) -> IndexActionResult:
+def compact_index(spark, table: HudiTable, max_files: int, lock) -> IndexActionResult:
     """Compact buckets with more than `max_files` live files, as one commit with no data change.
     A crash before completion is rolled back like any write (its files go with it); files the
     new bases hide are deleted after completion (and ignored by lookups until then)."""
     from tablespec.engine.commit import Transaction
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    timeline = Timeline.load(storage, base)
+    storage, base = table.storage, table.base
+    timeline = table.timeline
     _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
     coverage.refuse_unseen(timeline, base, "compacting the record-level index")
-    props = read_table_config(storage, base).to_properties()
+    props = table.config.to_properties()
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)
     if not todo:
-        return IndexActionResult(None, index.num_buckets, 0, remove_superseded(storage, base, index.num_buckets))
-    with Transaction(storage, base, "commit", lock) as txn:
+        return IndexActionResult(None, index.num_buckets, 0, remove_superseded(table, index.num_buckets))
+    with Transaction(table, "commit", lock, basis=timeline) as txn:
         jobs = spark.createDataFrame([(b, names) for b, names in sorted(todo.items())], "bucket int, files array<string>")
         rows = (jobs.repartition(min(len(todo), max(1, spark.sparkContext.defaultParallelism * 2)))
-                .mapInArrow(functools.partial(compact_buckets, base, txn.instant, index.num_buckets, storage=storage),
+                .mapInArrow(functools.partial(compact_buckets, table.location, txn.instant, index.num_buckets),
                             "name string").collect())
         keep = {r.name for r in rows}
-        _remove_strays(storage, base, txn.instant, keep)
+        _remove_strays(table.location, txn.instant, keep)
         _index_commit(txn, timeline, "record_index_compaction")
-    return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(storage, base, index.num_buckets))
+    return IndexActionResult(txn.instant, index.num_buckets, len(keep), remove_superseded(table, index.num_buckets))
 
 
-def catch_up_index(spark, location: str, lock) -> IndexActionResult:
+def catch_up_index(spark, table: HudiTable, lock) -> IndexActionResult:
     """Index the data commits the index has not seen, as one commit with no data change (a crash
     before completion rolls it back like any write). Not a rebuild: only the file groups those
     commits wrote or replaced are read, each from its slice before them (the view the index has)
     to its slice now, and the delta is checked against what the index says (`against_index`)."""
     from tablespec.engine.commit import Transaction
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    timeline = Timeline.load(storage, base)
+    storage, base = table.storage, table.base
+    timeline = table.timeline
     _refuse_under_pending_clustering(timeline, base, "catching the record-level index up")
-    num_buckets = ri.num_buckets_of(read_table_config(storage, base).to_properties())
+    num_buckets = ri.num_buckets_of(table.config.to_properties())
     todo = coverage.catch_up(timeline)
     if todo is None:
         return IndexActionResult(None, num_buckets)
     unseen = set(todo.instants)
-    before = FileSystemView.build(storage, base, Timeline(storage, base, [i.to("inflight") if i in unseen else i
-                                                                         for i in timeline.instants]))
-    now = {(s.partition, s.file_id): s for s in FileSystemView.build(storage, base, timeline).latest_slices()
-           if s.base_file is not None}
+    before = table.view_of(Timeline(storage, base, [i.to("inflight") if i in unseen else i
+                                                    for i in timeline.instants]))
+    now = {(s.partition, s.file_id): s for s in table.view.latest_slices() if s.base_file is not None}
     touched = coverage.commit_file_groups(timeline, todo.instants)
     replaced: dict[str, list[str]] = {}
     for partition, fid in touched:
         if (partition, fid) not in now:
             replaced.setdefault(partition, []).append(fid)
     stats = slice_stats([now[k] for k in sorted(touched) if k in now])
-    against = index_job(storage, base, timeline, num_buckets)
-    with Transaction(storage, base, "commit", lock) as txn:
-        names = write_index_delta(spark, storage, base, txn.instant, num_buckets, before, stats, replaced,
+    against = index_job(table, timeline, num_buckets)
+    with Transaction(table, "commit", lock, basis=timeline) as txn:
+        names = write_index_delta(spark, table.location, txn.instant, num_buckets, before, stats, replaced,
                                   against=against)
         _index_commit(txn, timeline, "record_index_catch_up", coverage.catch_up_marks(todo.instants))
     return IndexActionResult(txn.instant, num_buckets, len(names), 0, todo.rows, commits=len(todo.instants))

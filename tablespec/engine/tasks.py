@@ -35,6 +35,7 @@ from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.record_index import base_file_keys
+from tablespec.hudi.table import Location
 from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
@@ -63,7 +64,7 @@ def task_memory_bytes() -> int:
 class WriteJob:
     """Everything a task needs, decided on the driver (plain data: it is pickled to executors)."""
 
-    base: str
+    location: Location                  # the table (its URI and storage; configuration, never credentials)
     instant: str
     operation: str                      # insert | upsert | bulk_insert | delete
     data_schema: pa.Schema              # the spec's columns
@@ -85,8 +86,15 @@ class WriteJob:
     small_file_limit: int = 100 * 1024 * 1024   # file groups below it take inserts
     no_fill: frozenset = frozenset()    # file groups under a pending clustering plan: take no inserts
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
-    storage: Storage = LOCAL            # the table's storage (its configuration, never credentials)
     memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
 
     @property
     def uses_existing(self) -> bool:
@@ -185,11 +193,12 @@ def tag_partitions(job: WriteJob, batches):
     files = _files_by_partition(job)
     targets: dict[str, _InsertTargets] = {}
     footers: dict[str, tuple] = {}
+    counted: dict[str, int] = {}   # path -> records, of base files whose keys were read
     for partition, rows in partition_chunks(batches, max(1, job.memory_bytes // 4)):
         fg = rows.column(FG).combine_chunks()
         valid = pc.invert(rows.column(INVALID).combine_chunks())
         if job.lookup and job.operation in ("upsert", "delete"):
-            fg = _look_up(job, rows.column(KEY).combine_chunks(), files.get(partition, []), footers)
+            fg = _look_up(job, rows.column(KEY).combine_chunks(), files.get(partition, []), footers, counted)
         if job.operation == "delete":
             keep = pc.or_(fg.is_valid(), pc.invert(valid))
             rows, fg = rows.filter(keep), fg.filter(keep)
@@ -197,7 +206,7 @@ def tag_partitions(job: WriteJob, batches):
             missing = np.flatnonzero(np.asarray(pc.and_(fg.is_null(), valid)))
             if len(missing):
                 if partition not in targets:
-                    targets[partition] = _InsertTargets(job, partition, files.get(partition, []))
+                    targets[partition] = _InsertTargets(job, partition, files.get(partition, []), counted)
                 chosen = fg.to_numpy(zero_copy_only=False)
                 chosen[missing] = targets[partition].place(rows.column(KEY).take(pa.array(missing)).combine_chunks())
                 fg = pa.array(chosen, pa.string())
@@ -212,13 +221,18 @@ def _files_by_partition(job: WriteJob) -> dict[str, list[tuple[str, str, int]]]:
     return out
 
 
-def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], footers: dict) -> pa.Array:
-    """The file group holding each key among `files` (null: none does)."""
+def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], footers: dict,
+             counted: dict | None = None) -> pa.Array:
+    """The file group holding each key among `files` (null: none does). `counted` gets the
+    record count of each file whose keys were read."""
     found = np.full(len(keys), None, dtype=object)
-    for file_id, path, _ in files:
+    for file_id, path, size in files:
         if job.lookup == "BLOOM" and not may_hold(path, keys, footers, job.storage):
             continue
-        found[np.asarray(pc.is_in(keys, value_set=base_file_keys(path, job.storage)))] = file_id
+        stored = base_file_keys(path, job.storage, size)
+        if counted is not None:
+            counted[path] = len(stored)
+        found[np.asarray(pc.is_in(keys, value_set=stored))] = file_id
     return pa.array(found, pa.string())
 
 
@@ -239,8 +253,9 @@ class _InsertTargets:
     file limit, not under a pending clustering plan) up to the target size, then new file groups
     of the target size, each as many records as fit at the partition's bytes per record."""
 
-    def __init__(self, job: WriteJob, partition: str, files: list[tuple[str, str, int]]):
-        per_record = record_bytes(files, job.storage)
+    def __init__(self, job: WriteJob, partition: str, files: list[tuple[str, str, int]],
+                 counted: dict | None = None):
+        per_record = record_bytes(files, job.storage, counted)
         self.per_file = max(1, job.target_file_size // per_record)
         small = [(fid, (job.target_file_size - size) // per_record)
                  for fid, _, size in sorted(files, key=lambda f: (f[2], f[0]))
@@ -280,8 +295,12 @@ class _InsertTargets:
         return np.repeat(np.array(ids, dtype=object), counts)
 
 
-def record_bytes(files: list[tuple[str, str, int]], storage: Storage) -> int:
-    """Average stored bytes per record, from one base file's footer (metadata only)."""
+def record_bytes(files: list[tuple[str, str, int]], storage: Storage, counted: dict | None = None) -> int:
+    """Average stored bytes per record, from one base file's footer (metadata only), or from a
+    file whose records the task `counted` already (no request)."""
+    for _, path, size in files:
+        if (counted or {}).get(path):
+            return max(1, size // counted[path])
     for _, path, size in files:
         with storage.open_input_file(path, size) as f:
             rows = pq.read_metadata(f).num_rows

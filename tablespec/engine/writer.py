@@ -21,14 +21,14 @@ from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
-from tablespec.hudi.config import bloom_filters_expected, read_table_config, unmanaged_layout
+from tablespec.hudi.config import bloom_filters_expected, unmanaged_layout
 from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import table_actions
@@ -83,18 +83,17 @@ def _pending_clustering_groups(timeline: Timeline) -> set[str]:
 class TableWriter:
     """Writes DataFrames into one table as its spec declares (keys, partitioning, index)."""
 
-    def __init__(self, spark, spec, location: str, lock_timeout: float = 30.0,
+    def __init__(self, spark, spec, table: HudiTable, lock_timeout: float = 30.0,
                  heartbeat_tolerance: float | None = None):
         self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
         self.heartbeat_tolerance = heartbeat_tolerance
-        at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-        self.storage, self.base = at.storage, at.uri
+        self.table, self.storage, self.base = table, table.storage, table.base
 
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
-        self._refuse_layout()
-        with locked(self.base, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
+        self._refuse_layout()  # before the lock, as the handle last read the table (checked again under it)
+        with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
             return self._write_locked(df, operation, lock)
 
     def _refuse_layout(self) -> None:
@@ -102,12 +101,12 @@ class TableWriter:
         timestamp partitioning, is refused before the lock: taking it retires Hudi's metadata table
         and rolls back dead writes, which must not happen to a table the write will not touch."""
         from tablespec.stored_paths import unconfirmed, unrecorded
-        config = read_table_config(self.storage, self.base)
+        config = self.table.config
         if config is None:
             return
         why = unmanaged_layout(config)
         if why is None and unrecorded(self.spec, config.to_properties()):  # reads a few files: only then
-            why = unconfirmed(self.spec, observe(HudiTable(Location(self.base, self.storage))))
+            why = unconfirmed(self.spec, observe(self.table))
         if why is not None:
             raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
 
@@ -116,12 +115,14 @@ class TableWriter:
         if self.spec.spec.index.type != "RECORD_LEVEL":
             return None
         from tablespec.engine.record_index import chosen_num_buckets, index_job
-        return index_job(self.storage, self.base, timeline, chosen_num_buckets(self.spec, props, rows),
+        return index_job(self.table, timeline, chosen_num_buckets(self.spec, props, rows),
                          self.spec.spec.ordering_field)
 
     def _check_table(self):
-        state = observe(HudiTable(Location(self.base, self.storage)))
+        state = observe(self.table)  # under the lock: the handle as `locked` read it
         name = self.spec.qualified_name
+        if state.exists and (why := unmanaged_layout(state.config)) is not None:  # as it is now
+            raise WriteRefused(f"table {name} at {self.base}: {why}")
         if not state.exists:
             raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")
         pending = table_actions(self.spec, state)
@@ -151,9 +152,8 @@ class TableWriter:
         return self._commit(conform(df, self.spec), "bulk_insert", lock, replace=True)
 
     def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
-        timeline = Timeline.load(self.storage, self.base)
-        view = FileSystemView.build(self.storage, self.base, timeline)
-        props = read_table_config(self.storage, self.base).to_properties()
+        # as observed under the lock (`_check_table`); nothing changed the table since
+        timeline, view, props = self.table.timeline, self.table.view, self.table.config.to_properties()
         index = None if replace else self._record_index(timeline, props)
         if index is not None:  # tagging through the index: it must have seen every data commit
             refuse_unseen(timeline, self.base, f"a RECORD_LEVEL {operation}")
@@ -164,7 +164,7 @@ class TableWriter:
                 replaced.setdefault(s.partition, []).append(s.file_id)
             refuse_replacing_planned(timeline, replaced, self.base)
             refuse_missing_latest(view, doing="to rewrite the table")  # it would carry older slices over
-        with Transaction(self.storage, self.base, "replacecommit" if replace else "commit", lock, basis=timeline,
+        with Transaction(self.table, "replacecommit" if replace else "commit", lock, basis=timeline,
                          rewrites=[ALL_PARTITIONS] if replace else ()) as txn:
             job = self._job(txn.instant, operation, view, props)
             if index is not None and operation in ("insert", "bulk_insert"):
@@ -185,7 +185,7 @@ class TableWriter:
                 index = self._record_index(timeline, props, rows=sum(s["num_writes"] for s in stats))
             if index is not None:
                 from tablespec.engine.record_index import write_index_delta
-                write_index_delta(self.spark, self.storage, self.base, txn.instant, index.num_buckets, view, stats,
+                write_index_delta(self.spark, self.table.location, txn.instant, index.num_buckets, view, stats,
                                   replaced, full=replace)
             marks = None if index is None else build_marks(timeline) if replace else delta_marks()
             if replace:  # hoodie.properties switches to this spec after the commit (layout_switch)
@@ -211,7 +211,7 @@ class TableWriter:
                                           f"{key[1]}: {bucket_groups[key]} and {s.file_id}; the table is corrupt")
                 bucket_groups[key] = s.file_id
         return tasks.WriteJob(
-            base=self.base, instant=instant_ts, operation=operation, data_schema=data_schema(self.spec),
+            location=self.table.location, instant=instant_ts, operation=operation, data_schema=data_schema(self.spec),
             avro_schema=table_avro_schema(self.spec),
             key_fields=tuple(spec.record_key.fields), complex_key=self.spec.complex_record_key, auto_keys=spec.record_key.auto_generate,
             partition_fields=tuple(spec.partitioning.fields), hive_style=spec.partitioning.hive_style,
@@ -222,7 +222,7 @@ class TableWriter:
             lookup=spec.index.type if spec.index.type in ("SIMPLE", "BLOOM") else None,
             target_file_size=spec.clustering.target_file_size, small_file_limit=spec.clustering.small_file_limit,
             no_fill=frozenset(_pending_clustering_groups(view.timeline)),
-            bloom_filter=bloom_filters_expected(props), storage=self.storage)
+            bloom_filter=bloom_filters_expected(props))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None,
              bulk: bool = False) -> tuple[list[dict], float]:

@@ -333,9 +333,9 @@ def finish_clean(storage: Storage, base: str, requested: Instant) -> CleanResult
     return _finish(storage, base, Timeline.load(storage, base), requested)
 
 
-def resume_pending_cleans(storage: Storage, base: str) -> list[CleanResult]:
+def resume_pending_cleans(storage: Storage, base: str, timeline: Timeline | None = None) -> list[CleanResult]:
     """Finish every clean an earlier run left requested or inflight, oldest first."""
-    timeline = Timeline.load(storage, base)
+    timeline = timeline or Timeline.load(storage, base)
     return [_finish(storage, base, timeline, i) for i in timeline.pending() if i.action == CLEAN]
 
 

@@ -384,26 +384,30 @@ def _render(config: TableConfig, comment: str, like: Mapping[str, str] | None = 
     return format_properties(props, (comment,), datetime.now(UTC)).encode("ascii")
 
 
-def write_table_config(storage: Storage, base: str, config: TableConfig) -> None:
-    """Rewrite hoodie.properties so a reader always finds a complete config.
+def write_table_config(storage: Storage, base: str, config: TableConfig) -> TableConfig:
+    """Rewrite hoodie.properties so a reader always finds a complete config; returns the config
+    as written and verified.
 
     Hudi's protocol: recover a leftover backup, write the backup of the current file, replace
     the file (atomically here), verify it, then remove the backup.
     """
     meta = join(base, META_FOLDER)
     main, backup = join(meta, PROPERTIES_FILE), join(meta, BACKUP_FILE)
-    if not storage.exists(main) and storage.exists(backup):
-        storage.write_atomic(main, storage.read_bytes(backup))
-    if storage.exists(main):
-        current = storage.read_bytes(main)
+    try:  # read, not asked whether it exists first: one request
+        current: bytes | None = storage.read_bytes(main)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        current = None
+    if current is None and storage.exists(backup):
+        current = storage.read_bytes(backup)
+        storage.write_atomic(main, current)
+    if current is not None:
         storage.write_atomic(backup, current)
-    else:
-        current = b""
-    storage.write_atomic(main, _render(config, "Updated by tablespec", parse_properties(current.decode("latin-1"))))
+    storage.write_atomic(main, _render(config, "Updated by tablespec", parse_properties((current or b"").decode("latin-1"))))
     written = _load(storage, main)
     if written is None or not _valid(written):
         raise HudiFormatError(f"{main}: checksum verification failed after rewrite; the backup was kept")
     storage.delete(backup)
+    return TableConfig.from_properties(written)
 
 
 def init_table(storage: Storage, base: str, config: TableConfig) -> None:

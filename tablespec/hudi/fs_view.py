@@ -81,10 +81,10 @@ def _visibility(timeline: Timeline) -> Callable[[str], bool]:
 
 
 def _partition_groups(storage: Storage, base: str, partition: str,
-                      visible: Callable[[str], bool]) -> list[FileGroup]:
+                      visible: Callable[[str], bool], listed=None) -> list[FileGroup]:
     bases: dict[tuple[str, str], BaseFile] = {}
     logs: dict[tuple[str, str], list[LogFile]] = {}
-    for info in storage.list_dir(join(base, partition)):
+    for info in storage.list_dir(join(base, partition)) if listed is None else listed:
         if info.is_dir:
             continue
         if (name := BaseFileName.parse(info.name)) and visible(name.instant):
@@ -116,9 +116,15 @@ class FileSystemView:
     def build(cls, storage: Storage, base: str, timeline: Timeline,
               partitions: Iterable[str] | None = None) -> FileSystemView:
         """List the partitions (all discovered ones by default) and keep the visible files."""
-        parts = list(discover_partitions(storage, base) if partitions is None else partitions)
+        listed: dict = {}   # discovery lists every partition: those listings serve the view too
+        parts = list(discover_partitions(storage, base, listed) if partitions is None else partitions)
         visible = _visibility(timeline)
-        return cls(timeline, parts, [g for p in parts for g in _partition_groups(storage, base, p, visible)])
+        return cls(timeline, parts, [g for p in parts for g in _partition_groups(storage, base, p, visible, listed.get(p))])
+
+    def over(self, timeline: Timeline) -> FileSystemView:
+        """This view's files over `timeline`, which differs from this view's only by pending
+        instants (they make no file visible or hidden): no listing."""
+        return FileSystemView(timeline, self.partitions, self._groups)
 
     def file_groups(self, partition: str | None = None, as_of: str | None = None) -> list[FileGroup]:
         """File groups that are part of the table (as of `as_of`), replaced groups excluded."""

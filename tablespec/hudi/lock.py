@@ -213,11 +213,12 @@ class TableLock:
                 self.storage.create_exclusive(path, raw)
             except FileExistsError:
                 continue  # another writer took this generation first
-            if _generations(self.storage, self.directory)[-1:] != [generation]:
+            generations = _generations(self.storage, self.directory)
+            if generations[-1:] != [generation]:
                 self.storage.delete(path)  # we read a stale state: a newer generation exists
                 continue
             self._hold(generation, LockInfo.from_bytes(raw))  # as on disk (times in milliseconds)
-            for old in _generations(self.storage, self.directory):
+            for old in generations:  # as listed just now: older generations are never recreated
                 if old < generation - 1:  # the previous one stays: generations never restart
                     self.storage.delete_files([_path(self.directory, old), _path(self.directory, old) + RELEASED])
             return self

@@ -58,12 +58,17 @@ def describe(storage: Storage, base: str, props: dict[str, str]) -> MetadataTabl
     return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)), size)
 
 
+def named(props: dict[str, str]) -> bool:
+    """Whether hoodie.properties name metadata-table partitions (ready or being built)."""
+    return bool(_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY)))
+
+
 def unname(storage: Storage, base: str) -> bool:
     """Empty the metadata partitions hoodie.properties names (Hudi readers and writers stop using
     the metadata table); returns whether it named any."""
     config = read_table_config(storage, base)
     props = config.to_properties() if config is not None else {}
-    if config is None or not (_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY))):
+    if config is None or not named(props):
         return False
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""}))
     return True

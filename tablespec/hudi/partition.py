@@ -118,11 +118,12 @@ def write_partition_metadata(storage: Storage, base: str, partition: str, commit
     return True
 
 
-def discover_partitions(storage: Storage, base: str) -> list[str]:
+def discover_partitions(storage: Storage, base: str, listings: dict | None = None) -> list[str]:
     """Relative paths of every partition below `base` ("" for a non-partitioned table), sorted.
 
     Hidden directories (.hoodie, .temp, editors' dot folders) are skipped, and a partition's
-    own subdirectories are not searched: partitions do not nest.
+    own subdirectories are not searched: partitions do not nest. `listings` receives each
+    partition's listing (its files), so a caller need not list it again.
     """
     found: list[str] = []
 
@@ -130,6 +131,8 @@ def discover_partitions(storage: Storage, base: str) -> list[str]:
         entries = storage.list_dir(path)
         if any(not e.is_dir and _is_metafile(e.name) for e in entries):
             found.append(rel)
+            if listings is not None:
+                listings[rel] = entries
             return
         for e in entries:
             if e.is_dir and not e.name.startswith("."):

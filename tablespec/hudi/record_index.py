@@ -147,10 +147,17 @@ def write_file(folder: str, file: IndexFile, table: pa.Table, storage: Storage |
     return path
 
 
-def base_file_keys(path: str, storage: Storage | None = None) -> pa.Array:
-    """The record keys of a data base file (`_hoodie_record_key` only: Parquet column projection)."""
+WHOLE_READ_BYTES = 8 << 20   # object stores: a base file up to this size is read in one GET
+
+
+def base_file_keys(path: str, storage: Storage | None = None, size: int | None = None) -> pa.Array:
+    """The record keys of a data base file (`_hoodie_record_key` only: Parquet column projection).
+    `size`, when the caller knows it (the file-system view does): no request to learn it, and a
+    small file on an object store is fetched in one GET rather than footer, then column."""
     key = "_hoodie_record_key"
-    with (storage or _LOCAL).open_input_file(path) as f:
+    storage = storage or _LOCAL
+    small = size is not None and size <= WHOLE_READ_BYTES and not isinstance(storage, LocalStorage)
+    with storage.open_whole_file(path) if small else storage.open_input_file(path, size) as f:
         return pq.read_table(f, columns=[key]).column(key).combine_chunks().cast(pa.string())
 
 

@@ -131,10 +131,10 @@ def is_clustering_plan(timeline: Timeline, instant: Instant) -> bool:
     with a clusteringPlan). Writes like insert_overwrite request replacecommits with no plan."""
     if instant.action != REPLACE_COMMIT:
         return False
-    requested = instant.to("requested")
-    if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
+    try:  # read (once, cached by the timeline), not asked whether it exists first
+        meta = timeline.read_metadata(instant.to("requested"))
+    except (FileNotFoundError, IsADirectoryError):
         return False
-    meta = timeline.read_metadata(requested)
     return meta.get("clusteringPlan") is not None or meta.get("operationType") == "CLUSTER"
 
 
@@ -271,9 +271,9 @@ def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | N
     return RollbackResult(current, result.deleted_files, result.rollback_instant)
 
 
-def resume_pending_rollbacks(storage: Storage, base: str) -> list[RollbackResult]:
+def resume_pending_rollbacks(storage: Storage, base: str, timeline: Timeline | None = None) -> list[RollbackResult]:
     """Finish every rollback an earlier run left requested or inflight, oldest first."""
-    timeline = Timeline.load(storage, base)
+    timeline = timeline or Timeline.load(storage, base)
     return [_finish(storage, base, timeline, i) for i in timeline.pending() if i.action == ROLLBACK]
 
 
@@ -290,12 +290,16 @@ def pending_to_roll_back(storage: Storage, base: str, timeline: Timeline,
 
 
 def recover(storage: Storage, base: str, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
-            now: float | None = None) -> list[RollbackResult]:
+            now: float | None = None, timeline: Timeline | None = None) -> list[RollbackResult]:
     """What every writer (and apply) runs first, holding the table lock: finish interrupted
-    rollbacks and cleans, then roll back the writes that died."""
+    rollbacks and cleans, then roll back the writes that died. `timeline`: the table's, read
+    under the lock (listed again only after a resumed rollback or clean changed it)."""
     from tablespec.hudi.clean import resume_pending_cleans  # clean builds on the timeline, not on rollback
-    results = resume_pending_rollbacks(storage, base)
-    resume_pending_cleans(storage, base)
-    timeline = Timeline.load(storage, base)
+    timeline = timeline or Timeline.load(storage, base)
+    results = resume_pending_rollbacks(storage, base, timeline)
+    if results:
+        timeline = Timeline.load(storage, base)
+    if resume_pending_cleans(storage, base, timeline):
+        timeline = Timeline.load(storage, base)
     return results + [rollback(storage, base, i) for i in pending_to_roll_back(storage, base, timeline,
                                                                                tolerance_seconds, now)]

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from tablespec.hudi.config import TableConfig, read_table_config
+from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import (
     LOCAL,
     Storage,
@@ -25,8 +26,10 @@ from tablespec.hudi.io import (
     table_location,
 )
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.metadata_table import FOLDER as METADATA_FOLDER
+from tablespec.hudi.metadata_table import named
 from tablespec.hudi.s3 import S3Config, S3Storage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline import Timeline, parse_instants
 from tablespec.hudi.txn_lock import TransactionLock
 
 
@@ -95,6 +98,9 @@ class HudiTable:
         self._config: TableConfig | None = None
         self._config_read = False
         self._timeline: Timeline | None = None
+        self._meta_folders: frozenset[str] = frozenset()   # folders below .hoodie/ as `timeline` listed them
+        self._read: Timeline | None = None   # the last timeline loaded (whose instant contents were read)
+        self.generation = 0   # counts what the handle forgot or was told changed: same generation, same state
         self._view: FileSystemView | None = None
 
     @classmethod
@@ -130,8 +136,26 @@ class HudiTable:
     def timeline(self) -> Timeline:
         """The active timeline as first read through this handle."""
         if self._timeline is None:
-            self._timeline = Timeline.load(self.storage, self.base)
+            self._load_timeline()
         return self._timeline
+
+    def _load_timeline(self) -> Timeline:
+        """One listing of .hoodie/: the instants, and (kept) the folders next to them."""
+        listed = self.storage.list_dir(join(self.base, META_FOLDER))
+        timeline = Timeline(self.storage, self.base, parse_instants(listed))
+        if self._read is not None:  # a completed instant's file never changes: its content is kept
+            timeline.keep_contents(self._read)
+        self._timeline, self._view, self._read = timeline, None, timeline
+        self._meta_folders = frozenset(f.name for f in listed if f.is_dir)
+        return self._timeline
+
+    @property
+    def has_metadata_table(self) -> bool:
+        """Whether Hudi's metadata table is there (hoodie.properties name its partitions, or its
+        folder is in the listing `timeline` came from): only then is there one to retire."""
+        if self._timeline is None:
+            self._load_timeline()
+        return METADATA_FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
 
     @property
     def view(self) -> FileSystemView:
@@ -140,19 +164,48 @@ class HudiTable:
             self._view = FileSystemView.build(self.storage, self.base, self.timeline)
         return self._view
 
-    def refresh(self) -> HudiTable:
-        """Forget what was read: the next access reads the table as it is now."""
-        self._config, self._config_read, self._timeline, self._view = None, False, None, None
+    def recorded(self, instant: Instant, content: bytes = b"") -> None:
+        """This process created the pending `instant` (with `content`) under the table's locks:
+        the cached timeline gains it, the cached view stays (a pending instant shows or hides
+        no file), and its content is known. Nothing is read."""
+        if self._timeline is None:
+            return
+        timeline = Timeline(self.storage, self.base, [*self._timeline.instants, instant])
+        timeline.keep_contents(self._timeline)
+        timeline.remember(instant, content)
+        self._view = self._view.over(timeline) if self._view is not None else None
+        self._timeline = self._read = timeline
+        self.generation += 1
+
+    def wrote_config(self, config: TableConfig) -> None:
+        """This process rewrote hoodie.properties (`config`, as written and verified): cached;
+        the timeline is unchanged."""
+        self._config, self._config_read = config, True
+        self.generation += 1
+
+    def view_of(self, timeline: Timeline, partitions=None) -> FileSystemView:
+        """A file-system view over another timeline than the cached one (an older state of the
+        table, a fresh timeline), or of some `partitions` only; not cached."""
+        return FileSystemView.build(self.storage, self.base, timeline, partitions)
+
+    def refresh(self, config: bool = True) -> HudiTable:
+        """Forget what was read: the next access reads the table as it is now. `config=False`:
+        only the timeline (and view) changed, as after a commit; hoodie.properties stays cached."""
+        if config:
+            self._config, self._config_read = None, False
+        self._timeline, self._view = None, None
+        self.generation += 1
         return self
 
     def fresh_timeline(self) -> Timeline:
         """The active timeline as it is now (and cached from here on): for the points where a
         writer must see every instant another writer completed (conflict checks, new instant times)."""
-        self._timeline, self._view = Timeline.load(self.storage, self.base), None
-        return self._timeline
+        self.generation += 1
+        return self._load_timeline()
 
     def fresh_config(self) -> TableConfig | None:
         """hoodie.properties as it is now (and cached from here on)."""
+        self.generation += 1
         self._config, self._config_read = read_table_config(self.storage, self.base), True
         return self._config
 

@@ -25,8 +25,13 @@ def _group_key(instant: Instant) -> tuple[str, str]:
     return instant.timestamp, COMPLETES_AS.get(instant.action, instant.action)
 
 
+def parse_instants(listed) -> list[Instant]:
+    """The instants among the entries of a .hoodie/ listing."""
+    return [i for i in (Instant.parse(f.name) for f in listed if not f.is_dir) if i is not None]
+
+
 def _list_instants(storage: Storage, meta: str) -> list[Instant]:
-    return [i for i in (Instant.parse(f.name) for f in storage.list_dir(meta) if not f.is_dir) if i is not None]
+    return parse_instants(storage.list_dir(meta))
 
 
 def avro_record(schema, record: dict) -> bytes:
@@ -49,6 +54,18 @@ class Timeline:
                 latest[key] = instant
         self.instants: tuple[Instant, ...] = tuple(sorted(latest.values()))
         self._cache: dict[Instant, bytes] = {}
+
+    def keep_contents(self, older: Timeline) -> None:
+        """Take over what `older` (an earlier listing of this table) read of completed instants
+        still on this timeline: their files are written once and never change."""
+        kept = set(self.instants)
+        for instant in [i for i in older._cache if not (i.is_completed and i in kept)]:
+            del older._cache[instant]
+        self._cache = older._cache   # shared: what either reads from here on serves both
+
+    def remember(self, instant: Instant, content: bytes) -> None:
+        """`instant`'s content, as its writer (this process) wrote it."""
+        self._cache[instant] = bytes(content)
 
     @classmethod
     def load(cls, storage: Storage, base: str) -> Timeline:
@@ -132,12 +149,13 @@ class TimelineWriter:
     def _exists(self, instant: Instant) -> bool:
         return self.storage.exists(self._path(instant))
 
-    def request(self, action: str, timestamp: str, content: bytes = b"") -> Instant:
-        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant."""
+    def request(self, action: str, timestamp: str, content: bytes = b"", listed: Timeline | None = None) -> Instant:
+        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant.
+        `listed`: the timeline as the caller read it under Hudi's transaction lock (not listed again)."""
         instant = Instant(timestamp, action, "requested")
         if len(timestamp) != 17:
             raise HudiFormatError(f"new instant time {timestamp!r} must have 17 digits (yyyyMMddHHmmssSSS)")
-        existing = _list_instants(self.storage, self.meta)
+        existing = listed.instants if listed is not None else _list_instants(self.storage, self.meta)
         newest = max((i.timestamp for i in existing), default=None)
         if newest is not None and timestamp <= newest:
             raise HudiFormatError(f"instant time {timestamp} is not after the latest instant {newest}")
@@ -147,14 +165,15 @@ class TimelineWriter:
             raise HudiFormatError(f"instant {instant} already exists") from None
         return instant
 
-    def start(self, instant: Instant, content: bytes = b"") -> Instant:
-        """requested -> inflight."""
+    def start(self, instant: Instant, content: bytes = b"", checked: bool = False) -> Instant:
+        """requested -> inflight. `checked`: the caller created the requested instant itself (it
+        exists and is not completed; the inflight file is still created exclusively)."""
         if instant.state != "requested":
             raise HudiFormatError(f"cannot start {instant}: only a requested instant can become inflight")
         inflight = instant.to("inflight")
-        if not self._exists(instant):
+        if not checked and not self._exists(instant):
             raise HudiFormatError(f"cannot start {instant}: {instant.file_name} does not exist")
-        if self._exists(instant.to("completed")):
+        if not checked and self._exists(instant.to("completed")):
             raise HudiFormatError(f"cannot start {instant}: it is already completed")
         try:
             self.storage.create_exclusive(self._path(inflight), content)
@@ -162,12 +181,14 @@ class TimelineWriter:
             raise HudiFormatError(f"cannot start {instant}: it is already inflight") from None
         return inflight
 
-    def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes) -> Instant:
+    def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes,
+                 checked: bool = False) -> Instant:
         """inflight -> completed: the commit point. The completed file appears whole (written
-        aside and linked into place) and only if no one completed the instant before."""
+        aside and linked into place) and only if no one completed the instant before.
+        `checked`: the caller made the instant inflight itself and still holds the table."""
         if instant.state != "inflight":
             raise HudiFormatError(f"cannot complete {instant}: only an inflight instant can complete")
-        if not self._exists(instant):
+        if not checked and not self._exists(instant):
             raise HudiFormatError(f"cannot complete {instant}: {instant.file_name} does not exist")
         completed = instant.to("completed")
         if isinstance(metadata, CommitMetadata):

@@ -140,6 +140,14 @@ class TransactionLock:
         if self._content is not None:
             raise TablespecError(f"{self.path}: already held by this writer")
         deadline = time.monotonic() + self.timeout_seconds
+        content = _content(self.thread, note)
+        try:  # free (the usual case): taken with one conditional create, nothing read first
+            self.storage.create_exclusive(self.path, content)
+            self._content = content
+            self._start_refresher()
+            return self
+        except FileExistsError:
+            pass
         while True:
             holder = read_holder(self.storage, self.base, self.expire)
             if holder is not None and holder.expired:

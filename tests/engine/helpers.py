@@ -8,6 +8,7 @@ import pyarrow as pa
 from tablespec.actions.metadata import create_table
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
 
@@ -17,7 +18,7 @@ def make_table(spark, warehouse, text: str) -> Table:
     assert not result.errors, result.errors
     spec = result.specs[0].spec
     location = table_location(str(warehouse), spec.spec.location)
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     return Table(spec, location, spark)
 
 

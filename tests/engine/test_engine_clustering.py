@@ -199,7 +199,7 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
     text = spec_text("{everyNCommits: 3}", partitioned=False)
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    instant = schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
+    instant = schedule(table.table, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     for operation in ("upsert", "delete"):
         with pytest.raises(WriteRefused, match="pending clustering plan"):
             table.write(batch(spark, 0, 3), operation)
@@ -364,9 +364,9 @@ def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spa
     text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    instant = schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
-    with locked(table.location) as lock, pytest.raises(ClusteringPending, match="pending clustering plan"):
-        TableWriter(spark, table.spec, table.location).overwrite(batch(spark, 0, 5), lock)
+    instant = schedule(table.table, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
+    with locked(table.table) as lock, pytest.raises(ClusteringPending, match="pending clustering plan"):
+        TableWriter(spark, table.spec, table.table).overwrite(batch(spark, 0, 5), lock)
     assert content(table) == before
     unpartitioned = text.replace(UNPARTITIONED, "")
     plan = plan_for(unpartitioned, tmp_path)
@@ -414,8 +414,8 @@ def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterin
     table = small_table(spark, tmp_path, text)
     before = content(table)
     # a clustering that took one of the two partitions' groups (an apply stopped after its first step)
-    instant = clustering.schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
-    clustering.run(spark, table.spec, table.location, instant, table_avro_schema(table.spec))
+    instant = clustering.schedule(table.table, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
+    clustering.run(spark, table.spec, table.table, instant, table_avro_schema(table.spec))
     done = cluster(spark, table, text, tmp_path)  # the rest, although no commit landed since
     assert "3 file(s) still predate the last clustering with SORT(customer_id)" in done["action"].reasons[0]
     zorder = text.replace("{strategy: SORT, sortColumns: [customer_id]", "{strategy: ZORDER, sortColumns: [customer_id, amount]")
@@ -512,7 +512,7 @@ def test_pending_plan_runs_before_the_table_is_rewritten_into_buckets(spark, tmp
     text = spec_text("{everyNCommits: 3}")
     table = small_table(spark, tmp_path, text)
     before = content(table)
-    instant = schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
+    instant = schedule(table.table, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
     bucketed = text.replace("index: {type: SIMPLE}", "index: {type: BUCKET, numBuckets: 2}")
     plan = plan_for(bucketed, tmp_path)
     kinds = [(a.kind, getattr(a.params, "instant", None)) for _, a in plan.actions]

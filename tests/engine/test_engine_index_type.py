@@ -61,7 +61,7 @@ def test_a_record_level_table_in_the_old_layout_plans_clean_writes_and_moves_to_
 
     longer = load_spec_text(RECORD_LEVEL_SPEC + "  retention: {keepCommits: 20}\n", "t.yaml").specs[0].spec
     assert [a.kind for a in table_actions(longer, observe(HudiTable.open(table.location)))] == ["update_settings"]
-    update_settings(table.location, longer)
+    update_settings(table.table, longer)
     props = _props(table.location)
     assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "GLOBAL_SIMPLE")
     assert table_actions(longer, observe(HudiTable.open(table.location))) == []

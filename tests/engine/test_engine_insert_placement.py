@@ -8,6 +8,7 @@ import re
 import pyarrow as pa
 
 from tablespec.engine import tasks
+from tablespec.hudi.table import Location
 
 ROWS = [  # (partition, key, valid), sorted by partition and key as the writer's sort delivers them
     ("d=1", "a", True), ("d=1", "a", True), ("d=1", "b", True), ("d=1", "c", True), ("d=1", "d", True),
@@ -17,7 +18,7 @@ ROWS = [  # (partition, key, valid), sorted by partition and key as the writer's
 
 def job(memory_bytes: int) -> tasks.WriteJob:
     return tasks.WriteJob(
-        base="/warehouse/t", instant="20261123101500000", operation="upsert", data_schema=pa.schema([]),
+        location=Location("/warehouse/t"), instant="20261123101500000", operation="upsert", data_schema=pa.schema([]),
         avro_schema="", key_fields=("k",), complex_key=False, auto_keys=False, partition_fields=("d",),
         hive_style=True, url_encode=False, ordering_field=None, lookup="SIMPLE",
         target_file_size=3 * tasks.DEFAULT_RECORD_BYTES, memory_bytes=memory_bytes)

@@ -219,7 +219,7 @@ def test_read_filter_prunes_with_per_partition_bucket_counts(spark, tmp_path):
     table = make_table(spark, tmp_path, rule)
     load_orders(spark, table, n=60, days=2)
     for key in ("o0001", "o0002", "o0010"):
-        files = snapshot_files(table.location, spec=table.spec, filters={"order_id": key})
+        files = snapshot_files(table.table, spec=table.spec, filters={"order_id": key})
         assert len(files) == 2  # one bucket file per partition
         assert [r.order_id for r in table.read(filters={"order_id": key}).collect()] == [key]
 

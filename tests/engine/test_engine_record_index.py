@@ -296,7 +296,7 @@ def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_
     storage = LocalStorage()
     view = FileSystemView.build(storage, table.location, Timeline.load(storage, table.location))
     inputs = view.latest_slices("city=ams")
-    with locked(table.location) as lock, Transaction(storage, table.location, "replacecommit", lock) as txn:
+    with locked(table.table) as lock, Transaction(table.table, "replacecommit", lock) as txn:
         rows = pa.concat_tables([pq.read_table(s.base_file.path) for s in inputs])
         fid = new_file_id()
         rel = f"city=ams/{BaseFileName(fid, '0-0-0', txn.instant).format()}"
@@ -307,7 +307,7 @@ def test_a_clustering_like_rewrite_keeps_the_index_through_on_commit(spark, tmp_
         stats = [dict(partition="city=ams", file_id=fid, path=rel, prev_commit="null", num_writes=written.num_rows,
                       num_inserts=written.num_rows, num_updates=0, num_deletes=0, bytes=written.size)]
         replaced = {"city=ams": [s.file_id for s in inputs]}
-        marks = on_commit(spark, storage, table.location, txn.instant, view, stats, replaced)
+        marks = on_commit(spark, table.table, txn.instant, view, stats, replaced)
         assert marks == delta_marks() and any(f.instant == txn.instant for f in ri.list_files(storage, table.location))
         txn.commit(stats, commit_metadata(stats, "CLUSTER", table_avro_schema(table.spec), marks, replaced=replaced))
     data = assert_consistent(table)
@@ -418,7 +418,7 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
         table.write(spark.createDataFrame([(f"k{i}-{j}", "ams", j) for j in range(6)], DDL), "bulk_insert")
     plan = clustering_plan(table.spec, observe(HudiTable.open(table.location)))
     assert plan is not None
-    schedule(table.location, plan)
+    schedule(table.table, plan)
     assert any(n > 2 for n, _ in observe(HudiTable.open(table.location)).index_buckets.values())
     kinds = []
     while "clustering" not in kinds or "record_index_compaction" not in kinds:  # plan -> apply
@@ -428,12 +428,12 @@ def test_index_compaction_waits_for_a_pending_clustering_plan(spark, tmp_path):
         assert len(assert_consistent(table)) == 24
     assert kinds.index("clustering") < kinds.index("record_index_compaction")
     table.write(spark.createDataFrame([("k9", "ber", 1)], DDL), "upsert")
-    schedule(table.location, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
-    with locked(table.location) as lock:
+    schedule(table.table, clustering_plan(table.spec, observe(HudiTable.open(table.location))))
+    with locked(table.table) as lock:
         with pytest.raises(TablespecError, match="pending clustering"):
-            compact_index(spark, table.location, 0, lock)
+            compact_index(spark, table.table, 0, lock)
         with pytest.raises(TablespecError, match="pending clustering"):
-            build_index(spark, table.spec, table.location, lock)
+            build_index(spark, table.spec, table.table, lock)
 
 
 @pytest.mark.parametrize("action", ["index_build", "replace_table"])

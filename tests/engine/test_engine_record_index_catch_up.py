@@ -39,7 +39,7 @@ class OlderTablespec(TableWriter):
 def older_write(spark, table, rows, operation="upsert"):
     spec = load_spec_text(SPEC.replace("{type: RECORD_LEVEL, recordLevel: {numBuckets: 3, maxFilesPerBucket: 2}}",
                                        "{type: SIMPLE}"), "old.yaml").specs[0].spec
-    return OlderTablespec(spark, spec, table.location).write(spark.createDataFrame(rows, DDL), operation)
+    return OlderTablespec(spark, spec, HudiTable.open(table.location)).write(spark.createDataFrame(rows, DDL), operation)
 
 
 def unseen(table) -> list[str]:
@@ -101,9 +101,9 @@ def test_a_clustering_after_unseen_commits_is_caught_up_with_them(spark, tmp_pat
     table = make_table(spark, tmp_path, spec_text)
     table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(6)], DDL), "insert")
     older = older_write(spark, table, [("n3", "ams", 3), ("n4", "ams", 4)], "bulk_insert")  # a second ams file group
-    with locked(table.location) as lock:
+    with locked(table.table) as lock:
         plan = clustering_plan(table.spec, observe(HudiTable.open(table.location)))
-        done = clustering.run(spark, table.spec, table.location, clustering.schedule(table.location, plan),
+        done = clustering.run(spark, table.spec, table.table, clustering.schedule(table.table, plan),
                               table_avro_schema(table.spec), lock)
     assert unseen(table) == [older.instant, done.instant]
     [(_, action)] = plan_for(spec_text, tmp_path)[0].actions

@@ -261,20 +261,20 @@ def test_schema_evolution_through_the_cli(spark, tmp_path, monkeypatch, capsys):
 def _empty_table(tmp_path, text: str) -> str:
     spec = load(text).specs[0].spec
     location = table_location(str(tmp_path), spec.spec.location)
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     return location
 
 
 def test_evolve_schema_is_idempotent_and_refuses_destructive_specs(tmp_path):
     location = _empty_table(tmp_path, SPEC.replace("INDEX", INDEXES["simple"]))
     new = load(EVOLVED.replace("INDEX", INDEXES["simple"])).specs[0].spec
-    instant = evolve_schema(location, new)
+    instant = evolve_schema(HudiTable.open(location), new)
     assert instant is not None and observe(HudiTable.open(location)).head == instant
-    assert evolve_schema(location, new) is None  # a re-run finds nothing to change
+    assert evolve_schema(HudiTable.open(location), new) is None  # a re-run finds nothing to change
     dropped_text = SPEC.replace("INDEX", INDEXES["simple"]).replace("    - {name: score, type: float}\n", "")
     dropped = load(dropped_text).specs[0].spec
     with pytest.raises(StalePlanError, match="drop column score"):
-        evolve_schema(location, dropped)
+        evolve_schema(HudiTable.open(location), dropped)
     assert observe(HudiTable.open(location)).head == instant
 
 
@@ -292,7 +292,7 @@ def test_crashed_schema_evolution_is_rolled_back_then_applied(warehouse, through
         assert [a.kind for a in plan(warehouse, evolved_text).tables[0].actions] == ["rollback", "schema_evolution"]
         Applier().apply(plan(warehouse, evolved_text))
     else:
-        evolve_schema(location, load(evolved_text).specs[0].spec)
+        evolve_schema(HudiTable.open(location), load(evolved_text).specs[0].spec)
     timeline = Timeline.load(storage, location)
     assert not timeline.pending() and not timeline.contains_completed(crashed)
     assert [i.action for i in timeline.completed()] == ["rollback", "commit"]
@@ -317,7 +317,7 @@ def test_read_falls_back_to_footer_schema_when_commit_has_none(spark, tmp_path):
     meta = timeline.commit_metadata(instant)
     meta.extra_metadata.pop("schema")
     storage.write_atomic(f"{table.location}/.hoodie/{instant.file_name}", meta.to_json())
-    [columns] = written_columns(table.location, snapshot_files(table.location)).values()
+    [columns] = written_columns(table.table, snapshot_files(table.table)).values()
     assert (columns["qty"], columns["price"], "note" in columns) == (Primitive("int"), Decimal(10, 2), False)
     evolved = evolved_table(spark, table, EVOLVED.replace("INDEX", INDEXES["simple"]))
     [row] = evolved.read().collect()

@@ -122,7 +122,7 @@ def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
     doc = spec_document(observe(HudiTable.open(str(base))), Location.parse(str(base.parent)))
     doc["spec"]["index"] = {"type": "BLOOM"}
     spec = TableSpec.model_validate(doc)
-    update_settings(str(base), spec)
+    update_settings(HudiTable.open(str(base)), spec)
     table = Table(spec, str(base), spark)
     files = [os.path.join(base, p, f) for p in ("10", "20", "30") for f in os.listdir(base / p) if f.endswith(".parquet")]
     footers, bloom_checked = {}, 0

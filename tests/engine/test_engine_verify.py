@@ -122,7 +122,7 @@ def test_a_bucket_table_verifies_clean_and_its_layout_is_checked(spark, tmp_path
     groups = len(latest_base_files(table))
     assert code == 0 and f"bucket index: {groups} file group(s)" in out, out
     # hoodie.properties saying fewer buckets than the files use: lookups miss those file groups
-    update_settings(table.location, table.spec, {"hoodie.bucket.index.num.buckets": "2"})
+    update_settings(table.table, table.spec, {"hoodie.bucket.index.num.buckets": "2"})
     code, out, _ = verify(capsys, table.location)
     found = findings(out, table.location)
     assert code == 1 and found and {kind for kind, _ in found} == {"index"}

@@ -89,7 +89,7 @@ def test_bucket_routing_matches_java_hashing(spark, tmp_path):
         assert int(name[:8]) == java_bucket(key, 7), key
     # one file group per bucket; an equality filter on the hash field prunes to that bucket's file
     from tablespec.engine.reader import snapshot_files
-    files = snapshot_files(table.location, spec=table.spec, filters={"order_id": "Zürich"})
+    files = snapshot_files(table.table, spec=table.spec, filters={"order_id": "Zürich"})
     assert len(files) == 1 and int(os.path.basename(files[0])[:8]) == java_bucket("Zürich", 7)
     assert [r.order_id for r in table.read(filters={"order_id": "Zürich"}).collect()] == ["Zürich"]
 

@@ -29,6 +29,7 @@ from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.naming import META_COLUMNS, BaseFileName, new_file_id, write_token
 from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.types import parse_type
 
@@ -120,7 +121,7 @@ def _hudi_rs_rows(base):
 
 
 def _rows_as_of(base, as_of):
-    files = snapshot_files(base, as_of)
+    files = snapshot_files(HudiTable.open(base), as_of)
     return sorted((r["id"], r["value"]) for f in files for r in pq.read_table(f, columns=["id", "value"]).to_pylist())
 
 
@@ -187,13 +188,13 @@ def test_time_travel_within_retention_works_cleaned_instant_raises(tmp_path):
     execute_clean(ST, base, _plan(base, 10))
     for c in commits[2:]:
         assert _rows_as_of(base, c) == before[c]
-        assert all(ST.exists(f) for f in snapshot_files(base, c))
+        assert all(ST.exists(f) for f in snapshot_files(HudiTable.open(base), c))
         assert _slices(base, c) == _hudi_rs_slices(base, c)
     for c in commits[:2]:
         with pytest.raises(ReadError, match=rf"instant {c} has been cleaned.*earliest instant still readable "
                                             rf"is {commits[2]}"):
-            snapshot_files(base, c)
-    assert snapshot_files(base) == snapshot_files(base, commits[-1])
+            snapshot_files(HudiTable.open(base), c)
+    assert snapshot_files(HudiTable.open(base)) == snapshot_files(HudiTable.open(base), commits[-1])
 
 
 def test_replaced_groups_deleted_once_no_retained_instant_reads_them(tmp_path):
@@ -223,7 +224,7 @@ def test_replaced_groups_deleted_once_no_retained_instant_reads_them(tmp_path):
     assert _slices(base) == _hudi_rs_slices(base)
     assert fg_a not in {f.split("/")[1][:len(fg_a)] for f in _data_files(base)}
     with pytest.raises(ReadError, match="cleaned"):
-        snapshot_files(base, c3)
+        snapshot_files(HudiTable.open(base), c3)
 
 
 def test_pending_write_caps_retention_and_its_files_survive(tmp_path):
@@ -271,7 +272,7 @@ def test_savepoint_protects_its_slices(tmp_path):
     execute_clean(ST, base, plan)
     assert _rows_as_of(base, commits[1]) == [("1", 2), ("2", 20)]  # a savepoint stays readable
     with pytest.raises(ReadError, match="cleaned"):
-        snapshot_files(base, commits[2])
+        snapshot_files(HudiTable.open(base), commits[2])
 
 
 # --- the transaction ---------------------------------------------------------------------------

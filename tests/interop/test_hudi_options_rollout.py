@@ -80,7 +80,7 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
         _upsert(hudi, location, opts, [("k2", 3, "d0")])
 
     with pytest.raises(Exception, match="(?i)conflict"):
-        rebucket(hudi, _spec(2), location, None, table_avro_schema(_spec(2)), progress=restart_job)
+        rebucket(hudi, _spec(2), HudiTable.open(location), None, table_avro_schema(_spec(2)), progress=restart_job)
     assert during["buckets"] == "4" and "is in flight" in during["note"] and "lags its spec" in during["note"]
     during_options = during["options"]
     rows = {dict(r)["id"]: dict(r) for r in assert_readers_agree(hudi, Table(_spec(4), location, hudi))}
@@ -88,7 +88,7 @@ def test_hudi_jobs_restarting_during_a_rescale_get_the_tables_options(hudi, tmp_
 
     # the rewrite committed but hoodie.properties not switched (an apply that stopped in between):
     # no options describe the table, so hudi-options refuses and says how to finish
-    rebucket(hudi, _spec(2), location, None, table_avro_schema(_spec(2)))
+    rebucket(hudi, _spec(2), HudiTable.open(location), None, table_avro_schema(_spec(2)))
     code, out, err = cli(capsys, "hudi-options", spec_file, "--warehouse", str(tmp_path))
     assert code == 1 and out == "" and "Run `tablespec apply` to finish" in err and "Traceback" not in err
 

@@ -25,7 +25,7 @@ EVERYTHING = """  retention: {keepCommits: 3}
 def test_hudi_accepts_every_hoodie_property_tablespec_writes(hudi, tmp_path, index):
     text = ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", INDEXES[index]) + EVERYTHING
     spec = load_spec_text(text, "t.yaml").specs[0].spec
-    create_table(str(tmp_path / "t"), spec)
+    create_table(HudiTable.open(str(tmp_path / "t")), spec)
     props = read_table_config(LocalStorage(), str(tmp_path / "t")).to_properties()
     assert len([k for k in props if k.startswith("hoodie.")]) >= 20
     assert rejected_properties(hudi, props) == {}

@@ -216,7 +216,7 @@ def test_hudi_writes_into_a_custom_table_tablespec_created(hudi, tmp_path):
     from tablespec.actions.metadata import create_table
     spec = TableSpec.model_validate(text)
     location = str(tmp_path / "visits")
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     table = Table(spec, location, hudi)
     table.write(hudi.createDataFrame(ROWS, SCHEMA), "upsert")
     options = hudi_write_options(spec, HudiTable.open(location))

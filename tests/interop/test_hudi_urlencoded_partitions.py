@@ -99,7 +99,7 @@ def test_url_encoded_table_tablespec_created_takes_hudi_writes(hudi, tmp_path):
     from tablespec.actions.metadata import create_table
     spec = TableSpec.model_validate(text)
     location = str(tmp_path / "paths")
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     assert read_table_config(LocalStorage(), location).url_encode_partitioning
     table = Table(spec, location, hudi)
     table.write(hudi.createDataFrame(ROWS, SCHEMA), "upsert")

@@ -96,7 +96,7 @@ def test_import_of_a_spec_setting_every_field_plans_clean(tmp_path, layout):
     text = HEAD + LAYOUTS[layout] + TAIL
     _, spec = _plan(text, tmp_path)
     location = table_location(str(tmp_path), spec.spec.location)
-    create_table(location, spec)
+    create_table(HudiTable.open(location), spec)
     imported = import_yaml(observe(HudiTable.open(location)), Location.parse(str(tmp_path)))
     assert "256MiB" in imported and "latestPartitions: 5" in imported and "maxSmallFiles: 11" in imported
     plan, again = _plan(imported, tmp_path)
@@ -138,5 +138,5 @@ def test_spec_document_validates_for_every_layout(tmp_path):
     for layout, body in LAYOUTS.items():
         _, spec = _plan(HEAD.replace("lake/everything", layout) + body + TAIL, tmp_path)
         location = table_location(str(tmp_path), spec.spec.location)
-        create_table(location, spec)
+        create_table(HudiTable.open(location), spec)
         assert TableSpec.model_validate(spec_document(observe(HudiTable.open(location)), Location.parse(str(tmp_path)))) == spec

@@ -6,7 +6,7 @@ from tablespec.apply import Applier
 from tablespec.errors import PlanError
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe_specs
@@ -29,7 +29,7 @@ class WithoutCreate(Applier):
 
 def test_unknown_kind_refused_before_anything_runs(tmp_path):
     first = load_spec_text(SPEC.format(name="a_existing", keep=10), "a.yaml").specs
-    create_table(str(tmp_path / "a_existing"), first[0].spec)
+    create_table(HudiTable.open(str(tmp_path / "a_existing")), first[0].spec)
     loaded = (load_spec_text(SPEC.format(name="a_existing", keep=12), "a.yaml").specs
               + load_spec_text(SPEC.format(name="b_new", keep=10), "b.yaml").specs)
     plan = build_plan(loaded, observe_specs(loaded, Location.parse(str(tmp_path))), Location.parse(str(tmp_path)))

@@ -5,7 +5,7 @@ from tablespec.hudi.heartbeat import Heartbeat
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.lock import TableLock
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import TimelineWriter
 from tablespec.hudi.txn_lock import TransactionLock
 from tablespec.plan.builder import build_plan
@@ -33,7 +33,7 @@ def test_plan_names_pending_writers_and_lock_holders(tmp_path):
     st = LocalStorage()
     loaded = load_spec_text(SPEC, "busy.yaml").specs
     base = str(tmp_path / "busy")
-    create_table(base, loaded[0].spec)
+    create_table(HudiTable.open(base), loaded[0].spec)
     assert not _plan(tmp_path).tables[0].warnings
     ts = new_instant_time()
     with Heartbeat(st, base, ts):
