@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tablespec.hudi import keys
@@ -64,7 +65,7 @@ def _type(prop: dict) -> str:
     elif kind == "object":
         text = f"map of {prop.get('additionalProperties', {}).get('type', 'value')}s"
     else:
-        text = {"integer": "integer", "boolean": "boolean", "string": "string"}.get(kind, kind or "any")
+        text = str(kind or "any")
     if "minimum" in prop:
         text += f" ≥ {prop['minimum']}"
     if "minItems" in prop:
@@ -139,7 +140,7 @@ class _SpecPage:
             target = _resolve(prop["items"] if prop.get("type") == "array" else prop, self.defs)
             self.object(field, target, target.get("description") or prop.get("description", ""))
 
-    def table(self, title: str, intro: str, rows: list[tuple[str, ...]]) -> None:
+    def table(self, title: str, intro: str, rows: Sequence[tuple[str, ...]]) -> None:
         if not rows:
             return
         lines = [f"## {title}", "", intro, "", "| field | type | default | stored as | meaning |", "|---|---|---|---|---|"]
@@ -248,9 +249,9 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
         if action.option_strings:
             name = ", ".join(action.option_strings)
             if action.nargs != 0:
-                name += " " + (action.metavar or action.dest.upper())
+                name += " " + str(action.metavar or action.dest.upper())
         else:
-            name = action.metavar or action.dest
+            name = str(action.metavar or action.dest)
         extra = []
         if action.choices:
             extra.append("one of " + _code(action.choices))

@@ -33,7 +33,7 @@ def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
     bucket count cannot be read from files (empty buckets have none), so import stops and says so."""
     if index_recorded(props) or not state.file_groups:
         return
-    seen: set[tuple[str, int | None]] = set()
+    seen: set[tuple[str, int]] = set()
     for fg in state.file_groups:
         if fg.bucket is None or (fg.partition, fg.bucket) in seen:
             return
@@ -137,6 +137,7 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
             + " ".join(f"--timestamp {k}={v}" for k, v in ask.items())
             + (f" (and --timestamp timeZone=<their zone> unless it was {keygen.DEFAULT_TIME_ZONE}, Hudi's default)"
                if zone is None else ""))
+    assert output is not None  # asked for above when missing
     try:
         keygen.joda_to_strftime(output)
     except ValueError as e:

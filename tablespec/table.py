@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from tablespec.errors import SpecError, TablespecError
@@ -20,14 +21,15 @@ from tablespec.spec.project import find_project, resolve_warehouse
 class Table:
     """One table: its spec and one `HudiTable` handle (opened here, reused by every call)."""
 
-    def __init__(self, spec, location: str, spark=None, storage_options: dict | None = None):
+    def __init__(self, spec, location: str, spark=None, storage_options: Mapping | StorageOptions | None = None):
         """`storage_options`: how to reach an object store (a project file's `storage:` section)."""
         self.spec, self.location, self._spark = spec, location, spark
         self.table = HudiTable.open(location, StorageOptions.of(storage_options))
 
     @classmethod
     def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
-             variables: dict | None = None, spark=None, storage_options: dict | None = None) -> Table:
+             variables: dict | None = None, spark=None,
+             storage_options: Mapping | StorageOptions | None = None) -> Table:
         """The table a spec file declares (`name` picks one of several documents). `storage_options`
         default to the project's `storage:` section."""
         project = find_project(Path.cwd())
@@ -40,10 +42,11 @@ class Table:
             raise TablespecError("no warehouse: pass warehouse=..., set TABLESPEC_WAREHOUSE, "
                                  "or set `warehouse:` in tablespec.project.yaml")
         if storage_options is None and project is not None and project.storage:
-            storage_options = dict(project.storage)
-        warehouse = Location.parse(root, StorageOptions.of(storage_options))
-        location = check_location(warehouse, warehouse.child(spec.spec.location))
-        return cls(spec, location.uri, spark, storage_options)
+            storage_options = StorageOptions.of(project.storage, f"{project.file}: storage")
+        options = StorageOptions.of(storage_options)
+        at = Location.parse(root, options)
+        location = check_location(at, at.child(spec.spec.location))
+        return cls(spec, location.uri, spark, options)
 
     @property
     def spark(self):

@@ -61,7 +61,7 @@ def update_settings(table: HudiTable, spec, extra: dict[str, str] | None = None)
     """Set every managed property to the spec's value (`extra`: values tablespec chose, such as
     a record-level index's bucket count), keeping everything else in the file. The caller holds
     the table lock, under which the handle's config is the file's."""
-    current = table.config
+    current = table.table_config
     config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
     table.wrote_config(write_table_config(table.storage, table.base, config))  # as written and verified
     return config

@@ -206,7 +206,7 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     refuse_missing_latest(view, {g.partition for g in plan.groups}, doing=f"to run clustering plan {instant.timestamp}")
     files, bytes_read = _input_files(view, base, plan, instant)
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
-    props = table.config.to_properties()
+    props = table.table_config.to_properties()
     bucketed = table_index_type(props) == "BUCKET"
     if bucketed and any(g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1
                         for g in plan.groups):

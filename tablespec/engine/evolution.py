@@ -53,7 +53,7 @@ def read_files(spark, table: HudiTable, files: list[str], spec, ddl: str):
     groups: dict[tuple, list[str]] = {}
     for path, written in written_columns(table, files).items():
         stale = written is not None and any(written.get(n) != t for n, t in current.items())
-        groups.setdefault(tuple(written.items()) if stale else (), []).append(path)
+        groups.setdefault(tuple(written.items()) if written is not None and stale else (), []).append(path)
     storage = table.storage
     frames = [_read_evolved(spark, storage, paths, dict(written), spec) if written
               else read_parquet(spark, storage, paths, ddl) for written, paths in groups.items()]

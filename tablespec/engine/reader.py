@@ -43,9 +43,9 @@ def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filter
     slices = [s for s in table.view.latest_slices(as_of=as_of) if s.base_file is not None]
     key_hash = _filter_hash(spec, filters)
     if key_hash is not None:
-        layout = BucketLayout.from_spec(spec)  # buckets per partition (RFC-89) decide the modulus
+        layout = BucketLayout.of_bucket_spec(spec)  # buckets per partition (RFC-89) decide the modulus
         slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
-    return [s.base_file.path for s in slices]
+    return [s.base_file.path for s in slices if s.base_file is not None]
 
 
 def _filter_hash(spec, filters: dict | None) -> int | None:

@@ -151,19 +151,19 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
     wanted = view.partitions if partitions is None else partitions
     slices = {p: [s for s in view.latest_slices(p) if s.base_file is not None] for p in wanted}
     slices = {p: ss for p, ss in slices.items() if ss}
-    total = sum(s.base_file.size for ss in slices.values() for s in ss)
+    total = sum(s.base_file.size for ss in slices.values() for s in ss if s.base_file is not None)
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
     refuse_replacing_planned(timeline, replaced, base)
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
     with Transaction(table, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
-        job = RebucketJob(table.location, txn.instant, BucketLayout.from_spec(spec), tuple(spec.effective_hash_fields),
+        job = RebucketJob(table.location, txn.instant, BucketLayout.of_bucket_spec(spec), tuple(spec.effective_hash_fields),
                           avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec))
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []
         for batch in _batches(slices):
             stats += _rewrite(spark, job, _subsets(slices, batch, job.layout, spark.sparkContext.defaultParallelism))
-            result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p])
+            result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p] if s.base_file is not None)
             if progress:
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
@@ -209,7 +209,7 @@ def _read_schema(spec) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import _parse_datatype_string
 
-    schema = to_arrow_schema(_parse_datatype_string(table_ddl(spec)))
+    schema = to_arrow_schema(_parse_datatype_string(table_ddl(spec)))  # type: ignore[arg-type]  # a DDL of columns parses to a StructType
     return pa.schema([f for f in schema if f.name not in (tasks.PART, "_hoodie_file_name")])
 
 

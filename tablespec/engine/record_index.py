@@ -307,7 +307,7 @@ def write_index_delta(spark, location: Location, instant: str, num_buckets: int,
                                  "the table (a writer with a non-global index may insert a key again in another "
                                  "partition): delete the extra copies first")
     if full:  # buckets without keys still get a (empty) base: it hides every older file
-        for b in sorted(set(range(num_buckets)) - {ri.IndexFile.parse(n).bucket for n in names}):
+        for b in sorted(set(range(num_buckets)) - {f.bucket for n in names if (f := ri.IndexFile.parse(n)) is not None}):
             file = ri.IndexFile(b, instant, "base", num_buckets)
             ri.write_file(ri.index_folder(base), file, ri.ENTRY_SCHEMA.empty_table(), storage)
             names.append(file.name)
@@ -328,7 +328,7 @@ def on_commit(spark, table: HudiTable, instant: str, view, stats: list[dict], re
     Returns the extraMetadata marking the commit as indexed. An index behind unseen commits gets
     no delta (it would be diffed from a view the index does not have): the commit stays unseen
     too, and the catch-up indexes it with them."""
-    props = table.config.to_properties()  # the index type changes only under the table lock the caller holds
+    props = table.table_config.to_properties()  # the index type changes only under the table lock the caller holds
     if table_index_type(props) != RECORD_LEVEL or coverage.unseen_commits(view.timeline):
         return {}
     write_index_delta(spark, table.location, instant, ri.num_buckets_of(props), view, stats, replaced)
@@ -401,7 +401,7 @@ def build_index(spark, spec, table: HudiTable, lock) -> IndexActionResult:
     _refuse_under_pending_clustering(timeline, base, "building the record-level index")
     slices = [s for s in view.latest_slices() if s.base_file is not None]
     rows = sum(_num_rows(storage, s.base_file) for s in slices)
-    props = table.config.to_properties()
+    props = table.table_config.to_properties()
     num_buckets = chosen_num_buckets(spec, props, rows)
     with Transaction(table, "commit", lock, basis=timeline) as txn:
         names = write_index_delta(spark, table.location, txn.instant, num_buckets, view, slice_stats(slices), full=True)
@@ -449,7 +449,7 @@ def compact_index(spark, table: HudiTable, max_files: int, lock) -> IndexActionR
     timeline = table.timeline
     _refuse_under_pending_clustering(timeline, base, "compacting the record-level index")
     coverage.refuse_unseen(timeline, base, "compacting the record-level index")
-    props = table.config.to_properties()
+    props = table.table_config.to_properties()
     index = ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
     todo = buckets_to_compact(index.chains, max_files)
     if not todo:
@@ -474,7 +474,7 @@ def catch_up_index(spark, table: HudiTable, lock) -> IndexActionResult:
     storage, base = table.storage, table.base
     timeline = table.timeline
     _refuse_under_pending_clustering(timeline, base, "catching the record-level index up")
-    num_buckets = ri.num_buckets_of(table.config.to_properties())
+    num_buckets = ri.num_buckets_of(table.table_config.to_properties())
     todo = coverage.catch_up(timeline)
     if todo is None:
         return IndexActionResult(None, num_buckets)

@@ -13,6 +13,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -108,7 +109,15 @@ def _task_ids() -> tuple[int, int, int]:
     return (ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()) if ctx else (0, 0, 0)
 
 
-def new_bucket_file_id(job: WriteJob, partition: str, bucket: int) -> str:
+class _InstantJob(Protocol):
+    """What a bucket's file id is derived from: the table and the instant writing it."""
+    @property
+    def base(self) -> str: ...
+    @property
+    def instant(self) -> str: ...
+
+
+def new_bucket_file_id(job: _InstantJob, partition: str, bucket: int) -> str:
     """The file id of a bucket's new file group: derived, so every task picks the same one."""
     return bucket_file_id(bucket, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job.base}|{job.instant}|{partition}|{bucket}")))
 
@@ -299,7 +308,7 @@ def record_bytes(files: list[tuple[str, str, int]], storage: Storage, counted: d
     """Average stored bytes per record, from one base file's footer (metadata only), or from a
     file whose records the task `counted` already (no request)."""
     for _, path, size in files:
-        if (counted or {}).get(path):
+        if counted and counted.get(path):
             return max(1, size // counted[path])
     for _, path, size in files:
         with storage.open_input_file(path, size) as f:
@@ -323,7 +332,8 @@ def _run_pieces(batches, column: str):
 def partition_chunks(batches, max_bytes: int):
     """A task's rows, which arrive sorted by partition path: yields (partition, rows), a
     partition's rows in chunks of about `max_bytes` at most."""
-    current, pieces, size = None, [], 0
+    current, size = None, 0
+    pieces: list[pa.RecordBatch] = []
     for partition, piece in _run_pieces(batches, PART):
         if pieces and (partition != current or size + piece.nbytes > max_bytes):
             yield current, pa.Table.from_batches(pieces)
@@ -338,7 +348,9 @@ def partition_chunks(batches, max_bytes: int):
 def file_group_runs(batches):
     """A task's rows, which arrive sorted by file group: yields (file id, rows of that file
     group), holding one file group's rows at a time."""
-    current, pieces, done = None, [], set()
+    current = None
+    pieces: list[pa.RecordBatch] = []
+    done: set[str | None] = set()
     for file_id, piece in _run_pieces(batches, FG):
         if pieces and file_id != current:
             yield current or None, pa.Table.from_batches(pieces)
@@ -360,7 +372,8 @@ def write_file_groups(job: WriteJob, batches):
     valid key make the task report them instead of its writes; it writes no more file groups,
     and the driver refuses the write, whose rollback deletes what was already written."""
     partition_id, token = task_token()
-    stats, invalid, sample = [], 0, []
+    stats: list[dict] = []
+    invalid, sample = 0, list[dict]()
     for file_id, group in file_group_runs(batches):
         bad = group.filter(group.column(INVALID))
         if bad.num_rows:
@@ -379,10 +392,10 @@ def write_new_file_groups(job: WriteJob, rows_per_file: int, batches, prepared: 
     into new file groups of at most `rows_per_file` rows, one or more per partition it saw
     (Apache Hudi's bulk_insert with sort mode NONE lays files out the same way). Memory: the
     task's rows (one input split)."""
-    prepared = [b for b in (batches if prepared else prepare(job, batches)) if len(b)]
-    if not prepared:
+    kept = [b for b in (batches if prepared else prepare(job, batches)) if len(b)]
+    if not kept:
         return
-    rows = pa.Table.from_batches(prepared)
+    rows = pa.Table.from_batches(kept)
     refused = invalid_report([rows])
     if refused is not None:
         yield refused

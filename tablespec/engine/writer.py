@@ -121,7 +121,7 @@ class TableWriter:
     def _check_table(self):
         state = observe(self.table)  # under the lock: the handle as `locked` read it
         name = self.spec.qualified_name
-        if state.exists and (why := unmanaged_layout(state.config)) is not None:  # as it is now
+        if state.exists and (why := unmanaged_layout(state.table_config)) is not None:  # as it is now
             raise WriteRefused(f"table {name} at {self.base}: {why}")
         if not state.exists:
             raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")
@@ -153,11 +153,11 @@ class TableWriter:
 
     def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
         # as observed under the lock (`_check_table`); nothing changed the table since
-        timeline, view, props = self.table.timeline, self.table.view, self.table.config.to_properties()
+        timeline, view, props = self.table.timeline, self.table.view, self.table.table_config.to_properties()
         index = None if replace else self._record_index(timeline, props)
         if index is not None:  # tagging through the index: it must have seen every data commit
             refuse_unseen(timeline, self.base, f"a RECORD_LEVEL {operation}")
-        replaced = None
+        replaced: dict[str, list[str]] | None = None
         if replace:  # everything goes to new file groups and replaces every current one
             replaced = {}
             for s in view.latest_slices():

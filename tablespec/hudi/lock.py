@@ -172,6 +172,7 @@ class TableLock:
         self._held: LockInfo | None = None
         self._generation = 0
         self._lost: LockLostError | None = None
+        self.recovered: list = []   # what recovery rolled back or finished when the lock was taken (engine/commit.locked)
         self._mutex = threading.Lock()  # renew() runs in the renewer thread and in the caller's
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None

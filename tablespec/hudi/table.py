@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
@@ -42,8 +43,10 @@ class StorageOptions:
     origin: str = "storage options"
 
     @classmethod
-    def of(cls, options: Mapping | None, origin: str = "storage options") -> StorageOptions:
+    def of(cls, options: Mapping | StorageOptions | None, origin: str = "storage options") -> StorageOptions:
         """The options, refused now (unknown keys, credentials) rather than at the first S3 request."""
+        if isinstance(options, StorageOptions):
+            return options
         value = cls(tuple(sorted((str(k), str(v)) for k, v in (options or {}).items())), origin)
         value.s3()
         return value
@@ -133,11 +136,17 @@ class HudiTable:
         return self.config is not None
 
     @property
+    def table_config(self) -> TableConfig:
+        """hoodie.properties of a table that exists (callers know it does: they created it, or
+        hold its lock after observing it)."""
+        if (config := self.config) is None:
+            raise HudiFormatError(f"{self.base}: holds no Hudi table")
+        return config
+
+    @property
     def timeline(self) -> Timeline:
         """The active timeline as first read through this handle."""
-        if self._timeline is None:
-            self._load_timeline()
-        return self._timeline
+        return self._timeline if self._timeline is not None else self._load_timeline()
 
     def _load_timeline(self) -> Timeline:
         """One listing of .hoodie/: the instants, and (kept) the folders next to them."""

@@ -34,6 +34,14 @@ class BucketLayout:
         return cls(index.num_buckets, tuple((r.pattern, r.num_buckets) for r in index.partition_buckets))
 
     @classmethod
+    def of_bucket_spec(cls, spec) -> BucketLayout:
+        """The layout of a spec that declares a BUCKET index (callers have checked it does)."""
+        layout = cls.from_spec(spec)
+        if layout is None:
+            raise ValueError(f"{spec.metadata.name}: the spec declares no BUCKET index")
+        return layout
+
+    @classmethod
     def from_properties(cls, props: dict[str, str]) -> BucketLayout | None:
         from tablespec.plan.settings import NUM_BUCKETS, PARTITION_BUCKETS
 

@@ -308,7 +308,7 @@ def rebucket_partitions(spec, state: TableState) -> list[str]:
     """Partitions whose data must be rewritten to reach the spec's bucket layout."""
     props = state.table_config.to_properties()
     old = BucketLayout.from_properties(props)
-    new = BucketLayout.from_spec(spec)
+    new = BucketLayout.of_bucket_spec(spec)
     with_data = sorted({fg.partition for fg in state.file_groups})
     if old is None or effective(props, HASH_FIELDS) != ",".join(spec.effective_hash_fields):
         return with_data
@@ -318,7 +318,7 @@ def rebucket_partitions(spec, state: TableState) -> list[str]:
 def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, changes: list[Change],
                    index: IndexSwitch) -> BucketBootstrap | BucketRescale:
     partitions = rebucket_partitions(spec, state)
-    layout = BucketLayout.from_spec(spec)
+    layout = BucketLayout.of_bucket_spec(spec)
     target = spec.spec.clustering.target_file_size
     part_bytes = {p: 0 for p in partitions}
     for fg in state.file_groups:
