@@ -74,10 +74,10 @@ class Table:
         """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table
         holds (absent keys are left out). Reads the index files on the driver; no Spark."""
         from tablespec.index import lookup
-        return lookup(self.table, keys)
+        return lookup(self.table.refresh(), keys)  # the table as it is now: others may have written since
 
     def verify(self):
         """Check the table's files and index against its timeline (`tablespec verify`): a
         tablespec.verify.TableReport, `.ok` when nothing was found. Driver side; no Spark."""
         from tablespec.verify import verify_table
-        return verify_table(self.table)
+        return verify_table(self.table.refresh())  # the table as it is now
