@@ -34,7 +34,7 @@ def pytest_configure(config):
         config.option.durations = 25  # where CI's time goes, in every CI log
 
 
-_NEEDS_A_JVM = ("spark", "hudi")
+_FULL_ONLY = ("spark", "hudi", "typecheck")   # tiers that start a JVM, or the type checker
 
 
 @pytest.hookimpl(trylast=True)  # after the tiers' conftests mark their tests
@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
     if _full(config):
         return
-    jvm = {i for i in items if any(i.get_closest_marker(m) for m in _NEEDS_A_JVM)}
+    jvm = {i for i in items if any(i.get_closest_marker(m) for m in _FULL_ONLY)}
     if jvm:
         config.hook.pytest_deselected(items=[i for i in items if i in jvm])
         items[:] = [i for i in items if i not in jvm]
@@ -52,8 +52,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     if not _full(config):
-        return ("fast selection: tests that need Spark (and the Apache Hudi and S3 tiers with them) are "
-                "deselected; `pytest --full` or naming test paths runs them")
+        return ("fast selection: tests that need Spark (and the Apache Hudi and S3 tiers with them) and the "
+                "type checker's are deselected; `pytest --full` or naming test paths runs them")
 
 
 @pytest.fixture
