@@ -170,7 +170,7 @@ def test_hudi_reads_what_tablespec_archived_and_archives_after_it(hudi, tmp_path
 
     # a Hudi job (the options `hudi-options` gives, archiving on) writes twice and archives itself,
     # as the next version of the same log
-    options = {**hudi_write_options(table.spec, base), **ARCHIVING, "hoodie.archive.automatic": "true",
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), **ARCHIVING, "hoodie.archive.automatic": "true",
                "hoodie.datasource.write.operation": "upsert"}
     for i in (5, 6):
         hudi.createDataFrame([(f"k{i}", i, i, "d0")], DDL).write.format("hudi").options(**options).mode("append").save()
