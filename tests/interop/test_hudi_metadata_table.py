@@ -128,7 +128,7 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     hudi_validates(hudi, base)
 
     # (d): Apache Hudi upserts with the metadata table on, on top of tablespec's, and cleans
-    options = {**hudi_write_options(table.spec, base), **METADATA_ON, "hoodie.datasource.write.operation": "upsert",
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), **METADATA_ON, "hoodie.datasource.write.operation": "upsert",
                "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1",
                "hoodie.upsert.shuffle.parallelism": "2"}
     hudi_write(batch(hudi, range(3, 9), version=2), base, options)
