@@ -356,16 +356,14 @@ class Applier:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
         from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
         table = self.table(t)
-        storage, base = table.storage, table.base
         with self._locked(t):  # recovery finishes an interrupted clean first
             with table.transaction_lock("clean"):  # planned and scheduled as Hudi does: under its lock
                 timeline = table.fresh_timeline()  # under Hudi's lock: every instant another writer made
-                plan = plan_clean(base, timeline, table.view, spec.spec.retention.keep_commits)
+                plan = plan_clean(table.base, timeline, table.view, spec.spec.retention.keep_commits)
                 if plan is None:
                     return Cleaned(files=0, bytes_freed=0)
-                requested = schedule_clean(storage, base, plan)
-            result = finish_clean(storage, base, requested)
-            table.refresh(config=False)  # the clean changed the timeline
+                requested = schedule_clean(table, plan)
+            result = finish_clean(table, requested)  # refreshes the handle: the clean changed the timeline
         return Cleaned(clean_instant=result.clean_instant, files=len(result.deleted_files),
                        bytes_freed=result.bytes_freed)
 
@@ -394,10 +392,8 @@ class Applier:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
         table = self.table(t)
         with self._locked(t) as lock:
-            discarded = [rollback(table.storage, table.base, Instant(ts, "replacecommit", "requested"), discard_plan=True)
+            discarded = [rollback(table, Instant(ts, "replacecommit", "requested"), discard_plan=True)
                          for ts in (a.params.discard_plans if isinstance(a.params, DiscardPlans) else [])]
-            if discarded:
-                table.refresh(config=False)  # the rollbacks changed the timeline
             return RolledBack(rolled_back=len(lock.recovered), plans_discarded=len(discarded) or None)
 
     def _progress(self, t: TablePlan, a: BucketBootstrap | BucketRescale):

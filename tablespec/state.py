@@ -165,7 +165,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
         columns=columns,
         file_groups=groups,
         pending=tuple(timeline.pending()),
-        expired=tuple(pending_to_roll_back(storage, location, timeline, tolerance_seconds())),
+        expired=tuple(pending_to_roll_back(table, tolerance_seconds())),
         heartbeat_ages=_heartbeat_ages(table),
         lock_holders=lock_holders(table),
         head=commits[-1].timestamp if commits else None,
@@ -177,7 +177,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
         count_rows=functools.partial(_rows, timeline, view),
         index_buckets=index,
         index_catch_up=catch_up(timeline) if record_level else None,
-        metadata_table=metadata_table.describe(storage, location, props),
+        metadata_table=metadata_table.describe(table),
         table=table,
     )
 

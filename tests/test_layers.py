@@ -118,3 +118,31 @@ def test_no_import_circles():
 def test_the_graph_is_read():
     """The checks above see the package's real imports (a parser that found none would pass them)."""
     assert "hudi.timeline" in GRAPH["hudi.table"] and "state" in GRAPH["plan.builder"]
+
+
+STATE_LOADERS = {("Timeline", "load"), ("FileSystemView", "build"), (None, "read_table_config"), (None, "storage_for")}
+
+
+def _state_loads(module: str) -> list[str]:
+    """Calls in `module` that read a table's timeline, file-system view or config, or its storage,
+    from a location instead of through the table handle."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            key = (func.value.id if isinstance(func.value, ast.Name) else None, func.attr)
+        else:
+            key = (None, func.id) if isinstance(func, ast.Name) else None
+        if key in STATE_LOADERS or (key is not None and (None, key[1]) in STATE_LOADERS):
+            found.append(f"tablespec.{module}:{node.lineno}: {ast.unparse(func)}(...)")
+    return found
+
+
+def test_only_the_handle_loads_table_state():
+    """A table is opened once (docs/architecture.md, "The table handle"): only `hudi.table` loads
+    a table's config, timeline or file-system view."""
+    assert _state_loads("hudi.table"), "the check finds the handle's own loads"
+    elsewhere = [hit for m in sorted(MODULES) if m != "hudi.table" for hit in _state_loads(m)]
+    assert not elsewhere, "table state loaded outside the table handle:\n" + "\n".join(elsewhere)

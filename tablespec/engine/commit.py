@@ -91,12 +91,9 @@ def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAUL
             # (No metadata table in the listing: nothing to retire, and a Hudi writer creating
             # one now could as well do so right after a retire.)
             with table.transaction_lock(who):
-                retire_metadata_table(table.storage, table.base)
-            table.refresh()  # hoodie.properties and .hoodie/ changed
-        lock.recovered = recover(table.storage, table.base, tolerance_seconds() if heartbeat_tolerance is None
-                                 else heartbeat_tolerance, timeline=table.timeline)
-        if lock.recovered or table.timeline.pending():
-            table.refresh(config=False)  # recovery rolled back or finished instants: read what it left
+                retire_metadata_table(table)  # refreshes the handle where it changed the table
+        lock.recovered = recover(table, tolerance_seconds() if heartbeat_tolerance is None
+                                 else heartbeat_tolerance)  # refreshes the handle where it changed the table
         yield lock
     finally:
         if held is None:
@@ -160,8 +157,8 @@ class Transaction:
             if exc_type is not None and not issubclass(exc_type, LockLostError):
                 # Without the lock another writer may own the table now: leave the instant to recovery.
                 try:
-                    self.table.refresh(config=False)  # the rollback changes the timeline
-                    rollback(self.storage, self.base, self.requested)
+                    self.table.refresh(config=False)  # read the instant as this transaction left it
+                    rollback(self.table, self.requested)
                 except Exception as failure:  # keep the original error; recovery finishes the rollback
                     if exc is not None:
                         exc.add_note(f"rolling back {self.instant} failed too ({failure}); the next writer "

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import fastavro
@@ -43,6 +43,9 @@ from tablespec.hudi.instant import (
 )
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 POLICY = "KEEP_LATEST_COMMITS"
 VERSION = 2  # cleaner plan and clean metadata version of Hudi 0.14/0.15 (full paths per file)
@@ -240,15 +243,19 @@ def _plan_record(base: str, plan: CleanPlan) -> dict[str, Any]:
     }
 
 
-def schedule_clean(storage: Storage, base: str, plan: CleanPlan, clean_ts: str | None = None) -> Instant:
-    """Write `C.clean.requested` holding the plan: from here on the clean is resumable."""
-    timeline = Timeline.load(storage, base)
+def schedule_clean(table: HudiTable, plan: CleanPlan, clean_ts: str | None = None) -> Instant:
+    """Write `C.clean.requested` holding the plan: from here on the clean is resumable. Checked
+    against the handle's timeline, which the caller read under the locks; the handle records it."""
+    storage, base, timeline = table.storage, table.base, table.timeline
     retain = plan.earliest_instant_to_retain
     if not timeline.contains_completed(retain.timestamp):
         raise StalePlanError(f"clean plan for {base} retains from {retain.timestamp}, which is not a completed "
                              f"commit on the timeline any more; plan the clean again")
     ts = clean_ts or new_instant_time(timeline.instants[-1].timestamp if timeline.instants else None)
-    return TimelineWriter(storage, base).request(CLEAN, ts, avro_record(CLEANER_PLAN_SCHEMA, _plan_record(base, plan)))
+    content = avro_record(CLEANER_PLAN_SCHEMA, _plan_record(base, plan))
+    requested = TimelineWriter(storage, base).request(CLEAN, ts, content)
+    table.recorded(requested, content)
+    return requested
 
 
 def _storage_path(path: str) -> str:
@@ -265,8 +272,16 @@ def _planned_files(base: str, plan: dict[str, Any]) -> dict[str, list[str]]:
             for p, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()}
 
 
-def _finish(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> CleanResult:
-    """Run a requested or inflight clean to completion; every step may be repeated."""
+def _finish(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
+    """Run a requested or inflight clean to completion; every step may be repeated. The handle
+    is refreshed: the timeline changed."""
+    try:
+        return _run(table.storage, table.base, timeline, clean)
+    finally:
+        table.refresh(config=False)
+
+
+def _run(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> CleanResult:
     started = time.monotonic()
     requested = clean.to("requested")
     plan = timeline.read_metadata(requested)
@@ -323,20 +338,21 @@ def _finish(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> 
     return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
 
 
-def execute_clean(storage: Storage, base: str, plan: CleanPlan, clean_ts: str | None = None) -> CleanResult:
+def execute_clean(table: HudiTable, plan: CleanPlan, clean_ts: str | None = None) -> CleanResult:
     """Schedule and run a clean: requested -> inflight -> delete the files -> completed."""
-    return finish_clean(storage, base, schedule_clean(storage, base, plan, clean_ts))
+    return finish_clean(table, schedule_clean(table, plan, clean_ts))
 
 
-def finish_clean(storage: Storage, base: str, requested: Instant) -> CleanResult:
-    """Run a scheduled clean to completion."""
-    return _finish(storage, base, Timeline.load(storage, base), requested)
+def finish_clean(table: HudiTable, requested: Instant) -> CleanResult:
+    """Run a clean scheduled on the handle's timeline (by `schedule_clean`, or as read) to completion."""
+    return _finish(table, table.timeline, requested)
 
 
-def resume_pending_cleans(storage: Storage, base: str, timeline: Timeline | None = None) -> list[CleanResult]:
-    """Finish every clean an earlier run left requested or inflight, oldest first."""
-    timeline = timeline or Timeline.load(storage, base)
-    return [_finish(storage, base, timeline, i) for i in timeline.pending() if i.action == CLEAN]
+def resume_pending_cleans(table: HudiTable) -> list[CleanResult]:
+    """Finish every clean an earlier run left requested or inflight, oldest first (on the
+    handle's timeline, which the caller read under the table lock)."""
+    timeline = table.timeline
+    return [_finish(table, timeline, i) for i in timeline.pending() if i.action == CLEAN]
 
 
 def earliest_readable_instant(timeline: Timeline) -> str | None:

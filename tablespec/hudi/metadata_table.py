@@ -11,10 +11,14 @@ from a file listing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tablespec.hudi import keys
-from tablespec.hudi.config import META_FOLDER, read_table_config, write_table_config
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.config import META_FOLDER, write_table_config
+from tablespec.hudi.io import join
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 FOLDER = "metadata"
 PARTITIONS_KEY = keys.METADATA_PARTITIONS.name
@@ -50,9 +54,10 @@ class MetadataTable:
 NONE = MetadataTable(False, (), (), 0)
 
 
-def describe(storage: Storage, base: str, props: dict[str, str]) -> MetadataTable:
-    """The metadata table of the table at `base` whose hoodie.properties are `props`."""
-    path = folder(base)
+def describe(table: HudiTable) -> MetadataTable:
+    """The metadata table of an existing table, as its (cached) hoodie.properties name it."""
+    storage, path = table.storage, folder(table.base)
+    props = table.config.to_properties() if table.config is not None else {}
     present = storage.is_dir(path)
     size = sum(f.size for f in storage.walk_files(path)) if present else 0
     return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)), size)
@@ -63,22 +68,26 @@ def named(props: dict[str, str]) -> bool:
     return bool(_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY)))
 
 
-def unname(storage: Storage, base: str) -> bool:
+def unname(table: HudiTable) -> bool:
     """Empty the metadata partitions hoodie.properties names (Hudi readers and writers stop using
     the metadata table); returns whether it named any."""
-    config = read_table_config(storage, base)
+    # read now: callers hold Hudi's transaction lock, under which a Hudi writer may just have named a partition
+    config = table.fresh_config()
     props = config.to_properties() if config is not None else {}
     if config is None or not named(props):
         return False
-    write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""}))
+    table.wrote_config(write_table_config(table.storage, table.base, config.with_updates(
+        extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""})))
     return True
 
 
-def retire(storage: Storage, base: str) -> bool:
+def retire(table: HudiTable) -> bool:
     """Stop Hudi from using the metadata table, then delete it; returns whether there was one.
     Call under the table lock, before the table changes."""
-    named = unname(storage, base)
-    present = storage.is_dir(folder(base))
+    named = unname(table)
+    storage, path = table.storage, folder(table.base)
+    present = storage.is_dir(path)
     if present:
-        storage.delete_tree(folder(base))
+        storage.delete_tree(path)
+        table.refresh(config=False)  # .hoodie/ lists no metadata folder any more
     return named or present

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import fastavro
@@ -40,6 +40,9 @@ from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.record_index import delete_instant_files
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT)
 MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
@@ -158,8 +161,16 @@ def _plan(instant: Instant, files: dict[str, str]) -> bytes:
     return avro_record(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": target, "RollbackRequests": requests, "version": 1})
 
 
-def _finish(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
-    """Run a requested or inflight rollback to completion; every step may be repeated."""
+def _finish(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackResult:
+    """Run a requested or inflight rollback to completion; every step may be repeated. The
+    handle is refreshed: the timeline changed."""
+    try:
+        return _run(table.storage, table.base, timeline, rollback)
+    finally:
+        table.refresh(config=False)
+
+
+def _run(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
     started = time.monotonic()
     writer = TimelineWriter(storage, base)
     target = rollback_target(timeline, rollback)
@@ -231,22 +242,23 @@ def _completed_rollback_of(timeline: Timeline, instant_ts: str) -> RollbackResul
     return None
 
 
-def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | None = None,
+def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
              discard_plan: bool = False) -> RollbackResult:
     """Roll back a pending commit or replacecommit: delete its data files, markers, timeline files
     and heartbeat, recorded as a rollback instant. Repeating it is harmless: an interrupted
     rollback of the instant is finished, a finished one is reported again.
 
-    The caller holds the table lock and has made sure no writer is still at work on the instant
-    (pending_to_roll_back checks heartbeats); this function does not look at the heartbeat.
+    The caller holds the table lock, read the table (`table`'s cached timeline) under it, and has
+    made sure no writer is still at work on the instant (pending_to_roll_back checks heartbeats);
+    this function does not look at the heartbeat. The handle is refreshed when the table changed.
 
     A clustering plan is kept when its run is rolled back (the plan runs again); with
     `discard_plan` the plan itself is rolled back too: its requested file is listed among the
     files the rollback deletes, so an interrupted discard is finished as one."""
-    timeline = Timeline.load(storage, base)
+    storage, base, timeline = table.storage, table.base, table.timeline
     for pending in timeline.pending():
         if pending.action == ROLLBACK and rollback_target(timeline, pending).timestamp == instant.timestamp:
-            return _finish(storage, base, timeline, pending)
+            return _finish(table, timeline, pending)
     current = next((i for i in timeline.instants if i.timestamp == instant.timestamp and i.action != ROLLBACK), None)
     if current is None:
         done = _completed_rollback_of(timeline, instant.timestamp)
@@ -267,39 +279,37 @@ def rollback(storage: Storage, base: str, instant: Instant, rollback_ts: str | N
         files[join(timeline.meta, current.to("requested").file_name)] = ""
     plan = _plan(current, files)
     requested = TimelineWriter(storage, base).request(ROLLBACK, ts, plan)
-    result = _finish(storage, base, Timeline.load(storage, base), requested)
+    table.recorded(requested, plan)
+    result = _finish(table, table.timeline, requested)
     return RollbackResult(current, result.deleted_files, result.rollback_instant)
 
 
-def resume_pending_rollbacks(storage: Storage, base: str, timeline: Timeline | None = None) -> list[RollbackResult]:
-    """Finish every rollback an earlier run left requested or inflight, oldest first."""
-    timeline = timeline or Timeline.load(storage, base)
-    return [_finish(storage, base, timeline, i) for i in timeline.pending() if i.action == ROLLBACK]
+def resume_pending_rollbacks(table: HudiTable) -> list[RollbackResult]:
+    """Finish every rollback an earlier run left requested or inflight, oldest first (on the
+    handle's timeline, which the caller read under the table lock)."""
+    timeline = table.timeline
+    return [_finish(table, timeline, i) for i in timeline.pending() if i.action == ROLLBACK]
 
 
-def pending_to_roll_back(storage: Storage, base: str, timeline: Timeline,
-                         tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+def pending_to_roll_back(table: HudiTable, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
                          now: float | None = None) -> list[Instant]:
-    """Pending commit / replacecommit instants of failed writes: heartbeat expired (or missing),
-    not a scheduled clustering plan, not already the target of a pending rollback."""
+    """Pending commit / replacecommit instants of failed writes on the handle's timeline:
+    heartbeat expired (or missing), not a scheduled clustering plan, not already the target of a
+    pending rollback."""
+    timeline = table.timeline
     targeted = {rollback_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
     return [i for i in timeline.pending()
             if i.action in ROLLBACK_ACTIONS and i.timestamp not in targeted
             and not (i.state == "requested" and is_clustering_plan(timeline, i))
-            and heartbeat_expired(storage, base, i.timestamp, tolerance_seconds, now)]
+            and heartbeat_expired(table.storage, table.base, i.timestamp, tolerance_seconds, now)]
 
 
-def recover(storage: Storage, base: str, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
-            now: float | None = None, timeline: Timeline | None = None) -> list[RollbackResult]:
+def recover(table: HudiTable, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+            now: float | None = None) -> list[RollbackResult]:
     """What every writer (and apply) runs first, holding the table lock: finish interrupted
-    rollbacks and cleans, then roll back the writes that died. `timeline`: the table's, read
-    under the lock (listed again only after a resumed rollback or clean changed it)."""
+    rollbacks and cleans, then roll back the writes that died. Starts from the handle's timeline
+    (read under the lock); each step that changes the table refreshes the handle."""
     from tablespec.hudi.clean import resume_pending_cleans  # clean builds on the timeline, not on rollback
-    timeline = timeline or Timeline.load(storage, base)
-    results = resume_pending_rollbacks(storage, base, timeline)
-    if results:
-        timeline = Timeline.load(storage, base)
-    if resume_pending_cleans(storage, base, timeline):
-        timeline = Timeline.load(storage, base)
-    return results + [rollback(storage, base, i) for i in pending_to_roll_back(storage, base, timeline,
-                                                                               tolerance_seconds, now)]
+    results = resume_pending_rollbacks(table)
+    resume_pending_cleans(table)
+    return results + [rollback(table, i) for i in pending_to_roll_back(table, tolerance_seconds, now)]

@@ -192,6 +192,10 @@ class HudiTable:
         self._config, self._config_read = config, True
         self.generation += 1
 
+    def metadata_table(self) -> HudiTable:
+        """Hudi's metadata table (`.hoodie/metadata`): a table of its own, with its own timeline."""
+        return HudiTable(self.location.child(f"{META_FOLDER}/{METADATA_FOLDER}"))
+
     def view_of(self, timeline: Timeline, partitions=None) -> FileSystemView:
         """A file-system view over another timeline than the cached one (an older state of the
         table, a fresh timeline), or of some `partitions` only; not cached."""

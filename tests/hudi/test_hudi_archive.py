@@ -28,7 +28,7 @@ from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.logfile import MAGIC
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 SCHEMA = '{"type":"record","name":"t_record","namespace":"hoodie.t","fields":[{"name":"id","type":"string"}]}'
@@ -204,7 +204,7 @@ def test_archived_instants_and_commit_metadata_read_back_as_they_were_active(tab
     base, written = table
     storage = LocalStorage()
     before = Timeline.load(storage, base)
-    result = archive(storage, base, SETTINGS, {})
+    result = archive(HudiTable(Location(base, storage)), SETTINGS)
     # 5 commits > 3: down to 2 (the replacecommit stays: the last clean retains from 5)
     assert result.archived == tuple(commits(1, 2, 3, 5)) and result.finished == ()
     assert [f.version for f in archive_files(storage, base)] == [1]
@@ -225,7 +225,7 @@ def test_archived_instants_and_commit_metadata_read_back_as_they_were_active(tab
     for n in (1, 2, 3, 5):
         got = archived.commit_metadata(Instant(ts(n), "commit"))
         assert got == _avro_view(written[n]) and got.schema == SCHEMA
-    history = History.load(storage, base)
+    history = History.of(HudiTable(Location(base, storage)))
     assert history.instants == before.instants
     assert history.commits() == before.commits()
     assert history.commit_metadata(Instant(ts(7), "replacecommit")) == written[7]    # active: as written
@@ -242,21 +242,21 @@ def test_replacecommits_and_cleans_read_back_from_the_archive(table):
         written[n] = _write_commit(writer, n)
     _write_clean(writer, 12, retain=10)
     _write_clean(writer, 13, retain=11)
-    archive(storage, base, SETTINGS, {})
+    archive(HudiTable(Location(base, storage)), SETTINGS)
     archived = ArchivedTimeline.load(storage, base)
     assert Instant(ts(7), "replacecommit") in archived.commits() and Instant(ts(4), "clean") in archived.completed()
     replace = archived.commit_metadata(Instant(ts(7), "replacecommit"))
     assert replace.partition_to_replace_file_ids == {"p0": ["f6-0"]} and replace == _avro_view(written[7])
     assert archived.read_metadata(Instant(ts(4), "clean"))["earliestCommitToRetain"] == ts(3)
-    history = History.load(storage, base)
+    history = History.of(HudiTable(Location(base, storage)))
     assert [i.timestamp for i in history.instants] == [ts(n) for n in range(1, 14)]
 
 
 def test_nothing_to_archive_writes_nothing(table):
     base, _ = table
     storage = LocalStorage()
-    archive(storage, base, SETTINGS, {})
-    again = archive(storage, base, SETTINGS, {})
+    archive(HudiTable(Location(base, storage)), SETTINGS)
+    again = archive(HudiTable(Location(base, storage)), SETTINGS)
     assert again.archived == () and again.archive_file is None
     assert len(archive_files(storage, base)) == 1
 
@@ -264,7 +264,7 @@ def test_nothing_to_archive_writes_nothing(table):
 # --- crash safety ------------------------------------------------------------------------------
 
 def _each_instant_once(storage, base, expected: tuple[Instant, ...]) -> History:
-    history = History.load(storage, base)
+    history = History.of(HudiTable(Location(base, storage)))
     assert history.instants == expected
     assert len({(i.timestamp, i.action) for i in history.instants}) == len(history.instants)
     return history
@@ -280,7 +280,7 @@ def test_an_archive_interrupted_after_writing_the_block_is_completed_by_the_next
     history = _each_instant_once(storage, base, expected)
     assert not any(history.is_archived(i) for i in history.instants)  # in both: counted as active
 
-    result = archive(storage, base, SETTINGS, {})
+    result = archive(HudiTable(Location(base, storage)), SETTINGS)
     assert result.finished == plan.instants and result.archived == ()   # completed, nothing archived twice
     history = _each_instant_once(storage, base, expected)
     assert [i for i in history.instants if history.is_archived(i)] == list(plan.instants)
@@ -303,11 +303,11 @@ def test_an_archive_interrupted_while_deleting_is_completed_by_the_next_run(tabl
     # the active timeline alone never shows an archived instant as pending
     assert all(i.is_completed for i in Timeline.load(storage, base).instants)
 
-    assert finish_archive(storage, base) == tuple(i for i in plan.instants if i.file_name in
+    assert finish_archive(HudiTable(Location(base, storage))) == tuple(i for i in plan.instants if i.file_name in
                                                   {f.info.name for f in order[deleted:]})
     history = _each_instant_once(storage, base, expected)
     assert [i for i in history.instants if history.is_archived(i)] == list(plan.instants)
-    assert archive(storage, base, SETTINGS, {}).archived == ()
+    assert archive(HudiTable(Location(base, storage)), SETTINGS).archived == ()
 
 
 def test_deleting_is_idempotent_and_markers_go_with_their_instant(table):
@@ -326,7 +326,7 @@ def test_deleting_is_idempotent_and_markers_go_with_their_instant(table):
 def test_a_torn_archive_block_is_skipped(table):
     base, _ = table
     storage = LocalStorage()
-    archive(storage, base, SETTINGS, {})
+    archive(HudiTable(Location(base, storage)), SETTINGS)
     path = archive_files(storage, base)[0].path
     data = storage.read_bytes(path)
     storage.write_bytes(path, data[:data.rindex(MAGIC) + 40])        # the last block torn
@@ -363,7 +363,7 @@ def test_archiving_on_an_object_store_survives_a_killed_archiver(s3_bucket):
     assert [f.version for f in archive_files(storage, base)] == [1]
     _each_instant_once(storage, base, expected)
 
-    result = archive(storage, base, SETTINGS, {})
+    result = archive(HudiTable(Location(base, storage)), SETTINGS)
     assert result.finished == tuple(commits(1, 2, 3, 5)) and result.archived == ()
     assert [i.timestamp for i in Timeline.load(storage, base).instants] == [ts(n) for n in (4, 6, 7, 8)]
     history = _each_instant_once(storage, base, expected)

@@ -20,6 +20,7 @@ from tablespec.hudi.io import join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.rollback import rollback
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 
@@ -72,7 +73,7 @@ def test_cleaned_slices_and_replaced_groups_are_not_missing(tmp_path):
     c4 = _write(base, {(A, fg_c): [("1", 4)]})
     c5 = _write(base, {(A, fg_c): [("1", 5)]})
     assert check(base).files == 6  # nothing cleaned yet: every slice is read by time travel
-    execute_clean(ST, base, _plan(base, 2))  # retains from c4: fg_a goes whole, and fg_c's slice of c3
+    execute_clean(HudiTable.open(base), _plan(base, 2))  # retains from c4: fg_a goes whole, and fg_c's slice of c3
     assert not os.path.exists(join(base, rel(A, fg_c, c3)))
     result = check(base)
     assert result.findings == [] and result.files == 3  # fg_b's only slice, fg_c's slices of c4 and c5
@@ -151,7 +152,7 @@ def test_files_of_pending_instants_are_counted_not_reported(tmp_path):
     assert "2 file(s) of pending instants not checked" in result.describe()
     # rolled back, its files go; one put back is an orphan of a rolled-back instant
     leftover = ST.read_bytes(join(base, rel(A, fg_a, pending)))
-    done = rollback(ST, base, Instant(pending, "commit", "inflight"))
+    done = rollback(HudiTable.open(base), Instant(pending, "commit", "inflight"))
     ST.write_bytes(join(base, rel(A, fg_a, pending)), leftover)
     [finding] = check(base).findings
     assert finding.kind == ORPHAN and f"rollback {done.rollback_instant}" in finding.message

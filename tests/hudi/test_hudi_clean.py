@@ -168,7 +168,7 @@ def test_clean_twelve_commits_deletes_old_slices_snapshot_unchanged(tmp_path):
     assert plan.to_dict() == {"earliest_instant_to_retain": commits[2], "partitions": 1, "files": 2,
                               "bytes_to_free": plan.bytes}
 
-    result = execute_clean(ST, base, plan)
+    result = execute_clean(HudiTable.open(base), plan)
     assert sorted(result.deleted_files) == [join(base, p) for p in old] and result.failed_files == ()
     assert result.bytes_freed == plan.bytes and result.earliest_instant_to_retain == commits[2]
     assert not any(ST.exists(join(base, p)) for p in old)
@@ -185,7 +185,7 @@ def test_time_travel_within_retention_works_cleaned_instant_raises(tmp_path):
     base = _table(tmp_path)
     commits = _updates(base, 12, new_file_id(), new_file_id())
     before = {c: _rows_as_of(base, c) for c in commits}
-    execute_clean(ST, base, _plan(base, 10))
+    execute_clean(HudiTable.open(base), _plan(base, 10))
     for c in commits[2:]:
         assert _rows_as_of(base, c) == before[c]
         assert all(ST.exists(f) for f in snapshot_files(HudiTable.open(base), c))
@@ -210,7 +210,7 @@ def test_replaced_groups_deleted_once_no_retained_instant_reads_them(tmp_path):
 
     plan = _plan(base, 4)  # retains from c2: fg_a's slice of c2 is what time travel to c2 reads
     assert [f.path for f in plan.files_to_delete] == [name[fg_a, c1]]
-    execute_clean(ST, base, plan)
+    execute_clean(HudiTable.open(base), plan)
     assert _rows_as_of(base, c2) == [("1", 2), ("3", 3)]
     # Retaining from the replacecommit itself, Hudi keeps the groups it replaced (only those
     # replaced strictly before the earliest commit to retain go), so there is nothing to clean.
@@ -218,7 +218,7 @@ def test_replaced_groups_deleted_once_no_retained_instant_reads_them(tmp_path):
     assert _plan(base, 3) is None
     plan = _plan(base, 2)  # retains from c4: nothing retained reads fg_a any more
     assert sorted(f.path for f in plan.files_to_delete) == sorted([name[fg_a, c2], name[fg_c, c3]])
-    execute_clean(ST, base, plan)
+    execute_clean(HudiTable.open(base), plan)
     assert _rows_as_of(base, c4) == [("1", 4), ("3", 3)]
     assert _rows_as_of(base, c5) == [("1", 5), ("3", 3)] == _hudi_rs_rows(base)
     assert _slices(base) == _hudi_rs_slices(base)
@@ -239,7 +239,7 @@ def test_pending_write_caps_retention_and_its_files_survive(tmp_path):
         assert earliest_commit_to_retain(timeline, keep) == Instant(commits[2], "commit")
     plan = _plan(base, 3)
     assert [f.path.split("_")[-1] for f in plan.files_to_delete] == [f"{c}.parquet" for c in commits[:2]]
-    execute_clean(ST, base, plan)
+    execute_clean(HudiTable.open(base), plan)
     assert ST.exists(join(base, B, BaseFileName(fg_b, write_token(0, 1, 1), pending).format()))
     assert ST.exists(join(base, A, BaseFileName(fg_a, write_token(0, 1, 1), pending).format()))
     assert _rows_as_of(base, commits[2]) == [("1", 3), ("2", 30)]
@@ -255,7 +255,7 @@ def test_pending_clustering_plan_keeps_the_slices_it_reads(tmp_path):
     commits += [_write(base, {(A, fg_a): [("1", k)]}) for k in range(5, 9)]
     plan = _plan(base, 2)
     assert plan.earliest_instant_to_retain.timestamp == commits[3]  # not past the scheduled clustering
-    execute_clean(ST, base, plan)
+    execute_clean(HudiTable.open(base), plan)
     read_by_plan = BaseFileName(fg_a, write_token(0, 1, 1), commits[3]).format()
     assert ST.exists(join(base, A, read_by_plan))
     assert [f.split("_")[-1] for f in _data_files(base)] == [f"{c}.parquet" for c in commits[3:]]
@@ -269,7 +269,7 @@ def test_savepoint_protects_its_slices(tmp_path):
     plan = _plan(base, 2)
     deleted = (commits[0], commits[2], commits[3])  # commits[1] is savepointed, commits[4:] retained
     assert [f.path.split("_")[-1] for f in plan.files_to_delete] == [f"{c}.parquet" for c in deleted]
-    execute_clean(ST, base, plan)
+    execute_clean(HudiTable.open(base), plan)
     assert _rows_as_of(base, commits[1]) == [("1", 2), ("2", 20)]  # a savepoint stays readable
     with pytest.raises(ReadError, match="cleaned"):
         snapshot_files(HudiTable.open(base), commits[2])
@@ -282,7 +282,7 @@ def test_clean_instant_files_parse_with_hudi_schemas(tmp_path):
     fg_a = new_file_id()
     commits = _updates(base, 4, fg_a)
     plan = _plan(base, 2)
-    result = execute_clean(ST, base, plan, clean_ts=new_instant_time(commits[-1]))
+    result = execute_clean(HudiTable.open(base), plan, clean_ts=new_instant_time(commits[-1]))
     ts = result.clean_instant
     names = sorted(f.name for f in ST.list_dir(join(base, ".hoodie")) if f.name.startswith(ts))
     assert names == [f"{ts}.clean", f"{ts}.clean.inflight", f"{ts}.clean.requested"]
@@ -314,7 +314,7 @@ def test_clean_interrupted_is_resumed(tmp_path, crash):
     commits = _updates(base, 12, new_file_id(), new_file_id())
     rows, slices = _hudi_rs_rows(base), _slices(base)
     plan = _plan(base, 10)
-    requested = schedule_clean(ST, base, plan)
+    requested = schedule_clean(HudiTable.open(base), plan)
     if crash != "after_requested":
         TimelineWriter(ST, base).start(requested, ST.read_bytes(join(base, ".hoodie", requested.file_name)))
         for f in plan.files_to_delete[: 1 if crash == "mid_delete" else None]:
@@ -326,13 +326,13 @@ def test_clean_interrupted_is_resumed(tmp_path, crash):
                                                                      else "inflight"))]
     if crash != "after_requested":  # files may be gone already: time travel before E is refused
         assert earliest_readable_instant(timeline) == commits[2]
-    [result] = resume_pending_cleans(ST, base)
+    [result] = resume_pending_cleans(HudiTable.open(base))
     assert result.clean_instant == requested.timestamp
     assert sorted(result.deleted_files) == [join(base, f.path) for f in plan.files_to_delete]
     assert Timeline.load(ST, base).pending() == ()
     assert not any(ST.exists(join(base, f.path)) for f in plan.files_to_delete)
     assert _hudi_rs_rows(base) == rows and _slices(base) == slices
-    assert resume_pending_cleans(ST, base) == [] and _plan(base, 10) is None
+    assert resume_pending_cleans(HudiTable.open(base)) == [] and _plan(base, 10) is None
 
 
 def test_resume_clean_scheduled_by_hudi_v1_plan(tmp_path):
@@ -348,7 +348,7 @@ def test_resume_clean_scheduled_by_hudi_v1_plan(tmp_path):
     fastavro.writer(out, CLEANER_PLAN_SCHEMA, [record])
     ts = new_instant_time(commits[-1])
     TimelineWriter(ST, base).request("clean", ts, out.getvalue())
-    [result] = resume_pending_cleans(ST, base)
+    [result] = resume_pending_cleans(HudiTable.open(base))
     assert result.deleted_files == (join(base, first.path),) and ST.exists(join(base, second.path))
 
     record.update(version=2, filesToBeDeletedPerPartition={}, filePathsToBeDeletedPerPartition={
@@ -356,7 +356,7 @@ def test_resume_clean_scheduled_by_hudi_v1_plan(tmp_path):
     out = io.BytesIO()
     fastavro.writer(out, CLEANER_PLAN_SCHEMA, [record])
     TimelineWriter(ST, base).request("clean", new_instant_time(ts), out.getvalue())
-    [result] = resume_pending_cleans(ST, base)
+    [result] = resume_pending_cleans(HudiTable.open(base))
     assert result.deleted_files == (join(base, second.path),) and not ST.exists(join(base, second.path))
 
 
@@ -366,7 +366,7 @@ def test_stale_clean_plan_refused(tmp_path):
     plan = _plan(base, 2)
     stale = CleanPlan(Instant(new_instant_time(commits[-1]), "commit"), commits[-1], plan.files_to_delete)
     with pytest.raises(StalePlanError, match="plan the clean again"):
-        execute_clean(ST, base, stale)
+        execute_clean(HudiTable.open(base), stale)
     assert all(ST.exists(join(base, f.path)) for f in plan.files_to_delete)
 
 

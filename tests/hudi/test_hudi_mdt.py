@@ -23,6 +23,7 @@ from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, FilesChange, from_cle
 from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import rollback
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 ST = LocalStorage()
@@ -60,13 +61,13 @@ def _commit(base: str, groups: dict[tuple[str, str], int], recorded: bool = True
     ts, inflight = _start(base, REPLACE_COMMIT if "partition_to_replace_file_ids" in meta else COMMIT)
     metadata = _files(base, ts, groups, **meta)
     if recorded:
-        writer.record(ST, base, ts, from_commit(metadata))
+        writer.record(HudiTable.open(base), ts, from_commit(metadata))
     TimelineWriter(ST, base).complete(inflight, metadata)
     return ts
 
 
 def _assert_listing_is_storage(base: str) -> None:
-    listed, stored = reader.listing(ST, base), writer.list_data_files(ST, base)
+    listed, stored = reader.listing(HudiTable.open(base)), writer.list_data_files(ST, base)
     assert listed.partitions == set(stored)
     assert listed.files == stored
 
@@ -79,9 +80,9 @@ def test_initialize_lists_the_storage_and_names_the_files_partition(tmp_path, pa
     _commit(base, {(p, fg[p]): 10 + i for i, p in enumerate(parts)}, recorded=False)
     head = _commit(base, {(parts[0], fg[parts[0]]): 30}, recorded=False)
 
-    instant = writer.initialize(ST, base)
+    instant = writer.initialize(HudiTable.open(base))
     assert instant == head + "010" and len(instant) == 20
-    assert writer.is_enabled(ST, base)
+    assert writer.is_enabled(HudiTable.open(base))
     props = read_table_config(ST, base).extra
     assert props["hoodie.table.metadata.partitions"] == "files" and props["hoodie.table.metadata.partitions.inflight"] == ""
     mdt = read_table_config(ST, layout.table_path(base))
@@ -89,7 +90,7 @@ def test_initialize_lists_the_storage_and_names_the_files_partition(tmp_path, pa
         ("t_metadata", "MERGE_ON_READ", "HFILE", False)
     assert [(i.timestamp, i.action, i.state) for i in layout.timeline(ST, base)] == [(instant, "deltacommit", "completed")]
     _assert_listing_is_storage(base)
-    assert sum(len(f) for f in reader.listing(ST, base).files.values()) == len(parts) + 1
+    assert sum(len(f) for f in reader.listing(HudiTable.open(base)).files.values()) == len(parts) + 1
 
     folder = layout.partition_path(base)
     hfile = HFileReader(ST.read_bytes(join(folder, layout.base_file_name(instant))))
@@ -103,20 +104,20 @@ def test_initialize_lists_the_storage_and_names_the_files_partition(tmp_path, pa
 
 def test_initialize_refuses_pending_instants_and_a_second_time_and_replaces_a_leftover(tmp_path):
     base = _table(tmp_path)
-    assert writer.initialize(ST, base) == "00000000000000010"       # a table without instants
+    assert writer.initialize(HudiTable.open(base)) == "00000000000000010"       # a table without instants
     with pytest.raises(HudiFormatError, match="already exists"):
-        writer.initialize(ST, base)
+        writer.initialize(HudiTable.open(base))
 
     other = _table(tmp_path / "other")
     _commit(other, {("a", new_file_id()): 5}, recorded=False)
     ts, _ = _start(other)
     with pytest.raises(HudiFormatError, match="pending"):
-        writer.initialize(ST, other)
+        writer.initialize(HudiTable.open(other))
     assert not ST.exists(layout.table_path(other))
 
     third = _table(tmp_path / "third")
     ST.write_bytes(join(layout.partition_path(third), "stale"), b"left by a crash before hoodie.properties named it")
-    writer.initialize(ST, third)
+    writer.initialize(HudiTable.open(third))
     assert not ST.exists(join(layout.partition_path(third), "stale"))
 
 
@@ -124,13 +125,13 @@ def test_a_deltacommit_counts_once_its_data_instant_completes(tmp_path):
     base = _table(tmp_path)
     fg = new_file_id()
     _commit(base, {("a", fg): 10}, recorded=False)
-    init = writer.initialize(ST, base)
+    init = writer.initialize(HudiTable.open(base))
 
     ts, inflight = _start(base)
     metadata = _files(base, ts, {("a", fg): 20, ("b", new_file_id()): 7})
-    writer.record(ST, base, ts, from_commit(metadata))
+    writer.record(HudiTable.open(base), ts, from_commit(metadata))
     assert layout.timeline(ST, base)[-1] == layout.MetaInstant(ts, "deltacommit", "completed")
-    before = reader.listing(ST, base)            # the data instant is still inflight: its files are not listed
+    before = reader.listing(HudiTable.open(base))            # the data instant is still inflight: its files are not listed
     assert before.partitions == {"a"} and len(before.files["a"]) == 1
     TimelineWriter(ST, base).complete(inflight, metadata)
     _assert_listing_is_storage(base)
@@ -145,15 +146,15 @@ def test_a_deltacommit_counts_once_its_data_instant_completes(tmp_path):
 
 def test_an_unfinished_metadata_deltacommit_is_replaced_on_retry(tmp_path):
     base = _table(tmp_path)
-    writer.initialize(ST, base)
+    writer.initialize(HudiTable.open(base))
     ts, inflight = _start(base)
     metadata = _files(base, ts, {("a", new_file_id()): 10})
-    writer.record(ST, base, ts, FilesChange(added={"a": {"stale-name.parquet": 1}}))
+    writer.record(HudiTable.open(base), ts, FilesChange(added={"a": {"stale-name.parquet": 1}}))
     ST.delete(join(layout.meta_path(base), f"{ts}.deltacommit"))      # died before completing it
     assert layout.timeline(ST, base)[-1].state == "inflight"
     with pytest.raises(HudiFormatError, match="already recorded"):
-        writer.record(ST, base, layout.timeline(ST, base)[0].timestamp, FilesChange())
-    writer.record(ST, base, ts, from_commit(metadata))
+        writer.record(HudiTable.open(base), layout.timeline(ST, base)[0].timestamp, FilesChange())
+    writer.record(HudiTable.open(base), ts, from_commit(metadata))
     TimelineWriter(ST, base).complete(inflight, metadata)
     _assert_listing_is_storage(base)
     logs = [i.name for i in ST.list_dir(layout.partition_path(base)) if ".log." in i.name]
@@ -163,32 +164,32 @@ def test_an_unfinished_metadata_deltacommit_is_replaced_on_retry(tmp_path):
 def test_cleans_and_rollbacks_are_recorded_as_deletions(tmp_path):
     base = _table(tmp_path)
     fg = new_file_id()
-    writer.initialize(ST, base)
+    writer.initialize(HudiTable.open(base))
     first = _commit(base, {("a", fg): 10, ("b", new_file_id()): 5})
     for size in (11, 12):
         _commit(base, {("a", fg): size}, prev=first)
     timeline = Timeline.load(ST, base)
     plan = plan_clean(base, timeline, FileSystemView.build(ST, base, timeline), keep_commits=1)
     assert plan is not None and plan.files_to_delete
-    clean = execute_clean(ST, base, plan)
-    writer.record(ST, base, clean.clean_instant,
+    clean = execute_clean(HudiTable.open(base), plan)
+    writer.record(HudiTable.open(base), clean.clean_instant,
                   from_clean(Timeline.load(ST, base).read_metadata(Instant(clean.clean_instant, "clean"))))
     _assert_listing_is_storage(base)
 
     ts, inflight = _start(base)          # a write that died after its metadata deltacommit
     metadata = _files(base, ts, {("a", fg): 13, ("c", new_file_id()): 4})
-    writer.record(ST, base, ts, from_commit(metadata))
-    done = rollback(ST, base, inflight)
+    writer.record(HudiTable.open(base), ts, from_commit(metadata))
+    done = rollback(HudiTable.open(base), inflight)
     deleted: dict[str, list[str]] = {}
     for path in done.deleted_files:
         rel = path[len(base) + 1:]
         if not rel.startswith(".hoodie"):
             deleted.setdefault(rel.rpartition("/")[0], []).append(rel)
-    writer.record(ST, base, done.rollback_instant, from_deleted_files(deleted))
+    writer.record(HudiTable.open(base), done.rollback_instant, from_deleted_files(deleted))
     # the rolled-back instant's block counts again (Hudi's rule), and the rollback's deletions after it
     assert ts in reader.valid_instants(Timeline.load(ST, base), layout.timeline(ST, base))
     _assert_listing_is_storage(base)
-    assert reader.listing(ST, base).files["c"] == {}     # the partition stays (its folder does), its file is gone
+    assert reader.listing(HudiTable.open(base)).files["c"] == {}     # the partition stays (its folder does), its file is gone
 
 
 def test_records_of_a_change_are_hudis():
@@ -213,13 +214,13 @@ def test_records_of_a_change_are_hudis():
 def test_compaction_when_hudi_would_and_a_died_one_is_finished(tmp_path):
     base = _table(tmp_path)
     fg = new_file_id()
-    init = writer.initialize(ST, base)
+    init = writer.initialize(HudiTable.open(base))
     commits = [_commit(base, {("a", fg): 10 + n, ("b", new_file_id()): 1}) for n in range(8)]
     assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) is None   # 9 deltacommits
     ts, inflight = _start(base)
     metadata = _files(base, ts, {("a", fg): 30})
-    writer.record(ST, base, ts, from_commit(metadata))
-    assert compaction.compact_if_due(ST, base) is None           # its data instant is still pending
+    writer.record(HudiTable.open(base), ts, from_commit(metadata))
+    assert compaction.compact_if_due(HudiTable.open(base)) is None           # its data instant is still pending
     TimelineWriter(ST, base).complete(inflight, metadata)
     assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) == ts + "001"
 

@@ -16,6 +16,7 @@ from tablespec.hudi.config import TableConfig, init_table
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.rollback import rollback
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.types import parse_type
 
@@ -95,7 +96,7 @@ def test_only_completed_instants_count_and_a_base_hides_older_files(tmp_path):
     pending = instant(base, complete=False)
     put(base, pending, {"a": ("p", "fX"), "z": ("p", "fZ")})
     assert lookup(base, ["a", "z"]) == {"a": ("p", "f1")}
-    rollback(ST, base, Timeline.load(ST, base).pending()[0])  # the index rolls back with the instant
+    rollback(HudiTable.open(base), Timeline.load(ST, base).pending()[0])  # the index rolls back with the instant
     assert [f.instant for f in ri.list_files(ST, base)] == [t1]
     t3 = instant(base)
     put(base, t3, {"b": ("p", "f2")}, "base")

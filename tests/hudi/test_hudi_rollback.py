@@ -28,6 +28,7 @@ from tablespec.hudi.rollback import (
     resume_pending_rollbacks,
     rollback,
 )
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.types import parse_type
 
@@ -132,7 +133,7 @@ def test_rollback_of_inflight_commit_restores_the_table(table):
     timeline = Timeline.load(ST, base)
     assert [str(i) for i in timeline.pending()] == [f"{failed}.commit[inflight]"]
 
-    result = rollback(ST, base, timeline.pending()[0])
+    result = rollback(HudiTable.open(base), timeline.pending()[0])
 
     assert isinstance(result, RollbackResult) and result.instant == Instant(failed, "commit", "inflight")
     assert result.deleted_files == sorted(join(base, f) for f in written)
@@ -170,7 +171,7 @@ def _full_name(schema):
 
 def test_rollback_files_carry_hudis_avro_schemas(table):
     base, ids = table
-    r = rollback(ST, base, Instant(_fail(base, ids), "commit", "inflight")).rollback_instant
+    r = rollback(HudiTable.open(base), Instant(_fail(base, ids), "commit", "inflight")).rollback_instant
     expected = {
         "rollback.requested": ("org.apache.hudi.avro.model.HoodieRollbackPlan",
                                ["instantToRollback", "RollbackRequests", "version"]),
@@ -199,9 +200,9 @@ def test_requested_only_commit_is_rolled_back(table):
     before = _state(base)
     ts = new_instant_time(ids["c1"])
     TimelineWriter(ST, base).request("commit", ts)  # the writer died right after requesting
-    [found] = pending_to_roll_back(ST, base, Timeline.load(ST, base), tolerance_seconds=60)
+    [found] = pending_to_roll_back(HudiTable.open(base), tolerance_seconds=60)
     assert found == Instant(ts, "commit", "requested")
-    result = rollback(ST, base, found)
+    result = rollback(HudiTable.open(base), found)
     assert result.deleted_files == [] and result.instant == found
     r = result.rollback_instant
     assert _timeline_files(base)[-3:] == [f"{r}.rollback", f"{r}.rollback.inflight", f"{r}.rollback.requested"]
@@ -211,14 +212,14 @@ def test_requested_only_commit_is_rolled_back(table):
 def test_rollback_is_idempotent_and_refuses_what_is_not_a_failed_write(table):
     base, ids = table
     failed = _fail(base, ids)
-    first = rollback(ST, base, Instant(failed, "commit", "inflight"))
-    again = rollback(ST, base, Instant(failed, "commit", "inflight"))
+    first = rollback(HudiTable.open(base), Instant(failed, "commit", "inflight"))
+    again = rollback(HudiTable.open(base), Instant(failed, "commit", "inflight"))
     assert again.rollback_instant == first.rollback_instant and again.deleted_files == first.deleted_files
     assert [i.action for i in Timeline.load(ST, base).instants] == ["commit", "rollback"]
     with pytest.raises(TablespecError, match="is completed"):
-        rollback(ST, base, Instant(ids["c1"], "commit"))
+        rollback(HudiTable.open(base), Instant(ids["c1"], "commit"))
     with pytest.raises(TablespecError, match="no instant 20990101000000000"):
-        rollback(ST, base, Instant("20990101000000000", "commit", "inflight"))
+        rollback(HudiTable.open(base), Instant("20990101000000000", "commit", "inflight"))
 
 
 def test_live_heartbeat_is_not_rolled_back_and_dead_ones_are(table):
@@ -228,15 +229,15 @@ def test_live_heartbeat_is_not_rolled_back_and_dead_ones_are(table):
     with Heartbeat(ST, base, live, interval_seconds=0.05):
         writer = TimelineWriter(ST, base)
         writer.start(writer.request("commit", live))
-        timeline = Timeline.load(ST, base)
-        assert pending_to_roll_back(ST, base, timeline, tolerance_seconds=60) == [Instant(dead, "commit", "inflight")]
-        assert pending_to_roll_back(ST, base, timeline, tolerance_seconds=7200) == []  # dead one's beat: 1 h ago
-        results = recover(ST, base, tolerance_seconds=60)
+        handle = HudiTable.open(base)
+        assert pending_to_roll_back(handle, tolerance_seconds=60) == [Instant(dead, "commit", "inflight")]
+        assert pending_to_roll_back(handle, tolerance_seconds=7200) == []  # dead one's beat: 1 h ago
+        results = recover(HudiTable.open(base), tolerance_seconds=60)
         assert [r.instant.timestamp for r in results] == [dead]
         assert [str(i) for i in Timeline.load(ST, base).pending()] == [f"{live}.commit[inflight]"]
         assert os.path.exists(heartbeat_path(base, live))
     # the live writer died without completing: its heartbeat is gone, so it is rolled back next
-    assert [r.instant.timestamp for r in recover(ST, base, tolerance_seconds=60)] == [live]
+    assert [r.instant.timestamp for r in recover(HudiTable.open(base), tolerance_seconds=60)] == [live]
     assert Timeline.load(ST, base).pending() == ()
 
 
@@ -261,15 +262,15 @@ def test_scheduled_clustering_plan_is_left_alone_and_a_dead_execution_keeps_its_
     writer = TimelineWriter(ST, base)
     plan = _clustering_plan()
     requested = writer.request("replacecommit", ts, plan)
-    timeline = Timeline.load(ST, base)
-    assert pending_to_roll_back(ST, base, timeline, tolerance_seconds=0) == []
-    assert recover(ST, base, tolerance_seconds=0) == []
+    handle = HudiTable.open(base)
+    assert pending_to_roll_back(handle, tolerance_seconds=0) == []
+    assert recover(HudiTable.open(base), tolerance_seconds=0) == []
     with pytest.raises(TablespecError, match="scheduled clustering plan"):
-        rollback(ST, base, requested)
+        rollback(HudiTable.open(base), requested)
     # executing it, the clusterer dies after writing one file
     writer.start(requested)
     _base_file(ST, base, "part=a", new_file_id(), ts, [("1", 1), ("2", 2)])
-    [result] = recover(ST, base, tolerance_seconds=60)
+    [result] = recover(HudiTable.open(base), tolerance_seconds=60)
     assert result.instant == Instant(ts, "replacecommit", "inflight") and len(result.deleted_files) == 1
     assert [str(i) for i in Timeline.load(ST, base).pending()] == [f"{ts}.replacecommit[requested]"]
     assert ST.read_bytes(join(base, ".hoodie", requested.file_name)) == plan
@@ -281,9 +282,9 @@ def test_failed_insert_overwrite_replacecommit_is_rolled_back(table):
     base, ids = table
     before = _state(base)
     failed = _write(base, {("part=a", new_file_id()): [("9", 9)]}, action="replacecommit", complete=False)
-    [found] = pending_to_roll_back(ST, base, Timeline.load(ST, base), tolerance_seconds=60)
+    [found] = pending_to_roll_back(HudiTable.open(base), tolerance_seconds=60)
     assert found == Instant(failed, "replacecommit", "inflight")
-    rollback(ST, base, found)
+    rollback(HudiTable.open(base), found)
     assert Timeline.load(ST, base).pending() == () and _state(base) == before
 
 
@@ -336,7 +337,7 @@ class CrashingStorage(LocalStorage):
 def test_a_crash_at_any_step_of_a_rollback_is_repaired_by_recover(tmp_path):
     counting = CrashingStorage()
     base, ids = _make_table(str(tmp_path / "count"))
-    rollback(counting, base, Instant(_fail(base, ids), "commit", "inflight"))
+    rollback(HudiTable(Location(base, counting)), Instant(_fail(base, ids), "commit", "inflight"))
     steps = counting.changes
     assert steps == 10  # request, start, 3 data files, markers, inflight + requested, heartbeat, complete
     for crash_at in range(1, steps + 1):
@@ -344,9 +345,9 @@ def test_a_crash_at_any_step_of_a_rollback_is_repaired_by_recover(tmp_path):
         before, files_before = _state(base), _data_files(base)
         failed = _fail(base, ids)
         with pytest.raises(Crash):
-            rollback(CrashingStorage(crash_at), base, Instant(failed, "commit", "inflight"))
+            rollback(HudiTable(Location(base, CrashingStorage(crash_at))), Instant(failed, "commit", "inflight"))
         assert _state(base) == before, crash_at  # readers never see the half-done rollback
-        results = recover(ST, base, tolerance_seconds=60)
+        results = recover(HudiTable.open(base), tolerance_seconds=60)
         assert [r.instant.timestamp for r in results] == [failed], crash_at
         timeline = Timeline.load(ST, base)
         assert timeline.pending() == () and [i.action for i in timeline.instants] == ["commit", "rollback"], crash_at
@@ -355,7 +356,7 @@ def test_a_crash_at_any_step_of_a_rollback_is_repaired_by_recover(tmp_path):
         assert _data_files(base) == files_before and _state(base) == before, crash_at
         assert not os.path.exists(heartbeat_path(base, failed))
         assert not os.path.exists(join(base, ".hoodie/.temp", failed))
-        assert recover(ST, base, tolerance_seconds=60) == []
+        assert recover(HudiTable.open(base), tolerance_seconds=60) == []
 
 
 def test_leftover_rollback_written_by_hudi_is_finished(table):
@@ -375,18 +376,18 @@ def test_leftover_rollback_written_by_hudi_is_finished(table):
     writer = TimelineWriter(ST, base)
     writer.start(writer.request("rollback", r, plan.getvalue()))
     os.remove(written[0])
-    timeline = Timeline.load(ST, base)
-    assert pending_to_roll_back(ST, base, timeline, tolerance_seconds=60) == []  # already being rolled back
+    handle = HudiTable.open(base)
+    assert pending_to_roll_back(handle, tolerance_seconds=60) == []  # already being rolled back
     assert _state(base) == before  # hudi-rs reads the table with a pending rollback on the timeline
-    [result] = resume_pending_rollbacks(ST, base)
+    [result] = resume_pending_rollbacks(HudiTable.open(base))
     assert result.rollback_instant == r and result.deleted_files == written
     assert Timeline.load(ST, base).pending() == () and _state(base) == before
-    assert rollback(ST, base, Instant(failed, "commit", "inflight")).rollback_instant == r  # already done
+    assert rollback(HudiTable.open(base), Instant(failed, "commit", "inflight")).rollback_instant == r  # already done
 
 
 def test_table_stays_writable_after_a_rollback(table):
     base, ids = table
-    rollback(ST, base, Instant(_fail(base, ids), "commit", "inflight"))
+    rollback(HudiTable.open(base), Instant(_fail(base, ids), "commit", "inflight"))
     c2 = _write(base, {("part=a", ids["a"]): [("1", 100), ("2", 200)]})
     ours, slices, rows = _state(base)
     assert ours == slices and [r[:2] for r in rows] == [("1", 100), ("2", 200), ("3", 3)]

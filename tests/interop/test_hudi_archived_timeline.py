@@ -14,8 +14,8 @@ from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, a
 from tablespec.hudi.archive.log import archive_files
 from tablespec.hudi.archive.plan import read_bounds
 from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi_options import hudi_write_options
 
@@ -112,14 +112,12 @@ def test_tablespec_reads_the_archived_timeline_hudi_wrote(hudi, tmp_path):
     instants = _assert_same_archive(hudi, base)
     assert {a for _, a, _ in instants} == {"commit", "clean"}
 
-    storage = LocalStorage()
-    history = History.load(storage, base)
+    history = History.of(HudiTable.open(base))
     assert len(history.commits()) == 7 and len(history.instants) == len({(i.timestamp, i.action) for i in history.instants})
     assert history.commits()[0].timestamp in {ts for ts, _, _ in instants}
     # Hudi archives after every write: on the timeline it left, tablespec's plan archives nothing more
-    timeline = Timeline.load(storage, base)
-    props = read_table_config(storage, base).to_properties()
-    assert plan_archive(timeline, SETTINGS, read_bounds(storage, base, timeline, props)).empty
+    table = HudiTable.open(base)
+    assert plan_archive(table.timeline, SETTINGS, read_bounds(table)).empty
 
 
 def test_tablespec_archives_what_hudis_archiver_archives(hudi, tmp_path):
@@ -133,9 +131,7 @@ def test_tablespec_archives_what_hudis_archiver_archives(hudi, tmp_path):
 
     hudi.sql(f"call archive_commits(path => '{by_hudi}', min_commits => 2, max_commits => 3, "
              f"retain_commits => 1, enable_metadata => false)").collect()
-    storage = LocalStorage()
-    props = read_table_config(storage, str(by_tablespec)).to_properties()
-    result = archive(storage, str(by_tablespec), SETTINGS, props)
+    result = archive(HudiTable.open(str(by_tablespec)), SETTINGS)
 
     assert result.archived and _instant_files(by_tablespec) == _instant_files(by_hudi)
     assert _ours(str(by_tablespec))[0] == _ours(str(by_hudi))[0]
@@ -162,7 +158,7 @@ def test_hudi_reads_what_tablespec_archived_and_archives_after_it(hudi, tmp_path
     as_of = commits[3]                                       # stays active
     before_as_of = hudi_df(hudi, base, **{"as.of.instant": as_of}).count()
 
-    result = archive(storage, base, SETTINGS, read_table_config(storage, base).to_properties())
+    result = archive(HudiTable.open(base), SETTINGS)
     assert [i.timestamp for i in result.archived] == commits[:3]
     assert [i.timestamp for i in Timeline.load(storage, base).commits()] == commits[3:]
     instants = _assert_same_archive(hudi, base)              # Hudi's timeline API lists what we archived
@@ -174,13 +170,13 @@ def test_hudi_reads_what_tablespec_archived_and_archives_after_it(hudi, tmp_path
 
     # a Hudi job (the options `hudi-options` gives, archiving on) writes twice and archives itself,
     # as the next version of the same log
-    options = {**hudi_write_options(table.spec, base), **ARCHIVING, "hoodie.archive.automatic": "true",
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), **ARCHIVING, "hoodie.archive.automatic": "true",
                "hoodie.datasource.write.operation": "upsert"}
     for i in (5, 6):
         hudi.createDataFrame([(f"k{i}", i, i, "d0")], DDL).write.format("hudi").options(**options).mode("append").save()
     assert [f.version for f in archive_files(storage, base)] == [1, 2]
     _assert_same_archive(hudi, base)
-    history = History.load(storage, base)
+    history = History.of(HudiTable.open(base))
     assert len(history.commits()) == 7 and len(Timeline.load(storage, base).commits()) == 2
     assert json.loads(history.commit_metadata(history.commits()[0]).schema)["fields"]
     assert _data(hudi_rows(hudi, base)) == _data([tuple(sorted(r.asDict().items())) for r in table.read().collect()])

@@ -208,6 +208,7 @@ from tablespec.engine.session import get_spark
 from tablespec.hudi_options import hudi_write_options
 from tablespec.spec.loader import load_specs
 from tablespec.hudi.io import table_location
+from tablespec.hudi.table import HudiTable
 
 control, spec_file, warehouse, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
 spark = get_spark("local[1]", session_conf(bundle_jar(fetch=False)), "hudi-job")

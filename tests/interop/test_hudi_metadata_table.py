@@ -27,6 +27,7 @@ from tablespec.hudi.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.mdt import compaction, layout, reader, writer
 from tablespec.hudi.mdt.records import encode, from_commit
 from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.hudi_options import hudi_write_options
 
@@ -61,7 +62,7 @@ def hudi_validates(spark, base: str) -> None:
 
 
 def assert_listing_is_storage(base: str) -> None:
-    listed = reader.listing(LOCAL, base)
+    listed = reader.listing(HudiTable.open(base))
     on_storage = writer.list_data_files(LOCAL, base)
     assert listed.partitions == set(on_storage)
     assert listed.files == on_storage
@@ -93,11 +94,11 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     table = written_table(hudi, tmp_path)
     base = table.location
     expected = tablespec_rows(table)
-    assert not writer.is_enabled(LOCAL, base)
+    assert not writer.is_enabled(HudiTable.open(base))
 
     # (a), (b): initialized from the storage, the metadata table lists it, for tablespec and for Hudi
-    init = writer.initialize(LOCAL, base)
-    assert init == Timeline.load(LOCAL, base).head.timestamp + "010" and writer.is_enabled(LOCAL, base)
+    init = writer.initialize(HudiTable.open(base))
+    assert init == Timeline.load(LOCAL, base).head.timestamp + "010" and writer.is_enabled(HudiTable.open(base))
     assert_listing_is_storage(base)
     assert hudi_rows(hudi, base, **METADATA_ON) == expected
     hudi_validates(hudi, base)
@@ -108,9 +109,9 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     requested = timeline.request(COMMIT, instant)
     inflight = timeline.start(requested)
     metadata = rewrite_one_file_group(base, instant)
-    writer.record(LOCAL, base, instant, from_commit(metadata))
+    writer.record(HudiTable.open(base), instant, from_commit(metadata))
     new_file = metadata.write_stats()[0].path.rsplit("/", 1)[-1]
-    assert all(new_file not in files for files in reader.listing(LOCAL, base).files.values()), \
+    assert all(new_file not in files for files in reader.listing(HudiTable.open(base)).files.values()), \
         "a metadata deltacommit counted before its data instant completed"
     assert hudi_rows(hudi, base, **METADATA_ON) == expected
     timeline.complete(inflight, metadata)
@@ -120,14 +121,14 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     hudi_validates(hudi, base)
 
     # compacted (as Hudi would with hoodie.metadata.compact.max.delta.commits=2): Hudi reads the new base file
-    compacted = compaction.compact_if_due(LOCAL, base, max_delta_commits=2)
+    compacted = compaction.compact_if_due(HudiTable.open(base), max_delta_commits=2)
     assert compacted is not None and compacted.timestamp == instant + "001"
     assert_listing_is_storage(base)
     assert hudi_rows(hudi, base, **METADATA_ON) == after_commit
     hudi_validates(hudi, base)
 
     # (d): Apache Hudi upserts with the metadata table on, on top of tablespec's, and cleans
-    options = {**hudi_write_options(table.spec, base), **METADATA_ON, "hoodie.datasource.write.operation": "upsert",
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), **METADATA_ON, "hoodie.datasource.write.operation": "upsert",
                "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1",
                "hoodie.upsert.shuffle.parallelism": "2"}
     hudi_write(batch(hudi, range(3, 9), version=2), base, options)

@@ -92,7 +92,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     save_spec(doc, spec_file)
 
     # A retire interrupted after hoodie.properties: Hudi reads without the folder no key names.
-    assert metadata_table.unname(LocalStorage(), str(location)) and not os.path.exists(sidecar)
+    assert metadata_table.unname(HudiTable.open(str(location))) and not os.path.exists(sidecar)
     assert observe(HudiTable.open(str(location))).metadata_table.present
     assert hudi_rows(hudi, str(location)) == written
 

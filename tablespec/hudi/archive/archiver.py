@@ -11,10 +11,10 @@ transaction lock.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
@@ -24,7 +24,9 @@ from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage, join
 from tablespec.hudi.rollback import MARKER_FOLDER
-from tablespec.hudi.timeline import Timeline
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 
 @dataclass(frozen=True)
@@ -89,17 +91,20 @@ def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> 
         storage.delete(f.info.path)
 
 
-def finish_archive(storage: Storage, base: str, folder: str = DEFAULT_FOLDER) -> tuple[Instant, ...]:
+def finish_archive(table: HudiTable) -> tuple[Instant, ...]:
     """Complete an interrupted run: active instants the latest archive version holds as completed
     lose their active files. Every run finishes the one before it, so only the latest version can
-    hold instants still active."""
-    files = archive_files(storage, base, folder)
+    hold instants still active. The handle's timeline is the one read under the table lock; it is
+    refreshed when this changed it."""
+    storage, base = table.storage, table.base
+    files = archive_files(storage, base, folder_of(table.config))
     if not files:
         return ()
     archived = {instant_key(i) for i in ArchivedTimeline.of_files(storage, files[-1:]).completed()}
-    leftovers = tuple(i for i in Timeline.load(storage, base).instants if instant_key(i) in archived)
+    leftovers = tuple(i for i in table.timeline.instants if instant_key(i) in archived)
     if leftovers:
         delete_archived(storage, base, state_files(storage, base, leftovers))
+        table.refresh(config=False)
     return leftovers
 
 
@@ -113,21 +118,13 @@ def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAUL
     return path
 
 
-def archive(storage: Storage, base: str, settings: ArchiveSettings, props: Mapping[str, str],
-            folder: str = DEFAULT_FOLDER) -> ArchiveResult:
-    """One archiving run on the table at `base` whose hoodie.properties are `props`: finish an
-    interrupted run, plan on the timeline as it is now, archive."""
-    finished = finish_archive(storage, base, folder)
-    timeline = Timeline.load(storage, base)
-    plan = plan_archive(timeline, settings, read_bounds(storage, base, timeline, props))
-    return ArchiveResult(plan.instants, execute(storage, base, plan, folder), finished)
-
-
-def archive_table(table: Any, settings: ArchiveSettings) -> ArchiveResult:
-    """`archive` on a `HudiTable` handle (then refreshed: its timeline changed)."""
-    config = table.fresh_config()
-    props = config.to_properties() if config is not None else {}
+def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
+    """One archiving run on the table (into its hoodie.archivelog.folder): finish an interrupted
+    run, plan on the handle's timeline (read under the table lock, refreshed if finishing
+    changed it), archive. The handle is refreshed: its timeline changed."""
+    finished = finish_archive(table)
+    plan = plan_archive(table.timeline, settings, read_bounds(table))
     try:
-        return archive(table.storage, table.base, settings, props, folder_of(config))
+        return ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
     finally:
-        table.refresh()
+        table.refresh(config=False)

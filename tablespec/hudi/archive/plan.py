@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys, metadata_table
@@ -32,8 +33,10 @@ from tablespec.hudi.instant import (
     WRITE_ACTIONS,
     Instant,
 )
-from tablespec.hudi.io import Storage
 from tablespec.hudi.timeline import Timeline
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 MIN_COMMITS_KEY, MAX_COMMITS_KEY = keys.KEEP_MIN_COMMITS.name, keys.KEEP_MAX_COMMITS.name
 CLEANER_COMMITS_KEY = keys.KEEP_COMMITS.name
@@ -173,11 +176,13 @@ def plan_archive(timeline: Timeline, settings: ArchiveSettings, bounds: Bounds =
     return ArchivePlan(tuple(candidates), min_keep, max_keep)
 
 
-def read_bounds(storage: Storage, base: str, timeline: Timeline, props: Mapping[str, str]) -> Bounds:
+def read_bounds(table: HudiTable) -> Bounds:
     """The facts `plan_archive` needs from files: the last completed clean's retained instant (its
     requested plan's earliestInstantToRetain; the clean's own time when the plan names none, as
-    for Hudi's file-versions policy) and, when hoodie.properties (`props`) names metadata-table
+    for Hudi's file-versions policy) and, when hoodie.properties names metadata-table
     partitions, that table's latest compaction (a completed commit on its timeline)."""
+    base, timeline = table.base, table.timeline
+    props = table.config.to_properties() if table.config is not None else {}
     retains = None
     clean = timeline.last(CLEAN)
     if clean is not None:
@@ -189,6 +194,6 @@ def read_bounds(storage: Storage, base: str, timeline: Timeline, props: Mapping[
     in_use = bool((props.get(metadata_table.PARTITIONS_KEY) or "").strip())
     compacted = None
     if in_use:
-        last = Timeline.load(storage, metadata_table.folder(base)).last(COMMIT)
+        last = table.metadata_table().timeline.last(COMMIT)
         compacted = last.timestamp if last is not None else None
     return Bounds(retains, in_use, compacted)

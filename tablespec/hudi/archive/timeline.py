@@ -97,10 +97,6 @@ class History:
         self.instants: tuple[Instant, ...] = tuple(sorted(self._archived_only + active.instants))
 
     @classmethod
-    def load(cls, storage: Storage, base: str, folder: str = DEFAULT_FOLDER) -> History:
-        return cls(Timeline.load(storage, base), ArchivedTimeline.load(storage, base, folder))
-
-    @classmethod
     def of(cls, table: Any) -> History:
         """The history of a `HudiTable` handle: its (cached) active timeline and its archive."""
         return cls(table.timeline, ArchivedTimeline.of(table))

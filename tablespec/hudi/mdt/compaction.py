@@ -11,6 +11,8 @@ version 1 on the new base instant. A compaction that died before completing is f
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.io import Storage, join
@@ -18,6 +20,9 @@ from tablespec.hudi.mdt import layout, reader
 from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, MetaInstant
 from tablespec.hudi.mdt.records import SCHEMA_JSON, base_hfile, listing_records
 from tablespec.hudi.timeline import Timeline, avro_record
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 MAX_DELTA_COMMITS = 10          # hoodie.metadata.compact.max.delta.commits
 DATA_INSTANT_LENGTH = 17
@@ -76,25 +81,27 @@ def plan(storage: Storage, base: str, instant: str) -> dict:
         "extraMetadata": None, "version": PLAN_VERSION, "strategy": None, "preserveHoodieMetadata": False}
 
 
-def compact(storage: Storage, base: str, instant: str) -> MetaInstant:
-    """Schedule and run the compaction `instant` (from `compaction_due`)."""
+def compact(table: HudiTable, instant: str) -> MetaInstant:
+    """Schedule and run the compaction `instant` (from `compaction_due`) of the table's metadata table."""
+    storage, base = table.storage, table.base
     meta = layout.meta_path(base)
     try:
         storage.create_exclusive(join(meta, layout.instant_file(instant, COMPACTION, "requested")),
                                  avro_record(PLAN_SCHEMA, plan(storage, base, instant)))
     except FileExistsError:
         raise HudiFormatError(f"{meta}: compaction {instant} is already scheduled") from None
-    return _run(storage, base, instant)
+    return _run(table, instant)
 
 
-def _run(storage: Storage, base: str, instant: str) -> MetaInstant:
+def _run(table: HudiTable, instant: str) -> MetaInstant:
+    storage, base = table.storage, table.base
     meta = layout.meta_path(base)
     inflight = join(meta, layout.instant_file(instant, COMPACTION, "inflight"))
     if not storage.exists(inflight):
         storage.create_exclusive(inflight, b"")
     completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
     previous = layout.latest_slice(storage, base, completed)
-    merged = reader.listing(storage, base)
+    merged = reader.listing(table)
     records = listing_records({p: merged.files.get(p, {}) for p in merged.partitions})
     name = layout.base_file_name(instant)
     data = base_hfile(records, name)
@@ -111,13 +118,14 @@ def _run(storage: Storage, base: str, instant: str) -> MetaInstant:
     return MetaInstant(instant, COMPACTION, "completed")
 
 
-def finish_pending(storage: Storage, base: str) -> list[MetaInstant]:
+def finish_pending(table: HudiTable) -> list[MetaInstant]:
     """Finish every compaction an earlier run scheduled but did not complete, oldest first."""
-    return [_run(storage, base, i.timestamp) for i in layout.timeline(storage, base)
+    return [_run(table, i.timestamp) for i in layout.timeline(table.storage, table.base)
             if i.action == COMPACTION and not i.completed]
 
 
-def compact_if_due(storage: Storage, base: str, max_delta_commits: int = MAX_DELTA_COMMITS) -> MetaInstant | None:
-    """Compact when Hudi would: call after a data instant (and its deltacommit) completed."""
-    instant = compaction_due(Timeline.load(storage, base), layout.timeline(storage, base), max_delta_commits)
-    return compact(storage, base, instant) if instant else None
+def compact_if_due(table: HudiTable, max_delta_commits: int = MAX_DELTA_COMMITS) -> MetaInstant | None:
+    """Compact when Hudi would: call after a data instant (and its deltacommit) completed, with
+    a handle whose timeline shows it completed."""
+    instant = compaction_due(table.timeline, layout.timeline(table.storage, table.base), max_delta_commits)
+    return compact(table, instant) if instant else None

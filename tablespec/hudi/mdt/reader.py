@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablespec.hudi.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.instant import RESTORE, ROLLBACK
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import join
 from tablespec.hudi.logfile import BlockType, Header, LogBlock
 from tablespec.hudi.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.records import partition_of
 from tablespec.hudi.timeline import Timeline
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 SUFFIXED_LENGTH = 20
 
@@ -42,8 +45,10 @@ def valid_instants(data: Timeline, metadata: list[layout.MetaInstant]) -> set[st
     return valid
 
 
-def records(storage: Storage, base: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The `files` records of the latest file slice that readers merge, oldest first."""
+def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The `files` records of the latest file slice that readers merge, oldest first (valid as
+    the handle's data timeline shows its instants)."""
+    storage, base = table.storage, table.base
     metadata = layout.timeline(storage, base)
     completed = {i.timestamp for i in metadata if i.completed}
     current = layout.latest_slice(storage, base, completed)
@@ -52,7 +57,7 @@ def records(storage: Storage, base: str) -> Iterator[tuple[str, dict[str, Any]]]
     if current.base_file:
         path = join(layout.partition_path(base), current.base_file)
         yield from metadata_records(HFileReader(storage.read_bytes(path), path))
-    valid = valid_instants(Timeline.load(storage, base), metadata) & completed
+    valid = valid_instants(table.timeline, metadata) & completed
     blocks: list[tuple[str, LogBlock]] = []
     for log, _ in current.log_files:
         path = join(layout.partition_path(base), log.format())
@@ -66,9 +71,9 @@ def records(storage: Storage, base: str) -> Iterator[tuple[str, dict[str, Any]]]
         yield from metadata_records(HFileReader(block.content, path), json.loads(block.header[Header.SCHEMA]))
 
 
-def listing(storage: Storage, base: str) -> FilesListing:
+def listing(table: HudiTable) -> FilesListing:
     """Partition ("" when not partitioned) -> file name -> size, and the partitions, as the
     metadata table lists the table."""
-    merged = merge_files_records(records(storage, base))
+    merged = merge_files_records(records(table))
     return FilesListing({partition_of(k): v for k, v in merged.files.items()},
                         {partition_of(p) for p in merged.partitions})

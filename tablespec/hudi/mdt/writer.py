@@ -15,12 +15,12 @@ table whose listing is still the completed instants'.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
+from tablespec.hudi.config import TableConfig, init_table, write_table_config
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, LogBlock, encode_block, read_blocks
 from tablespec.hudi.mdt import compaction, layout
@@ -29,7 +29,9 @@ from tablespec.hudi.mdt.records import SCHEMA_JSON, FilesChange, base_hfile, dat
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import BaseFileName, LogFileName
 from tablespec.hudi.partition import discover_partitions, write_partition_metadata
-from tablespec.hudi.timeline import Timeline
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 PAYLOAD_CLASS = "org.apache.hudi.metadata.HoodieMetadataPayload"
 KEY_GENERATOR = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
@@ -50,9 +52,10 @@ def metadata_config(data: TableConfig) -> TableConfig:
                                            "base_file_format", "drop_partition_columns", "archivelog_folder"}))
 
 
-def is_enabled(storage: Storage, base: str) -> bool:
-    """Whether the data table's hoodie.properties names the `files` partition (readers use it)."""
-    config = read_table_config(storage, base)
+def is_enabled(table: HudiTable) -> bool:
+    """Whether the data table's hoodie.properties (as the handle read them) name the `files`
+    partition (readers use it)."""
+    config = table.config
     names = (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")
     return FILES in (n.strip() for n in names)
 
@@ -88,19 +91,20 @@ def _completed_metadata(stat: WriteStat, operation: str) -> bytes:
     return CommitMetadata({FILES: [stat]}, extra_metadata={"schema": SCHEMA_JSON}, operation_type=operation).to_json()
 
 
-def initialize(storage: Storage, base: str, listing: Mapping[str, Mapping[str, int]] | None = None) -> str:
-    """Build the metadata table's `files` partition of the table at `base` from `listing`
-    (partition -> file name -> size; by default the data files on the storage) and name it in
-    hoodie.properties. Returns the initializing instant. Call under the table lock, with no
-    data instant pending (Hudi refuses to initialize then too)."""
-    config = read_table_config(storage, base)
+def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None = None) -> str:
+    """Build the metadata table's `files` partition of the table from `listing` (partition ->
+    file name -> size; by default the data files on the storage) and name it in
+    hoodie.properties. Returns the initializing instant. Call under the table lock, with the
+    handle read under it and no data instant pending (Hudi refuses to initialize then too).
+    The handle is refreshed: hoodie.properties and .hoodie/ changed."""
+    storage, base, config = table.storage, table.base, table.config
     if config is None:
         raise HudiFormatError(f"{base}: no Hudi table to build a metadata table for")
-    timeline = Timeline.load(storage, base)
+    timeline = table.timeline
     if timeline.pending():
         raise HudiFormatError(f"{base}: cannot build the metadata table while instants are pending: "
                               + ", ".join(str(i) for i in timeline.pending()))
-    if is_enabled(storage, base):
+    if is_enabled(table):
         raise HudiFormatError(f"{base}: the metadata table's files partition already exists")
     storage.delete_tree(layout.table_path(base))       # a leftover no reader uses
     head = timeline.head
@@ -125,6 +129,7 @@ def initialize(storage: Storage, base: str, listing: Mapping[str, Mapping[str, i
                         _completed_metadata(stat, "BULK_INSERT"))
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: FILES,
                                                                  INFLIGHT_KEY: ""}))
+    table.refresh()
     return instant
 
 
@@ -148,13 +153,14 @@ def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: li
         storage.delete(join(layout.meta_path(base), layout.instant_file(instant, pending.action, state)))
 
 
-def record(storage: Storage, base: str, instant: str, change: FilesChange) -> MetaInstant:
+def record(table: HudiTable, instant: str, change: FilesChange) -> MetaInstant:
     """Write the metadata table's deltacommit at data instant `instant` for `change`; call before
     the data instant completes (see the module's docstring)."""
+    storage, base = table.storage, table.base
     timeline = layout.timeline(storage, base)
     if not timeline:
         raise HudiFormatError(f"{base}: the table has no metadata table to record {instant} in")
-    compaction.finish_pending(storage, base)
+    compaction.finish_pending(table)
     _drop_failed_attempt(storage, base, instant, timeline)
     completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
     current = layout.latest_slice(storage, base, completed)
