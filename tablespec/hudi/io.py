@@ -116,9 +116,10 @@ class Storage(ABC):
 
     @contextmanager
     def listing_snapshot(self, base: str):
-        """Within the block, listings below `base` may be served from one listing taken at its
-        start (object stores: one paginated LIST of the prefix instead of one per directory).
-        For read-only work such as observing a table; any write through this storage ends it."""
+        """Within the block, listings below `base` may be served from one listing, taken when the
+        block first lists (object stores: one paginated LIST of the prefix instead of one per
+        directory; none when everything the block needs is cached). For read-only work such as
+        observing a table; any write through this storage ends it."""
         yield self
 
     @abstractmethod

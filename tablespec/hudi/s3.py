@@ -147,27 +147,32 @@ class S3Storage(Storage):
     def listing_snapshot(self, base: str):
         key = self._key(base)
         prefix = f"{key}/" if key else ""
-        if self._snapshot_for(key) is not None:   # within a snapshot of this prefix already: no second LIST
+        if self._covers(key):   # within a snapshot of this prefix already: no second LIST
             yield self
             return
-        import obstore
-        try:
-            objects = {o["path"]: o for batch in obstore.list(self.store, prefix or None) for o in batch}
-        except Exception as exc:
-            raise self._error(exc, base) from None
-        self._local.snapshot = (prefix, objects)
+        self._local.snapshot = (prefix, None)   # listed on first use: a block served from caches lists nothing
         try:
             yield self
         finally:
             self._local.snapshot = None
 
-    def _snapshot_for(self, key: str) -> dict | None:
-        """The snapshot's objects, when `key` lies within its prefix."""
+    def _covers(self, key: str) -> bool:
         snapshot = getattr(self._local, "snapshot", None)
-        if snapshot is None:
+        return snapshot is not None and ((key + "/").startswith(snapshot[0]) or not snapshot[0])
+
+    def _snapshot_for(self, key: str) -> dict | None:
+        """The snapshot's objects (listed now if not yet), when `key` lies within its prefix."""
+        if not self._covers(key):
             return None
-        prefix, objects = snapshot
-        return objects if (key + "/").startswith(prefix) or not prefix else None
+        prefix, objects = self._local.snapshot
+        if objects is None:
+            import obstore
+            try:
+                objects = {o["path"]: o for batch in obstore.list(self.store, prefix or None) for o in batch}
+            except Exception as exc:
+                raise self._error(exc, self._uri(prefix.rstrip("/"))) from None
+            self._local.snapshot = (prefix, objects)
+        return objects
 
     def _changed(self) -> None:
         self._local.snapshot = None
