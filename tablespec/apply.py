@@ -153,9 +153,11 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
     tables as they are, or has an action that is not allowed or that this applier cannot run.
     `table_of`: each table plan's handle (default: opened with `options`). `observed`: states the
-    command that made the plan observed through those handles, by location (re-read only where
-    they may have changed, see `current`). Returns each checked table's state, by location, with
-    the handle's generation it belongs to."""
+    plan was made from moments ago, through those handles, by location (a plan made and applied
+    by one command with no prompt in between): they are the tables as they are, and the location
+    of a table that exists was checked with them; the check under each table's lock re-reads what
+    may have changed since (`current`). Returns each checked table's state, by location, with the
+    handle's generation it belongs to."""
     table_of = table_of or (lambda t: HudiTable.open(t.location, options))
     warehouse = Location.parse(plan.warehouse, options)
     checked: dict[str, tuple[int, TableState]] = {}
@@ -163,10 +165,14 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
         if not t.actions:
             continue
         table = table_of(t)
-        with table.listing_snapshot():   # object stores: one LIST serves the location check and the observation
-            if why := refusal(warehouse, table.location):  # links or tables may have appeared since the plan
-                raise PlanError(f"{t.name}: {why}; nothing was changed")
-            loaded, state = current(t, table, (observed or {}).get(t.location))
+        seen = (observed or {}).get(t.location)
+        if seen is not None and seen.exists and seen.table is table:
+            loaded, state = embedded_spec(t), seen
+        else:
+            with table.listing_snapshot():   # object stores: one LIST serves the location check and the observation
+                if why := refusal(warehouse, table.location):  # links or tables may have appeared since the plan
+                    raise PlanError(f"{t.name}: {why}; nothing was changed")
+                loaded, state = current(t, table)
         now = check_table(t, loaded, state, allow_destructive)
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
@@ -190,8 +196,9 @@ class Applier:
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
         `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
         `run_clustering`, or a later apply, runs them). `options`: how to reach object stores.
-        `observed`: the states the plan was just made from, by location (`plan_observed`): their
-        handles serve apply, which re-reads only what may have changed since."""
+        `observed`: the states the plan was made from moments ago, by location (`plan_observed`,
+        no prompt in between): their handles serve apply, which re-reads under each table's lock
+        only what may have changed since."""
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark

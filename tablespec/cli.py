@@ -201,7 +201,7 @@ def cmd_apply(ctx: _Context) -> int:
     from tablespec.plan.render import load_plan, render
     paths = ctx.args.paths
     saved = len(paths) == 1 and paths[0].endswith(".json")
-    observed = {}   # a plan made here: the states it was made from (apply reads through their handles)
+    observed = {}   # a plan made here and applied without a prompt: the states it was made from
     if saved:
         plan = load_plan(paths[0], warehouse=ctx.warehouse() if ctx.args.warehouse else None)
         check_spec_digests(plan)
@@ -228,7 +228,8 @@ def cmd_apply(ctx: _Context) -> int:
 
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
-                      schedule_only=ctx.args.schedule_only, options=ctx.options, observed=observed)
+                      schedule_only=ctx.args.schedule_only, options=ctx.options,
+                      observed=observed if ctx.args.auto_approve else None)
     if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)

@@ -28,9 +28,10 @@ def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:
     storage, base = table.storage, table.base
     keep = {s["path"] for s in stats}
     marked = set()
-    for partition in {s["partition"] for s in stats}:
-        folder = join(base, partition)
-        for info in storage.list_dir(folder):
+    partitions = sorted({s["partition"] for s in stats})
+    listed = storage.list_dirs([join(base, p) for p in partitions])   # object stores: a small table's in one LIST
+    for partition in partitions:
+        for info in listed[join(base, partition)]:
             if info.name == PARTITION_METAFILE:
                 marked.add(partition)
             name = BaseFileName.parse(info.name)
