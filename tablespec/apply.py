@@ -107,18 +107,21 @@ def check_spec_digests(plan: Plan) -> None:
 def current(t: TablePlan, table: HudiTable, seen: TableState | None = None) -> tuple[LoadedSpec, TableState]:
     """A table plan's embedded spec, and its table (the handle's state; observed as the planner does).
 
-    `seen`: the table's state as observed through `table` at the handle's current generation. It is
-    the state again when one listing of .hoodie/ and one read of hoodie.properties show nothing
-    changed since (the generation stays: same instants, folders and properties, so the same head,
-    fingerprint and files) and no write was pending then (its heartbeat may have expired since);
-    otherwise the table is observed anew from what those reads found."""
+    `seen` (under the table's lock, taken since): the table's state as observed through `table` at
+    the handle's current generation. It is the state again when one listing of .hoodie/ and one
+    read of hoodie.properties show nothing changed since (the generation stays: same instants,
+    folders and properties, so the same head, fingerprint and files) and no write was pending
+    then (its heartbeat may have expired since); otherwise the table is observed anew."""
     loaded = embedded_spec(t)
-    if seen is not None and seen.exists and not seen.pending and seen.table is table:
-        generation = table.generation
-        table.fresh_timeline()
-        table.fresh_config()
-        if table.generation == generation:
-            return loaded, seen
+    if seen is not None:
+        if seen.exists and not seen.pending and seen.table is table:
+            generation = table.generation
+            table.fresh_timeline()
+            table.fresh_config()
+            if table.generation == generation:
+                return loaded, seen
+        else:
+            table.refresh()
     return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
 
 
@@ -249,7 +252,10 @@ class Applier:
                 # unless .hoodie/ or hoodie.properties say it changed since)
                 generation, seen = checked[t.location]
                 table = self.table(t)
-                loaded, state = current(t, table, seen if table.generation == generation else None)
+                if table.generation != generation:  # the handle read the table since preflight: as it is now
+                    loaded, state = current(t, table.refresh())
+                else:
+                    loaded, state = current(t, table, seen)
                 self._observed = (table, table.generation, state)
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
