@@ -13,7 +13,10 @@ requests and latency, so this bench counts them, to be run before and after that
 
 Each runs against an `s3://` warehouse on the loopback S3 API server of the tests
 (tests/s3server.py, moto behind a counting middleware, Spark `local[2]`); the counter is reset
-right before each measured command. The server counts requests by HTTP method and bytes; its
+right before each measured command and read right after it, so each count is that one command's
+(an `apply`'s includes the plan the command makes itself; the bench's check that the apply left
+nothing to do runs after the count). Runs before 2026-11-25's i28-requests counted that check's
+`plan` inside each `apply` (about 3 to 7 requests more). The server counts requests by HTTP method and bytes; its
 request log (werkzeug's, the same server) splits them further into LIST (a GET of the bucket, no
 key) and DELETE (DELETE, or a batched DeleteObjects POST), checked against the counter's total.
 Then, with no JVM involved:
@@ -176,6 +179,8 @@ def s3_actions(args, tmp: str) -> list[dict]:
             out = run()
             ms = (time.perf_counter() - t) * 1000
             row = {"action": action, **log.counted(), "ms": round(ms, 1)}
+            if expect is not None:  # after counting: an apply left nothing to do (exit 0 of --detailed-exitcode)
+                timed_plan(specs, warehouse)
             if expect is not None:  # apply: the actions it ran (`orders: <kind> done in ...`)
                 row["applied"] = re.findall(r"^\S+: (\w+) done in ", out, re.MULTILINE)
                 if expect not in row["applied"]:
@@ -187,7 +192,6 @@ def s3_actions(args, tmp: str) -> list[dict]:
             code, out = cli_quiet(["apply", str(specs), "--warehouse", warehouse, "--auto-approve"])
             if code != 0:
                 raise SystemExit(f"apply failed ({code}):\n{out[-3000:]}")
-            timed_plan(specs, warehouse)  # untimed check: the apply left nothing to do
             return out
 
         print(_header(), flush=True)
@@ -256,6 +260,10 @@ def main() -> int:
         "goals": {"requests": "each at most half of this run's", "plan_local_ms_per_table": GOAL_PLAN_MS},
         "actions": rows[:-1], "plan_local": plan,
     }
+    if Path(args.out).exists():  # the before run's counts (added by hand) stay next to this run's
+        before = json.loads(Path(args.out).read_text()).get("baseline")
+        if before is not None:
+            result["baseline"] = before
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -11,7 +11,7 @@ each returning its typed result).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,9 +104,24 @@ def check_spec_digests(plan: Plan) -> None:
                                      "Run `tablespec plan` again.")
 
 
-def current(t: TablePlan, table: HudiTable) -> tuple[LoadedSpec, TableState]:
-    """A table plan's embedded spec, and its table (the handle's state; observed as the planner does)."""
+def current(t: TablePlan, table: HudiTable, seen: TableState | None = None) -> tuple[LoadedSpec, TableState]:
+    """A table plan's embedded spec, and its table (the handle's state; observed as the planner does).
+
+    `seen` (under the table's lock, taken since): the table's state as observed through `table` at
+    the handle's current generation. It is the state again when one listing of .hoodie/ and one
+    read of hoodie.properties show nothing changed since (the generation stays: same instants,
+    folders and properties, so the same head, fingerprint and files) and no write was pending
+    then (its heartbeat may have expired since); otherwise the table is observed anew."""
     loaded = embedded_spec(t)
+    if seen is not None:
+        if seen.exists and not seen.pending and seen.table is table:
+            generation = table.generation
+            table.fresh_timeline()
+            table.fresh_config()
+            if table.generation == generation:
+                return loaded, seen
+        else:
+            table.refresh()
     return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
 
 
@@ -136,21 +151,37 @@ def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destr
 
 
 def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[str], bool] = lambda kind: True,
-              table_of: Callable[[TablePlan], HudiTable] | None = None, options: StorageOptions | None = None) -> None:
+              table_of: Callable[[TablePlan], HudiTable] | None = None, options: StorageOptions | None = None,
+              observed: Mapping[str, TableState] | None = None) -> dict[str, tuple[int, TableState]]:
     """Raise before any table is touched if the plan is stale, is not what its specs give for the
     tables as they are, or has an action that is not allowed or that this applier cannot run.
-    `table_of`: each table plan's handle (default: opened with `options`)."""
+    `table_of`: each table plan's handle (default: opened with `options`). `observed`: states the
+    plan was made from moments ago, through those handles, by location (a plan made and applied
+    by one command with no prompt in between): they are the tables as they are, and the location
+    of a table that exists was checked with them; the check under each table's lock re-reads what
+    may have changed since (`current`). Returns each checked table's state, by location, with the
+    handle's generation it belongs to."""
     table_of = table_of or (lambda t: HudiTable.open(t.location, options))
+    warehouse = Location.parse(plan.warehouse, options)
+    checked: dict[str, tuple[int, TableState]] = {}
     for t in plan.tables:
         if not t.actions:
             continue
-        warehouse = Location.parse(plan.warehouse, options)
-        if why := refusal(warehouse, Location.parse(t.location, options)):  # links or tables may have appeared since the plan
-            raise PlanError(f"{t.name}: {why}; nothing was changed")
-        now = check_table(t, *current(t, table_of(t)), allow_destructive)
+        table = table_of(t)
+        seen = (observed or {}).get(t.location)
+        if seen is not None and seen.exists and seen.table is table:
+            loaded, state = embedded_spec(t), seen
+        else:
+            with table.listing_snapshot():   # object stores: one LIST serves the location check and the observation
+                if why := refusal(warehouse, table.location):  # links or tables may have appeared since the plan
+                    raise PlanError(f"{t.name}: {why}; nothing was changed")
+                loaded, state = current(t, table)
+        now = check_table(t, loaded, state, allow_destructive)
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
                             "than the one that made the plan?); nothing was changed")
+        checked[t.location] = (table.generation, state)
+    return checked
 
 
 def _protected(state: TableState) -> bool:
@@ -164,18 +195,22 @@ class Applier:
 
     def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
                  on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False,
-                 options: StorageOptions | None = None):
+                 options: StorageOptions | None = None, observed: Mapping[str, TableState] | None = None):
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
         `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
-        `run_clustering`, or a later apply, runs them). `options`: how to reach object stores."""
+        `run_clustering`, or a later apply, runs them). `options`: how to reach object stores.
+        `observed`: the states the plan was made from moments ago, by location (`plan_observed`,
+        no prompt in between): their handles serve apply, which re-reads under each table's lock
+        only what may have changed since."""
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark
         self.schedule_only = schedule_only
         self.options = options
         self._lock: TableLock | None = None   # the lock of the table being applied
-        self.options = options
-        self._tables: dict[str, HudiTable] = {}
+        self._observed_by_plan = dict(observed or {})
+        self._tables: dict[str, HudiTable] = {s.location: s.table for s in self._observed_by_plan.values()
+                                              if s.table is not None}
         self._observed: tuple[HudiTable, int, TableState] | None = None   # the state last observed, and when
 
     def table(self, t: TablePlan) -> HudiTable:
@@ -207,14 +242,21 @@ class Applier:
         return kind in EXECUTORS and callable(getattr(self, EXECUTORS[kind].__name__, None))
 
     def apply(self, plan: Plan, allow_destructive: bool = False) -> ApplyResult:
-        preflight(plan, allow_destructive, self.runs, self.table, self.options)
+        checked = preflight(plan, allow_destructive, self.runs, self.table, self.options, self._observed_by_plan)
         result = ApplyResult()
         for t in plan.tables:
             if not t.actions:
                 continue
             with self._table_lock(t):
-                loaded, state = current(t, self.table(t))
-                self._observed = (self.table(t), self.table(t).generation, state)
+                # the lock is ours: the table as the previous holder left it (preflight's state,
+                # unless .hoodie/ or hoodie.properties say it changed since)
+                generation, seen = checked[t.location]
+                table = self.table(t)
+                if table.generation != generation:  # the handle read the table since preflight: as it is now
+                    loaded, state = current(t, table.refresh())
+                else:
+                    loaded, state = current(t, table, seen)
+                self._observed = (table, table.generation, state)
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
@@ -237,8 +279,7 @@ class Applier:
             return
         self._lock = table_lock(table)
         try:
-            table.refresh()  # the lock is ours: the table as the previous holder left it
-            yield
+            yield   # (`apply` reads the table again, as far as it may have changed)
         finally:
             lock, self._lock = self._lock, None
             lock.release()
@@ -386,7 +427,8 @@ class Applier:
                 instant = clustering.schedule(self.table(t), plan)
                 if self.schedule_only:
                     return Clustered(scheduled=instant.timestamp, groups=len(plan.groups))
-            return clustering.run(self.spark, spec, self.table(t), instant, table_avro_schema(spec), lock).actual()
+            return clustering.run(self.spark, spec, self.table(t), instant, table_avro_schema(spec), lock,
+                                  scheduled=a.params.instant is None).actual()
 
     def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""

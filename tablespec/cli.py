@@ -166,9 +166,13 @@ class _Context:
         return result.specs
 
     def plan(self, paths):
-        from tablespec.plan.builder import plan_specs
+        return self.plan_observed(paths)[0]
+
+    def plan_observed(self, paths):
+        """The plan, and the table states it was made from (by location)."""
+        from tablespec.plan.builder import plan_observed
         specs = self.load(paths)
-        return plan_specs(specs, self.warehouse(), self.variables)
+        return plan_observed(specs, self.warehouse(), self.variables)
 
 
 def cmd_validate(ctx: _Context) -> int:
@@ -197,11 +201,12 @@ def cmd_apply(ctx: _Context) -> int:
     from tablespec.plan.render import load_plan, render
     paths = ctx.args.paths
     saved = len(paths) == 1 and paths[0].endswith(".json")
+    observed = {}   # a plan made here and applied without a prompt: the states it was made from
     if saved:
         plan = load_plan(paths[0], warehouse=ctx.warehouse() if ctx.args.warehouse else None)
         check_spec_digests(plan)
     else:
-        plan = ctx.plan(paths)
+        plan, observed = ctx.plan_observed(paths)
     sys.stdout.write(render(plan, "text"))
     if not plan.has_changes:
         return 0
@@ -223,7 +228,8 @@ def cmd_apply(ctx: _Context) -> int:
 
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
-                      schedule_only=ctx.args.schedule_only, options=ctx.options)
+                      schedule_only=ctx.args.schedule_only, options=ctx.options,
+                      observed=observed if ctx.args.auto_approve else None)
     if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)

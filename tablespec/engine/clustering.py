@@ -190,11 +190,13 @@ def schedule(table: HudiTable, plan: ClusteringPlan) -> Instant:
     return requested
 
 
-def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=None) -> ClusteringResult:
+def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=None,
+        scheduled: bool = False) -> ClusteringResult:
     """Execute the requested clustering plan `instant` and complete its replacecommit.
 
     The caller holds the table `lock` and has run recovery (an inflight attempt whose writer
-    died is back to requested)."""
+    died is back to requested). `scheduled`: the caller scheduled `instant` itself under that
+    lock (`schedule`), so its requested file is not looked for again."""
     base = table.base
     started = time.monotonic()
     timeline = table.timeline
@@ -212,7 +214,8 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
                         for g in plan.groups):
         raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
                              "table (each group must be one bucket's file group, written into one file group)")
-    with Transaction(table, "replacecommit", lock, requested=instant.to("requested"), basis=timeline) as txn:
+    with Transaction(table, "replacecommit", lock, requested=instant.to("requested"), basis=timeline,
+                     scheduled=scheduled) as txn:
         groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
                        for i, (g, f) in enumerate(zip(plan.groups, files)))
         cores = spark.sparkContext.defaultParallelism

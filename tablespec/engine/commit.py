@@ -28,9 +28,10 @@ def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:
     storage, base = table.storage, table.base
     keep = {s["path"] for s in stats}
     marked = set()
-    for partition in {s["partition"] for s in stats}:
-        folder = join(base, partition)
-        for info in storage.list_dir(folder):
+    partitions = sorted({s["partition"] for s in stats})
+    listed = storage.list_dirs([join(base, p) for p in partitions])   # object stores: a small table's in one LIST
+    for partition in partitions:
+        for info in listed[join(base, partition)]:
             if info.name == PARTITION_METAFILE:
                 marked.add(partition)
             name = BaseFileName.parse(info.name)
@@ -72,7 +73,8 @@ def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAUL
     table is retired first: tablespec does not maintain it, and Hudi would list stale files through
     it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true.
     `held`: the table's lock, already taken by the caller (`table_lock`), who read the table
-    (`table.refresh()`) after taking it: used, and not released here.
+    after taking it (.hoodie/ and hoodie.properties again, the rest where they changed): used,
+    and not released here.
 
     The handle is read afresh once the lock is ours (other writers may have changed the table
     before), and again only if retiring or recovery changed it: under the lock, what it caches
@@ -123,15 +125,17 @@ class Transaction:
     `ALL_PARTITIONS`), where even another writer's new file groups conflict."""
 
     def __init__(self, table: HudiTable, action: str, lock=None, plan: bytes = b"",
-                 requested: Instant | None = None, basis: Timeline | None = None, rewrites=()):
+                 requested: Instant | None = None, basis: Timeline | None = None, rewrites=(),
+                 scheduled: bool = False):
         """Request a new instant (with `plan` as its requested content), or take over the
-        already `requested` one (a scheduled clustering plan). Without `basis`, the handle's
-        timeline is what the action read."""
+        already `requested` one (a scheduled clustering plan; `scheduled`: this process created
+        it under the table lock it still holds, so it exists and was never started: not asked
+        again). Without `basis`, the handle's timeline is what the action read."""
         self.table, self.storage, self.base, self.lock = table, table.storage, table.base, lock
         self.rewrites = frozenset(rewrites)
         self.writer = TimelineWriter(self.storage, self.base)
         self.basis = basis if basis is not None else table.timeline
-        self.created = requested is None
+        self.created = requested is None or scheduled
         if requested is None:
             with table.transaction_lock(action):  # instants are created under Hudi's lock
                 # every instant another writer created counts: the new time must be after them all

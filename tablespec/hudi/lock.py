@@ -17,7 +17,8 @@ their commit point.
 
 Releasing marks the generation released and then leaves an empty `<generation>.released` beside
 it: a reader that only wants to know whether the lock is held (`read_lock`, which every `plan`
-runs) sees the marker in the listing and reads no file (on an object store, one GET less). The
+runs), and a writer about to take it, see the marker in the listing and read no file (on an
+object store, one GET less). The
 marker is written after the released record, so it never claims more than the file says; older
 tablespec versions ignore it (not a generation name).
 """
@@ -123,17 +124,27 @@ def _path(directory: str, generation: int) -> str:
     return join(directory, f"{generation:020d}")
 
 
+def _listing(storage: Storage, directory: str) -> tuple[list[int], set[str]]:
+    """Generation numbers present, ascending (create_exclusive's hidden temp files are not), and
+    every file name listed."""
+    names = {i.name for i in storage.list_dir(directory) if not i.is_dir}
+    return sorted(int(n) for n in names if _GENERATION.fullmatch(n)), names
+
+
 def _generations(storage: Storage, directory: str) -> list[int]:
-    """Generation numbers present, ascending (create_exclusive's hidden temp files are not)."""
-    return sorted(int(i.name) for i in storage.list_dir(directory) if not i.is_dir and _GENERATION.fullmatch(i.name))
+    return _listing(storage, directory)[0]
 
 
-def _latest(storage: Storage, directory: str) -> tuple[int, LockInfo | None] | None:
-    """The current generation and its content (None if unreadable); None when never locked."""
+def _latest(storage: Storage, directory: str, marker: bool = False) -> tuple[int, LockInfo | None] | None:
+    """The current generation and its content (None if unreadable); None when never locked.
+    `marker`: a generation whose released marker is listed comes back as released unread (the
+    marker is written after the released record), for a taker that needs no more than that."""
     while True:
-        generations = _generations(storage, directory)
+        generations, names = _listing(storage, directory)
         if not generations:
             return None
+        if marker and f"{generations[-1]:020d}{RELEASED}" in names:
+            return generations[-1], _RELEASED
         try:
             raw = storage.read_bytes(_path(directory, generations[-1]))
         except FileNotFoundError:
@@ -144,13 +155,12 @@ def _latest(storage: Storage, directory: str) -> tuple[int, LockInfo | None] | N
             return generations[-1], None
 
 
+_RELEASED = LockInfo("", "", 0, 0.0, 0.0, "", released=True)   # a generation known released from its marker
+
+
 def read_lock(storage: Storage, base: str) -> LockInfo | None:
     """Who holds the table's lock (possibly with an expired lease), or None when it is free."""
-    names = {i.name for i in storage.list_dir(lock_dir(base)) if not i.is_dir}
-    generations = sorted(n for n in names if _GENERATION.fullmatch(n))
-    if not generations or generations[-1] + RELEASED in names:   # never locked, or released: nothing to read
-        return None
-    latest = _latest(storage, lock_dir(base))
+    latest = _latest(storage, lock_dir(base), marker=True)   # released: nothing to read
     if latest is None:
         return None
     if latest[1] is None:
@@ -198,7 +208,7 @@ class TableLock:
             raise TablespecError(f"{self.path}: this writer already holds the lock")
         deadline = time.monotonic() + max(0.0, timeout_seconds)
         while True:
-            latest = _latest(self.storage, self.directory)
+            latest = _latest(self.storage, self.directory, marker=True)
             if latest is not None and (latest[1] is None or not latest[1].expired()):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -98,6 +98,7 @@ _stores: dict = {}             # (bucket, S3Config) -> obstore S3Store, shared b
 _stores_lock = threading.Lock()
 _checked: set = set()          # (endpoint, bucket) whose conditional PUTs were seen to work
 _checked_lock = threading.Lock()
+LIST_PAGE = 1000   # keys of one S3 LIST response (ListObjectsV2's maximum)
 
 
 class S3Storage(Storage):
@@ -147,27 +148,32 @@ class S3Storage(Storage):
     def listing_snapshot(self, base: str):
         key = self._key(base)
         prefix = f"{key}/" if key else ""
-        if self._snapshot_for(key) is not None:   # within a snapshot of this prefix already: no second LIST
+        if self._covers(key):   # within a snapshot of this prefix already: no second LIST
             yield self
             return
-        import obstore
-        try:
-            objects = {o["path"]: o for batch in obstore.list(self.store, prefix or None) for o in batch}
-        except Exception as exc:
-            raise self._error(exc, base) from None
-        self._local.snapshot = (prefix, objects)
+        self._local.snapshot = (prefix, None)   # listed on first use: a block served from caches lists nothing
         try:
             yield self
         finally:
             self._local.snapshot = None
 
-    def _snapshot_for(self, key: str) -> dict | None:
-        """The snapshot's objects, when `key` lies within its prefix."""
+    def _covers(self, key: str) -> bool:
         snapshot = getattr(self._local, "snapshot", None)
-        if snapshot is None:
+        return snapshot is not None and ((key + "/").startswith(snapshot[0]) or not snapshot[0])
+
+    def _snapshot_for(self, key: str) -> dict | None:
+        """The snapshot's objects (listed now if not yet), when `key` lies within its prefix."""
+        if not self._covers(key):
             return None
-        prefix, objects = snapshot
-        return objects if (key + "/").startswith(prefix) or not prefix else None
+        prefix, objects = self._local.snapshot
+        if objects is None:
+            import obstore
+            try:
+                objects = {o["path"]: o for batch in obstore.list(self.store, prefix or None) for o in batch}
+            except Exception as exc:
+                raise self._error(exc, self._uri(prefix.rstrip("/"))) from None
+            self._local.snapshot = (prefix, objects)
+        return objects
 
     def _changed(self) -> None:
         self._local.snapshot = None
@@ -229,21 +235,46 @@ class S3Storage(Storage):
             raise self._error(exc, path) from None
         return False
 
+    def _entries(self, objects: Mapping[str, Any], key: str) -> list[FileInfo]:
+        """`list_dir` of `key` from a flat listing that holds every object below it."""
+        prefix = f"{key}/" if key else ""
+        dirs, files = set(), []
+        for k, o in objects.items():
+            if k.startswith(prefix):
+                head, sep, _ = k[len(prefix):].partition("/")
+                if sep:
+                    dirs.add(head)
+                else:
+                    files.append(_info(self._uri(k), o))
+        out = [FileInfo(d, self._uri(prefix + d), 0, 0, True) for d in dirs] + files
+        return sorted(out, key=lambda i: i.name)
+
+    def list_dirs(self, paths: list[str]) -> dict[str, list[FileInfo]]:
+        """One LIST page (up to 1,000 keys, in key order) from the first folder on serves every
+        folder it holds whole; a folder it does not reach is listed alone (at most one request
+        more than a LIST per folder; one in all for a small table's partitions)."""
+        keys = {p: self._key(p) for p in paths}
+        if len(keys) < 2 or any(not k or self._covers(k) for k in keys.values()):
+            return super().list_dirs(paths)
+        import obstore
+        first = min(keys.values())
+        parent = os.path.commonpath(list(keys.values()))
+        try:   # keys after `first + "."`: every key below `first/` ('.' sorts just before '/')
+            page = next(iter(obstore.list(self.store, f"{parent}/" if parent else None, offset=first + ".",
+                                          chunk_size=LIST_PAGE)), [])
+        except Exception as exc:
+            raise self._error(exc, paths[0]) from None
+        objects = {o["path"]: o for o in page}
+        last = max(objects, default="")
+        whole = len(objects) < LIST_PAGE   # the listing ended within the page
+        return {p: self._entries(objects, k) if whole or last >= k + "0" else self.list_dir(p)  # '0' follows '/'
+                for p, k in keys.items()}
+
     def list_dir(self, path: str) -> list[FileInfo]:
         import obstore
         key = self._key(path)
         if (snap := self._snapshot_for(key)) is not None:
-            prefix = f"{key}/" if key else ""
-            dirs, files = set(), []
-            for k, o in snap.items():
-                if k.startswith(prefix):
-                    head, sep, _ = k[len(prefix):].partition("/")
-                    if sep:
-                        dirs.add(head)
-                    else:
-                        files.append(_info(self._uri(k), o))
-            out = [FileInfo(d, self._uri(prefix + d), 0, 0, True) for d in dirs] + files
-            return sorted(out, key=lambda i: i.name)
+            return self._entries(snap, key)
         try:
             listing = obstore.list_with_delimiter(self.store, key or None)
         except Exception as exc:

@@ -146,17 +146,27 @@ class HudiTable:
     @property
     def timeline(self) -> Timeline:
         """The active timeline as first read through this handle."""
-        return self._timeline if self._timeline is not None else self._load_timeline()
+        if self._timeline is None:
+            self._load_timeline()
+        assert self._timeline is not None   # _load_timeline set it
+        return self._timeline
 
-    def _load_timeline(self) -> Timeline:
-        """One listing of .hoodie/: the instants, and (kept) the folders next to them."""
+    def _load_timeline(self) -> bool:
+        """One listing of .hoodie/: the instants, and (kept) the folders next to them. Returns
+        whether they differ from the cached timeline's (True when none was cached). Unchanged, the
+        cached view stays: every file a writer adds or removes comes with an instant of its own
+        (requested before its first file), so the same instants over the same files are the same view."""
         listed = self.storage.list_dir(join(self.base, META_FOLDER))
         timeline = Timeline(self.storage, self.base, parse_instants(listed))
+        folders = frozenset(f.name for f in listed if f.is_dir)
+        same = (self._timeline is not None and timeline.instants == self._timeline.instants
+                and folders == self._meta_folders)
         if self._read is not None:  # a completed instant's file never changes: its content is kept
             timeline.keep_contents(self._read)
-        self._timeline, self._view, self._read = timeline, None, timeline
-        self._meta_folders = frozenset(f.name for f in listed if f.is_dir)
-        return self._timeline
+        view = self._view.over(timeline) if same and self._view is not None else None
+        self._timeline, self._view, self._read = timeline, view, timeline
+        self._meta_folders = folders
+        return not same
 
     @property
     def has_metadata_table(self) -> bool:
@@ -212,14 +222,19 @@ class HudiTable:
 
     def fresh_timeline(self) -> Timeline:
         """The active timeline as it is now (and cached from here on): for the points where a
-        writer must see every instant another writer completed (conflict checks, new instant times)."""
-        self.generation += 1
-        return self._load_timeline()
+        writer must see every instant another writer completed (conflict checks, new instant times).
+        The generation moves only if the listing differs from the cached one."""
+        if self._load_timeline():
+            self.generation += 1
+        return self.timeline
 
     def fresh_config(self) -> TableConfig | None:
-        """hoodie.properties as it is now (and cached from here on)."""
-        self.generation += 1
-        self._config, self._config_read = read_table_config(self.storage, self.base), True
+        """hoodie.properties as it is now (and cached from here on); the generation moves only
+        if it differs from the cached one."""
+        config = read_table_config(self.storage, self.base)
+        if not self._config_read or config != self._config:
+            self.generation += 1
+        self._config, self._config_read = config, True
         return self._config
 
     def listing_snapshot(self):

@@ -66,6 +66,13 @@ def plan_specs(specs: list[LoadedSpec], warehouse: Location, variables: dict | N
     """Check where the specs put their tables, observe the tables and plan (what `plan` and `apply`
     run). Every refused location, takeover, non-empty directory, unmanaged table and timestamp
     partitioning its stored rows contradict is reported at once (SpecError)."""
+    return plan_observed(specs, warehouse, variables, now)[0]
+
+
+def plan_observed(specs: list[LoadedSpec], warehouse: Location, variables: dict | None = None,
+                  now: datetime | None = None) -> tuple[Plan, dict[str, TableState]]:
+    """`plan_specs`, and the states the plan was made from (by location): the `apply` that runs
+    the plan right away reads through their handles instead of opening the tables again."""
     from tablespec.plan.locations import location_problems, refusal
     from tablespec.state import observe_specs
     seen: dict = {}
@@ -83,7 +90,7 @@ def plan_specs(specs: list[LoadedSpec], warehouse: Location, variables: dict | N
                                           for d in state_problems(ls, state) or stored_rows_problems(ls, state)]
     if problems:
         raise SpecError(sorted(problems, key=lambda d: (d.file, d.line, d.col)))
-    return build_plan(specs, states, warehouse, variables, now)
+    return build_plan(specs, states, warehouse, variables, now), states
 
 
 def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:

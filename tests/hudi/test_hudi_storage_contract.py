@@ -43,6 +43,33 @@ def test_write_read_list_delete(store):
     assert list(s.walk_files(root)) == [] and s.list_dir(root) == []
 
 
+def test_list_dirs_is_list_dir_of_each_folder(store, request):
+    """Several folders listed at once (reconcile's partitions) are each folder's `list_dir`; on an
+    object store a small table's folders come from one LIST, a large one's cost one LIST more at most."""
+    s, root = store
+    for name in (".hoodie/1.commit", "p=1/a", "p=1/sub/b", "p=1.5/c", "p=2/d", "p=2/e", "p=3/f", "q/g"):
+        s.write_bytes(join(root, name), b"x")
+    folders = [join(root, p) for p in ("p=1", "p=2", "q", "none")]
+
+    def listed():
+        return {f: [(i.name, i.is_dir) for i in entries] for f, entries in s.list_dirs(folders).items()}
+    expected = {f: [(i.name, i.is_dir) for i in s.list_dir(f)] for f in folders}
+    assert expected[join(root, "p=1")] == [("a", False), ("sub", True)] and expected[join(root, "none")] == []
+    if isinstance(s, LocalStorage):
+        assert listed() == expected
+        return
+    server = request.getfixturevalue("s3_server")
+    before = server.requests()["GET"]
+    assert listed() == expected
+    assert server.requests()["GET"] == before + 1   # one LIST for the four folders
+    import tablespec.hudi.s3 as s3
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setattr(s3, "LIST_PAGE", 3)   # a page that ends inside p=1: `none` served, the rest listed alone
+    before = server.requests()["GET"]
+    assert listed() == expected
+    assert server.requests()["GET"] == before + 1 + 3
+
+
 def test_create_exclusive_lets_one_writer_win(store):
     s, root = store
     path = join(root, ".hoodie/20260101000000000.commit.requested")
