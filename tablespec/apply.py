@@ -186,7 +186,7 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
 
 def _protected(state: TableState) -> bool:
     """The table's own hoodie.properties say preventDestroy (whatever the spec says now)."""
-    return bool(state.exists and effective(state.config.to_properties(), PREVENT_DESTROY) == "true")
+    return bool(state.exists and effective(state.table_config.to_properties(), PREVENT_DESTROY) == "true")
 
 
 class Applier:
@@ -321,7 +321,8 @@ class Applier:
         """Merge index buckets with too many files (re-planned under the lock)."""
         from tablespec.engine.record_index import compact_index
         from tablespec.spec.model import RecordLevelSettings
-        settings = spec.spec.index.record_level or RecordLevelSettings()
+        index = spec.spec.index
+        settings = (index.record_level if index.type == "RECORD_LEVEL" else None) or RecordLevelSettings()
         with self._locked(t) as lock:
             return compact_index(self.spark, self.table(t), settings.max_files_per_bucket, lock).actual()
 
@@ -352,7 +353,7 @@ class Applier:
                                 progress=self._progress(t, a), lock=lock)
                 actual = done.actual()
             metadata.update_settings(table, spec, {SWITCHED_KEY: done.instant} if partitions else None)
-            if table_index_type(state.config) == RECORD_LEVEL:
+            if table_index_type(state.table_config) == RECORD_LEVEL:
                 actual = actual.model_copy(update={"index_files_removed": drop_index(table)})
         return actual
 
@@ -386,7 +387,8 @@ class Applier:
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
             result = TableWriter(self.spark, spec, table).overwrite(df, lock)
             chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
-            chosen[SWITCHED_KEY] = result.instant
+            if result.instant is not None:   # the rewrite's instant (none when there was nothing to write)
+                chosen[SWITCHED_KEY] = result.instant
             metadata.update_settings(table, spec, chosen)
             if result.index_buckets is not None:  # the rebuilt index serves now: older files go
                 from tablespec.engine.record_index import remove_superseded
