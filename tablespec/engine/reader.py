@@ -71,7 +71,9 @@ def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict 
     table is now (a handle may have read it earlier: a read sees the latest commits)."""
     from pyspark.sql import functions as F
 
-    timeline = table.fresh_timeline()
+    # The table's files as they are now: a view kept over an unchanged timeline would still list a
+    # base file removed outside any instant (lost or deleted by hand), which readers go on without.
+    timeline = table.refresh().timeline
     files = snapshot_files(table, as_of, spec, filters)
     ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.
