@@ -40,7 +40,7 @@ from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.hudi.timeline import TimelineWriter
 from tablespec.results import Clustered
 from tablespec.types import Array, Map, Struct
@@ -55,7 +55,7 @@ class GroupTask:
 
 
 @dataclass(frozen=True)
-class ClusteringJob:
+class ClusteringJob(AtLocation):
     location: Location            # the table (URI and storage; configuration, never credentials)
     instant: str
     strategy: str                 # NONE | SORT | ZORDER | HILBERT
@@ -65,14 +65,6 @@ class ClusteringJob:
     groups: tuple[GroupTask, ...]
     bloom_filter: bool = False
     threads: int = 1              # per task: the cores fewer groups than cores leave idle
-
-    @property
-    def base(self) -> str:
-        return self.location.uri
-
-    @property
-    def storage(self) -> Storage:
-        return self.location.storage
 
 
 @dataclass

@@ -31,10 +31,10 @@ from tablespec.engine.schema import table_ddl
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import join
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.plan.buckets import BucketLayout
 from tablespec.results import Rebucketed
 
@@ -46,7 +46,7 @@ EXPANSION = 4
 
 
 @dataclass(frozen=True)
-class RebucketJob:
+class RebucketJob(AtLocation):
     location: Location            # the table (URI and storage; configuration, never credentials)
     instant: str
     layout: BucketLayout
@@ -54,14 +54,6 @@ class RebucketJob:
     avro_schema: str
     data_columns: tuple[str, ...]
     read_schema: pa.Schema        # commit time, seqno, record key, then the data columns as stored
-
-    @property
-    def base(self) -> str:
-        return self.location.uri
-
-    @property
-    def storage(self) -> Storage:
-        return self.location.storage
 
 
 @dataclass(frozen=True)

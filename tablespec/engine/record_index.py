@@ -34,7 +34,7 @@ from tablespec.hudi import record_index as ri
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.io import LOCAL, Storage, join
-from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.results import IndexResult
 
@@ -43,7 +43,7 @@ EXAMPLES = 5
 
 
 @dataclass(frozen=True)
-class IndexJob:
+class IndexJob(AtLocation):
     """What tasks need to probe or extend one table's index (plain data, pickled to executors)."""
 
     location: Location            # the table (URI and storage; configuration, never credentials)
@@ -55,14 +55,6 @@ class IndexJob:
     @property
     def folder(self) -> str:
         return ri.index_folder(self.base)
-
-    @property
-    def base(self) -> str:
-        return self.location.uri
-
-    @property
-    def storage(self) -> Storage:
-        return self.location.storage
 
 
 def chosen_num_buckets(spec, props: dict, rows: int = 0) -> int:

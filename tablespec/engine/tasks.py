@@ -36,7 +36,7 @@ from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.record_index import base_file_keys
-from tablespec.hudi.table import Location
+from tablespec.hudi.table import AtLocation, Location
 from tablespec.plan.buckets import BucketLayout
 
 KEY, PART, FG, SEQ, INVALID = "_hoodie_record_key", "_hoodie_partition_path", "_ts_fg", "_ts_seq", "_ts_invalid"
@@ -62,7 +62,7 @@ def task_memory_bytes() -> int:
 
 
 @dataclass(frozen=True)
-class WriteJob:
+class WriteJob(AtLocation):
     """Everything a task needs, decided on the driver (plain data: it is pickled to executors)."""
 
     location: Location                  # the table (its URI and storage; configuration, never credentials)
@@ -88,14 +88,6 @@ class WriteJob:
     no_fill: frozenset = frozenset()    # file groups under a pending clustering plan: take no inserts
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
     memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
-
-    @property
-    def base(self) -> str:
-        return self.location.uri
-
-    @property
-    def storage(self) -> Storage:
-        return self.location.storage
 
     @property
     def uses_existing(self) -> bool:

@@ -92,6 +92,20 @@ class Location:
         return self.uri
 
 
+class AtLocation:
+    """What Spark tasks receive of a table (a job's `location` field): its base path and storage."""
+
+    location: Location
+
+    @property
+    def base(self) -> str:
+        return self.location.uri
+
+    @property
+    def storage(self) -> Storage:
+        return self.location.storage
+
+
 class HudiTable:
     """A handle on one Hudi table (which may not exist yet). Reads are lazy and cached until
     `refresh()`; nothing here starts Spark."""
