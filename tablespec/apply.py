@@ -19,6 +19,7 @@ from typing import Any
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
+from tablespec.hudi.archive import housekeep
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.layout_switch import SWITCHED_KEY
@@ -78,6 +79,7 @@ class ActionResult:
 class ApplyResult:
     actions: list[ActionResult] = field(default_factory=list)
     done_meanwhile: list[str] = field(default_factory=list)  # tables another writer brought to their spec first
+    archived: dict[str, int] = field(default_factory=dict)   # table -> instants housekeeping archived
 
     def summary(self) -> str:
         kinds = [a.kind for a in self.actions]
@@ -87,6 +89,8 @@ class ApplyResult:
         if self.done_meanwhile:
             text += (f" Already as specified when their lock was free (another apply made the change): "
                      f"{', '.join(self.done_meanwhile)}.")
+        if self.archived:
+            text += " Archived " + ", ".join(f"{n} instant(s) of {t}" for t, n in self.archived.items()) + "."
         return text
 
 
@@ -266,6 +270,7 @@ class Applier:
                     done = ActionResult(now.name, a.kind, time.monotonic() - started, actual)
                     result.actions.append(done)
                     self.on_action(now, a, done)
+                    self._housekeep(t, loaded.spec, result)
         return result
 
     @contextmanager
@@ -283,6 +288,15 @@ class Applier:
         finally:
             lock, self._lock = self._lock, None
             lock.release()
+
+    def _housekeep(self, t: TablePlan, spec: TableSpec, result: ApplyResult) -> None:
+        """After each action, under the table lock: archive as the spec says, when there is
+        something to archive (a table created by this apply has not)."""
+        if self._lock is None:
+            return
+        done = housekeep(self.table(t), spec.archive_settings)
+        if done is not None and done.archived:
+            result.archived[t.name] = result.archived.get(t.name, 0) + len(done.archived)
 
     def _locked(self, t: TablePlan, changes_files: bool = True):
         """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys, metadata_table, record_index
+from tablespec.hudi.archive import ArchivedTimeline, History
+from tablespec.hudi.archive.log import folder_of
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
@@ -131,6 +133,20 @@ def observe(table: HudiTable, keep_commits: int | None = None) -> TableState:
         return _observe(table, keep_commits)
 
 
+def _archive_if_needed(table: HudiTable, timeline: Timeline, groups, clustered: bool) -> ArchivedTimeline | None:
+    """The archived timeline, read only when the clustering history may reach into it: the table
+    has an archive, and no clustering is active (`clustered`: the last one may be archived) or a
+    file group's base file predates the active timeline (its writer, maybe a clustering, was archived)."""
+    if not table.lists_folder(folder_of(table.config)):
+        return None
+    commits = timeline.commits()
+    first = commits[0].timestamp if commits else None
+    if clustered and not any(first is not None and g.base_instant < first for g in groups):
+        return None
+    archived = ArchivedTimeline.of(table)
+    return archived if archived.instants else None
+
+
 def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
     storage, location, config = table.storage, table.base, table.config
     if config is None:
@@ -149,8 +165,12 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
     columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
     commits = [i for i in timeline.commits()]
     history = layout_history(timeline)
+    archived = _archive_if_needed(table, timeline, groups, bool(history))
+    if archived is not None:
+        history = layout_history(timeline, archived)
     last_clustering = history[-1][0] if history else None
-    since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
+    since = [i for i in (commits if archived is None else History(timeline, archived).commits())
+             if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     props = config.to_properties()
     retained = keep_commits or keys.KEEP_COMMITS.number(props)
     clean = plan_clean(location, timeline, view, retained)

@@ -177,6 +177,15 @@ def _cleans_to_archive(timeline: Timeline, min_keep: int, max_keep: int) -> list
     return out
 
 
+def archive_due(timeline: Timeline, settings: ArchiveSettings) -> bool:
+    """Whether a run may archive anything (a cheap necessary condition on the cached timeline,
+    checked after every action and write): more completed commits, cleans or rollbacks than
+    `max_commits` (Hudi raises the limits, never lowers them)."""
+    completed = timeline.completed()
+    return (len(timeline.commits()) > settings.max_commits
+            or any(sum(1 for i in completed if i.action == a) > settings.max_commits for a in (CLEAN, ROLLBACK)))
+
+
 def plan_archive(timeline: Timeline, settings: ArchiveSettings, bounds: Bounds = Bounds()) -> ArchivePlan:
     """What Hudi 0.15's archiver would move off `timeline` (only its instants are used: no I/O)."""
     min_keep, max_keep = keep_limits(timeline, settings)
