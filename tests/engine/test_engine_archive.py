@@ -50,10 +50,11 @@ def meta_files(location: str) -> int:
 
 
 def assert_history_whole(location: str, instants: list[str]) -> HudiTable:
-    """Every commit is in exactly one timeline as completed (active wins), none is lost."""
+    """Every commit of `instants` is in history, in order, and no instant is completed in both
+    timelines (an interrupted run's leftovers are finished)."""
     table = HudiTable.open(location)
     history, archived = History.of(table), ArchivedTimeline.of(table)
-    assert [i.timestamp for i in history.commits()] == instants
+    assert [i.timestamp for i in history.commits() if i.timestamp in instants] == instants
     both = {instant_key(i) for i in table.timeline.completed()} & {instant_key(i) for i in archived.completed()}
     assert not both, f"completed in both timelines: {both}"
     return table
@@ -71,39 +72,48 @@ def test_writes_keep_the_active_timeline_bounded_and_history_whole(spark, tmp_pa
     handle = assert_history_whole(table.location, instants)
     assert len(handle.timeline.commits()) <= 3
     assert max(files[4:]) <= files[3] + 3, files          # .hoodie/ stays bounded: no growth per commit
-    assert not plan_for(ARCHIVING, tmp_path).has_changes
     rows = assert_hudi_rs_agrees(table)                  # read (tablespec = hudi-rs) and verify ok
     assert len(rows) == 10
     latest = handle.timeline.commits()[-1].timestamp
-    assert tablespec_rows(table, as_of=latest) == tablespec_rows(table)
+    assert tablespec_rows(table, as_of=latest) == rows
     older = handle.timeline.commits()[0].timestamp
     assert len(tablespec_rows(table, as_of=older)) == 9
     with pytest.raises(ReadError, match=rf"instant {instants[0]} has been archived \(spec.retention.archive\): "
                                         rf"time travel reads the active timeline, whose earliest commit is {older}"):
         table.read(as_of=instants[0])
+    plan = plan_for(ARCHIVING, tmp_path)                 # writes leave cleaning (and clustering) to apply
+    assert "archive" not in [a.kind for t in plan.tables for a in t.actions]
+    Applier(spark=spark).apply(plan)
+    assert not plan_for(ARCHIVING, tmp_path).has_changes
+    handle = assert_history_whole(table.location, instants)
+    assert len(handle.timeline.commits()) <= 3 and meta_files(table.location) <= files[3] + 6
+    assert assert_hudi_rs_agrees(table) == rows
 
 
-@pytest.mark.parametrize("point", ["archive_written", "archive_pending_deleted"])
-def test_archiving_killed_then_apply_archives_consistently(spark, tmp_path, point):
+@pytest.mark.parametrize("point", [None, "archive_written", "archive_pending_deleted"])
+def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, point):
     """A table written with archiving at Hudi's defaults (20/30: nothing archived) gets the spec's
-    tighter limits; an archiving run killed (-9) at `point` leaves both timelines readable, and the
-    apply of the settings change finishes it and archives the rest."""
+    tighter limits: apply archives after the settings change. An archiving run killed (-9) at
+    `point` before leaves both timelines readable, and the apply's lock recovery finishes it."""
     table = make_table(spark, tmp_path, PLAIN)
     instants = [table.write(batch(spark, n)).instant for n in range(6)]
     before = tablespec_rows(table)
-    code = ("from tablespec.hudi.table import HudiTable; from tablespec.hudi.archive import ArchiveSettings, housekeep; "
-            f"housekeep(HudiTable.open({table.location!r}), ArchiveSettings(2, 3, 1))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), CRASH_ENV: point})
-    assert proc.returncode == -9, proc.stderr[-2000:]
-    assert [i.timestamp for i in History.of(HudiTable.open(table.location)).commits()] == instants
-    assert tablespec_rows(Table(table.spec, table.location, spark)) == before   # readable as left
+    if point is not None:
+        code = ("from tablespec.hudi.table import HudiTable; from tablespec.hudi.archive import ArchiveSettings, "
+                f"housekeep; housekeep(HudiTable.open({table.location!r}), ArchiveSettings(2, 3, 1))")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), CRASH_ENV: point})
+        assert proc.returncode == -9, proc.stderr[-2000:]
+        assert [i.timestamp for i in History.of(HudiTable.open(table.location)).commits()] == instants
+        assert tablespec_rows(Table(table.spec, table.location, spark)) == before   # readable as left
     plan = plan_for(ARCHIVING, tmp_path)
-    assert [a.kind for t in plan.tables for a in t.actions] == ["update_settings"]
-    result = Applier(spark=spark).apply(plan)
+    assert [a.kind for t in plan.tables for a in t.actions] == ["update_settings", "clean"]   # keepCommits 10 -> 1
+    result = Applier(spark=spark).apply(plan)   # (a killed run: finished by the lock's recovery)
+    if point is None:
+        assert "Archived 4 instant(s) of sales.orders." in result.summary()
     handle = assert_history_whole(table.location, instants)
     assert [i.timestamp for i in handle.timeline.commits()] == instants[-2:]
-    assert "Archived" in result.summary()
+    assert [i.timestamp for i in ArchivedTimeline.of(handle).commits()] == instants[:-2]
     assert not plan_for(ARCHIVING, tmp_path).has_changes
     fresh = Table(load_spec_text(ARCHIVING, "orders.yaml").specs[0].spec, table.location, spark)
     assert tablespec_rows(fresh) == before
