@@ -30,6 +30,7 @@ from tablespec.plan.actions import (
     KINDS,
     Action,
     ActionKind,
+    Archive,
     BucketBootstrap,
     BucketRescale,
     Clean,
@@ -53,6 +54,7 @@ from tablespec.plan.saved import NOTHING_CHANGED, embedded_spec, mismatch
 from tablespec.plan.settings import PREVENT_DESTROY, effective
 from tablespec.results import (
     ActionOutcome,
+    Archived,
     Cleaned,
     Clustered,
     IndexDropped,
@@ -126,7 +128,8 @@ def current(t: TablePlan, table: HudiTable, seen: TableState | None = None) -> t
                 return loaded, seen
         else:
             table.refresh()
-    return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
+    return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits,
+                           archive=loaded.spec.archive_settings)
 
 
 def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False,
@@ -270,7 +273,8 @@ class Applier:
                     done = ActionResult(now.name, a.kind, time.monotonic() - started, actual)
                     result.actions.append(done)
                     self.on_action(now, a, done)
-                    self._housekeep(t, loaded.spec, result)
+                    if not any(isinstance(b, Archive) for b in now.actions):  # else archiving is an action
+                        self._housekeep(t, loaded.spec, result)
         return result
 
     @contextmanager
@@ -424,6 +428,13 @@ class Applier:
         return Cleaned(clean_instant=result.clean_instant, files=len(result.deleted_files),
                        bytes_freed=result.bytes_freed)
 
+    def visit_archive(self, t: TablePlan, a: Archive, spec: TableSpec) -> Archived:
+        """Archive as the spec says (re-planned under the lock; housekeeping after an earlier
+        action may have done it already). Data files stay: Hudi's metadata table stays true."""
+        with self._locked(t, changes_files=False):  # recovery finishes an interrupted run first
+            done = housekeep(self.table(t), spec.archive_settings)
+        return Archived(instants=len(done.archived) if done is not None else 0)
+
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:
         """Run a pending clustering plan (`instant`), or schedule the next step and run it. Planned
         again under the lock, from the table as it is (the plan's requirements held, and the steps
@@ -473,6 +484,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "bucket_rescale": Applier.visit_bucket_bootstrap,
     "schema_evolution": Applier.visit_schema_evolution,
     "replace_table": Applier.visit_replace_table,
+    "archive": Applier.visit_archive,
     "rollback": Applier.visit_rollback,
     "clean": Applier.visit_clean,
     "record_index_compaction": Applier.visit_record_index_compaction,

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys, metadata_table, record_index
-from tablespec.hudi.archive import ArchivedTimeline, History
+from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, plan_archive
 from tablespec.hudi.archive.log import folder_of
+from tablespec.hudi.archive.plan import archive_due, read_bounds
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
@@ -71,6 +72,7 @@ class TableState:
     heartbeat_ages: dict = field(default_factory=dict)  # pending instant time -> seconds since its last beat (None: no heartbeat)
     lock_holders: tuple[str, ...] = ()   # who holds tablespec's table lock and Hudi's transaction lock now
     cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
+    archivable: dict = field(default_factory=dict)  # ArchiveSettings -> {instants, active_commits} (see observe)
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
     # completed clusterings on the active timeline, oldest first, each with its plan's layout
@@ -123,14 +125,25 @@ class TableState:
         return {"exists": self.exists, "properties": self.properties_fingerprint, "head": self.head}
 
 
-def observe(table: HudiTable, keep_commits: int | None = None) -> TableState:
+def observe(table: HudiTable, keep_commits: int | None = None, archive: ArchiveSettings | None = None) -> TableState:
     """Read a table's state from hoodie.properties, the timeline and file listings (the handle's
     cached reads: a caller that changed the table since refreshes the handle first).
 
     `keep_commits` (a spec's retention) also works out what a clean would delete; without it
-    the table's own `hoodie.cleaner.commits.retained` (default 10) is used."""
+    the table's own `hoodie.cleaner.commits.retained` (default 10) is used. `archive` (a spec's
+    archiving) also works out what an archiving run would move, when the active timeline holds
+    more than its maxCommits."""
     with table.listing_snapshot():   # object stores: one LIST of the table, not one per folder
-        return _observe(table, keep_commits)
+        return _observe(table, keep_commits, archive)
+
+
+def _archivable(table: HudiTable, settings: ArchiveSettings | None) -> dict:
+    """What an archiving run under `settings` would move (nothing read unless it is due)."""
+    timeline = table.timeline
+    if settings is None or not archive_due(timeline, settings):
+        return {}
+    moved = plan_archive(timeline, settings, read_bounds(table)).instants
+    return {settings: {"instants": len(moved), "active_commits": len(timeline.commits())}} if moved else {}
 
 
 def _archive_if_needed(table: HudiTable, timeline: Timeline, groups, clustered: bool) -> ArchivedTimeline | None:
@@ -147,7 +160,7 @@ def _archive_if_needed(table: HudiTable, timeline: Timeline, groups, clustered: 
     return archived if archived.instants else None
 
 
-def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
+def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSettings | None = None) -> TableState:
     storage, location, config = table.storage, table.base, table.config
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
@@ -180,6 +193,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
         location=location,
         exists=True,
         cleanable={retained: clean.to_dict()} if clean else {},
+        archivable=_archivable(table, archive),
         config=config,
         properties_fingerprint=fingerprint(props),
         columns=columns,
@@ -266,6 +280,7 @@ def observe_specs(specs, warehouse: Location, check: Callable[[Location], str | 
         with table.listing_snapshot():
             if check is not None and check(table.location):
                 return None
-            return observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
+            return observe(table, keep_commits=loaded.spec.spec.retention.keep_commits,
+                           archive=loaded.spec.archive_settings)
     observed = map_locations(look, specs, warehouse.uri)
     return {state.location: state for state in observed if state is not None}

@@ -106,11 +106,11 @@ def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, point):
         assert proc.returncode == -9, proc.stderr[-2000:]
         assert [i.timestamp for i in History.of(HudiTable.open(table.location)).commits()] == instants
         assert tablespec_rows(Table(table.spec, table.location, spark)) == before   # readable as left
-    plan = plan_for(ARCHIVING, tmp_path)
-    assert [a.kind for t in plan.tables for a in t.actions] == ["update_settings", "clean"]   # keepCommits 10 -> 1
-    result = Applier(spark=spark).apply(plan)   # (a killed run: finished by the lock's recovery)
-    if point is None:
-        assert "Archived 4 instant(s) of sales.orders." in result.summary()
+    plan = plan_for(ARCHIVING, tmp_path)      # keepCommits 10 -> 1: a clean; 6 commits > maxCommits 3
+    assert [a.kind for t in plan.tables for a in t.actions] == ["update_settings", "clean", "archive"]
+    assert plan.tables[0].actions[-1].estimate.model_dump() == {"instants": 4, "active_commits": 6}
+    result = Applier(spark=spark).apply(plan)   # (a killed run: finished by the lock's recovery first)
+    assert result.actions[-1].actual.model_dump() == {"instants": 4 if point is None else 0}
     handle = assert_history_whole(table.location, instants)
     assert [i.timestamp for i in handle.timeline.commits()] == instants[-2:]
     assert [i.timestamp for i in ArchivedTimeline.of(handle).commits()] == instants[:-2]
