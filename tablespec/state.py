@@ -208,7 +208,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),
-        count_rows=functools.partial(_rows, timeline, view),
+        count_rows=functools.partial(_rows, timeline, view, table),
         index_buckets=index,
         index_catch_up=catch_up(timeline) if record_level else None,
         metadata_table=metadata_table.describe(table),
@@ -249,15 +249,21 @@ def directory_contents(table: HudiTable) -> tuple[str, ...]:
     return tuple(f.path[len(prefix):] for f in itertools.islice(table.storage.walk_files(table.base), CONTENTS_SHOWN))
 
 
-def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
-    """Rows of the latest slices, from the numWrites their commits recorded (None if a commit is archived)."""
+def _rows(timeline: Timeline, view: FileSystemView, table: HudiTable | None = None) -> int | None:
+    """Rows of the latest slices, from the numWrites their commits recorded, archived ones too
+    (the archive is read only when a slice's commit left the active timeline; None: a commit is
+    on neither timeline)."""
     completed = {i.timestamp: i for i in timeline.commits()}
     wanted = {(s.partition, s.file_id, s.base_instant) for s in view.latest_slices() if s.base_file is not None}
+    history: Timeline | History = timeline
+    if table is not None and not {w[2] for w in wanted} <= completed.keys() and table.lists_folder(folder_of(table.config)):
+        history = History(timeline, ArchivedTimeline.of(table))
+        completed = {i.timestamp: i for i in history.commits()}
     total = 0
     for ts in {w[2] for w in wanted}:
         if ts not in completed:
             return None
-        for stats in timeline.commit_metadata(completed[ts]).partition_to_write_stats.values():
+        for stats in history.commit_metadata(completed[ts]).partition_to_write_stats.values():
             total += sum(st.num_writes for st in stats if (st.partition_path, st.file_id, ts) in wanted)
     return total
 

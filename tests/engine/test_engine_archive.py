@@ -21,7 +21,7 @@ from tablespec.hudi.archive.timeline import instant_key
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
-from tablespec.state import observe_specs
+from tablespec.state import observe, observe_specs
 from tablespec.table import Table
 
 pytestmark = pytest.mark.spark
@@ -74,6 +74,7 @@ def test_writes_keep_the_active_timeline_bounded_and_history_whole(spark, tmp_pa
     assert max(files[4:]) <= files[3] + 3, files          # .hoodie/ stays bounded: no growth per commit
     rows = assert_hudi_rs_agrees(table)                  # read (tablespec = hudi-rs) and verify ok
     assert len(rows) == 10
+    assert observe(HudiTable.open(table.location)).rows == 10    # commit statistics, archived ones too
     latest = handle.timeline.commits()[-1].timestamp
     assert tablespec_rows(table, as_of=latest) == rows
     older = handle.timeline.commits()[0].timestamp
@@ -118,3 +119,26 @@ def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, point):
     fresh = Table(load_spec_text(ARCHIVING, "orders.yaml").specs[0].spec, table.location, spark)
     assert tablespec_rows(fresh) == before
     assert_hudi_rs_agrees(fresh)
+
+
+def test_clustering_history_reaches_into_the_archive(spark, tmp_path):
+    """A SORT clustering archived after later commits and a clean: the state still knows it (its
+    layout, so its files count as laid out) and counts the commits since it across both timelines."""
+    text = ARCHIVING + "  clustering: {strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}\n"
+    table = make_table(spark, tmp_path, text)
+    for n in range(3):
+        table.write(batch(spark, n))
+    plan = plan_for(text, tmp_path)
+    assert "clustering" in [a.kind for t in plan.tables for a in t.actions]
+    Applier(spark=spark).apply(plan)
+    clustered = HudiTable.open(table.location).timeline.last("replacecommit").timestamp
+    for n in range(3, 7):
+        table.write(batch(spark, n))
+    later = text.replace("everyNCommits: 3", "everyNCommits: 10")   # no second clustering yet
+    Applier(spark=spark).apply(plan_for(later, tmp_path))   # a clean past the clustering: then it archives
+    handle = HudiTable.open(table.location)
+    assert clustered not in {i.timestamp for i in handle.timeline.instants}
+    assert ArchivedTimeline.of(handle).contains_completed(clustered)
+    state = observe(handle)
+    assert state.last_clustering == clustered and str(state.last_clustering_layout) == "SORT(customer_id)"
+    assert state.commits_since_clustering == 4
