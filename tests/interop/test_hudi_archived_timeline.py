@@ -213,3 +213,16 @@ def test_a_table_archiving_as_its_spec_says_reads_in_hudi_and_takes_hudi_upserts
     history = History.of(HudiTable.open(base))
     assert set(written) <= {i.timestamp for i in history.commits()} and len(Timeline.load(storage, base).commits()) <= 3
     assert_readers_agree(hudi, Table(table.spec, base, hudi))
+
+
+def test_a_table_hudi_archived_imports_and_plans_clean(hudi, tmp_path, capsys):
+    from interop_support import cli
+    base = tmp_path / "archived"
+    _hudi_commits(hudi, str(base), 7)
+    assert archive_files(LocalStorage(), str(base))
+    code, out, err = cli(capsys, "import", str(base), "--warehouse", str(tmp_path))
+    assert code == 0, err
+    spec_file = tmp_path / "archived.yaml"
+    spec_file.write_text(out)
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes."), out + err
