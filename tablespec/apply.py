@@ -26,6 +26,7 @@ from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
+from tablespec.hudi.timeline import Timeline
 from tablespec.plan.actions import (
     KINDS,
     Action,
@@ -267,14 +268,16 @@ class Applier:
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
-                for a in now.actions:
+                # as read under the lock (a table to create has none): housekeeping counts the actions' instants on it
+                read = table.timeline if self._lock is not None else None
+                for done_count, a in enumerate(now.actions, 1):
                     started = time.monotonic()
                     actual = getattr(self, EXECUTORS[a.kind].__name__)(now, a, loaded.spec)  # this applier's step
                     done = ActionResult(now.name, a.kind, time.monotonic() - started, actual)
                     result.actions.append(done)
                     self.on_action(now, a, done)
                     if not any(isinstance(b, Archive) for b in now.actions):  # else archiving is an action
-                        self._housekeep(t, loaded.spec, result)
+                        self._housekeep(t, loaded.spec, result, read, done_count)
         return result
 
     @contextmanager
@@ -293,12 +296,15 @@ class Applier:
             lock, self._lock = self._lock, None
             lock.release()
 
-    def _housekeep(self, t: TablePlan, spec: TableSpec, result: ApplyResult) -> None:
-        """After each action, under the table lock: archive as the spec says, when there is
-        something to archive (a table created by this apply has not)."""
-        if self._lock is None:
+    def _housekeep(self, t: TablePlan, spec: TableSpec, result: ApplyResult, read: Timeline | None,
+                   actions: int) -> None:
+        """After each action, under the table lock: archive as the spec says, when there may be
+        something to archive: `read`, the timeline read under the lock, with one more instant of
+        each kind per action run since (an action rolling back several writes leaves the extra
+        rollbacks to a later run; None: a table this apply created, with nothing to archive)."""
+        if read is None:
             return
-        done = housekeep(self.table(t), spec.archive_settings)
+        done = housekeep(self.table(t), spec.archive_settings, read, added=actions)
         if done is not None and done.archived:
             result.archived[t.name] = result.archived.get(t.name, 0) + len(done.archived)
 

@@ -97,9 +97,10 @@ class TableWriter:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
         self._refuse_layout()  # before the lock, as the handle last read the table (checked again under it)
         with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
+            seen = self.table.timeline  # as `locked` read it
             result = self._write_locked(df, operation, lock)
             if result.instant is not None:  # the write added a commit: archive as the spec says, if due
-                done = housekeep(self.table, self.spec.archive_settings)
+                done = housekeep(self.table, self.spec.archive_settings, seen, added=1)
                 if done is not None:
                     result = dataclasses.replace(result, archived=len(done.archived))
             return result

@@ -25,6 +25,7 @@ from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage, join
 from tablespec.hudi.rollback import MARKER_FOLDER
+from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -141,12 +142,14 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
         table.refresh(config=False)
 
 
-def housekeep(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult | None:
+def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None = None,
+              added: int = 0) -> ArchiveResult | None:
     """Archiving as housekeeping, after an action or a write, under the table lock the caller
-    holds: nothing (None) unless the cached timeline has more than `max_commits` of something;
-    else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job may archive
-    or commit meanwhile)."""
-    if not archive_due(table.timeline, settings):
+    holds: nothing (None, nothing read) unless the timeline the caller read (`seen`, with the
+    `added` instants it completed since; default: the handle's) has more than `max_commits` of
+    something; else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job
+    may archive or commit meanwhile)."""
+    if not archive_due(seen if seen is not None else table.timeline, settings, added):
         return None
     with table.transaction_lock("archive"):
         table.fresh_timeline()   # Hudi jobs' commits count too

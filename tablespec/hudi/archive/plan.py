@@ -177,13 +177,15 @@ def _cleans_to_archive(timeline: Timeline, min_keep: int, max_keep: int) -> list
     return out
 
 
-def archive_due(timeline: Timeline, settings: ArchiveSettings) -> bool:
-    """Whether a run may archive anything (a cheap necessary condition on the cached timeline,
+def archive_due(timeline: Timeline, settings: ArchiveSettings, added: int = 0) -> bool:
+    """Whether a run may archive anything (a cheap necessary condition on a timeline already read,
     checked after every action and write): more completed commits, cleans or rollbacks than
-    `max_commits` (Hudi raises the limits, never lowers them)."""
+    `max_commits` (Hudi raises the limits, never lowers them), counting `added` more instants of
+    each kind (what the caller completed since it read `timeline`)."""
     completed = timeline.completed()
-    return (len(timeline.commits()) > settings.max_commits
-            or any(sum(1 for i in completed if i.action == a) > settings.max_commits for a in (CLEAN, ROLLBACK)))
+    limit = settings.max_commits - added
+    return (len(timeline.commits()) > limit
+            or any(sum(1 for i in completed if i.action == a) > limit for a in (CLEAN, ROLLBACK)))
 
 
 def plan_archive(timeline: Timeline, settings: ArchiveSettings, bounds: Bounds = Bounds()) -> ArchivePlan:
