@@ -19,16 +19,19 @@ from typing import Any
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
+from tablespec.hudi.archive import housekeep
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
+from tablespec.hudi.timeline import Timeline
 from tablespec.plan.actions import (
     KINDS,
     Action,
     ActionKind,
+    Archive,
     BucketBootstrap,
     BucketRescale,
     Clean,
@@ -52,6 +55,7 @@ from tablespec.plan.saved import NOTHING_CHANGED, embedded_spec, mismatch
 from tablespec.plan.settings import PREVENT_DESTROY, effective
 from tablespec.results import (
     ActionOutcome,
+    Archived,
     Cleaned,
     Clustered,
     IndexDropped,
@@ -78,6 +82,7 @@ class ActionResult:
 class ApplyResult:
     actions: list[ActionResult] = field(default_factory=list)
     done_meanwhile: list[str] = field(default_factory=list)  # tables another writer brought to their spec first
+    archived: dict[str, int] = field(default_factory=dict)   # table -> instants housekeeping archived
 
     def summary(self) -> str:
         kinds = [a.kind for a in self.actions]
@@ -87,6 +92,8 @@ class ApplyResult:
         if self.done_meanwhile:
             text += (f" Already as specified when their lock was free (another apply made the change): "
                      f"{', '.join(self.done_meanwhile)}.")
+        if self.archived:
+            text += " Archived " + ", ".join(f"{n} instant(s) of {t}" for t, n in self.archived.items()) + "."
         return text
 
 
@@ -122,7 +129,8 @@ def current(t: TablePlan, table: HudiTable, seen: TableState | None = None) -> t
                 return loaded, seen
         else:
             table.refresh()
-    return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
+    return loaded, observe(table, keep_commits=loaded.spec.spec.retention.keep_commits,
+                           archive=loaded.spec.archive_settings)
 
 
 def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destructive: bool = False,
@@ -260,12 +268,16 @@ class Applier:
                 now = check_table(t, loaded, state, allow_destructive, done_meanwhile=True)  # under the lock
                 if not now.actions:
                     result.done_meanwhile.append(t.name)
-                for a in now.actions:
+                # as read under the lock (a table to create has none): housekeeping counts the actions' instants on it
+                read = table.timeline if self._lock is not None else None
+                for done_count, a in enumerate(now.actions, 1):
                     started = time.monotonic()
                     actual = getattr(self, EXECUTORS[a.kind].__name__)(now, a, loaded.spec)  # this applier's step
                     done = ActionResult(now.name, a.kind, time.monotonic() - started, actual)
                     result.actions.append(done)
                     self.on_action(now, a, done)
+                    if not any(isinstance(b, Archive) for b in now.actions):  # else archiving is an action
+                        self._housekeep(t, loaded.spec, result, read, done_count)
         return result
 
     @contextmanager
@@ -283,6 +295,18 @@ class Applier:
         finally:
             lock, self._lock = self._lock, None
             lock.release()
+
+    def _housekeep(self, t: TablePlan, spec: TableSpec, result: ApplyResult, read: Timeline | None,
+                   actions: int) -> None:
+        """After each action, under the table lock: archive as the spec says, when there may be
+        something to archive: `read`, the timeline read under the lock, with one more instant of
+        each kind per action run since (an action rolling back several writes leaves the extra
+        rollbacks to a later run; None: a table this apply created, with nothing to archive)."""
+        if read is None:
+            return
+        done = housekeep(self.table(t), spec.archive_settings, read, added=actions)
+        if done is not None and done.archived:
+            result.archived[t.name] = result.archived.get(t.name, 0) + len(done.archived)
 
     def _locked(self, t: TablePlan, changes_files: bool = True):
         """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""
@@ -410,6 +434,13 @@ class Applier:
         return Cleaned(clean_instant=result.clean_instant, files=len(result.deleted_files),
                        bytes_freed=result.bytes_freed)
 
+    def visit_archive(self, t: TablePlan, a: Archive, spec: TableSpec) -> Archived:
+        """Archive as the spec says (re-planned under the lock; housekeeping after an earlier
+        action may have done it already). Data files stay: Hudi's metadata table stays true."""
+        with self._locked(t, changes_files=False):  # recovery finishes an interrupted run first
+            done = housekeep(self.table(t), spec.archive_settings)
+        return Archived(instants=len(done.archived) if done is not None else 0)
+
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:
         """Run a pending clustering plan (`instant`), or schedule the next step and run it. Planned
         again under the lock, from the table as it is (the plan's requirements held, and the steps
@@ -459,6 +490,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "bucket_rescale": Applier.visit_bucket_bootstrap,
     "schema_evolution": Applier.visit_schema_evolution,
     "replace_table": Applier.visit_replace_table,
+    "archive": Applier.visit_archive,
     "rollback": Applier.visit_rollback,
     "clean": Applier.visit_clean,
     "record_index_compaction": Applier.visit_record_index_compaction,

@@ -2,8 +2,8 @@
 
 A Hudi job writing into a tablespec table must key, partition, index and order records exactly as
 tablespec does, keep the table at version 6, and leave the timeline work tablespec owns (clustering,
-cleaning, the retired metadata table, archiving) to tablespec. Values come from the settings
-registry, so they are the ones tablespec writes into hoodie.properties.
+cleaning, the retired metadata table) to tablespec; it archives with the spec's limits. Values come
+from the settings registry, so they are the ones tablespec writes into hoodie.properties.
 
 Every option is a table-level setting Hudi checks against hoodie.properties and the stored layout,
 so the options describe the table as it is: between a merged spec change and the end of its apply,
@@ -49,9 +49,9 @@ WRITER = {
     keys.CLUSTERING_SCHEDULE_INLINE.name: "false",
     keys.CLUSTERING_ASYNC.name: "false",
     keys.CLEAN_AUTOMATIC.name: "false",
-    # Archiving moves instants out of the active timeline, the only one tablespec reads: the last
-    # clustering's layout, commits since it, per-file schemas and index instants would be lost.
-    keys.ARCHIVE_AUTOMATIC.name: "false",
+    # Archiving runs in the writer, with the spec's limits (`archiving`): tablespec reads the
+    # archived timeline where history reaches into it, and archives the same way.
+    keys.ARCHIVE_AUTOMATIC.name: "true",
     # The table's schema is the spec's: an incoming batch may not drop columns or relax NOT NULL.
     keys.RECONCILE_SCHEMA.name: "true",
 }
@@ -88,6 +88,14 @@ class NoHudiEquivalent(TablespecError):
         self.path, self.message = path, message
 
 
+def archiving(spec: TableSpec) -> dict[str, str]:
+    """The spec's archiving limits, and the cleaner retention Hudi's archiver checks them against
+    and follows (Hudi's default is 10, whatever the spec says; its automatic cleaning stays off)."""
+    settings = spec.archive_settings
+    return {keys.KEEP_MIN_COMMITS.name: str(settings.min_commits), keys.KEEP_MAX_COMMITS.name: str(settings.max_commits),
+            keys.KEEP_COMMITS.name: str(settings.cleaner_commits_retained)}
+
+
 def hudi_write_options(spec: TableSpec, table: HudiTable) -> dict[str, str]:
     """The Apache Hudi writer options (all strings) for writing into `spec`'s table (`table`)."""
     index = spec.spec.index
@@ -105,6 +113,7 @@ def hudi_write_options(spec: TableSpec, table: HudiTable) -> dict[str, str]:
                     and (v := s.desired(spec)) is not None})
     options.update({KEYS_BY_ATTR[a].key: TABLE_DEFAULTS[KEYS_BY_ATTR[a].key] for a in FIXED_LAYOUT})
     options.update(WRITER)
+    options.update(archiving(spec))
     if spec.spec.record_key.auto_generate:
         options.update(AUTO_KEYS)
     if spec.spec.ordering_field:

@@ -46,6 +46,10 @@ class Cleaned(Measured):
     bytes_freed: Bytes
 
 
+class Archived(Measured):
+    instants: Count                      # completed instants moved to the archived timeline
+
+
 class Clustered(Measured):
     pending: str | None = None           # --schedule-only: the pending plan left to run
     scheduled: str | None = None         # --schedule-only: the plan written
@@ -63,5 +67,5 @@ class RolledBack(Measured):
     plans_discarded: Count | None = None
 
 
-ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Clustered
+ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
                  | RolledBack)

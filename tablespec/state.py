@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys, metadata_table, record_index
+from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, plan_archive
+from tablespec.hudi.archive.log import folder_of
+from tablespec.hudi.archive.plan import archive_due, read_bounds
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
@@ -69,6 +72,7 @@ class TableState:
     heartbeat_ages: dict = field(default_factory=dict)  # pending instant time -> seconds since its last beat (None: no heartbeat)
     lock_holders: tuple[str, ...] = ()   # who holds tablespec's table lock and Hudi's transaction lock now
     cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
+    archivable: dict = field(default_factory=dict)  # ArchiveSettings -> {instants, active_commits} (see observe)
     head: str | None = None           # latest completed write (rollbacks and cleans do not move it)
     commits: int = 0
     # completed clusterings on the active timeline, oldest first, each with its plan's layout
@@ -121,17 +125,42 @@ class TableState:
         return {"exists": self.exists, "properties": self.properties_fingerprint, "head": self.head}
 
 
-def observe(table: HudiTable, keep_commits: int | None = None) -> TableState:
+def observe(table: HudiTable, keep_commits: int | None = None, archive: ArchiveSettings | None = None) -> TableState:
     """Read a table's state from hoodie.properties, the timeline and file listings (the handle's
     cached reads: a caller that changed the table since refreshes the handle first).
 
     `keep_commits` (a spec's retention) also works out what a clean would delete; without it
-    the table's own `hoodie.cleaner.commits.retained` (default 10) is used."""
+    the table's own `hoodie.cleaner.commits.retained` (default 10) is used. `archive` (a spec's
+    archiving) also works out what an archiving run would move, when the active timeline holds
+    more than its maxCommits."""
     with table.listing_snapshot():   # object stores: one LIST of the table, not one per folder
-        return _observe(table, keep_commits)
+        return _observe(table, keep_commits, archive)
 
 
-def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
+def _archivable(table: HudiTable, settings: ArchiveSettings | None) -> dict:
+    """What an archiving run under `settings` would move (nothing read unless it is due)."""
+    timeline = table.timeline
+    if settings is None or not archive_due(timeline, settings):
+        return {}
+    moved = plan_archive(timeline, settings, read_bounds(table)).instants
+    return {settings: {"instants": len(moved), "active_commits": len(timeline.commits())}} if moved else {}
+
+
+def _archive_if_needed(table: HudiTable, timeline: Timeline, groups, clustered: bool) -> ArchivedTimeline | None:
+    """The archived timeline, read only when the clustering history may reach into it: the table
+    has an archive, and no clustering is active (`clustered`: the last one may be archived) or a
+    file group's base file predates the active timeline (its writer, maybe a clustering, was archived)."""
+    if not table.lists_folder(folder_of(table.config)):
+        return None
+    commits = timeline.commits()
+    first = commits[0].timestamp if commits else None
+    if clustered and not any(first is not None and g.base_instant < first for g in groups):
+        return None
+    archived = ArchivedTimeline.of(table)
+    return archived if archived.instants else None
+
+
+def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSettings | None = None) -> TableState:
     storage, location, config = table.storage, table.base, table.config
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
@@ -149,8 +178,12 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
     columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
     commits = [i for i in timeline.commits()]
     history = layout_history(timeline)
+    archived = _archive_if_needed(table, timeline, groups, bool(history))
+    if archived is not None:
+        history = layout_history(timeline, archived)
     last_clustering = history[-1][0] if history else None
-    since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
+    since = [i for i in (commits if archived is None else History(timeline, archived).commits())
+             if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     props = config.to_properties()
     retained = keep_commits or keys.KEEP_COMMITS.number(props)
     clean = plan_clean(location, timeline, view, retained)
@@ -160,6 +193,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
         location=location,
         exists=True,
         cleanable={retained: clean.to_dict()} if clean else {},
+        archivable=_archivable(table, archive),
         config=config,
         properties_fingerprint=fingerprint(props),
         columns=columns,
@@ -174,7 +208,7 @@ def _observe(table: HudiTable, keep_commits: int | None) -> TableState:
         pending_clustering=pending_plans(timeline),
         commits_since_clustering=len(since),
         partitions=tuple(view.partitions),
-        count_rows=functools.partial(_rows, timeline, view),
+        count_rows=functools.partial(_rows, timeline, view, table),
         index_buckets=index,
         index_catch_up=catch_up(timeline) if record_level else None,
         metadata_table=metadata_table.describe(table),
@@ -215,15 +249,21 @@ def directory_contents(table: HudiTable) -> tuple[str, ...]:
     return tuple(f.path[len(prefix):] for f in itertools.islice(table.storage.walk_files(table.base), CONTENTS_SHOWN))
 
 
-def _rows(timeline: Timeline, view: FileSystemView) -> int | None:
-    """Rows of the latest slices, from the numWrites their commits recorded (None if a commit is archived)."""
+def _rows(timeline: Timeline, view: FileSystemView, table: HudiTable | None = None) -> int | None:
+    """Rows of the latest slices, from the numWrites their commits recorded, archived ones too
+    (the archive is read only when a slice's commit left the active timeline; None: a commit is
+    on neither timeline)."""
     completed = {i.timestamp: i for i in timeline.commits()}
     wanted = {(s.partition, s.file_id, s.base_instant) for s in view.latest_slices() if s.base_file is not None}
+    history: Timeline | History = timeline
+    if table is not None and not {w[2] for w in wanted} <= completed.keys() and table.lists_folder(folder_of(table.config)):
+        history = History(timeline, ArchivedTimeline.of(table))
+        completed = {i.timestamp: i for i in history.commits()}
     total = 0
     for ts in {w[2] for w in wanted}:
         if ts not in completed:
             return None
-        for stats in timeline.commit_metadata(completed[ts]).partition_to_write_stats.values():
+        for stats in history.commit_metadata(completed[ts]).partition_to_write_stats.values():
             total += sum(st.num_writes for st in stats if (st.partition_path, st.file_id, ts) in wanted)
     return total
 
@@ -246,6 +286,7 @@ def observe_specs(specs, warehouse: Location, check: Callable[[Location], str | 
         with table.listing_snapshot():
             if check is not None and check(table.location):
                 return None
-            return observe(table, keep_commits=loaded.spec.spec.retention.keep_commits)
+            return observe(table, keep_commits=loaded.spec.spec.retention.keep_commits,
+                           archive=loaded.spec.archive_settings)
     observed = map_locations(look, specs, warehouse.uri)
     return {state.location: state for state in observed if state is not None}

@@ -147,3 +147,18 @@ def test_options_are_the_tables_while_it_lags_its_spec(specs, capsys, tmp_path):
     assert err.startswith("note: ") and "the table lags its spec" in err and err.count("\n") == 1
     assert "hoodie.bucket.index.num.buckets=8 (spec: 2)" in err
     assert "hoodie.datasource.write.precombine.field=updated_at (spec: amount)" in err
+
+
+def test_hudi_jobs_archive_with_the_specs_limits():
+    def options(retention: str) -> dict[str, str]:
+        spec = load_spec_text(_orders("SIMPLE") + retention, "orders.yaml").specs[0].spec
+        return hudi_write_options(spec, HudiTable.open("/wh/sales/orders"))
+
+    declared = options("  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}\n")
+    assert {k: declared[k] for k in ("hoodie.archive.automatic", "hoodie.keep.min.commits", "hoodie.keep.max.commits",
+                                     "hoodie.cleaner.commits.retained", "hoodie.clean.automatic")} == {
+        "hoodie.archive.automatic": "true", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+        "hoodie.cleaner.commits.retained": "1", "hoodie.clean.automatic": "false"}
+    # omitted: Hudi's 20/30, raised above a larger keepCommits as Hudi's archiver raises them
+    raised = options("  retention: {keepCommits: 25}\n")
+    assert (raised["hoodie.keep.min.commits"], raised["hoodie.keep.max.commits"]) == ("26", "36")

@@ -13,7 +13,7 @@ ROOT = Path(tablespec.__file__).parent
 
 # Lowest first. A module belongs to the first entry naming it or a package above it.
 LAYERS = [
-    ("errors", "types", "wording", "version"),
+    ("errors", "types", "wording", "version", "faults"),
     ("hudi", "engine.arrow"),          # the format, and the pyarrow kernels executors run (no Spark)
     ("spec", "quantities"),
     ("state",),

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
 from contextlib import contextmanager
 
+from tablespec.faults import crash_point
+from tablespec.hudi.archive.archiver import finish_archive, interrupted
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import table_index_type
 from tablespec.hudi.conflict import Footprint, WriteConflictError, find_conflicts
@@ -67,7 +68,8 @@ def table_lock(table: HudiTable, who: str = "apply", timeout_seconds: float = DE
 def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
            heartbeat_tolerance: float | None = None, changes_files: bool = True, held: TableLock | None = None):
     """Hold the table lock (writers and apply take the same one) and, first, finish interrupted
-    rollbacks/cleans and roll back writes whose writer died; `lock.recovered` lists those.
+    rollbacks/cleans/archiving runs and roll back writes whose writer died; `lock.recovered`
+    lists the rollbacks.
 
     When the holder changes the table's files, or recovery may (pending instants), Hudi's metadata
     table is retired first: tablespec does not maintain it, and Hudi would list stale files through
@@ -96,19 +98,13 @@ def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAUL
                 retire_metadata_table(table)  # refreshes the handle where it changed the table
         lock.recovered = recover(table, tolerance_seconds() if heartbeat_tolerance is None
                                  else heartbeat_tolerance)  # refreshes the handle where it changed the table
+        if interrupted(table):  # an archiving run died between writing the archive and deleting
+            with table.transaction_lock("archive"):   # (Hudi's archiver deletes under it too)
+                finish_archive(table)
         yield lock
     finally:
         if held is None:
             lock.release()
-
-
-CRASH_ENV = "TABLESPEC_CRASH_AT"  # fault injection for recovery tests: kill -9 at a named point
-
-
-def crash_point(name: str) -> None:
-    """Kill this process (SIGKILL, as `kill -9`) when $TABLESPEC_CRASH_AT names this point."""
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Transaction:

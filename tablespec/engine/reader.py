@@ -11,6 +11,7 @@ from tablespec.engine.arrow.keys import record_keys
 from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
 from tablespec.errors import TablespecError
+from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.hashing import record_key_hashes
@@ -38,6 +39,9 @@ def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filter
                             f"{earliest}")
         completed = [i.timestamp for i in timeline.commits()]
         if as_of not in completed:
+            if completed and as_of < completed[0] and ArchivedTimeline.of(table).contains_completed(as_of):
+                raise ReadError(f"{base}: instant {as_of} has been archived (spec.retention.archive): time travel "
+                                f"reads the active timeline, whose earliest commit is {completed[0]}")
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
     slices = [s for s in table.view.latest_slices(as_of=as_of) if s.base_file is not None]

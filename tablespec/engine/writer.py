@@ -19,6 +19,7 @@ from tablespec.engine.commit import Transaction, commit_metadata, locked
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
+from tablespec.hudi.archive import housekeep
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.config import bloom_filters_expected, unmanaged_layout
@@ -61,6 +62,7 @@ class WriteResult:
     ignored: int = 0                   # incoming rows not written: the stored row's ordering value is greater
     tag_seconds: float = 0.0           # task seconds spent finding file groups (index lookup, insert placement)
     unchanged: bool = False            # the input has rows, but none changes the table: no commit
+    archived: int = 0                  # instants housekeeping archived after the commit
 
     def __str__(self) -> str:
         if self.unchanged:
@@ -71,8 +73,9 @@ class WriteResult:
         if self.instant is None:
             return f"nothing written ({self.operation}): the input has no rows, so no commit was made"
         ignored = f", {self.ignored} ignored (the stored row is newer)" if self.ignored else ""
+        archived = f"; archived {counted(self.archived, 'instant')}" if self.archived else ""
         return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
-                f"{self.deleted} deleted{ignored}, {counted(len(self.files), 'file')} written")
+                f"{self.deleted} deleted{ignored}, {counted(len(self.files), 'file')} written{archived}")
 
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
@@ -94,7 +97,13 @@ class TableWriter:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
         self._refuse_layout()  # before the lock, as the handle last read the table (checked again under it)
         with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
-            return self._write_locked(df, operation, lock)
+            seen = self.table.timeline  # as `locked` read it
+            result = self._write_locked(df, operation, lock)
+            if result.instant is not None:  # the write added a commit: archive as the spec says, if due
+                done = housekeep(self.table, self.spec.archive_settings, seen, added=1)
+                if done is not None:
+                    result = dataclasses.replace(result, archived=len(done.archived))
+            return result
 
     def _refuse_layout(self) -> None:
         """A table whose layout tablespec cannot write, or whose stored rows contradict the spec's

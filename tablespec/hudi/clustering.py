@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastavro
 
@@ -27,6 +27,9 @@ from tablespec.hudi.instant import REPLACE_COMMIT, Instant
 from tablespec.hudi.io import join
 from tablespec.hudi.rollback import is_clustering_plan
 from tablespec.hudi.timeline import Timeline, avro_record
+
+if TYPE_CHECKING:
+    from tablespec.hudi.archive.timeline import ArchivedTimeline
 
 
 class ClusteringPending(TablespecError):
@@ -253,10 +256,24 @@ def refuse_replacing_planned(timeline: Timeline, replaced: dict[str, list[str]],
                                 "(`tablespec apply` runs pending plans before rewrites)")
 
 
-def layout_history(timeline: Timeline) -> list[tuple[str, Layout]]:
-    """The completed clusterings on the active timeline, oldest first, each with the layout its
-    plan used (NONE when its plan is no longer on the active timeline)."""
+def archived_layouts(archived: ArchivedTimeline, active: Timeline) -> list[tuple[str, Layout]]:
+    """The completed clusterings only the archived timeline holds, oldest first, each with the
+    layout of its archived plan (NONE when the plan was archived without content)."""
+    on_active = {i.timestamp for i in active.instants if i.action == REPLACE_COMMIT}
     out = []
+    for instant in archived.commits():
+        if (instant.action != REPLACE_COMMIT or instant.timestamp in on_active
+                or archived.read_metadata(instant).get("operationType") != CLUSTER):
+            continue
+        plan = archived.requested_content(instant)
+        out.append((instant.timestamp, decode_plan(plan, f"archived {instant}").layout if plan else Layout()))
+    return out
+
+
+def layout_history(timeline: Timeline, archived: ArchivedTimeline | None = None) -> list[tuple[str, Layout]]:
+    """The completed clusterings on the active timeline (and, given `archived`, those archived
+    before it), oldest first, each with the layout its plan used (NONE when its plan is gone)."""
+    out = archived_layouts(archived, timeline) if archived is not None else []
     for instant in timeline.commits():
         if instant.action != REPLACE_COMMIT or timeline.read_metadata(instant).get("operationType") != CLUSTER:
             continue

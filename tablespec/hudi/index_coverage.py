@@ -14,6 +14,10 @@ its index covers, in each commit's extraMetadata (`MARK`):
 Unseen: every completed data commit (with write stats or replaced file groups) after the latest
 build, or pending at it, that carries no mark and no catch-up lists. Without a build on the
 active timeline (a table created RECORD_LEVEL), every unmarked data commit is unseen.
+
+Archiving needs no look into the archived timeline: it moves the oldest instants, so an archived
+build or catch-up only covered (and listed) commits that are archived too, and every active
+commit is later than any archived one: unseen exactly when no active mark covers it.
 """
 from __future__ import annotations
 

@@ -238,9 +238,9 @@ PAYLOAD_CLASS = HudiKey("hoodie.datasource.write.payload.class", "How an incomin
 PAYLOAD_ORDERING_FIELD = HudiKey("hoodie.payload.ordering.field", "The field the payload orders records by.",
                                   scope="writer")
 KEEP_MIN_COMMITS = HudiKey("hoodie.keep.min.commits", "Completed commits archiving leaves on the active timeline.",
-                           scope="writer", default="20", minimum=1)
+                           scope="both", default="20", minimum=1, spec="spec.retention.archive.minCommits")
 KEEP_MAX_COMMITS = HudiKey("hoodie.keep.max.commits", "Completed commits on the active timeline before archiving runs.",
-                           scope="writer", default="30", minimum=1)
+                           scope="both", default="30", minimum=1, spec="spec.retention.archive.maxCommits")
 COMPACTION_PAYLOAD_CLASS = HudiKey("hoodie.compaction.payload.class",
                                    "How a merge-on-read table's compaction merges records (the metadata table's payload).")
 COMPACTION_MERGER_STRATEGY = HudiKey("hoodie.compaction.record.merger.strategy",

@@ -190,6 +190,13 @@ class HudiTable:
             self._load_timeline()
         return METADATA_FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
 
+    def lists_folder(self, folder: str) -> bool:
+        """Whether the .hoodie/ listing `timeline` came from shows `folder` (its first level):
+        a folder it does not show need not be listed."""
+        if self._timeline is None:
+            self._load_timeline()
+        return folder.strip("/").split("/", 1)[0] in self._meta_folders
+
     @property
     def view(self) -> FileSystemView:
         """The file-system view over `timeline` (file groups and slices of completed instants)."""

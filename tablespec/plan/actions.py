@@ -22,7 +22,7 @@ PLAN_FORMAT_VERSION = 1
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
-    "record_index_catch_up",
+    "record_index_catch_up", "archive",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -172,6 +172,11 @@ class CleanEstimate(Measured):
     bytes_to_free: Bytes
 
 
+class ArchiveEstimate(Measured):
+    instants: Count            # completed instants an archiving run moves to the archived timeline
+    active_commits: Count      # completed commits on the active timeline now
+
+
 class IndexCompactionEstimate(Measured):
     buckets: Count
     index_files: Count
@@ -284,6 +289,15 @@ class Clean(BaseAction):
     housekeeping: ClassVar[bool] = True
 
 
+class Archive(BaseAction):
+    """Archiving a table whose active timeline grew past `retention.archive.maxCommits` without a
+    tablespec action or write to archive after (e.g. written by a Hudi job with archiving off)."""
+    kind: Literal["archive"] = "archive"
+    params: NoParams = NoParams()
+    estimate: ArchiveEstimate
+    housekeeping: ClassVar[bool] = True
+
+
 class RecordIndexCompaction(BaseAction):
     kind: Literal["record_index_compaction"] = "record_index_compaction"
     params: NoParams = NoParams()
@@ -309,7 +323,8 @@ class Clustering(BaseAction):
 
 
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
-                   | ReplaceTable | Rollback | Clean | RecordIndexCompaction | RecordIndexCatchUp | Clustering,
+                   | ReplaceTable | Rollback | Clean | Archive | RecordIndexCompaction | RecordIndexCatchUp
+                   | Clustering,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {
     cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}

@@ -11,6 +11,8 @@ from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.hudi.table import Location
 from tablespec.plan.actions import (
     Action,
+    Archive,
+    ArchiveEstimate,
     BucketBootstrap,
     BucketEstimate,
     BucketRescale,
@@ -179,6 +181,12 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         actions.append(Clean(estimate=clean, reasons=[
             f"{clean.files} file version(s) older than the {spec.spec.retention.keep_commits} retained commits "
             f"(earliest retained {clean.earliest_instant_to_retain})"]))
+    archivable = state.archivable.get(spec.archive_settings) if state.exists else None
+    if archivable and not any(a.destructive for a in actions):
+        estimate = ArchiveEstimate.model_validate(archivable)
+        actions.append(Archive(estimate=estimate, reasons=[
+            f"{estimate.active_commits} completed commits on the active timeline, more than "
+            f"retention.archive.maxCommits ({spec.archive_settings.max_commits}); no action or write archived them"]))
     if all(a.housekeeping for a in actions):
         actions += clustering_actions(spec, state)  # housekeeping: only on a table that matches its spec
     elif state.exists and (runs := pending_runs(state)):  # a pending plan runs before the table is rewritten

@@ -100,6 +100,12 @@ def _max_files_per_bucket(spec: TableSpec) -> str | None:
     return _num(rl.max_files_per_bucket) if spec.spec.index.type == "RECORD_LEVEL" and rl is not None else None
 
 
+def _archive(spec: TableSpec, name: str) -> str | None:
+    """A declared archiving limit; None when the spec leaves archiving at Hudi's defaults."""
+    archive = spec.spec.retention.archive
+    return None if archive is None else _num(getattr(archive, name))
+
+
 _C, _R, _P = Clustering(), Retention(), Protection()
 RECORD_KEY_FIELDS = keys.RECORD_KEY_FIELDS.name
 PARTITION_FIELDS = keys.PARTITION_FIELDS.name
@@ -177,6 +183,10 @@ REGISTRY: tuple[Setting, ...] = (
             lambda s: _num(s.spec.clustering.max_small_files), kind="int"),
     Setting(KEEP_COMMITS, "spec.retention.keepCommits", "settings",
             lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits), kind="int"),
+    Setting(keys.KEEP_MIN_COMMITS.name, "spec.retention.archive.minCommits", "settings",
+            lambda s: _archive(s, "min_commits"), keys.KEEP_MIN_COMMITS.default, kind="int", import_default=False),
+    Setting(keys.KEEP_MAX_COMMITS.name, "spec.retention.archive.maxCommits", "settings",
+            lambda s: _archive(s, "max_commits"), keys.KEEP_MAX_COMMITS.default, kind="int", import_default=False),
     Setting(PREVENT_DESTROY, "spec.protection.preventDestroy", "settings",
             lambda s: _bool(s.spec.protection.prevent_destroy), _bool(_P.prevent_destroy), kind="bool"),
 )

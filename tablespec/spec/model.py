@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
+from tablespec.hudi.archive.plan import ArchiveSettings
 from tablespec.hudi.keygen import TimestampPartitioning, complex_record_key, joda_to_strftime, key_generator_class
 from tablespec.spec import rules
 from tablespec.spec.base import CROSS_FIELD, SpecModel, problem, raise_problems
@@ -265,11 +266,28 @@ class Clustering(SpecModel):
         return self
 
 
+class Archive(SpecModel):
+    """How many completed commits stay on the active timeline (Hudi's archiving): once more than
+    `maxCommits` are there, the oldest move to the archived timeline until `minCommits` remain."""
+
+    min_commits: Annotated[int, Field(ge=1)] = 20
+    """Completed commits archiving leaves active (hoodie.keep.min.commits); more than keepCommits."""
+    max_commits: Annotated[int, Field(ge=1)] = 30
+    """Completed commits on the active timeline before archiving runs (hoodie.keep.max.commits); more than minCommits."""
+
+
 class Retention(SpecModel):
-    """How much history the cleaner keeps."""
+    """How much history the cleaner keeps, and how much stays on the active timeline."""
 
     keep_commits: Annotated[int, Field(ge=1)] = 10
     """File versions kept for time travel before cleaning, counted in commits."""
+    archive: Archive | None = None
+    """Archiving of old instants; omitted: Hudi's 20/30, raised above keepCommits when it retains more."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Retention:
+        raise_problems("Retention", rules.retention_problems(self))
+        return self
 
 
 class Protection(SpecModel):
@@ -348,6 +366,14 @@ class TableSpec(SpecModel):
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.spec.columns if c.name == name), None)
+
+    @property
+    def archive_settings(self) -> ArchiveSettings:
+        """The archiving limits the spec declares (or Hudi's defaults, following keepCommits)."""
+        retention = self.spec.retention
+        if retention.archive is None:
+            return ArchiveSettings.following(retention.keep_commits)
+        return ArchiveSettings(retention.archive.min_commits, retention.archive.max_commits, retention.keep_commits)
 
     @property
     def key_generator(self) -> str:

@@ -13,7 +13,7 @@ from tablespec.spec.base import Problem, Unparsed, as_written, parsed
 from tablespec.types import Array, Map, Struct
 
 if TYPE_CHECKING:
-    from tablespec.spec.model import Clustering, Column, TableBody, TableSpec
+    from tablespec.spec.model import Clustering, Column, Retention, TableBody, TableSpec
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -43,6 +43,7 @@ def _duplicates(loc: tuple, values: list[str], what: str) -> list[Problem]:
 Rule = Callable[[Any], list[Problem]]
 _BODY_RULES: list[Rule] = []
 _CLUSTERING_RULES: list[Rule] = []
+_RETENTION_RULES: list[Rule] = []
 
 
 def _rule(rules: list[Rule]) -> Callable[[Rule], Rule]:
@@ -54,6 +55,7 @@ def _rule(rules: list[Rule]) -> Callable[[Rule], Rule]:
 
 _body_rule = _rule(_BODY_RULES)
 _clustering_rule = _rule(_CLUSTERING_RULES)
+_retention_rule = _rule(_RETENTION_RULES)
 
 
 def _run(rules: list[Rule], model: Any) -> list[Problem]:
@@ -80,6 +82,11 @@ def body_problems(body: TableBody) -> list[Problem]:
 def clustering_problems(clustering: Clustering) -> list[Problem]:
     """Every cross-field error of a clustering block, relative to it."""
     return _run(_CLUSTERING_RULES, clustering)
+
+
+def retention_problems(retention: Retention) -> list[Problem]:
+    """Every cross-field error of a retention block, relative to it."""
+    return _run(_RETENTION_RULES, retention)
 
 
 def _columns_by_name(body: TableBody) -> dict[str, Column]:
@@ -212,6 +219,25 @@ def _small_files_below_target(clustering: Clustering) -> list[Problem]:
         return [(("smallFileLimit",), f"smallFileLimit ({clustering.small_file_limit} bytes) must be smaller "
                                       f"than targetFileSize ({clustering.target_file_size} bytes)")]
     return []
+
+
+@_retention_rule
+def _archive_limits(retention: Retention) -> list[Problem]:
+    """Hudi's archiving rules: more commits stay active than the cleaner retains (archiving would
+    otherwise take instants the cleaner and incremental readers still need), and archiving starts
+    above the number it leaves."""
+    archive = retention.archive
+    if archive is None:
+        return []
+    problems: list[Problem] = []
+    if parsed(retention, "keep_commits") and archive.min_commits <= retention.keep_commits:
+        problems.append((("archive", "minCommits"), f"minCommits ({archive.min_commits}) must be greater than "
+                                                     f"keepCommits ({retention.keep_commits}): archiving must not "
+                                                     "take commits the cleaner still retains"))
+    if archive.max_commits <= archive.min_commits:
+        problems.append((("archive", "maxCommits"), f"maxCommits ({archive.max_commits}) must be greater than "
+                                                     f"minCommits ({archive.min_commits})"))
+    return problems
 
 
 def spec_warnings(spec: TableSpec) -> list[Problem]:

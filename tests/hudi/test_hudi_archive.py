@@ -19,10 +19,12 @@ from tablespec.hudi.archive import (
     History,
     archive,
     finish_archive,
+    housekeep,
     plan_archive,
 )
-from tablespec.hudi.archive.archiver import delete_archived, deletion_order, state_files, write_archive
+from tablespec.hudi.archive.archiver import delete_archived, deletion_order, interrupted, state_files, write_archive
 from tablespec.hudi.archive.log import archive_files, folder_path
+from tablespec.hudi.archive.plan import archive_due
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant
@@ -368,3 +370,32 @@ def test_archiving_on_an_object_store_survives_a_killed_archiver(s3_bucket):
     assert [i.timestamp for i in Timeline.load(storage, base).instants] == [ts(n) for n in (4, 6, 7, 8)]
     history = _each_instant_once(storage, base, expected)
     assert [i for i in history.instants if history.is_archived(i)] == commits(1, 2, 3, 5)
+
+
+# --- housekeeping ------------------------------------------------------------------------------
+
+def test_undeclared_limits_follow_the_cleaner_instead_of_failing():
+    assert ArchiveSettings.following(10) == ArchiveSettings(20, 30, 10)
+    assert ArchiveSettings.following(24) == ArchiveSettings(25, 35, 24)
+    assert ArchiveSettings.following(1, 2, 3) == ArchiveSettings(2, 3, 1)
+    assert ArchiveSettings.from_properties({"hoodie.cleaner.commits.retained": "40"}) == ArchiveSettings(41, 51, 40)
+
+
+def test_archiving_is_due_past_max_commits_cleans_or_rollbacks():
+    assert not archive_due(timeline_of(*commits(1, 2, 3)), SETTINGS)
+    assert archive_due(timeline_of(*commits(1, 2, 3, 4)), SETTINGS)
+    assert archive_due(timeline_of(*commits(1, 2, 3, 4, action="clean"), *commits(5)), SETTINGS)
+
+
+def test_housekeeping_archives_only_when_due_and_a_crash_left_run_is_found(table, tmp_path):
+    base, _ = table
+    storage = LocalStorage()
+    handle = HudiTable(Location(base, storage))
+    assert housekeep(handle, ArchiveSettings(5, 6, 1)) is None           # 5 commits: not due, nothing read
+    assert not archive_files(storage, base) and interrupted(handle) == ()
+    plan = plan_archive(Timeline.load(storage, base), SETTINGS)
+    write_archive(storage, base, state_files(storage, base, plan.instants))   # a run killed after writing
+    handle = HudiTable(Location(base, storage))
+    assert interrupted(handle) == plan.instants
+    done = housekeep(handle, SETTINGS)
+    assert done is not None and done.finished == plan.instants and interrupted(handle) == ()

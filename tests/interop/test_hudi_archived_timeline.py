@@ -180,3 +180,49 @@ def test_hudi_reads_what_tablespec_archived_and_archives_after_it(hudi, tmp_path
     assert len(history.commits()) == 7 and len(Timeline.load(storage, base).commits()) == 2
     assert json.loads(history.commit_metadata(history.commits()[0]).schema)["fields"]
     assert _data(hudi_rows(hudi, base)) == _data([tuple(sorted(r.asDict().items())) for r in table.read().collect()])
+
+
+def test_a_table_archiving_as_its_spec_says_reads_in_hudi_and_takes_hudi_upserts(hudi, tmp_path):
+    """tablespec's writes archive by the spec (retention.archive 2/3); Apache Hudi lists the archive,
+    reads the table and time travels as tablespec does; a Hudi job with exactly the `hudi-options`
+    options (archiving on, the spec's limits) upserts and archives into the same log."""
+    from interop_support import assert_readers_agree
+
+    from tablespec.table import Table
+    spec_text = SPEC.replace("retention: {keepCommits: 1}", "retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}")
+    table = make_table(hudi, tmp_path, spec_text)
+    written = [table.write(hudi.createDataFrame([(f"k{j}", i, i, f"d{j % 2}") for j in range(i, i + 3)], DDL),
+                           "upsert").instant for i in range(6)]
+    base, storage = table.location, LocalStorage()
+    active = [i.timestamp for i in Timeline.load(storage, base).commits()]
+    assert len(active) <= 3 and archive_files(storage, base)
+    instants = _assert_same_archive(hudi, base)
+    assert {ts for ts, a, s in instants if a == "commit" and s == "COMPLETED"} == set(written) - set(active)
+    assert_readers_agree(hudi, table)
+    as_of = active[0]
+    assert _data(hudi_rows(hudi, base, **{"as.of.instant": as_of})) == _data(
+        [tuple(sorted(r.asDict().items())) for r in table.read(as_of=as_of).collect()])
+
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), "hoodie.datasource.write.operation": "upsert"}
+    assert options["hoodie.archive.automatic"] == "true" and options["hoodie.keep.max.commits"] == "3"
+    versions = len(archive_files(storage, base))
+    for i in (6, 7, 8):
+        hudi_write(hudi.createDataFrame([(f"k{i}", i, i, "d0")], DDL), base, options)
+    assert len(archive_files(storage, base)) > versions          # Hudi archived, appending to the log
+    _assert_same_archive(hudi, base)
+    history = History.of(HudiTable.open(base))
+    assert set(written) <= {i.timestamp for i in history.commits()} and len(Timeline.load(storage, base).commits()) <= 3
+    assert_readers_agree(hudi, Table(table.spec, base, hudi))
+
+
+def test_a_table_hudi_archived_imports_and_plans_clean(hudi, tmp_path, capsys):
+    from interop_support import cli
+    base = tmp_path / "archived"
+    _hudi_commits(hudi, str(base), 7)
+    assert archive_files(LocalStorage(), str(base))
+    code, out, err = cli(capsys, "import", str(base), "--warehouse", str(tmp_path))
+    assert code == 0, err
+    spec_file = tmp_path / "archived.yaml"
+    spec_file.write_text(out)
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes."), out + err

@@ -10,7 +10,7 @@ from helpers import make_table, run_script  # noqa: I001 (interop_support puts t
 from interop_support import assert_readers_agree
 
 from tablespec.apply import Applier
-from tablespec.engine.commit import CRASH_ENV
+from tablespec.faults import CRASH_ENV
 from tablespec.hudi.config import read_table_config, table_index_type
 from tablespec.hudi.conflict import WriteConflictError
 from tablespec.hudi.io import LocalStorage

@@ -7,9 +7,9 @@ run archiving with Hudi's rules, crash-safely.
     plan.py      which instants to archive (pure), and the settings
     archiver.py  the archiving run: write the archive, then delete the active files
 """
-from tablespec.hudi.archive.archiver import ArchiveResult, archive, finish_archive
+from tablespec.hudi.archive.archiver import ArchiveResult, archive, finish_archive, housekeep
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, ArchiveSettingsError, Bounds, plan_archive
 from tablespec.hudi.archive.timeline import ArchivedTimeline, History
 
 __all__ = ["ArchivePlan", "ArchiveResult", "ArchiveSettings", "ArchiveSettingsError", "ArchivedTimeline", "Bounds",
-           "History", "archive", "finish_archive", "plan_archive"]
+           "History", "archive", "finish_archive", "housekeep", "plan_archive"]

@@ -16,14 +16,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from tablespec.faults import crash_point
 from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
-from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, plan_archive, read_bounds
+from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, archive_due, plan_archive, read_bounds
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage, join
 from tablespec.hudi.rollback import MARKER_FOLDER
+from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -87,23 +89,32 @@ def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> 
     order = deletion_order(files)
     pending = [f.info.path for f in order if not f.instant.is_completed]
     storage.delete_files(pending)                   # in any order (object stores: batched)
+    crash_point("archive_pending_deleted")
     for f in order[len(pending):]:                  # completed ones one by one, oldest first
         storage.delete(f.info.path)
 
 
-def finish_archive(table: HudiTable) -> tuple[Instant, ...]:
-    """Complete an interrupted run: active instants the latest archive version holds as completed
-    lose their active files. Every run finishes the one before it, so only the latest version can
-    hold instants still active. The handle's timeline is the one read under the table lock; it is
-    refreshed when this changed it."""
-    storage, base = table.storage, table.base
-    files = archive_files(storage, base, folder_of(table.config))
+def interrupted(table: HudiTable) -> tuple[Instant, ...]:
+    """The active instants an interrupted run left behind: those the latest archive version holds
+    as completed (every run finishes the one before it, so only the latest version can hold
+    instants still active). Nothing is read when the .hoodie/ listing shows no archive folder."""
+    storage, base, folder = table.storage, table.base, folder_of(table.config)
+    if not table.lists_folder(folder):
+        return ()
+    files = archive_files(storage, base, folder)
     if not files:
         return ()
     archived = {instant_key(i) for i in ArchivedTimeline.of_files(storage, files[-1:]).completed()}
-    leftovers = tuple(i for i in table.timeline.instants if instant_key(i) in archived)
+    return tuple(i for i in table.timeline.instants if instant_key(i) in archived)
+
+
+def finish_archive(table: HudiTable) -> tuple[Instant, ...]:
+    """Complete an interrupted run: the instants it left behind (`interrupted`) lose their active
+    files. The handle's timeline is the one read under the table lock; it is refreshed when this
+    changed it."""
+    leftovers = interrupted(table)
     if leftovers:
-        delete_archived(storage, base, state_files(storage, base, leftovers))
+        delete_archived(table.storage, table.base, state_files(table.storage, table.base, leftovers))
         table.refresh(config=False)
     return leftovers
 
@@ -114,6 +125,7 @@ def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAUL
     if not files:
         return None
     path = write_archive(storage, base, files, folder)
+    crash_point("archive_written")
     delete_archived(storage, base, files)
     return path
 
@@ -128,3 +140,17 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
         return ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
     finally:
         table.refresh(config=False)
+
+
+def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None = None,
+              added: int = 0) -> ArchiveResult | None:
+    """Archiving as housekeeping, after an action or a write, under the table lock the caller
+    holds: nothing (None, nothing read) unless the timeline the caller read (`seen`, with the
+    `added` instants it completed since; default: the handle's) has more than `max_commits` of
+    something; else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job
+    may archive or commit meanwhile)."""
+    if not archive_due(seen if seen is not None else table.timeline, settings, added):
+        return None
+    with table.transaction_lock("archive"):
+        table.fresh_timeline()   # Hudi jobs' commits count too
+        return archive(table, settings)

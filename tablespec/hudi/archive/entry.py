@@ -98,6 +98,7 @@ def _entry_schema() -> dict[str, Any]:
 
 ENTRY_SCHEMA: dict[str, Any] = _entry_schema()
 # The field holding an archived completed instant's content, by action.
+REQUESTED_REPLACE_FIELD = "hoodieRequestedReplaceMetadata"
 COMPLETED_FIELD = {COMMIT: "hoodieCommitMetadata", DELTA_COMMIT: "hoodieCommitMetadata",
                    REPLACE_COMMIT: "hoodieReplaceCommitMetadata", CLEAN: "hoodieCleanMetadata",
                    ROLLBACK: "hoodieRollbackMetadata", SAVEPOINT: "hoodieSavePointMetadata"}
@@ -159,7 +160,7 @@ def entry_record(instant: Instant, raw: bytes, transition_time: str | None, wher
         elif state == "inflight" and raw.strip():
             record["HoodieInflightReplaceMetadata"] = avro_commit(_commit_json(raw, where))
         elif state == "requested" and raw.startswith(_AVRO_MAGIC):
-            record["hoodieRequestedReplaceMetadata"] = _avro_content(raw, REQUESTED_REPLACE_SCHEMA, where)
+            record[REQUESTED_REPLACE_FIELD] = _avro_content(raw, REQUESTED_REPLACE_SCHEMA, where)
     elif action == CLEAN:
         if state == "completed":
             record["hoodieCleanMetadata"] = _avro_content(raw, CLEAN_METADATA_SCHEMA, where)

@@ -71,18 +71,29 @@ class ArchiveSettings:
                 f"{self.cleaner_commits_retained}: archiving would otherwise take commits the cleaner still retains")
 
     @classmethod
+    def following(cls, cleaner_commits_retained: int, min_commits: int | None = None,
+                  max_commits: int | None = None) -> ArchiveSettings:
+        """The settings with undeclared limits at Hudi's defaults, raised as Hudi's archiver raises
+        them when the cleaner retains as many commits or more (min: one above the cleaner's; max:
+        the default gap above min), so leaving them out is never an error."""
+        low = min_commits if min_commits is not None else max(DEFAULT_MIN_COMMITS, cleaner_commits_retained + 1)
+        gap = DEFAULT_MAX_COMMITS - DEFAULT_MIN_COMMITS
+        high = max_commits if max_commits is not None else max(DEFAULT_MAX_COMMITS, low + gap)
+        return cls(low, high, cleaner_commits_retained)
+
+    @classmethod
     def from_properties(cls, props: Mapping[str, str], origin: str = "Hudi options") -> ArchiveSettings:
-        """The settings in Hudi's keys (absent keys take Hudi's defaults); errors name `origin`."""
-        values = []
-        for key, default in ((MIN_COMMITS_KEY, DEFAULT_MIN_COMMITS), (MAX_COMMITS_KEY, DEFAULT_MAX_COMMITS),
-                             (CLEANER_COMMITS_KEY, DEFAULT_CLEANER_COMMITS)):
+        """The settings in Hudi's keys (absent keys: see `following`); errors name `origin`."""
+        values: list[int | None] = []
+        for key in (MIN_COMMITS_KEY, MAX_COMMITS_KEY, CLEANER_COMMITS_KEY):
             raw = props.get(key)
             try:
-                values.append(default if raw is None else int(str(raw).strip()))
+                values.append(None if raw is None else int(str(raw).strip()))
             except ValueError:
                 raise ArchiveSettingsError(f"{origin}: {key} must be a whole number, found {raw!r}") from None
+        low, high, cleaner = values
         try:
-            return cls(*values)
+            return cls.following(DEFAULT_CLEANER_COMMITS if cleaner is None else cleaner, low, high)
         except ArchiveSettingsError as e:
             raise ArchiveSettingsError(f"{origin}: {e}") from None
 
@@ -164,6 +175,17 @@ def _cleans_to_archive(timeline: Timeline, min_keep: int, max_keep: int) -> list
         if len(done) > max_keep:
             out += done[:len(done) - min_keep]
     return out
+
+
+def archive_due(timeline: Timeline, settings: ArchiveSettings, added: int = 0) -> bool:
+    """Whether a run may archive anything (a cheap necessary condition on a timeline already read,
+    checked after every action and write): more completed commits, cleans or rollbacks than
+    `max_commits` (Hudi raises the limits, never lowers them), counting `added` more instants of
+    each kind (what the caller completed since it read `timeline`)."""
+    completed = timeline.completed()
+    limit = settings.max_commits - added
+    return (len(timeline.commits()) > limit
+            or any(sum(1 for i in completed if i.action == a) > limit for a in (CLEAN, ROLLBACK)))
 
 
 def plan_archive(timeline: Timeline, settings: ArchiveSettings, bounds: Bounds = Bounds()) -> ArchivePlan:

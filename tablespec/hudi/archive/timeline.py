@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.archive.entry import COMPLETED_FIELD, commit_metadata, record_instant
+from tablespec.hudi.archive.entry import COMPLETED_FIELD, REQUESTED_REPLACE_FIELD, commit_metadata, record_instant
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, ArchiveFile, archive_files, folder_of, read_records
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.instant import COMPLETES_AS, STATE_ORDER, WRITE_ACTIONS, Instant
@@ -77,6 +77,12 @@ class ArchivedTimeline:
         if record is None or not instant.is_completed:
             raise HudiFormatError(f"instant {instant} is not on the archived timeline as completed")
         return dict(record.get(COMPLETED_FIELD.get(instant.action, ""), None) or {})
+
+    def requested_content(self, instant: Instant) -> dict[str, Any]:
+        """The archived requested plan of a replacecommit (its clustering or replace plan); {}
+        when it was archived without content or not at all."""
+        record = self.records.get(instant.to("requested")) or {}
+        return dict(record.get(REQUESTED_REPLACE_FIELD) or {})
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """An archived completed commit's metadata, shaped as the active timeline's."""
