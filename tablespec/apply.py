@@ -20,7 +20,7 @@ from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
 from tablespec.hudi.archive import housekeep
-from tablespec.hudi.config import RECORD_LEVEL, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, table_index_type, unwritable_version
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
@@ -184,6 +184,8 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
                 if why := refusal(warehouse, table.location):  # links or tables may have appeared since the plan
                     raise PlanError(f"{t.name}: {why}; nothing was changed")
                 loaded, state = current(t, table)
+        if state.exists and (why := unwritable_version(state.table_config)) is not None:
+            raise PlanError(f"{t.name}: {why}; nothing was changed")
         now = check_table(t, loaded, state, allow_destructive)
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "

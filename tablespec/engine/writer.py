@@ -22,7 +22,7 @@ from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.archive import housekeep
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
-from tablespec.hudi.config import bloom_filters_expected, unmanaged_layout
+from tablespec.hudi.config import bloom_filters_expected, unmanaged_layout, unwritable_version
 from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
@@ -113,7 +113,7 @@ class TableWriter:
         config = self.table.config
         if config is None:
             return
-        why = unmanaged_layout(config)
+        why = unwritable_version(config) or unmanaged_layout(config)
         if why is None and unrecorded(self.spec, config.to_properties()):  # reads a few files: only then
             why = unconfirmed(self.spec, observe(self.table))
         if why is not None:

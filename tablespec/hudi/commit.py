@@ -1,4 +1,5 @@
-"""Commit metadata (the JSON of completed commit / deltacommit / replacecommit instants).
+"""Commit metadata (the JSON of completed commit / deltacommit / replacecommit instants; Avro in
+table versions 8 and 9, and in the archive: `CommitMetadata.from_avro` reads that form).
 
 Hudi writes it with Jackson's default pretty printer; `to_hudi_json` reproduces that layout
 byte for byte, so metadata tablespec writes looks exactly like Hudi's and Hudi's own files
@@ -138,6 +139,25 @@ class CommitMetadata:
             partition_to_replace_file_ids=(None if replaced is None
                                            else {p: list(ids or []) for p, ids in replaced.items()}),
             extra={k: v for k, v in data.items() if k not in _TOP_KEYS},
+        )
+
+    @classmethod
+    def from_avro(cls, record: dict[str, Any], replace: bool | None = None) -> CommitMetadata:
+        """The Avro form (HoodieCommitMetadata / HoodieReplaceCommitMetadata records) in this shape:
+        fields the Avro write stat has and the JSON one lacks, left null, are dropped. `replace`:
+        whether it is a replacecommit's (default: whether it holds partitionToReplaceFileIds)."""
+        replaced = record.get("partitionToReplaceFileIds")
+        if replace is None:
+            replace = replaced is not None
+        stats = record.get("partitionToWriteStats") or {}
+        return cls(
+            partition_to_write_stats={p: [WriteStat.from_dict({k: v for k, v in s.items() if v is not None})
+                                          for s in (lst or [])] for p, lst in stats.items()},
+            compacted=bool(record.get("compacted") or False),
+            extra_metadata=dict(record.get("extraMetadata") or {}),
+            operation_type=record.get("operationType"),
+            partition_to_replace_file_ids=({p: list(ids or []) for p, ids in (replaced or {}).items()}
+                                           if replace else None),
         )
 
     @classmethod

@@ -26,7 +26,8 @@ META_FOLDER = ".hoodie"
 PROPERTIES_FILE = keys.PROPERTIES_FILE
 BACKUP_FILE = keys.BACKUP_FILE
 CHECKSUM_KEY = keys.CHECKSUM.name
-SUPPORTED_VERSION = 6
+SUPPORTED_VERSION = 6             # the version tablespec writes
+READ_VERSIONS = (6, 8, 9)         # the versions it reads (8: Apache Hudi 1.0; 9: 1.1 and 1.2)
 # Folders Apache Hudi creates with a new table; tools that list them expect them to exist.
 TABLE_FOLDERS = (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived")
 
@@ -302,11 +303,34 @@ def fingerprint(props: Mapping[str, str] | TableConfig) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def timeline_folder(config: TableConfig | None) -> str:
+    """The active timeline's folder below the table: .hoodie/ (layout 1, version 6), or
+    .hoodie/<hoodie.timeline.path> (layout 2, versions 8 and 9)."""
+    if config is None or config.version < 8:
+        return META_FOLDER
+    return f"{META_FOLDER}/{keys.TIMELINE_PATH.value(config.extra) or keys.TIMELINE_PATH.default}"
+
+
+def timeline_layout(config: TableConfig | None) -> int:
+    """How the table's timeline files are named (see instant.py)."""
+    return 2 if config is not None and config.version >= 8 else 1
+
+
+def unwritable_version(config: TableConfig) -> str | None:
+    """Why tablespec does not write this table yet (a version it reads only), or None."""
+    if config.version == SUPPORTED_VERSION:
+        return None
+    return (f"table version {config.version} (Apache Hudi 1.x): tablespec reads, imports, plans, shows and "
+            f"verifies it; writes to version {config.version} tables come later (tablespec writes version "
+            f"{SUPPORTED_VERSION})")
+
+
 def ensure_supported(config: TableConfig) -> None:
     """Refuse tables tablespec recognises but does not manage (yet)."""
-    if config.version != SUPPORTED_VERSION:
+    if config.version not in READ_VERSIONS:
         raise UnsupportedTableError(
-            f"table {config.name!r} has table version {config.version}; tablespec supports Hudi table version 6")
+            f"table {config.name!r} has table version {config.version}; tablespec supports Hudi table "
+            f"versions {', '.join(map(str, READ_VERSIONS))}")
     if config.table_type == "MERGE_ON_READ":
         raise UnsupportedTableError(
             f"table {config.name!r} is a MERGE_ON_READ table; tablespec supports COPY_ON_WRITE only for now")
@@ -357,7 +381,7 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
     """The table's config, or None when `base` holds no Hudi table.
 
     Like Hudi, fall back to hoodie.properties.backup when hoodie.properties is missing or
-    fails its checksum (a rewrite was interrupted). Table versions other than 6 are refused.
+    fails its checksum (a rewrite was interrupted). Table versions other than 6, 8 and 9 are refused.
     """
     meta = join(base, META_FOLDER)
     main, backup = join(meta, PROPERTIES_FILE), join(meta, BACKUP_FILE)
@@ -372,10 +396,10 @@ def read_table_config(storage: Storage, base: str) -> TableConfig | None:
         config = TableConfig.from_properties(props)
     except HudiFormatError as e:   # a value tablespec cannot read: say which file
         raise type(e)(f"{main}: {e}") from None
-    if config.version != SUPPORTED_VERSION:
+    if config.version not in READ_VERSIONS:
         raise UnsupportedTableError(
             f"table {config.name!r} at {base} has table version {config.version}; "
-            f"tablespec supports Hudi table version {SUPPORTED_VERSION}")
+            f"tablespec supports Hudi table versions {', '.join(map(str, READ_VERSIONS))}")
     return config
 
 

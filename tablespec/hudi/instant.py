@@ -1,13 +1,16 @@
-"""Timeline instants: (timestamp, action, state), and their file names in table version 6.
+"""Timeline instants: (timestamp, action, state), and their file names.
 
-In table version 6 (timeline layout 1) an instant's state is encoded in its file name only;
-the one irregular name is an inflight commit, `T.inflight`. Compaction and log compaction have
-no completed name: they complete as `T.commit` and `T.deltacommit`.
+An instant's state is encoded in its file name only; the one irregular name is an inflight
+commit, `T.inflight`. Compaction and log compaction have no completed name: they complete as
+`T.commit` and `T.deltacommit`. Timeline layout 2 (table versions 8 and 9, in
+`.hoodie/timeline/`) names a completed instant `T_C.action`: its requested time T (its identity,
+the time in its files' names) and its completion time C; pending clustering there has an action
+of its own, `clustering`, completing as a replacecommit.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import total_ordering
 from typing import Literal
@@ -21,9 +24,10 @@ INSTANT_FORMAT = "%Y%m%d%H%M%S"
 COMMIT, DELTA_COMMIT, REPLACE_COMMIT = "commit", "deltacommit", "replacecommit"
 CLEAN, ROLLBACK, SAVEPOINT, RESTORE = "clean", "rollback", "savepoint", "restore"
 COMPACTION, LOG_COMPACTION, INDEXING, SCHEMA_COMMIT = "compaction", "logcompaction", "indexing", "schemacommit"
+CLUSTERING = "clustering"   # pending clustering in timeline layout 2
 WRITE_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
 # The action a pending instant completes as (Hudi's "comparable action").
-COMPLETES_AS = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT}
+COMPLETES_AS = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT, CLUSTERING: REPLACE_COMMIT}
 
 
 def _suffixes() -> dict[tuple[str, str], str]:
@@ -33,7 +37,7 @@ def _suffixes() -> dict[tuple[str, str], str]:
         table[(action, "inflight")] = f".{action}.inflight"
         table[(action, "completed")] = f".{action}"
     table[(COMMIT, "inflight")] = ".inflight"
-    for action in (COMPACTION, LOG_COMPACTION):
+    for action in (COMPACTION, LOG_COMPACTION, CLUSTERING):
         table[(action, "requested")] = f".{action}.requested"
         table[(action, "inflight")] = f".{action}.inflight"
     table[(SAVEPOINT, "inflight")] = ".savepoint.inflight"
@@ -56,14 +60,26 @@ def validate_timestamp(timestamp: str) -> str:
 @total_ordering
 @dataclass(frozen=True, eq=True)
 class Instant:
+    """`completion`: the completion time a layout-2 file name carries (None in layout 1). It is no
+    part of the identity: the same instant compares equal in either layout."""
     timestamp: str
     action: str
     state: State = "completed"
+    completion: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         validate_timestamp(self.timestamp)
         if (self.action, self.state) not in SUFFIXES:
-            raise HudiFormatError(f"instant action {self.action!r} has no {self.state} state in table version 6")
+            raise HudiFormatError(f"instant action {self.action!r} has no {self.state} state")
+        if self.completion is not None:
+            validate_timestamp(self.completion)
+            if self.state != "completed":
+                raise HudiFormatError(f"a {self.state} instant has no completion time")
+
+    @property
+    def completed_at(self) -> str:
+        """When the instant completed as far as its file name tells (layout 1: its requested time)."""
+        return self.completion or self.timestamp
 
     @property
     def sort_key(self) -> tuple[str, int, str]:
@@ -76,7 +92,8 @@ class Instant:
 
     @property
     def file_name(self) -> str:
-        return self.timestamp + SUFFIXES[(self.action, self.state)]
+        stem = f"{self.timestamp}_{self.completion}" if self.completion else self.timestamp
+        return stem + SUFFIXES[(self.action, self.state)]
 
     @property
     def is_completed(self) -> bool:
@@ -88,13 +105,18 @@ class Instant:
         return Instant(self.timestamp, action, state)
 
     @classmethod
-    def parse(cls, file_name: str) -> Instant | None:
-        """The instant a .hoodie/ file name denotes, or None for anything else (hoodie.properties, temp files)."""
-        ts, dot, rest = file_name.partition(".")
-        if not dot or not _TIMESTAMP.fullmatch(ts):
+    def parse(cls, file_name: str, layout: int = 1) -> Instant | None:
+        """The instant a file name of a timeline in `layout` (1: .hoodie/ of version 6; 2:
+        .hoodie/timeline/ of versions 8 and 9) denotes, or None for anything else
+        (hoodie.properties, temp files)."""
+        stem, dot, rest = file_name.partition(".")
+        ts, _, completion = stem.partition("_") if layout >= 2 else (stem, "", "")
+        if not dot or not _TIMESTAMP.fullmatch(ts) or (completion and not _TIMESTAMP.fullmatch(completion)):
             return None
         key = _BY_SUFFIX.get("." + rest)
-        return None if key is None else cls(ts, key[0], key[1])  # type: ignore[arg-type]
+        if key is None or (completion and key[1] != "completed"):
+            return None
+        return cls(ts, key[0], key[1], completion or None)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
         return f"{self.timestamp}.{self.action}[{self.state}]"

@@ -90,9 +90,15 @@ TABLE_NAME = HudiKey("hoodie.table.name", "The table's name.", spec="metadata.na
 DATABASE_NAME = HudiKey("hoodie.database.name", "The table's database; empty for none.", spec="metadata.database")
 TABLE_TYPE = HudiKey("hoodie.table.type", "Copy-on-write or merge-on-read.", default="COPY_ON_WRITE",
                       allowed=("COPY_ON_WRITE", "MERGE_ON_READ"), spec="spec.tableType")
-TABLE_VERSION = HudiKey("hoodie.table.version", "The table format version (tablespec: 6).", minimum=0)
-TIMELINE_LAYOUT_VERSION = HudiKey("hoodie.timeline.layout.version", "How timeline files are named (1 in version 6).",
-                                   minimum=0)
+TABLE_VERSION = HudiKey("hoodie.table.version", "The table format version (tablespec writes 6; reads 6, 8 and 9).",
+                        minimum=0)
+TIMELINE_LAYOUT_VERSION = HudiKey("hoodie.timeline.layout.version",
+                                   "How timeline files are named (1 in version 6, 2 in versions 8 and 9).", minimum=0)
+TIMELINE_PATH = HudiKey("hoodie.timeline.path", "The active timeline's folder under .hoodie/ (versions 8 and 9).",
+                        default="timeline", versions=(8, 9))
+TIMELINE_HISTORY_PATH = HudiKey("hoodie.timeline.history.path",
+                                "The archived (LSM) timeline's folder under the active timeline's (versions 8 and 9).",
+                                default="history", versions=(8, 9))
 RECORD_KEY_FIELDS = HudiKey("hoodie.table.recordkey.fields", "The fields forming the record key; none: generated keys.",
                              spec="spec.recordKey.fields")
 PARTITION_FIELDS = HudiKey("hoodie.table.partition.fields",

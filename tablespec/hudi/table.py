@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config
+from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config, timeline_folder, timeline_layout
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import (
@@ -171,7 +171,12 @@ class HudiTable:
         cached view stays: every file a writer adds or removes comes with an instant of its own
         (requested before its first file), so the same instants over the same files are the same view."""
         listed = self.storage.list_dir(join(self.base, META_FOLDER))
-        timeline = Timeline(self.storage, self.base, parse_instants(listed))
+        folder = timeline_folder(self.config)
+        if folder == META_FOLDER:
+            instants = parse_instants(listed)
+        else:   # versions 8 and 9: the timeline has a folder of its own (one more listing)
+            instants = parse_instants(self.storage.list_dir(join(self.base, folder)), timeline_layout(self.config))
+        timeline = Timeline(self.storage, self.base, instants, folder)
         folders = frozenset(f.name for f in listed if f.is_dir)
         same = (self._timeline is not None and timeline.instants == self._timeline.instants
                 and folders == self._meta_folders)
@@ -210,7 +215,7 @@ class HudiTable:
         no file), and its content is known. Nothing is read."""
         if self._timeline is None:
             return
-        timeline = Timeline(self.storage, self.base, [*self._timeline.instants, instant])
+        timeline = Timeline(self.storage, self.base, [*self._timeline.instants, instant], self._timeline.folder)
         timeline.keep_contents(self._timeline)
         timeline.remember(instant, content)
         self._view = self._view.over(timeline) if self._view is not None else None

@@ -1,6 +1,9 @@
-"""The active timeline (.hoodie/): an immutable snapshot for reading, and the write-side transitions.
+"""The active timeline (.hoodie/; .hoodie/timeline/ in table versions 8 and 9): an immutable
+snapshot for reading, and the write-side transitions.
 
-Readers only trust completed instants. Writers move an instant requested -> inflight ->
+Readers only trust completed instants. Instants are ordered by their requested time (the time
+their files are named by); `completion_order` orders completed ones as a version-8/9 reader
+does, by completion time. Writers move an instant requested -> inflight ->
 completed; creating the completed file is the commit point, so it is written last and whole.
 """
 from __future__ import annotations
@@ -25,9 +28,9 @@ def _group_key(instant: Instant) -> tuple[str, str]:
     return instant.timestamp, COMPLETES_AS.get(instant.action, instant.action)
 
 
-def parse_instants(listed) -> list[Instant]:
-    """The instants among the entries of a .hoodie/ listing."""
-    return [i for i in (Instant.parse(f.name) for f in listed if not f.is_dir) if i is not None]
+def parse_instants(listed, layout: int = 1) -> list[Instant]:
+    """The instants among the entries of a timeline folder's listing (`layout`: see Instant.parse)."""
+    return [i for i in (Instant.parse(f.name, layout) for f in listed if not f.is_dir) if i is not None]
 
 
 def _list_instants(storage: Storage, meta: str) -> list[Instant]:
@@ -42,11 +45,22 @@ def avro_record(schema, record: dict) -> bytes:
     return out.getvalue()
 
 
+def avro_content(raw: bytes, where: str) -> dict[str, Any]:
+    """The first record of an Avro container (how Hudi stores plans, and every instant's content
+    in versions 8 and 9) as a dict; {} when it holds none."""
+    try:
+        records = list(fastavro.reader(io.BytesIO(raw)))
+    except (ValueError, EOFError, KeyError) as e:
+        raise HudiFormatError(f"{where}: unreadable metadata: {e}") from None
+    return cast(dict[str, Any], records[0]) if records else {}
+
+
 class Timeline:
     """A snapshot of the active timeline; each instant appears once, in its most advanced state."""
 
-    def __init__(self, storage: Storage, base: str, files: Iterable[Instant]):
-        self.storage, self.base, self.meta = storage, base, join(base, META_FOLDER)
+    def __init__(self, storage: Storage, base: str, files: Iterable[Instant], folder: str = META_FOLDER):
+        """`folder`: the timeline's folder below `base` (config.timeline_folder)."""
+        self.storage, self.base, self.folder, self.meta = storage, base, folder, join(base, folder)
         latest: dict[tuple[str, str], Instant] = {}
         for instant in files:
             key = _group_key(instant)
@@ -82,10 +96,14 @@ class Timeline:
         """Completed instants that wrote data: commit, deltacommit, replacecommit."""
         return tuple(i for i in self.instants if i.is_completed and i.action in WRITE_ACTIONS)
 
+    def completion_order(self) -> tuple[Instant, ...]:
+        """Completed instants in the order they completed (layout 1: their requested times)."""
+        return tuple(sorted(self.completed(), key=lambda i: (i.completed_at, i.timestamp)))
+
     @property
     def head(self) -> Instant | None:
-        """The latest completed instant of any action."""
-        done = self.completed()
+        """The latest completed instant of any action (the last to complete)."""
+        done = self.completion_order()
         return done[-1] if done else None
 
     def last(self, action: str) -> Instant | None:
@@ -101,19 +119,22 @@ class Timeline:
         return self._cache[instant]
 
     def read_metadata(self, instant: Instant) -> dict[str, Any]:
-        """An instant's content as a dict: JSON (commits) or the first record of an Avro container
-        (requested replacecommit plans, clean and rollback metadata). Empty files give {}."""
+        """An instant's content as a dict: JSON (commits in version 6) or the first record of an Avro
+        container (requested replacecommit plans, clean and rollback metadata; every instant in
+        versions 8 and 9). Empty files give {}."""
         raw = self.read_bytes(instant)
+        if raw.startswith(_AVRO_MAGIC):
+            return avro_content(raw, join(self.meta, instant.file_name))
         try:
-            if raw.startswith(_AVRO_MAGIC):
-                records = list(fastavro.reader(io.BytesIO(raw)))
-                return cast(dict[str, Any], records[0]) if records else {}
             return json.loads(raw) if raw.strip() else {}
-        except (ValueError, EOFError, KeyError) as e:
+        except ValueError as e:
             raise HudiFormatError(f"{join(self.meta, instant.file_name)}: unreadable metadata: {e}") from None
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
-        return CommitMetadata.from_dict(self.read_metadata(instant))
+        data = self.read_metadata(instant)
+        if self.read_bytes(instant).startswith(_AVRO_MAGIC):   # versions 8 and 9
+            return CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
+        return CommitMetadata.from_dict(data)
 
     def replaced_file_ids(self, as_of: str | None = None) -> dict[str, set[str]]:
         """File groups that completed replacecommits (up to `as_of`) took out of the table."""

@@ -78,10 +78,10 @@ def test_missing_table_gives_none(tmp_path):
 
 
 def test_other_table_version_is_refused_naming_it(tmp_path):
-    props = _new_config().to_properties() | {"hoodie.table.version": "8"}
+    props = _new_config().to_properties() | {"hoodie.table.version": "7"}
     (tmp_path / ".hoodie").mkdir()
     (tmp_path / ".hoodie/hoodie.properties").write_text(format_properties(props))
-    with pytest.raises(UnsupportedTableError, match="table version 8"):
+    with pytest.raises(UnsupportedTableError, match="table version 7"):
         read_table_config(ST, str(tmp_path))
     with pytest.raises(UnsupportedTableError, match="table version 5"):
         ensure_supported(_new_config(version=5))

@@ -31,7 +31,7 @@ import fastavro
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
-from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, Instant
 from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA
 
@@ -185,23 +185,11 @@ def record_instant(record: dict[str, Any], where: str) -> Instant:
         raise HudiFormatError(f"{where}: archived entry {ts} {action} {state}: {e}") from None
 
 
-def _write_stat(avro: dict[str, Any]) -> WriteStat:
-    # Avro-only fields Hudi leaves null (totalLogFiles) are no part of the JSON write stat.
-    return WriteStat.from_dict({k: v for k, v in avro.items() if v is not None})
-
-
 def commit_metadata(record: dict[str, Any]) -> CommitMetadata:
     """An archived completed commit's metadata in the shape the active timeline gives it."""
     replace = record.get("hoodieReplaceCommitMetadata")
     avro = record.get("hoodieCommitMetadata") or replace or {}
     extra = {k: v for k, v in (avro.get("extraMetadata") or {}).items() if not (k == ROLLING_STAT and v == "")}
-    operation = avro.get("operationType")
-    return CommitMetadata(
-        partition_to_write_stats={p: [_write_stat(s) for s in (lst or [])]
-                                  for p, lst in (avro.get("partitionToWriteStats") or {}).items()},
-        compacted=operation == COMPACT,
-        extra_metadata=extra,
-        operation_type=operation,
-        partition_to_replace_file_ids=(None if replace is None else
-                                       {p: list(ids or []) for p, ids in (replace.get("partitionToReplaceFileIds") or {}).items()}),
-    )
+    meta = CommitMetadata.from_avro({**avro, "extraMetadata": extra}, replace=replace is not None)
+    meta.compacted = avro.get("operationType") == COMPACT
+    return meta

@@ -13,10 +13,11 @@ from typing import Any
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive.entry import COMPLETED_FIELD, REQUESTED_REPLACE_FIELD, commit_metadata, record_instant
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, ArchiveFile, archive_files, folder_of, read_records
+from tablespec.hudi.archive.lsm import lsm_rows
 from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.instant import COMPLETES_AS, STATE_ORDER, WRITE_ACTIONS, Instant
+from tablespec.hudi.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, WRITE_ACTIONS, Instant
 from tablespec.hudi.io import Storage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline import Timeline, avro_content
 
 Key = tuple[str, str]
 
@@ -53,7 +54,10 @@ class ArchivedTimeline:
 
     @classmethod
     def of(cls, table: Any) -> ArchivedTimeline:
-        """The archived timeline of a `HudiTable` handle (its hoodie.archivelog.folder)."""
+        """The archived timeline of a `HudiTable` handle (its hoodie.archivelog.folder; versions 8
+        and 9: their LSM history)."""
+        if table.config is not None and table.config.version >= 8:
+            return LsmArchivedTimeline(lsm_rows(table))
         return cls.load(table.storage, table.base, folder_of(table.config))
 
     def completed(self) -> tuple[Instant, ...]:
@@ -90,6 +94,43 @@ class ArchivedTimeline:
         if record is None or not instant.is_completed or instant.action not in WRITE_ACTIONS:
             raise HudiFormatError(f"instant {instant} is not an archived completed commit")
         return commit_metadata(record)
+
+
+class LsmArchivedTimeline(ArchivedTimeline):
+    """The archived timeline of a version-8/9 table (archive/lsm.py) as `ArchivedTimeline` offers
+    it: each archived instant completed (with its completion time), its content and its plan."""
+
+    def __init__(self, rows: list[tuple[dict[str, Any], str]]):
+        """`rows`: (HoodieLSMTimelineInstant, the file it was read from)."""
+        self.records, self._where = {}, {}
+        for row, where in rows:
+            try:
+                instant = Instant(row["instantTime"], row["action"], "completed", row.get("completionTime"))
+            except (HudiFormatError, KeyError, TypeError) as e:
+                raise HudiFormatError(f"{where}: archived instant {row.get('instantTime')} "
+                                      f"{row.get('action')}: {e}") from None
+            if instant not in self.records:   # a repeated row counts once
+                self.records[instant], self._where[instant] = row, where
+        self.instants = tuple(sorted(self.records))
+
+    def _content(self, instant: Instant, column: str) -> dict[str, Any]:
+        record = self.records.get(instant)
+        if record is None or not instant.is_completed:
+            raise HudiFormatError(f"instant {instant} is not on the archived timeline as completed")
+        raw = record.get(column)
+        return avro_content(raw, f"{self._where[instant]} ({instant})") if raw else {}
+
+    def read_metadata(self, instant: Instant) -> dict[str, Any]:
+        return self._content(instant, "metadata")
+
+    def requested_content(self, instant: Instant) -> dict[str, Any]:
+        completed = instant.to("completed")
+        return self._content(completed, "plan") if completed in self.records else {}
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        if instant not in self.records or not instant.is_completed or instant.action not in WRITE_ACTIONS:
+            raise HudiFormatError(f"instant {instant} is not an archived completed commit")
+        return CommitMetadata.from_avro(self.read_metadata(instant), replace=instant.action == REPLACE_COMMIT)
 
 
 class History:
