@@ -14,12 +14,12 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.hudi)
 
 
-HUDI_1X = "1.2.0"   # Apache Hudi 1.x, run in its own process (tests/interop/hudi_process.py)
+HUDI_1X = "1.2.0"   # Apache Hudi 1.x, run in its own process (tests/interop/hudi_process.py): table version 9
+HUDI_10 = "1.0.2"   # Apache Hudi 1.0, the same way: table version 8
 
 
-@pytest.fixture(scope="session")
-def hudi1(tmp_path_factory):
-    """Apache Hudi 1.2.0 in a subprocess, and the tables it writes (each once per run): a
+def _hudi_tables(version: str, tmp_path_factory):
+    """Apache Hudi `version` in a subprocess, and the tables it writes (each once per run): a
     `hudi_process.HudiTables`. Skipped without the bundle; under CI=true that fails instead."""
     import os
 
@@ -27,9 +27,21 @@ def hudi1(tmp_path_factory):
 
     from tablespec.engine.hudi_bundle import HudiBundleUnavailable, bundle_jar
     try:
-        jar = bundle_jar(version=HUDI_1X)
+        jar = bundle_jar(version=version)
     except HudiBundleUnavailable as e:
         if os.environ.get("CI") == "true":
             raise
-        pytest.skip(f"Apache Hudi {HUDI_1X} is not available: {e}")
-    return HudiTables(HudiProcess(HUDI_1X, jar), tmp_path_factory.mktemp(f"hudi-{HUDI_1X}"))
+        pytest.skip(f"Apache Hudi {version} is not available: {e}")
+    return HudiTables(HudiProcess(version, jar), tmp_path_factory.mktemp(f"hudi-{version}"))
+
+
+@pytest.fixture(scope="session")
+def hudi1(tmp_path_factory):
+    """Apache Hudi 1.2.0 (writes table version 9) in a subprocess, and the tables it writes."""
+    return _hudi_tables(HUDI_1X, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def hudi10(tmp_path_factory):
+    """Apache Hudi 1.0.2 (writes table version 8) in a subprocess, and the tables it writes."""
+    return _hudi_tables(HUDI_10, tmp_path_factory)
