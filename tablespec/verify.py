@@ -19,7 +19,7 @@ import pyarrow as pa
 from tablespec.errors import TablespecError
 from tablespec.hudi import record_index as ri
 from tablespec.hudi.check import INDEX, Finding, check_buckets, check_files
-from tablespec.hudi.config import RECORD_LEVEL, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, archive_folder, table_index_type
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 
@@ -74,7 +74,7 @@ def verify_table(table: HudiTable) -> TableReport:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
     with table.listing_snapshot():   # object stores: sizes from one LIST, not a HEAD per file
         timeline = table.timeline
-        files = check_files(storage, base, timeline, config.archivelog_folder)
+        files = check_files(storage, base, timeline, archive_folder(config))
     findings, checked = list(files.findings), [files.describe()]
     props = config.to_properties()
     index = table_index_type(props)

@@ -38,7 +38,7 @@ from urllib.parse import urlparse
 from tablespec.hudi.clean import earliest_readable_instant, retained_instants, savepoint_times
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.fs_view import BaseFile, FileGroup, FileSlice, FileSystemView
-from tablespec.hudi.instant import CLEAN, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, WRITE_ACTIONS
+from tablespec.hudi.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, WRITE_ACTIONS
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_of
 from tablespec.hudi.partition import PARTITION_METAFILE, discover_partitions, has_partition_metadata
@@ -48,7 +48,7 @@ from tablespec.hudi.timeline import Timeline
 MISSING, TRUNCATED, ORPHAN, INDEX = "missing", "truncated", "orphan", "index"
 KINDS = (MISSING, TRUNCATED, ORPHAN, INDEX)
 PARQUET_MAGIC = b"PAR1"
-_WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
+_WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION, CLUSTERING}
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ def _has_archive(storage: Storage, base: str, archive_folder: str) -> bool:
 
 def check_files(storage: Storage, base: str, timeline: Timeline, archive_folder: str = "archived") -> FileCheck:
     """Missing, truncated and orphan base files of the table at `base` (see the module doc).
-    `archive_folder` is hoodie.archivelog.folder, relative to .hoodie/."""
+    `archive_folder`: the archived timeline's folder relative to .hoodie/ (config.archive_folder)."""
     written = _written_files(base, timeline)
     needed = _needed(base, timeline, written)
     partitions = discover_partitions(storage, base)

@@ -23,7 +23,7 @@ import fastavro
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys
-from tablespec.hudi.instant import REPLACE_COMMIT, Instant
+from tablespec.hudi.instant import CLUSTERING, REPLACE_COMMIT, Instant
 from tablespec.hudi.io import join
 from tablespec.hudi.rollback import is_clustering_plan
 from tablespec.hudi.timeline import Timeline, avro_record
@@ -233,8 +233,8 @@ def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
 def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
     """Pending clusterings on a timeline: instant (in its latest state) -> ClusteringPlan."""
     out = {}
-    for instant in timeline.pending():
-        if is_clustering_plan(timeline, instant):
+    for instant in timeline.pending():   # versions 8 and 9: pending clustering has its own action
+        if instant.action == CLUSTERING or is_clustering_plan(timeline, instant):
             requested = instant.to("requested")
             out[instant] = decode_plan(timeline.read_metadata(requested), join(timeline.meta, requested.file_name))
     return out
@@ -278,6 +278,8 @@ def layout_history(timeline: Timeline, archived: ArchivedTimeline | None = None)
         if instant.action != REPLACE_COMMIT or timeline.read_metadata(instant).get("operationType") != CLUSTER:
             continue
         requested = instant.to("requested")
+        if timeline.layout >= 2:   # a clustering's plan: T.clustering.requested
+            requested = Instant(instant.timestamp, CLUSTERING, "requested")
         if not timeline.storage.exists(join(timeline.meta, requested.file_name)):
             out.append((instant.timestamp, Layout()))
         else:

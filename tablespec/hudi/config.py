@@ -311,6 +311,15 @@ def timeline_folder(config: TableConfig | None) -> str:
     return f"{META_FOLDER}/{keys.TIMELINE_PATH.value(config.extra) or keys.TIMELINE_PATH.default}"
 
 
+def archive_folder(config: TableConfig) -> str:
+    """The archived timeline's folder relative to .hoodie/: hoodie.archivelog.folder (version 6), or
+    the LSM history's, <hoodie.timeline.path>/<hoodie.timeline.history.path> (versions 8 and 9)."""
+    if config.version < 8:
+        return config.archivelog_folder
+    history = keys.TIMELINE_HISTORY_PATH.value(config.extra) or keys.TIMELINE_HISTORY_PATH.default
+    return f"{timeline_folder(config).split('/', 1)[1]}/{history}"
+
+
 def timeline_layout(config: TableConfig | None) -> int:
     """How the table's timeline files are named (see instant.py)."""
     return 2 if config is not None and config.version >= 8 else 1

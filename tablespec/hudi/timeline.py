@@ -61,6 +61,7 @@ class Timeline:
     def __init__(self, storage: Storage, base: str, files: Iterable[Instant], folder: str = META_FOLDER):
         """`folder`: the timeline's folder below `base` (config.timeline_folder)."""
         self.storage, self.base, self.folder, self.meta = storage, base, folder, join(base, folder)
+        self.layout = 1 if folder == META_FOLDER else 2   # see instant.py
         latest: dict[tuple[str, str], Instant] = {}
         for instant in files:
             key = _group_key(instant)

@@ -17,9 +17,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.config import timeline_folder
+from tablespec.hudi.config import META_FOLDER, archive_folder
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.keys import TIMELINE_HISTORY_PATH
 
 VERSION_FILE = "_version_"
 MANIFEST_PREFIX = "manifest_"
@@ -28,8 +27,7 @@ COLUMNS = ["instantTime", "completionTime", "action", "metadata", "plan"]
 
 def history_folder(table: Any) -> str:
     """The LSM history's folder of a `HudiTable` of version 8 or 9."""
-    config = table.config
-    return join(table.base, timeline_folder(config), TIMELINE_HISTORY_PATH.value(config.extra) or "history")
+    return join(table.base, META_FOLDER, archive_folder(table.config))
 
 
 def manifest_files(storage: Storage, folder: str) -> list[str]:
