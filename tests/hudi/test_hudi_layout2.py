@@ -222,3 +222,11 @@ def test_an_active_clustering_plan_is_found_under_its_own_action(tmp_path):
     assert layout_history(table.timeline, History.of(table).archived) == [(T3, Layout("SORT", ("v",))),
                                                                           (t7, Layout("SORT", ("v",)))]
     assert table.timeline.head.timestamp == t7
+
+
+def test_observe_reads_the_clustering_history_from_the_lsm_timeline(tmp_path):
+    from tablespec.state import observe
+    state = observe(_version_9_table(tmp_path))
+    assert state.clusterings == ((T3, Layout("SORT", ("v",))),)
+    assert [str(i) for i in state.pending] == [f"{T5}.clustering[inflight]"]
+    assert set(state.pending_clustering) == {Instant(T5, "clustering", "inflight")}

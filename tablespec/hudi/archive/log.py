@@ -16,7 +16,7 @@ from typing import Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive.entry import ENTRY_SCHEMA
-from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.config import META_FOLDER, archive_folder
 from tablespec.hudi.io import FileInfo, Storage, join
 from tablespec.hudi.logfile import BlockType, avro_block, avro_records, encode_block, read_blocks
 
@@ -42,8 +42,9 @@ def folder_path(base: str, folder: str = DEFAULT_FOLDER) -> str:
 
 
 def folder_of(config: Any) -> str:
-    """The archive folder a table's config (a TableConfig, or None: no table) names."""
-    return config.archivelog_folder if config is not None else DEFAULT_FOLDER
+    """The archive folder (relative to .hoodie/) a table's config (a TableConfig, or None: no table)
+    names; versions 8 and 9: their LSM history's."""
+    return archive_folder(config) if config is not None else DEFAULT_FOLDER
 
 
 def file_name(version: int) -> str:
