@@ -32,9 +32,10 @@ def write_step(path, options: dict[str, str], schema: str, rows: list, mode: str
             "rows": [list(r) for r in rows], "mode": mode}
 
 
-def read_step(path) -> dict:
-    """Read the table as a snapshot query: its rows as dicts (meta columns included)."""
-    return {"op": "read", "path": str(path)}
+def read_step(path, **options: str) -> dict:
+    """Read the table as a snapshot query (`options`: more read options, e.g. `as.of.instant`): its
+    rows as dicts (meta columns included)."""
+    return {"op": "read", "path": str(path), "options": options}
 
 
 def sql_step(statement: str) -> dict:
@@ -146,7 +147,8 @@ def _step(spark, step: dict):
         df.write.format("hudi").options(**step["options"]).mode(step["mode"]).save(step["path"])
         return None
     if step["op"] == "read":
-        return _rows(spark.read.format("hudi").option("hoodie.datasource.query.type", "snapshot").load(step["path"]))
+        reader = spark.read.format("hudi").option("hoodie.datasource.query.type", "snapshot")
+        return _rows(reader.options(**step.get("options", {})).load(step["path"]))
     if step["op"] == "sql":
         return _rows(spark.sql(step["statement"]))
     raise ValueError(f"unknown step {step['op']!r}")

@@ -13,12 +13,14 @@ import hashlib
 import pyarrow as pa
 import pytest
 from helpers import hudi_rs_rows, rows, tablespec_rows
-from hudi_process import Batch
+from hudi_process import Batch, read_step
 from interop_support import cli, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
+from tablespec.engine.reader import ReadError
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.archive import History
+from tablespec.hudi.clean import earliest_readable_instant
 from tablespec.hudi.instant import CLUSTERING, REPLACE_COMMIT
 from tablespec.hudi.table import HudiTable
 from tablespec.table import Table
@@ -50,11 +52,12 @@ V8 = _recipe("orders_v8", **{"hoodie.metadata.enable": "false"})
 
 @pytest.fixture(params=[9, 8])
 def hudi_1x_table(request, tmp_path):
-    """(location, rows as Apache Hudi read them, version): a copy of the table Hudi 1.2.0 (9) or 1.0.2 (8) wrote."""
+    """(location, rows as Apache Hudi read them, version, that Hudi's process): a copy of the table
+    Hudi 1.2.0 (9) or 1.0.2 (8) wrote."""
     version = request.param
     tables = request.getfixturevalue("hudi1" if version == 9 else "hudi10")
     location, read = tables.copy(V9 if version == 9 else V8, tmp_path / f"orders_v{version}")
-    return location, read, version
+    return location, read, version, tables.process
 
 
 def _files(location) -> dict[str, str]:
@@ -64,7 +67,7 @@ def _files(location) -> dict[str, str]:
 
 def test_history_of_a_1x_table(hudi_1x_table):
     """Timeline layout 2 (completion times, a `clustering` instant), Avro commit metadata and the LSM history."""
-    location, _, version = hudi_1x_table
+    location, _, version, _ = hudi_1x_table
     table = HudiTable.open(str(location))
     assert table.config.version == version and table.timeline.folder == ".hoodie/timeline"
     active = table.timeline.completed()
@@ -92,7 +95,7 @@ def test_history_of_a_1x_table(hudi_1x_table):
 
 
 def test_read_import_plan_show_verify(hudi, hudi_1x_table, tmp_path, capsys):
-    location, hudi_read, version = hudi_1x_table
+    location, hudi_read, version, _ = hudi_1x_table
     doc, spec_file = _import(tmp_path, location, capsys)   # import, then plan with it: "No changes."
     assert doc["spec"]["orderingField"] == "ts" and doc["spec"]["recordKey"]["fields"] == ["id"]
     table: Table = _table(hudi, doc, location)
@@ -112,7 +115,7 @@ def test_read_import_plan_show_verify(hudi, hudi_1x_table, tmp_path, capsys):
 def test_apply_and_write_are_refused_by_version(hudi, hudi_1x_table, tmp_path, capsys):
     """A change planned on a version 8/9 table is refused by apply (one line, the version named), and
     so is a write; the table is untouched."""
-    location, _, version = hudi_1x_table
+    location, _, version, _ = hudi_1x_table
     doc, spec_file = _import(tmp_path, location, capsys)
     before = _files(location)
     doc["spec"]["retention"] = {"keepCommits": 5}
@@ -128,3 +131,23 @@ def test_apply_and_write_are_refused_by_version(hudi, hudi_1x_table, tmp_path, c
     with pytest.raises(WriteRefused, match=f"table version {version}"):
         table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 9)], SCHEMA))
     assert _files(location) == before
+
+
+def test_time_travel_agrees_with_hudi(hudi, hudi_1x_table, tmp_path, capsys):
+    """A read as of a completed commit on the active timeline (named by its requested time) is Hudi's;
+    one the cleaner already cleaned is refused (Hudi refuses it too: "Cleaner cleaned up the
+    timestamp of interest", which ends its process, so only readable ones are asked of it)."""
+    location, _, _, process = hudi_1x_table
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    timeline = HudiTable.open(str(location)).timeline
+    earliest = earliest_readable_instant(timeline)
+    instants = [i.timestamp for i in timeline.commits()]
+    readable = [t for t in instants if earliest is None or t >= earliest]
+    assert readable
+    theirs = process.run([read_step(location, **{"as.of.instant": t}) for t in readable])
+    for instant, read in zip(readable, theirs):
+        assert tablespec_rows(table, as_of=instant) == rows(pa.Table.from_pylist(read)), instant
+    for instant in sorted(set(instants) - set(readable)):
+        with pytest.raises(ReadError, match=f"instant {instant} has been cleaned"):
+            tablespec_rows(table, as_of=instant)
