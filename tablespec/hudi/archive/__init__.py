@@ -3,7 +3,8 @@ run archiving with Hudi's rules, crash-safely.
 
     entry.py     one archived instant state: the HoodieArchivedMetaEntry record
     log.py       the archive log files under .hoodie/archived/
-    timeline.py  the archived timeline, and History: active and archived as one
+    lsm.py       versions 8 and 9 (read only): the LSM history under .hoodie/timeline/history/
+    timeline.py  the archived timeline (either form), and History: active and archived as one
     plan.py      which instants to archive (pure), and the settings
     archiver.py  the archiving run: write the archive, then delete the active files
 """
