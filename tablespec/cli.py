@@ -142,6 +142,13 @@ class _Context:
                                  "or set `warehouse:` in tablespec.project.yaml")
         return Location.parse(w, self.options)
 
+    def catalog(self):
+        """The project's catalog (`catalog:` or $TABLESPEC_CATALOG), or None when it names none."""
+        from tablespec.catalog import open_catalog
+        from tablespec.spec.project import resolve_catalog
+        setting = resolve_catalog(self.project)
+        return open_catalog(setting) if setting is not None else None
+
     def table(self, location: str, origin: str | None = None) -> HudiTable:
         """The handle on the table at `location` (a command-line argument), with the project's storage options."""
         from tablespec.hudi.table import HudiTable
@@ -172,7 +179,7 @@ class _Context:
         """The plan, and the table states it was made from (by location)."""
         from tablespec.plan.builder import plan_observed
         specs = self.load(paths)
-        return plan_observed(specs, self.warehouse(), self.variables)
+        return plan_observed(specs, self.warehouse(), self.variables, catalog=self.catalog())
 
 
 def cmd_validate(ctx: _Context) -> int:
@@ -229,7 +236,7 @@ def cmd_apply(ctx: _Context) -> int:
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
                       schedule_only=ctx.args.schedule_only, options=ctx.options,
-                      observed=observed if ctx.args.auto_approve else None)
+                      observed=observed if ctx.args.auto_approve else None, catalog=ctx.catalog())
     if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
