@@ -53,9 +53,9 @@ class CatalogDiff:
         for key, (old, new) in sorted(self.properties.items()):
             out.append((f"catalog.properties.{key}", old, new))
         if self.add_partitions:
-            out.append(("catalog.partitions", None, "+ " + ", ".join("/".join(v) for v in self.add_partitions)))
+            out.append(("catalog.partitions.added", None, ", ".join("/".join(v) for v in self.add_partitions)))
         if self.drop_partitions:
-            out.append(("catalog.partitions", "- " + ", ".join("/".join(v) for v in self.drop_partitions), None))
+            out.append(("catalog.partitions.dropped", ", ".join("/".join(v) for v in self.drop_partitions), None))
         return out
 
 
