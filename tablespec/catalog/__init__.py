@@ -2,7 +2,7 @@
 
 `registration` and `diff` are pure (what Hudi's sync writes; what must change); a `Catalog` reads a
 database's tables in one batched call and applies a diff. `open_catalog` turns the project's
-setting into one; only the embedded metastore is implemented so far.
+setting into one: the embedded metastore or a Thrift metastore (Glue: not yet).
 """
 from __future__ import annotations
 
@@ -30,8 +30,11 @@ def open_catalog(setting: CatalogSetting) -> Catalog:
     """The catalog a project setting names; an unsupported one is refused naming the setting."""
     if setting.kind == "hive":
         return EmbeddedMetastore(setting.home / METASTORE_FILE, setting.origin)
+    if setting.kind == "thrift":
+        from tablespec.catalog.thrift import ThriftMetastore
+        return ThriftMetastore(setting.uri, setting.origin)
     raise CatalogError(f"{setting.origin}: catalog {setting.uri!r} is not supported yet "
-                       "(only `hive`, the embedded metastore, is)")
+                       "(`hive`, the embedded metastore, and `thrift://HOST:PORT` are)")
 
 
 __all__ = ["Catalog", "CatalogDiff", "CatalogError", "EmbeddedMetastore", "Registration", "open_catalog"]

@@ -48,8 +48,8 @@ class CatalogDiff:
         if self.storage:
             out.append(("catalog.storage", "other formats", "Hudi's input format and Parquet serde"))
         if self.columns:
-            old, new = self.columns
-            out.append(("catalog.columns", ", ".join(f"{n} {t}" for n, t in old), ", ".join(f"{n} {t}" for n, t in new)))
+            have, want = self.columns
+            out.append(("catalog.columns", ", ".join(f"{n} {t}" for n, t in have), ", ".join(f"{n} {t}" for n, t in want)))
         for key, (old, new) in sorted(self.properties.items()):
             out.append((f"catalog.properties.{key}", old, new))
         if self.add_partitions:

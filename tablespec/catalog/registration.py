@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tablespec.hudi import keys
 from tablespec.types import Array, DataType, Decimal, Map, Primitive, Struct
 
 INPUT_FORMAT = "org.apache.hudi.hadoop.HoodieParquetInputFormat"
@@ -143,7 +144,7 @@ def registration(database: str, table: str, base: str, columns: list[Column], pa
                  partition_paths: list[str], last_commit: str | None, completed_ms: int | None = None) -> Registration:
     """What Hudi's HiveSyncTool registers for a copy-on-write table at `base` after its commit `last_commit`."""
     by_name = {c.name: c for c in columns}
-    keys = tuple((name.lower(), hive_type(by_name[name].type) if name in by_name else "string")
+    partition_keys = tuple((name.lower(), hive_type(by_name[name].type) if name in by_name else "string")
                  for name in partition_fields)
     params = {"EXTERNAL": "TRUE", **spark_properties(columns, partition_fields)}
     if last_commit is not None:
@@ -157,6 +158,6 @@ def registration(database: str, table: str, base: str, columns: list[Column], pa
         database.lower(), table.lower(), location,
         columns=tuple((name, "string") for name in META_COLUMNS) + tuple(
             (c.name.lower(), hive_type(c.type)) for c in columns if c.name not in partition_fields),
-        partition_keys=keys, parameters=params,
-        serde_parameters={"path": base, "hoodie.query.as.ro.table": "false", "serialization.format": "1"},
+        partition_keys=partition_keys, parameters=params,
+        serde_parameters={"path": base, keys.QUERY_AS_RO_TABLE.name: "false", "serialization.format": "1"},
         partitions=partitions)

@@ -16,7 +16,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -47,6 +49,45 @@ def run_steps(metastore: Path, steps: list[dict], timeout: float = 600) -> list:
         if "error" in out:
             raise AssertionError(f"catalog process step failed:\n{out['error']}")
         return out["results"]
+
+
+@contextmanager
+def standalone_metastore(db: Path, timeout: float = 120):
+    """A real Hive metastore (Hive 2.3.9's `HiveMetaStore`, from pip pyspark's jars) serving Thrift on a
+    free loopback port, backed by the SQLite file `db` (created empty if missing); yields its URI."""
+    import socket
+
+    import pyspark
+
+    from tablespec.catalog.metastore import EmbeddedMetastore, spark_conf
+    from tablespec.engine.hudi_bundle import sqlite_jdbc_jar
+    if not db.exists():
+        EmbeddedMetastore(db, "test")._writer().close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    jars = Path(pyspark.__file__).parent / "jars"
+    conf = [f"{k.removeprefix('spark.hadoop.')}={v}" for k, v in spark_conf(db).items() if k.startswith("spark.hadoop.")]
+    cmd = ["java", "-Dhive.async.log.enabled=false", "-cp", f"{jars}/*:{sqlite_jdbc_jar()}",
+           "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(port),
+           "--hiveconf", "hive.metastore.warehouse.dir=" + str(db.parent / "hms-warehouse"),
+           *[a for c in conf for a in ("--hiveconf", c)]]
+    log = open(db.parent / "metastore.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the standalone metastore did not start: {(db.parent / 'metastore.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield f"thrift://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
 
 
 def _plain(value):
