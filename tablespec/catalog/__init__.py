@@ -2,7 +2,7 @@
 
 `registration` and `diff` are pure (what Hudi's sync writes; what must change); a `Catalog` reads a
 database's tables in one batched call and applies a diff. `open_catalog` turns the project's
-setting into one: the embedded metastore or a Thrift metastore (Glue: not yet).
+setting into one: the embedded metastore, a Thrift metastore or AWS Glue.
 """
 from __future__ import annotations
 
@@ -33,8 +33,10 @@ def open_catalog(setting: CatalogSetting) -> Catalog:
     if setting.kind == "thrift":
         from tablespec.catalog.thrift import ThriftMetastore
         return ThriftMetastore(setting.uri, setting.origin)
-    raise CatalogError(f"{setting.origin}: catalog {setting.uri!r} is not supported yet "
-                       "(`hive`, the embedded metastore, and `thrift://HOST:PORT` are)")
+    if setting.kind == "glue":
+        from tablespec.catalog.glue import GlueCatalog
+        return GlueCatalog(setting.origin)
+    raise CatalogError(f"{setting.origin}: catalog {setting.uri!r} is not supported")
 
 
 __all__ = ["Catalog", "CatalogDiff", "CatalogError", "EmbeddedMetastore", "Registration", "open_catalog"]

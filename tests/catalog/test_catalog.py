@@ -99,9 +99,15 @@ def test_embedded_metastore_round_trip(tmp_path):
     assert ids["org.apache.hadoop.hive.metastore.model.MTable"] == 3   # ids 1 and 2 taken: never reused
 
 
-def test_unsupported_catalogs_are_refused_naming_the_setting(tmp_path):
-    with pytest.raises(CatalogError, match=r"^/p/tablespec.project.yaml: catalog: catalog 'glue' is not supported yet"):
-        open_catalog(CatalogSetting("glue", "/p/tablespec.project.yaml: catalog", tmp_path))
+def test_an_unreachable_metastore_is_refused_naming_the_setting(tmp_path):
+    pytest.importorskip("thrift_files", reason="the Thrift metastore needs hive-metastore-client (tablespec[catalog])")
+    import socket
+    with socket.socket() as s:   # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        uri = f"thrift://127.0.0.1:{s.getsockname()[1]}"
+    catalog = open_catalog(CatalogSetting(uri, "/p/tablespec.project.yaml: catalog", tmp_path))
+    with pytest.raises(CatalogError, match=rf"^/p/tablespec.project.yaml: catalog: cannot reach the Hive metastore at {uri}"):
+        catalog.tables("sales")
 
 
 SPEC = """\
@@ -180,7 +186,7 @@ def test_spec_with_catalog_in_a_project_without_one_names_file_line_and_field(pr
 
 @pytest.mark.parametrize("value, message", [
     ("thrift://metastore", "$TABLESPEC_CATALOG: catalog must be `hive`"),
-    ("glue", "$TABLESPEC_CATALOG: catalog 'glue' is not supported yet"),
+    ("thrift://127.0.0.1:1", "$TABLESPEC_CATALOG: cannot reach the Hive metastore at thrift://127.0.0.1:1"),
 ])
 def test_bad_catalog_setting_leaves_tables_and_catalog_untouched(project, capsys, monkeypatch, value, message):
     monkeypatch.setenv("TABLESPEC_CATALOG", value)
