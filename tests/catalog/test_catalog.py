@@ -202,3 +202,15 @@ def test_unreadable_metastore_is_a_clear_error(project, capsys):
     Path(project / ".tablespec" / "metastore.db").write_text("not a database")
     code, _, err = run(capsys, "plan", "specs")
     assert code == 1 and "tablespec.project.yaml: catalog: cannot read the embedded metastore" in err, err
+
+
+def test_import_starts_from_a_catalog_name(project, capsys):
+    run(capsys, "apply", "specs", "--auto-approve")
+    code, out, err = run(capsys, "import", "sales.orders", "--warehouse", "lake")
+    assert code == 0, err
+    assert "location: sales/orders" in out and "catalog: {database: sales}" in out and "name: orders" in out
+    (project / "imported").mkdir()
+    (project / "imported" / "orders.yaml").write_text(out)
+    assert run(capsys, "plan", "imported")[1].startswith("No changes.")
+    code, _, err = run(capsys, "import", "sales.missing")
+    assert code == 1 and "import sales.missing: " in err and "the catalog has no table sales.missing" in err
