@@ -34,6 +34,7 @@ from tablespec.plan.actions import (
     Archive,
     BucketBootstrap,
     BucketRescale,
+    CatalogSync,
     Clean,
     Clustering,
     CreateTable,
@@ -56,6 +57,7 @@ from tablespec.plan.settings import PREVENT_DESTROY, effective
 from tablespec.results import (
     ActionOutcome,
     Archived,
+    CatalogSynced,
     Cleaned,
     Clustered,
     IndexDropped,
@@ -95,6 +97,19 @@ class ApplyResult:
         if self.archived:
             text += " Archived " + ", ".join(f"{n} instant(s) of {t}" for t, n in self.archived.items()) + "."
         return text
+
+
+def sync_table(catalog, spec: TableSpec, state: TableState, allow_drop: bool = False) -> CatalogSynced:
+    """Bring `spec`'s catalog entry to the table as `state` shows it (read once more, as it is now)."""
+    from tablespec.catalog.sync import catalog_diffs
+    change = catalog_diffs(catalog, [(spec, state)], completion=True)[state.location]
+    if change.destructive and not allow_drop:
+        raise PlanError(f"{change.desired.name}: the catalog table must be dropped and registered again (its "
+                        "partition keys differ), which the plan did not allow; run `tablespec plan` again")
+    catalog.sync(change)
+    return CatalogSynced(registered=int(change.register or change.replace), properties=len(change.properties),
+                         columns_changed=int(bool(change.columns)), partitions_added=len(change.add_partitions),
+                         partitions_dropped=len(change.drop_partitions))
 
 
 def check_spec_digests(plan: Plan) -> None:
@@ -141,6 +156,9 @@ def check_table(t: TablePlan, loaded: LoadedSpec, state: TableState, allow_destr
     waiting for the table's lock), a table that needs nothing any more because another apply made the
     same change comes back without actions instead."""
     now = plan_table(loaded, state)
+    if not any(a.kind == "catalog_sync" for a in now.actions):  # the state read here knows no catalog: the plan's
+        carried = [a for a in t.actions if a.kind == "catalog_sync"]   # sync runs from the table and catalog as they are then
+        now = now.model_copy(update={"actions": [*now.actions, *carried]}) if carried else now
     if done_meanwhile and not now.actions:
         return now
     check_requirements(t.requirements, state, t.name)
@@ -205,13 +223,15 @@ class Applier:
 
     def __init__(self, on_action: Callable[[TablePlan, Action, ActionResult], None] | None = None,
                  on_progress: Callable[..., None] | None = None, spark=None, schedule_only: bool = False,
-                 options: StorageOptions | None = None, observed: Mapping[str, TableState] | None = None):
+                 options: StorageOptions | None = None, observed: Mapping[str, TableState] | None = None,
+                 catalog=None):
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
         `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
         `run_clustering`, or a later apply, runs them). `options`: how to reach object stores.
         `observed`: the states the plan was made from moments ago, by location (`plan_observed`,
         no prompt in between): their handles serve apply, which re-reads under each table's lock
         only what may have changed since."""
+        self.catalog = catalog   # where `catalog_sync` actions register tables (catalog.Catalog)
         self.on_action = on_action or (lambda t, a, r: None)
         self.on_progress = on_progress
         self._spark = spark
@@ -421,6 +441,14 @@ class Applier:
                 remove_superseded(table, result.index_buckets)
         return Replaced(rows=result.inserted, files_written=len(result.files), replaced_file_groups=len(state.file_groups))
 
+    def visit_catalog_sync(self, t: TablePlan, a: CatalogSync, spec: TableSpec) -> CatalogSynced:
+        """Sync the catalog with the table as the actions before left it (data instants completed);
+        a crash before this step leaves a catalog the next plan shows out of date, and apply repairs."""
+        if self.catalog is None:
+            raise PlanError(f"{t.name}: the plan registers it in a catalog, and this apply was given none "
+                            "(set `catalog:` in tablespec.project.yaml or $TABLESPEC_CATALOG); nothing was changed")
+        return sync_table(self.catalog, spec, self._observe(t), allow_drop=a.destructive)
+
     def visit_clean(self, t: TablePlan, a: Clean, spec: TableSpec) -> Cleaned:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
         from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
@@ -498,6 +526,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "record_index_compaction": Applier.visit_record_index_compaction,
     "record_index_catch_up": Applier.visit_record_index_catch_up,
     "clustering": Applier.visit_clustering,
+    "catalog_sync": Applier.visit_catalog_sync,
 }
 """The executor of each action kind: the Applier step that runs it and returns its typed result."""
 if set(EXECUTORS) != set(KINDS):  # every kind has an executor: a plan never holds a kind apply cannot run

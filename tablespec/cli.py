@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="text for people (default) or json (typed values) for scripts")
 
     im = sub.add_parser("import", help="print a spec for an existing Hudi table")
-    im.add_argument("location", metavar="LOCATION", help="the table's base path")
+    im.add_argument("location", metavar="LOCATION", help="the table's base path, or DATABASE.TABLE in the project's catalog")
     im.add_argument("--warehouse", metavar="DIR", help="root the spec location is relative to (default: the table's parent)")
     im.add_argument("--timestamp", action="append", default=[], metavar="NAME=VALUE",
                     help="a partitioning.timestamp setting (field, input, inputFormat, outputFormat, timeZone) the "
@@ -142,6 +143,13 @@ class _Context:
                                  "or set `warehouse:` in tablespec.project.yaml")
         return Location.parse(w, self.options)
 
+    def catalog(self):
+        """The project's catalog (`catalog:` or $TABLESPEC_CATALOG), or None when it names none."""
+        from tablespec.catalog import open_catalog
+        from tablespec.spec.project import resolve_catalog
+        setting = resolve_catalog(self.project)
+        return open_catalog(setting) if setting is not None else None
+
     def table(self, location: str, origin: str | None = None) -> HudiTable:
         """The handle on the table at `location` (a command-line argument), with the project's storage options."""
         from tablespec.hudi.table import HudiTable
@@ -172,7 +180,7 @@ class _Context:
         """The plan, and the table states it was made from (by location)."""
         from tablespec.plan.builder import plan_observed
         specs = self.load(paths)
-        return plan_observed(specs, self.warehouse(), self.variables)
+        return plan_observed(specs, self.warehouse(), self.variables, catalog=self.catalog())
 
 
 def cmd_validate(ctx: _Context) -> int:
@@ -229,7 +237,7 @@ def cmd_apply(ctx: _Context) -> int:
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
                       schedule_only=ctx.args.schedule_only, options=ctx.options,
-                      observed=observed if ctx.args.auto_approve else None)
+                      observed=observed if ctx.args.auto_approve else None, catalog=ctx.catalog())
     if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
@@ -304,7 +312,9 @@ def cmd_show(ctx: _Context) -> int:
 def cmd_import(ctx: _Context) -> int:
     from tablespec.importer import import_yaml
     from tablespec.state import observe
-    location = ctx.args.location
+    location, name = ctx.args.location, None
+    if re.fullmatch(r"[A-Za-z_]\w*\.[A-Za-z_]\w*", location) and not os.path.exists(location):
+        location, name = _catalog_location(ctx, location)   # db.table: where the catalog says it is
     table = ctx.table(location, "the table location argument" if ":/" in location else None)
     state = observe(table)
     warehouse = ctx.warehouse() if ctx.args.warehouse else table.location.parent()
@@ -314,8 +324,22 @@ def cmd_import(ctx: _Context) -> int:
         if not sep or not name.strip() or not value.strip():
             raise TablespecError(f"--timestamp {item}: expected NAME=VALUE, e.g. outputFormat=yyyy/MM/dd")
         given[name.strip()] = value.strip()
-    sys.stdout.write(import_yaml(state, warehouse, given))
+    sys.stdout.write(import_yaml(state, warehouse, given, name))
     return 0
+
+
+def _catalog_location(ctx: _Context, qualified: str) -> tuple[str, tuple[str, str]]:
+    """The base path the project's catalog registers `db.table` at, and its (database, table)."""
+    database, name = qualified.lower().split(".")
+    catalog = ctx.catalog()
+    if catalog is None:
+        raise TablespecError(f"import {qualified}: the project names no catalog to look it up in: set `catalog:` "
+                             "in tablespec.project.yaml or $TABLESPEC_CATALOG (or pass the table's location)")
+    found = catalog.tables(database).get(name)
+    if found is None:
+        raise TablespecError(f"import {qualified}: {catalog.origin}: the catalog has no table {database}.{name}")
+    path = found.serde_parameters.get("path") or found.location
+    return path.removeprefix("file:") if path.startswith("file:/") else path, (database, name)
 
 
 def cmd_ingest(ctx: _Context) -> int:

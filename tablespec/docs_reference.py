@@ -200,7 +200,7 @@ def spec_page() -> str:
 
 
 _SCOPES = {"table": "table property", "writer": "write option", "both": "write option, recorded in the table",
-           "tablespec": "tablespec's, in the table"}
+           "tablespec": "tablespec's, in the table", "catalog": "catalog registration"}
 
 
 def _keys_section() -> str:

@@ -226,11 +226,19 @@ def observed_spec(state: TableState, timestamp: dict[str, str] | None = None) ->
     return TableSpec.model_validate(spec_document(state, state.handle.location.parent(), timestamp))
 
 
-def import_yaml(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None) -> str:
+def import_yaml(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None,
+                catalog_name: tuple[str, str] | None = None) -> str:
+    """The spec of the table as YAML; `catalog_name` (database, table): where it is registered."""
+    doc = spec_document(state, warehouse, timestamp)
+    if catalog_name is not None:
+        database, table = catalog_name
+        doc["spec"]["catalog"] = {"database": database} if table == doc["metadata"].get("name", "").lower() else \
+            {"database": database, "table": table}
+        TableSpec.model_validate(doc)
     yaml = YAML()
     yaml.default_flow_style = None
     yaml.width = 4096
     out = io.StringIO()
     out.write(SCHEMA_COMMENT + "\n")
-    yaml.dump(spec_document(state, warehouse, timestamp), out)
+    yaml.dump(doc, out)
     return out.getvalue()

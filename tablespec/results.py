@@ -67,5 +67,15 @@ class RolledBack(Measured):
     plans_discarded: Count | None = None
 
 
+class CatalogSynced(Measured):
+    """What a catalog sync changed (all zero: the catalog already matched the table)."""
+
+    registered: Count = 0             # 1: the table was registered (again)
+    properties: Count = 0
+    columns_changed: Count = 0        # 1: the columns were replaced
+    partitions_added: Count = 0
+    partitions_dropped: Count = 0
+
+
 ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
-                 | RolledBack)
+                 | RolledBack | CatalogSynced)

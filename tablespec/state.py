@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys, metadata_table, record_index
@@ -86,6 +87,7 @@ class TableState:
     contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
     table: HudiTable | None = field(default=None, repr=False, compare=False)   # the handle observed
+    catalog: Any = field(default=None, compare=False)   # a registered table: how the catalog differs (catalog.diff.CatalogDiff)
 
     @functools.cached_property
     def rows(self) -> int | None:

@@ -11,20 +11,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from tablespec.catalog import open_catalog
 from tablespec.errors import SpecError, TablespecError
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.plan.locations import check_location
 from tablespec.spec.loader import load_specs, select_spec
-from tablespec.spec.project import find_project, resolve_warehouse
+from tablespec.spec.project import find_project, resolve_catalog, resolve_warehouse
 
 
 class Table:
     """One table: its spec and one `HudiTable` handle (opened here, reused by every call)."""
 
-    def __init__(self, spec, location: str, spark=None, storage_options: Mapping | StorageOptions | None = None):
-        """`storage_options`: how to reach an object store (a project file's `storage:` section)."""
+    def __init__(self, spec, location: str, spark=None, storage_options: Mapping | StorageOptions | None = None,
+                 catalog=None):
+        """`storage_options`: how to reach an object store (a project file's `storage:` section).
+        `catalog` (tablespec.catalog.Catalog): where a spec with `catalog:` is registered; writes sync it."""
         self.spec, self.location, self._spark = spec, location, spark
         self.table = HudiTable.open(location, StorageOptions.of(storage_options))
+        self.catalog = catalog
 
     @classmethod
     def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
@@ -46,7 +50,11 @@ class Table:
         options = StorageOptions.of(storage_options)
         at = Location.parse(root, options)
         location = check_location(at, at.child(spec.spec.location))
-        return cls(spec, location.uri, spark, options)
+        setting = resolve_catalog(project) if spec.catalog_name is not None else None
+        if spec.catalog_name is not None and setting is None:
+            raise TablespecError(f"{spec_path}: spec.catalog: the project names no catalog to register the table in: "
+                                 "set `catalog:` in tablespec.project.yaml or $TABLESPEC_CATALOG")
+        return cls(spec, location.uri, spark, options, open_catalog(setting) if setting is not None else None)
 
     @property
     def spark(self):
@@ -63,7 +71,18 @@ class Table:
     def write(self, df, operation: str = "upsert", **options):
         """Commit `df` with insert / upsert / bulk_insert / delete; returns what was committed."""
         from tablespec.engine.writer import TableWriter
-        return TableWriter(self.spark, self.spec, self.table, **options).write(df, operation)
+        result = TableWriter(self.spark, self.spec, self.table, **options).write(df, operation)
+        self.sync_catalog()
+        return result
+
+    def sync_catalog(self):
+        """After a commit (its instant completed): the catalog gets the new partitions, columns and
+        last commit, as Hudi's sync after each commit would. A crash before it: the next apply syncs."""
+        if self.catalog is None or self.spec.catalog_name is None:
+            return None
+        from tablespec.apply import sync_table
+        from tablespec.state import observe
+        return sync_table(self.catalog, self.spec, observe(self.table.refresh()))
 
     def read(self, as_of: str | None = None, filters: dict | None = None):
         """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame."""

@@ -16,7 +16,7 @@ LAYERS = [
     ("errors", "types", "wording", "version", "faults"),
     ("hudi", "engine.arrow"),          # the format, and the pyarrow kernels executors run (no Spark)
     ("spec", "quantities"),
-    ("state",),
+    ("state", "catalog"),
     ("plan", "stored_paths", "results"),
     ("actions", "engine"),
     ("apply", "importer", "index", "verify", "show", "hudi_options"),

@@ -59,7 +59,19 @@ def _jar_path(coord: str, repo: Path) -> Path:
 def bundle_jar(fetch: bool = True, version: str | None = None) -> Path:
     """The bundle jar of Hudi `version` (default: hudi_version()) for the installed Spark, fetched
     with `mvn dependency:get` when missing."""
-    coord = coordinate(version=version)
+    return maven_jar(coordinate(version=version), fetch)
+
+
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.46.1.3"
+"""The JDBC driver Spark's Hive client reaches the embedded metastore (SQLite) through."""
+
+
+def sqlite_jdbc_jar(fetch: bool = True) -> Path:
+    return maven_jar(SQLITE_JDBC, fetch)
+
+
+def maven_jar(coord: str, fetch: bool = True) -> Path:
+    """The jar of Maven coordinate `group:artifact:version` in the cache, fetched with `mvn dependency:get` when missing."""
     repo = cache_dir() / "m2"
     jar = _jar_path(coord, repo)
     if jar.is_file():

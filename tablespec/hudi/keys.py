@@ -8,7 +8,8 @@ how a value is parsed into the table config is hudi/config.py; both name keys th
 Scopes: `table` keys are Hudi table properties (hoodie.properties); `writer` keys are Hudi write
 options only (`hudi-options` prints them); `both` are write options that tablespec also records in
 hoodie.properties, where Hudi has no table property (its Spark writers load them from there too);
-`tablespec` keys are tablespec's own, in hoodie.properties, which Hudi ignores.
+`tablespec` keys are tablespec's own, in hoodie.properties, which Hudi ignores; `catalog` keys are
+parameters Hudi's sync tools write in a catalog's registration of the table.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 from tablespec.errors import HudiFormatError
 
-Scope = Literal["table", "writer", "both", "tablespec"]
+Scope = Literal["table", "writer", "both", "tablespec", "catalog"]
 
 HUDI_PREFIX = "hoodie."
 PROPERTIES_FILE = HUDI_PREFIX + "properties"
@@ -251,6 +252,12 @@ COMPACTION_PAYLOAD_CLASS = HudiKey("hoodie.compaction.payload.class",
                                    "How a merge-on-read table's compaction merges records (the metadata table's payload).")
 COMPACTION_MERGER_STRATEGY = HudiKey("hoodie.compaction.record.merger.strategy",
                                      "The record merger's strategy id (the metadata table's).")
+
+
+QUERY_AS_RO_TABLE = HudiKey("hoodie.query.as.ro.table",
+                            "Serde parameter of a catalog registration: whether Spark reads it as the read-optimized "
+                            "view (a copy-on-write table: false).", scope="catalog", default="false",
+                            allowed=("true", "false"))
 
 
 def _own(name: str, doc: str, **kw: Any) -> HudiKey:

@@ -22,7 +22,7 @@ PLAN_FORMAT_VERSION = 1
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
-    "record_index_catch_up", "archive",
+    "record_index_catch_up", "archive", "catalog_sync",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -128,6 +128,13 @@ class GroupSummary(Measured):
     input_files: Count
     input_bytes: Bytes
     output_files: Count
+
+
+class CatalogName(Measured):
+    """The catalog table a sync makes match the table."""
+
+    database: str
+    table: str
 
 
 class ClusteringParams(Measured):
@@ -322,9 +329,19 @@ class Clustering(BaseAction):
         return {**super().shown(), "step": self.params.step, "groups": [g.shown() for g in self.params.groups]}
 
 
+class CatalogSync(BaseAction):
+    """Registering the table in the project's catalog, or bringing its registration up to date
+    (columns, properties, location, partitions), as Hudi's sync tools would; it runs after the
+    table's other actions, from the table as they left it. Destructive when the catalog table must
+    be dropped and registered again (its partition keys differ)."""
+    kind: Literal["catalog_sync"] = "catalog_sync"
+    params: CatalogName
+    estimate: NoEstimate = NoEstimate()
+
+
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
                    | ReplaceTable | Rollback | Clean | Archive | RecordIndexCompaction | RecordIndexCatchUp
-                   | Clustering,
+                   | Clustering | CatalogSync,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {
     cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}

@@ -17,6 +17,8 @@ from tablespec.plan.actions import (
     BucketEstimate,
     BucketRescale,
     BucketSwitch,
+    CatalogName,
+    CatalogSync,
     CatchUpEstimate,
     Change,
     Clean,
@@ -64,17 +66,19 @@ def display_name(spec) -> str:
 
 
 def plan_specs(specs: list[LoadedSpec], warehouse: Location, variables: dict | None = None,
-               now: datetime | None = None) -> Plan:
+               now: datetime | None = None, catalog=None) -> Plan:
     """Check where the specs put their tables, observe the tables and plan (what `plan` and `apply`
     run). Every refused location, takeover, non-empty directory, unmanaged table and timestamp
     partitioning its stored rows contradict is reported at once (SpecError)."""
-    return plan_observed(specs, warehouse, variables, now)[0]
+    return plan_observed(specs, warehouse, variables, now, catalog)[0]
 
 
 def plan_observed(specs: list[LoadedSpec], warehouse: Location, variables: dict | None = None,
-                  now: datetime | None = None) -> tuple[Plan, dict[str, TableState]]:
+                  now: datetime | None = None, catalog=None) -> tuple[Plan, dict[str, TableState]]:
     """`plan_specs`, and the states the plan was made from (by location): the `apply` that runs
-    the plan right away reads through their handles instead of opening the tables again."""
+    the plan right away reads through their handles instead of opening the tables again.
+    `catalog` (a catalog.Catalog): where specs with a `catalog:` section are registered; it is
+    read once per database they name."""
     from tablespec.plan.locations import location_problems, refusal
     from tablespec.state import observe_specs
     seen: dict = {}
@@ -90,9 +94,29 @@ def plan_observed(specs: list[LoadedSpec], warehouse: Location, variables: dict 
     located = [(ls, states[warehouse.child(ls.spec.spec.location).uri]) for ls in placed]
     problems = [d for _, d in refused] + [d for ls, state in located
                                           for d in state_problems(ls, state) or stored_rows_problems(ls, state)]
+    problems += catalog_problems(placed, catalog)
     if problems:
         raise SpecError(sorted(problems, key=lambda d: (d.file, d.line, d.col)))
+    if catalog is not None:
+        from dataclasses import replace
+
+        from tablespec.catalog.sync import catalog_diffs
+        diffs = catalog_diffs(catalog, [(ls.spec, state) for ls, state in located])
+        states.update({location: replace(states[location], catalog=d) for location, d in diffs.items()})
     return build_plan(specs, states, warehouse, variables, now), states
+
+
+def catalog_problems(specs: list[LoadedSpec], catalog) -> list[Diagnostic]:
+    """A spec that asks to be registered in a project that names no catalog."""
+    if catalog is not None:
+        return []
+    out = []
+    for ls in specs:
+        if ls.spec.spec.catalog is not None:
+            line, col = ls.position("spec.catalog")
+            out.append(Diagnostic(ls.file, line, col, "spec.catalog", "the project names no catalog to register the "
+                                  "table in: set `catalog:` in tablespec.project.yaml or $TABLESPEC_CATALOG"))
+    return out
 
 
 def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
@@ -192,6 +216,8 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     elif state.exists and (runs := pending_runs(state)):  # a pending plan runs before the table is rewritten
         at = next(i for i, a in enumerate(actions) if not a.housekeeping)
         actions[at:at] = runs
+    if spec.catalog_name is not None and state.catalog is not None and (actions or not state.catalog.in_sync):
+        actions.append(catalog_action(state.catalog, bool(actions)))
     warnings = []
     live = [i for i in state.pending if i not in state.expired
             and not (i.state == "requested" and i in state.pending_clustering)]  # scheduled plans are actions
@@ -217,6 +243,24 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         warnings=warnings,
         clustering_coverage=spec_coverage(spec, state),
     )
+
+
+def catalog_action(d, after_actions: bool) -> CatalogSync:
+    """The catalog sync of a registered table (`d`: a catalog.diff.CatalogDiff), last of its actions."""
+    name = d.desired.name
+    if d.replace:
+        reasons = [f"the catalog's {name} has other partition keys: it is dropped and registered again"]
+    elif d.register:
+        reasons = [f"{name} is not in the catalog: it is registered as Hudi's sync would"]
+    elif not d.in_sync:
+        reasons = [f"the catalog's {name} differs from the table"]
+    else:
+        reasons = []
+    if after_actions:
+        reasons.append(f"after the actions above, {name} is synced with the table as they leave it")
+    changes = [Change(path=path, old=old, new=new) for path, old, new in d.lines()]
+    return CatalogSync(params=CatalogName(database=d.desired.database, table=d.desired.table),
+                       destructive=d.destructive, reasons=reasons, changes=changes)
 
 
 def table_actions(spec, state: TableState) -> list[Action]:

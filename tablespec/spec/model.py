@@ -10,7 +10,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from tablespec.hudi.archive.plan import ArchiveSettings
 from tablespec.hudi.keygen import TimestampPartitioning, complex_record_key, joda_to_strftime, key_generator_class
@@ -297,6 +297,15 @@ class Protection(SpecModel):
     """Refuse any plan that would drop or replace the table, even with --allow-destructive."""
 
 
+class CatalogEntry(SpecModel):
+    """Where the table is registered in the project's catalog, so SQL users query it by name."""
+
+    database: Name
+    """Catalog database (created when missing)."""
+    table: Name | None = None
+    """Catalog table name; default: metadata.name."""
+
+
 class TableBody(SpecModel):
     """The desired state of the table."""
 
@@ -320,6 +329,8 @@ class TableBody(SpecModel):
     """Cleaning policy."""
     protection: Protection = Protection()
     """Guards against destructive plans."""
+    catalog: CatalogEntry | None = None
+    """Register the table in the project's catalog (`catalog:` in tablespec.project.yaml); default: not registered."""
 
     @field_validator("location")
     @classmethod
@@ -336,6 +347,14 @@ class TableBody(SpecModel):
         if path.as_posix() == ".":
             raise problem("location must name a directory below the warehouse root")
         return path.as_posix()
+
+    @model_serializer(mode="wrap")
+    def _unregistered_as_before(self, handler) -> dict:
+        # a spec without `catalog:` dumps (and so digests) as it did before catalogs existed
+        data = handler(self)
+        if self.catalog is None and isinstance(data, dict):
+            data.pop("catalog", None)
+        return data
 
     @model_validator(mode="after")
     def _cross_field(self) -> TableBody:
@@ -363,6 +382,12 @@ class TableSpec(SpecModel):
     def qualified_name(self) -> str:
         """`database.name`, or `name` without a database."""
         return f"{self.metadata.database}.{self.name}" if self.metadata.database else self.name
+
+    @property
+    def catalog_name(self) -> tuple[str, str] | None:
+        """(database, table) of the table's catalog entry, or None when it is not registered."""
+        entry = self.spec.catalog
+        return (entry.database, entry.table or self.name) if entry is not None else None
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.spec.columns if c.name == name), None)

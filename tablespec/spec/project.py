@@ -6,6 +6,8 @@ a repository; relative paths in it are relative to the file, not to the working 
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +20,8 @@ from tablespec.spec.source import Document, read_documents
 
 PROJECT_FILE = "tablespec.project.yaml"
 WAREHOUSE_ENV = "TABLESPEC_WAREHOUSE"
+CATALOG_ENV = "TABLESPEC_CATALOG"
+CATALOG_FORMS = "`hive` (the embedded metastore under the project), `thrift://HOST:PORT` or `glue`"
 
 
 def _conf_value(value: Any) -> Any:
@@ -48,6 +52,24 @@ class SparkSettings(SpecModel):
     """Extra Spark configuration, e.g. spark.sql.shuffle.partitions: 8."""
 
 
+def catalog_problem(value: Any) -> str | None:
+    """Why `value` is not a catalog setting (None when it is one)."""
+    if not isinstance(value, str):
+        return f"catalog must be {CATALOG_FORMS}, got a {type(value).__name__}"
+    if value in ("hive", "glue"):
+        return None
+    match = re.fullmatch(r"thrift://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})", value)
+    if match is None or not 0 < int(match.group(2)) < 65536:
+        return f"catalog must be {CATALOG_FORMS}, got {value!r}"
+    return None
+
+
+def _catalog(value: Any) -> Any:
+    if (why := catalog_problem(value)) is not None:
+        raise problem(why)
+    return value
+
+
 class Project(SpecModel):
     """Settings shared by every spec of a repository."""
 
@@ -60,6 +82,10 @@ class Project(SpecModel):
     storage: dict[str, Annotated[str, BeforeValidator(_conf_value)]] = {}
     """Object-store options for s3:// warehouses: endpoint, region, allow_http, ... (never credentials:
     those come from the AWS credential chain)."""
+
+    catalog: Annotated[str, PlainValidator(_catalog), WithJsonSchema({"type": "string"})] | None = None
+    """Where specs with a `catalog:` section are registered: `hive` (embedded metastore in .tablespec/ beside
+    this file), `thrift://HOST:PORT` (a Hive metastore) or `glue`; $TABLESPEC_CATALOG overrides it."""
 
     _file: Path | None = PrivateAttr(default=None)
 
@@ -99,6 +125,36 @@ def resolve_warehouse(cli_value: str | None, project: Project | None) -> str | N
     if "://" in warehouse or ":/" in warehouse or os.path.isabs(warehouse) or project.file is None:
         return checked(warehouse, origin)
     return os.path.normpath(project.file.parent.resolve() / warehouse)
+
+
+@dataclass(frozen=True)
+class CatalogSetting:
+    """The project's catalog and where that setting was read (for errors that name it)."""
+
+    uri: str
+    """`hive`, `thrift://HOST:PORT` or `glue`."""
+    origin: str
+    """`$TABLESPEC_CATALOG`, or the project file and field."""
+    home: Path
+    """Directory of the project (the embedded metastore lives in its .tablespec/)."""
+
+    @property
+    def kind(self) -> str:
+        return "thrift" if self.uri.startswith("thrift://") else self.uri
+
+
+def resolve_catalog(project: Project | None) -> CatalogSetting | None:
+    """The catalog by precedence: $TABLESPEC_CATALOG > the project file's `catalog`; None when neither is set."""
+    home = project.file.parent.resolve() if project is not None and project.file is not None else Path.cwd()
+    if os.environ.get(CATALOG_ENV):
+        value = os.environ[CATALOG_ENV]
+        if (why := catalog_problem(value)) is not None:
+            raise SpecError([Diagnostic(f"${CATALOG_ENV}", 0, 0, "", why)])
+        return CatalogSetting(value, f"${CATALOG_ENV}", home)
+    if project is None or project.catalog is None:
+        return None
+    origin = f"{project.file}: catalog" if project.file else "the project's catalog"
+    return CatalogSetting(project.catalog, origin, home)
 
 
 def load_project(path: str | Path) -> Project:

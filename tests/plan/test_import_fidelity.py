@@ -120,7 +120,8 @@ def _leaves(model: type[BaseModel], prefix: str) -> set[str]:
 # Spec paths that are no hoodie.properties setting: the table's own layout, read from the table itself, and
 # metadata.renamedFrom, an instruction to the planner (rename the table there) that no table records.
 NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom", "spec.location", "spec.columns",
-                "spec.recordKey.autoGenerate"}
+                "spec.recordKey.autoGenerate",
+                "spec.catalog.database", "spec.catalog.table"}   # kept by the catalog, not in hoodie.properties
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
                      "spec.partitioning.timestamp.timeZone"}

@@ -70,3 +70,16 @@ def test_yaml_validation_refuses_python_names():
     with pytest.raises(pydantic.ValidationError):
         TableSpec.model_validate(dumped, by_alias=True, by_name=False)
     assert TableSpec.model_validate(dumped) == make()
+
+
+def test_catalog_entry_defaults_to_the_table_name_and_keeps_old_digests():
+    plain = make()
+    assert plain.catalog_name is None
+    assert "catalog" not in plain.model_dump(by_alias=True)["spec"]
+    registered = TableSpec.model_validate({**plain.model_dump(by_alias=True),
+                                           "spec": {**plain.model_dump(by_alias=True)["spec"], "catalog": {"database": "sales"}}})
+    assert registered.catalog_name == ("sales", plain.name)
+    assert spec_digest(registered) != spec_digest(plain)
+    with pytest.raises(pydantic.ValidationError, match="String should match pattern"):
+        TableSpec.model_validate({**plain.model_dump(by_alias=True),
+                                  "spec": {**plain.model_dump(by_alias=True)["spec"], "catalog": {"database": "bad-name"}}})

@@ -100,3 +100,34 @@ def test_absolute_and_uri_warehouses_are_kept(monkeypatch):
     assert Project(warehouse="s3://bucket/lake").resolve_warehouse() == "s3://bucket/lake"
     assert Project(warehouse="/abs/lake").resolve_warehouse() == "/abs/lake"
     assert Project(warehouse="rel").resolve_warehouse() == "rel"  # built in code: no file to be relative to
+
+
+@pytest.mark.parametrize("value", ["hive", "glue", "thrift://localhost:9083", "thrift://[::1]:9083"])
+def test_catalog_settings(tmp_path, value, monkeypatch):
+    from tablespec.spec.project import resolve_catalog
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    (tmp_path / PROJECT_FILE).write_text(f"catalog: {value}\n")
+    setting = resolve_catalog(load_project(tmp_path / PROJECT_FILE))
+    assert (setting.uri, setting.home) == (value, tmp_path.resolve())
+    assert setting.kind == ("thrift" if value.startswith("thrift") else value)
+
+
+@pytest.mark.parametrize("value", ["thrift://metastore", "thrift://h:0", "derby", "http://h:9083", "3"])
+def test_bad_catalog_setting_names_file_line_and_field(tmp_path, value):
+    (tmp_path / PROJECT_FILE).write_text(f"warehouse: lake\ncatalog: {value}\n")
+    with pytest.raises(SpecError) as e:
+        load_project(tmp_path / PROJECT_FILE)
+    assert str(e.value.diagnostics[0]).startswith(f"{tmp_path / PROJECT_FILE}:2:1: catalog: catalog must be `hive`")
+
+
+def test_catalog_from_the_environment_wins_and_is_checked(tmp_path, monkeypatch):
+    from tablespec.spec.project import resolve_catalog
+    (tmp_path / PROJECT_FILE).write_text("catalog: hive\n")
+    project = load_project(tmp_path / PROJECT_FILE)
+    monkeypatch.setenv("TABLESPEC_CATALOG", "thrift://127.0.0.1:9083")
+    assert resolve_catalog(project).origin == "$TABLESPEC_CATALOG"
+    monkeypatch.setenv("TABLESPEC_CATALOG", "thrift://127.0.0.1:99999")
+    with pytest.raises(SpecError, match=r"^\$TABLESPEC_CATALOG: catalog must be"):
+        resolve_catalog(project)
+    monkeypatch.delenv("TABLESPEC_CATALOG")
+    assert resolve_catalog(Project()) is None

@@ -1,0 +1,216 @@
+"""Catalogs without a JVM: the registration Hudi's sync writes, its diff, the embedded metastore
+written and read back with sqlite3, and plan / apply through the CLI registering tables."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tablespec.catalog import EmbeddedMetastore, open_catalog
+from tablespec.catalog.diff import diff
+from tablespec.catalog.metastore import CatalogError, partition_name
+from tablespec.catalog.registration import Column, hive_type, partition_values, registration, spark_properties
+from tablespec.cli import main
+from tablespec.hudi.table import HudiTable
+from tablespec.spec.project import CatalogSetting
+from tablespec.types import parse_type
+
+COLUMNS = [Column("id", parse_type("long"), False), Column("Amount", parse_type("decimal(12,2)")),
+           Column("at", parse_type("timestamp")), Column("tags", parse_type("array<string>")),
+           Column("attrs", parse_type("map<string,struct<a:int,b:short>>")), Column("day", parse_type("date"))]
+
+
+def reg(partitions=("day=2024-01-01",), columns=COLUMNS, head="20240101000000000", base="/lake/t"):
+    return registration("Sales", "T", base, list(columns), ["day"], list(partitions), head)
+
+
+def test_hive_types_are_hudis():
+    assert [hive_type(c.type) for c in COLUMNS] == [
+        "bigint", "decimal(12,2)", "bigint", "array<string>", "map<string,struct<a:int,b:int>>", "date"]
+
+
+def test_registration_is_hudis_for_a_cow_table():
+    r = reg()
+    assert (r.database, r.table, r.location) == ("sales", "t", "file:/lake/t")
+    assert r.columns[:5] == tuple((n, "string") for n in ("_hoodie_commit_time", "_hoodie_commit_seqno",
+                                                           "_hoodie_record_key", "_hoodie_partition_path",
+                                                           "_hoodie_file_name"))
+    assert [n for n, _ in r.columns[5:]] == ["id", "amount", "at", "tags", "attrs"]   # lowercase, partition key last
+    assert r.partition_keys == (("day", "date"),)
+    assert r.input_format == "org.apache.hudi.hadoop.HoodieParquetInputFormat"
+    assert r.serde_parameters == {"path": "/lake/t", "hoodie.query.as.ro.table": "false", "serialization.format": "1"}
+    assert r.parameters["EXTERNAL"] == "TRUE" and r.parameters["last_commit_time_sync"] == "20240101000000000"
+    schema = json.loads(r.parameters["spark.sql.sources.schema.part.0"])
+    assert [f["name"] for f in schema["fields"]][5:] == ["id", "Amount", "at", "tags", "attrs", "day"]
+    assert schema["fields"][5]["nullable"] is False and schema["fields"][7]["type"] == "timestamp"
+    assert r.partitions == {("2024-01-01",): "file:/lake/t/day=2024-01-01"}
+
+
+def test_long_schemas_are_split_in_parts_of_4000():
+    wide = [Column(f"column_{i:03d}", parse_type("string")) for i in range(200)]
+    props = spark_properties(wide, [])
+    parts = int(props["spark.sql.sources.schema.numParts"])
+    assert parts > 1 and all(len(props[f"spark.sql.sources.schema.part.{i}"]) == 4000 for i in range(parts - 1))
+    assert json.loads("".join(props[f"spark.sql.sources.schema.part.{i}"] for i in range(parts)))["type"] == "struct"
+    assert "spark.sql.sources.schema.numPartCols" not in props
+
+
+def test_partition_values_and_names():
+    assert partition_values("a=1/b=x", 2) == ("1", "x") and partition_values("2024/01", 2) == ("2024", "01")
+    with pytest.raises(ValueError):
+        partition_values("a=1", 2)
+    assert partition_name([("Day", "string"), ("k", "string")], ("2024-01-01", "a/b:c")) == "day=2024-01-01/k=a%2Fb%3Ac"
+
+
+def test_diff():
+    want = reg(partitions=("day=2024-01-01", "day=2024-01-02"))
+    assert diff(None, want).register
+    assert diff(want, want).in_sync
+    older = reg(partitions=("day=2024-01-01", "day=2023-12-31"), columns=COLUMNS[:-2] + COLUMNS[-1:], head="1")
+    d = diff(older, want)
+    assert d.add_partitions == (("2024-01-02",),) and d.drop_partitions == (("2023-12-31",),)
+    assert d.columns and set(d.properties) == {"last_commit_time_sync", "spark.sql.sources.schema.part.0"}
+    assert not d.destructive
+    moved = diff(reg(base="/elsewhere/t"), reg())
+    assert moved.location == ("file:/elsewhere/t", "file:/lake/t") and moved.storage   # the serde's path too
+    other_keys = registration("sales", "t", "/lake/t", COLUMNS, [], [], "1")
+    assert diff(other_keys, want).destructive
+
+
+def test_embedded_metastore_round_trip(tmp_path):
+    store = EmbeddedMetastore(tmp_path / ".tablespec" / "metastore.db", "test")
+    assert store.tables("sales") == {}                      # no file yet: nothing registered, nothing created
+    assert not store.db.exists()
+    want = reg(partitions=("day=2024-01-01", "day=2024-01-02"))
+    store.sync(diff(None, want))
+    assert diff(store.tables("sales")["t"], want).in_sync
+    newer = reg(partitions=("day=2024-01-02", "day=2024-01-03"), columns=COLUMNS[:2] + COLUMNS[-1:], head="2")
+    store.sync(diff(store.tables("sales")["t"], newer))
+    assert diff(store.tables("sales")["t"], newer).in_sync
+    rekeyed = registration("sales", "t", "/lake/t", COLUMNS, [], [], "3")
+    store.sync(diff(store.tables("sales")["t"], rekeyed))
+    assert diff(store.tables("sales")["t"], rekeyed).in_sync
+    db = sqlite3.connect(store.db)
+    assert db.execute("SELECT COUNT(*) FROM PARTITIONS").fetchone() == (0,)   # the dropped table's partitions went with it
+    assert db.execute("SELECT COUNT(*) FROM SDS").fetchone() == (1,)
+    ids = dict(db.execute("SELECT SEQUENCE_NAME, NEXT_VAL FROM SEQUENCE_TABLE"))
+    assert ids["org.apache.hadoop.hive.metastore.model.MTable"] == 3   # ids 1 and 2 taken: never reused
+
+
+def test_an_unreachable_metastore_is_refused_naming_the_setting(tmp_path):
+    pytest.importorskip("thrift_files", reason="the Thrift metastore needs hive-metastore-client (tablespec[catalog])")
+    import socket
+    with socket.socket() as s:   # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        uri = f"thrift://127.0.0.1:{s.getsockname()[1]}"
+    catalog = open_catalog(CatalogSetting(uri, "/p/tablespec.project.yaml: catalog", tmp_path))
+    with pytest.raises(CatalogError, match=rf"^/p/tablespec.project.yaml: catalog: cannot reach the Hive metastore at {uri}"):
+        catalog.tables("sales")
+
+
+SPEC = """\
+apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {{name: {name}}}
+spec:
+  location: sales/{name}
+  columns:
+    - {{name: id, type: long, nullable: false}}
+    - {{name: day, type: string}}
+  recordKey: {{fields: [id]}}
+  partitioning: {{fields: [day]}}
+  catalog: {{database: sales}}
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "specs").mkdir()
+    for name in ("orders", "returns", "refunds"):
+        (tmp_path / "specs" / f"{name}.yaml").write_text(SPEC.format(name=name))
+    (tmp_path / "tablespec.project.yaml").write_text("warehouse: lake\ncatalog: hive\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_and_apply_register_tables_without_spark(project, capsys):
+    code, out, err = run(capsys, "plan", "specs")
+    assert code == 0, err
+    assert out.count("~ catalog_sync") == 3 and "sales.orders is not in the catalog" in out
+    code, out, err = run(capsys, "apply", "specs", "--auto-approve")
+    assert code == 0, err
+    assert "registered=1" in out
+    registered = EmbeddedMetastore(project / ".tablespec" / "metastore.db", "t").tables("sales")
+    assert sorted(registered) == ["orders", "refunds", "returns"]
+    assert registered["orders"].location == f"file:{project / 'lake' / 'sales' / 'orders'}"
+    assert run(capsys, "plan", "specs")[1].startswith("No changes.")
+
+
+def test_plan_reads_the_catalog_once_per_database(project):
+    from tablespec.hudi.table import Location
+    from tablespec.plan.builder import plan_observed
+    from tablespec.spec.loader import load_specs
+    store = EmbeddedMetastore(project / ".tablespec" / "metastore.db", "t")
+    plan, _ = plan_observed(load_specs(["specs"]).specs, Location.parse(str(project / "lake")), catalog=store)
+    assert len(plan.tables) == 3 and store.reads == 1
+
+
+def test_a_dropped_registration_is_planned_again(project, capsys):
+    run(capsys, "apply", "specs", "--auto-approve")
+    db = sqlite3.connect(project / ".tablespec" / "metastore.db")
+    with db:
+        db.execute("DELETE FROM TABLE_PARAMS WHERE PARAM_KEY = 'spark.sql.sources.provider'")
+    code, out, _ = run(capsys, "plan", "specs")
+    assert out.count("~ catalog_sync") == 3
+    assert out.count('+ catalog.properties.spark.sql.sources.provider = "hudi"') == 3
+    run(capsys, "apply", "specs", "--auto-approve")
+    assert run(capsys, "plan", "specs")[1].startswith("No changes.")
+
+
+def test_spec_with_catalog_in_a_project_without_one_names_file_line_and_field(project, capsys):
+    (project / "tablespec.project.yaml").write_text("warehouse: lake\n")
+    code, _, err = run(capsys, "plan", "specs/orders.yaml")
+    assert code == 1
+    assert "specs/orders.yaml:11:3: spec.catalog: the project names no catalog" in err
+
+
+@pytest.mark.parametrize("value, message", [
+    ("thrift://metastore", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://127.0.0.1:1", "$TABLESPEC_CATALOG: cannot reach the Hive metastore at thrift://127.0.0.1:1"),
+])
+def test_bad_catalog_setting_leaves_tables_and_catalog_untouched(project, capsys, monkeypatch, value, message):
+    monkeypatch.setenv("TABLESPEC_CATALOG", value)
+    for command in (["plan", "specs"], ["apply", "specs", "--auto-approve"]):
+        code, _, err = run(capsys, *command)
+        assert code == 1 and err.removeprefix("error: ").startswith(message) and "Traceback" not in err, err
+    assert not (project / "lake").exists() and not (project / ".tablespec").exists()
+    assert not HudiTable.open(str(project / "lake" / "sales" / "orders")).exists
+
+
+def test_unreadable_metastore_is_a_clear_error(project, capsys):
+    (project / ".tablespec").mkdir()
+    Path(project / ".tablespec" / "metastore.db").write_text("not a database")
+    code, _, err = run(capsys, "plan", "specs")
+    assert code == 1 and "tablespec.project.yaml: catalog: cannot read the embedded metastore" in err, err
+
+
+def test_import_starts_from_a_catalog_name(project, capsys):
+    run(capsys, "apply", "specs", "--auto-approve")
+    code, out, err = run(capsys, "import", "sales.orders", "--warehouse", "lake")
+    assert code == 0, err
+    assert "location: sales/orders" in out and "catalog: {database: sales}" in out and "name: orders" in out
+    (project / "imported").mkdir()
+    (project / "imported" / "orders.yaml").write_text(out)
+    assert run(capsys, "plan", "imported")[1].startswith("No changes.")
+    code, _, err = run(capsys, "import", "sales.missing")
+    assert code == 1 and "import sales.missing: " in err and "the catalog has no table sales.missing" in err

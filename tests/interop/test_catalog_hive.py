@@ -1,0 +1,126 @@
+"""The embedded Hive metastore against Spark SQL and Apache Hudi 0.15's HiveSyncTool.
+
+tablespec registers a table (apply), syncs after each ingest (a new partition) and after a schema
+change; Spark SQL with Hive support (a subprocess: catalog_process.py) then reads `sales.orders`
+by name exactly as tablespec reads the table, Hudi's own sync on that metastore changes nothing,
+and Hudi's sync into an empty metastore registers what tablespec registered.
+"""
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from catalog_process import hive_sync_step, run_steps, sql_step
+
+from tablespec.catalog import EmbeddedMetastore
+from tablespec.catalog.diff import diff
+from tablespec.cli import main
+from tablespec.spec.loader import load_specs
+from tablespec.table import Table
+
+SPEC = """\
+apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {{name: orders}}
+spec:
+  location: sales/orders
+  columns:
+    - {{name: id, type: long, nullable: false}}
+    - {{name: amount, type: "decimal(12,2)"}}
+    - {{name: tags, type: "array<string>"}}
+{extra}    - {{name: day, type: string}}
+  recordKey: {{fields: [id]}}
+  partitioning: {{fields: [day]}}
+  catalog: {{database: sales}}
+"""
+METASTORE_TABLES = ("DBS", "TBLS", "SDS", "SERDES", "SERDE_PARAMS", "CDS", "COLUMNS_V2", "TABLE_PARAMS",
+                    "PARTITION_KEYS", "PARTITIONS", "PARTITION_KEY_VALS", "PARTITION_PARAMS")
+
+
+def _cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    return out
+
+
+def _rows(df_or_rows, columns):
+    rows = df_or_rows.collect() if hasattr(df_or_rows, "collect") else df_or_rows
+    out = []
+    for r in rows:
+        d = r.asDict(recursive=True) if hasattr(r, "asDict") else dict(r)
+        out.append(tuple(str(d[c]) if isinstance(d[c], Decimal) else d[c] for c in columns))
+    return sorted(out)
+
+
+def _dump(db: Path) -> dict:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in METASTORE_TABLES}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "orders.yaml").write_text(SPEC.format(extra=""))
+    (tmp_path / "tablespec.project.yaml").write_text("warehouse: lake\ncatalog: hive\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    return tmp_path
+
+
+def test_spark_sql_reads_by_name_what_tablespec_reads_and_hudis_sync_agrees(project, spark, capsys):
+    metastore = project / ".tablespec" / "metastore.db"
+    store = EmbeddedMetastore(metastore, "test")
+    base = project / "lake" / "sales" / "orders"
+    _cli(capsys, "apply", "specs", "--auto-approve")                      # create + register
+    assert "orders" in store.tables("sales")
+
+    def table(spec_text: str) -> Table:
+        (project / "specs" / "orders.yaml").write_text(spec_text)
+        return Table(load_specs(["specs/orders.yaml"]).specs[0].spec, str(base), spark, catalog=store)
+
+    t = table(SPEC.format(extra=""))
+    t.write(spark.createDataFrame([(1, Decimal("10.50"), ["a"], "2024-01-01"), (2, Decimal("3.25"), None, "2024-01-01")],
+                                  t.spec_ddl()), "upsert")
+    columns = ["id", "amount", "tags", "day"]
+    first = run_steps(metastore, [sql_step("SELECT id, amount, tags, day FROM sales.orders")])[0]
+    assert _rows(first, columns) == _rows(t.read(), columns)
+
+    t.write(spark.createDataFrame([(3, Decimal("7.00"), ["b", "c"], "2024-01-02")], t.spec_ddl()), "upsert")  # new day
+    with_note = SPEC.format(extra="    - {name: note, type: string}\n")
+    (project / "specs" / "orders.yaml").write_text(with_note)
+    out = _cli(capsys, "apply", "specs", "--auto-approve")                # schema change + sync
+    assert "schema_evolution done" in out and "catalog_sync done" in out
+    t = table(with_note)
+    t.write(spark.createDataFrame([(4, Decimal("1.00"), [], "x", "2024-01-03")], t.spec_ddl()), "upsert")
+    assert diff(store.tables("sales")["orders"], store.tables("sales")["orders"]).in_sync
+    assert sorted(v for v, in store.tables("sales")["orders"].partitions) == ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+    columns = ["id", "amount", "tags", "note", "day"]
+    before = _dump(metastore)
+    sql, parts, _ = run_steps(metastore, [sql_step("SELECT id, amount, tags, note, day FROM sales.orders"),
+                                          sql_step("SHOW PARTITIONS sales.orders"),
+                                          hive_sync_step(str(base), "sales", "orders", ["day"])])
+    assert _rows(sql, columns) == _rows(t.read(), columns) and len(sql) == 4
+    assert sorted(p["partition"] for p in parts) == ["day=2024-01-01", "day=2024-01-02", "day=2024-01-03"]
+    after = _dump(metastore)
+    assert {k: v for k, v in after.items() if k != "DBS"} == {k: v for k, v in before.items() if k != "DBS"}, \
+        "Hudi's sync found something to change in tablespec's registration"
+
+    fresh = project / "hudi" / "metastore.db"
+    EmbeddedMetastore(fresh, "test")._writer().close()                     # the schema only
+    run_steps(fresh, [hive_sync_step(str(base), "sales", "orders", ["day"])])
+    hudis, ours = EmbeddedMetastore(fresh, "hudi").tables("sales")["orders"], store.tables("sales")["orders"]
+    assert diff(hudis, ours).in_sync
+    assert ({k: v for k, v in hudis.parameters.items() if k != "transient_lastDdlTime"}
+            == {k: v for k, v in ours.parameters.items() if k != "transient_lastDdlTime"})
+    assert (hudis.columns, hudis.partition_keys, hudis.serde_parameters, hudis.partitions, hudis.location) == \
+        (ours.columns, ours.partition_keys, ours.serde_parameters, ours.partitions, ours.location)
+    shutil.rmtree(project / "hudi")
