@@ -27,7 +27,9 @@ from tablespec.hudi.archive.archiver import delete_archived, deletion_order, int
 from tablespec.hudi.archive.log import ArchiveFile, archive_files, folder_path, read_records, write_version
 from tablespec.hudi.archive.merge import PLAN_NAME, MergeSettings, finish_merge, merge_candidates, merge_small_files
 from tablespec.hudi.archive.plan import archive_due
+from tablespec.hudi.archive.summary import ArchivedClusterings, archived_clusterings, read_summary
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo, encode_plan
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import FileInfo, LocalStorage, join
@@ -497,3 +499,60 @@ def test_a_torn_merge_plan_is_dropped(table):
     assert finish_merge(storage, base, "archived")
     assert [f.version for f in archive_files(storage, base)] == [1, 2, 3, 4]
     _same_archive(storage, base, before)
+
+
+# --- the summary of archived clustering history ------------------------------------------------
+
+def _write_clustering(writer: TimelineWriter, n: int, layout: Layout) -> None:
+    plan = ClusteringPlan((ClusteringGroup((SliceInfo("p0", f"f{n - 1}-0", f"p0/f{n - 1}-0_0-1-2_{ts(n - 1)}.parquet"),)),),
+                          layout)
+    meta = CommitMetadata({"p0": [_stat("p0", f"c{n}-0", n)]}, extra_metadata={"schema": SCHEMA},
+                          operation_type="CLUSTER", partition_to_replace_file_ids={"p0": [f"f{n - 1}-0"]})
+    writer.complete(writer.start(writer.request("replacecommit", ts(n), encode_plan(plan))), meta)
+
+
+def _clustered_history(tmp_path, runs: int) -> tuple[LocalStorage, str, Timeline]:
+    """Commits 10, 20, ... (10 x runs), each followed by a clean, with a SORT clustering at 50 and a
+    ZORDER one at 120, archived as they go."""
+    storage, base = LocalStorage(), str(tmp_path / "t")
+    writer, settings = TimelineWriter(storage, base), ArchiveSettings(2, 3, 1)
+    for n in range(1, runs + 1):
+        if n in (5, 12):
+            _write_clustering(writer, 10 * n, Layout("SORT" if n == 5 else "ZORDER", ("id",)))
+        else:
+            _write_commit(writer, 10 * n)
+        _write_clean(writer, 10 * n + 1, retain=10 * n)       # the cleaner passed every replacecommit
+        housekeep(HudiTable(Location(base, storage)), settings)
+    return storage, base, Timeline.load(storage, base)
+
+
+def test_archiving_runs_keep_a_summary_equal_to_reading_the_archive(tmp_path):
+    storage, base, active = _clustered_history(tmp_path, 25)
+    full = ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)
+    assert [(t, str(layout)) for t, layout in full.clusterings] == [(ts(50), "SORT(id)"), (ts(120), "ZORDER(id)")]
+    assert full.commits_since == sum(1 for i in ArchivedTimeline.load(storage, base).commits() if i.timestamp > ts(120))
+    assert read_summary(storage, base, "archived", archive_files(storage, base)) == full
+    # the state takes it from the summary, not the archive: archive files of the same size but
+    # unreadable do not change the answer
+    for f in archive_files(storage, base):
+        storage.write_bytes(f.path, b"\0" * f.info.size)
+    assert archived_clusterings(storage, base, "archived", active) == full
+
+
+def test_a_summary_that_does_not_describe_the_archive_is_not_used(tmp_path):
+    storage, base, active = _clustered_history(tmp_path, 25)
+    full = ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)
+    assert archived_clusterings(storage, base, "archived", active) == full
+    # another writer (a Hudi job) archived a version since: read from the archive, as it is
+    records = [r for r in read_records(storage, archive_files(storage, base)[0])]
+    write_version(storage, base, records)                                   # the same entries again
+    assert read_summary(storage, base, "archived", archive_files(storage, base)) is None
+    assert archived_clusterings(storage, base, "archived", active) == full  # repeated entries count once
+    # and the next run records it anew
+    writer = TimelineWriter(storage, base)
+    for n in range(26, 30):
+        _write_commit(writer, 10 * n)
+    housekeep(HudiTable(Location(base, storage)), ArchiveSettings(2, 3, 1))
+    active = Timeline.load(storage, base)
+    assert read_summary(storage, base, "archived", archive_files(storage, base)) == \
+        ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)

@@ -21,6 +21,7 @@ from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
 from tablespec.hudi.archive.merge import MergeSettings, finish_merge, merge_small_files
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, archive_due, plan_archive, read_bounds
+from tablespec.hudi.archive.summary import ArchivedClusterings, read_summary, record_summary
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
@@ -134,11 +135,14 @@ def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAUL
     files = state_files(storage, base, plan.instants)
     if not files:
         return None
+    existing = archive_files(storage, base, folder)
+    before = read_summary(storage, base, folder, existing) if existing else ArchivedClusterings()
     if merge is not None:
-        merge_small_files(storage, base, folder, merge)
+        merge_small_files(storage, base, folder, merge, existing)   # the same content: `before` holds
     path = write_archive(storage, base, files, folder)
     crash_point("archive_written")
     delete_archived(storage, base, files)
+    record_summary(storage, base, folder, before, path)   # last: a run that dies before leaves it stale
     return path
 
 
