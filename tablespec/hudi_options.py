@@ -52,6 +52,9 @@ WRITER = {
     # Archiving runs in the writer, with the spec's limits (`archiving`): tablespec reads the
     # archived timeline where history reaches into it, and archives the same way.
     keys.ARCHIVE_AUTOMATIC.name: "true",
+    # ... merging small archive files as tablespec does (each run writes a new file where storage
+    # cannot append; Hudi's default leaves them all).
+    keys.ARCHIVE_MERGE_ENABLE.name: "true",
     # The table's schema is the spec's: an incoming batch may not drop columns or relax NOT NULL.
     keys.RECONCILE_SCHEMA.name: "true",
 }

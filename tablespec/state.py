@@ -19,6 +19,7 @@ from tablespec.hudi import keys, metadata_table, record_index
 from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, plan_archive
 from tablespec.hudi.archive.log import folder_of
 from tablespec.hudi.archive.plan import archive_due, read_bounds
+from tablespec.hudi.archive.summary import ArchivedClusterings, archived_clusterings
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
@@ -148,18 +149,19 @@ def _archivable(table: HudiTable, settings: ArchiveSettings | None) -> dict:
     return {settings: {"instants": len(moved), "active_commits": len(timeline.commits())}} if moved else {}
 
 
-def _archive_if_needed(table: HudiTable, timeline: Timeline, groups, clustered: bool) -> ArchivedTimeline | None:
-    """The archived timeline, read only when the clustering history may reach into it: the table
-    has an archive, and no clustering is active (`clustered`: the last one may be archived) or a
-    file group's base file predates the active timeline (its writer, maybe a clustering, was archived)."""
-    if not table.lists_folder(folder_of(table.config)):
+def _archived_if_needed(table: HudiTable, timeline: Timeline, groups, clustered: bool) -> ArchivedClusterings | None:
+    """What the clustering history takes from the archive, read only when it may reach into it:
+    the table has an archive, and no clustering is active (`clustered`: the last one may be
+    archived) or a file group's base file predates the active timeline (its writer, maybe a
+    clustering, was archived). From the summary archiving runs keep (archive/summary.py)."""
+    folder = folder_of(table.config)
+    if not table.lists_folder(folder):
         return None
     commits = timeline.commits()
     first = commits[0].timestamp if commits else None
     if clustered and not any(first is not None and g.base_instant < first for g in groups):
         return None
-    archived = ArchivedTimeline.of(table)
-    return archived if archived.instants else None
+    return archived_clusterings(table.storage, table.base, folder, timeline)
 
 
 def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSettings | None = None) -> TableState:
@@ -180,12 +182,13 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
     columns = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(schema))) if schema else ()
     commits = [i for i in timeline.commits()]
     history = layout_history(timeline)
-    archived = _archive_if_needed(table, timeline, groups, bool(history))
+    archived = _archived_if_needed(table, timeline, groups, bool(history))
+    # archived commits all precede the active ones: they count only when no clustering is active
+    since_archived = archived.commits_since if archived is not None and not history else 0
     if archived is not None:
-        history = layout_history(timeline, archived)
+        history = list(archived.clusterings) + history
     last_clustering = history[-1][0] if history else None
-    since = [i for i in (commits if archived is None else History(timeline, archived).commits())
-             if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
+    since = [i for i in commits if i.action != "replacecommit" and (last_clustering is None or i.timestamp > last_clustering)]
     props = config.to_properties()
     retained = keep_commits or keys.KEEP_COMMITS.number(props)
     clean = plan_clean(location, timeline, view, retained)
@@ -208,7 +211,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         commits=len(commits),
         clusterings=tuple(history),
         pending_clustering=pending_plans(timeline),
-        commits_since_clustering=len(since),
+        commits_since_clustering=len(since) + since_archived,
         partitions=tuple(view.partitions),
         count_rows=functools.partial(_rows, timeline, view, table),
         index_buckets=index,

@@ -248,6 +248,15 @@ KEEP_MIN_COMMITS = HudiKey("hoodie.keep.min.commits", "Completed commits archivi
                            scope="both", default="20", minimum=1, spec="spec.retention.archive.minCommits")
 KEEP_MAX_COMMITS = HudiKey("hoodie.keep.max.commits", "Completed commits on the active timeline before archiving runs.",
                            scope="both", default="30", minimum=1, spec="spec.retention.archive.maxCommits")
+ARCHIVE_MERGE_ENABLE = HudiKey("hoodie.archive.merge.enable",
+                                "Small archive files are merged into one (where the storage cannot append).",
+                                scope="writer", default="false", allowed=_BOOL)
+ARCHIVE_MERGE_SMALL_FILE_LIMIT = HudiKey("hoodie.archive.merge.small.file.limit.bytes",
+                                          "Archive files up to this size are merged.", scope="writer",
+                                          default="20971520", minimum=1)
+ARCHIVE_MERGE_FILES_BATCH_SIZE = HudiKey("hoodie.archive.merge.files.batch.size",
+                                          "Small archive files it takes to merge them.", scope="writer",
+                                          default="10", minimum=1)
 COMPACTION_PAYLOAD_CLASS = HudiKey("hoodie.compaction.payload.class",
                                    "How a merge-on-read table's compaction merges records (the metadata table's payload).")
 COMPACTION_MERGER_STRATEGY = HudiKey("hoodie.compaction.record.merger.strategy",

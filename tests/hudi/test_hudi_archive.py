@@ -4,6 +4,7 @@ timeline for readers, at every point of an interrupted run; a re-run completes i
 Hudi archives, and Hudi reading tablespec's archive: tests/interop/test_hudi_archived_timeline.py."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -23,12 +24,15 @@ from tablespec.hudi.archive import (
     plan_archive,
 )
 from tablespec.hudi.archive.archiver import delete_archived, deletion_order, interrupted, state_files, write_archive
-from tablespec.hudi.archive.log import archive_files, folder_path
+from tablespec.hudi.archive.log import ArchiveFile, archive_files, folder_path, read_records, write_version
+from tablespec.hudi.archive.merge import PLAN_NAME, MergeSettings, finish_merge, merge_candidates, merge_small_files
 from tablespec.hudi.archive.plan import archive_due
+from tablespec.hudi.archive.summary import ArchivedClusterings, archived_clusterings, read_summary
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo, encode_plan
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.instant import Instant
-from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.io import FileInfo, LocalStorage, join
 from tablespec.hudi.logfile import MAGIC
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
@@ -399,3 +403,156 @@ def test_housekeeping_archives_only_when_due_and_a_crash_left_run_is_found(table
     assert interrupted(handle) == plan.instants
     done = housekeep(handle, SETTINGS)
     assert done is not None and done.finished == plan.instants and interrupted(handle) == ()
+
+
+# --- merging small archive files (Hudi's hoodie.archive.merge.*) -------------------------------
+
+def _one_version_per_instant(storage, base: str) -> ArchivedTimeline:
+    """The archive of `_build`'s table (commits 1, 2, 3, 5) rewritten as one small version per
+    instant, as four archiving runs leave it; returns what it reads as."""
+    archive(HudiTable(Location(base, storage)), SETTINGS)
+    first = archive_files(storage, base)[0]
+    records = list(read_records(storage, first))
+    storage.delete(first.path)
+    for t in sorted({r["commitTime"] for r in records}):
+        write_version(storage, base, [r for r in records if r["commitTime"] == t])
+    assert [f.version for f in archive_files(storage, base)] == [1, 2, 3, 4]
+    return ArchivedTimeline.load(storage, base)
+
+
+def _same_archive(storage, base: str, before: ArchivedTimeline) -> None:
+    after = ArchivedTimeline.load(storage, base)
+    assert after.instants == before.instants
+    for i in before.commits():
+        assert after.commit_metadata(i).to_dict() == before.commit_metadata(i).to_dict()
+
+
+def test_merge_candidates_are_the_newest_small_files_down_to_the_first_large_one():
+    def f(version: int, size: int) -> ArchiveFile:
+        return ArchiveFile(version, FileInfo(f"v{version}", f"/a/v{version}", size, 0, False))
+    files = [f(1, 50), f(2, 500), f(3, 50), f(4, 100), f(5, 10)]
+    assert [c.version for c in merge_candidates(files, 100)] == [3, 4, 5]   # 2 is large: 1 stays too
+    assert merge_candidates([f(1, 500)], 100) == []
+
+
+def test_small_archive_files_merge_into_the_next_version_once_there_are_enough(table):
+    base, _ = table
+    storage = LocalStorage()
+    before = _one_version_per_instant(storage, base)
+    assert merge_small_files(storage, base, "archived", MergeSettings(small_file_limit=10**6, batch=5)) is None
+    merged = merge_small_files(storage, base, "archived", MergeSettings(small_file_limit=10**6, batch=4))
+    assert merged is not None and merged.endswith(".commits_.archive.5_1-0-1")
+    assert [f.version for f in archive_files(storage, base)] == [5]
+    assert not storage.exists(join(folder_path(base), PLAN_NAME))
+    _same_archive(storage, base, before)
+
+
+def test_archiving_runs_keep_the_archive_folder_bounded(tmp_path):
+    """Runs after runs: small files are merged before a run writes its own, so the archive folder
+    holds the merged file and the runs since, and every archived instant reads back once."""
+    storage, base = LocalStorage(), str(tmp_path / "t")
+    writer = TimelineWriter(storage, base)
+    settings = ArchiveSettings(2, 3, 1)
+    counts = []
+    for n in range(1, 60):
+        _write_commit(writer, n)
+        done = housekeep(HudiTable(Location(base, storage)), settings)
+        assert done is None or not done.finished
+        counts.append(len(archive_files(storage, base)))
+    assert max(counts) <= 10 and counts[-1] < counts[-2] + 1
+    history = History.of(HudiTable(Location(base, storage)))
+    assert [i.timestamp for i in history.commits()] == [ts(n) for n in range(1, 60)]
+    assert len(history.archived.commits()) >= 56   # all but the last few
+
+
+@pytest.mark.parametrize("point", ["archive_merge_planned", "archive_merge_written",
+                                   "archive_merge_candidates_deleted", "some_candidates_deleted"])
+def test_a_killed_merge_is_undone_or_completed_by_the_next_run(table, point):
+    base, _ = table
+    storage = LocalStorage()
+    before = _one_version_per_instant(storage, base)
+    crash_at = "archive_merge_written" if point == "some_candidates_deleted" else point
+    code = ("from tablespec.hudi.io import LocalStorage; "
+            "from tablespec.hudi.archive.merge import MergeSettings, merge_small_files; "
+            f"merge_small_files(LocalStorage(), {base!r}, 'archived', MergeSettings(10**6, 4))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         env={**os.environ, "TABLESPEC_CRASH_AT": crash_at})
+    assert run.returncode == -9, run.stderr
+    if point == "some_candidates_deleted":                           # killed halfway through deleting
+        storage.delete(archive_files(storage, base)[0].path)
+    assert storage.exists(join(folder_path(base), PLAN_NAME))          # the plan goes last
+    _same_archive(storage, base, before)                              # readers count each instant once meanwhile
+
+    assert finish_merge(storage, base, "archived")
+    # every candidate still there: the merged file may be incomplete, so it goes (Hudi's rule); else done
+    undone = point in ("archive_merge_planned", "archive_merge_written")
+    assert [f.version for f in archive_files(storage, base)] == ([1, 2, 3, 4] if undone else [5])
+    assert not storage.exists(join(folder_path(base), PLAN_NAME))
+    _same_archive(storage, base, before)
+
+
+def test_a_torn_merge_plan_is_dropped(table):
+    base, _ = table
+    storage = LocalStorage()
+    before = _one_version_per_instant(storage, base)
+    storage.write_bytes(join(folder_path(base), PLAN_NAME), b"Obj\x01\x04")
+    assert finish_merge(storage, base, "archived")
+    assert [f.version for f in archive_files(storage, base)] == [1, 2, 3, 4]
+    _same_archive(storage, base, before)
+
+
+# --- the summary of archived clustering history ------------------------------------------------
+
+def _write_clustering(writer: TimelineWriter, n: int, layout: Layout) -> None:
+    plan = ClusteringPlan((ClusteringGroup((SliceInfo("p0", f"f{n - 1}-0", f"p0/f{n - 1}-0_0-1-2_{ts(n - 1)}.parquet"),)),),
+                          layout)
+    meta = CommitMetadata({"p0": [_stat("p0", f"c{n}-0", n)]}, extra_metadata={"schema": SCHEMA},
+                          operation_type="CLUSTER", partition_to_replace_file_ids={"p0": [f"f{n - 1}-0"]})
+    writer.complete(writer.start(writer.request("replacecommit", ts(n), encode_plan(plan))), meta)
+
+
+def _clustered_history(tmp_path, runs: int) -> tuple[LocalStorage, str, Timeline]:
+    """Commits 10, 20, ... (10 x runs), each followed by a clean, with a SORT clustering at 50 and a
+    ZORDER one at 120, archived as they go."""
+    storage, base = LocalStorage(), str(tmp_path / "t")
+    writer, settings = TimelineWriter(storage, base), ArchiveSettings(2, 3, 1)
+    for n in range(1, runs + 1):
+        if n in (5, 12):
+            _write_clustering(writer, 10 * n, Layout("SORT" if n == 5 else "ZORDER", ("id",)))
+        else:
+            _write_commit(writer, 10 * n)
+        _write_clean(writer, 10 * n + 1, retain=10 * n)       # the cleaner passed every replacecommit
+        housekeep(HudiTable(Location(base, storage)), settings)
+    return storage, base, Timeline.load(storage, base)
+
+
+def test_archiving_runs_keep_a_summary_equal_to_reading_the_archive(tmp_path):
+    storage, base, active = _clustered_history(tmp_path, 25)
+    full = ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)
+    assert [(t, str(layout)) for t, layout in full.clusterings] == [(ts(50), "SORT(id)"), (ts(120), "ZORDER(id)")]
+    assert full.commits_since == sum(1 for i in ArchivedTimeline.load(storage, base).commits() if i.timestamp > ts(120))
+    assert read_summary(storage, base, "archived", archive_files(storage, base)) == full
+    # the state takes it from the summary, not the archive: archive files of the same size but
+    # unreadable do not change the answer
+    for f in archive_files(storage, base):
+        storage.write_bytes(f.path, b"\0" * f.info.size)
+    assert archived_clusterings(storage, base, "archived", active) == full
+
+
+def test_a_summary_that_does_not_describe_the_archive_is_not_used(tmp_path):
+    storage, base, active = _clustered_history(tmp_path, 25)
+    full = ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)
+    assert archived_clusterings(storage, base, "archived", active) == full
+    # another writer (a Hudi job) archived a version since: read from the archive, as it is
+    records = [r for r in read_records(storage, archive_files(storage, base)[0])]
+    write_version(storage, base, records)                                   # the same entries again
+    assert read_summary(storage, base, "archived", archive_files(storage, base)) is None
+    assert archived_clusterings(storage, base, "archived", active) == full  # repeated entries count once
+    # and the next run records it anew
+    writer = TimelineWriter(storage, base)
+    for n in range(26, 30):
+        _write_commit(writer, 10 * n)
+    housekeep(HudiTable(Location(base, storage)), ArchiveSettings(2, 3, 1))
+    active = Timeline.load(storage, base)
+    assert read_summary(storage, base, "archived", archive_files(storage, base)) == \
+        ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)

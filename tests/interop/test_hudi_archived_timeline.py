@@ -226,3 +226,42 @@ def test_a_table_hudi_archived_imports_and_plans_clean(hudi, tmp_path, capsys):
     spec_file.write_text(out)
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
+
+
+def test_hudi_reads_an_archive_tablespec_merged_and_merges_after_it(hudi, tmp_path):
+    """Small archive files merged by tablespec (Hudi's merge, hoodie.archive.merge.*): Hudi's
+    timeline API lists the same archived instants, reads and time travel agree; a Hudi job that
+    merges small archive files itself takes the merged file in with its own."""
+    from interop_support import assert_readers_agree
+
+    from tablespec.hudi.archive.log import folder_path
+    from tablespec.hudi.archive.merge import PLAN_NAME, MergeSettings, merge_small_files
+    from tablespec.hudi.io import join
+    spec_text = SPEC.replace("retention: {keepCommits: 1}", "retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}")
+    table = make_table(hudi, tmp_path, spec_text)
+    for i in range(6):
+        table.write(hudi.createDataFrame([(f"k{j}", i, i, f"d{j % 2}") for j in range(i, i + 3)], DDL), "upsert")
+    base, storage = table.location, LocalStorage()
+    versions = [f.version for f in archive_files(storage, base)]
+    assert len(versions) >= 2
+    before = _assert_same_archive(hudi, base)
+    active = [i.timestamp for i in Timeline.load(storage, base).commits()]
+    as_of = _data(hudi_rows(hudi, base, **{"as.of.instant": active[0]}))
+
+    assert merge_small_files(storage, base, "archived", MergeSettings(batch=2)) is not None
+    assert [f.version for f in archive_files(storage, base)] == [versions[-1] + 1]
+    assert _assert_same_archive(hudi, base) == before
+    assert_readers_agree(hudi, table)
+    assert _data(hudi_rows(hudi, base, **{"as.of.instant": active[0]})) == as_of == _data(
+        [tuple(sorted(r.asDict().items())) for r in table.read(as_of=active[0]).collect()])
+
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), "hoodie.datasource.write.operation": "upsert",
+               "hoodie.archive.merge.enable": "true", "hoodie.archive.merge.files.batch.size": "2"}
+    for i in (6, 7, 8, 9):
+        hudi_write(hudi.createDataFrame([(f"k{i}", i, i, "d0")], DDL), base, options)
+    after = _assert_same_archive(hudi, base)
+    assert before < after and not storage.exists(join(folder_path(base), PLAN_NAME))
+    assert len(archive_files(storage, base)) < len(versions) + 2    # Hudi merged too
+    history = History.of(HudiTable.open(base))
+    assert {ts for ts, _, _ in after} <= {i.timestamp for i in history.instants}
+    assert_readers_agree(hudi, table)

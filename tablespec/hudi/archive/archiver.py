@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 from tablespec.faults import crash_point
 from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
+from tablespec.hudi.archive.merge import MergeSettings, finish_merge, merge_small_files
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, archive_due, plan_archive, read_bounds
+from tablespec.hudi.archive.summary import ArchivedClusterings, read_summary, record_summary
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
@@ -48,6 +50,9 @@ class ArchiveResult:
         done = f"archived {len(self.archived)} instant(s)" if self.archived else "nothing to archive"
         tail = f"; finished archiving {len(self.finished)} left by an interrupted run" if self.finished else ""
         return done + tail
+
+
+DEFAULT_MERGE = MergeSettings()
 
 
 def state_files(storage: Storage, base: str, instants: Iterable[Instant]) -> list[StateFile]:
@@ -119,14 +124,25 @@ def finish_archive(table: HudiTable) -> tuple[Instant, ...]:
     return leftovers
 
 
-def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAULT_FOLDER) -> str | None:
-    """Archive the plan's instants (steps 1 and 2); returns the archive version written, if any."""
+def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAULT_FOLDER,
+            merge: MergeSettings | None = DEFAULT_MERGE) -> str | None:
+    """Archive the plan's instants (steps 1 and 2); returns the archive version written, if any.
+
+    With `merge`, small archive files are merged first (merge.py), when there are enough: Hudi
+    merges right after a run, tablespec right before the next one writes, so the newest version
+    is always a run's own file, the only one `interrupted` reads (a merged file can grow to the
+    small-file limit; reading it on every write would make each cost more than the one before)."""
     files = state_files(storage, base, plan.instants)
     if not files:
         return None
+    existing = archive_files(storage, base, folder)
+    before = read_summary(storage, base, folder, existing) if existing else ArchivedClusterings()
+    if merge is not None:
+        merge_small_files(storage, base, folder, merge, existing)   # the same content: `before` holds
     path = write_archive(storage, base, files, folder)
     crash_point("archive_written")
     delete_archived(storage, base, files)
+    record_summary(storage, base, folder, before, path)   # last: a run that dies before leaves it stale
     return path
 
 
@@ -134,6 +150,7 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     """One archiving run on the table (into its hoodie.archivelog.folder): finish an interrupted
     run, plan on the handle's timeline (read under the table lock, refreshed if finishing
     changed it), archive. The handle is refreshed: its timeline changed."""
+    finish_merge(table.storage, table.base, folder_of(table.config))  # the archive folder as a merge left it
     finished = finish_archive(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))
     try:

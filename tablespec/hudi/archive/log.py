@@ -10,7 +10,7 @@ leaves the run's file complete or absent, and two archivers cannot write one ver
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,8 +53,12 @@ def file_name(version: int) -> str:
 
 def archive_files(storage: Storage, base: str, folder: str = DEFAULT_FOLDER) -> list[ArchiveFile]:
     """The archive log's files, oldest version first (checksum sidecars and other files ignored)."""
-    out = [ArchiveFile(int(m["version"]), f) for f in storage.list_dir(folder_path(base, folder))
-           if not f.is_dir and (m := _NAME.fullmatch(f.name))]
+    return archive_files_of(storage.list_dir(folder_path(base, folder)))
+
+
+def archive_files_of(listed: Iterable[FileInfo]) -> list[ArchiveFile]:
+    """The archive log's files among the entries of the archive folder's listing, oldest version first."""
+    out = [ArchiveFile(int(m["version"]), f) for f in listed if not f.is_dir and (m := _NAME.fullmatch(f.name))]
     return sorted(out, key=lambda a: (a.version, a.info.name))
 
 
