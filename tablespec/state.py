@@ -161,6 +161,8 @@ def _archived_if_needed(table: HudiTable, timeline: Timeline, groups, clustered:
     first = commits[0].timestamp if commits else None
     if clustered and not any(first is not None and g.base_instant < first for g in groups):
         return None
+    if table.config is not None and table.config.version >= 8:  # Hudi's LSM history (no summary: Hudi archives it)
+        return ArchivedClusterings.of(ArchivedTimeline.of(table), timeline)
     return archived_clusterings(table.storage, table.base, folder, timeline)
 
 

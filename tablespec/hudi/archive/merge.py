@@ -87,6 +87,8 @@ def finish_merge(storage: Storage, base: str, folder: str) -> bool:
         return False
     try:
         plan = next(fastavro.reader(io.BytesIO(data)))
+        if not isinstance(plan, dict):
+            raise ValueError("not a merge plan record")
     except Exception:  # a torn plan: the merge had not started (Hudi drops it too)
         storage.delete(plan_path)
         return True
