@@ -37,6 +37,7 @@ from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableEr
 from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
 from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.record_index import delete_instant_files
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
@@ -165,12 +166,13 @@ def _finish(table: HudiTable, timeline: Timeline, rollback: Instant) -> Rollback
     """Run a requested or inflight rollback to completion; every step may be repeated. The
     handle is refreshed: the timeline changed."""
     try:
-        return _run(table.storage, table.base, timeline, rollback)
+        return _run(table, timeline, rollback)
     finally:
         table.refresh(config=False)
 
 
-def _run(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
+def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackResult:
+    storage, base = table.storage, table.base
     started = time.monotonic()
     writer = TimelineWriter(storage, base)
     target = rollback_target(timeline, rollback)
@@ -227,7 +229,11 @@ def _run(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> 
         "version": 1,
         "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
     }
-    writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata))
+    with mdt_sync.completing(table, "rollback"):  # Hudi's metadata table first, under Hudi's lock
+        mdt_sync.record_rollback(table, rollback.timestamp, target.timestamp,
+                                 {p: [path.rsplit("/", 1)[-1] for path in paths if not path.startswith(meta)]
+                                  for p, paths in partitions.items()})
+        writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata))
     return RollbackResult(last_seen, sorted(files), rollback.timestamp)
 
 

@@ -28,7 +28,6 @@ from tablespec.hudi.io import (
 )
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.hudi.metadata_table import FOLDER as METADATA_FOLDER
-from tablespec.hudi.metadata_table import named
 from tablespec.hudi.s3 import S3Config, S3Storage
 from tablespec.hudi.timeline import Timeline, parse_instants
 from tablespec.hudi.txn_lock import TransactionLock
@@ -181,14 +180,6 @@ class HudiTable:
         self._timeline, self._view, self._read = timeline, view, timeline
         self._meta_folders = folders
         return not same
-
-    @property
-    def has_metadata_table(self) -> bool:
-        """Whether Hudi's metadata table is there (hoodie.properties name its partitions, or its
-        folder is in the listing `timeline` came from): only then is there one to retire."""
-        if self._timeline is None:
-            self._load_timeline()
-        return METADATA_FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
 
     def lists_folder(self, folder: str) -> bool:
         """Whether the .hoodie/ listing `timeline` came from shows `folder` (its first level):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError
+from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout, reader
@@ -106,6 +107,7 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
     name = layout.base_file_name(instant)
     data = base_hfile(records, name)
     storage.write_bytes(join(layout.partition_path(base), name), data)
+    crash_point("during_metadata_compaction")
     logs = previous.log_files if previous else ()
     stat = WriteStat(file_id=FILE_ID, path=f"{FILES}/{name}", prev_commit=previous.base_instant if previous else "null",
                      num_writes=len(records), num_update_writes=len(records), total_write_bytes=len(data),
