@@ -28,6 +28,7 @@ from tablespec.hudi.mdt import compaction, layout, records, writer
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILE_ID, FILES, MetaInstant
 from tablespec.hudi.mdt.records import FilesChange
 from tablespec.hudi.naming import LogFileName
+from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.timeline import avro_record
 
 if TYPE_CHECKING:
@@ -90,7 +91,6 @@ def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> boo
     """Roll back the metadata table's deltacommit `target` as a metadata-table rollback instant
     `rollback_ts`: its log files (only `target`'s blocks) and its instant files go. Idempotent;
     returns whether there was one to roll back."""
-    from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
     storage, base = table.storage, table.base
     meta = layout.meta_path(base)
     found = next((i for i in layout.timeline(storage, base) if i.timestamp == target and i.action == DELTA_COMMIT), None)
