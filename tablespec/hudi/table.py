@@ -27,7 +27,6 @@ from tablespec.hudi.io import (
     table_location,
 )
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
-from tablespec.hudi.metadata_table import FOLDER as METADATA_FOLDER
 from tablespec.hudi.s3 import S3Config, S3Storage
 from tablespec.hudi.timeline import Timeline, parse_instants
 from tablespec.hudi.txn_lock import TransactionLock
@@ -213,10 +212,6 @@ class HudiTable:
         the timeline is unchanged."""
         self._config, self._config_read = config, True
         self.generation += 1
-
-    def metadata_table(self) -> HudiTable:
-        """Hudi's metadata table (`.hoodie/metadata`): a table of its own, with its own timeline."""
-        return HudiTable(self.location.child(f"{META_FOLDER}/{METADATA_FOLDER}"))
 
     def view_of(self, timeline: Timeline, partitions=None) -> FileSystemView:
         """A file-system view over another timeline than the cached one (an older state of the
