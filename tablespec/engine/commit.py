@@ -197,8 +197,8 @@ class Transaction:
             self.check_conflicts(metadata)
             if self.lock is not None:
                 self.lock.verify()  # the lease must still be ours at the commit point
-            mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table, before the commit point
+            recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first
             crash_point("before_completion")
             self.writer.complete(self.inflight, metadata, checked=True)  # started by this transaction, lease verified
         self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
-        mdt_sync.compact_if_due(self.table)
+        mdt_sync.compact_if_due(self.table, recorded)

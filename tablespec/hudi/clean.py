@@ -337,8 +337,9 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
         "extraMetadata": plan.get("extraMetadata") or {},
     }
     with mdt_sync.completing(table, "clean"):  # Hudi's metadata table first, under Hudi's lock
-        mdt_sync.record_clean(table, clean.timestamp, metadata)
+        recorded = mdt_sync.record_clean(table, clean.timestamp, metadata)
         writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata))
+    mdt_sync.compact_if_due(table, recorded)
     return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
 
 

@@ -50,34 +50,33 @@ def maintained(table: HudiTable) -> bool:
     return writer.is_enabled(table)
 
 
-def _recorded(table: HudiTable, instant: str) -> bool:
-    """Whether an earlier attempt of this same instant (a clean or rollback resumed after a
-    crash) already recorded it: the change is the same, so it is not recorded twice."""
-    return any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT
-               for i in layout.timeline(table.storage, table.base))
-
-
-def record(table: HudiTable, instant: str, change: FilesChange) -> MetaInstant | None:
+def record(table: HudiTable, instant: str, change: FilesChange) -> list[MetaInstant] | None:
     """The metadata table's deltacommit at data instant `instant`, when the table keeps one. Call
-    under Hudi's transaction lock, right before the data instant's completed file."""
-    if not maintained(table) or _recorded(table, instant):
+    under Hudi's transaction lock, right before the data instant's completed file. Returns the
+    metadata timeline with it (for `compact_if_due`), None when nothing was recorded: no
+    metadata table, or an earlier attempt of this same instant (a clean or rollback resumed
+    after a crash) recorded the same change already."""
+    if not maintained(table):
+        return None
+    timeline = layout.timeline(table.storage, table.base)
+    if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
         return None
     crash_point("before_metadata_deltacommit")
-    done = writer.record(table, instant, partition_changes(change))
+    done = writer.record(table, instant, partition_changes(change), timeline)
     crash_point("after_metadata_deltacommit")
-    return done
+    return [*(i for i in timeline if i.timestamp != instant), done]
 
 
-def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> MetaInstant | None:
+def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> list[MetaInstant] | None:
     return record(table, instant, records.from_commit(metadata))
 
 
-def record_clean(table: HudiTable, instant: str, metadata: Mapping[str, Any]) -> MetaInstant | None:
+def record_clean(table: HudiTable, instant: str, metadata: Mapping[str, Any]) -> list[MetaInstant] | None:
     return record(table, instant, records.from_clean(metadata))
 
 
 def record_rollback(table: HudiTable, instant: str, target: str,
-                    deleted: Mapping[str, list[str]]) -> MetaInstant | None:
+                    deleted: Mapping[str, list[str]]) -> list[MetaInstant] | None:
     """A data rollback at `instant` of `target`: its deletions recorded at `instant`, then the
     metadata table's deltacommit `target` (any state) rolled back."""
     if not maintained(table):
@@ -139,12 +138,15 @@ def _logs_of(table: HudiTable, instant: str) -> list[str]:
     return found
 
 
-def compact_if_due(table: HudiTable) -> MetaInstant | None:
-    """After a data instant completed (the handle's timeline shows it): compact as Hudi would."""
-    if not maintained(table):
+def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> MetaInstant | None:
+    """After a data instant completed and was recorded (`metadata`: the metadata timeline `record`
+    returned; None: nothing recorded), compact as Hudi would. The data timeline is read (under
+    Hudi's lock: pending instants hold a compaction back) only when the metadata timeline makes
+    one due."""
+    if metadata is None or compaction.due_by_metadata(metadata) is None:
         return None
     with table.transaction_lock("metadata compaction"):
-        table.refresh(config=False)
+        table.fresh_timeline()
         return compaction.compact_if_due(table)
 
 
