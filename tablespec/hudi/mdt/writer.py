@@ -180,6 +180,11 @@ def record(table: HudiTable, instant: str, change: FilesChange,
                                                  num_update_writes=len(records))]},
                               operation_type="UPSERT_PREPPED")
     _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"), inflight.to_json())
+    if not records:   # an instant that changed no file (a schema commit): a deltacommit with no log block, as Hudi's
+        _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
+                            CommitMetadata({}, extra_metadata={"schema": SCHEMA_JSON},
+                                           operation_type="UPSERT_PREPPED").to_json())
+        return MetaInstant(instant, layout.DELTA_COMMIT, "completed")
     log = LogFileName(FILE_ID, current.base_instant, current.next_log_version, WRITE_TOKEN)
     data = encode_block(data_block(instant, records))
     storage.write_bytes(join(layout.partition_path(base), log.format()), data)
