@@ -6,7 +6,7 @@ record index) and list files through it. tablespec keeps its `files` partition i
 (mdt/sync.py); a partition it does not maintain would go stale, so before tablespec changes
 files it drops such partitions the way Hudi does: hoodie.properties first stops naming them
 (readers stop using them), then their folders go. A crash in between leaves folders the
-properties do not name, which Hudi ignores and the next drop deletes.
+properties do not name, which Hudi ignores (a writer enabling the partition rebuilds it).
 """
 from __future__ import annotations
 
