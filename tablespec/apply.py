@@ -34,11 +34,13 @@ from tablespec.plan.actions import (
     Archive,
     BucketBootstrap,
     BucketRescale,
+    BuildMetadataTable,
     CatalogSync,
     Clean,
     Clustering,
     CreateTable,
     DiscardPlans,
+    DropMetadataPartitions,
     IndexMigration,
     Plan,
     RecordIndexCatchUp,
@@ -62,6 +64,8 @@ from tablespec.results import (
     Clustered,
     IndexDropped,
     IndexResult,
+    MetadataBuilt,
+    MetadataDropped,
     NoResult,
     Rebucketed,
     Replaced,
@@ -331,7 +335,7 @@ class Applier:
             result.archived[t.name] = result.archived.get(t.name, 0) + len(done.archived)
 
     def _locked(self, t: TablePlan, changes_files: bool = True):
-        """For one action: recovery (and Hudi's metadata table retired) under the lock apply holds."""
+        """For one action: recovery (and unmaintained metadata-table partitions dropped) under the lock apply holds."""
         return locked(self.table(t), changes_files=changes_files, held=self._lock)
 
     def visit_create_table(self, t: TablePlan, a: CreateTable, spec: TableSpec) -> NoResult:
@@ -471,6 +475,34 @@ class Applier:
             done = housekeep(self.table(t), spec.archive_settings)
         return Archived(instants=len(done.archived) if done is not None else 0)
 
+    def visit_build_metadata_table(self, t: TablePlan, a: BuildMetadataTable, spec: TableSpec) -> MetadataBuilt:
+        """Build Hudi's metadata table (`files`) from the table's files, under Hudi's transaction
+        lock (a Hudi writer initializes it under it too), once recovery left no instant pending."""
+        from tablespec.hudi.mdt import writer as mdt_writer
+        table = self.table(t)
+        with self._locked(t), table.transaction_lock("metadata table"):
+            table.refresh()  # under Hudi's lock: a Hudi writer may have built it, or started a write
+            if mdt_writer.is_enabled(table):
+                return MetadataBuilt()
+            if pending := table.timeline.pending():
+                raise StalePlanError(f"{table.base}: cannot build Hudi's metadata table while instants are pending "
+                                     f"({', '.join(str(i) for i in pending)}); run `tablespec apply` again once "
+                                     "they complete")
+            listing = mdt_writer.list_data_files(table.storage, table.base, table.timeline.head.timestamp
+                                                 if table.timeline.head else None)
+            instant = mdt_writer.initialize(table, listing)
+        return MetadataBuilt(instant=instant, files=sum(len(f) for f in listing.values()))
+
+    def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
+                                       spec: TableSpec) -> MetadataDropped:
+        """Drop the metadata-table partitions tablespec does not maintain (as named under Hudi's lock)."""
+        from tablespec.hudi.mdt.sync import MAINTAINED
+        from tablespec.hudi.metadata_table import drop_partitions, unmaintained
+        table = self.table(t)
+        with self._locked(t, changes_files=False), table.transaction_lock("metadata table"):
+            return MetadataDropped(partitions=list(drop_partitions(table, unmaintained(table.fresh_config(),
+                                                                                      MAINTAINED))))
+
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:
         """Run a pending clustering plan (`instant`), or schedule the next step and run it. Planned
         again under the lock, from the table as it is (the plan's requirements held, and the steps
@@ -526,6 +558,8 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "record_index_compaction": Applier.visit_record_index_compaction,
     "record_index_catch_up": Applier.visit_record_index_catch_up,
     "clustering": Applier.visit_clustering,
+    "build_metadata_table": Applier.visit_build_metadata_table,
+    "drop_metadata_partitions": Applier.visit_drop_metadata_partitions,
     "catalog_sync": Applier.visit_catalog_sync,
 }
 """The executor of each action kind: the Applier step that runs it and returns its typed result."""

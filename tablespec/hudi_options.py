@@ -2,7 +2,7 @@
 
 A Hudi job writing into a tablespec table must key, partition, index and order records exactly as
 tablespec does, keep the table at version 6, and leave the timeline work tablespec owns (clustering,
-cleaning, the retired metadata table) to tablespec; it archives with the spec's limits. Values come
+cleaning) to tablespec, and keeps Hudi's metadata table (`files`) on, as tablespec does; it archives with the spec's limits. Values come
 from the settings registry, so they are the ones tablespec writes into hoodie.properties.
 
 Every option is a table-level setting Hudi checks against hoodie.properties and the stored layout,
@@ -41,9 +41,9 @@ WRITER = {
     # (VERSION_PINS).
     keys.WRITE_TABLE_VERSION.name: "6",
     keys.WRITE_AUTO_UPGRADE.name: "false",
-    # tablespec retires Hudi's metadata table before each of its commits: a Hudi job that kept it
-    # on would rebuild it after every tablespec action.
-    keys.METADATA_ENABLE.name: "false",
+    # Hudi's metadata table: tablespec keeps its `files` partition in every change, as Hudi's
+    # writers do (Hudi 0.15 enables no other partition by default).
+    keys.METADATA_ENABLE.name: "true",
     # Clustering and cleaning are tablespec's (`plan` schedules them from the spec).
     keys.CLUSTERING_INLINE.name: "false",
     keys.CLUSTERING_SCHEDULE_INLINE.name: "false",

@@ -46,6 +46,15 @@ class Cleaned(Measured):
     bytes_freed: Bytes
 
 
+class MetadataBuilt(Measured):
+    instant: str | None = None           # the initializing deltacommit (None: it existed already)
+    files: Count = 0                     # data files it lists
+
+
+class MetadataDropped(Measured):
+    partitions: list[str] = []           # metadata-table partitions dropped (none: gone already)
+
+
 class Archived(Measured):
     instants: Count                      # completed instants moved to the archived timeline
 
@@ -78,4 +87,4 @@ class CatalogSynced(Measured):
 
 
 ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
-                 | RolledBack | CatalogSynced)
+                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced)

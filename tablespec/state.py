@@ -85,6 +85,7 @@ class TableState:
     index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
     index_catch_up: CatchUp | None = None  # RECORD_LEVEL: data commits the index has not seen
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
+    data_files: tuple[int, int] = (0, 0)   # base files of every slice in the file-system view: (files, bytes)
     contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
     table: HudiTable | None = field(default=None, repr=False, compare=False)   # the handle observed
@@ -219,11 +220,18 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         index_buckets=index,
         index_catch_up=catch_up(timeline) if record_level else None,
         metadata_table=metadata_table.describe(table),
+        data_files=_data_files(view),
         table=table,
     )
 
 
 CONTENTS_SHOWN = 6
+
+
+def _data_files(view) -> tuple[int, int]:
+    """What building the metadata table lists: every slice's base file (files, bytes)."""
+    files = [s.base_file for fg in view.file_groups() for s in fg.slices if s.base_file is not None]
+    return len(files), sum(f.size for f in files)
 
 
 def _heartbeat_ages(table: HudiTable) -> dict[str, float | None]:

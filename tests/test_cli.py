@@ -180,11 +180,11 @@ def test_show_and_import_round_trip(project, capsys):
     run(capsys, "apply", "specs", "--warehouse", "warehouse", "--auto-approve")
     code, out, _ = run(capsys, "show", "warehouse/sales/orders")
     assert code == 0 and "BUCKET (16 buckets on order_id)" in out
-    assert "metadata    (no Hudi metadata table)" in out
+    assert "metadata    Hudi metadata table: .hoodie/metadata" in out and "partitions files;" in out
     code, out, _ = run(capsys, "show", "warehouse/sales/orders", "--format", "json")
     assert json.loads(out)["index"]["numBuckets"] == 16
-    assert json.loads(out)["metadataTable"] == {"present": False, "partitions": [], "inflightPartitions": [],
-                                                "bytes": 0}
+    shown = json.loads(out)["metadataTable"]   # created with the table
+    assert shown["present"] and shown["partitions"] == ["files"] and shown["inflightPartitions"] == []
     code, out, _ = run(capsys, "import", "warehouse/sales/orders", "--warehouse", "warehouse")
     assert code == 0 and out.startswith("# yaml-language-server: $schema=")
     imported = project / "imported"
@@ -221,14 +221,16 @@ VIRTUAL_KEYS = "cow_v6_simplekeygen_hivestyle_no_metafields"
 
 @pytest.mark.parametrize("name", [n for n in COW_FIXTURES if n != VIRTUAL_KEYS])
 def test_import_real_table_then_plan_no_changes(name, real_table, tmp_path, capsys, monkeypatch):
+    """The imported spec matches the table: the plan changes nothing but building Hudi's metadata
+    table, which these tables (written with it off) lack."""
     base = real_table(name)
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "import", str(base))
     assert code == 0, err
     (tmp_path / "imported.yaml").write_text(out)
-    code, out, err = run(capsys, "plan", "imported.yaml", "--warehouse", str(base.parent), "--detailed-exitcode")
+    code, out, err = run(capsys, "plan", "imported.yaml", "--warehouse", str(base.parent), "--format", "json")
     assert code == 0, out + err
-    assert out.startswith("No changes.")
+    assert [a["kind"] for t in json.loads(out)["tables"] for a in t["actions"]] == ["build_metadata_table"]
 
 
 def test_virtual_keys_table_is_refused_by_import_and_plan_untouched(real_table, tmp_path, capsys, monkeypatch):

@@ -11,6 +11,7 @@ from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi import keys
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, write_table_config
+from tablespec.hudi.mdt import writer as mdt_writer
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.columns import spec_columns
@@ -39,7 +40,9 @@ def creation_properties(spec) -> dict[str, str]:
 
 
 def create_table(table: HudiTable, spec) -> TableConfig:
-    """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does.
+    """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does;
+    then Hudi's metadata table (its `files` partition, empty), as Hudi creates it with a table's
+    first write. A crash in between leaves a table without one, which `plan` proposes to build.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
@@ -54,7 +57,8 @@ def create_table(table: HudiTable, spec) -> TableConfig:
         raise StalePlanError(f"{e}; it was created since the plan was made") from None
     finally:
         table.refresh()  # the table exists now (or someone else's does)
-    return config
+    mdt_writer.initialize(table, {})  # refreshes the handle
+    return table.table_config
 
 
 def update_settings(table: HudiTable, spec, extra: dict[str, str] | None = None) -> TableConfig:

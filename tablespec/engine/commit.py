@@ -15,7 +15,8 @@ from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
 from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import join
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
-from tablespec.hudi.metadata_table import retire as retire_metadata_table
+from tablespec.hudi.mdt import sync as mdt_sync
+from tablespec.hudi.metadata_table import drop_partitions, unmaintained
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.rollback import recover, rollback
@@ -68,36 +69,32 @@ def table_lock(table: HudiTable, who: str = "apply", timeout_seconds: float = DE
 def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
            heartbeat_tolerance: float | None = None, changes_files: bool = True, held: TableLock | None = None):
     """Hold the table lock (writers and apply take the same one) and, first, finish interrupted
-    rollbacks/cleans/archiving runs and roll back writes whose writer died; `lock.recovered`
-    lists the rollbacks.
+    rollbacks/cleans/archiving runs and metadata-table compactions, and roll back writes whose
+    writer died; `lock.recovered` lists the rollbacks.
 
-    When the holder changes the table's files, or recovery may (pending instants), Hudi's metadata
-    table is retired first: tablespec does not maintain it, and Hudi would list stale files through
-    it. A rewrite of hoodie.properties alone (`changes_files=False`) leaves its listings true.
+    Hudi's metadata table is kept (every change records itself in it, mdt/sync.py); when the
+    holder changes the table's files, or recovery may (pending instants), metadata-table
+    partitions tablespec does not maintain are dropped first (Hudi would read them stale).
+    A rewrite of hoodie.properties alone (`changes_files=False`) leaves them true.
     `held`: the table's lock, already taken by the caller (`table_lock`), who read the table
     after taking it (.hoodie/ and hoodie.properties again, the rest where they changed): used,
     and not released here.
 
     The handle is read afresh once the lock is ours (other writers may have changed the table
-    before), and again only if retiring or recovery changed it: under the lock, what it caches
-    is the table until this process changes it."""
+    before), and again only if dropping partitions or recovery changed it: under the lock, what
+    it caches is the table until this process changes it."""
     lock = held if held is not None else table_lock(table, who, timeout_seconds)
     try:
         if held is None:  # the lock is ours now: the table as the previous holder left it
             table.refresh()  # (a caller holding the lock already read the table after taking it)
         timeline = table.timeline
-        if (changes_files or timeline.pending()) and table.has_metadata_table:
-            # Before recovery: recovery may roll back an inflight Hudi wrote, and Hudi would roll
-            # back its metadata-table side too; with the metadata table gone first, the rollback
-            # acts on a table without one (as under hoodie.metadata.enable=false) and no crash
-            # can leave a metadata table describing files recovery already deleted. Under Hudi's
-            # transaction lock: a Hudi writer updates its metadata table inside its commit.
-            # (No metadata table in the listing: nothing to retire, and a Hudi writer creating
-            # one now could as well do so right after a retire.)
+        if (changes_files or timeline.pending()) and unmaintained(table.config, mdt_sync.MAINTAINED):
+            # Under Hudi's transaction lock: a Hudi writer names metadata partitions inside its commit.
             with table.transaction_lock(who):
-                retire_metadata_table(table)  # refreshes the handle where it changed the table
+                drop_partitions(table, unmaintained(table.fresh_config(), mdt_sync.MAINTAINED))
         lock.recovered = recover(table, tolerance_seconds() if heartbeat_tolerance is None
                                  else heartbeat_tolerance)  # refreshes the handle where it changed the table
+        mdt_sync.repair(table)  # a metadata-table compaction that died is finished
         if interrupted(table):  # an archiving run died between writing the archive and deleting
             with table.transaction_lock("archive"):   # (Hudi's archiver deletes under it too)
                 finish_archive(table)
@@ -200,6 +197,8 @@ class Transaction:
             self.check_conflicts(metadata)
             if self.lock is not None:
                 self.lock.verify()  # the lease must still be ours at the commit point
+            recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first
             crash_point("before_completion")
             self.writer.complete(self.inflight, metadata, checked=True)  # started by this transaction, lease verified
         self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
+        mdt_sync.compact_if_due(self.table, recorded)

@@ -107,8 +107,9 @@ class TableWriter:
 
     def _refuse_layout(self) -> None:
         """A table whose layout tablespec cannot write, or whose stored rows contradict the spec's
-        timestamp partitioning, is refused before the lock: taking it retires Hudi's metadata table
-        and rolls back dead writes, which must not happen to a table the write will not touch."""
+        timestamp partitioning, is refused before the lock: taking it drops metadata-table partitions
+        tablespec does not maintain and rolls back dead writes, which must not happen to a table
+        the write will not touch."""
         from tablespec.stored_paths import unconfirmed, unrecorded
         config = self.table.config
         if config is None:

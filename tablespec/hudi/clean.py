@@ -41,7 +41,8 @@ from tablespec.hudi.instant import (
     Instant,
     new_instant_time,
 )
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import join
+from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 if TYPE_CHECKING:
@@ -276,12 +277,13 @@ def _finish(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult
     """Run a requested or inflight clean to completion; every step may be repeated. The handle
     is refreshed: the timeline changed."""
     try:
-        return _run(table.storage, table.base, timeline, clean)
+        return _run(table, timeline, clean)
     finally:
         table.refresh(config=False)
 
 
-def _run(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> CleanResult:
+def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
+    storage, base = table.storage, table.base
     started = time.monotonic()
     requested = clean.to("requested")
     plan = timeline.read_metadata(requested)
@@ -334,7 +336,10 @@ def _run(storage: Storage, base: str, timeline: Timeline, clean: Instant) -> Cle
         "bootstrapPartitionMetadata": {},
         "extraMetadata": plan.get("extraMetadata") or {},
     }
-    writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata))
+    with mdt_sync.completing(table, "clean"):  # Hudi's metadata table first, under Hudi's lock
+        recorded = mdt_sync.record_clean(table, clean.timestamp, metadata)
+        writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata))
+    mdt_sync.compact_if_due(table, recorded)
     return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
 
 

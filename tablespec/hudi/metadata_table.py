@@ -1,12 +1,12 @@
-"""Hudi's metadata table (`.hoodie/metadata`): what a table has of it, and retiring it.
+"""Hudi's metadata table (`.hoodie/metadata`): what a table has of it, and dropping the partitions
+tablespec does not maintain.
 
 Apache Hudi writers keep a metadata table (file listings, maybe column stats, bloom filters, a
-record index) and list files through it. tablespec does not maintain it, so before tablespec
-changes a table it retires the metadata table the way Hudi does for a writer configured with
-hoodie.metadata.enable=false: hoodie.properties first names no metadata partition (readers stop
-using it), then the folder goes. A crash in between leaves a folder the properties do not name,
-which Hudi ignores and the next retire deletes. A Hudi writer that enables it again rebuilds it
-from a file listing.
+record index) and list files through it. tablespec keeps its `files` partition in every change
+(mdt/sync.py); a partition it does not maintain would go stale, so before tablespec changes
+files it drops such partitions the way Hudi does: hoodie.properties first stops naming them
+(readers stop using them), then their folders go. A crash in between leaves folders the
+properties do not name, which Hudi ignores (a writer enabling the partition rebuilds it).
 """
 from __future__ import annotations
 
@@ -63,31 +63,31 @@ def describe(table: HudiTable) -> MetadataTable:
     return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)), size)
 
 
-def named(props: dict[str, str]) -> bool:
-    """Whether hoodie.properties name metadata-table partitions (ready or being built)."""
-    return bool(_names(props.get(PARTITIONS_KEY)) or _names(props.get(INFLIGHT_KEY)))
-
-
-def unname(table: HudiTable) -> bool:
-    """Empty the metadata partitions hoodie.properties names (Hudi readers and writers stop using
-    the metadata table); returns whether it named any."""
-    # read now: callers hold Hudi's transaction lock, under which a Hudi writer may just have named a partition
-    config = table.fresh_config()
+def unmaintained(config, maintained: frozenset[str]) -> tuple[str, ...]:
+    """Metadata partitions hoodie.properties name (ready, or being built) that are not `maintained`
+    (a partition still being built is never maintained: tablespec cannot finish Hudi's build)."""
     props = config.to_properties() if config is not None else {}
-    if config is None or not named(props):
-        return False
-    table.wrote_config(write_table_config(table.storage, table.base, config.with_updates(
-        extra={**config.extra, PARTITIONS_KEY: "", INFLIGHT_KEY: ""})))
-    return True
+    ready, inflight = _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY))
+    return tuple(dict.fromkeys([p for p in ready if p not in maintained] + list(inflight)))
 
 
-def retire(table: HudiTable) -> bool:
-    """Stop Hudi from using the metadata table, then delete it; returns whether there was one.
-    Call under the table lock, before the table changes."""
-    named = unname(table)
-    storage, path = table.storage, folder(table.base)
-    present = storage.is_dir(path)
-    if present:
-        storage.delete_tree(path)
-        table.refresh(config=False)  # .hoodie/ lists no metadata folder any more
-    return named or present
+def drop_partitions(table: HudiTable, partitions: tuple[str, ...]) -> tuple[str, ...]:
+    """Stop naming `partitions` in hoodie.properties (ready or inflight), then delete their folders;
+    returns the ones it found named or present. Call under Hudi's transaction lock (a Hudi writer
+    names partitions inside its commit), before the table's files change."""
+    # read now: under Hudi's transaction lock, a Hudi writer may just have named a partition
+    config = table.fresh_config()
+    if config is None or not partitions:
+        return ()
+    props = config.to_properties()
+    ready, inflight = _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY))
+    named_ = [p for p in partitions if p in ready or p in inflight]
+    if named_:
+        table.wrote_config(write_table_config(table.storage, table.base, config.with_updates(extra={
+            **config.extra, PARTITIONS_KEY: ",".join(p for p in ready if p not in partitions),
+            INFLIGHT_KEY: ",".join(p for p in inflight if p not in partitions)})))
+    present = [p for p in partitions if table.storage.is_dir(join(folder(table.base), p))]
+    for partition in present:
+        table.storage.delete_tree(join(folder(table.base), partition))
+    return tuple(dict.fromkeys(named_ + present))
+

@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
-
-import fastavro
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
 from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
 from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.record_index import delete_instant_files
+from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 if TYPE_CHECKING:
@@ -46,54 +46,6 @@ if TYPE_CHECKING:
 
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT)
 MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
-
-# The Avro schemas of Apache Hudi 0.14/0.15 (org.apache.hudi.avro.model), field for field, so
-# Hudi's tools read the rollbacks tablespec writes and tablespec resumes the ones Hudi left.
-_NAMESPACE = "org.apache.hudi.avro.model"
-_SIZES = ["null", {"type": "map", "values": "long"}]
-
-
-def _instant_info() -> dict[str, Any]:
-    return {"type": "record", "name": "HoodieInstantInfo", "namespace": _NAMESPACE,
-            "fields": [{"name": "commitTime", "type": "string"}, {"name": "action", "type": "string"}]}
-
-
-ROLLBACK_PLAN_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "HoodieRollbackPlan", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "instantToRollback", "type": ["null", _instant_info()], "default": None},
-        {"name": "RollbackRequests", "default": None, "type": ["null", {"type": "array", "items": {
-            "type": "record", "name": "HoodieRollbackRequest",
-            "fields": [
-                {"name": "partitionPath", "type": "string"},
-                {"name": "fileId", "type": ["null", "string"], "default": None},
-                {"name": "latestBaseInstant", "type": ["null", "string"], "default": None},
-                {"name": "filesToBeDeleted", "type": {"type": "array", "items": "string"}, "default": []},
-                {"name": "logBlocksToBeDeleted", "type": _SIZES, "default": None},
-            ]}}]},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-    ]})
-
-ROLLBACK_METADATA_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "HoodieRollbackMetadata", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "startRollbackTime", "type": "string"},
-        {"name": "timeTakenInMillis", "type": "long"},
-        {"name": "totalFilesDeleted", "type": "int"},
-        {"name": "commitsRollback", "type": {"type": "array", "items": "string"}},
-        {"name": "partitionMetadata", "type": {"type": "map", "values": {
-            "type": "record", "name": "HoodieRollbackPartitionMetadata",
-            "fields": [
-                {"name": "partitionPath", "type": "string"},
-                {"name": "successDeleteFiles", "type": {"type": "array", "items": "string"}},
-                {"name": "failedDeleteFiles", "type": {"type": "array", "items": "string"}},
-                {"name": "rollbackLogFiles", "type": _SIZES, "default": None},
-                {"name": "logFilesFromFailedCommit", "type": _SIZES, "default": None},
-            ]}}},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "instantsRollback", "type": {"type": "array", "items": _instant_info()}, "default": []},
-    ]})
-
 
 @dataclass(frozen=True)
 class RollbackResult:
@@ -165,12 +117,13 @@ def _finish(table: HudiTable, timeline: Timeline, rollback: Instant) -> Rollback
     """Run a requested or inflight rollback to completion; every step may be repeated. The
     handle is refreshed: the timeline changed."""
     try:
-        return _run(table.storage, table.base, timeline, rollback)
+        return _run(table, timeline, rollback)
     finally:
         table.refresh(config=False)
 
 
-def _run(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
+def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackResult:
+    storage, base = table.storage, table.base
     started = time.monotonic()
     writer = TimelineWriter(storage, base)
     target = rollback_target(timeline, rollback)
@@ -227,7 +180,12 @@ def _run(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> 
         "version": 1,
         "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
     }
-    writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata))
+    with mdt_sync.completing(table, "rollback"):  # Hudi's metadata table first, under Hudi's lock
+        recorded = mdt_sync.record_rollback(table, rollback.timestamp, target.timestamp,
+                                 {p: [path.rsplit("/", 1)[-1] for path in paths if not path.startswith(meta)]
+                                  for p, paths in partitions.items()})
+        writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata))
+    mdt_sync.compact_if_due(table, recorded)
     return RollbackResult(last_seen, sorted(files), rollback.timestamp)
 
 

@@ -27,8 +27,6 @@ from tablespec.hudi.io import (
     table_location,
 )
 from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
-from tablespec.hudi.metadata_table import FOLDER as METADATA_FOLDER
-from tablespec.hudi.metadata_table import named
 from tablespec.hudi.s3 import S3Config, S3Storage
 from tablespec.hudi.timeline import Timeline, parse_instants
 from tablespec.hudi.txn_lock import TransactionLock
@@ -187,14 +185,6 @@ class HudiTable:
         self._meta_folders = folders
         return not same
 
-    @property
-    def has_metadata_table(self) -> bool:
-        """Whether Hudi's metadata table is there (hoodie.properties name its partitions, or its
-        folder is in the listing `timeline` came from): only then is there one to retire."""
-        if self._timeline is None:
-            self._load_timeline()
-        return METADATA_FOLDER in self._meta_folders or (self.config is not None and named(self.config.to_properties()))
-
     def lists_folder(self, folder: str) -> bool:
         """Whether the .hoodie/ listing `timeline` came from shows `folder` (its first level):
         a folder it does not show need not be listed."""
@@ -227,10 +217,6 @@ class HudiTable:
         the timeline is unchanged."""
         self._config, self._config_read = config, True
         self.generation += 1
-
-    def metadata_table(self) -> HudiTable:
-        """Hudi's metadata table (`.hoodie/metadata`): a table of its own, with its own timeline."""
-        return HudiTable(self.location.child(f"{META_FOLDER}/{METADATA_FOLDER}"))
 
     def view_of(self, timeline: Timeline, partitions=None) -> FileSystemView:
         """A file-system view over another timeline than the cached one (an older state of the

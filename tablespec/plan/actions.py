@@ -22,7 +22,7 @@ PLAN_FORMAT_VERSION = 1
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
-    "record_index_catch_up", "archive", "catalog_sync",
+    "record_index_catch_up", "archive", "build_metadata_table", "drop_metadata_partitions", "catalog_sync",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -137,6 +137,10 @@ class CatalogName(Measured):
     table: str
 
 
+class MetadataPartitions(Measured):
+    partitions: list[str]   # Hudi metadata-table partitions dropped
+
+
 class ClusteringParams(Measured):
     instant: str | None = None   # a pending plan to run (else the next step is scheduled)
     step: Step | None = None
@@ -182,6 +186,12 @@ class CleanEstimate(Measured):
 class ArchiveEstimate(Measured):
     instants: Count            # completed instants an archiving run moves to the archived timeline
     active_commits: Count      # completed commits on the active timeline now
+
+
+class MetadataBuildEstimate(Measured):
+    partitions: Count
+    files: Count            # data files the `files` partition lists
+    bytes: Bytes
 
 
 class IndexCompactionEstimate(Measured):
@@ -305,6 +315,23 @@ class Archive(BaseAction):
     housekeeping: ClassVar[bool] = True
 
 
+class BuildMetadataTable(BaseAction):
+    """Building Hudi's metadata table (its `files` partition) from the table's files: a table
+    tablespec retired it from earlier, or Hudi wrote with it off."""
+    kind: Literal["build_metadata_table"] = "build_metadata_table"
+    params: NoParams = NoParams()
+    estimate: MetadataBuildEstimate
+    housekeeping: ClassVar[bool] = True
+
+
+class DropMetadataPartitions(BaseAction):
+    """Dropping metadata-table partitions tablespec does not maintain (they would go stale)."""
+    kind: Literal["drop_metadata_partitions"] = "drop_metadata_partitions"
+    params: MetadataPartitions
+    estimate: NoEstimate = NoEstimate()
+    housekeeping: ClassVar[bool] = True
+
+
 class RecordIndexCompaction(BaseAction):
     kind: Literal["record_index_compaction"] = "record_index_compaction"
     params: NoParams = NoParams()
@@ -341,7 +368,7 @@ class CatalogSync(BaseAction):
 
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
                    | ReplaceTable | Rollback | Clean | Archive | RecordIndexCompaction | RecordIndexCatchUp
-                   | Clustering | CatalogSync,
+                   | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {
     cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}

@@ -4,7 +4,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tablespec.errors import SpecError, UnsupportedTableError
-from tablespec.hudi import keys
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
@@ -44,6 +43,7 @@ from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_bucke
 from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.locations import occupied_message
+from tablespec.plan.metadata_table import metadata_table_actions
 from tablespec.plan.settings import (
     HASH_FIELDS,
     LABEL_PREFIX,
@@ -171,12 +171,6 @@ def build_plan(specs: list[LoadedSpec], states: dict[str, TableState], warehouse
     )
 
 
-METADATA_TABLE_NOTE = (
-    "the first action retires Hudi's metadata table (.hoodie/metadata): tablespec does not maintain it, "
-    "so Hudi would list stale files through it; Hudi writers configured by `tablespec hudi-options` keep it "
-    f"off ({keys.METADATA_ENABLE.name}=false), and Hudi rebuilds it when a writer enables it again")
-
-
 def _beat(state: TableState, instant) -> str:
     if instant.timestamp not in state.heartbeat_ages:
         return ""
@@ -197,6 +191,8 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)
         actions.insert(0, Rollback(reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
                                    params=Instants(instants=[i.timestamp for i in state.expired])))
+    at = 1 if state.expired else 0   # after the rollback of dead writes (a build needs no pending instant)
+    actions[at:at] = metadata_table_actions(state)
     if state.exists and not any(a.kind in ("index_migration", "replace_table") for a in actions):
         actions += _index_catch_up(spec, state) + _index_compaction(spec, state)
     cleanable = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
@@ -226,9 +222,6 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         warnings.append(f"other writers' pending instants: {listed}; a writer is running, or crashed less than "
                         "the heartbeat tolerance ago. Their commits are checked against ours at commit time")
     warnings += [f"locked: {holder}" for holder in state.lock_holders]
-    if state.exists and any(a.kind != "update_settings" for a in actions) and \
-            (state.metadata_table.present or state.metadata_table.in_use):
-        warnings.append(METADATA_TABLE_NOTE)
     return TablePlan(
         name=display_name(spec),
         location=state.location,

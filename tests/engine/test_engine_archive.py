@@ -61,24 +61,28 @@ def assert_history_whole(location: str, instants: list[str]) -> HudiTable:
 
 
 def test_writes_keep_the_active_timeline_bounded_and_history_whole(spark, tmp_path):
+    """As in Hudi, archiving never passes the metadata table's latest compaction: none before its
+    first one (the 9th write: 10 deltacommits with the initializing one), then down to minCommits."""
     table = make_table(spark, tmp_path, ARCHIVING)
     instants, files = [], []
     for n in range(10):
         result = table.write(batch(spark, n))
         instants.append(result.instant)
         files.append(meta_files(table.location))
-        if n == 3:   # the 4th commit passes maxCommits 3: archived down to minCommits 2
-            assert result.archived == 2 and "archived 2 instants" in str(result)
+        if n < 8:
+            assert not result.archived, n
+        if n == 8:   # the metadata table compacted: the 9 commits archived down to minCommits 2
+            assert result.archived == 7 and "archived 7 instants" in str(result)
     handle = assert_history_whole(table.location, instants)
     assert len(handle.timeline.commits()) <= 3
-    assert max(files[4:]) <= files[3] + 3, files          # .hoodie/ stays bounded: no growth per commit
+    assert files[9] <= files[8] + 3, files          # .hoodie/ stays bounded: no growth per commit
     rows = assert_hudi_rs_agrees(table)                  # read (tablespec = hudi-rs) and verify ok
     assert len(rows) == 10
     assert observe(HudiTable.open(table.location)).rows == 10    # commit statistics, archived ones too
     latest = handle.timeline.commits()[-1].timestamp
     assert tablespec_rows(table, as_of=latest) == rows
     older = handle.timeline.commits()[0].timestamp
-    assert len(tablespec_rows(table, as_of=older)) == 9
+    assert len(tablespec_rows(table, as_of=older)) == instants.index(older) + 1
     with pytest.raises(ReadError, match=rf"instant {instants[0]} has been archived \(spec.retention.archive\): "
                                         rf"time travel reads the active timeline, whose earliest commit is {older}"):
         table.read(as_of=instants[0])
@@ -95,9 +99,10 @@ def test_writes_keep_the_active_timeline_bounded_and_history_whole(spark, tmp_pa
 def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, point):
     """A table written with archiving at Hudi's defaults (20/30: nothing archived) gets the spec's
     tighter limits: apply archives after the settings change. An archiving run killed (-9) at
-    `point` before leaves both timelines readable, and the apply's lock recovery finishes it."""
+    `point` before leaves both timelines readable, and the apply's lock recovery finishes it.
+    Nine writes: the metadata table's first compaction (as in Hudi, archiving waits for it)."""
     table = make_table(spark, tmp_path, PLAIN)
-    instants = [table.write(batch(spark, n)).instant for n in range(6)]
+    instants = [table.write(batch(spark, n)).instant for n in range(9)]
     before = tablespec_rows(table)
     if point is not None:
         code = ("from tablespec.hudi.table import HudiTable; from tablespec.hudi.archive import ArchiveSettings, "
@@ -107,11 +112,11 @@ def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, point):
         assert proc.returncode == -9, proc.stderr[-2000:]
         assert [i.timestamp for i in History.of(HudiTable.open(table.location)).commits()] == instants
         assert tablespec_rows(Table(table.spec, table.location, spark)) == before   # readable as left
-    plan = plan_for(ARCHIVING, tmp_path)      # keepCommits 10 -> 1: a clean; 6 commits > maxCommits 3
+    plan = plan_for(ARCHIVING, tmp_path)      # keepCommits 10 -> 1: a clean; 9 commits > maxCommits 3
     assert [a.kind for t in plan.tables for a in t.actions] == ["update_settings", "clean", "archive"]
-    assert plan.tables[0].actions[-1].estimate.model_dump() == {"instants": 4, "active_commits": 6}
+    assert plan.tables[0].actions[-1].estimate.model_dump() == {"instants": 7, "active_commits": 9}
     result = Applier(spark=spark).apply(plan)   # (a killed run: finished by the lock's recovery first)
-    assert result.actions[-1].actual.model_dump() == {"instants": 4 if point is None else 0}
+    assert result.actions[-1].actual.model_dump() == {"instants": 7 if point is None else 0}
     handle = assert_history_whole(table.location, instants)
     assert [i.timestamp for i in handle.timeline.commits()] == instants[-2:]
     assert [i.timestamp for i in ArchivedTimeline.of(handle).commits()] == instants[:-2]

@@ -19,7 +19,7 @@ from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, Instant, new_instant_
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.mdt import compaction, layout, reader, writer
-from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, FilesChange, from_clean, from_commit, from_deleted_files
+from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, FilesChange, from_clean, from_commit
 from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.rollback import rollback
@@ -171,25 +171,24 @@ def test_cleans_and_rollbacks_are_recorded_as_deletions(tmp_path):
     timeline = Timeline.load(ST, base)
     plan = plan_clean(base, timeline, FileSystemView.build(ST, base, timeline), keep_commits=1)
     assert plan is not None and plan.files_to_delete
-    clean = execute_clean(HudiTable.open(base), plan)
-    writer.record(HudiTable.open(base), clean.clean_instant,
-                  from_clean(Timeline.load(ST, base).read_metadata(Instant(clean.clean_instant, "clean"))))
+    clean = execute_clean(HudiTable.open(base), plan)   # records itself in the metadata table
+    assert clean.clean_instant in {i.timestamp for i in layout.timeline(ST, base) if i.completed}
     _assert_listing_is_storage(base)
 
     ts, inflight = _start(base)          # a write that died after its metadata deltacommit
     metadata = _files(base, ts, {("a", fg): 13, ("c", new_file_id()): 4})
     writer.record(HudiTable.open(base), ts, from_commit(metadata))
-    done = rollback(HudiTable.open(base), inflight)
-    deleted: dict[str, list[str]] = {}
-    for path in done.deleted_files:
-        rel = path[len(base) + 1:]
-        if not rel.startswith(".hoodie"):
-            deleted.setdefault(rel.rpartition("/")[0], []).append(rel)
-    writer.record(HudiTable.open(base), done.rollback_instant, from_deleted_files(deleted))
-    # the rolled-back instant's block counts again (Hudi's rule), and the rollback's deletions after it
-    assert ts in reader.valid_instants(Timeline.load(ST, base), layout.timeline(ST, base))
-    _assert_listing_is_storage(base)
-    assert reader.listing(HudiTable.open(base)).files["c"] == {}     # the partition stays (its folder does), its file is gone
+    done = rollback(HudiTable.open(base), inflight)   # records its deletions, rolls back the deltacommit
+    meta = {i.timestamp: i for i in layout.timeline(ST, base)}
+    assert meta[done.rollback_instant].completed and ts not in meta
+    assert meta[done.rollback_instant + "006"] == layout.MetaInstant(done.rollback_instant + "006", "rollback", "completed")
+    assert ts in reader.valid_instants(Timeline.load(ST, base), layout.timeline(ST, base))  # Hudi's rule
+    # the failed write's new partition keeps its (empty) folder, which the rolled-back deltacommit named, as in Hudi
+    stored = writer.list_data_files(ST, base)
+    assert stored["c"] == {}
+    listed = reader.listing(HudiTable.open(base))
+    assert "c" not in listed.partitions and listed.partitions == set(stored) - {"c"}
+    assert listed.files == {p: f for p, f in stored.items() if p != "c"}
 
 
 def test_records_of_a_change_are_hudis():

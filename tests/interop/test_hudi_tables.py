@@ -1,7 +1,7 @@
 """Tables Apache Hudi creates with its own defaults (metadata table on): tablespec imports them
-(the spec plans clean), writes into them (retiring Hudi's metadata table first) and migrates
-them; Apache Hudi then reads them and writes again (rebuilding its metadata table), and
-tablespec, hudi-rs and Apache Hudi agree on the rows at each step."""
+(the spec plans clean), writes into them (keeping Hudi's metadata table, dropping partitions it
+does not maintain) and migrates them; Apache Hudi then reads them and writes again (continuing
+its metadata table), and tablespec, hudi-rs and Apache Hudi agree on the rows at each step."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ import os
 
 import pytest
 from interop_support import apply_until_done, assert_readers_agree, cli, hudi_rows, hudi_write, save_spec
+from test_hudi_metadata_table import assert_listing_is_storage
 
-from tablespec.hudi import metadata_table
 from tablespec.hudi.io import LocalStorage, checksum_sidecar
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.importer import spec_document
@@ -32,14 +32,20 @@ def _df(spark, data):
     return spark.createDataFrame(data, SCHEMA)
 
 
-def _import(tmp_path, location, capsys) -> tuple[dict, str]:
-    """`tablespec import` of the table, saved as a spec file that plans with no changes."""
+def _import(tmp_path, location, capsys, kinds: tuple[str, ...] = ()) -> tuple[dict, str]:
+    """`tablespec import` of the table, saved as a spec file that plans with no changes (but
+    `kinds`: metadata-table actions)."""
     code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 0, err
     spec_file = tmp_path / f"{location.name}.yaml"
     spec_file.write_text(out)
-    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
-    assert code == 0 and out.startswith("No changes."), out + err
+    if kinds:
+        code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+        assert code == 0 and [a["kind"] for t in json.loads(out)["tables"] for a in t["actions"]] == list(kinds), \
+            out + err
+    else:
+        code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+        assert code == 0 and out.startswith("No changes."), out + err
     return spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path))), str(spec_file)
 
 
@@ -49,12 +55,14 @@ def _table(spark, doc: dict, location) -> Table:
     return Table(TableSpec.model_validate(doc), str(location), spark)
 
 
-def _retired(location) -> None:
-    """Hudi's metadata table is gone and hoodie.properties names none of its partitions."""
+def _kept(location) -> None:
+    """Hudi's metadata table is there with the one partition tablespec maintains (`files`), and
+    lists exactly the storage."""
     state = observe(HudiTable.open(str(location)))
-    assert state.metadata_table == metadata_table.MetadataTable(False, (), (), 0)
-    props = state.config.to_properties()
-    assert props[metadata_table.PARTITIONS_KEY] == "" and props[metadata_table.INFLIGHT_KEY] == ""
+    assert state.metadata_table.partitions == ("files",) and state.metadata_table.inflight == ()
+    assert sorted(p.name for p in (location / ".hoodie" / "metadata").iterdir() if not p.name.startswith(".")) \
+        == ["files"]
+    assert_listing_is_storage(str(location))
 
 
 
@@ -81,24 +89,21 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     save_spec(doc, spec_file)
     assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)
-    written = hudi_rows(hudi, str(location))
-    assert len(written) == len(FIRST)
+    assert not os.path.exists(sidecar)   # dropped with the rewrite
+    assert len(hudi_rows(hudi, str(location))) == len(FIRST)
 
-    # An action that changes files is planned with the note, in every format.
+    # An action that changes files is planned alone: the metadata table is kept, nothing to build or drop.
     save_spec({**doc, "spec": {**doc["spec"], "index": {"type": "BUCKET", "numBuckets": 2}}}, spec_file)
-    for fmt in ("text", "markdown", "json"):
-        code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--format", fmt)
-        assert code == 0 and "retires Hudi's metadata table" in out, out + err
+    code, out, err = cli(capsys, "plan", spec_file, "--warehouse", str(tmp_path), "--format", "json")
+    assert code == 0 and [a["kind"] for t in json.loads(out)["tables"] for a in t["actions"]] == \
+        ["bucket_bootstrap"], out + err
     save_spec(doc, spec_file)
 
-    # A retire interrupted after hoodie.properties: Hudi reads without the folder no key names.
-    assert metadata_table.unname(HudiTable.open(str(location))) and not os.path.exists(sidecar)
-    assert observe(HudiTable.open(str(location))).metadata_table.present
-    assert hudi_rows(hudi, str(location)) == written
-
     _table(hudi, doc, location).write(_df(hudi, [("a", 10, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
-    _retired(location)  # the next retire deleted the folder
+    _kept(location)  # Hudi's metadata table recorded tablespec's commit
     assert_readers_agree(hudi, _table(hudi, doc, location))
+    assert hudi_rows(hudi, str(location), **{"hoodie.metadata.enable": "true"}) == \
+        hudi_rows(hudi, str(location), **{"hoodie.metadata.enable": "false"})
 
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]}
     doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
@@ -114,7 +119,7 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
     hudi_write(_df(hudi, [("b", 20, "2024-01-01", 3), ("e", 5, "2024-01-03", 3)]), location,
                _options("simple", **{"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2",
                                      "hoodie.bucket.index.hash.field": "id"}))
-    assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)  # Hudi rebuilt it
+    _kept(location)   # Hudi continued it
     after = assert_readers_agree(hudi, table)
     assert len(after) == len(expected) + 1
     assert {dict(r)["id"]: dict(r)["v"] for r in after} == {"a": 10, "b": 20, "c": 3, "d": 4, "e": 5}
@@ -131,10 +136,11 @@ def test_indexed_table_import_and_upsert(hudi, tmp_path, capsys, case, options):
     hudi_write(_df(hudi, FIRST), location, _options(case, **options))
     if case == "record_index":
         assert "record_index" in observe(HudiTable.open(str(location))).metadata_table.partitions
-    doc, _ = _import(tmp_path, location, capsys)
+    # a partition tablespec does not maintain: the plan drops it visibly (a write drops it anyway)
+    doc, _ = _import(tmp_path, location, capsys, ("drop_metadata_partitions",) if case == "record_index" else ())
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("b", 20, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
-    _retired(location)
+    _kept(location)
     hudi_write(_df(hudi, [("c", 30, "2024-01-02", 3)]), location, _options(case, **options))
     rows = assert_readers_agree(hudi, table)
     assert {dict(r)["id"]: dict(r)["v"] for r in rows} == {"a": 1, "b": 20, "c": 30, "d": 4}
@@ -148,7 +154,7 @@ def test_auto_generated_keys(hudi, tmp_path, capsys):
     assert doc["spec"]["recordKey"] == {"autoGenerate": True}
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("d", 4, "2024-01-02", 2)]), "insert")
-    _retired(location)
+    _kept(location)
     rows = assert_readers_agree(hudi, table)
     assert sorted(dict(r)["id"] for r in rows) == ["a", "b", "c", "d"]
 
@@ -186,7 +192,7 @@ def test_clustered_cleaned_rolled_back_table(hudi, tmp_path, capsys):
     doc, _ = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("c", 13, "2024-01-02", 4)]))
-    _retired(location)
+    _kept(location)
     rows = assert_readers_agree(hudi, table)
     assert {dict(r)["id"]: dict(r)["v"] for r in rows} == {"a": 11, "b": 12, "c": 13}  # the clustering was undone
 

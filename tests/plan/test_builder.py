@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 from _support import ORDERS_SPEC
 
 from tablespec.actions.metadata import creation_properties
 from tablespec.errors import UnsupportedTableError
+from tablespec.hudi import metadata_table
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.config import TableConfig
 from tablespec.hudi.table import Location
@@ -27,14 +29,17 @@ def load(text: str):
 
 
 def state_for(text: str, **overrides) -> TableState:
-    """The state a table created from `text` has (optionally with hoodie.properties edited)."""
+    """The state a table created from `text` has (its metadata table's `files` partition built;
+    optionally with hoodie.properties edited)."""
     spec = load(text)[0].spec
-    props = creation_properties(spec)
+    props = {**creation_properties(spec), metadata_table.PARTITIONS_KEY: "files"}
     props.update(overrides)
     import json
     cols = tuple(ObservedColumn(n, t, nl) for n, t, nl in from_avro_schema(json.loads(props["hoodie.table.create.schema"])))
-    return TableState(location=LOCATION, exists=True, config=TableConfig.from_properties(props),
-                      properties_fingerprint="fp", columns=cols, head="20261121000000000")
+    config = TableConfig.from_properties(props)
+    return TableState(location=LOCATION, exists=True, config=config, properties_fingerprint="fp", columns=cols,
+                      head="20261121000000000", metadata_table=metadata_table.MetadataTable(
+                          True, metadata_table._names(props.get(metadata_table.PARTITIONS_KEY)), (), 1))
 
 
 def actions(text: str, state: TableState):
@@ -200,3 +205,21 @@ def test_plan_rename_needs_renamed_from_and_shows_with_any_action():
     (replace,) = actions(renamed.replace("fields: [order_date]", "fields: [customer_id]"), state_for(BASE))
     assert replace.kind == "replace_table" and "rename orders -> invoices (metadata.renamedFrom)" in replace.reasons
     assert ("metadata.name", "orders", "invoices") in [(c.path, c.old, c.new) for c in replace.changes]
+
+
+def test_plan_builds_a_missing_metadata_table_and_drops_partitions_it_does_not_maintain():
+    """A table without Hudi's metadata table (retired earlier, or Hudi wrote with it off): a
+    build with the file-system view's estimate; partitions tablespec does not maintain: a drop
+    naming them. Both housekeeping: nothing else changes."""
+    absent = replace(state_for(BASE, **{metadata_table.PARTITIONS_KEY: ""}), data_files=(3, 3000),
+                     partitions=("a", "b"), metadata_table=metadata_table.NONE)
+    acts = actions(BASE, absent)
+    assert [a.kind for a in acts] == ["build_metadata_table"]
+    assert acts[0].estimate.model_dump() == {"partitions": 2, "files": 3, "bytes": 3000}
+    assert "hoodie.metadata.enable=false" in acts[0].reasons[0]
+    stale = state_for(BASE, **{metadata_table.PARTITIONS_KEY: "files,column_stats,record_index",
+                               metadata_table.INFLIGHT_KEY: "bloom_filters"})
+    acts = actions(BASE, stale)
+    assert [a.kind for a in acts] == ["drop_metadata_partitions"]
+    assert acts[0].params.partitions == ["column_stats", "record_index", "bloom_filters"]
+    assert "column_stats, record_index, bloom_filters" in acts[0].reasons[0]

@@ -59,7 +59,8 @@ def props(project: Path, location: str = "warehouse/sales/orders") -> dict:
 
 
 def tables_in(root: Path) -> list[str]:
-    return sorted(str(p.parent.relative_to(root)) for p in root.rglob(".hoodie"))
+    return sorted(str(p.parent.relative_to(root)) for p in root.rglob(".hoodie")
+                  if p.parent.name != "metadata")   # not Hudi's metadata table (.hoodie/metadata/.hoodie)
 
 
 def saved_update(project, capsys):

@@ -99,7 +99,8 @@ def test_every_kind_has_one_model_and_one_executor():
         "bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration", "record_index_compaction",
         "record_index_catch_up", "clustering"}
     assert {k for k, cls in KINDS.items() if cls.housekeeping} == {"update_settings", "schema_evolution", "rollback",
-                                                                    "clean", "archive"}
+                                                                    "clean", "archive", "build_metadata_table",
+                                                                    "drop_metadata_partitions"}
     assert {k: cls.symbol for k, cls in KINDS.items() if cls.symbol != "~"} == {"create_table": "+",
                                                                                  "replace_table": "-/+"}
 

@@ -24,7 +24,6 @@ from tablespec.hudi import keys, metadata_table
 from tablespec.hudi.clean import earliest_commit_to_retain
 from tablespec.hudi.instant import (
     CLEAN,
-    COMMIT,
     COMPACTION,
     LOG_COMPACTION,
     REPLACE_COMMIT,
@@ -33,6 +32,7 @@ from tablespec.hudi.instant import (
     WRITE_ACTIONS,
     Instant,
 )
+from tablespec.hudi.mdt import layout as mdt_layout
 from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -215,7 +215,8 @@ def read_bounds(table: HudiTable) -> Bounds:
         retains = (plan.get("earliestInstantToRetain") or {}).get("timestamp") or clean.timestamp
     in_use = bool((props.get(metadata_table.PARTITIONS_KEY) or "").strip())
     compacted = None
-    if in_use:
-        last = table.metadata_table().timeline.last(COMMIT)
-        compacted = last.timestamp if last is not None else None
+    if in_use:   # the metadata table's timeline (its compactions have 20-digit times)
+        done = [i.timestamp for i in mdt_layout.timeline(table.storage, base)
+                if i.action == mdt_layout.COMPACTION and i.completed]
+        compacted = max(done, default=None)
     return Bounds(retains, in_use, compacted)

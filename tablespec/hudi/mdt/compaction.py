@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError
+from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout, reader
@@ -52,17 +53,24 @@ PLAN_SCHEMA = {
 PLAN_VERSION = 2
 
 
-def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
-    """The compaction instant Hudi 0.15 would schedule now, or None."""
+def due_by_metadata(metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
+    """The latest deltacommit when the metadata timeline alone makes a compaction due (enough
+    deltacommits since the last one, nothing pending), else None: the data timeline need not be read."""
     if any(not i.completed for i in metadata):
         return None
     last = max((i.timestamp for i in metadata if i.action == COMPACTION), default="")
     deltas = [i.timestamp for i in metadata if i.action == DELTA_COMMIT and i.timestamp > last]
     if len(deltas) < max_delta_commits or len(deltas[-1]) != DATA_INSTANT_LENGTH:
         return None
-    if any(p.timestamp <= deltas[-1] for p in data.pending()):
+    return deltas[-1]
+
+
+def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
+    """The compaction instant Hudi 0.15 would schedule now, or None."""
+    latest = due_by_metadata(metadata, max_delta_commits)
+    if latest is None or any(p.timestamp <= latest for p in data.pending()):
         return None
-    return deltas[-1] + COMPACTION_SUFFIX
+    return latest + COMPACTION_SUFFIX
 
 
 def plan(storage: Storage, base: str, instant: str) -> dict:
@@ -106,6 +114,7 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
     name = layout.base_file_name(instant)
     data = base_hfile(records, name)
     storage.write_bytes(join(layout.partition_path(base), name), data)
+    crash_point("during_metadata_compaction")
     logs = previous.log_files if previous else ()
     stat = WriteStat(file_id=FILE_ID, path=f"{FILES}/{name}", prev_commit=previous.base_instant if previous else "null",
                      num_writes=len(records), num_update_writes=len(records), total_write_bytes=len(data),

@@ -153,16 +153,24 @@ def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: li
         storage.delete(join(layout.meta_path(base), layout.instant_file(instant, pending.action, state)))
 
 
-def record(table: HudiTable, instant: str, change: FilesChange) -> MetaInstant:
+def record(table: HudiTable, instant: str, change: FilesChange,
+           timeline: list[MetaInstant] | None = None) -> MetaInstant:
     """Write the metadata table's deltacommit at data instant `instant` for `change`; call before
-    the data instant completes (see the module's docstring)."""
+    the data instant completes (see the module's docstring). `timeline`: the metadata table's,
+    as the caller just listed it (not listed again unless a compaction or an earlier attempt of
+    `instant` was left pending)."""
     storage, base = table.storage, table.base
-    timeline = layout.timeline(storage, base)
+    if timeline is None:
+        timeline = layout.timeline(storage, base)
     if not timeline:
         raise HudiFormatError(f"{base}: the table has no metadata table to record {instant} in")
-    compaction.finish_pending(table)
-    _drop_failed_attempt(storage, base, instant, timeline)
-    completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
+    if any(i.action == layout.COMPACTION and not i.completed for i in timeline):
+        compaction.finish_pending(table)
+        timeline = layout.timeline(storage, base)
+    if any(i.timestamp == instant for i in timeline):
+        _drop_failed_attempt(storage, base, instant, timeline)
+        timeline = layout.timeline(storage, base)
+    completed = {i.timestamp for i in timeline if i.completed}
     current = layout.latest_slice(storage, base, completed)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID}")
@@ -172,6 +180,11 @@ def record(table: HudiTable, instant: str, change: FilesChange) -> MetaInstant:
                                                  num_update_writes=len(records))]},
                               operation_type="UPSERT_PREPPED")
     _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"), inflight.to_json())
+    if not records:   # an instant that changed no file (a schema commit): a deltacommit with no log block, as Hudi's
+        _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
+                            CommitMetadata({}, extra_metadata={"schema": SCHEMA_JSON},
+                                           operation_type="UPSERT_PREPPED").to_json())
+        return MetaInstant(instant, layout.DELTA_COMMIT, "completed")
     log = LogFileName(FILE_ID, current.base_instant, current.next_log_version, WRITE_TOKEN)
     data = encode_block(data_block(instant, records))
     storage.write_bytes(join(layout.partition_path(base), log.format()), data)

@@ -1,0 +1,173 @@
+"""Keeping the metadata table in step with every change tablespec makes to a data table, as
+Apache Hudi 0.15's writers do (HoodieBackedTableMetadataWriter).
+
+Each data instant that changes files (commit, replacecommit, clean, rollback) writes the
+metadata table's deltacommit at its own time *before* its completed file, under Hudi's
+transaction lock; readers count a deltacommit only once its data instant completed
+(`reader.valid_instants`), so a crash in between leaves the listing of the completed instants.
+After the data instant completes, the metadata table is compacted when Hudi would.
+
+A rollback of a data instant T at R records the files it deleted at R, and rolls back the
+metadata table's own deltacommit T (if one was written) at R + `006`, as Hudi does: otherwise T's
+blocks would count once R names T among the rolled-back instants. Only the `files` partition
+is maintained (`MAINTAINED`); `partition_changes` is the one place a data instant becomes
+metadata-table changes, where further partitions plug in.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from tablespec.faults import crash_point
+from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.io import join
+from tablespec.hudi.logfile import read_blocks
+from tablespec.hudi.mdt import compaction, layout, records, writer
+from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILE_ID, FILES, MetaInstant
+from tablespec.hudi.mdt.records import FilesChange
+from tablespec.hudi.naming import LogFileName
+from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
+from tablespec.hudi.timeline import avro_record
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
+
+MAINTAINED = frozenset({FILES})          # metadata-table partitions tablespec keeps true
+ROLLBACK_SUFFIX = "006"                  # Hudi's suffix of a metadata-table rollback instant
+
+
+def partition_changes(change: FilesChange) -> FilesChange:
+    """What a data instant's file change does to the maintained partitions (today: `files`, the
+    change itself). The single point where another partition's records would be derived."""
+    return change
+
+
+def maintained(table: HudiTable) -> bool:
+    """Whether the table's metadata table has its `files` partition ready (hoodie.properties
+    name it): only then is there one to keep."""
+    return writer.is_enabled(table)
+
+
+def record(table: HudiTable, instant: str, change: FilesChange) -> list[MetaInstant] | None:
+    """The metadata table's deltacommit at data instant `instant`, when the table keeps one. Call
+    under Hudi's transaction lock, right before the data instant's completed file. Returns the
+    metadata timeline with it (for `compact_if_due`), None when nothing was recorded: no
+    metadata table, or an earlier attempt of this same instant (a clean or rollback resumed
+    after a crash) recorded the same change already."""
+    if not maintained(table):
+        return None
+    timeline = layout.timeline(table.storage, table.base)
+    if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
+        return None
+    crash_point("before_metadata_deltacommit")
+    done = writer.record(table, instant, partition_changes(change), timeline)
+    crash_point("after_metadata_deltacommit")
+    return [*(i for i in timeline if i.timestamp != instant), done]
+
+
+def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> list[MetaInstant] | None:
+    return record(table, instant, records.from_commit(metadata))
+
+
+def record_clean(table: HudiTable, instant: str, metadata: Mapping[str, Any]) -> list[MetaInstant] | None:
+    return record(table, instant, records.from_clean(metadata))
+
+
+def record_rollback(table: HudiTable, instant: str, target: str,
+                    deleted: Mapping[str, list[str]]) -> list[MetaInstant] | None:
+    """A data rollback at `instant` of `target`: its deletions recorded at `instant`, then the
+    metadata table's deltacommit `target` (any state) rolled back."""
+    if not maintained(table):
+        return None
+    done = record(table, instant, records.from_deleted_files(deleted))
+    rollback_deltacommit(table, target, instant + ROLLBACK_SUFFIX)
+    return done
+
+
+def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> bool:
+    """Roll back the metadata table's deltacommit `target` as a metadata-table rollback instant
+    `rollback_ts`: its log files (only `target`'s blocks) and its instant files go. Idempotent;
+    returns whether there was one to roll back."""
+    storage, base = table.storage, table.base
+    meta = layout.meta_path(base)
+    found = next((i for i in layout.timeline(storage, base) if i.timestamp == target and i.action == DELTA_COMMIT), None)
+    rollback_done = join(meta, layout.instant_file(rollback_ts, "rollback"))
+    if found is None or storage.exists(rollback_done):
+        return False
+    started = time.monotonic()
+    logs = _logs_of(table, target)
+    info = {"commitTime": target, "action": DELTA_COMMIT}
+    requested = join(meta, layout.instant_file(rollback_ts, "rollback", "requested"))
+    if not storage.exists(requested):
+        storage.write_bytes(requested, avro_record(ROLLBACK_PLAN_SCHEMA, {
+            "instantToRollback": info, "version": 1, "RollbackRequests": [{
+                "partitionPath": FILES, "fileId": FILE_ID, "latestBaseInstant": "",
+                "filesToBeDeleted": [join(layout.partition_path(base), n) for n in sorted(logs)],
+                "logBlocksToBeDeleted": {}}]}))
+    inflight = join(meta, layout.instant_file(rollback_ts, "rollback", "inflight"))
+    if not storage.exists(inflight):
+        storage.write_bytes(inflight, b"")
+    # the completed file first: from here on no reader counts the deltacommit's blocks
+    for state in ("completed", "inflight", "requested"):
+        storage.delete(join(meta, layout.instant_file(target, DELTA_COMMIT, state)))
+    crash_point("during_metadata_rollback")
+    paths = [join(layout.partition_path(base), n) for n in sorted(logs)]
+    if paths:
+        storage.delete_files(paths)
+    storage.write_bytes(rollback_done, avro_record(ROLLBACK_METADATA_SCHEMA, {
+        "startRollbackTime": rollback_ts, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": len(paths), "commitsRollback": [target],
+        "partitionMetadata": {FILES: {"partitionPath": FILES, "successDeleteFiles": paths, "failedDeleteFiles": [],
+                                      "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}},
+        "version": 1, "instantsRollback": [info]}))
+    return True
+
+
+def _logs_of(table: HudiTable, instant: str) -> list[str]:
+    """The `files` log files holding only `instant`'s blocks (tablespec writes one per deltacommit)."""
+    found = []
+    for info in table.storage.list_dir(layout.partition_path(table.base)):
+        log = LogFileName.parse(info.name)
+        if log is None or log.file_id != FILE_ID or log.extension != "log":
+            continue
+        blocks = list(read_blocks(table.storage.read_bytes(info.path)))
+        if blocks and all(b.instant == instant for b in blocks):
+            found.append(info.name)
+    return found
+
+
+def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> MetaInstant | None:
+    """After a data instant completed and was recorded (`metadata`: the metadata timeline `record`
+    returned; None: nothing recorded), compact as Hudi would. The data timeline is read (under
+    Hudi's lock: pending instants hold a compaction back) only when the metadata timeline makes
+    one due."""
+    if metadata is None or compaction.due_by_metadata(metadata) is None:
+        return None
+    with table.transaction_lock("metadata compaction"):
+        table.fresh_timeline()
+        return compaction.compact_if_due(table)
+
+
+def repair(table: HudiTable) -> list[MetaInstant]:
+    """What a crash left in the metadata table that no data rollback repairs: a compaction that
+    died is finished. Call under the table lock, after recovery."""
+    if not maintained(table):
+        return []
+    if not any(i.action == compaction.COMPACTION and not i.completed
+               for i in layout.timeline(table.storage, table.base)):
+        return []
+    with table.transaction_lock("metadata compaction"):
+        return compaction.finish_pending(table)
+
+
+@contextmanager
+def completing(table: HudiTable, who: str):
+    """Hudi's transaction lock around a metadata-table record and the data completion that
+    follows it, when the table keeps a metadata table (otherwise nothing is taken)."""
+    if not maintained(table):
+        yield
+        return
+    with table.transaction_lock(who):
+        yield

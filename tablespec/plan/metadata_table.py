@@ -1,0 +1,37 @@
+"""Planning Hudi's metadata table: build it where a table has none, drop the partitions tablespec
+does not maintain (they would go stale with tablespec's next change). Pure: from the observed state."""
+from __future__ import annotations
+
+from tablespec.hudi.keys import METADATA_ENABLE
+from tablespec.hudi.mdt.layout import FILES
+from tablespec.hudi.mdt.sync import MAINTAINED
+from tablespec.hudi.metadata_table import unmaintained
+from tablespec.plan.actions import (
+    BuildMetadataTable,
+    DropMetadataPartitions,
+    MetadataBuildEstimate,
+    MetadataPartitions,
+)
+from tablespec.state import TableState
+
+
+def metadata_table_actions(state: TableState) -> list:
+    """The actions that make an existing table's metadata table one tablespec keeps true."""
+    if not state.exists:
+        return []
+    actions: list = []
+    dropped = unmaintained(state.config, MAINTAINED)
+    if dropped:
+        actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(dropped)), reasons=[
+            f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "
+            f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
+            f"writer enables them again"]))
+    if FILES not in state.metadata_table.partitions:
+        files, size = state.data_files
+        why = ("its files partition is not ready in hoodie.properties" if state.metadata_table.in_use
+               or state.metadata_table.present else "the table has none (retired earlier, or written with "
+                                                     f"{METADATA_ENABLE.name}=false)")
+        actions.append(BuildMetadataTable(
+            estimate=MetadataBuildEstimate(partitions=len(state.partitions), files=files, bytes=size),
+            reasons=[f"Hudi's metadata table lists the table's files for every reader and writer; {why}"]))
+    return actions
