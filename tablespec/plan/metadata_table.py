@@ -2,6 +2,7 @@
 does not maintain (they would go stale with tablespec's next change). Pure: from the observed state."""
 from __future__ import annotations
 
+from tablespec.hudi.config import unwritable_version
 from tablespec.hudi.keys import METADATA_ENABLE
 from tablespec.hudi.mdt.layout import FILES
 from tablespec.hudi.mdt.sync import MAINTAINED
@@ -17,8 +18,8 @@ from tablespec.state import TableState
 
 def metadata_table_actions(state: TableState) -> list:
     """The actions that make an existing table's metadata table one tablespec keeps true."""
-    if not state.exists:
-        return []
+    if not state.exists or unwritable_version(state.table_config) is not None:
+        return []  # (a table tablespec does not write yet keeps the metadata table its writers keep)
     actions: list = []
     dropped = unmaintained(state.config, MAINTAINED)
     if dropped:
