@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from _support import EXAMPLES
 from catalog_process import hive_sync_step, run_steps, sql_step
 
 from tablespec.catalog import EmbeddedMetastore
@@ -124,3 +125,40 @@ def test_spark_sql_reads_by_name_what_tablespec_reads_and_hudis_sync_agrees(proj
     assert (hudis.columns, hudis.partition_keys, hudis.serde_parameters, hudis.partitions, hudis.location) == \
         (ours.columns, ours.partition_keys, ours.serde_parameters, ours.partitions, ours.location)
     shutil.rmtree(project / "hudi")
+
+
+def test_the_demos_tables_answer_spark_sql_by_name(spark, tmp_path, monkeypatch, capsys):
+    """The README demo registers its tables in its embedded metastore (apply, then every ingest and
+    the clustering apply); the `spark-sql` command it ends with, run as printed, reads them by name
+    as tablespec reads them."""
+    import shlex
+    import subprocess
+
+    from pyspark.sql import functions as F
+
+    from tablespec.demo import main as demo
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    warehouse, inputs = tmp_path / "wh", tmp_path / "wh-inputs"
+    assert demo(["--warehouse", str(warehouse)]) == 0
+    out = capsys.readouterr().out
+    store = EmbeddedMetastore(inputs / ".tablespec" / "metastore.db", "test")
+    sales, analytics = store.tables("sales"), store.tables("analytics")
+    assert sorted(sales) == ["customers", "orders"] and sorted(analytics) == ["events"]
+    assert sales["orders"].location == (warehouse / "sales" / "orders").as_uri().replace("file:///", "file:/")
+    assert sorted(v for v, in sales["orders"].partitions) == [f"2026-11-0{d}" for d in range(1, 6)]
+
+    command = next(line.strip() for line in out.splitlines() if line.strip().startswith("spark-sql --properties-file"))
+    argv = shlex.split(command)
+    argv[-1] += "; SELECT count(*) FROM analytics.events; SELECT count(*) FROM sales.customers"
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def read(name: str):   # tablespec's read of the demo table
+        spec = load_specs([str(EXAMPLES / f"{name}.yaml")]).specs[0].spec
+        return Table(spec, str(warehouse / spec.spec.location), spark).read()
+    days = read("orders").groupBy("order_date").agg(F.count("*"), F.sum("amount")).orderBy("order_date").collect()
+    events, customers = read("events").count(), read("customers").count()
+    assert done.stdout.splitlines() == [f"{d}\t{n}\t{s}" for d, n, s in days] + [str(events), str(customers)]
+    assert (len(days), events, customers) == (5, 2000, 200) and sum(n for _, n, _ in days) == 1250
