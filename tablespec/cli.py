@@ -115,6 +115,15 @@ def _parser() -> argparse.ArgumentParser:
                     help="Java properties (--props / --properties-file) or a flat JSON object (df.write.options)")
     with_vars(ho)
 
+    ca = sub.add_parser("catalog", help="print the Spark settings that open the project's catalog",
+                        description="`catalog conf` prints a Spark properties file for a session on the project's "
+                                    "catalog (class path, Hudi's session settings, the metastore), so that "
+                                    "`spark-sql --properties-file FILE` or `pyspark --properties-file FILE` "
+                                    "queries the registered tables by name. Fetches Hudi's bundle (and for the "
+                                    "embedded metastore the SQLite JDBC driver) into the cache when missing.")
+    ca.add_argument("what", choices=["conf"], metavar="conf", help="what to print: `conf`, the Spark settings")
+    ca.add_argument("--out", metavar="FILE", help="write the properties to FILE instead of standard output")
+
     sub.add_parser("schema", help="print the JSON Schema of spec files")
     return p
 
@@ -355,7 +364,7 @@ def cmd_ingest(ctx: _Context) -> int:
         print(f"{args.input}: reading {fmt} (from the file name; --input-format overrides)", file=sys.stderr)
     spark = ctx.spark_factory(args.master)()
     table = Table.load(args.spec, ctx.warehouse().uri, name=args.name, variables=ctx.variables, spark=spark,
-                       storage_options=ctx.options)
+                       storage_options=ctx.options, project=ctx.project)
     what = f"{args.input}: cannot ingest ({fmt})"
     try:
         with spark_errors(what):
@@ -457,6 +466,23 @@ def cmd_hudi_options(ctx: _Context) -> int:
     return 0
 
 
+def cmd_catalog(ctx: _Context) -> int:
+    from tablespec.engine.catalog_conf import catalog_spark_conf
+    from tablespec.hudi.properties import format_properties
+    from tablespec.spec.project import resolve_catalog
+    setting = resolve_catalog(ctx.project)
+    if setting is None:
+        raise TablespecError("catalog conf: the project names no catalog: set `catalog:` in tablespec.project.yaml "
+                             "or $TABLESPEC_CATALOG")
+    text = format_properties(catalog_spark_conf(setting), (f"Spark settings for the catalog {setting.uri} ({setting.origin})",),
+                             sort_keys=False, dated=False)
+    if ctx.args.out:
+        Path(ctx.args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_schema(ctx: _Context) -> int:
     from tablespec.spec.schema import render_schema
     sys.stdout.write(render_schema())
@@ -465,7 +491,7 @@ def cmd_schema(ctx: _Context) -> int:
 
 COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "apply": cmd_apply, "show": cmd_show,
             "import": cmd_import, "ingest": cmd_ingest, "verify": cmd_verify, "lookup": cmd_lookup,
-            "hudi-options": cmd_hudi_options, "schema": cmd_schema}
+            "hudi-options": cmd_hudi_options, "catalog": cmd_catalog, "schema": cmd_schema}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,8 @@ Run with `python -m tablespec.demo [--warehouse DIR_OR_URI]` (default ./demo-war
 `s3://bucket/prefix` warehouse works the same, configured from the standard AWS environment). It
 drives the same CLI a user types, printing each command first, and stops at the first failure.
 Ingestion runs on Spark (`local[*]`); reading back goes through tablespec and, independently, hudi-rs.
+The demo's project (catalog: hive) lives in its inputs folder: apply and every ingest register the
+tables in that embedded metastore, and the demo ends with the `spark-sql` command that queries them by name.
 
 The demo deletes nothing it did not create: it marks the warehouse (and the folder of input files
 beside it) as its own, and a warehouse holding anything but the example specs' tables, or one it
@@ -12,6 +14,7 @@ did not mark, is refused untouched. A marked one is reused: only the example tab
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -22,15 +25,18 @@ from tablespec.cli import main as cli
 from tablespec.errors import TablespecError
 from tablespec.hudi.io import join
 from tablespec.hudi.table import Location
+from tablespec.spec.project import PROJECT_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs" / "examples"
 MARKER = ".tablespec-demo"
 MARKER_TEXT = ("Created by `python -m tablespec.demo`, which may delete and recreate the example tables here "
                "(and its input files); it refuses a folder holding anything else.\n")
+SPARK_SQL_CONF = "spark-sql.conf"
+QUERY = "SELECT order_date, count(*) AS orders, sum(amount) AS amount FROM sales.orders GROUP BY order_date ORDER BY 1"
 
 
-def run(*argv: str) -> int:
+def run_command(*argv: str) -> int:
     print(f"\n$ tablespec {' '.join(argv)}", flush=True)
     return cli(list(argv))
 
@@ -77,9 +83,22 @@ def claim_inputs(inputs: Path) -> None:
     (inputs / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
 
 
+def write_project(inputs: Path, warehouse: str) -> Path:
+    """The demo's project file in its inputs folder: the warehouse, and the embedded metastore beside
+    it (`.tablespec/`), emptied of an earlier run's registrations. Returns the file."""
+    catalog = inputs / ".tablespec"
+    for name in ("metastore.db", "metastore.db-wal", "metastore.db-shm"):
+        (catalog / name).unlink(missing_ok=True)
+    project = inputs / PROJECT_FILE
+    project.write_text("# the demo's project (python -m tablespec.demo): its tables are registered in the embedded\n"
+                       f"# metastore in {catalog}\nwarehouse: {json.dumps(warehouse)}\ncatalog: hive\n", encoding="utf-8")
+    return project
+
+
 def prepare(where: Location) -> Path:
     """Refuse a warehouse or inputs folder that is not the demo's (before anything is touched), then
-    mark both and delete the demo tables of an earlier run. Returns the inputs folder."""
+    mark both, delete the demo tables of an earlier run and write the demo's project file (see
+    `write_project`). Returns the inputs folder."""
     storage, warehouse = where.storage, where.uri
     leftovers = demo_leftovers(where, demo_tables())
     local = not where.is_object_store
@@ -91,6 +110,7 @@ def prepare(where: Location) -> Path:
     for table in leftovers:
         print(f"removing the demo table {table} of an earlier run", flush=True)
         storage.delete_tree(table)
+    write_project(inputs, warehouse)
     return inputs
 
 
@@ -99,6 +119,10 @@ def demo(root: str) -> int:
     where = Location.parse(root, origin="the demo warehouse")   # configured from the AWS environment
     storage, warehouse = where.storage, where.uri
     inputs = prepare(where)
+    project = str(inputs / PROJECT_FILE)
+
+    def run(*argv: str) -> int:   # every command in the demo's project: its catalog registers the tables
+        return run_command("--project", project, *argv)
     steps = [
         (("validate", specs), {0}),
         (("plan", specs, "--warehouse", warehouse, "--detailed-exitcode"), {2}),
@@ -131,7 +155,8 @@ def demo(root: str) -> int:
                      (("apply", specs, "--warehouse", warehouse, "--auto-approve"), {0}),
                      (("plan", specs, "--warehouse", warehouse, "--detailed-exitcode"), {0}),
                      (("verify", join(warehouse, "sales/customers")), {0}),
-                     (("lookup", join(warehouse, "sales/customers"), "7", "199", "4242"), {0})]:
+                     (("lookup", join(warehouse, "sales/customers"), "7", "199", "4242"), {0}),
+                     (("catalog", "conf", "--out", str(inputs / SPARK_SQL_CONF)), {0})]:
         code = run(*argv)
         if code not in ok:
             print(f"\ndemo failed: exit code {code}", file=sys.stderr)
@@ -141,36 +166,47 @@ def demo(root: str) -> int:
     for table in tables:
         if run("show", table) != 0:
             return 1
-    return read_back(specs, where)
+    return read_back(specs, where, inputs)
 
 
-def read_back(specs: str, where: Location) -> int:
-    """Read every table through tablespec and hudi-rs; both must see the same rows."""
+def read_back(specs: str, where: Location, inputs: Path) -> int:
+    """Read every table through tablespec and hudi-rs (both must see the same rows), and check that
+    the demo's catalog registers each as Hudi's sync would for the table as it is now."""
     import hudi
     import pyarrow as pa
 
+    from tablespec.catalog import open_catalog
+    from tablespec.catalog.sync import catalog_diffs
+    from tablespec.spec.loader import load_specs
+    from tablespec.spec.project import load_project, resolve_catalog
+    from tablespec.state import observe
     from tablespec.table import Table
     warehouse = where.uri
     options = getattr(where.storage, "config", None)
     options = options.store_options() if options is not None else {}
-    print("\nReading back (tablespec on Spark vs hudi-rs):")
+    catalog = open_catalog(resolve_catalog(load_project(inputs / PROJECT_FILE)))
+    print("\nReading back (tablespec on Spark vs hudi-rs), and the catalog's registration:")
     expected = {"orders": 1250, "events": 2000, "customers": 200}
     ok = True
     for name, rows in expected.items():
-        table = Table.load(f"{specs}/{name}.yaml", str(warehouse))
+        spec = load_specs([f"{specs}/{name}.yaml"]).specs[0].spec
+        table = Table(spec, where.child(spec.spec.location).uri)   # storage from the AWS environment, as the demo's
         ours = table.read()
         builder = hudi.HudiTableBuilder.from_base_uri(table.location).with_storage_options(options)
         theirs = pa.Table.from_batches(builder.build().read())
         keys_ours = sorted(r._hoodie_record_key for r in ours.select("_hoodie_record_key").collect())
         keys_theirs = sorted(theirs.column("_hoodie_record_key").to_pylist())
-        same = keys_ours == keys_theirs and len(keys_ours) == rows
+        registered = all(d.in_sync for d in catalog_diffs(catalog, [(spec, observe(table.table))]).values())
+        same = keys_ours == keys_theirs and len(keys_ours) == rows and registered
         ok &= same
-        print(f"  {table.spec.qualified_name:<18} tablespec {len(keys_ours):>5} rows, hudi-rs {len(keys_theirs):>5} rows"
-              f"  {'ok' if same else 'MISMATCH'}")
+        print(f"  {table.spec.qualified_name:<18} tablespec {len(keys_ours):>5} rows, hudi-rs {len(keys_theirs):>5} rows, "
+              f"catalog {'in step' if registered else 'OUT OF STEP'}  {'ok' if same else 'MISMATCH'}")
     if not ok:
         print("demo failed: read-back mismatch", file=sys.stderr)
         return 1
-    print(f"\nDemo complete: tables are in {warehouse}")
+    print(f"\nDemo complete: tables are in {warehouse}, registered in the embedded metastore in {inputs / '.tablespec'}.")
+    print("Query them by name (pyspark --properties-file works the same):")
+    print(f"  spark-sql --properties-file {inputs / SPARK_SQL_CONF} -e '{QUERY}'")
     return 0
 
 

@@ -16,7 +16,7 @@ from tablespec.errors import SpecError, TablespecError
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.plan.locations import check_location
 from tablespec.spec.loader import load_specs, select_spec
-from tablespec.spec.project import find_project, resolve_catalog, resolve_warehouse
+from tablespec.spec.project import Project, find_project, resolve_catalog, resolve_warehouse
 
 
 class Table:
@@ -33,10 +33,11 @@ class Table:
     @classmethod
     def load(cls, spec_path: str, warehouse: str | None = None, name: str | None = None,
              variables: dict | None = None, spark=None,
-             storage_options: Mapping | StorageOptions | None = None) -> Table:
+             storage_options: Mapping | StorageOptions | None = None, project: Project | None = None) -> Table:
         """The table a spec file declares (`name` picks one of several documents). `storage_options`
-        default to the project's `storage:` section."""
-        project = find_project(Path.cwd())
+        default to the project's `storage:` section; `project` (its vars, warehouse, storage and
+        catalog) to the project file found from the working directory."""
+        project = project if project is not None else find_project(Path.cwd())
         result = load_specs([spec_path], {**(project.vars if project else {}), **(variables or {})})
         if result.errors:
             raise SpecError(result.errors)

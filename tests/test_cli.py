@@ -20,11 +20,14 @@ from tablespec.state import observe
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    """A scratch project: a copy of the example specs and an empty warehouse, cwd set to it."""
+    """A scratch project: a copy of the example specs and an empty warehouse, cwd set to it; its
+    catalog is the embedded metastore, as the demo's (the examples are registered)."""
     shutil.copytree(EXAMPLES, tmp_path / "specs")
     (tmp_path / "warehouse").mkdir()
+    (tmp_path / "tablespec.project.yaml").write_text("catalog: hive\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
     return tmp_path
 
 

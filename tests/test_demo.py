@@ -9,10 +9,12 @@ import os
 import pytest
 from _support import EXAMPLES, storage_and_base
 
+from tablespec.catalog import EmbeddedMetastore
 from tablespec.cli import main as cli
 from tablespec.demo import MARKER, demo_tables, prepare
 from tablespec.demo import main as demo
 from tablespec.hudi.table import Location
+from tablespec.spec.project import PROJECT_FILE, load_project
 
 FOREIGN = """apiVersion: tablespec/v1
 kind: HudiTable
@@ -37,8 +39,12 @@ def tree(root) -> dict[str, str]:
     return out
 
 
-def apply(specs, warehouse) -> None:
-    assert cli(["apply", str(specs), "--warehouse", str(warehouse), "--auto-approve"]) == 0
+def apply(specs, warehouse, project) -> None:
+    """`apply` in `project` (a project file; written, naming the embedded metastore, when missing):
+    the example specs are registered in a catalog."""
+    if not project.exists():
+        project.write_text("catalog: hive\n")
+    assert cli(["--project", str(project), "apply", str(specs), "--warehouse", str(warehouse), "--auto-approve"]) == 0
 
 
 def test_the_demo_tables_come_from_the_example_specs():
@@ -51,9 +57,9 @@ def test_a_warehouse_it_did_not_make_is_refused_untouched(tmp_path, capsys, case
     warehouse = tmp_path / "lake"
     if case == "foreign table beside the demo's":
         prepare(Location.parse(str(warehouse)))  # marked by the demo, then a real table of someone else's lands beside
-        apply(EXAMPLES, warehouse)
+        apply(EXAMPLES, warehouse, tmp_path / "lake-inputs" / PROJECT_FILE)
         (tmp_path / "readings.yaml").write_text(FOREIGN)
-        apply(tmp_path / "readings.yaml", warehouse)
+        apply(tmp_path / "readings.yaml", warehouse, tmp_path / "lake-inputs" / PROJECT_FILE)
     elif case == "a link out of the warehouse":
         # marked, and `sales` leads elsewhere, to a folder holding only what looks like a demo table
         prepare(Location.parse(str(warehouse)))
@@ -65,7 +71,7 @@ def test_a_warehouse_it_did_not_make_is_refused_untouched(tmp_path, capsys, case
         (warehouse / "notes").mkdir(parents=True)
         (warehouse / "notes" / "todo.txt").write_text("keep me")
     else:
-        apply(EXAMPLES, warehouse)
+        apply(EXAMPLES, warehouse, tmp_path / PROJECT_FILE)
     capsys.readouterr()
     before = tree(tmp_path)
     code = demo(["--warehouse", str(warehouse)])
@@ -91,7 +97,11 @@ def test_its_own_warehouse_is_reused_and_only_the_demo_tables_are_removed(tmp_pa
     warehouse = tmp_path / "demo-warehouse"
     assert prepare(Location.parse(str(warehouse))) == tmp_path / "demo-warehouse-inputs"  # a new warehouse: marked
     assert (warehouse / MARKER).is_file() and (tmp_path / "demo-warehouse-inputs" / MARKER).is_file()
-    apply(EXAMPLES, warehouse)  # what the demo's first run creates
+    project = tmp_path / "demo-warehouse-inputs" / PROJECT_FILE
+    assert load_project(project).catalog == "hive" and load_project(project).warehouse == str(warehouse)
+    apply(EXAMPLES, warehouse, project)  # what the demo's first run creates, registered in the demo's metastore
+    metastore = EmbeddedMetastore(tmp_path / "demo-warehouse-inputs" / ".tablespec" / "metastore.db", "test")
+    assert set(metastore.tables("sales")) == {"orders", "customers"} and set(metastore.tables("analytics")) == {"events"}
     (tmp_path / "demo-warehouse-inputs" / "orders-1.parquet").write_bytes(b"an earlier run's input")
     (tmp_path / "beside.txt").write_text("not the demo's")
     assert all((warehouse / t / ".hoodie" / "hoodie.properties").is_file() for t in demo_tables())
@@ -99,18 +109,19 @@ def test_its_own_warehouse_is_reused_and_only_the_demo_tables_are_removed(tmp_pa
 
     prepare(Location.parse(str(warehouse)))
     assert "removing the demo table" in capsys.readouterr().out
+    assert not metastore.db.exists()   # the earlier run's registrations went with its tables
     assert tree(warehouse).keys() == {MARKER, "sales", "analytics"}  # the tables are gone, the marker stays
     assert (tmp_path / "beside.txt").read_text() == "not the demo's"
-    code = cli(["plan", str(EXAMPLES), "--warehouse", str(warehouse), "--detailed-exitcode"])
+    code = cli(["--project", str(project), "plan", str(EXAMPLES), "--detailed-exitcode"])  # its warehouse
     assert code == 2 and "3 to create" in capsys.readouterr().out
 
 
-def test_on_a_bucket_the_same_rules_hold(s3_bucket, capsys):
+def test_on_a_bucket_the_same_rules_hold(s3_bucket, tmp_path, capsys):
     """An s3:// warehouse: a foreign object is refused untouched; the demo's own tables are reused."""
     warehouse = s3_bucket + "/demo"
     storage, _ = storage_and_base(warehouse)
     prepare(Location.parse(warehouse))
-    apply(EXAMPLES, warehouse)
+    apply(EXAMPLES, warehouse, tmp_path / PROJECT_FILE)
     storage.write_bytes(warehouse + "/other/table/data.parquet", b"someone's")
     listing = sorted((f.path, f.size) for f in storage.walk_files(warehouse))
     assert demo(["--warehouse", warehouse]) == 1

@@ -214,3 +214,37 @@ def test_import_starts_from_a_catalog_name(project, capsys):
     assert run(capsys, "plan", "imported")[1].startswith("No changes.")
     code, _, err = run(capsys, "import", "sales.missing")
     assert code == 1 and "import sales.missing: " in err and "the catalog has no table sales.missing" in err
+
+
+def test_catalog_conf_prints_the_spark_settings_that_open_the_catalog(project, capsys, monkeypatch):
+    """`tablespec catalog conf`: a properties file for `spark-sql --properties-file` (the demo's last
+    command; tests/interop/test_catalog_hive.py runs it). No JVM: the jars come from the cache."""
+    from tablespec.engine.hudi_bundle import HudiBundleUnavailable, bundle_jar, sqlite_jdbc_jar
+    from tablespec.hudi.properties import parse_properties
+    try:
+        jars = f"{bundle_jar(fetch=False)}:{sqlite_jdbc_jar(fetch=False)}"
+    except HudiBundleUnavailable as e:
+        pytest.skip(f"not cached: {e}")
+    code, out, err = run(capsys, "catalog", "conf")
+    assert code == 0, err
+    conf = parse_properties(out)
+    metastore = project / ".tablespec" / "metastore.db"
+    assert conf["spark.driver.extraClassPath"] == jars and conf["spark.sql.catalogImplementation"] == "hive"
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(f"jdbc:sqlite:{metastore}?")
+    assert conf["spark.sql.extensions"] == "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+    assert conf["spark.sql.warehouse.dir"] == str(project / ".tablespec" / "spark-warehouse")
+    assert run(capsys, "catalog", "conf", "--out", "spark.conf")[:2] == (0, "")
+    assert parse_properties((project / "spark.conf").read_text()) == conf
+
+    monkeypatch.setenv("TABLESPEC_CATALOG", "thrift://127.0.0.1:9083")
+    conf = parse_properties(run(capsys, "catalog", "conf")[1])
+    assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://127.0.0.1:9083"
+    assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf
+
+    monkeypatch.setenv("TABLESPEC_CATALOG", "glue")
+    code, out, err = run(capsys, "catalog", "conf")
+    assert (code, out) == (1, "") and len(err.splitlines()) == 1 and err.startswith("error: $TABLESPEC_CATALOG: Spark reaches AWS Glue")
+    monkeypatch.delenv("TABLESPEC_CATALOG")
+    (project / "tablespec.project.yaml").write_text("warehouse: lake\n")
+    code, out, err = run(capsys, "catalog", "conf")
+    assert (code, out) == (1, "") and "the project names no catalog" in err

@@ -7,9 +7,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -186,6 +188,14 @@ def test_demo_runs_on_an_s3_warehouse(spark, s3_bucket, capsys):
     out, err = capsys.readouterr()
     assert "Demo complete: tables are in " + s3_bucket + "/demo" in out
     assert S3_SECRET not in out + err and S3_KEY_ID not in out + err
+    # registered in the demo's embedded metastore (on local disk, beside its input files), read without Spark
+    from tablespec.catalog import EmbeddedMetastore
+    home = re.search(r"registered in the embedded metastore in (\S+)\.\n", out).group(1)
+    store = EmbeddedMetastore(Path(home) / "metastore.db", "test")
+    sales, analytics = store.tables("sales"), store.tables("analytics")
+    assert sorted(sales) == ["customers", "orders"] and sorted(analytics) == ["events"]
+    assert sales["orders"].location.endswith("/demo/sales/orders") and len(sales["orders"].partitions) == 5
+    assert S3_SECRET not in (Path(home).parent / "tablespec.project.yaml").read_text()
 
 
 def test_executors_in_other_jvms_get_the_storage(s3_bucket, tmp_path):

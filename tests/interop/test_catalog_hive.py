@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from _support import EXAMPLES
 from catalog_process import hive_sync_step, run_steps, sql_step
 
 from tablespec.catalog import EmbeddedMetastore
@@ -124,3 +125,105 @@ def test_spark_sql_reads_by_name_what_tablespec_reads_and_hudis_sync_agrees(proj
     assert (hudis.columns, hudis.partition_keys, hudis.serde_parameters, hudis.partitions, hudis.location) == \
         (ours.columns, ours.partition_keys, ours.serde_parameters, ours.partitions, ours.location)
     shutil.rmtree(project / "hudi")
+
+
+def test_the_demos_tables_answer_spark_sql_by_name(spark, tmp_path, monkeypatch, capsys):
+    """The README demo registers its tables in its embedded metastore (apply, then every ingest and
+    the clustering apply); the `spark-sql` command it ends with, run as printed, reads them by name
+    as tablespec reads them."""
+    import shlex
+    import subprocess
+
+    from pyspark.sql import functions as F
+
+    from tablespec.demo import main as demo
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    warehouse, inputs = tmp_path / "wh", tmp_path / "wh-inputs"
+    assert demo(["--warehouse", str(warehouse)]) == 0
+    out = capsys.readouterr().out
+    store = EmbeddedMetastore(inputs / ".tablespec" / "metastore.db", "test")
+    sales, analytics = store.tables("sales"), store.tables("analytics")
+    assert sorted(sales) == ["customers", "orders"] and sorted(analytics) == ["events"]
+    assert sales["orders"].location == (warehouse / "sales" / "orders").as_uri().replace("file:///", "file:/")
+    assert sorted(v for v, in sales["orders"].partitions) == [f"2026-11-0{d}" for d in range(1, 6)]
+
+    command = next(line.strip() for line in out.splitlines() if line.strip().startswith("spark-sql --properties-file"))
+    argv = shlex.split(command)
+    argv[-1] += "; SELECT count(*) FROM analytics.events; SELECT count(*) FROM sales.customers"
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def read(name: str):   # tablespec's read of the demo table
+        spec = load_specs([str(EXAMPLES / f"{name}.yaml")]).specs[0].spec
+        return Table(spec, str(warehouse / spec.spec.location), spark).read()
+    days = read("orders").groupBy("order_date").agg(F.count("*"), F.sum("amount")).orderBy("order_date").collect()
+    events, customers = read("events").count(), read("customers").count()
+    assert done.stdout.splitlines() == [f"{d}\t{n}\t{s}" for d, n, s in days] + [str(events), str(customers)]
+    assert (len(days), events, customers) == (5, 2000, 200) and sum(n for _, n, _ in days) == 1250
+
+
+BUCKETED = """\
+apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {{name: orders}}
+spec:
+  location: sales/orders
+  columns:
+    - {{name: id, type: long, nullable: false}}
+    - {{name: customer, type: long}}
+    - {{name: amount, type: "decimal(12,2)"}}
+    - {{name: day, type: string}}
+  recordKey: {{fields: [id]}}
+  partitioning: {{fields: [day]}}
+  index: {{type: BUCKET, numBuckets: {buckets}, hashFields: [id]}}
+  clustering: {{strategy: SORT, sortColumns: [customer], everyNCommits: 3}}
+  catalog: {{database: sales}}
+"""
+
+
+def test_spark_sql_reads_by_name_what_tablespec_reads_after_a_bucket_rescale_and_a_clustering(project, spark, capsys):
+    """Both rewrite file groups in a replacecommit; apply syncs the catalog after each (its
+    last_commit_time_sync the replacecommit), and Spark SQL through the metastore reads `sales.orders`
+    as tablespec reads it."""
+    metastore = project / ".tablespec" / "metastore.db"
+    store = EmbeddedMetastore(metastore, "test")
+    base, spec_file = project / "lake" / "sales" / "orders", project / "specs" / "orders.yaml"
+    spec_file.write_text(BUCKETED.format(buckets=2))
+    _cli(capsys, "apply", "specs", "--auto-approve")
+    columns = ["id", "customer", "amount", "day"]
+    query = [sql_step("SELECT id, customer, amount, day FROM sales.orders"), sql_step("SHOW PARTITIONS sales.orders")]
+
+    def write(rows):
+        spec = load_specs([str(spec_file)]).specs[0].spec
+        table = Table(spec, str(base), spark, catalog=store)
+        table.write(spark.createDataFrame(rows, table.spec_ddl()), "upsert")
+        return table
+
+    def in_step(table: Table):
+        """The registration is Hudi's sync of the table as it is, and Spark SQL reads what tablespec reads."""
+        from tablespec.catalog.sync import catalog_diffs
+        from tablespec.hudi.table import HudiTable
+        from tablespec.state import observe
+        state = observe(HudiTable.open(str(base)))
+        assert all(d.in_sync for d in catalog_diffs(store, [(table.spec, state)]).values())
+        assert store.tables("sales")["orders"].parameters["last_commit_time_sync"] == state.head
+        rows, partitions = run_steps(metastore, query)
+        assert _rows(rows, columns) == _rows(table.read(), columns) and len(rows) == 4
+        assert sorted(p["partition"] for p in partitions) == ["day=2024-01-01", "day=2024-01-02"]
+        return state
+
+    write([(i, 10 - i, Decimal(f"{i}.50"), f"2024-01-0{1 + i % 2}") for i in range(1, 4)])
+    spec_file.write_text(BUCKETED.format(buckets=4))
+    out = _cli(capsys, "apply", "specs", "--auto-approve")
+    assert "bucket_rescale done" in out and "catalog_sync done" in out and "clustering done" not in out
+    table = write([(4, 1, Decimal("4.00"), "2024-01-02")])
+    rescaled = in_step(table)
+    assert rescaled.table_config.to_properties()["hoodie.bucket.index.num.buckets"] == "4"
+
+    write([(1, 5, Decimal("9.99"), "2024-01-02")])      # an update: the third commit since the rescale
+    out = _cli(capsys, "apply", "specs", "--auto-approve")
+    assert "clustering done" in out and "catalog_sync done" in out
+    clustered = in_step(table)
+    assert clustered.head != rescaled.head
