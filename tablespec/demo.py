@@ -184,7 +184,10 @@ def read_back(specs: str, where: Location, inputs: Path) -> int:
     warehouse = where.uri
     options = getattr(where.storage, "config", None)
     options = options.store_options() if options is not None else {}
-    catalog = open_catalog(resolve_catalog(load_project(inputs / PROJECT_FILE)))
+    setting = resolve_catalog(load_project(inputs / PROJECT_FILE))
+    if setting is None:  # the demo's own project file names it
+        raise TablespecError(f"{inputs / PROJECT_FILE}: the demo's project names no catalog")
+    catalog = open_catalog(setting)
     print("\nReading back (tablespec on Spark vs hudi-rs), and the catalog's registration:")
     expected = {"orders": 1250, "events": 2000, "customers": 200}
     ok = True
