@@ -1,5 +1,7 @@
 """HFile (version 3) as Apache Hudi 0.15 writes it for its metadata table: the base files of every
-metadata partition, and the content of the HFILE_DATA blocks of its log files.
+metadata partition, and the content of the HFILE_DATA blocks of its log files. Hudi 1.x's own
+writer (hudi-io) is read too: its blocks have checksum type NULL and a zeroed checksum slot,
+and its index keys and hfile.LASTKEY hold the length-prefixed row alone.
 
 A file is, front to back:
 
@@ -214,6 +216,15 @@ def _checksums(kind: int, data: bytes, per: int) -> bytes:
     return b"".join(struct.pack(">I", fn(data[i:i + per])) for i in range(0, len(data), per))
 
 
+def _checksums_match(kind: int, body: bytes, per: int, stored: bytes) -> bool:
+    """Whether `stored` are the checksums of a block's `body` (header and data). A block of
+    checksum type NULL has none to check, but a slot of the right size: Hudi 1.x's native writer
+    leaves zeroed room for one checksum per `per` bytes (so HBase's size checks pass), HBase none."""
+    if kind != CHECKSUM_NULL:
+        return _checksums(kind, body, per) == stored
+    return not stored or (per > 0 and len(stored) == 4 * -(-len(body) // per))
+
+
 def _compress(data: bytes, codec: int) -> bytes:
     if codec == CODECS["none"]:
         return data
@@ -255,7 +266,8 @@ class Block:
 
 class HFileReader:
     """An HFile's file info, meta blocks and cells, read from its bytes. `source` names the file
-    (or log block) in errors. Every block read is checked against its checksums."""
+    (or log block) in errors. Every block read is checked against its checksums (if it has any:
+    Hudi 1.x writes none), its size and, when gzip, its CRC."""
 
     def __init__(self, data: bytes, source: str = "HFile"):
         self.data, self.source = bytes(data), source
@@ -299,7 +311,7 @@ class HFileReader:
         if kind not in (CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C) or (kind and per <= 0):
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: unknown checksum type {kind}")
         body = data[pos:pos + data_with_header]
-        if _checksums(kind, body, per) != data[pos + data_with_header:end]:
+        if not _checksums_match(kind, body, per, data[pos + data_with_header:end]):
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: checksum mismatch (the file is corrupt)")
         try:
             raw = _decompress(body[HEADER_SIZE:], self.trailer.codec)
