@@ -216,13 +216,11 @@ def _checksums(kind: int, data: bytes, per: int) -> bytes:
     return b"".join(struct.pack(">I", fn(data[i:i + per])) for i in range(0, len(data), per))
 
 
-def _checksums_match(kind: int, body: bytes, per: int, stored: bytes) -> bool:
-    """Whether `stored` are the checksums of a block's `body` (header and data). A block of
-    checksum type NULL has none to check, but a slot of the right size: Hudi 1.x's native writer
-    leaves zeroed room for one checksum per `per` bytes (so HBase's size checks pass), HBase none."""
-    if kind != CHECKSUM_NULL:
-        return _checksums(kind, body, per) == stored
-    return not stored or (per > 0 and len(stored) == 4 * -(-len(body) // per))
+def _null_checksum_slot(body_size: int, per: int) -> int:
+    """The bytes Hudi 1.x's native writer leaves after a block of checksum type NULL: zeroed room
+    for one checksum per `per` bytes of header and data, as HBase's readers expect the block's
+    on-disk size to count (Hudi's own reader skips them unchecked)."""
+    return 4 * -(-body_size // per) if per > 0 else 0
 
 
 def _compress(data: bytes, codec: int) -> bytes:
@@ -310,8 +308,13 @@ class HFileReader:
             raise HudiFormatError(f"{magic.decode()} block at offset {pos} runs past the file")
         if kind not in (CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C) or (kind and per <= 0):
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: unknown checksum type {kind}")
-        body = data[pos:pos + data_with_header]
-        if not _checksums_match(kind, body, per, data[pos + data_with_header:end]):
+        body, sums = data[pos:pos + data_with_header], data[pos + data_with_header:end]
+        if kind == CHECKSUM_NULL:            # nothing to check but the slot's size (none: an early 1.x writer)
+            slot = _null_checksum_slot(len(body), per)
+            if sums and len(sums) != slot:
+                raise HudiFormatError(f"{magic.decode()} block at offset {pos} has {len(sums)} bytes after its "
+                                      f"data, its header calls for {slot} (the file is corrupt)")
+        elif _checksums(kind, body, per) != sums:
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: checksum mismatch (the file is corrupt)")
         try:
             raw = _decompress(body[HEADER_SIZE:], self.trailer.codec)
