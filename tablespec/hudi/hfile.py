@@ -1,5 +1,7 @@
 """HFile (version 3) as Apache Hudi 0.15 writes it for its metadata table: the base files of every
-metadata partition, and the content of the HFILE_DATA blocks of its log files.
+metadata partition, and the content of the HFILE_DATA blocks of its log files. Hudi 1.x's own
+writer (hudi-io) is read too: its blocks have checksum type NULL and a zeroed checksum slot,
+and its index keys and hfile.LASTKEY hold the length-prefixed row alone.
 
 A file is, front to back:
 
@@ -214,6 +216,13 @@ def _checksums(kind: int, data: bytes, per: int) -> bytes:
     return b"".join(struct.pack(">I", fn(data[i:i + per])) for i in range(0, len(data), per))
 
 
+def _null_checksum_slot(body_size: int, per: int) -> int:
+    """The bytes Hudi 1.x's native writer leaves after a block of checksum type NULL: zeroed room
+    for one checksum per `per` bytes of header and data, as HBase's readers expect the block's
+    on-disk size to count (Hudi's own reader skips them unchecked)."""
+    return 4 * -(-body_size // per) if per > 0 else 0
+
+
 def _compress(data: bytes, codec: int) -> bytes:
     if codec == CODECS["none"]:
         return data
@@ -255,7 +264,8 @@ class Block:
 
 class HFileReader:
     """An HFile's file info, meta blocks and cells, read from its bytes. `source` names the file
-    (or log block) in errors. Every block read is checked against its checksums."""
+    (or log block) in errors. Every block read is checked against its checksums (if it has any:
+    Hudi 1.x writes none), its size and, when gzip, its CRC."""
 
     def __init__(self, data: bytes, source: str = "HFile"):
         self.data, self.source = bytes(data), source
@@ -298,8 +308,13 @@ class HFileReader:
             raise HudiFormatError(f"{magic.decode()} block at offset {pos} runs past the file")
         if kind not in (CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C) or (kind and per <= 0):
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: unknown checksum type {kind}")
-        body = data[pos:pos + data_with_header]
-        if _checksums(kind, body, per) != data[pos + data_with_header:end]:
+        body, sums = data[pos:pos + data_with_header], data[pos + data_with_header:end]
+        if kind == CHECKSUM_NULL:            # nothing to check but the slot's size (none: an early 1.x writer)
+            slot = _null_checksum_slot(len(body), per)
+            if sums and len(sums) != slot:
+                raise HudiFormatError(f"{magic.decode()} block at offset {pos} has {len(sums)} bytes after its "
+                                      f"data, its header calls for {slot} (the file is corrupt)")
+        elif _checksums(kind, body, per) != sums:
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: checksum mismatch (the file is corrupt)")
         try:
             raw = _decompress(body[HEADER_SIZE:], self.trailer.codec)

@@ -9,12 +9,19 @@ import pytest
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.hfile import (
+    CODECS,
+    COMPARATOR,
     DATA,
     FILE_INFO,
     HEADER_SIZE,
+    META,
     ROOT_INDEX,
     TRAILER_SIZE,
     HFileReader,
+    Trailer,
+    _compress,
+    _encode_file_info,
+    cell_key,
     merge_files_records,
     metadata_records,
     write_hfile,
@@ -76,6 +83,62 @@ def test_a_corrupt_checksum_is_refused():
     data[_blocks(bytes(data), FILE_INFO)[0] + HEADER_SIZE] ^= 0x01
     with pytest.raises(HudiFormatError, match="FILEINF2 block at offset .*: checksum mismatch"):
         HFileReader(bytes(data))
+
+
+def _hudi_1x_block(magic: bytes, data: bytes, slots: bool) -> bytes:
+    """A block as Hudi 1.x's native HFile writer (hudi-io) writes it: gzip, checksum type NULL
+    (0), 16384 bytes per checksum, previous block offset -1 and, in 1.2, a zeroed slot of one int
+    per 16384 bytes of header and data counted in the on-disk size (no slot at all: the writer's
+    first revision)."""
+    stored = _compress(data, CODECS["gzip"])
+    with_header = HEADER_SIZE + len(stored)
+    slot = 4 * -(-with_header // 16384) if slots else 0
+    return magic + struct.pack(">iiqbii", len(stored) + slot, len(data), -1, 0, 16384, with_header) + stored \
+        + b"\x00" * slot
+
+
+def _hudi_1x_hfile(records: list[tuple[bytes, bytes]], slots: bool = True) -> bytes:
+    """An HFile laid out as Hudi 1.x writes it: full KeyValue keys and a memstore timestamp in the
+    cells, index keys and hfile.LASTKEY holding the row alone (length-prefixed), no
+    total_uncompressed_bytes in the trailer."""
+    cells = b"".join(struct.pack(">ii", len(cell_key(k)), len(v)) + cell_key(k) + v + b"\x00" for k, v in records)
+    data = _hudi_1x_block(DATA, cells, slots)
+    meta = _hudi_1x_block(META, b"bloom bits", slots)
+    row_key = struct.pack(">h", len(records[0][0])) + records[0][0]
+    root = _hudi_1x_block(ROOT_INDEX, struct.pack(">qi", 0, len(data)) + bytes([len(row_key)]) + row_key, slots)
+    meta_root = _hudi_1x_block(ROOT_INDEX, struct.pack(">qi", len(data), len(meta)) + b"\x0bbloomFilter", slots)
+    last = struct.pack(">h", len(records[-1][0])) + records[-1][0]
+    info = _hudi_1x_block(FILE_INFO, _encode_file_info({
+        b"schema": b'{"type": "string"}', b"hfile.LASTKEY": last, b"KEY_VALUE_VERSION": struct.pack(">i", 1),
+        b"MAX_MEMSTORE_TS_KEY": struct.pack(">q", 0)}), slots)
+    load_on_open = len(data) + len(meta)
+    trailer = Trailer(load_on_open + len(root) + len(meta_root), load_on_open, 0, 0, 1, 1, len(records), 1, 0, 0,
+                      COMPARATOR, CODECS["gzip"]).encode()
+    return data + meta + root + meta_root + info + trailer
+
+
+@pytest.mark.parametrize("slots", [True, False], ids=["zeroed-checksum-slots", "no-checksum-slots"])
+def test_hfiles_hudi_1x_writes_are_read(slots):
+    """Hudi 1.x writes checksum type NULL: nothing to check (Hudi's native reader checks none
+    either); a corrupt block is still refused by its gzip CRC, a wrong slot by its size."""
+    records = RECORDS[:40]
+    data = _hudi_1x_hfile(records, slots)
+    reader = HFileReader(data, source="files-0000-0_0-5-4_00000000000000010.hfile")
+    assert list(reader.records()) == records and reader.get(records[7][0]) == records[7][1]
+    assert reader.get(b"key-00001") is None and reader.meta_block(b"bloomFilter") == b"bloom bits"
+    assert reader.schema == {"type": "string"} and reader.codec == "gzip"
+
+    corrupt = bytearray(data)
+    corrupt[HEADER_SIZE + 20] ^= 0x01                     # inside the data block's deflate stream
+    with pytest.raises(HudiFormatError, match=r"^files-0000-0_0-5-4_00000000000000010.hfile: DATABLK\* block "
+                                              r"at offset 0 does not decompress"):
+        list(HFileReader(bytes(corrupt), source="files-0000-0_0-5-4_00000000000000010.hfile").records())
+    # a slot two ints long where one chunk takes one: the sizes disagree
+    longer = bytearray(data)
+    struct.pack_into(">i", longer, 8, struct.unpack_from(">i", data, 8)[0] + 8)
+    with pytest.raises(HudiFormatError, match=r"DATABLK\* block at offset 0 has (12|8) bytes after its data, its "
+                                              r"header calls for 4 \(the file is corrupt\)"):
+        list(HFileReader(bytes(longer)).records())
 
 
 def test_not_an_hfile_is_refused_with_a_reason():

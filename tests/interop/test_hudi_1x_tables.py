@@ -11,6 +11,7 @@ import pyarrow as pa
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import Batch, read_step, write_step
 from interop_support import assert_readers_agree, cli, hudi_rows
+from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import KEYED, SCHEMA, _df, _import, _table
 
 from tablespec.hudi.config import read_table_config
@@ -58,8 +59,9 @@ def test_version_6_table_written_by_hudi_1x(hudi, hudi1, tmp_path, capsys):
     table.write(_df(hudi, [("a", 10, "2024-01-01", 0), ("b", 20, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
     _hudi_spelling(_properties(location))
     after_ours = tablespec_rows(table)
-    # Apache Hudi 0.15 reads the commit through the metadata table (Hudi 1.x's, continued by tablespec).
-    # (tablespec's own HFile reader refuses the base file Hudi 1.2 wrote: a checksum mismatch, open)
+    # Apache Hudi 0.15 reads the commit through the metadata table (Hudi 1.x's, continued by tablespec),
+    # and tablespec reads it too (the base file is Hudi 1.2.0's HFile)
+    assert_listing_is_storage(str(location))
     assert hudi_rows(hudi, str(location), **{"hoodie.metadata.enable": "true"}) == after_ours
     assert {dict(r)["id"]: dict(r)["v"] for r in after_ours} == {"a": 1, "b": 20, "c": 3, "d": 4}
 
