@@ -138,6 +138,7 @@ class Transaction:
                 requested = self.writer.request(action, new_instant_time(after=last), plan, listed=timeline)
         self.requested, self.instant = requested, requested.timestamp
         self.heartbeat = Heartbeat(self.storage, self.base, self.instant)
+        self.completed = False  # past the commit point: nothing may roll the instant back
 
     def __enter__(self) -> Transaction:
         try:
@@ -151,7 +152,7 @@ class Transaction:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if exc_type is not None and not issubclass(exc_type, LockLostError):
+            if exc_type is not None and not self.completed and not issubclass(exc_type, LockLostError):
                 # Without the lock another writer may own the table now: leave the instant to recovery.
                 try:
                     self.table.refresh(config=False)  # read the instant as this transaction left it
@@ -200,5 +201,10 @@ class Transaction:
             recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first
             crash_point("before_completion")
             self.writer.complete(self.inflight, metadata, checked=True)  # started by this transaction, lease verified
+            self.completed = True
         self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
-        mdt_sync.compact_if_due(self.table, recorded)
+        try:
+            mdt_sync.compact_if_due(self.table, recorded)
+        except Exception as e:  # the commit stands: its metadata deltacommit is recorded, compaction can wait
+            print(f"warning: {self.base}: compacting Hudi's metadata table after {self.instant} failed ({e}); "
+                  "the next write or apply compacts it", file=sys.stderr)
