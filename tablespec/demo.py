@@ -161,8 +161,9 @@ def demo(root: str) -> int:
         if code not in ok:
             print(f"\ndemo failed: exit code {code}", file=sys.stderr)
             return 1
-    tables = sorted(f.path[:-len("/.hoodie/hoodie.properties")] for f in storage.walk_files(warehouse)
-                    if f.path.endswith("/.hoodie/hoodie.properties"))
+    roots = (f.path[:-len("/.hoodie/hoodie.properties")] for f in storage.walk_files(warehouse)
+             if f.path.endswith("/.hoodie/hoodie.properties"))
+    tables = sorted(r for r in roots if "/.hoodie/" not in r + "/")   # not a table's own metadata table
     for table in tables:
         if run("show", table) != 0:
             return 1
