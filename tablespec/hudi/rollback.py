@@ -172,13 +172,13 @@ def _finish(table: HudiTable, timeline: Timeline, rollback: Instant) -> Rollback
 
 def _run(storage: Storage, base: str, timeline: Timeline, rollback: Instant) -> RollbackResult:
     started = time.monotonic()
-    writer = TimelineWriter(storage, base)
+    writer = TimelineWriter.of(timeline)
     target = rollback_target(timeline, rollback)
     if target.action not in ROLLBACK_ACTIONS:
         raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
                                     f"back only {' and '.join(ROLLBACK_ACTIONS)} instants")
     meta = timeline.meta
-    if storage.exists(join(meta, target.to("completed").file_name)):
+    if writer.is_completed(target):
         raise HudiFormatError(f"rollback {rollback.timestamp} targets {target.timestamp}.{target.action}, which is "
                               f"completed: the table was written without its lock. Inspect it; delete "
                               f"{join(meta, rollback.file_name)} only if that commit is valid")
@@ -273,12 +273,12 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
     clustering = is_clustering_plan(timeline, current)
     if current.state == "requested" and clustering and not discard_plan:
         raise TablespecError(f"{current} is a scheduled clustering plan, not a failed write: nothing to roll back")
-    ts = rollback_ts or new_instant_time(timeline.instants[-1].timestamp)
+    ts = rollback_ts or new_instant_time(timeline.latest_time)
     files = _instant_files(storage, base, current.timestamp)
     if discard_plan and clustering:
         files[join(timeline.meta, current.to("requested").file_name)] = ""
     plan = _plan(current, files)
-    requested = TimelineWriter(storage, base).request(ROLLBACK, ts, plan)
+    requested = TimelineWriter.of(timeline).request(ROLLBACK, ts, plan)
     table.recorded(requested, plan)
     result = _finish(table, table.timeline, requested)
     return RollbackResult(current, result.deleted_files, result.rollback_instant)
