@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import fastavro
 import pyarrow as pa
+import pytest
 from fastavro.schema import to_parsing_canonical_form
-from helpers import hudi_rs_rows, rows, tablespec_rows
+from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, write_step
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
+from tablespec.faults import CRASH_ENV
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.instant import REPLACE_COMMIT
@@ -90,3 +93,37 @@ def test_tablespec_writes_a_version_9_table_hudi_1_2_reads(hudi, hudi1, tmp_path
     [final] = process.run([read_step(location)])
     assert _by_id(final) == {**after, "g": 70} and again.instant
     assert table.verify().ok
+
+
+@pytest.mark.parametrize("point", ["after_data_files", "before_completion"])
+def test_a_write_killed_inside_a_version_9_commit_is_rolled_back(hudi, hudi1, tmp_path, capsys, point):
+    """kill -9 between the inflight file and the completed one (data files written, or about to
+    commit holding Hudi's lock): the next write rolls the instant back in 1.x form (`R_C.rollback`)
+    and Hudi 1.2.0 reads what tablespec reads."""
+    location, _ = hudi1.copy(V9_NO_MDT, tmp_path / "w9")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    died = run_script(f"""
+        from pyspark.sql import SparkSession
+        from tablespec.spec.loader import load_spec_text
+        from tablespec.table import Table
+        spec = load_spec_text(open({str(spec_file)!r}).read(), "w9.yaml").specs[0].spec
+        spark = SparkSession.builder.master("local[1]").getOrCreate()
+        Table(spec, {str(location)!r}, spark).write(spark.createDataFrame([("a", 99, "2024-01-01", 9)], {SCHEMA!r}))
+    """, **{CRASH_ENV: point})
+    assert died.returncode == -9, died.stderr[-2000:]
+    [dead] = HudiTable.open(str(location)).timeline.pending()
+    assert dead.state == "inflight" and (Path(location, ".hoodie", "timeline", dead.file_name)).exists()
+    os.utime(Path(location, ".hoodie", ".heartbeat", dead.timestamp), (0, 0))   # its heartbeat long stale
+
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("e", 5, "2024-01-02", 9)], SCHEMA))
+    timeline = HudiTable.open(str(location)).timeline
+    assert not timeline.pending() and not timeline.contains_completed(dead.timestamp)
+    [rolled] = [i for i in timeline.completed() if i.action == "rollback"]
+    assert rolled.completion > rolled.timestamp > dead.timestamp
+    assert timeline.read_metadata(rolled)["commitsRollback"] == [dead.timestamp]
+    assert not [p for p in Path(location).rglob(f"*_{dead.timestamp}.parquet")]
+    ours = tablespec_rows(table)
+    assert _by_id(ours) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5}
+    [theirs] = hudi1.process.run([read_step(location)])
+    assert rows(pa.Table.from_pylist(theirs)) == ours
