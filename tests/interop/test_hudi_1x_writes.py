@@ -15,6 +15,7 @@ import pytest
 from fastavro.schema import to_parsing_canonical_form
 from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, write_step
+from interop_support import apply_until_done, cli, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
@@ -127,3 +128,46 @@ def test_a_write_killed_inside_a_version_9_commit_is_rolled_back(hudi, hudi1, tm
     assert _by_id(ours) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5}
     [theirs] = hudi1.process.run([read_step(location)])
     assert rows(pa.Table.from_pylist(theirs)) == ours
+
+
+def test_apply_clusters_and_cleans_a_version_9_table(hudi, hudi1, tmp_path, capsys):
+    """`apply` on a version 9 table: a clustering plan under its own action (`T.clustering.requested`,
+    completing as `T_C.replacecommit`) and a clean, both as Hudi 1.2 lays them out; Hudi 1.2.0 and
+    hudi-rs read what tablespec reads."""
+    location, _ = hudi1.copy(V9_NO_MDT, tmp_path / "w9")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("e", 5, "2024-01-01", 3)], SCHEMA))
+    doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
+    doc["spec"]["retention"]["keepCommits"] = 1
+    save_spec(doc, spec_file)
+    kinds = apply_until_done(capsys, spec_file, tmp_path)
+    assert {"clustering", "clean"} <= set(kinds), kinds
+
+    timeline = HudiTable.open(str(location)).timeline
+    names = {p.name for p in Path(location, ".hoodie", "timeline").iterdir()}
+    clustered = [i for i in timeline.commits() if i.action == REPLACE_COMMIT
+                 and f"{i.timestamp}.clustering.requested" in names]
+    assert clustered and all(i.completion and timeline.commit_metadata(i).partition_to_replace_file_ids
+                             for i in clustered)
+    cleans = [i for i in timeline.completed() if i.action == "clean"]   # Hudi cleaned nothing here: ours
+    assert cleans and all(f"{i.timestamp}_{i.completion}.clean" in names for i in cleans)
+    assert not timeline.pending()
+
+    ours = tablespec_rows(table)
+    assert _by_id(ours) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5} and hudi_rs_rows(str(location)) == ours
+    [theirs, _, after] = hudi1.process.run([   # Hudi reads, then writes on tablespec's hoodie.properties
+        read_step(location), write_step(location, {**NO_MDT, "hoodie.datasource.write.operation": "upsert"},
+                                        SCHEMA, [("a", 100, "2024-01-01", 9)]), read_step(location)])
+    assert rows(pa.Table.from_pylist(theirs)) == ours
+    assert _by_id(after) == {"a": 100, "b": 2, "c": 3, "d": 4, "e": 5} == _by_id(tablespec_rows(table))
+
+    # what apply does not run on version 9 yet is refused, in one line, before anything changes
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in Path(location).rglob("*"))
+    doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]}
+    save_spec(doc, spec_file)
+    code, out, err = cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
+    assert code == 1 and "Traceback" not in err
+    error = err.strip().splitlines()[-1]
+    assert "table version 9: apply runs" in error and "not bucket_bootstrap" in error and "nothing was changed" in error
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in Path(location).rglob("*")) == before
