@@ -338,7 +338,7 @@ def unwritable_version(config: TableConfig) -> str | None:
             return None
         return (f"table version {config.version} (Apache Hudi 1.x) with Hudi's metadata table: the 1.x metadata "
                 f"table is not maintained yet (tablespec writes version 9 tables created with "
-                f"hoodie.metadata.enable=false)")
+                f"{keys.METADATA_ENABLE.name}=false)")
     return (f"table version {config.version} (Apache Hudi 1.x): tablespec reads, imports, plans, shows and "
             f"verifies it; writes to version {config.version} tables come later (tablespec writes versions "
             f"{SUPPORTED_VERSION} and {WRITTEN_1X_VERSION})")
