@@ -129,8 +129,8 @@ class Transaction:
         again). Without `basis`, the handle's timeline is what the action read."""
         self.table, self.storage, self.base, self.lock = table, table.storage, table.base, lock
         self.rewrites = frozenset(rewrites)
-        self.writer = TimelineWriter.of(table.timeline)   # its folder and file names: the table's layout
         self.basis = basis if basis is not None else table.timeline
+        self.writer = TimelineWriter.of(self.basis)   # its folder and file names: the table's layout
         self.created = requested is None or scheduled
         if requested is None:
             with table.transaction_lock(action):  # instants are created under Hudi's lock
