@@ -257,15 +257,14 @@ class TimelineWriter:
             return self._complete_now(instant, content)
 
     def _content(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes) -> bytes:
+        """The completed file: `metadata` as is (bytes), or commit metadata as JSON (layout 1) or Avro (layout 2)."""
+        if isinstance(metadata, bytes):
+            return metadata
+        if self.layout == 1:
+            return metadata.to_json() if isinstance(metadata, CommitMetadata) else to_hudi_json(metadata)
         if isinstance(metadata, dict):
-            metadata = CommitMetadata.from_dict(metadata) if self.layout == 2 else metadata
-        if isinstance(metadata, CommitMetadata):
-            if self.layout == 2:
-                return encode_commit_metadata(metadata, replace=instant.to("completed").action == REPLACE_COMMIT)
-            return metadata.to_json()
-        if isinstance(metadata, dict):
-            return to_hudi_json(metadata)
-        return metadata
+            metadata = CommitMetadata.from_dict(metadata)
+        return encode_commit_metadata(metadata, replace=instant.to("completed").action == REPLACE_COMMIT)
 
     def _complete_now(self, instant: Instant, content: bytes) -> Instant:
         """Layout 2, under the transaction lock: a completion time after every time listed now."""

@@ -14,14 +14,16 @@ import pyarrow as pa
 import pytest
 from fastavro.schema import to_parsing_canonical_form
 from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
-from hudi_process import Batch, read_step, write_step
+from hudi_process import Batch, read_step, sql_step, write_step
 from interop_support import apply_until_done, cli, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
+from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.instant import REPLACE_COMMIT
+from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA, rollback_target
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import avro_content
 
@@ -171,3 +173,26 @@ def test_apply_clusters_and_cleans_a_version_9_table(hudi, hudi1, tmp_path, caps
     error = err.strip().splitlines()[-1]
     assert "table version 9: apply runs" in error and "not bucket_bootstrap" in error and "nothing was changed" in error
     assert sorted((str(p), p.stat().st_mtime_ns) for p in Path(location).rglob("*")) == before
+
+
+def test_clean_and_rollback_files_are_hudi_1_2s(hudi1, tmp_path):
+    """The cleaner plan, clean metadata, rollback plan and rollback metadata Hudi 1.2.0 writes declare
+    the schemas tablespec writes them with (Avro's parsing canonical form), and tablespec reads them."""
+    location, _ = hudi1.copy(V9_NO_MDT, tmp_path / "w9")
+    cleaning = {**NO_MDT, "hoodie.datasource.write.operation": "upsert", "hoodie.clean.commits.retained": "1",
+                "hoodie.cleaner.commits.retained": "1"}
+    hudi1.process.run([write_step(location, cleaning, SCHEMA, [("a", 12, "2024-01-01", 3)])])
+    last = HudiTable.open(str(location)).timeline.commits()[-1]
+    hudi1.process.run([sql_step(f"CREATE TABLE w9_rollback USING hudi LOCATION '{location}'"),
+                       sql_step(f"CALL rollback_to_instant(table => 'w9_rollback', instant_time => '{last.timestamp}')")])
+    timeline = HudiTable.open(str(location)).timeline
+    clean = next(i for i in timeline.completed() if i.action == "clean")
+    rolled = next(i for i in timeline.completed() if i.action == "rollback")
+    assert clean.completion and rolled.completion
+    for instant, schema in ((clean.to("requested"), CLEANER_PLAN_SCHEMA), (clean, CLEAN_METADATA_SCHEMA),
+                            (rolled.to("requested"), ROLLBACK_PLAN_SCHEMA), (rolled, ROLLBACK_METADATA_SCHEMA)):
+        header = fastavro.reader(io.BytesIO(timeline.read_bytes(instant))).metadata["avro.schema"]
+        assert to_parsing_canonical_form(json.loads(header)) == to_parsing_canonical_form(schema), instant
+    assert rollback_target(timeline, rolled.to("requested")).timestamp == last.timestamp
+    assert timeline.read_metadata(rolled)["commitsRollback"] == [last.timestamp]
+    assert timeline.read_metadata(clean)["totalFilesDeleted"] >= 1
