@@ -145,6 +145,9 @@ def test_apply_clusters_and_cleans_a_version_9_table(hudi, hudi1, tmp_path, caps
     save_spec(doc, spec_file)
     kinds = apply_until_done(capsys, spec_file, tmp_path)
     assert {"clustering", "clean"} <= set(kinds), kinds
+    props = Path(location, ".hoodie", "hoodie.properties").read_text()   # rewritten in the table's own spelling
+    assert "hoodie.table.version=9" in props and "hoodie.table.ordering.fields=ts" in props
+    assert "hoodie.table.keygenerator.type=SIMPLE" in props and "hoodie.table.precombine.field" not in props
 
     timeline = HudiTable.open(str(location)).timeline
     names = {p.name for p in Path(location, ".hoodie", "timeline").iterdir()}
