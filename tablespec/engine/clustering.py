@@ -37,7 +37,7 @@ from tablespec.errors import TablespecError
 from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
 from tablespec.hudi.config import bloom_filters_expected, table_index_type
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
-from tablespec.hudi.instant import Instant, new_instant_time
+from tablespec.hudi.instant import Instant, new_instant_time, plan_action
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
 from tablespec.hudi.table import AtLocation, HudiTable, Location
@@ -167,17 +167,17 @@ def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
 
 
 def schedule(table: HudiTable, plan: ClusteringPlan) -> Instant:
-    """Write the plan as a new `T.replacecommit.requested` (the caller holds the table lock)."""
+    """Write the plan as a new `T.replacecommit.requested` (`T.clustering.requested` in timeline
+    layout 2); the caller holds the table lock."""
     partitions = {g.partition for g in plan.groups}
     content = encode_plan(plan)
     with table.transaction_lock("clustering"):  # instants are created under Hudi's lock
         # every instant another writer created counts: the new time must be after them all
         timeline = table.fresh_timeline()
         refuse_missing_latest(table.view, partitions, doing="to schedule clustering")  # (cached: run reads it)
-        last = timeline.instants[-1].timestamp if timeline.instants else None
         crash_point("before_requested")
-        requested = TimelineWriter(table.storage, table.base).request(
-            "replacecommit", new_instant_time(after=last), content, listed=timeline)
+        requested = TimelineWriter.of(timeline).request(
+            plan_action(timeline.layout), new_instant_time(after=timeline.latest_time), content, listed=timeline)
         table.recorded(requested, content)  # the handle knows the plan: `run` reads nothing again
     return requested
 

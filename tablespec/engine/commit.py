@@ -126,16 +126,16 @@ class Transaction:
         again). Without `basis`, the handle's timeline is what the action read."""
         self.table, self.storage, self.base, self.lock = table, table.storage, table.base, lock
         self.rewrites = frozenset(rewrites)
-        self.writer = TimelineWriter(self.storage, self.base)
         self.basis = basis if basis is not None else table.timeline
+        self.writer = TimelineWriter.of(self.basis)   # its folder and file names: the table's layout
         self.created = requested is None or scheduled
         if requested is None:
             with table.transaction_lock(action):  # instants are created under Hudi's lock
                 # every instant another writer created counts: the new time must be after them all
                 timeline = table.fresh_timeline()
-                last = timeline.instants[-1].timestamp if timeline.instants else None
                 crash_point("before_requested")
-                requested = self.writer.request(action, new_instant_time(after=last), plan, listed=timeline)
+                requested = self.writer.request(action, new_instant_time(after=timeline.latest_time), plan,
+                                                listed=timeline)
         self.requested, self.instant = requested, requested.timestamp
         self.heartbeat = Heartbeat(self.storage, self.base, self.instant)
         self.completed = False  # past the commit point: nothing may roll the instant back
@@ -200,7 +200,8 @@ class Transaction:
                 self.lock.verify()  # the lease must still be ours at the commit point
             recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first
             crash_point("before_completion")
-            self.writer.complete(self.inflight, metadata, checked=True)  # started by this transaction, lease verified
+            # started by this transaction, lease verified; a layout-2 completion time is taken under this lock
+            self.writer.complete(self.inflight, metadata, checked=True, locked=True)
             self.completed = True
         self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
         try:

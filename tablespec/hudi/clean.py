@@ -247,14 +247,14 @@ def _plan_record(base: str, plan: CleanPlan) -> dict[str, Any]:
 def schedule_clean(table: HudiTable, plan: CleanPlan, clean_ts: str | None = None) -> Instant:
     """Write `C.clean.requested` holding the plan: from here on the clean is resumable. Checked
     against the handle's timeline, which the caller read under the locks; the handle records it."""
-    storage, base, timeline = table.storage, table.base, table.timeline
+    base, timeline = table.base, table.timeline
     retain = plan.earliest_instant_to_retain
     if not timeline.contains_completed(retain.timestamp):
         raise StalePlanError(f"clean plan for {base} retains from {retain.timestamp}, which is not a completed "
                              f"commit on the timeline any more; plan the clean again")
-    ts = clean_ts or new_instant_time(timeline.instants[-1].timestamp if timeline.instants else None)
+    ts = clean_ts or new_instant_time(timeline.latest_time)
     content = avro_record(CLEANER_PLAN_SCHEMA, _plan_record(base, plan))
-    requested = TimelineWriter(storage, base).request(CLEAN, ts, content)
+    requested = TimelineWriter.of(timeline).request(CLEAN, ts, content)
     table.recorded(requested, content)
     return requested
 
@@ -287,8 +287,10 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     started = time.monotonic()
     requested = clean.to("requested")
     plan = timeline.read_metadata(requested)
-    writer = TimelineWriter(storage, base)
-    inflight = clean if clean.state == "inflight" else writer.start(clean, timeline.read_bytes(requested))
+    writer = TimelineWriter.of(timeline)
+    # the inflight file repeats the plan (Hudi 0.x); Hudi 1.x leaves it empty
+    inflight = clean if clean.state == "inflight" else writer.start(
+        clean, timeline.read_bytes(requested) if writer.layout == 1 else b"")
     deleted: list[str] = []
     failed: list[str] = []
     freed = 0

@@ -122,6 +122,11 @@ class Instant:
         return f"{self.timestamp}.{self.action}[{self.state}]"
 
 
+def plan_action(layout: int) -> str:
+    """The action a clustering plan is requested under in timeline `layout`."""
+    return CLUSTERING if layout >= 2 else REPLACE_COMMIT
+
+
 def format_instant_time(moment: datetime) -> str:
     return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
 

@@ -17,7 +17,7 @@ otherwise it stays pending and is retried, because a leftover data file of an in
 no longer on the timeline could become visible once older commits are archived.
 
 Which pending instants are failed writes (`pending_to_roll_back`): commit and replacecommit
-instants whose heartbeat expired (see heartbeat.py); a live heartbeat means a writer is still at
+instants (and clustering ones, in timeline layout 2) whose heartbeat expired (see heartbeat.py); a live heartbeat means a writer is still at
 work. A requested replacecommit holding a clustering plan, with no inflight, is a scheduled
 plan waiting for execution, not a failed write, and is left alone; a clustering that died while
 executing is rolled back to its requested plan (its files deleted, the plan kept), so it can run
@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
 from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
-from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
+from tablespec.hudi.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.naming import BaseFileName
@@ -44,7 +44,7 @@ from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
-ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT)
+ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING)   # clustering: a plan's run in timeline layout 2
 MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ def _storage_path(path: str) -> str:
 def is_clustering_plan(timeline: Timeline, instant: Instant) -> bool:
     """Whether a replacecommit's requested file holds a clustering plan (HoodieRequestedReplaceMetadata
     with a clusteringPlan). Writes like insert_overwrite request replacecommits with no plan."""
+    if instant.action == CLUSTERING:   # timeline layout 2: clustering plans have their own action
+        return True
     if instant.action != REPLACE_COMMIT:
         return False
     try:  # read (once, cached by the timeline), not asked whether it exists first
@@ -125,13 +127,13 @@ def _finish(table: HudiTable, timeline: Timeline, rollback: Instant) -> Rollback
 def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackResult:
     storage, base = table.storage, table.base
     started = time.monotonic()
-    writer = TimelineWriter(storage, base)
+    writer = TimelineWriter.of(timeline)
     target = rollback_target(timeline, rollback)
     if target.action not in ROLLBACK_ACTIONS:
         raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
-                                    f"back only {' and '.join(ROLLBACK_ACTIONS)} instants")
+                                    f"back only {', '.join(ROLLBACK_ACTIONS)} instants")
     meta = timeline.meta
-    if storage.exists(join(meta, target.to("completed").file_name)):
+    if writer.is_completed(target):
         raise HudiFormatError(f"rollback {rollback.timestamp} targets {target.timestamp}.{target.action}, which is "
                               f"completed: the table was written without its lock. Inspect it; delete "
                               f"{join(meta, rollback.file_name)} only if that commit is valid")
@@ -227,16 +229,16 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
         raise TablespecError(f"cannot roll back {current}: it is completed (only pending writes are rolled back)")
     if current.action not in ROLLBACK_ACTIONS:
         raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
-                                    f"{' and '.join(ROLLBACK_ACTIONS)} instants")
+                                    f"{', '.join(ROLLBACK_ACTIONS)} instants")
     clustering = is_clustering_plan(timeline, current)
     if current.state == "requested" and clustering and not discard_plan:
         raise TablespecError(f"{current} is a scheduled clustering plan, not a failed write: nothing to roll back")
-    ts = rollback_ts or new_instant_time(timeline.instants[-1].timestamp)
+    ts = rollback_ts or new_instant_time(timeline.latest_time)
     files = _instant_files(storage, base, current.timestamp)
     if discard_plan and clustering:
         files[join(timeline.meta, current.to("requested").file_name)] = ""
     plan = _plan(current, files)
-    requested = TimelineWriter(storage, base).request(ROLLBACK, ts, plan)
+    requested = TimelineWriter.of(timeline).request(ROLLBACK, ts, plan)
     table.recorded(requested, plan)
     result = _finish(table, table.timeline, requested)
     return RollbackResult(current, result.deleted_files, result.rollback_instant)

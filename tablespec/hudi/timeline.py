@@ -11,15 +11,18 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, cast
 
 import fastavro
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata, to_hudi_json
+from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, SUFFIXES, WRITE_ACTIONS, Instant
+from tablespec.hudi.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, SUFFIXES, WRITE_ACTIONS, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.txn_lock import TransactionLock
 
 _AVRO_MAGIC = b"Obj\x01"
 
@@ -102,6 +105,12 @@ class Timeline:
         return tuple(sorted(self.completed(), key=lambda i: (i.completed_at, i.timestamp)))
 
     @property
+    def latest_time(self) -> str | None:
+        """The latest time the timeline shows, requested or completion: a new instant's requested
+        time, and (layout 2) a completion time, must be after it (Hudi's TimeGenerator)."""
+        return max((t for i in self.instants for t in (i.timestamp, i.completion) if t), default=None)
+
+    @property
     def head(self) -> Instant | None:
         """The latest completed instant of any action (the last to complete)."""
         done = self.completion_order()
@@ -160,10 +169,21 @@ class Timeline:
 
 class TimelineWriter:
     """Moves instants through their states. Each step re-checks the files it depends on, so
-    a concurrent writer or a stale caller gets an error instead of a corrupt timeline."""
+    a concurrent writer or a stale caller gets an error instead of a corrupt timeline.
 
-    def __init__(self, storage: Storage, base: str):
-        self.storage, self.meta = storage, join(base, META_FOLDER)
+    In timeline layout 2 (`folder` below .hoodie/, versions 8 and 9) the completed file is
+    `<requested>_<completion>.<action>` holding Avro commit metadata; its completion time is taken
+    from a fresh listing under Hudi's transaction lock, strictly after every time on the timeline."""
+
+    def __init__(self, storage: Storage, base: str, folder: str = META_FOLDER):
+        """`folder`: the timeline's folder below `base` (Timeline.folder, config.timeline_folder)."""
+        self.storage, self.base, self.meta = storage, base, join(base, folder)
+        self.layout = 1 if folder == META_FOLDER else 2
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> TimelineWriter:
+        """The writer of `timeline`'s table, in its folder and layout."""
+        return cls(timeline.storage, timeline.base, timeline.folder)
 
     def _path(self, instant: Instant) -> str:
         return join(self.meta, instant.file_name)
@@ -171,14 +191,28 @@ class TimelineWriter:
     def _exists(self, instant: Instant) -> bool:
         return self.storage.exists(self._path(instant))
 
+    def _listed(self) -> list[Instant]:
+        return parse_instants(self.storage.list_dir(self.meta), self.layout)
+
+    def completed_file(self, instant: Instant) -> Instant | None:
+        """`instant` completed, as its completed file names it, or None while it is pending (layout 2
+        lists the folder: the completion time in the name is not known beforehand)."""
+        done = instant.to("completed")
+        if self.layout == 1:
+            return done if self._exists(done) else None
+        return next((i for i in self._listed() if i.is_completed and i == done), None)
+
+    def is_completed(self, instant: Instant) -> bool:
+        return self.completed_file(instant) is not None
+
     def request(self, action: str, timestamp: str, content: bytes = b"", listed: Timeline | None = None) -> Instant:
-        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant.
+        """Create `<timestamp>.<action>.requested`; the timestamp must be newer than every instant
+        (layout 2: every time on the timeline, completion times too).
         `listed`: the timeline as the caller read it under Hudi's transaction lock (not listed again)."""
         instant = Instant(timestamp, action, "requested")
         if len(timestamp) != 17:
             raise HudiFormatError(f"new instant time {timestamp!r} must have 17 digits (yyyyMMddHHmmssSSS)")
-        existing = listed.instants if listed is not None else _list_instants(self.storage, self.meta)
-        newest = max((i.timestamp for i in existing), default=None)
+        newest = (listed if listed is not None else Timeline(self.storage, self.base, self._listed())).latest_time
         if newest is not None and timestamp <= newest:
             raise HudiFormatError(f"instant time {timestamp} is not after the latest instant {newest}")
         try:
@@ -195,7 +229,7 @@ class TimelineWriter:
         inflight = instant.to("inflight")
         if not checked and not self._exists(instant):
             raise HudiFormatError(f"cannot start {instant}: {instant.file_name} does not exist")
-        if not checked and self._exists(instant.to("completed")):
+        if not checked and self.is_completed(instant):
             raise HudiFormatError(f"cannot start {instant}: it is already completed")
         try:
             self.storage.create_exclusive(self._path(inflight), content)
@@ -204,21 +238,43 @@ class TimelineWriter:
         return inflight
 
     def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes,
-                 checked: bool = False) -> Instant:
+                 checked: bool = False, locked: bool = False) -> Instant:
         """inflight -> completed: the commit point. The completed file appears whole (written
         aside and linked into place) and only if no one completed the instant before.
-        `checked`: the caller made the instant inflight itself and still holds the table."""
+        `checked`: the caller made the instant inflight itself and still holds the table.
+        `locked`: the caller holds Hudi's transaction lock (layout 2 takes it otherwise: the
+        completion time is chosen and the file created under it)."""
         if instant.state != "inflight":
             raise HudiFormatError(f"cannot complete {instant}: only an inflight instant can complete")
         if not checked and not self._exists(instant):
             raise HudiFormatError(f"cannot complete {instant}: {instant.file_name} does not exist")
-        completed = instant.to("completed")
-        if isinstance(metadata, CommitMetadata):
-            content = metadata.to_json()
-        elif isinstance(metadata, dict):
-            content = to_hudi_json(metadata)
-        else:
-            content = metadata
+        content = self._content(instant, metadata)
+        if self.layout == 1:
+            return self._create_completed(instant.to("completed"), instant, content)
+        if locked:
+            return self._complete_now(instant, content)
+        with TransactionLock(self.storage, self.base, f"complete {instant.action}"):
+            return self._complete_now(instant, content)
+
+    def _content(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes) -> bytes:
+        """The completed file: `metadata` as is (bytes), or commit metadata as JSON (layout 1) or Avro (layout 2)."""
+        if isinstance(metadata, bytes):
+            return metadata
+        if self.layout == 1:
+            return metadata.to_json() if isinstance(metadata, CommitMetadata) else to_hudi_json(metadata)
+        if isinstance(metadata, dict):
+            metadata = CommitMetadata.from_dict(metadata)
+        return encode_commit_metadata(metadata, replace=instant.to("completed").action == REPLACE_COMMIT)
+
+    def _complete_now(self, instant: Instant, content: bytes) -> Instant:
+        """Layout 2, under the transaction lock: a completion time after every time listed now."""
+        timeline = Timeline(self.storage, self.base, self._listed())
+        if any(i.is_completed and i == instant.to("completed") for i in timeline.instants):
+            raise HudiFormatError(f"cannot complete {instant}: it is already completed")
+        completion = new_instant_time(after=timeline.latest_time)
+        return self._create_completed(replace(instant.to("completed"), completion=completion), instant, content)
+
+    def _create_completed(self, completed: Instant, instant: Instant, content: bytes) -> Instant:
         try:
             self.storage.create_exclusive(self._path(completed), content)
         except FileExistsError:
@@ -227,7 +283,7 @@ class TimelineWriter:
 
     def revert_inflight(self, instant: Instant) -> Instant:
         """inflight -> requested (a failed attempt that may be retried)."""
-        if self._exists(instant.to("completed")):
+        if self.is_completed(instant):
             raise HudiFormatError(f"cannot revert {instant}: it is completed")
         requested = instant.to("requested")
         self.storage.delete(self._path(instant.to("inflight")))
@@ -238,7 +294,7 @@ class TimelineWriter:
     def delete_instant(self, instant: Instant) -> None:
         """Remove a pending instant (its inflight, then its requested file). Completed
         instants are history and are never deleted here."""
-        if self._exists(instant.to("completed")):
+        if self.is_completed(instant):
             raise HudiFormatError(f"cannot delete {instant}: it is completed")
         for state in ("inflight", "requested"):
             if (instant.action, state) in SUFFIXES:  # a savepoint has no requested file

@@ -6,6 +6,7 @@ The tables here are generated in the test, laid out as Hudi 1.2.0 lays them out 
 tables of tests/interop/test_hudi_1x_versions.py, which Hudi 1.0.2 and 1.2.0 write themselves)."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -190,13 +191,18 @@ def test_an_unreadable_manifest_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("version", [8, 9])
-def test_versions_8_and_9_are_read_not_written(tmp_path, version):
+def test_version_8_is_read_not_written_and_9_written_without_a_metadata_table(tmp_path, version):
     table = _version_9_table(tmp_path, version)
     config = read_table_config(ST, str(tmp_path))
     assert config.version == version and config.precombine_field == "v" and config.key_generator_class
     assert archive_folder(config) == "timeline/history"
     why = unwritable_version(config)
-    assert f"table version {version} (Apache Hudi 1.x)" in why and "writes to version" in why
+    if version == 8:
+        assert f"table version {version} (Apache Hudi 1.x)" in why and "writes to version" in why
+    else:   # written while it has no metadata table; with one, refused
+        assert why is None
+        with_mdt = dataclasses.replace(config, extra={**config.extra, "hoodie.table.metadata.partitions": "files"})
+        assert "the 1.x metadata table is not maintained yet" in unwritable_version(with_mdt)
     assert table.timeline.layout == 2
 
 

@@ -166,7 +166,10 @@ def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None
     `added` instants it completed since; default: the handle's) has more than `max_commits` of
     something; else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job
     may archive or commit meanwhile)."""
-    if not archive_due(seen if seen is not None else table.timeline, settings, added):
+    timeline = seen if seen is not None else table.timeline
+    if timeline.layout == 2:   # versions 8/9 archive into the LSM history, not written yet
+        return None
+    if not archive_due(timeline, settings, added):
         return None
     with table.transaction_lock("archive"):
         table.fresh_timeline()   # Hudi jobs' commits count too
