@@ -555,14 +555,15 @@ def _root_index(entries: list[tuple[int, int, bytes]]) -> bytes:
 ALL_PARTITIONS_KEY = "__all_partitions__"
 
 
-def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict]]:
-    """(record key, HoodieMetadataRecord) for every cell, decoded under `schema` (a log block's
-    SCHEMA header) or the schema in the file's own file info."""
+def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = None,
+                     cells: Iterable[tuple[bytes, bytes]] | None = None) -> Iterator[tuple[str, dict]]:
+    """(record key, HoodieMetadataRecord) for every cell (or only `cells`, e.g. from `get_many`),
+    decoded under `schema` (a log block's SCHEMA header) or the schema in the file's own file info."""
     schema = schema if schema is not None else reader.schema
     if schema is None:
         raise HudiFormatError(f"{reader.source}: no Avro schema (file info has no `schema`)")
     parsed = fastavro.parse_schema(dict(schema))
-    for key, value in reader.records():
+    for key, value in reader.records() if cells is None else cells:
         try:
             record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None)
             if not isinstance(record, dict):
