@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi import keys
 from tablespec.hudi.instant import format_instant_time, parse_instant_time
 from tablespec.hudi.logfile import delete_block
 from tablespec.hudi.mdt.layout import LogAppend, Slice
@@ -34,11 +35,11 @@ RECORD_INDEX_TYPE = 5
 FILE_ID_PREFIX = "record-index-"
 UUID_ENCODING, RAW_ENCODING = 0, 1
 MISSING_FILE_INDEX = -1                       # a bare 36-character UUID id has no `-<n>`
-# Hudi's defaults: hoodie.metadata.record.index.{min,max}.filegroup.count, .growth.factor,
-# .max.filegroup.size, and the average stored size of one index record it estimates with.
-MIN_FILE_GROUPS, MAX_FILE_GROUPS = 10, 10000
-GROWTH_FACTOR = 2.0
-MAX_FILE_GROUP_BYTES = 1024 * 1024 * 1024
+# Hudi's defaults sizing a new index, and the average stored size of one index record it assumes.
+MIN_FILE_GROUPS = int(keys.RECORD_INDEX_MIN_FILE_GROUPS.default or 0)
+MAX_FILE_GROUPS = int(keys.RECORD_INDEX_MAX_FILE_GROUPS.default or 0)
+GROWTH_FACTOR = float(keys.RECORD_INDEX_GROWTH_FACTOR.default or 0)
+MAX_FILE_GROUP_BYTES = int(keys.RECORD_INDEX_MAX_FILE_GROUP_BYTES.default or 0)
 AVERAGE_RECORD_BYTES = 48
 
 
