@@ -14,18 +14,21 @@ from interop_support import hudi_df, hudi_write
 from test_hudi_metadata_table import METADATA_ON, hudi_validates, written_table
 from test_hudi_reads import batch
 
+from tablespec.engine.arrow.basefile import write_base_file
+from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.hfile import HFileReader, metadata_records
+from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LOCAL, join
 from tablespec.hudi.logfile import BlockType, Header, delete_block, deleted_keys, read_blocks
 from tablespec.hudi.mdt import layout, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
-from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, file_group_id
-from tablespec.hudi.mdt.records import encode
-from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange
+from tablespec.hudi.mdt.records import encode, from_commit
+from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline import Timeline, TimelineWriter
 from tablespec.hudi_options import hudi_write_options
 
 RECORD_INDEX_ON = {**METADATA_ON, "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
@@ -88,6 +91,32 @@ def _blocks(base: str, kind: BlockType):
             yield from (b for b in read_blocks(LOCAL.read_bytes(info.path)) if b.type == kind)
 
 
+def move_one_delete_one(base: str, instant: str) -> tuple[CommitMetadata, RecordIndexChange]:
+    """A copy-on-write commit written with format-layer calls: one file group rewritten without its
+    first two keys, the first written to a new file group of the same partition (a key moving file
+    group), the second deleted; and what the commit does to the record index."""
+    timeline = Timeline.load(LOCAL, base)
+    latest = FileSystemView.build(LOCAL, base, timeline).latest_slices()[0]
+    partition, old = latest.partition, latest.base_file.file_name
+    rows = pq.read_table(latest.base_file.path)
+    keys = rows.column("_hoodie_record_key")
+    data = rows.drop_columns([c for c in rows.column_names if c.startswith("_hoodie_")])
+    moved, deleted, new_id = keys[0].as_py(), keys[1].as_py(), new_file_id()
+    stats = []
+    for file_id, prev, part, part_keys in ((old.file_id, old.instant, data.slice(2), keys.slice(2)),
+                                           (new_id, "null", data.slice(0, 1), keys.slice(0, 1))):
+        name = BaseFileName(file_id, "0-1-0", instant)
+        written = write_base_file(join(base, partition, name.format()), part, commit_time=instant,
+                                  partition_path=partition, partition_id=0, record_keys=part_keys,
+                                  avro_schema_json=timeline.latest_schema())
+        stats.append(WriteStat(file_id=file_id, path=f"{partition}/{name.format()}", prev_commit=prev,
+                               num_writes=written.num_rows, partition_path=partition,
+                               total_write_bytes=written.size, file_size_in_bytes=written.size))
+    metadata = CommitMetadata({partition: stats}, extra_metadata={"schema": timeline.latest_schema()},
+                              operation_type="UPSERT")
+    return metadata, RecordIndexChange(upserts={moved: Location(partition, new_id, instant)}, deletes={deleted})
+
+
 def assert_hudis_bytes_are_ours(base: str) -> int:
     """Every record-index record and delete block Hudi wrote re-encodes to the bytes Hudi wrote; the
     count of records and deleted keys checked."""
@@ -111,30 +140,41 @@ def test_hudi_upserts_with_the_record_index_tablespec_built_and_tablespec_reads_
     entries = table_entries(base)
     init = rli_writer.initialize(HudiTable.open(base), entries)
     assert len(rli_reader.slices(HudiTable.open(base))[0]) == 10           # Hudi's minimum
-    before = assert_index_is_the_table(hudi, base)
-    assert len(before) == 18
+    assert len(assert_index_is_the_table(hudi, base)) == 18
+    hudi_validates(hudi, base)
+
+    # a commit that moves a key to a new file group and deletes one, recorded in its metadata deltacommit
+    instant = new_instant_time(Timeline.load(LOCAL, base).head.timestamp)
+    timeline = TimelineWriter(LOCAL, base)
+    inflight = timeline.start(timeline.request(COMMIT, instant))
+    metadata, change = move_one_delete_one(base, instant)
+    writer.record(HudiTable.open(base), instant, from_commit(metadata), record_index=change)
+    timeline.complete(inflight, metadata)
+    before = assert_index_is_the_table(hudi, base)            # Hudi's lookup reads tablespec's log blocks too
+    (moved, location), = change.upserts.items()
+    assert before[moved] == location and not change.deletes & set(before) and len(before) == 17
     hudi_validates(hudi, base)
 
     # (a) Apache Hudi upserts with RECORD_INDEX: updates, inserts, a key moving partition; then a delete
     options = {**hudi_write_options(table.spec, HudiTable.open(base)), **RECORD_INDEX_ON,
                "hoodie.datasource.write.operation": "upsert"}
-    updates = batch(hudi, range(6, 10), version=2)
-    inserts = batch(hudi, range(20, 23), version=2)
-    moved = batch(hudi, [4], version=2, days=5)                  # o0004: 2026-11-02 -> 2026-11-05
-    hudi_write(updates.union(inserts).union(moved), base, options)
-    hudi_write(batch(hudi, [0, 1]), base, {**options, "hoodie.datasource.write.operation": "delete"})
+    updated = {int(k[1:]) for k in ("o0006", "o0007", "o0008", "o0009", moved) if k in before}
+    mover = next(k for k in sorted(before) if int(k[1:]) not in updated and int(k[1:]) % 3 != int(k[1:]) % 5)
+    gone = [k for k in sorted(before) if k not in (moved, mover)][:2]
+    changes = batch(hudi, updated, version=2).union(batch(hudi, range(20, 23), version=2)).union(
+        batch(hudi, [int(mover[1:])], version=2, days=5))       # `mover` changes date partition
+    hudi_write(changes, base, options)
+    hudi_write(batch(hudi, [int(k[1:]) for k in gone]), base, {**options, "hoodie.datasource.write.operation": "delete"})
 
     after = assert_index_is_the_table(hudi, base)                # (b) key by key, three ways
-    assert set(after) == set(before) - {"o0000", "o0001"} | {"o0020", "o0021", "o0022"}
-    for key in ("o0006", "o0007", "o0008", "o0009"):              # updated in place: the file groups the index named
+    assert set(after) == set(before) - set(gone) | {"o0020", "o0021", "o0022"}
+    for key in {f"o{i:04d}" for i in updated} - set(gone):      # updated in the file groups the index named
         assert (after[key].partition, after[key].file_id) == (before[key].partition, before[key].file_id)
-    assert after["o0004"].partition != before["o0004"].partition and after["o0004"].partition.endswith("2026-11-05")
+    assert after[mover].partition != before[mover].partition          # moved once (no duplicate: hudi_files)
     ours = {i.timestamp for i in layout.timeline(LOCAL, base) if i.completed}
-    assert init in ours, "Hudi rebuilt the record index instead of continuing it"
-    assert {f.name for f in LOCAL.list_dir(layout.partition_path(base, RECORD_INDEX))
-            if f.name.endswith(".hfile")} == {layout.base_file_name(init, file_group_id(i))
-                                               for i in {int(s.file_id[13:17]) for s in rli_reader.slices(
-                                                   HudiTable.open(base))[0] if s.base_file}}
+    assert {init, instant} <= ours, "Hudi rebuilt the record index instead of continuing it"
+    hfiles = [f.name for f in LOCAL.list_dir(layout.partition_path(base, RECORD_INDEX)) if f.name.endswith(".hfile")]
+    assert hfiles and all(n.endswith(f"_{init}.hfile") for n in hfiles)     # the base files tablespec wrote
     assert assert_hudis_bytes_are_ours(base) >= 6                 # Hudi's inserts, the move and the deletes
     hudi_validates(hudi, base)
 
