@@ -2,7 +2,7 @@
 and record encoding, the index built from the table's keys, a data instant's inserts, moves and
 deletes counted once the instant completes (in the same deltacommit as its `files` records),
 lookups that read only the keys' own file groups, and compaction. (tests/interop/
-test_hudi_record_index.py has Apache Hudi judge the same files.)"""
+test_hudi_metadata_record_index.py has Apache Hudi judge the same files.)"""
 from __future__ import annotations
 
 import pytest
