@@ -361,10 +361,17 @@ class HFileReader:
     def get_many(self, keys: Iterable[bytes | str]) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for each of `keys` present, in key order: each block is read at most once."""
         wanted = sorted({k.encode() if isinstance(k, str) else k for k in keys})
+        starts, block_no, rows, values = self._rows, -1, [], []
         for key in wanted:
-            value = self.get(key)
-            if value is not None:
-                yield key, value
+            at = bisect.bisect_right(starts, key) - 1
+            if at < 0:
+                continue
+            if at != block_no:
+                block_no = at
+                rows, values = self._cells(at)
+            i = bisect.bisect_left(rows, key)
+            if i < len(rows) and rows[i] == key:
+                yield key, values[i]
 
     # --- Hudi's file info
 

@@ -21,6 +21,8 @@ from tablespec.hudi.mdt.record_index import (
     RECORD_INDEX,
     Location,
     RecordIndexChange,
+    decode_location,
+    encode_location,
     file_group_count,
     file_group_id,
     file_group_index,
@@ -29,7 +31,7 @@ from tablespec.hudi.mdt.record_index import (
     index_record,
     location_of,
 )
-from tablespec.hudi.mdt.records import from_commit
+from tablespec.hudi.mdt.records import encode, from_commit
 from tablespec.hudi.naming import new_file_id
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import TimelineWriter
@@ -72,6 +74,20 @@ def test_locations_round_trip_through_hudis_encodings(file_id, encoding):
         assert (info["fileId"], info["fileIdHighBits"], info["fileIndex"]) == (file_id, -1, -1)
     assert index_info(Location("", file_id, "20250101120000"))["instantTime"] == 1735732800000
     assert location_of(index_record("k", Location("", file_id, "20250101120000"))).instant == "20250101120000000"
+
+
+@pytest.mark.parametrize("file_name", [None, "record-index-0000-0_0-0-0_20250101120000123011.hfile"])
+@pytest.mark.parametrize("partition", ["", "2024/01/02", "région=ü"])
+def test_the_direct_codec_writes_and_reads_the_generic_codecs_bytes(partition, file_name):
+    for file_id in ("0b8f4c3e-1f2a-4d5b-8c9d-0123456789ab-0", "ffffffff-ffff-ffff-ffff-ffffffffffff", "raw-id",
+                    "00000007-1f2a-4d5b-8c9d-0123456789ab-12"):
+        location = Location(partition, file_id, INSTANT)
+        stored = encode_location(location, file_name)
+        assert stored == encode(index_record("k", location), file_name)
+        assert decode_location(stored) == location
+    files_record = encode({"key": "a", "type": 2, "filesystemMetadata": {"f": {"size": 1, "isDeleted": False}}})
+    assert decode_location(files_record) is None          # another layout: left to the generic codec
+    assert decode_location(stored[:-1]) is None
 
 
 def _indexed_table(tmp_path, file_groups: int = 4):

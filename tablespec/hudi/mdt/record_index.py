@@ -14,9 +14,10 @@ records nothing, so a key's instant stays the instant that inserted it.
 """
 from __future__ import annotations
 
+import functools
 import math
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -116,6 +117,7 @@ def instant_millis(instant: str) -> int:
     return int(parse_instant_time(instant).timestamp() * 1000 + 0.5)
 
 
+@functools.lru_cache(maxsize=4096)
 def instant_of_millis(millis: int) -> str:
     """Epoch milliseconds as a 17-digit instant time."""
     moment = datetime.fromtimestamp(millis / 1000, UTC).replace(microsecond=(millis % 1000) * 1000)
@@ -155,11 +157,102 @@ def location_of(record: Mapping[str, Any]) -> Location:
     if record.get("type") != RECORD_INDEX_TYPE or not info:
         raise HudiFormatError(f"record {record.get('key')!r} is not a record-index record (type {record.get('type')})")
     if info.get("fileIdEncoding", 0) == UUID_ENCODING:
-        uid = uuid.UUID(int=((info["fileIdHighBits"] % (1 << 64)) << 64) | (info["fileIdLowBits"] % (1 << 64)))
-        file_id = str(uid) if info["fileIndex"] == MISSING_FILE_INDEX else f"{uid}-{info['fileIndex']}"
+        file_id = _uuid_file_id(info["fileIdHighBits"], info["fileIdLowBits"], info["fileIndex"])
     else:
         file_id = info["fileId"]
     return Location(info.get("partitionName") or "", file_id, instant_of_millis(info["instantTime"]))
+
+
+@functools.lru_cache(maxsize=65536)
+def _uuid_file_id(high: int, low: int, index: int) -> str:
+    uid = uuid.UUID(int=((high % (1 << 64)) << 64) | (low % (1 << 64)))
+    return str(uid) if index == MISSING_FILE_INDEX else f"{uid}-{index}"
+
+
+# --- the stored bytes of an index record, without a generic Avro codec ---------------------------
+# A record-index record under records.STORED_SCHEMA is, in Avro binary: the five meta fields (null,
+# or in a base file `_hoodie_file_name`), the blanked key, type 5, three null unions, then the
+# HoodieRecordIndexInfo (every union but the last field non-null). Lookups and builds handle
+# millions of them: these two functions write and read that layout directly (tests check them
+# against fastavro and against Hudi's bytes); anything else goes through the generic codec.
+
+def _zigzag(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _text(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    return _zigzag(len(raw)) + raw
+
+
+_NULL_META = b"\x00" * 4
+_HEAD = b"\x00" + _zigzag(RECORD_INDEX_TYPE) + b"\x00\x00\x00\x02"     # key "", type, 3 nulls, RLI present
+
+
+def encode_location(location: Location, file_name: str | None = None) -> bytes:
+    """The stored bytes of `location`'s index record (records.encode of `index_record`)."""
+    info = index_info(location)
+    return b"".join((
+        _NULL_META, b"\x02" + _text(file_name) if file_name is not None else b"\x00", _HEAD,
+        b"\x02", _text(info["partitionName"]), b"\x02", _zigzag(info["fileIdHighBits"]),
+        b"\x02", _zigzag(info["fileIdLowBits"]), b"\x02", _zigzag(info["fileIndex"]),
+        b"\x02", _text(info["fileId"]), b"\x02", _zigzag(info["instantTime"]), _zigzag(info["fileIdEncoding"])))
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    pos += 1
+    n, shift = b & 0x7F, 7
+    while b & 0x80:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+    return (n >> 1) ^ -(n & 1), pos
+
+
+def decode_location(value: bytes) -> Location | None:
+    """The location in an index record's stored bytes; None for bytes of another layout (a
+    record of another type, a null field): the caller decodes those with the generic codec."""
+    try:
+        pos = 0
+        for _ in range(5):                              # meta fields
+            branch, pos = _read_long(value, pos)
+            if branch:
+                length, pos = _read_long(value, pos)
+                pos += length
+        length, pos = _read_long(value, pos)           # the key (blanked)
+        pos += length
+        if value[pos:pos + 5] != _HEAD[1:]:
+            return None
+        pos += 5
+        fields: list[Any] = []
+        for kind in "sllisl":
+            if value[pos] != 2:
+                return None
+            pos += 1
+            number, pos = _read_long(value, pos)
+            if kind == "s":
+                fields.append(value[pos:pos + number].decode("utf-8"))
+                pos += number
+            else:
+                fields.append(number)
+        encoding, pos = _read_long(value, pos)
+    except (IndexError, UnicodeDecodeError):
+        return None
+    if pos != len(value):
+        return None
+    partition, high, low, index, file_id, millis = fields
+    if encoding == UUID_ENCODING:
+        file_id = _uuid_file_id(high, low, index)
+    return Location(partition, file_id, instant_of_millis(millis))
 
 
 @dataclass
@@ -184,13 +277,14 @@ class RecordIndexChange:
         return out
 
 
-def by_file_group(entries: Iterable[tuple[str, Location]], count: int) -> list[list[tuple[str, dict[str, Any]]]]:
-    """Each file group's index records (sorted by key) of a whole index: what initialization
-    and compaction write as base files."""
+def by_file_group(entries: Sequence[tuple[str, Location]], count: int) -> list[list[tuple[str, Location]]]:
+    """Each file group's (key, location) pairs, sorted by key, of a whole index: what
+    initialization writes as base files."""
     groups: list[dict[str, Location]] = [{} for _ in range(count)]
-    for key, location in entries:
-        groups[file_group_index(key, count)][key] = location
-    return [[(k, index_record(k, g[k])) for k in sorted(g, key=str.encode)] for g in groups]
+    indices = file_group_indices([k for k, _ in entries], count).tolist()
+    for (key, location), index in zip(entries, indices):
+        groups[index][key] = location
+    return [[(k, g[k]) for k in sorted(g, key=str.encode)] for g in groups]
 
 
 def log_appends(slices: Sequence[Slice], instant: str, change: RecordIndexChange) -> list[LogAppend]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.config import write_table_config
+from tablespec.hudi.hfile import write_hfile
 from tablespec.hudi.io import join
 from tablespec.hudi.logfile import delete_block, encode_block
 from tablespec.hudi.mdt import layout, writer
@@ -25,10 +26,11 @@ from tablespec.hudi.mdt.record_index import (
     RECORD_INDEX,
     Location,
     by_file_group,
+    encode_location,
     file_group_count,
     file_group_id,
 )
-from tablespec.hudi.mdt.records import base_hfile
+from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import LogFileName
 from tablespec.hudi.partition import write_partition_metadata
@@ -114,7 +116,7 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
         if not records:
             continue
         name = layout.base_file_name(instant, file_id)
-        data = base_hfile(records, name)
+        data = write_hfile(((k, encode_location(loc, name)) for k, loc in records), {"schema": STORED_SCHEMA_JSON})
         storage.write_bytes(join(folder, name), data)
         stats.append(writer.write_stat(f"{RECORD_INDEX}/{name}", "null", len(records), len(data), inserts=True,
                                   partition=RECORD_INDEX, file_id=file_id))
