@@ -21,7 +21,7 @@ from tablespec.hudi.hfile import HFileReader, metadata_records
 from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LOCAL, join
 from tablespec.hudi.logfile import BlockType, Header, delete_block, deleted_keys, read_blocks
-from tablespec.hudi.mdt import layout, writer
+from tablespec.hudi.mdt import compaction, layout, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange
@@ -176,6 +176,13 @@ def test_hudi_upserts_with_the_record_index_tablespec_built_and_tablespec_reads_
     hfiles = [f.name for f in LOCAL.list_dir(layout.partition_path(base, RECORD_INDEX)) if f.name.endswith(".hfile")]
     assert hfiles and all(n.endswith(f"_{init}.hfile") for n in hfiles)     # the base files tablespec wrote
     assert assert_hudis_bytes_are_ours(base) >= 6                 # Hudi's inserts, the move and the deletes
+    hudi_validates(hudi, base)
+
+    # tablespec compacts the metadata table (as Hudi would with max.delta.commits=2): Hudi reads the new base files
+    compacted = compaction.compact_if_due(HudiTable.open(base), max_delta_commits=2)
+    assert compacted is not None
+    assert all(s.base_instant == compacted.timestamp for s in rli_reader.slices(HudiTable.open(base))[0])
+    assert assert_index_is_the_table(hudi, base) == after
     hudi_validates(hudi, base)
 
 
