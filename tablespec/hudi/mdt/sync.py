@@ -62,7 +62,7 @@ def record(table: HudiTable, instant: str, change: FilesChange) -> list[MetaInst
     if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
         return None
     crash_point("before_metadata_deltacommit")
-    done = writer.record(table, instant, partition_changes(change), timeline)
+    done = writer.record(table, instant, partition_changes(change), timeline=timeline)
     crash_point("after_metadata_deltacommit")
     return [*(i for i in timeline if i.timestamp != instant), done]
 
