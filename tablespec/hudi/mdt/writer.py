@@ -141,14 +141,10 @@ def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None
     return instant
 
 
-def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: list[MetaInstant]) -> None:
-    """Remove what an earlier, unfinished deltacommit at `instant` left (its log files, its
-    requested and inflight files), so its blocks never count once `instant` completes."""
-    pending = next((i for i in timeline if i.timestamp == instant), None)
-    if pending is None:
-        return
-    if pending.completed:
-        raise HudiFormatError(f"{layout.table_path(base)}: instant {instant} is already recorded in the metadata table")
+def instant_log_files(storage: Storage, base: str, instant: str) -> list[str]:
+    """The log files, in every metadata partition, holding only `instant`'s blocks (or a torn
+    tail): tablespec writes one per file group and deltacommit, so these are the deltacommit's."""
+    found = []
     for folder in storage.list_dir(layout.table_path(base)):
         if not folder.is_dir or folder.name.startswith("."):
             continue
@@ -158,7 +154,20 @@ def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: li
                 continue
             blocks = list(read_blocks(storage.read_bytes(info.path)))
             if blocks and all(b.instant == instant or b.type == BlockType.CORRUPT for b in blocks):
-                storage.delete(info.path)
+                found.append(info.path)
+    return sorted(found)
+
+
+def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: list[MetaInstant]) -> None:
+    """Remove what an earlier, unfinished deltacommit at `instant` left (its log files, its
+    requested and inflight files), so its blocks never count once `instant` completes."""
+    pending = next((i for i in timeline if i.timestamp == instant), None)
+    if pending is None:
+        return
+    if pending.completed:
+        raise HudiFormatError(f"{layout.table_path(base)}: instant {instant} is already recorded in the metadata table")
+    for path in instant_log_files(storage, base, instant):
+        storage.delete(path)
     for state in ("inflight", "requested"):
         storage.delete(join(layout.meta_path(base), layout.instant_file(instant, pending.action, state)))
 
@@ -218,5 +227,5 @@ def _append(storage: Storage, base: str, append: LogAppend) -> WriteStat:
                  logOffset=0, baseFile=current.base_file or "", logFiles=logs, recordsStats={"val": None})
 
 
-__all__ = ["completed_metadata", "initialize", "is_enabled", "list_data_files",
+__all__ = ["completed_metadata", "initialize", "instant_log_files", "is_enabled", "list_data_files",
            "metadata_config", "record", "write_instant_file", "write_stat"]
