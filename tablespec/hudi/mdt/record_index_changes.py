@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 from tablespec.hudi.record_index import base_file_keys
@@ -38,7 +37,7 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
     partitions = sorted({p for p, stats in written.items() if stats} | {p for p, ids in replaced.items() if ids})
     if not partitions:
         return RecordIndexChange()
-    view = FileSystemView.build(table.storage, table.base, table.timeline, partitions)
+    view = table.view_of(table.timeline, partitions)       # the slices before the instant (it is pending)
     before = {(g.partition, g.file_id): g.latest_slice for g in view.file_groups()}
     upserts: dict[str, Location] = {}
     new_keys, old_keys = [], []
