@@ -376,10 +376,17 @@ class HFileReader:
     def get_many(self, keys: Iterable[bytes | str]) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for each of `keys` present, in key order: each block is read at most once."""
         wanted = sorted({k.encode() if isinstance(k, str) else k for k in keys})
+        starts, block_no, rows, values = self._rows, -1, [], []
         for key in wanted:
-            value = self.get(key)
-            if value is not None:
-                yield key, value
+            at = bisect.bisect_right(starts, key) - 1
+            if at < 0:
+                continue
+            if at != block_no:
+                block_no = at
+                rows, values = self._cells(at)
+            i = bisect.bisect_left(rows, key)
+            if i < len(rows) and rows[i] == key:
+                yield key, values[i]
 
     # --- Hudi's file info
 
@@ -570,14 +577,15 @@ def _root_index(entries: list[tuple[int, int, bytes]]) -> bytes:
 ALL_PARTITIONS_KEY = "__all_partitions__"
 
 
-def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = None) -> Iterator[tuple[str, dict]]:
-    """(record key, HoodieMetadataRecord) for every cell, decoded under `schema` (a log block's
-    SCHEMA header) or the schema in the file's own file info."""
+def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = None,
+                     cells: Iterable[tuple[bytes, bytes]] | None = None) -> Iterator[tuple[str, dict]]:
+    """(record key, HoodieMetadataRecord) for every cell (or only `cells`, e.g. from `get_many`),
+    decoded under `schema` (a log block's SCHEMA header) or the schema in the file's own file info."""
     schema = schema if schema is not None else reader.schema
     if schema is None:
         raise HudiFormatError(f"{reader.source}: no Avro schema (file info has no `schema`)")
     parsed = fastavro.parse_schema(dict(schema))
-    for key, value in reader.records():
+    for key, value in reader.records() if cells is None else cells:
         try:
             record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None)
             if not isinstance(record, dict):

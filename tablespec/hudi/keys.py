@@ -205,6 +205,24 @@ WRITE_AUTO_UPGRADE = HudiKey("hoodie.write.auto.upgrade", "Whether a Hudi 1.x wr
                               scope="writer", default="true", allowed=_BOOL, versions=(8, 9))
 METADATA_ENABLE = HudiKey("hoodie.metadata.enable", "Whether writers maintain Hudi's metadata table.", scope="writer",
                            default="true", allowed=_BOOL)
+METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
+                                       "Whether writers build and maintain the metadata table's record index.",
+                                       scope="writer", default="false", allowed=_BOOL)
+RECORD_INDEX_MIN_FILE_GROUPS = HudiKey("hoodie.metadata.record.index.min.filegroup.count",
+                                       "The fewest file groups a new record index gets.", scope="writer",
+                                       default="10", minimum=1)
+RECORD_INDEX_MAX_FILE_GROUPS = HudiKey("hoodie.metadata.record.index.max.filegroup.count",
+                                       "The most file groups a new record index gets.", scope="writer",
+                                       default="10000", minimum=1)
+RECORD_INDEX_GROWTH_FACTOR = HudiKey("hoodie.metadata.record.index.growth.factor",
+                                     "The growth of the key count a new record index is sized for.", scope="writer",
+                                     default="2.0")
+RECORD_INDEX_MAX_FILE_GROUP_BYTES = HudiKey("hoodie.metadata.record.index.max.filegroup.size",
+                                            "The bytes of one record index file group a new index is sized for.",
+                                            scope="writer", default="1073741824", minimum=1)
+RECORD_INDEX_UPDATE_PARTITION_PATH = HudiKey("hoodie.record.index.update.partition.path",
+                                             "The record index moves a key whose partition value changed.",
+                                             scope="writer", default="false", allowed=_BOOL)
 CLUSTERING_INLINE = HudiKey("hoodie.clustering.inline", "Clustering after commits, in the writer.", scope="writer",
                              default="false", allowed=_BOOL)
 CLUSTERING_SCHEDULE_INLINE = HudiKey("hoodie.clustering.schedule.inline", "Clustering scheduled by the writer.",

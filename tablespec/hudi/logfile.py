@@ -14,7 +14,9 @@ whose reverse pointer disagrees: Hudi's reader treats that block as corrupt and 
 next magic, and so does `read_blocks`.
 
 An Avro data block's content is its own version (int), the record count (int) and, per record,
-its length (int) and Avro binary encoding under the schema in the block's SCHEMA header.
+its length (int) and Avro binary encoding under the schema in the block's SCHEMA header. A delete
+block's content is its version (int, 3), then the length (int) and Avro binary of a
+HoodieDeleteRecordList: the key, partition and ordering value of each deleted record.
 """
 from __future__ import annotations
 
@@ -199,3 +201,58 @@ def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None
         raw = c.take(c.int32())
         records.append(cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(raw), writer, reader)))
     return records
+
+
+# --- delete blocks ------------------------------------------------------------------------------
+
+def _wrapper(name: str, value: Any) -> dict[str, Any]:
+    return {"type": "record", "name": name, "fields": [{"name": "value", "type": value}]}
+
+
+_JAVA_STRING = {"type": "string", "avro.java.string": "String"}
+# Hudi's value wrappers (org.apache.hudi.avro.model): how its Avro models hold a value of any type.
+WRAPPERS: list[dict[str, Any]] = [
+    _wrapper("BooleanWrapper", "boolean"), _wrapper("IntWrapper", "int"), _wrapper("LongWrapper", "long"),
+    _wrapper("FloatWrapper", "float"), _wrapper("DoubleWrapper", "double"), _wrapper("BytesWrapper", "bytes"),
+    _wrapper("StringWrapper", _JAVA_STRING), _wrapper("DateWrapper", "int"),
+    _wrapper("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
+    _wrapper("TimestampMicrosWrapper", "long")]
+DELETE_BLOCK_VERSION = 3
+# HoodieDeleteRecordList of Apache Hudi 0.15 (a delete block of version 3).
+DELETE_SCHEMA: dict[str, Any] = {
+    "type": "record", "name": "HoodieDeleteRecordList", "namespace": "org.apache.hudi.avro.model", "fields": [
+        {"name": "deleteRecordList", "type": {"type": "array", "items": {
+            "type": "record", "name": "HoodieDeleteRecord", "fields": [
+                {"name": "recordKey", "type": ["null", "string"], "default": None},
+                {"name": "partitionPath", "type": ["null", "string"], "default": None},
+                {"name": "orderingVal", "type": ["null", *WRAPPERS], "default": None}]}}}]}
+_DELETE_PARSED = fastavro.parse_schema(DELETE_SCHEMA)
+
+
+def delete_block(instant: str, keys: Iterable[tuple[str, str]]) -> LogBlock:
+    """A delete block of (record key, partition path) pairs written at `instant`, each with the
+    ordering value 0 Hudi gives a delete without one (so it wins over any earlier record)."""
+    records = [{"recordKey": k, "partitionPath": p, "orderingVal": ("org.apache.hudi.avro.model.IntWrapper", {"value": 0})}
+               for k, p in keys]
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _DELETE_PARSED, {"deleteRecordList": records})
+    raw = buf.getvalue()
+    content = struct.pack(">ii", DELETE_BLOCK_VERSION, len(raw)) + raw
+    return LogBlock(BlockType.DELETE, {Header.INSTANT_TIME: instant}, content)
+
+
+def deleted_keys(block: LogBlock) -> list[tuple[str, str | None]]:
+    """The (record key, partition path) pairs of a delete block of version 3."""
+    if block.type != BlockType.DELETE:
+        raise HudiFormatError(f"not a delete block: {block.type.name}")
+    c = _Cursor(block.content, 0, len(block.content))
+    version = c.int32()
+    if version != DELETE_BLOCK_VERSION:
+        raise HudiFormatError(f"delete block version {version} is not supported (only {DELETE_BLOCK_VERSION})")
+    raw = c.take(c.int32())
+    try:
+        decoded = cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(raw), _DELETE_PARSED, None))
+    except Exception as e:  # fastavro raises several types for bytes that are not the schema's
+        raise HudiFormatError(f"delete block content is not a HoodieDeleteRecordList: {e}") from None
+    return [(r["recordKey"], r["partitionPath"]) for r in decoded["deleteRecordList"]]

@@ -12,6 +12,7 @@ from interop_support import apply_until_done, assert_readers_agree, cli, hudi_ro
 from test_hudi_metadata_table import assert_listing_is_storage
 
 from tablespec.hudi.io import LocalStorage, checksum_sidecar
+from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
@@ -55,13 +56,13 @@ def _table(spark, doc: dict, location) -> Table:
     return Table(TableSpec.model_validate(doc), str(location), spark)
 
 
-def _kept(location) -> None:
-    """Hudi's metadata table is there with the one partition tablespec maintains (`files`), and
-    lists exactly the storage."""
+def _kept(location, partitions: tuple[str, ...] = ("files",)) -> None:
+    """Hudi's metadata table is there with the partitions tablespec maintains (`files`, and
+    `record_index` where the table has it), and lists exactly the storage."""
     state = observe(HudiTable.open(str(location)))
-    assert state.metadata_table.partitions == ("files",) and state.metadata_table.inflight == ()
+    assert state.metadata_table.partitions == partitions and state.metadata_table.inflight == ()
     assert sorted(p.name for p in (location / ".hoodie" / "metadata").iterdir() if not p.name.startswith(".")) \
-        == ["files"]
+        == sorted(partitions)
     assert_listing_is_storage(str(location))
 
 
@@ -131,16 +132,17 @@ def test_simple_table_full_chain(hudi, tmp_path, capsys):
 ])
 def test_indexed_table_import_and_upsert(hudi, tmp_path, capsys, case, options):
     """BLOOM, and the record index in Hudi's metadata table: import, upsert, then Hudi writes with
-    its index again (looking up keys in the files tablespec wrote; the record index rebuilt)."""
+    its index again (looking up keys in the files tablespec wrote; the record index tablespec kept)."""
     location = tmp_path / case
     hudi_write(_df(hudi, FIRST), location, _options(case, **options))
     if case == "record_index":
         assert "record_index" in observe(HudiTable.open(str(location))).metadata_table.partitions
-    # a partition tablespec does not maintain: the plan drops it visibly (a write drops it anyway)
-    doc, _ = _import(tmp_path, location, capsys, ("drop_metadata_partitions",) if case == "record_index" else ())
+    doc, _ = _import(tmp_path, location, capsys)       # the record index is a partition tablespec maintains
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("b", 20, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
-    _kept(location)
+    _kept(location, ("files", "record_index") if case == "record_index" else ("files",))
+    if case == "record_index":     # the write's insert recorded in the index Hudi built
+        assert set(rli_reader.scan(HudiTable.open(str(location)))) == {"a", "b", "c", "d"}
     hudi_write(_df(hudi, [("c", 30, "2024-01-02", 3)]), location, _options(case, **options))
     rows = assert_readers_agree(hudi, table)
     assert {dict(r)["id"]: dict(r)["v"] for r in rows} == {"a": 1, "b": 20, "c": 30, "d": 4}

@@ -221,5 +221,5 @@ def test_plan_builds_a_missing_metadata_table_and_drops_partitions_it_does_not_m
                                metadata_table.INFLIGHT_KEY: "bloom_filters"})
     acts = actions(BASE, stale)
     assert [a.kind for a in acts] == ["drop_metadata_partitions"]
-    assert acts[0].params.partitions == ["column_stats", "record_index", "bloom_filters"]
-    assert "column_stats, record_index, bloom_filters" in acts[0].reasons[0]
+    assert acts[0].params.partitions == ["column_stats", "bloom_filters"]     # record_index is maintained
+    assert "column_stats, bloom_filters" in acts[0].reasons[0]

@@ -11,4 +11,6 @@ or deleted. Modules:
 - `layout`: names and paths, the metadata table's own timeline, its file slices.
 - `writer`: initialize from a listing, one deltacommit per data instant, compaction.
 - `reader`: the listing the metadata table gives, with Hudi's rules for which log blocks count.
+- `record_index`, `record_index_writer`, `record_index_reader`: Hudi's record index (the
+  `record_index` partition): key hashing and records, building it, lookups and scans.
 """

@@ -1,5 +1,8 @@
 """Compacting the metadata table's `files` file group, when and as Apache Hudi 0.15 does.
 
+Every file group with log files is compacted: the `files` file group and the record index's
+touched ones.
+
 When: after a deltacommit, once `hoodie.metadata.compact.max.delta.commits` (default 10) completed
 deltacommits (the initializing one included) follow the last compaction, no metadata instant is
 pending and no data instant up to the latest deltacommit is pending (a compacted base file must
@@ -11,14 +14,15 @@ version 1 on the new base instant. A compaction that died before completing is f
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.mdt import layout, reader
+from tablespec.hudi.mdt import layout, reader, record_index_reader
 from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, MetaInstant
+from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.mdt.records import SCHEMA_JSON, base_hfile, listing_records
 from tablespec.hudi.timeline import Timeline, avro_record
 
@@ -73,19 +77,25 @@ def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commit
     return latest + COMPACTION_SUFFIX
 
 
-def plan(storage: Storage, base: str, instant: str) -> dict:
-    """The HoodieCompactionPlan of the file group's latest slice."""
+def slices_to_compact(storage: Storage, base: str) -> list[layout.Slice]:
+    """The file slices a compaction merges: the `files` file group's and each record index file
+    group's with log files (Hudi plans only slices with log files)."""
     completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
     current = layout.latest_slice(storage, base, completed)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
-    log_bytes = float(sum(size for _, size in current.log_files))
+    return [current, *(s for s in layout.latest_slices(storage, base, completed, RECORD_INDEX) if s.log_files)]
+
+
+def plan(storage: Storage, base: str, instant: str) -> dict:
+    """The HoodieCompactionPlan of the latest slices (`slices_to_compact`)."""
     return {"operations": [{
         "baseInstantTime": current.base_instant, "deltaFilePaths": [n.format() for n, _ in current.log_files],
-        "dataFilePath": current.base_file, "fileId": FILE_ID, "partitionPath": FILES,
+        "dataFilePath": current.base_file, "fileId": current.file_id, "partitionPath": current.partition,
         "metrics": {"TOTAL_LOG_FILES": float(len(current.log_files)), "TOTAL_IO_MB": 0.0, "TOTAL_IO_READ_MB": 0.0,
-                    "TOTAL_LOG_FILES_SIZE": log_bytes, "TOTAL_IO_WRITE_MB": 0.0},
-        "bootstrapFilePath": None}],
+                    "TOTAL_LOG_FILES_SIZE": float(sum(size for _, size in current.log_files)),
+                    "TOTAL_IO_WRITE_MB": 0.0},
+        "bootstrapFilePath": None} for current in slices_to_compact(storage, base)],
         "extraMetadata": None, "version": PLAN_VERSION, "strategy": None, "preserveHoodieMetadata": False}
 
 
@@ -107,24 +117,37 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
     inflight = join(meta, layout.instant_file(instant, COMPACTION, "inflight"))
     if not storage.exists(inflight):
         storage.create_exclusive(inflight, b"")
-    completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
-    previous = layout.latest_slice(storage, base, completed)
-    merged = reader.listing(table)
-    records = listing_records({p: merged.files.get(p, {}) for p in merged.partitions})
-    name = layout.base_file_name(instant)
-    data = base_hfile(records, name)
-    storage.write_bytes(join(layout.partition_path(base), name), data)
-    crash_point("during_metadata_compaction")
-    logs = previous.log_files if previous else ()
-    stat = WriteStat(file_id=FILE_ID, path=f"{FILES}/{name}", prev_commit=previous.base_instant if previous else "null",
-                     num_writes=len(records), num_update_writes=len(records), total_write_bytes=len(data),
-                     partition_path=FILES, total_log_files_compacted=len(logs),
-                     total_log_size_compacted=sum(size for _, size in logs), file_size_in_bytes=len(data),
-                     runtime_stats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0})
-    done = CommitMetadata({FILES: [stat]}, compacted=True, extra_metadata={"schema": SCHEMA_JSON},
+    stats: dict[str, list[WriteStat]] = {}
+    metadata = layout.timeline(storage, base)
+    valid = reader.valid_instants(table.timeline, metadata) & {i.timestamp for i in metadata if i.completed}
+    for previous in slices_to_compact(storage, base):
+        if previous.partition == FILES:
+            merged = reader.listing(table)
+            records = listing_records({p: merged.files.get(p, {}) for p in merged.partitions})
+        else:
+            found = record_index_reader.entries(table, previous, valid)
+            records = [(k, found[k]) for k in sorted(found, key=str.encode)]
+        stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records))
+    done = CommitMetadata(stats, compacted=True, extra_metadata={"schema": SCHEMA_JSON},
                           operation_type="COMPACT")
     storage.create_exclusive(join(meta, layout.instant_file(instant, COMPACTION)), done.to_json())
     return MetaInstant(instant, COMPACTION, "completed")
+
+
+def _compacted(storage: Storage, base: str, instant: str, previous: layout.Slice,
+               records: list[tuple[str, dict[str, Any]]]) -> WriteStat:
+    """Write one file group's new base file at the compaction `instant`; its write stat."""
+    name = layout.base_file_name(instant, previous.file_id)
+    data = base_hfile(records, name)
+    storage.write_bytes(join(layout.partition_path(base, previous.partition), name), data)
+    crash_point("during_metadata_compaction")
+    logs = previous.log_files
+    return WriteStat(file_id=previous.file_id, path=f"{previous.partition}/{name}",
+                     prev_commit=previous.base_instant, num_writes=len(records), num_update_writes=len(records),
+                     total_write_bytes=len(data), partition_path=previous.partition,
+                     total_log_files_compacted=len(logs), total_log_size_compacted=sum(size for _, size in logs),
+                     file_size_in_bytes=len(data),
+                     runtime_stats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0})
 
 
 def finish_pending(table: HudiTable) -> list[MetaInstant]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.logfile import LogBlock
 from tablespec.hudi.naming import LogFileName
 
 FOLDER = "metadata"
@@ -104,26 +105,46 @@ class Slice:
         return max((n.version for n, _ in self.log_files), default=0) + 1
 
 
+@dataclass(frozen=True)
+class LogAppend:
+    """What a deltacommit appends to one file group: a new log file continuing `slice`, of `blocks`
+    holding `records` records (written or deleted)."""
+    slice: Slice
+    blocks: tuple[LogBlock, ...]
+    records: int
+
+
 def latest_slice(storage: Storage, base: str, completed: set[str], partition: str = FILES,
                  file_id: str = FILE_ID) -> Slice | None:
-    """The file group's newest slice whose base instant is completed. Every log file on that base
-    instant is listed (also those of failed attempts: readers skip their blocks by instant, and a
-    new log file must take a version none of them has)."""
-    bases: dict[str, tuple[str, int]] = {}
-    logs: dict[str, list[tuple[LogFileName, int]]] = {}
+    """The file group's newest slice whose base instant is completed (see `latest_slices`)."""
+    return next((s for s in latest_slices(storage, base, completed, partition) if s.file_id == file_id), None)
+
+
+def latest_slices(storage: Storage, base: str, completed: set[str], partition: str = FILES) -> list[Slice]:
+    """The newest slice of each file group of a metadata partition, sorted by file id (the order
+    Hudi maps keys to file groups in). A slice's base instant is the newest completed instant of
+    a base file or, for a file group whose base file was never written (no records), of its log
+    files. Every log file on that base instant is listed (also those of failed attempts: readers
+    skip their blocks by instant, and a new log file must take a version none of them has)."""
+    bases: dict[str, dict[str, tuple[str, int]]] = {}
+    logs: dict[str, dict[str, list[tuple[LogFileName, int]]]] = {}
     for info in storage.list_dir(partition_path(base, partition)):
         if info.is_dir:
             continue
         m = _BASE.fullmatch(info.name)
-        if m and m["file_id"] == file_id and m["instant"] in completed:
-            bases[m["instant"]] = (info.name, info.size)
+        if m and m["instant"] in completed:
+            bases.setdefault(m["file_id"], {})[m["instant"]] = (info.name, info.size)
             continue
         log = LogFileName.parse(info.name)
-        if log is not None and log.file_id == file_id and log.extension == "log":
-            logs.setdefault(log.base_instant, []).append((log, info.size))
-    if not bases:
-        return None
-    instant = max(bases)
-    name, size = bases[instant]
-    found = sorted(logs.get(instant, []), key=lambda e: (e[0].version, e[0].write_token or ""))
-    return Slice(partition, file_id, instant, name, size, tuple(found))
+        if log is not None and log.extension == "log":
+            logs.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append((log, info.size))
+    slices = []
+    for file_id in sorted(set(bases) | set(logs)):
+        own = bases.get(file_id, {})
+        instant = max(own, default=None) or max((i for i in logs.get(file_id, {}) if i in completed), default=None)
+        if instant is None:
+            continue
+        name, size = own.get(instant, (None, 0))
+        found = sorted(logs.get(file_id, {}).get(instant, []), key=lambda e: (e[0].version, e[0].write_token or ""))
+        slices.append(Slice(partition, file_id, instant, name, size, tuple(found)))
+    return slices

@@ -58,17 +58,24 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
         path = join(layout.partition_path(base), current.base_file)
         yield from metadata_records(HFileReader(storage.read_bytes(path), path))
     valid = valid_instants(table.timeline, metadata) & completed
+    for path, block in log_blocks(table, current, valid):
+        if block.type == BlockType.HFILE_DATA:
+            yield from metadata_records(HFileReader(block.content, path), json.loads(block.header[Header.SCHEMA]))
+
+
+def log_blocks(table: HudiTable, current: layout.Slice, valid: set[str]) -> list[tuple[str, LogBlock]]:
+    """(path, block) of the data and delete blocks of a slice's log files that readers merge, in
+    order: those of `valid` instants, less those a later rollback command block targets."""
     blocks: list[tuple[str, LogBlock]] = []
     for log, _ in current.log_files:
-        path = join(layout.partition_path(base), log.format())
-        for block in read_log_blocks(storage.read_bytes(path)):
+        path = join(layout.partition_path(table.base, current.partition), log.format())
+        for block in read_log_blocks(table.storage.read_bytes(path)):
             if block.type == BlockType.COMMAND:
                 target = block.header.get(Header.TARGET_INSTANT_TIME)
                 blocks = [(p, b) for p, b in blocks if b.instant != target]
-            elif block.type == BlockType.HFILE_DATA and block.instant in valid:
+            elif block.type in (BlockType.HFILE_DATA, BlockType.DELETE) and block.instant in valid:
                 blocks.append((path, block))
-    for path, block in blocks:
-        yield from metadata_records(HFileReader(block.content, path), json.loads(block.header[Header.SCHEMA]))
+    return blocks
 
 
 def listing(table: HudiTable) -> FilesListing:

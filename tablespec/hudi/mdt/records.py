@@ -24,7 +24,7 @@ import fastavro
 
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.hfile import ALL_PARTITIONS_KEY, write_hfile
-from tablespec.hudi.logfile import BlockType, Header, LogBlock
+from tablespec.hudi.logfile import WRAPPERS, BlockType, Header, LogBlock
 
 PARTITION_LIST, FILE_LIST = 1, 2
 NON_PARTITIONED_KEY = "."
@@ -36,17 +36,6 @@ STRING = {"type": "string", "avro.java.string": "String"}
 def _optional(type_: Any) -> dict[str, Any]:
     return {"type": ["null", type_], "default": None}
 
-
-def _wrapper(name: str, value: Any) -> dict[str, Any]:
-    return {"type": "record", "name": name, "fields": [{"name": "value", "type": value}]}
-
-
-_WRAPPERS = [_wrapper("BooleanWrapper", "boolean"), _wrapper("IntWrapper", "int"), _wrapper("LongWrapper", "long"),
-             _wrapper("FloatWrapper", "float"), _wrapper("DoubleWrapper", "double"), _wrapper("BytesWrapper", "bytes"),
-             _wrapper("StringWrapper", STRING), _wrapper("DateWrapper", "int"),
-             _wrapper("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
-             _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
-             _wrapper("TimestampMicrosWrapper", "long")]
 
 # HoodieMetadataRecord of Apache Hudi 0.15 (field names, types, order and defaults; no docs).
 SCHEMA: dict[str, Any] = {
@@ -63,8 +52,8 @@ SCHEMA: dict[str, Any] = {
         {"name": "ColumnStatsMetadata", **_optional({
             "type": "record", "name": "HoodieMetadataColumnStats", "fields": [
                 {"name": "fileName", **_optional(STRING)}, {"name": "columnName", **_optional(STRING)},
-                {"name": "minValue", "type": ["null", *_WRAPPERS], "default": None},
-                {"name": "maxValue", "type": ["null", *(w["name"] for w in _WRAPPERS)], "default": None},
+                {"name": "minValue", "type": ["null", *WRAPPERS], "default": None},
+                {"name": "maxValue", "type": ["null", *(w["name"] for w in WRAPPERS)], "default": None},
                 {"name": "valueCount", **_optional("long")}, {"name": "nullCount", **_optional("long")},
                 {"name": "totalSize", **_optional("long")}, {"name": "totalUncompressedSize", **_optional("long")},
                 {"name": "isDeleted", "type": "boolean"}]})},

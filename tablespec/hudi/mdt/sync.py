@@ -9,9 +9,10 @@ After the data instant completes, the metadata table is compacted when Hudi woul
 
 A rollback of a data instant T at R records the files it deleted at R, and rolls back the
 metadata table's own deltacommit T (if one was written) at R + `006`, as Hudi does: otherwise T's
-blocks would count once R names T among the rolled-back instants. Only the `files` partition
-is maintained (`MAINTAINED`); `partition_changes` is the one place a data instant becomes
-metadata-table changes, where further partitions plug in.
+blocks would count once R names T among the rolled-back instants. That also undoes what T wrote
+to the record index, so a rollback records no record-index change of its own (nor does a clean:
+it changes no key's place). The partitions kept are `MAINTAINED`; `partition_changes` is the one
+place a data instant becomes metadata-table changes.
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.io import join
-from tablespec.hudi.logfile import read_blocks
-from tablespec.hudi.mdt import compaction, layout, records, writer
-from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILE_ID, FILES, MetaInstant
+from tablespec.hudi.mdt import compaction, layout, record_index_changes, record_index_writer, records, writer
+from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, MetaInstant
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange
 from tablespec.hudi.mdt.records import FilesChange
 from tablespec.hudi.naming import LogFileName
 from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
@@ -34,14 +35,20 @@ from tablespec.hudi.timeline import avro_record
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
-MAINTAINED = frozenset({FILES})          # metadata-table partitions tablespec keeps true
+MAINTAINED = frozenset({FILES, RECORD_INDEX})   # metadata-table partitions tablespec keeps true
 ROLLBACK_SUFFIX = "006"                  # Hudi's suffix of a metadata-table rollback instant
 
 
-def partition_changes(change: FilesChange) -> FilesChange:
-    """What a data instant's file change does to the maintained partitions (today: `files`, the
-    change itself). The single point where another partition's records would be derived."""
-    return change
+def partition_changes(table: HudiTable, instant: str, change: FilesChange,
+                      commit: CommitMetadata | None = None) -> tuple[FilesChange, RecordIndexChange | None]:
+    """What data instant `instant` does to the maintained partitions: `files` gets its file
+    change; `record_index` (when the table has it) the keys a commit or replacecommit (`commit`)
+    wrote to a new place or deleted, read from its files; None when the table has no record index."""
+    if not record_index_writer.is_enabled(table):
+        return change, None
+    if commit is None:
+        return change, RecordIndexChange()
+    return change, record_index_changes.from_commit(table, instant, commit)
 
 
 def maintained(table: HudiTable) -> bool:
@@ -50,7 +57,8 @@ def maintained(table: HudiTable) -> bool:
     return writer.is_enabled(table)
 
 
-def record(table: HudiTable, instant: str, change: FilesChange) -> list[MetaInstant] | None:
+def record(table: HudiTable, instant: str, change: FilesChange,
+           commit: CommitMetadata | None = None) -> list[MetaInstant] | None:
     """The metadata table's deltacommit at data instant `instant`, when the table keeps one. Call
     under Hudi's transaction lock, right before the data instant's completed file. Returns the
     metadata timeline with it (for `compact_if_due`), None when nothing was recorded: no
@@ -61,14 +69,15 @@ def record(table: HudiTable, instant: str, change: FilesChange) -> list[MetaInst
     timeline = layout.timeline(table.storage, table.base)
     if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
         return None
+    files, record_index = partition_changes(table, instant, change, commit)
     crash_point("before_metadata_deltacommit")
-    done = writer.record(table, instant, partition_changes(change), timeline)
+    done = writer.record(table, instant, files, record_index=record_index, timeline=timeline)
     crash_point("after_metadata_deltacommit")
     return [*(i for i in timeline if i.timestamp != instant), done]
 
 
 def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> list[MetaInstant] | None:
-    return record(table, instant, records.from_commit(metadata))
+    return record(table, instant, records.from_commit(metadata), metadata)
 
 
 def record_clean(table: HudiTable, instant: str, metadata: Mapping[str, Any]) -> list[MetaInstant] | None:
@@ -97,15 +106,18 @@ def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> boo
     if found is None or storage.exists(rollback_done):
         return False
     started = time.monotonic()
-    logs = _logs_of(table, target)
+    paths = writer.instant_log_files(storage, base, target)
+    by_group = _by_file_group(base, paths)
     info = {"commitTime": target, "action": DELTA_COMMIT}
     requested = join(meta, layout.instant_file(rollback_ts, "rollback", "requested"))
     if not storage.exists(requested):
         storage.write_bytes(requested, avro_record(ROLLBACK_PLAN_SCHEMA, {
             "instantToRollback": info, "version": 1, "RollbackRequests": [{
-                "partitionPath": FILES, "fileId": FILE_ID, "latestBaseInstant": "",
-                "filesToBeDeleted": [join(layout.partition_path(base), n) for n in sorted(logs)],
-                "logBlocksToBeDeleted": {}}]}))
+                "partitionPath": partition, "fileId": file_id, "latestBaseInstant": "",
+                "filesToBeDeleted": files, "logBlocksToBeDeleted": {}}
+                for (partition, file_id), files in by_group.items()] or [{
+                "partitionPath": FILES, "fileId": layout.FILE_ID, "latestBaseInstant": "",
+                "filesToBeDeleted": [], "logBlocksToBeDeleted": {}}]}))
     inflight = join(meta, layout.instant_file(rollback_ts, "rollback", "inflight"))
     if not storage.exists(inflight):
         storage.write_bytes(inflight, b"")
@@ -113,29 +125,30 @@ def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> boo
     for state in ("completed", "inflight", "requested"):
         storage.delete(join(meta, layout.instant_file(target, DELTA_COMMIT, state)))
     crash_point("during_metadata_rollback")
-    paths = [join(layout.partition_path(base), n) for n in sorted(logs)]
     if paths:
         storage.delete_files(paths)
+    by_partition: dict[str, list[str]] = {FILES: []}
+    for (partition, _), files in by_group.items():
+        by_partition.setdefault(partition, []).extend(files)
     storage.write_bytes(rollback_done, avro_record(ROLLBACK_METADATA_SCHEMA, {
         "startRollbackTime": rollback_ts, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": len(paths), "commitsRollback": [target],
-        "partitionMetadata": {FILES: {"partitionPath": FILES, "successDeleteFiles": paths, "failedDeleteFiles": [],
-                                      "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}},
+        "partitionMetadata": {p: {"partitionPath": p, "successDeleteFiles": files, "failedDeleteFiles": [],
+                                  "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}
+                              for p, files in by_partition.items()},
         "version": 1, "instantsRollback": [info]}))
     return True
 
 
-def _logs_of(table: HudiTable, instant: str) -> list[str]:
-    """The `files` log files holding only `instant`'s blocks (tablespec writes one per deltacommit)."""
-    found = []
-    for info in table.storage.list_dir(layout.partition_path(table.base)):
-        log = LogFileName.parse(info.name)
-        if log is None or log.file_id != FILE_ID or log.extension != "log":
-            continue
-        blocks = list(read_blocks(table.storage.read_bytes(info.path)))
-        if blocks and all(b.instant == instant for b in blocks):
-            found.append(info.name)
-    return found
+def _by_file_group(base: str, paths: list[str]) -> dict[tuple[str, str], list[str]]:
+    """Metadata log file paths by (metadata partition, file group)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    root = layout.table_path(base).rstrip("/") + "/"
+    for path in paths:
+        partition, name = path[len(root):].rsplit("/", 1)
+        log = LogFileName.parse(name)
+        out.setdefault((partition, log.file_id if log else name), []).append(path)
+    return out
 
 
 def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> MetaInstant | None:

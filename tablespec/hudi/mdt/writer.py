@@ -14,7 +14,7 @@ table whose listing is still the completed instants'.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
@@ -22,9 +22,10 @@ from tablespec.hudi import keys
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table, write_table_config
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.logfile import BlockType, Header, LogBlock, encode_block, read_blocks
+from tablespec.hudi.logfile import BlockType, delete_block, encode_block, read_blocks
 from tablespec.hudi.mdt import compaction, layout
-from tablespec.hudi.mdt.layout import FILE_ID, FILES, WRITE_TOKEN, MetaInstant
+from tablespec.hudi.mdt.layout import FILE_ID, FILES, WRITE_TOKEN, LogAppend, MetaInstant
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange, log_appends
 from tablespec.hudi.mdt.records import SCHEMA_JSON, FilesChange, base_hfile, data_block, listing_records
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import BaseFileName, LogFileName
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 PAYLOAD_CLASS = "org.apache.hudi.metadata.HoodieMetadataPayload"
 KEY_GENERATOR = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
 MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"      # Hudi's default record merger strategy id
-# An empty HoodieDeleteBlock (block version 3, then the length and Avro bytes of an empty list).
-EMPTY_DELETE_CONTENT = b"\x00\x00\x00\x03\x00\x00\x00\x01\x00"
 
 
 def metadata_config(data: TableConfig) -> TableConfig:
@@ -73,22 +72,31 @@ def list_data_files(storage: Storage, base: str, up_to: str | None = None) -> di
     return listing
 
 
-def _write_instant_file(storage: Storage, base: str, name: str, content: bytes = b"") -> None:
+def write_instant_file(storage: Storage, base: str, name: str, content: bytes = b"") -> None:
     try:
         storage.create_exclusive(join(layout.meta_path(base), name), content)
     except FileExistsError:
         raise HudiFormatError(f"{join(layout.meta_path(base), name)} already exists") from None
 
 
-def _stat(path: str, prev_commit: str, records: int, size: int, inserts: bool, **delta: Any) -> WriteStat:
-    return WriteStat(file_id=FILE_ID, path=path, prev_commit=prev_commit, num_writes=records,
+def write_stat(path: str, prev_commit: str, records: int, size: int, inserts: bool, partition: str = FILES,
+          file_id: str = FILE_ID, **delta: Any) -> WriteStat:
+    return WriteStat(file_id=file_id, path=path, prev_commit=prev_commit, num_writes=records,
                      num_inserts=records if inserts else 0, num_update_writes=0 if inserts else records,
-                     total_write_bytes=size, partition_path=FILES, file_size_in_bytes=size,
+                     total_write_bytes=size, partition_path=partition, file_size_in_bytes=size,
                      runtime_stats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": 0}, extra=delta)
 
 
-def _completed_metadata(stat: WriteStat, operation: str) -> bytes:
-    return CommitMetadata({FILES: [stat]}, extra_metadata={"schema": SCHEMA_JSON}, operation_type=operation).to_json()
+def _by_partition(stats: Iterable[WriteStat]) -> dict[str, list[WriteStat]]:
+    out: dict[str, list[WriteStat]] = {}
+    for stat in stats:
+        out.setdefault(stat.partition_path or FILES, []).append(stat)
+    return out
+
+
+def completed_metadata(stats: Iterable[WriteStat], operation: str) -> bytes:
+    """A completed metadata deltacommit's HoodieCommitMetadata: its write stats by partition."""
+    return CommitMetadata(_by_partition(stats), extra_metadata={"schema": SCHEMA_JSON}, operation_type=operation).to_json()
 
 
 def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None = None) -> str:
@@ -114,23 +122,40 @@ def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None
 
     mdt = layout.table_path(base)
     init_table(storage, mdt, metadata_config(config))
-    _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"))
-    _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"))
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"))
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"))
     write_partition_metadata(storage, mdt, FILES, instant)
     first_log = LogFileName(FILE_ID, instant, 1, WRITE_TOKEN)
     storage.write_bytes(join(layout.partition_path(base), first_log.format()),
-                        encode_block(LogBlock(BlockType.DELETE, {Header.INSTANT_TIME: instant}, EMPTY_DELETE_CONTENT)))
+                        encode_block(delete_block(instant, ())))
     name = layout.base_file_name(instant)
     records = listing_records(listing)
     data = base_hfile(records, name)
     storage.write_bytes(join(layout.partition_path(base), name), data)
-    stat = _stat(f"{FILES}/{name}", "null", len(records), len(data), inserts=True)
-    _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
-                        _completed_metadata(stat, "BULK_INSERT"))
+    stat = write_stat(f"{FILES}/{name}", "null", len(records), len(data), inserts=True)
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
+                        completed_metadata([stat], "BULK_INSERT"))
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: FILES,
                                                                  INFLIGHT_KEY: ""}))
     table.refresh()
     return instant
+
+
+def instant_log_files(storage: Storage, base: str, instant: str) -> list[str]:
+    """The log files, in every metadata partition, holding only `instant`'s blocks (or a torn
+    tail): tablespec writes one per file group and deltacommit, so these are the deltacommit's."""
+    found = []
+    for folder in storage.list_dir(layout.table_path(base)):
+        if not folder.is_dir or folder.name.startswith("."):
+            continue
+        for info in storage.list_dir(folder.path):
+            log = LogFileName.parse(info.name)
+            if log is None or log.extension != "log":
+                continue
+            blocks = list(read_blocks(storage.read_bytes(info.path)))
+            if blocks and all(b.instant == instant or b.type == BlockType.CORRUPT for b in blocks):
+                found.append(info.path)
+    return sorted(found)
 
 
 def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: list[MetaInstant]) -> None:
@@ -141,24 +166,20 @@ def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: li
         return
     if pending.completed:
         raise HudiFormatError(f"{layout.table_path(base)}: instant {instant} is already recorded in the metadata table")
-    folder = layout.partition_path(base)
-    for info in storage.list_dir(folder):
-        log = LogFileName.parse(info.name)
-        if log is None or log.file_id != FILE_ID:
-            continue
-        blocks = list(read_blocks(storage.read_bytes(info.path)))
-        if blocks and all(b.instant == instant or b.type == BlockType.CORRUPT for b in blocks):
-            storage.delete(info.path)
+    for path in instant_log_files(storage, base, instant):
+        storage.delete(path)
     for state in ("inflight", "requested"):
         storage.delete(join(layout.meta_path(base), layout.instant_file(instant, pending.action, state)))
 
 
 def record(table: HudiTable, instant: str, change: FilesChange,
+           record_index: RecordIndexChange | None = None,
            timeline: list[MetaInstant] | None = None) -> MetaInstant:
-    """Write the metadata table's deltacommit at data instant `instant` for `change`; call before
-    the data instant completes (see the module's docstring). `timeline`: the metadata table's,
-    as the caller just listed it (not listed again unless a compaction or an earlier attempt of
-    `instant` was left pending)."""
+    """Write the metadata table's deltacommit at data instant `instant` for `change` (and, on a
+    table with Hudi's record index, `record_index`: the keys the instant wrote or deleted); call
+    before the data instant completes (see the module's docstring). `timeline`: the metadata
+    table's, as the caller just listed it (not listed again unless a compaction or an earlier
+    attempt of `instant` was left pending)."""
     storage, base = table.storage, table.base
     if timeline is None:
         timeline = layout.timeline(storage, base)
@@ -175,26 +196,36 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID}")
     records = change.records()
-    _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"))
-    inflight = CommitMetadata({FILES: [WriteStat(file_id=FILE_ID, prev_commit=current.base_instant,
-                                                 num_update_writes=len(records))]},
-                              operation_type="UPSERT_PREPPED")
-    _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"), inflight.to_json())
-    if not records:   # an instant that changed no file (a schema commit): a deltacommit with no log block, as Hudi's
-        _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
-                            CommitMetadata({}, extra_metadata={"schema": SCHEMA_JSON},
-                                           operation_type="UPSERT_PREPPED").to_json())
-        return MetaInstant(instant, layout.DELTA_COMMIT, "completed")
-    log = LogFileName(FILE_ID, current.base_instant, current.next_log_version, WRITE_TOKEN)
-    data = encode_block(data_block(instant, records))
-    storage.write_bytes(join(layout.partition_path(base), log.format()), data)
-    logs = [n.format() for n, _ in current.log_files] + [log.format()]
-    stat = _stat(f"{FILES}/{log.format()}", current.base_instant, len(records), len(data), inserts=False,
-                 logVersion=log.version, logOffset=0, baseFile=current.base_file or "", logFiles=logs,
-                 recordsStats={"val": None})
-    _write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
-                        _completed_metadata(stat, "UPSERT_PREPPED"))
+    appends = [LogAppend(current, (data_block(instant, records),), len(records))] if records else []
+    if record_index is not None and not record_index.empty:
+        slices = layout.latest_slices(storage, base, completed, RECORD_INDEX)
+        if not slices:
+            raise HudiFormatError(f"{layout.partition_path(base, RECORD_INDEX)}: the table has no record index")
+        appends += log_appends(slices, instant, record_index)
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"))
+    planned = [(a.slice, a.records) for a in appends] or [(current, 0)]
+    inflight = CommitMetadata(_by_partition(
+        WriteStat(file_id=s.file_id, prev_commit=s.base_instant, num_update_writes=n, partition_path=s.partition)
+        for s, n in planned), operation_type="UPSERT_PREPPED")
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"), inflight.to_json())
+    # no appends (an instant that changed no file: a schema commit): a deltacommit without log blocks, as Hudi's
+    stats = [_append(storage, base, a) for a in appends]
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
+                       completed_metadata(stats, "UPSERT_PREPPED"))
     return MetaInstant(instant, layout.DELTA_COMMIT, "completed")
 
 
-__all__ = ["initialize", "is_enabled", "list_data_files", "metadata_config", "record"]
+def _append(storage: Storage, base: str, append: LogAppend) -> WriteStat:
+    """Write a deltacommit's new log file in one file group; its write stat."""
+    current = append.slice
+    log = LogFileName(current.file_id, current.base_instant, current.next_log_version, WRITE_TOKEN)
+    data = b"".join(encode_block(b) for b in append.blocks)
+    storage.write_bytes(join(layout.partition_path(base, current.partition), log.format()), data)
+    logs = [n.format() for n, _ in current.log_files] + [log.format()]
+    return write_stat(f"{current.partition}/{log.format()}", current.base_instant, append.records, len(data),
+                 inserts=False, partition=current.partition, file_id=current.file_id, logVersion=log.version,
+                 logOffset=0, baseFile=current.base_file or "", logFiles=logs, recordsStats={"val": None})
+
+
+__all__ = ["completed_metadata", "initialize", "instant_log_files", "is_enabled", "list_data_files",
+           "metadata_config", "record", "write_instant_file", "write_stat"]

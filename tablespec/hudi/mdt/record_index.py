@@ -1,0 +1,300 @@
+"""Hudi's record index (the metadata table's `record_index` partition, seed RFC-08): record key ->
+(partition, file group, instant), as Apache Hudi 0.15 keeps it. Pure conversions only.
+
+The partition has a fixed number of file groups `record-index-0000-0`, `record-index-0001-0`, ...,
+chosen when it is initialized (`file_group_count`); a key lives in file group
+`file_group_index(key, count)` of the file groups sorted by id (Java's String.hashCode, as Hudi
+computes it). A key's record is a HoodieMetadataRecord of type 5 whose HoodieRecordIndexInfo holds
+the data partition, the file group id (a `<uuid>-<n>` id as the UUID's two 64-bit halves and
+`n`; any other id as the string, encoding 1) and the writing instant in epoch milliseconds.
+
+Per data instant Hudi records inserted keys and keys that moved to another file group (a new
+record: the latest record of a key wins) and deleted keys (a delete block); an update in place
+records nothing, so a key's instant stays the instant that inserted it.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi import keys
+from tablespec.hudi.instant import format_instant_time, parse_instant_time
+from tablespec.hudi.logfile import delete_block
+from tablespec.hudi.mdt.layout import LogAppend, Slice
+from tablespec.hudi.mdt.records import data_block
+
+RECORD_INDEX = "record_index"                 # the metadata table's partition (and its name in hoodie.properties)
+RECORD_INDEX_TYPE = 5
+FILE_ID_PREFIX = "record-index-"
+UUID_ENCODING, RAW_ENCODING = 0, 1
+MISSING_FILE_INDEX = -1                       # a bare 36-character UUID id has no `-<n>`
+# Hudi's defaults sizing a new index, and the average stored size of one index record it assumes.
+MIN_FILE_GROUPS = int(keys.RECORD_INDEX_MIN_FILE_GROUPS.default or 0)
+MAX_FILE_GROUPS = int(keys.RECORD_INDEX_MAX_FILE_GROUPS.default or 0)
+GROWTH_FACTOR = float(keys.RECORD_INDEX_GROWTH_FACTOR.default or 0)
+MAX_FILE_GROUP_BYTES = int(keys.RECORD_INDEX_MAX_FILE_GROUP_BYTES.default or 0)
+AVERAGE_RECORD_BYTES = 48
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a record is: its data partition ("" when not partitioned), file group and the instant
+    that wrote it there (17 digits: the index keeps milliseconds)."""
+    partition: str
+    file_id: str
+    instant: str
+
+
+def file_group_id(index: int) -> str:
+    """The id of the record index's file group number `index`."""
+    return f"{FILE_ID_PREFIX}{index:04d}-0"
+
+
+def file_group_index(key: str, count: int) -> int:
+    """The file group (0 .. count-1) holding `key`: Java's String.hashCode of the key (UTF-16 code
+    units, 32-bit overflow), then abs(abs(h) % count) with Java's int semantics."""
+    h = 0
+    raw = key.encode("utf-16-be")
+    for i in range(0, len(raw), 2):
+        h = (31 * h + (raw[i] << 8 | raw[i + 1])) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    if h != -(1 << 31):                       # Math.abs(Integer.MIN_VALUE) stays negative
+        h = abs(h)
+    return abs(int(math.fmod(h, count)))
+
+
+def file_group_indices(keys: Sequence[str], count: int) -> np.ndarray:
+    """`file_group_index` of many keys at once (vectorized: a lookup hashes every key)."""
+    if not keys:
+        return np.zeros(0, dtype=np.int64)
+    units = np.frombuffer("".join(keys).encode("utf-16-be"), dtype=">u2").astype(np.uint64)
+    lengths = np.fromiter((len(k.encode("utf-16-be")) // 2 for k in keys), dtype=np.int64, count=len(keys))
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    exponent = np.repeat(ends, lengths) - 1 - np.arange(len(units), dtype=np.int64)     # 31 ** (len - 1 - i)
+    powers = _powers(int(lengths.max(initial=0)))
+    products = units * powers[exponent]                # uint64 wraps: the low 32 bits stay exact
+    sums = np.zeros(len(keys), dtype=np.uint64)
+    nonempty = lengths > 0
+    if nonempty.any():
+        sums[nonempty] = np.add.reduceat(products, starts[nonempty])
+    h = (sums & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    h = np.where(h >= 1 << 31, h - (1 << 32), h)
+    h = np.where(h == -(1 << 31), h, np.abs(h))
+    return np.abs(np.fmod(h, count))
+
+
+def _powers(n: int) -> np.ndarray:
+    out = np.ones(max(n, 1), dtype=np.uint64)
+    for i in range(1, n):
+        out[i] = (int(out[i - 1]) * 31) & 0xFFFFFFFF
+    return out
+
+
+def file_group_count(records: int, min_count: int = MIN_FILE_GROUPS, max_count: int = MAX_FILE_GROUPS,
+                     growth_factor: float = GROWTH_FACTOR, max_bytes: int = MAX_FILE_GROUP_BYTES) -> int:
+    """How many file groups Hudi gives a record index initialized with `records` keys."""
+    if min_count == max_count and min_count != 0:
+        return min_count
+    expected = math.ceil(records * growth_factor)
+    estimated = expected // (max_bytes // AVERAGE_RECORD_BYTES)
+    if estimated >= max_count:
+        return max_count
+    return min_count if estimated <= min_count else max(1, estimated)
+
+
+def instant_millis(instant: str) -> int:
+    """An instant time (14 or 17 digits, UTC as tablespec writes it) as epoch milliseconds."""
+    return int(parse_instant_time(instant).timestamp() * 1000 + 0.5)
+
+
+@functools.lru_cache(maxsize=4096)
+def instant_of_millis(millis: int) -> str:
+    """Epoch milliseconds as a 17-digit instant time."""
+    moment = datetime.fromtimestamp(millis / 1000, UTC).replace(microsecond=(millis % 1000) * 1000)
+    return format_instant_time(moment)
+
+
+def index_info(location: Location) -> dict[str, Any]:
+    """The HoodieRecordIndexInfo of `location`: a `<uuid>-<n>` (or bare UUID) file id in encoding 0,
+    any other in encoding 1."""
+    millis = instant_millis(location.instant)
+    file_id = location.file_id
+    head, _, tail = file_id.rpartition("-") if len(file_id) != 36 else (file_id, "", str(MISSING_FILE_INDEX))
+    try:
+        uid, index = uuid.UUID(head), int(tail)
+        if str(uid) != head or not tail.lstrip("-").isdigit():
+            raise ValueError("not a canonical UUID")      # it would not read back as the same id
+    except ValueError:
+        return {"partitionName": location.partition, "fileIdHighBits": -1, "fileIdLowBits": -1, "fileIndex": -1,
+                "fileId": file_id, "instantTime": millis, "fileIdEncoding": RAW_ENCODING}
+    high, low = uid.int >> 64, uid.int & ((1 << 64) - 1)
+    return {"partitionName": location.partition, "fileIdHighBits": _signed(high), "fileIdLowBits": _signed(low),
+            "fileIndex": index, "fileId": "", "instantTime": millis, "fileIdEncoding": UUID_ENCODING}
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def index_record(key: str, location: Location) -> dict[str, Any]:
+    """The HoodieMetadataRecord saying `key` is at `location`."""
+    return {"key": key, "type": RECORD_INDEX_TYPE, "filesystemMetadata": None, "recordIndexMetadata": index_info(location)}
+
+
+def location_of(record: Mapping[str, Any]) -> Location:
+    """The location a record-index record gives (Hudi's getLocationFromRecordIndexInfo)."""
+    info = record.get("recordIndexMetadata")
+    if record.get("type") != RECORD_INDEX_TYPE or not info:
+        raise HudiFormatError(f"record {record.get('key')!r} is not a record-index record (type {record.get('type')})")
+    if info.get("fileIdEncoding", 0) == UUID_ENCODING:
+        file_id = _uuid_file_id(info["fileIdHighBits"], info["fileIdLowBits"], info["fileIndex"])
+    else:
+        file_id = info["fileId"]
+    return Location(info.get("partitionName") or "", file_id, instant_of_millis(info["instantTime"]))
+
+
+@functools.lru_cache(maxsize=65536)
+def _uuid_file_id(high: int, low: int, index: int) -> str:
+    uid = uuid.UUID(int=((high % (1 << 64)) << 64) | (low % (1 << 64)))
+    return str(uid) if index == MISSING_FILE_INDEX else f"{uid}-{index}"
+
+
+# --- the stored bytes of an index record, without a generic Avro codec ---------------------------
+# A record-index record under records.STORED_SCHEMA is, in Avro binary: the five meta fields (null,
+# or in a base file `_hoodie_file_name`), the blanked key, type 5, three null unions, then the
+# HoodieRecordIndexInfo (every union but the last field non-null). Lookups and builds handle
+# millions of them: these two functions write and read that layout directly (tests check them
+# against fastavro and against Hudi's bytes); anything else goes through the generic codec.
+
+def _zigzag(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _text(value: str) -> bytes:
+    raw = value.encode("utf-8")
+    return _zigzag(len(raw)) + raw
+
+
+_NULL_META = b"\x00" * 4
+_HEAD = b"\x00" + _zigzag(RECORD_INDEX_TYPE) + b"\x00\x00\x00\x02"     # key "", type, 3 nulls, RLI present
+
+
+def encode_location(location: Location, file_name: str | None = None) -> bytes:
+    """The stored bytes of `location`'s index record (records.encode of `index_record`)."""
+    info = index_info(location)
+    return b"".join((
+        _NULL_META, b"\x02" + _text(file_name) if file_name is not None else b"\x00", _HEAD,
+        b"\x02", _text(info["partitionName"]), b"\x02", _zigzag(info["fileIdHighBits"]),
+        b"\x02", _zigzag(info["fileIdLowBits"]), b"\x02", _zigzag(info["fileIndex"]),
+        b"\x02", _text(info["fileId"]), b"\x02", _zigzag(info["instantTime"]), _zigzag(info["fileIdEncoding"])))
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    pos += 1
+    n, shift = b & 0x7F, 7
+    while b & 0x80:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+    return (n >> 1) ^ -(n & 1), pos
+
+
+def decode_location(value: bytes) -> Location | None:
+    """The location in an index record's stored bytes; None for bytes of another layout (a
+    record of another type, a null field): the caller decodes those with the generic codec."""
+    try:
+        pos = 0
+        for _ in range(5):                              # meta fields
+            branch, pos = _read_long(value, pos)
+            if branch:
+                length, pos = _read_long(value, pos)
+                pos += length
+        length, pos = _read_long(value, pos)           # the key (blanked)
+        pos += length
+        if value[pos:pos + 5] != _HEAD[1:]:
+            return None
+        pos += 5
+        fields: list[Any] = []
+        for kind in "sllisl":
+            if value[pos] != 2:
+                return None
+            pos += 1
+            number, pos = _read_long(value, pos)
+            if kind == "s":
+                fields.append(value[pos:pos + number].decode("utf-8"))
+                pos += number
+            else:
+                fields.append(number)
+        encoding, pos = _read_long(value, pos)
+    except (IndexError, UnicodeDecodeError):
+        return None
+    if pos != len(value):
+        return None
+    partition, high, low, index, file_id, millis = fields
+    if encoding == UUID_ENCODING:
+        file_id = _uuid_file_id(high, low, index)
+    return Location(partition, file_id, instant_of_millis(millis))
+
+
+@dataclass
+class RecordIndexChange:
+    """What one data instant does to the record index: keys written to a new place (inserted,
+    moved to another partition or file group) -> their location, and keys deleted. A key in both
+    counts as written (Hudi's reduce keeps the insert of a key that moved)."""
+    upserts: dict[str, Location] = field(default_factory=dict)
+    deletes: set[str] = field(default_factory=set)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.upserts or self.deletes)
+
+    def by_file_group(self, count: int) -> dict[int, tuple[list[tuple[str, dict[str, Any]]], list[str]]]:
+        """File group index -> (its index records sorted by key, its deleted keys sorted)."""
+        out: dict[int, tuple[list[tuple[str, dict[str, Any]]], list[str]]] = {}
+        for key in sorted(self.upserts, key=str.encode):
+            out.setdefault(file_group_index(key, count), ([], []))[0].append((key, index_record(key, self.upserts[key])))
+        for key in sorted(self.deletes - set(self.upserts), key=str.encode):
+            out.setdefault(file_group_index(key, count), ([], []))[1].append(key)
+        return out
+
+
+def by_file_group(entries: Sequence[tuple[str, Location]], count: int) -> list[list[tuple[str, Location]]]:
+    """Each file group's (key, location) pairs, sorted by key, of a whole index: what
+    initialization writes as base files."""
+    groups: list[dict[str, Location]] = [{} for _ in range(count)]
+    indices = file_group_indices([k for k, _ in entries], count).tolist()
+    for (key, location), index in zip(entries, indices):
+        groups[index][key] = location
+    return [[(k, g[k]) for k in sorted(g, key=str.encode)] for g in groups]
+
+
+def log_appends(slices: Sequence[Slice], instant: str, change: RecordIndexChange) -> list[LogAppend]:
+    """The log files a deltacommit at `instant` appends to the record index's file groups (their
+    latest `slices`, sorted by file id) for `change`: per file group touched, a data block of its
+    index records, then a delete block of its deleted keys, as Hudi's append handle writes them."""
+    out = []
+    for index, (records, deleted) in sorted(change.by_file_group(len(slices)).items()):
+        blocks = [data_block(instant, records)] if records else []
+        if deleted:
+            blocks.append(delete_block(instant, [(k, RECORD_INDEX) for k in deleted]))
+        out.append(LogAppend(slices[index], tuple(blocks), len(records) + len(deleted)))
+    return out

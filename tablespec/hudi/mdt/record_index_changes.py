@@ -1,0 +1,66 @@
+"""What a data commit or replacecommit does to Hudi's record index, read from the files it wrote.
+
+Apache Hudi 0.15 derives it from each written record's old and new location: a key with no old
+location (inserted) or that left its file group (moved partition or file group; clustering and
+bucket rewrites move every key they rewrite) gets its new location at the instant; an update in
+place records nothing (the index keeps the inserting instant); a deleted key gets a delete.
+
+tablespec's executors do not report per-record locations, so the same change is read back on the
+driver from the key column (`_hoodie_record_key`, a Parquet projection) of each base file the
+instant wrote, compared with the slice it replaces in the same file group: keys new to the file
+group are upserts; keys of the replaced slices (and of replaced file groups) the instant wrote
+nowhere are deletes. Cost: one key-column read per new base file and per previous base file.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablespec.hudi.io import join
+from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
+from tablespec.hudi.record_index import base_file_keys
+
+if TYPE_CHECKING:
+    from tablespec.hudi.commit import CommitMetadata
+    from tablespec.hudi.fs_view import FileSlice
+    from tablespec.hudi.table import HudiTable
+
+_NO_KEYS = pa.array([], pa.string())
+
+
+def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> RecordIndexChange:
+    """The record-index change of data instant `instant` (not yet completed) with `metadata`."""
+    written = {p: [s for s in stats if s.path] for p, stats in metadata.partition_to_write_stats.items()}
+    replaced = metadata.partition_to_replace_file_ids or {}
+    partitions = sorted({p for p, stats in written.items() if stats} | {p for p, ids in replaced.items() if ids})
+    if not partitions:
+        return RecordIndexChange()
+    view = table.view_of(table.timeline, partitions)       # the slices before the instant (it is pending)
+    before = {(g.partition, g.file_id): g.latest_slice for g in view.file_groups()}
+    upserts: dict[str, Location] = {}
+    new_keys, old_keys = [], []
+    for partition, stats in written.items():
+        for stat in stats:
+            new = base_file_keys(join(table.base, stat.path), table.storage, stat.file_size_in_bytes or None)
+            old = _keys(table, before.get((partition, stat.file_id)))
+            location = Location(partition, stat.file_id, instant)
+            upserts.update((k, location) for k in pc.filter(new, pc.invert(pc.is_in(new, old))).to_pylist())
+            new_keys.append(new)
+            old_keys.append(old)
+    old_keys += [_keys(table, before.get((p, file_id))) for p, ids in replaced.items() for file_id in ids]
+    old = pa.concat_arrays(old_keys) if old_keys else _NO_KEYS
+    kept = pa.concat_arrays(new_keys) if new_keys else _NO_KEYS
+    deletes = set(pc.filter(old, pc.invert(pc.is_in(old, kept))).to_pylist())
+    return RecordIndexChange(upserts, deletes)
+
+
+def _keys(table: HudiTable, slice_: FileSlice | None) -> pa.Array:
+    """The record keys of a slice's base file (none for a missing slice or one without a base file)."""
+    if slice_ is None or slice_.base_file is None:
+        return _NO_KEYS
+    return base_file_keys(slice_.base_file.path, table.storage, slice_.base_file.size)
+
+
+__all__ = ["from_commit"]

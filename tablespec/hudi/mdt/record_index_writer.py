@@ -1,0 +1,132 @@
+"""Building Hudi's record index (the metadata table's `record_index` partition) as Apache Hudi 0.15
+bootstraps it; `writer.record` then keeps it in every metadata deltacommit.
+
+`initialize` takes the location of every record of the table: one metadata deltacommit at
+`<latest data instant><010 + n>` (the first suffix the metadata timeline does not have: the
+`files` partition's initialization took `010` when both were built together) writes, per file
+group `record-index-NNNN-0`, a log file starting its log (an empty delete block) and an HFile
+base file of its keys (none for a file group without keys), then hoodie.properties names
+`record_index` (from then on Hudi's writers and readers use it). A crash before that leaves files
+no reader uses; the next `initialize` deletes them and the failed deltacommit.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.config import write_table_config
+from tablespec.hudi.hfile import write_hfile
+from tablespec.hudi.io import join
+from tablespec.hudi.logfile import delete_block, encode_block
+from tablespec.hudi.mdt import layout, writer
+from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, INIT_SUFFIX, WRITE_TOKEN
+from tablespec.hudi.mdt.record_index import (
+    RECORD_INDEX,
+    Location,
+    by_file_group,
+    encode_location,
+    file_group_count,
+    file_group_id,
+)
+from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON
+from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
+from tablespec.hudi.naming import LogFileName
+from tablespec.hudi.partition import write_partition_metadata
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
+
+Entry = tuple[str, str, str, str]          # record key, data partition, file id, instant that wrote it
+
+
+def partitions(table: HudiTable) -> list[str]:
+    """The metadata partitions the data table's hoodie.properties (as the handle read them) name."""
+    names = (table.config.extra.get(PARTITIONS_KEY, "") if table.config else "").split(",")
+    return [n.strip() for n in names if n.strip()]
+
+
+def is_enabled(table: HudiTable) -> bool:
+    """Whether the table has Hudi's record index (its writers and readers use it)."""
+    return RECORD_INDEX in partitions(table)
+
+
+def _init_instant(head: str | None, taken: set[str]) -> str:
+    stem = layout.init_instant(head)[:-len(INIT_SUFFIX)]
+    offset = int(INIT_SUFFIX)
+    while f"{stem}{offset:03d}" in taken:
+        offset += 1
+    return f"{stem}{offset:03d}"
+
+
+def _drop_leftover(table: HudiTable) -> None:
+    """Delete what an earlier `initialize` that died left: the partition's folder, and its
+    deltacommit (the metadata timeline's only suffixed deltacommit not completed, or completed
+    but writing nothing but `record_index`)."""
+    storage, base = table.storage, table.base
+    storage.delete_tree(layout.partition_path(base, RECORD_INDEX))
+    meta = layout.meta_path(base)
+    for instant in layout.timeline(storage, base):
+        if instant.action != DELTA_COMMIT or len(instant.timestamp) != len(layout.SOLO_COMMIT_TIMESTAMP) + 6:
+            continue
+        if instant.completed:
+            written = CommitMetadata.from_json(storage.read_bytes(join(meta, layout.instant_file(
+                instant.timestamp, DELTA_COMMIT)))).partition_to_write_stats
+            if not set(written) <= {RECORD_INDEX}:
+                continue
+        for state in ("completed", "inflight", "requested"):
+            storage.delete(join(meta, layout.instant_file(instant.timestamp, DELTA_COMMIT, state)))
+
+
+def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | None = None) -> str:
+    """Build the record index from (key, partition, file id, instant) of every record of the table
+    (the instant of the file slice holding it) with `file_groups` file groups (by default as many
+    as Hudi would give it) and name it in hoodie.properties. Returns the initializing instant.
+    Call under the table lock with no data instant pending, on a table whose metadata table has
+    its `files` partition. The handle is refreshed."""
+    storage, base, config = table.storage, table.base, table.config
+    if config is None:
+        raise HudiFormatError(f"{base}: no Hudi table to build a record index for")
+    if FILES not in partitions(table):
+        raise HudiFormatError(f"{base}: the record index needs the metadata table's files partition; build it first")
+    if is_enabled(table):
+        raise HudiFormatError(f"{base}: the metadata table's record_index partition already exists")
+    if table.timeline.pending():
+        raise HudiFormatError(f"{base}: cannot build the record index while instants are pending: "
+                              + ", ".join(str(i) for i in table.timeline.pending()))
+    _drop_leftover(table)
+    head = table.timeline.head
+    instant = _init_instant(head.timestamp if head else None,
+                            {i.timestamp for i in layout.timeline(storage, base)})
+    located = [(key, Location(partition, file_id, at)) for key, partition, file_id, at in entries]
+    count = file_groups or file_group_count(len(located))
+    groups = by_file_group(located, count)
+    del located
+
+    writer.write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "requested"))
+    writer.write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "inflight"))
+    write_partition_metadata(storage, layout.table_path(base), RECORD_INDEX, instant)
+    folder = layout.partition_path(base, RECORD_INDEX)
+    stats = []
+    for index, records in enumerate(groups):
+        file_id = file_group_id(index)
+        first_log = LogFileName(file_id, instant, 1, WRITE_TOKEN)
+        storage.write_bytes(join(folder, first_log.format()), encode_block(delete_block(instant, ())))
+        if not records:
+            continue
+        name = layout.base_file_name(instant, file_id)
+        data = write_hfile(((k, encode_location(loc, name)) for k, loc in records), {"schema": STORED_SCHEMA_JSON})
+        storage.write_bytes(join(folder, name), data)
+        stats.append(writer.write_stat(f"{RECORD_INDEX}/{name}", "null", len(records), len(data), inserts=True,
+                                  partition=RECORD_INDEX, file_id=file_id))
+    writer.write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT),
+                              writer.completed_metadata(stats, "BULK_INSERT"))
+    named = ",".join(sorted({*partitions(table), RECORD_INDEX}))
+    write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: named,
+                                                                 INFLIGHT_KEY: ""}))
+    table.refresh()
+    return instant
+
+
+__all__ = ["Entry", "initialize", "is_enabled", "partitions"]
