@@ -376,7 +376,9 @@ class HFileReader:
     def get_many(self, keys: Iterable[bytes | str]) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for each of `keys` present, in key order: each block is read at most once."""
         wanted = sorted({k.encode() if isinstance(k, str) else k for k in keys})
-        starts, block_no, rows, values = self._rows, -1, [], []
+        starts, block_no = self._rows, -1
+        rows: list[bytes] = []
+        values: list[bytes] = []
         for key in wanted:
             at = bisect.bisect_right(starts, key) - 1
             if at < 0:

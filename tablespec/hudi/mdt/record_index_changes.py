@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 from tablespec.hudi.record_index import base_file_keys
@@ -43,6 +44,8 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
     new_keys, old_keys = [], []
     for partition, stats in written.items():
         for stat in stats:
+            if stat.path is None:
+                raise HudiFormatError(f"{table.base}: commit {instant} names no path for file group {stat.file_id}")
             new = base_file_keys(join(table.base, stat.path), table.storage, stat.file_size_in_bytes or None)
             old = _keys(table, before.get((partition, stat.file_id)))
             location = Location(partition, stat.file_id, instant)
