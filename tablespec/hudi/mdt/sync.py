@@ -142,12 +142,17 @@ def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> Meta
     """After a data instant completed and was recorded (`metadata`: the metadata timeline `record`
     returned; None: nothing recorded), compact as Hudi would. The data timeline is read (under
     Hudi's lock: pending instants hold a compaction back) only when the metadata timeline makes
-    one due."""
-    if metadata is None or compaction.due_by_metadata(metadata) is None:
+    one due. Then the metadata table's own clean (housekeeping.py), when due."""
+    if metadata is None:
         return None
-    with table.transaction_lock("metadata compaction"):
-        table.fresh_timeline()
-        return compaction.compact_if_due(table)
+    done = None
+    if compaction.due_by_metadata(metadata) is not None:
+        with table.transaction_lock("metadata compaction"):
+            table.fresh_timeline()
+            done = compaction.compact_if_due(table)
+    from tablespec.hudi.mdt import housekeeping  # here: it imports the archive, which imports clean.py, which imports this
+    housekeeping.clean_if_due(table, metadata if done is None else [*metadata, done])
+    return done
 
 
 def repair(table: HudiTable) -> list[MetaInstant]:
