@@ -1,4 +1,4 @@
-"""The metadata table's own cleaning and archiving (tablespec/hudi/mdt/housekeeping.py): written
+"""The metadata table's own cleaning and archiving (tablespec/hudi/mdt/cleaner.py, archiver.py): written
 through the real commit path (record, complete, compact, clean, data archive), on local storage."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table
 from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.mdt import housekeeping, layout, reader, sync, writer
+from tablespec.hudi.mdt import archiver, cleaner, layout, reader, sync, writer
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
@@ -87,7 +87,7 @@ def test_metadata_timeline_and_slices_stay_bounded(tmp_path):
     assert max(counts[70:]) <= max(counts[40:70]) < 3 * (6 + 10 + 6)
     metadata = layout.timeline(ST, base)
     commits = [i for i in metadata if i.completed and i.action in ("deltacommit", "compaction")]
-    assert len(commits) <= housekeeping.MetaLimits.of(SETTINGS).max_commits + 10   # + deltacommits since a compaction
+    assert len(commits) <= archiver.MetaLimits.of(SETTINGS).max_commits + 10   # + deltacommits since a compaction
     # what left the active timeline is in the metadata table's archive, each once, never in both
     archived = _archived(base)
     assert archived and len(archived) == len({t for t, _ in archived})
@@ -107,11 +107,11 @@ def test_slices_to_clean_keeps_latest_and_the_one_before_the_retained_commit():
     t1, t2, t3 = (f"2026010100000{n}000001" for n in (1, 2, 3))      # compactions' 20-digit times
     names = [layout.base_file_name(b) for b in (t1, t2, t3)] + [f".files-0000-0_{b}.log.1_0-0-0" for b in (t1, t2, t3)]
     old = sorted([names[0], names[3]])
-    assert housekeeping.slices_to_clean(names, {t1, t2, t3}, "20260101000002500") == old
-    assert housekeeping.slices_to_clean(names, {t1, t2, t3}, "20260101000001500") == []
-    assert housekeeping.slices_to_clean(names, {t2, t3}, "20260101000002500") == []             # t1 not completed
-    assert housekeeping.slices_to_clean(names, {t2, t3}, "20260101000002500", t2) == old        # t1 archived
-    assert housekeeping.slices_to_clean(names, {t1, t2}, "20260101000003500") == old            # t3 pending
+    assert cleaner.slices_to_clean(names, {t1, t2, t3}, "20260101000002500") == old
+    assert cleaner.slices_to_clean(names, {t1, t2, t3}, "20260101000001500") == []
+    assert cleaner.slices_to_clean(names, {t2, t3}, "20260101000002500") == []             # t1 not completed
+    assert cleaner.slices_to_clean(names, {t2, t3}, "20260101000002500", t2) == old        # t1 archived
+    assert cleaner.slices_to_clean(names, {t1, t2}, "20260101000003500") == old            # t3 pending
 
 
 @pytest.mark.parametrize("point", ["mdt_archive_written", "mdt_archive_pending_deleted"])
@@ -125,7 +125,7 @@ def test_an_interrupted_metadata_archive_is_finished_by_the_next_run(tmp_path, p
     both = archived & {(i.timestamp, "commit" if i.action == "compaction" else i.action)
                        for i in layout.timeline(ST, base)}
     assert both                                           # left both archived and active
-    housekeeping.archive(HudiTable.open(base), SETTINGS)  # the next run
+    archiver.archive(HudiTable.open(base), SETTINGS)  # the next run
     assert not archived & {(i.timestamp, "commit" if i.action == "compaction" else i.action)
                            for i in layout.timeline(ST, base)}
     _assert_listing_is_storage(base)

@@ -26,7 +26,7 @@ from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage, join
-from tablespec.hudi.mdt import housekeeping as mdt_housekeeping
+from tablespec.hudi.mdt import archiver as mdt_archiver
 from tablespec.hudi.rollback import MARKER_FOLDER
 from tablespec.hudi.timeline import Timeline
 
@@ -158,7 +158,7 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
         return ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
     finally:
         table.refresh(config=False)
-        mdt_housekeeping.archive_after_data(table, settings)   # the metadata table's own timeline next
+        mdt_archiver.archive_after_data(table, settings)   # the metadata table's own timeline next
 
 
 def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None = None,

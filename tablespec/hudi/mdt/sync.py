@@ -24,7 +24,7 @@ from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.io import join
 from tablespec.hudi.logfile import read_blocks
-from tablespec.hudi.mdt import compaction, layout, records, writer
+from tablespec.hudi.mdt import cleaner, compaction, layout, records, writer
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILE_ID, FILES, MetaInstant
 from tablespec.hudi.mdt.records import FilesChange
 from tablespec.hudi.naming import LogFileName
@@ -142,7 +142,7 @@ def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> Meta
     """After a data instant completed and was recorded (`metadata`: the metadata timeline `record`
     returned; None: nothing recorded), compact as Hudi would. The data timeline is read (under
     Hudi's lock: pending instants hold a compaction back) only when the metadata timeline makes
-    one due. Then the metadata table's own clean (housekeeping.py), when due."""
+    one due. Then the metadata table's own clean (cleaner.py), when due."""
     if metadata is None:
         return None
     done = None
@@ -150,8 +150,7 @@ def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> Meta
         with table.transaction_lock("metadata compaction"):
             table.fresh_timeline()
             done = compaction.compact_if_due(table)
-    from tablespec.hudi.mdt import housekeeping  # here: it imports the archive, which imports clean.py, which imports this
-    housekeeping.clean_if_due(table, metadata if done is None else [*metadata, done])
+    cleaner.clean_if_due(table, metadata if done is None else [*metadata, done])
     return done
 
 
