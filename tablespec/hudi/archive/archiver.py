@@ -150,15 +150,17 @@ def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAUL
 def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     """One archiving run on the table (into its hoodie.archivelog.folder): finish an interrupted
     run, plan on the handle's timeline (read under the table lock, refreshed if finishing
-    changed it), archive. The handle is refreshed: its timeline changed."""
+    changed it), archive; then the metadata table's own timeline (mdt/archiver.py). The handle is
+    refreshed: its timeline changed."""
     finish_merge(table.storage, table.base, folder_of(table.config))  # the archive folder as a merge left it
     finished = finish_archive(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))
     try:
-        return ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
+        result = ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
     finally:
         table.refresh(config=False)
-        mdt_archiver.archive_after_data(table, settings)   # the metadata table's own timeline next
+    mdt_archiver.archive_after_data(table, settings)   # the metadata table's own timeline next
+    return result
 
 
 def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None = None,
