@@ -25,10 +25,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from tablespec.errors import StalePlanError, TablespecError
-from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION
+from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
 from tablespec.hudi.fs_view import FileGroup, FileSlice, FileSystemView
 from tablespec.hudi.instant import (
     CLEAN,
@@ -207,20 +206,6 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, clean_ts: str | None = Non
     return requested
 
 
-def _storage_path(path: str) -> str:
-    """Hudi's plans hold full URIs (file:/...); tablespec's hold storage paths."""
-    return urlparse(path).path if path.startswith("file:") else path
-
-
-def _planned_files(base: str, plan: dict[str, Any]) -> dict[str, list[str]]:
-    """Partition -> storage paths to delete; version 1 plans (Hudi < 0.8) list file names."""
-    if plan.get("filePathsToBeDeletedPerPartition"):
-        return {p: [_storage_path(f["filePath"]) for f in infos if f.get("filePath")]
-                for p, infos in plan["filePathsToBeDeletedPerPartition"].items()}
-    return {p: [join(base, p, name) for name in names]
-            for p, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()}
-
-
 def _finish(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     """Run a requested or inflight clean to completion; every step may be repeated. The handle
     is refreshed: the timeline changed."""
@@ -241,7 +226,7 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     failed: list[str] = []
     freed = 0
     partitions: dict[str, dict[str, Any]] = {}
-    for partition, paths in sorted(_planned_files(base, plan).items()):
+    for partition, paths in sorted(planned_files(base, plan).items()):
         meta = partitions[partition] = {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
                                         "deletePathPatterns": [], "successDeleteFiles": [], "failedDeleteFiles": [],
                                         "isPartitionDeleted": False}

@@ -2,7 +2,12 @@
 (clean.py) and the metadata table's (mdt/cleaner.py)."""
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import urlparse
+
 import fastavro
+
+from tablespec.hudi.io import join
 
 POLICY = "KEEP_LATEST_COMMITS"
 VERSION = 2  # cleaner plan and clean metadata version of Hudi 0.14/0.15 (full paths per file)
@@ -56,3 +61,17 @@ CLEAN_METADATA_SCHEMA = fastavro.parse_schema({
          "type": ["null", {"type": "map", "values": "HoodieCleanPartitionMetadata"}]},
         _EXTRA,
     ]})
+
+
+def _storage_path(path: str) -> str:
+    """Hudi's plans hold full URIs (file:/...); tablespec's hold storage paths."""
+    return urlparse(path).path if path.startswith("file:") else path
+
+
+def planned_files(base: str, plan: dict[str, Any]) -> dict[str, list[str]]:
+    """Partition -> storage paths to delete; version 1 plans (Hudi < 0.8) list file names."""
+    if plan.get("filePathsToBeDeletedPerPartition"):
+        return {p: [_storage_path(f["filePath"]) for f in infos if f.get("filePath")]
+                for p, infos in plan["filePathsToBeDeletedPerPartition"].items()}
+    return {p: [join(base, p, name) for name in names]
+            for p, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()}

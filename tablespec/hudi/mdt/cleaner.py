@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
-from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION
+from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
 from tablespec.hudi.instant import CLEAN
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout
@@ -108,17 +108,20 @@ def _run_clean(storage: Storage, base: str, ts: str, plan: dict[str, Any]) -> st
     inflight = join(meta, layout.instant_file(ts, CLEAN, "inflight"))
     if not storage.exists(inflight):
         storage.write_bytes(inflight, storage.read_bytes(join(meta, layout.instant_file(ts, CLEAN, "requested"))))
-    paths = [f["filePath"] for fs in (plan.get("filePathsToBeDeletedPerPartition") or {}).values() for f in fs]
+    planned = planned_files(layout.table_path(base), plan)   # Hudi's plans too (full URIs)
+    paths = [p for ps in planned.values() for p in ps]
     storage.delete_files(paths)            # idempotent: a resumed clean deletes what is left
     crash_point("mdt_clean_deleted")
-    names = [p.rsplit("/", 1)[-1] for p in paths]
     retain = (plan.get("earliestInstantToRetain") or {}).get("timestamp", "")
+    partitions = {}
+    for partition, ps in planned.items():
+        names = [p.rsplit("/", 1)[-1] for p in ps]
+        partitions[partition] = {"partitionPath": partition, "policy": POLICY, "deletePathPatterns": names,
+                                 "successDeleteFiles": names, "failedDeleteFiles": [], "isPartitionDeleted": False}
     metadata = {"startCleanTime": ts, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
                 "totalFilesDeleted": len(paths), "earliestCommitToRetain": retain,
                 "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
-                "partitionMetadata": {layout.FILES: {
-                    "partitionPath": layout.FILES, "policy": POLICY, "deletePathPatterns": names,
-                    "successDeleteFiles": names, "failedDeleteFiles": [], "isPartitionDeleted": False}},
+                "partitionMetadata": partitions,
                 "version": VERSION, "bootstrapPartitionMetadata": {}, "extraMetadata": {}}
     storage.write_bytes(join(meta, layout.instant_file(ts, CLEAN)), avro_record(CLEAN_METADATA_SCHEMA, metadata))
     return ts
