@@ -131,3 +131,21 @@ def test_an_interrupted_metadata_archive_is_finished_by_the_next_run(tmp_path, p
     _assert_listing_is_storage(base)
     _write(base, 99)
     _assert_listing_is_storage(base)
+
+
+@pytest.mark.parametrize("point", ["mdt_clean_requested", "mdt_clean_deleted"])
+def test_an_interrupted_metadata_clean_is_finished_by_the_next_write(tmp_path, point):
+    base = _table(tmp_path)
+    script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+              f"from test_hudi_mdt_housekeeping import _write; [_write({base!r}, n) for n in range(30)]")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, CRASH_ENV: point}, check=False)
+    assert done.returncode == -signal.SIGKILL
+    [pending] = [i for i in layout.timeline(ST, base) if not i.completed]
+    assert pending.action == "clean" and pending.timestamp.endswith(cleaner.CLEAN_SUFFIX)
+    _assert_listing_is_storage(base)                      # readers unaffected meanwhile
+    _write(base, 99)
+    metadata = layout.timeline(ST, base)
+    assert all(i.completed for i in metadata) and pending.timestamp in {i.timestamp for i in metadata}
+    planned = avro_content(ST.read_bytes(join(layout.meta_path(base), f"{pending.timestamp}.clean.requested")), "plan")
+    assert not any(ST.exists(f["filePath"]) for fs in planned["filePathsToBeDeletedPerPartition"].values() for f in fs)
+    _assert_listing_is_storage(base)
