@@ -11,4 +11,6 @@ or deleted. Modules:
 - `layout`: names and paths, the metadata table's own timeline, its file slices.
 - `writer`: initialize from a listing, one deltacommit per data instant, compaction.
 - `reader`: the listing the metadata table gives, with Hudi's rules for which log blocks count.
+- `cleaner`, `archiver`: the metadata table's own clean (after its compaction) and archive (after
+  the data table's), so its files stay bounded.
 """
