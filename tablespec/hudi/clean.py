@@ -25,11 +25,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
-
-import fastavro
 
 from tablespec.errors import StalePlanError, TablespecError
+from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
 from tablespec.hudi.fs_view import FileGroup, FileSlice, FileSystemView
 from tablespec.hudi.instant import (
     CLEAN,
@@ -48,59 +46,8 @@ from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
-POLICY = "KEEP_LATEST_COMMITS"
-VERSION = 2  # cleaner plan and clean metadata version of Hudi 0.14/0.15 (full paths per file)
 _PENDING_WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
 
-# The Avro schemas of Apache Hudi 0.14/0.15 (org.apache.hudi.avro.model), field for field.
-_NAMESPACE = "org.apache.hudi.avro.model"
-_STRINGS = {"type": "array", "items": "string"}
-_EXTRA = {"name": "extraMetadata", "type": ["null", {"type": "map", "values": "string"}], "default": None}
-
-CLEANER_PLAN_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "HoodieCleanerPlan", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "earliestInstantToRetain", "default": None, "type": ["null", {
-            "type": "record", "name": "HoodieActionInstant",
-            "fields": [{"name": "timestamp", "type": "string"}, {"name": "action", "type": "string"},
-                       {"name": "state", "type": "string"}]}]},
-        {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
-        {"name": "policy", "type": "string"},
-        {"name": "filesToBeDeletedPerPartition", "type": ["null", {"type": "map", "values": _STRINGS}],
-         "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "filePathsToBeDeletedPerPartition", "default": None, "type": ["null", {
-            "type": "map", "values": {"type": "array", "items": {
-                "type": "record", "name": "HoodieCleanFileInfo",
-                "fields": [{"name": "filePath", "type": ["null", "string"], "default": None},
-                           {"name": "isBootstrapBaseFile", "type": ["null", "boolean"], "default": None}]}}}]},
-        {"name": "partitionsToBeDeleted", "type": ["null", _STRINGS], "default": None},
-        _EXTRA,
-    ]})
-
-CLEAN_METADATA_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "HoodieCleanMetadata", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "startCleanTime", "type": "string"},
-        {"name": "timeTakenInMillis", "type": "long"},
-        {"name": "totalFilesDeleted", "type": "int"},
-        {"name": "earliestCommitToRetain", "type": "string"},
-        {"name": "lastCompletedCommitTimestamp", "type": "string", "default": ""},
-        {"name": "partitionMetadata", "type": {"type": "map", "values": {
-            "type": "record", "name": "HoodieCleanPartitionMetadata",
-            "fields": [
-                {"name": "partitionPath", "type": "string"},
-                {"name": "policy", "type": "string"},
-                {"name": "deletePathPatterns", "type": _STRINGS},
-                {"name": "successDeleteFiles", "type": _STRINGS},
-                {"name": "failedDeleteFiles", "type": _STRINGS},
-                {"name": "isPartitionDeleted", "type": ["null", "boolean"], "default": None},
-            ]}}},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "bootstrapPartitionMetadata", "default": None,
-         "type": ["null", {"type": "map", "values": "HoodieCleanPartitionMetadata"}]},
-        _EXTRA,
-    ]})
 
 
 @dataclass(frozen=True)
@@ -259,20 +206,6 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, clean_ts: str | None = Non
     return requested
 
 
-def _storage_path(path: str) -> str:
-    """Hudi's plans hold full URIs (file:/...); tablespec's hold storage paths."""
-    return urlparse(path).path if path.startswith("file:") else path
-
-
-def _planned_files(base: str, plan: dict[str, Any]) -> dict[str, list[str]]:
-    """Partition -> storage paths to delete; version 1 plans (Hudi < 0.8) list file names."""
-    if plan.get("filePathsToBeDeletedPerPartition"):
-        return {p: [_storage_path(f["filePath"]) for f in infos if f.get("filePath")]
-                for p, infos in plan["filePathsToBeDeletedPerPartition"].items()}
-    return {p: [join(base, p, name) for name in names]
-            for p, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()}
-
-
 def _finish(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     """Run a requested or inflight clean to completion; every step may be repeated. The handle
     is refreshed: the timeline changed."""
@@ -295,7 +228,7 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     failed: list[str] = []
     freed = 0
     partitions: dict[str, dict[str, Any]] = {}
-    for partition, paths in sorted(_planned_files(base, plan).items()):
+    for partition, paths in sorted(planned_files(base, plan).items()):
         meta = partitions[partition] = {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
                                         "deletePathPatterns": [], "successDeleteFiles": [], "failedDeleteFiles": [],
                                         "isPartitionDeleted": False}

@@ -26,6 +26,7 @@ from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.mdt import archiver as mdt_archiver
 from tablespec.hudi.rollback import MARKER_FOLDER
 from tablespec.hudi.timeline import Timeline
 
@@ -149,14 +150,17 @@ def execute(storage: Storage, base: str, plan: ArchivePlan, folder: str = DEFAUL
 def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     """One archiving run on the table (into its hoodie.archivelog.folder): finish an interrupted
     run, plan on the handle's timeline (read under the table lock, refreshed if finishing
-    changed it), archive. The handle is refreshed: its timeline changed."""
+    changed it), archive; then the metadata table's own timeline (mdt/archiver.py). The handle is
+    refreshed: its timeline changed."""
     finish_merge(table.storage, table.base, folder_of(table.config))  # the archive folder as a merge left it
     finished = finish_archive(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))
     try:
-        return ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
+        result = ArchiveResult(plan.instants, execute(table.storage, table.base, plan, folder_of(table.config)), finished)
     finally:
         table.refresh(config=False)
+    mdt_archiver.archive_after_data(table, settings)   # the metadata table's own timeline next
+    return result
 
 
 def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None = None,

@@ -13,4 +13,6 @@ or deleted. Modules:
 - `reader`: the listing the metadata table gives, with Hudi's rules for which log blocks count.
 - `record_index`, `record_index_writer`, `record_index_reader`: Hudi's record index (the
   `record_index` partition): key hashing and records, building it, lookups and scans.
+- `cleaner`, `archiver`: the metadata table's own clean (after its compaction) and archive (after
+  the data table's), so its files stay bounded.
 """

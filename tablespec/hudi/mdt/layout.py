@@ -52,6 +52,12 @@ def base_file_name(instant: str, file_id: str = FILE_ID, token: str = WRITE_TOKE
     return f"{file_id}_{token}_{instant}{HFILE}"
 
 
+def parse_base_file(name: str) -> tuple[str, str] | None:
+    """(file id, base instant) of a metadata base file's name, None for any other name."""
+    m = _BASE.fullmatch(name)
+    return (m["file_id"], m["instant"]) if m else None
+
+
 def init_instant(latest_data_instant: str | None) -> str:
     """The deltacommit that initializes the files partition: the data table's latest completed
     instant (any action) with `010` appended."""

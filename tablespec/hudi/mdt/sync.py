@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import compaction, layout, record_index_changes, record_index_writer, records, writer
+from tablespec.hudi.mdt import cleaner, compaction, layout, record_index_changes, record_index_writer, records, writer
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange
 from tablespec.hudi.mdt.records import FilesChange
@@ -155,12 +155,16 @@ def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> Meta
     """After a data instant completed and was recorded (`metadata`: the metadata timeline `record`
     returned; None: nothing recorded), compact as Hudi would. The data timeline is read (under
     Hudi's lock: pending instants hold a compaction back) only when the metadata timeline makes
-    one due."""
-    if metadata is None or compaction.due_by_metadata(metadata) is None:
+    one due. Then the metadata table's own clean (cleaner.py), when due."""
+    if metadata is None:
         return None
-    with table.transaction_lock("metadata compaction"):
-        table.fresh_timeline()
-        return compaction.compact_if_due(table)
+    done = None
+    if compaction.due_by_metadata(metadata) is not None:
+        with table.transaction_lock("metadata compaction"):
+            table.fresh_timeline()
+            done = compaction.compact_if_due(table)
+    cleaner.clean_if_due(table, metadata if done is None else [*metadata, done])
+    return done
 
 
 def repair(table: HudiTable) -> list[MetaInstant]:

@@ -1,0 +1,137 @@
+"""The metadata table's own cleaner, as Apache Hudi 0.15's metadata writer runs it after its
+deltacommit and compaction (HoodieBackedTableMetadataWriter.cleanIfNecessary, settings from
+HoodieMetadataWriteUtils).
+
+Once three instants follow the latest compaction: KEEP_LATEST_COMMITS retaining
+`CLEANER_COMMITS_RETAINED` commits of the metadata timeline; of each file group the latest slice
+and the newest slice older than the earliest commit to retain stay, older slices (base HFile
+and its log files) go. The clean instant is the latest deltacommit's time with `002` appended,
+written requested -> inflight -> completed in the data clean's Avro formats (clean_format.py);
+one that died is finished by the next deltacommit. A plan with nothing to delete writes nothing.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tablespec.faults import crash_point
+from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
+from tablespec.hudi.instant import CLEAN
+from tablespec.hudi.io import Storage, join
+from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt.layout import COMMIT, COMPACTION, DELTA_COMMIT, MetaInstant
+from tablespec.hudi.naming import LogFileName
+from tablespec.hudi.timeline import avro_content, avro_record
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
+
+CLEANER_COMMITS_RETAINED = 3     # HoodieMetadataWriteUtils' DEFAULT_METADATA_CLEANER_COMMITS_RETAINED
+CLEAN_SUFFIX = "002"             # HoodieTableMetadataUtil.createCleanTimestamp
+COMMIT_ACTIONS = (DELTA_COMMIT, COMPACTION)
+
+
+def earliest_to_retain(metadata: Sequence[MetaInstant], retained: int = CLEANER_COMMITS_RETAINED) -> MetaInstant | None:
+    """The cleaner's earliest commit to retain: the `retained`-th latest completed commit."""
+    commits = [i for i in metadata if i.completed and i.action in COMMIT_ACTIONS]
+    return commits[-retained] if len(commits) > retained else None
+
+
+def slices_to_clean(names: Sequence[str], completed: set[str], earliest: str, start: str = "") -> list[str]:
+    """The files of `files-0000-0`'s slices KEEP_LATEST_COMMITS removes (pure): slices whose base
+    instant is completed (on the active timeline, or archived: older than its first commit
+    `start`, Hudi's "before the timeline starts") and older than `earliest`, except the latest
+    slice and the newest one older than `earliest` (readers as of `earliest` need it)."""
+    bases: dict[str, str] = {}
+    logs: dict[str, list[str]] = {}
+    for name in names:
+        parsed = layout.parse_base_file(name)
+        if parsed is not None and parsed[0] == layout.FILE_ID:
+            bases[parsed[1]] = name
+            continue
+        log = LogFileName.parse(name)
+        if log is not None and log.file_id == layout.FILE_ID:
+            logs.setdefault(log.base_instant, []).append(name)
+    slices = sorted(b for b in bases if b in completed or b < start)
+    if not slices:
+        return []
+    keep = {slices[-1]} | set([b for b in slices if b < earliest][-1:])
+    return sorted(f for b in slices if b < earliest and b not in keep for f in [bases[b], *logs.get(b, [])])
+
+
+def clean_due(metadata: Sequence[MetaInstant]) -> bool:
+    """Cheap check on the listed timeline: a compaction completed since the last clean, and the
+    earliest commit to retain is past it (so a slice before it may be superseded)."""
+    compactions = [i.timestamp for i in metadata if i.action == COMPACTION and i.completed]
+    earliest = earliest_to_retain(metadata)
+    last_clean = max((i.timestamp for i in metadata if i.action == CLEAN), default="")
+    return bool(compactions) and earliest is not None and earliest.timestamp > compactions[-1] > last_clean[:17]
+
+
+def clean(table: HudiTable) -> str | None:
+    """Finish a clean that died, else plan and run one when old slices exist; returns its instant."""
+    storage, base = table.storage, table.base
+    meta = layout.meta_path(base)
+    metadata = layout.timeline(storage, base)
+    pending = next((i for i in metadata if i.action == CLEAN and not i.completed), None)
+    if pending is not None:
+        plan = avro_content(storage.read_bytes(join(meta, layout.instant_file(pending.timestamp, CLEAN, "requested"))), meta)
+        return _run_clean(storage, base, pending.timestamp, plan)
+    if not clean_due(metadata):
+        return None
+    earliest = earliest_to_retain(metadata)
+    assert earliest is not None
+    part = layout.partition_path(base)
+    doomed = slices_to_clean([i.name for i in storage.list_dir(part) if not i.is_dir],
+                             {i.timestamp for i in metadata if i.completed}, earliest.timestamp,
+                             next(i.timestamp for i in metadata if i.action in COMMIT_ACTIONS))
+    latest = [i.timestamp for i in metadata if i.action == DELTA_COMMIT and i.completed][-1]
+    ts = latest[:17] + CLEAN_SUFFIX
+    if not doomed or any(i.timestamp == ts for i in metadata):
+        return None
+    action = COMMIT if earliest.action == COMPACTION else earliest.action
+    plan = {"earliestInstantToRetain": {"timestamp": earliest.timestamp, "action": action, "state": "COMPLETED"},
+            "lastCompletedCommitTimestamp": [i.timestamp for i in metadata if i.completed and i.action in COMMIT_ACTIONS][-1],
+            "policy": POLICY, "filesToBeDeletedPerPartition": {}, "version": VERSION,
+            "filePathsToBeDeletedPerPartition": {layout.FILES: [{"filePath": join(part, n), "isBootstrapBaseFile": False}
+                                                                for n in doomed]},
+            "partitionsToBeDeleted": [], "extraMetadata": {}}
+    storage.create_exclusive(join(meta, layout.instant_file(ts, CLEAN, "requested")), avro_record(CLEANER_PLAN_SCHEMA, plan))
+    crash_point("mdt_clean_requested")
+    return _run_clean(storage, base, ts, plan)
+
+
+def _run_clean(storage: Storage, base: str, ts: str, plan: dict[str, Any]) -> str:
+    started = time.monotonic()
+    meta = layout.meta_path(base)
+    inflight = join(meta, layout.instant_file(ts, CLEAN, "inflight"))
+    if not storage.exists(inflight):
+        storage.write_bytes(inflight, storage.read_bytes(join(meta, layout.instant_file(ts, CLEAN, "requested"))))
+    planned = planned_files(layout.table_path(base), plan)   # Hudi's plans too (full URIs)
+    paths = [p for ps in planned.values() for p in ps]
+    storage.delete_files(paths)            # idempotent: a resumed clean deletes what is left
+    crash_point("mdt_clean_deleted")
+    retain = (plan.get("earliestInstantToRetain") or {}).get("timestamp", "")
+    partitions = {}
+    for partition, ps in planned.items():
+        names = [p.rsplit("/", 1)[-1] for p in ps]
+        partitions[partition] = {"partitionPath": partition, "policy": POLICY, "deletePathPatterns": names,
+                                 "successDeleteFiles": names, "failedDeleteFiles": [], "isPartitionDeleted": False}
+    metadata = {"startCleanTime": ts, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+                "totalFilesDeleted": len(paths), "earliestCommitToRetain": retain,
+                "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+                "partitionMetadata": partitions,
+                "version": VERSION, "bootstrapPartitionMetadata": {}, "extraMetadata": {}}
+    storage.write_bytes(join(meta, layout.instant_file(ts, CLEAN)), avro_record(CLEAN_METADATA_SCHEMA, metadata))
+    return ts
+
+
+def clean_if_due(table: HudiTable, metadata: Sequence[MetaInstant] | None) -> str | None:
+    """After a data instant was recorded in the metadata table and any compaction ran (`metadata`:
+    the metadata timeline the caller listed; None: nothing recorded): clean when the listing makes
+    it due or a clean is pending, under Hudi's transaction lock. Nothing else is read otherwise."""
+    if metadata is None or not (clean_due(metadata) or any(i.action == CLEAN and not i.completed for i in metadata)):
+        return None
+    with table.transaction_lock("metadata clean"):
+        return clean(table)

@@ -1,0 +1,67 @@
+"""The metadata table's own archiving and cleaning, judged by Apache Hudi 0.15: after ~25 tablespec
+writes with small archive limits, Hudi's archived-timeline API of the metadata table lists what
+tablespec archived there, the old file slices are cleaned with a clean instant on its timeline,
+Hudi reads through the metadata table what tablespec reads, its metadata validation finds no
+difference, and a Hudi upsert (its own metadata writer archiving and cleaning after ours) works."""
+from __future__ import annotations
+
+from helpers import make_table, tablespec_rows
+from interop_support import hudi_write
+from test_hudi_archived_timeline import _meta_client
+from test_hudi_metadata_table import SPEC
+from test_hudi_metadata_table_kept import assert_metadata_table_true
+from test_hudi_reads import batch
+
+from tablespec.hudi.archive.log import archive_files, read_records
+from tablespec.hudi.io import LOCAL
+from tablespec.hudi.mdt import layout
+from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline import Timeline
+from tablespec.hudi_options import hudi_write_options
+
+ARCHIVING = "  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}\n"
+WRITES = 24
+
+
+def _ours(base: str) -> set[tuple[str, str, str]]:
+    mdt = layout.table_path(base)
+    return {(r["commitTime"], r["actionType"], r["actionState"])
+            for f in archive_files(LOCAL, mdt) for r in read_records(LOCAL, f)}
+
+
+def _hudis(spark, base: str) -> set[tuple[str, str, str]]:
+    timeline = _meta_client(spark, layout.table_path(base)).getArchivedTimeline()
+    return {(str(i.getTimestamp()), str(i.getAction()), str(i.getState().name()))
+            for i in timeline.getInstants().toArray()}
+
+
+def test_metadata_table_archives_and_cleans_as_hudi_reads_it(hudi, tmp_path):
+    table = make_table(hudi, tmp_path, SPEC + ARCHIVING)
+    base = table.location
+    table.write(batch(hudi, range(0, 12)), "insert")
+    for v in range(1, WRITES):
+        table.write(batch(hudi, range(v % 10, v % 10 + 2), version=v), "upsert")
+
+    ours = _ours(base)
+    assert any(a == "deltacommit" for _, a, _ in ours) and any(a == "commit" for _, a, _ in ours)
+    assert _hudis(hudi, base) == ours                         # Hudi's archived-timeline API of the metadata table
+    active = layout.timeline(LOCAL, base)
+    assert not {t for t, _, s in ours if s == "COMPLETED"} & {i.timestamp for i in active}
+    data_first = Timeline.load(LOCAL, base).instants[0].timestamp
+    assert all(t < data_first for t, _, _ in ours)            # nothing the data table still lists
+    cleans = {i.timestamp for i in active if i.action == "clean"} | {t for t, a, _ in ours if a == "clean"}
+    assert cleans and all(len(t) == 20 and t.endswith("002") for t in cleans)   # <deltacommit>002
+    hfiles = [i.name for i in LOCAL.list_dir(layout.partition_path(base)) if i.name.endswith(".hfile")]
+    assert len(hfiles) <= 2
+    assert len([i for i in active if i.action in ("deltacommit", "compaction")]) <= 3 + 1 + 10
+    assert_metadata_table_true(hudi, table)
+
+    # Apache Hudi upserts with the metadata table on: its metadata writer takes over from here
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), "hoodie.datasource.write.operation": "upsert",
+               "hoodie.upsert.shuffle.parallelism": "2"}
+    hudi_write(batch(hudi, range(3, 9), version=50), base, options)
+    assert _ours(base) >= ours
+    after = assert_metadata_table_true(hudi, table)
+    table.write(batch(hudi, range(30, 32), version=60), "upsert")
+    assert assert_metadata_table_true(hudi, table) != after
+    assert tablespec_rows(table)
