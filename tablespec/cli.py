@@ -321,19 +321,19 @@ def cmd_show(ctx: _Context) -> int:
 def cmd_import(ctx: _Context) -> int:
     from tablespec.importer import import_yaml
     from tablespec.state import observe
-    location, name = ctx.args.location, None
+    location, registered = ctx.args.location, None
     if re.fullmatch(r"[A-Za-z_]\w*\.[A-Za-z_]\w*", location) and not os.path.exists(location):
-        location, name = _catalog_location(ctx, location)   # db.table: where the catalog says it is
+        location, registered = _catalog_location(ctx, location)   # db.table: where the catalog says it is
     table = ctx.table(location, "the table location argument" if ":/" in location else None)
     state = observe(table)
     warehouse = ctx.warehouse() if ctx.args.warehouse else table.location.parent()
     given = {}
     for item in ctx.args.timestamp:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
             raise TablespecError(f"--timestamp {item}: expected NAME=VALUE, e.g. outputFormat=yyyy/MM/dd")
-        given[name.strip()] = value.strip()
-    sys.stdout.write(import_yaml(state, warehouse, given, name))
+        given[key.strip()] = value.strip()
+    sys.stdout.write(import_yaml(state, warehouse, given, registered))
     return 0
 
 

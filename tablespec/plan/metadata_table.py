@@ -18,8 +18,8 @@ from tablespec.state import TableState
 
 def metadata_table_actions(state: TableState) -> list:
     """The actions that make an existing table's metadata table one tablespec keeps true."""
-    if not state.exists or unwritable_version(state.table_config) is not None:
-        return []  # (a table tablespec does not write yet keeps the metadata table its writers keep)
+    if not state.exists or state.table_config.version >= 8 or unwritable_version(state.table_config) is not None:
+        return []  # tablespec writes version 6's metadata table: a version 8/9 table keeps what its Hudi writers keep
     actions: list = []
     dropped = unmaintained(state.config, MAINTAINED)
     if dropped:

@@ -12,7 +12,7 @@ from tablespec.hudi.timeline import Timeline
 
 # Hudi's procedures start a write client; like a Hudi job configured by `tablespec hudi-options`,
 # it keeps the metadata table off.
-HUDI_OPTIONS = "hoodie.metadata.enable=false"
+HUDI_OPTIONS = "hoodie.metadata.enable=true"  # tablespec keeps the metadata table: so do Hudi's procedures
 
 
 def replacecommits(location: str, state: str) -> list[str]:
