@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablespec.hudi.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.instant import RESTORE, ROLLBACK
-from tablespec.hudi.io import join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, LogBlock
 from tablespec.hudi.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.mdt import layout
@@ -58,18 +58,18 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
         path = join(layout.partition_path(base), current.base_file)
         yield from metadata_records(HFileReader(storage.read_bytes(path), path))
     valid = valid_instants(table.timeline, metadata) & completed
-    for path, block in log_blocks(table, current, valid):
+    for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
             yield from metadata_records(HFileReader(block.content, path), json.loads(block.header[Header.SCHEMA]))
 
 
-def log_blocks(table: HudiTable, current: layout.Slice, valid: set[str]) -> list[tuple[str, LogBlock]]:
+def log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[str]) -> list[tuple[str, LogBlock]]:
     """(path, block) of the data and delete blocks of a slice's log files that readers merge, in
     order: those of `valid` instants, less those a later rollback command block targets."""
     blocks: list[tuple[str, LogBlock]] = []
     for log, _ in current.log_files:
-        path = join(layout.partition_path(table.base, current.partition), log.format())
-        for block in read_log_blocks(table.storage.read_bytes(path)):
+        path = join(layout.partition_path(base, current.partition), log.format())
+        for block in read_log_blocks(storage.read_bytes(path)):
             if block.type == BlockType.COMMAND:
                 target = block.header.get(Header.TARGET_INSTANT_TIME)
                 blocks = [(p, b) for p, b in blocks if b.instant != target]

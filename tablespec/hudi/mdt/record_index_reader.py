@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablespec.hudi.hfile import SCHEMA_KEY, HFileReader, metadata_records
-from tablespec.hudi.io import join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, deleted_keys
 from tablespec.hudi.mdt import layout, reader
 from tablespec.hudi.mdt.record_index import (
@@ -68,11 +68,11 @@ def _location(cell: Cell) -> Location:
     return fast if fast is not None else location_of(_record(cell))
 
 
-def _log_cells(table: HudiTable, current: layout.Slice, valid: set[str],
+def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[str],
                wanted: set[bytes] | None) -> dict[bytes, Cell | None]:
     """Key -> its newest record in the slice's log files (None: deleted), for `wanted` keys (all: None)."""
     out: dict[bytes, Cell | None] = {}
-    for path, block in reader.log_blocks(table, current, valid):
+    for path, block in reader.log_blocks(storage, base, current, valid):
         if block.type == BlockType.DELETE:
             for key, _ in deleted_keys(block):
                 raw = key.encode()
@@ -86,16 +86,17 @@ def _log_cells(table: HudiTable, current: layout.Slice, valid: set[str],
     return out
 
 
-def _base(table: HudiTable, current: layout.Slice) -> tuple[HFileReader, str] | None:
+def _base(storage: Storage, base: str, current: layout.Slice) -> tuple[HFileReader, str] | None:
     if not current.base_file:
         return None
-    path = join(layout.partition_path(table.base, RECORD_INDEX), current.base_file)
-    hfile = HFileReader(table.storage.read_bytes(path), path)
+    path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
+    hfile = HFileReader(storage.read_bytes(path), path)
     return hfile, hfile.file_info.get(SCHEMA_KEY, b"").decode()
 
 
-def _base_cells(table: HudiTable, current: layout.Slice, wanted: Iterable[bytes] | None) -> Iterator[tuple[bytes, Cell]]:
-    found = _base(table, current)
+def _base_cells(storage: Storage, base: str, current: layout.Slice,
+                wanted: Iterable[bytes] | None) -> Iterator[tuple[bytes, Cell]]:
+    found = _base(storage, base, current)
     if found is not None:
         hfile, schema = found
         for key, value in hfile.records() if wanted is None else hfile.get_many(wanted):
@@ -108,23 +109,32 @@ def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
     wanted = sorted(set(keys))
     if not found or not wanted:
         return {}
-    groups: dict[int, list[bytes]] = {}
+    groups: dict[int, list[str]] = {}
     for key, index in zip(wanted, file_group_indices(wanted, len(found)).tolist()):
-        groups.setdefault(index, []).append(key.encode())
+        groups.setdefault(index, []).append(key)
     out: dict[str, Location] = {}
     for index, group in sorted(groups.items()):
-        current = found[index]
-        logged = _log_cells(table, current, valid, set(group))
-        rest = [k for k in group if k not in logged] if logged else group
-        if rest:
-            out.update((k.decode(), _location(cell)) for k, cell in _base_cells(table, current, rest))
-        out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
+        out.update(lookup_file_group(table.storage, table.base, found[index], valid, group))
+    return out
+
+
+def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str],
+                      keys: Sequence[str]) -> dict[str, Location]:
+    """Key -> location of each of `keys` (all of them hashing to file group `current`) the file
+    group holds. Plain arguments, so executors call it with a slice the driver listed."""
+    wanted = sorted({k.encode() for k in keys})
+    logged = _log_cells(storage, base, current, valid, set(wanted))
+    rest = [k for k in wanted if k not in logged] if logged else wanted
+    out: dict[str, Location] = {}
+    if rest:
+        out.update((k.decode(), _location(cell)) for k, cell in _base_cells(storage, base, current, rest))
+    out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
     return out
 
 
 def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[bytes, Cell]:
-    merged: dict[bytes, Cell | None] = dict(_base_cells(table, current, None))
-    merged.update(_log_cells(table, current, valid, None))
+    merged: dict[bytes, Cell | None] = dict(_base_cells(table.storage, table.base, current, None))
+    merged.update(_log_cells(table.storage, table.base, current, valid, None))
     return {k: c for k, c in merged.items() if c is not None}
 
 
@@ -140,4 +150,4 @@ def scan(table: HudiTable) -> dict[str, Location]:
     return {k.decode(): _location(c) for current in found for k, c in _merged(table, current, valid).items()}
 
 
-__all__ = ["entries", "lookup", "scan", "slices"]
+__all__ = ["entries", "lookup", "lookup_file_group", "scan", "slices"]
