@@ -81,3 +81,30 @@ def storage_and_base(location: str, origin: str | None = None):
     from tablespec.hudi.table import HudiTable
     table = HudiTable.open(location, origin=origin)
     return table.storage, table.base
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """`tablespec ARGV` in this process: exit code, stdout, stderr."""
+    from tablespec.cli import main
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def scratch_project(root: Path, monkeypatch, specs: dict[str, str] | Path, settings: str | None = None) -> Path:
+    """A project in `root` (the cwd from now on): `specs/` holding `specs` (name -> YAML text, or a
+    folder to copy), `tablespec.project.yaml` holding `settings` when given, and no warehouse or
+    catalog from the environment."""
+    import shutil
+    if isinstance(specs, Path):
+        shutil.copytree(specs, root / "specs")
+    else:
+        (root / "specs").mkdir()
+        for name, text in specs.items():
+            (root / "specs" / f"{name}.yaml").write_text(text)
+    if settings is not None:
+        (root / "tablespec.project.yaml").write_text(settings)
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    return root

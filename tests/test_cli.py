@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from _support import COW_FIXTURES, EXAMPLES, MOR_FIXTURES, ROOT
+from _support import COW_FIXTURES, EXAMPLES, MOR_FIXTURES, ROOT, scratch_project
+from _support import cli as run
 
-from tablespec.cli import main
 from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable
@@ -22,19 +22,9 @@ from tablespec.state import observe
 def project(tmp_path, monkeypatch):
     """A scratch project: a copy of the example specs and an empty warehouse, cwd set to it; its
     catalog is the embedded metastore, as the demo's (the examples are registered)."""
-    shutil.copytree(EXAMPLES, tmp_path / "specs")
     (tmp_path / "warehouse").mkdir()
-    (tmp_path / "tablespec.project.yaml").write_text("catalog: hive\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
-    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
-    return tmp_path
+    return scratch_project(tmp_path, monkeypatch, EXAMPLES, "catalog: hive\n")
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_validate_examples_ok(project, capsys):

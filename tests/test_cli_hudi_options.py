@@ -6,6 +6,7 @@ import json
 
 import pytest
 from _support import ORDERS_SPEC, check_golden
+from _support import cli as run
 
 from tablespec.cli import main
 from tablespec.hudi.table import HudiTable
@@ -48,11 +49,6 @@ spec:
 def _orders(index: str) -> str:
     return ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", INDEXES[index])
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

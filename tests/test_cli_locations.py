@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from _support import cli as run
 
-from tablespec.cli import main
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LocalStorage
@@ -37,11 +37,6 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
     return root
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write(project, file: str, text: str) -> str:

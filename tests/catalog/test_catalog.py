@@ -7,12 +7,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from _support import cli as run
+from _support import scratch_project
 
 from tablespec.catalog import EmbeddedMetastore, open_catalog
 from tablespec.catalog.diff import diff
 from tablespec.catalog.metastore import CatalogError, partition_name
 from tablespec.catalog.registration import Column, hive_type, partition_values, registration, spark_properties
-from tablespec.cli import main
 from tablespec.hudi.table import HudiTable
 from tablespec.spec.project import CatalogSetting
 from tablespec.types import parse_type
@@ -127,20 +128,9 @@ spec:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    (tmp_path / "specs").mkdir()
-    for name in ("orders", "returns", "refunds"):
-        (tmp_path / "specs" / f"{name}.yaml").write_text(SPEC.format(name=name))
-    (tmp_path / "tablespec.project.yaml").write_text("warehouse: lake\ncatalog: hive\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
-    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
-    return tmp_path
+    specs = {name: SPEC.format(name=name) for name in ("orders", "returns", "refunds")}
+    return scratch_project(tmp_path, monkeypatch, specs, "warehouse: lake\ncatalog: hive\n")
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_plan_and_apply_register_tables_without_spark(project, capsys):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import boto3
 import pytest
-from _support import S3_KEY_ID, S3_SECRET
+from _support import S3_KEY_ID, S3_SECRET, scratch_project
+from _support import cli as _run
 
 from tablespec.apply import sync_table
 from tablespec.catalog import EmbeddedMetastore
 from tablespec.catalog.diff import diff
 from tablespec.catalog.glue import GlueCatalog
-from tablespec.cli import main
 from tablespec.hudi.table import HudiTable
 from tablespec.spec.loader import load_specs
 from tablespec.state import observe
@@ -29,6 +29,7 @@ spec:
   partitioning: {fields: [day]}
   catalog: {database: sales}
 """
+GLUE_PROJECT = "warehouse: lake\ncatalog: glue\n"
 
 
 @pytest.fixture
@@ -44,18 +45,9 @@ def glue(s3_server, monkeypatch):
     return client
 
 
-def _run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 def test_glue_registration_through_moto(glue, tmp_path, monkeypatch, capsys):
-    (tmp_path / "specs").mkdir()
-    (tmp_path / "specs" / "orders.yaml").write_text(SPEC)
-    (tmp_path / "tablespec.project.yaml").write_text("warehouse: lake\ncatalog: glue\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
+    scratch_project(tmp_path, monkeypatch, {"orders": SPEC}, GLUE_PROJECT)
     code, out, err = _run(capsys, "apply", "specs", "--auto-approve")
     assert code == 0 and "registered=1" in out, err
     table = glue.get_table(DatabaseName="sales", Name="orders")["Table"]
@@ -80,10 +72,7 @@ def test_glue_registration_through_moto(glue, tmp_path, monkeypatch, capsys):
 
 
 def test_glue_failure_names_the_setting_and_touches_nothing(glue, tmp_path, monkeypatch, capsys):
-    (tmp_path / "specs").mkdir()
-    (tmp_path / "specs" / "orders.yaml").write_text(SPEC)
-    (tmp_path / "tablespec.project.yaml").write_text("warehouse: lake\ncatalog: glue\n")
-    monkeypatch.chdir(tmp_path)
+    scratch_project(tmp_path, monkeypatch, {"orders": SPEC}, GLUE_PROJECT)
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")   # nothing listens there
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     code, _, err = _run(capsys, "apply", "specs", "--auto-approve")

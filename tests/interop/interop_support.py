@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import json
 
+from _support import cli  # noqa: F401 (tests import it from here)
 from helpers import hudi_rs_rows, rows, tablespec_rows  # tests/engine, put on sys.path by conftest
 
-from tablespec.cli import main
 from tablespec.engine.reader import to_arrow
 
 # Hudi's Spark reader adds no columns of its own; these keep its reads close to a plain snapshot.
@@ -112,12 +112,6 @@ def _java_message(e: Exception) -> str:
 
 
 # --- the CLI as a user runs it -----------------------------------------------------------------
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    """`tablespec ARGV` in this process: exit code, stdout, stderr."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def save_spec(doc: dict, spec_file) -> None:

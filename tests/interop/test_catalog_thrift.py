@@ -7,11 +7,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from _support import cli as _cli
+from _support import scratch_project
 from catalog_process import standalone_metastore
 
 from tablespec.catalog import EmbeddedMetastore, open_catalog
 from tablespec.catalog.diff import diff
-from tablespec.cli import main
 from tablespec.hudi.table import HudiTable
 from tablespec.spec.loader import load_specs
 from tablespec.spec.project import CatalogSetting
@@ -37,18 +38,8 @@ spec:
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    (tmp_path / "specs").mkdir()
-    (tmp_path / "specs" / "orders.yaml").write_text(SPEC)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
-    monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
-    return tmp_path
+    return scratch_project(tmp_path, monkeypatch, {"orders": SPEC})
 
-
-def _cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_thrift_metastore_plan_apply_ingest(project, spark, capsys, tmp_path):

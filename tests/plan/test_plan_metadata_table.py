@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from tablespec.cli import main
+from _support import cli as _cli
+
 from tablespec.hudi.config import write_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import layout, reader, writer
@@ -15,11 +16,6 @@ from tablespec.hudi.table import HudiTable
 
 TABLE = "cow_v6_simplekeygen_nonhivestyle"
 
-
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _plan(capsys, spec: str, warehouse: str) -> list[dict]:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from _support import EXAMPLES
+from _support import cli as run
 
 from tablespec.apply import Applier
-from tablespec.cli import main
 from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.io import LocalStorage
 from tablespec.plan.render import load_plan
@@ -35,11 +35,6 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
     return tmp_path
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def edit_spec(project: Path, old: str, new: str, name: str = "orders.yaml"):
