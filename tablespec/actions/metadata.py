@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 
 from tablespec.errors import HudiFormatError, PlanError, StalePlanError
-from tablespec.hudi import keys
+from tablespec.hudi import keys, partition_buckets
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, write_table_config
 from tablespec.hudi.mdt import writer as mdt_writer
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
 from tablespec.hudi.table import HudiTable
+from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.settings import desired_properties, managed_properties_update
@@ -67,5 +68,7 @@ def update_settings(table: HudiTable, spec, extra: dict[str, str] | None = None)
     the table lock, under which the handle's config is the file's."""
     current = table.table_config
     config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
+    layout = BucketLayout.from_spec(spec)   # versions 8/9: first where Hudi 1.x writers read the layout
+    partition_buckets.record(table.storage, table.base, current, config, layout.rules if layout else ())
     table.wrote_config(write_table_config(table.storage, table.base, config))  # as written and verified
     return config

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi import partition_buckets
 from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config, timeline_folder, timeline_layout
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import Instant
@@ -140,8 +141,13 @@ class HudiTable:
     def config(self) -> TableConfig | None:
         """hoodie.properties (None: no table here)."""
         if not self._config_read:
-            self._config, self._config_read = read_table_config(self.storage, self.base), True
+            self._config, self._config_read = self._read_config(), True
         return self._config
+
+    def _read_config(self) -> TableConfig | None:
+        """hoodie.properties, with the bucket layout Hudi 1.1+ keeps in its hashing configs (versions 8/9)."""
+        config = read_table_config(self.storage, self.base)
+        return None if config is None else partition_buckets.overlay(self.storage, self.base, config)
 
     @property
     def exists(self) -> bool:
@@ -243,7 +249,7 @@ class HudiTable:
     def fresh_config(self) -> TableConfig | None:
         """hoodie.properties as it is now (and cached from here on); the generation moves only
         if it differs from the cached one."""
-        config = read_table_config(self.storage, self.base)
+        config = self._read_config()
         if not self._config_read or config != self._config:
             self.generation += 1
         self._config, self._config_read = config, True
