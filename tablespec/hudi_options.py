@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
-from tablespec.hudi import keygen, keys
-from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, unmanaged_layout
+from tablespec.hudi import keygen, keys, partition_buckets
+from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
 from tablespec.hudi.layout_switch import unswitched_rewrite
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
@@ -99,15 +99,34 @@ def archiving(spec: TableSpec) -> dict[str, str]:
             keys.KEEP_COMMITS.name: str(settings.cleaner_commits_retained)}
 
 
+def partition_bucket_options(spec: TableSpec, table_version: int) -> dict[str, str]:
+    """Hudi 1.1+'s partition-level bucket index (RFC-89) for `index.partitionBuckets` on a table of
+    `table_version` (8/9: its writers load the table's hashing config, which tablespec keeps; these
+    options say the same); refused for version 6, whose Hudi 0.15 writers have one count per table."""
+    index = spec.spec.index
+    if index.type != "BUCKET" or not index.partition_buckets:
+        return {}
+    path = "spec.index.partitionBuckets"
+    if table_version < partition_buckets.FIRST_VERSION:
+        raise NoHudiEquivalent(path, f"per-partition bucket counts have no equivalent for table version {table_version} "
+                               "(Apache Hudi 0.15's bucket index has one count for every partition); a Hudi writer "
+                               "would route keys to the wrong buckets. Write this table with tablespec, or use "
+                               "table version 9 (Hudi 1.1+'s partition-level bucket index)")
+    rules = tuple((r.pattern, r.num_buckets) for r in index.partition_buckets)
+    try:
+        expressions = partition_buckets.expressions_of(rules, index.num_buckets)
+    except HudiFormatError as e:
+        raise NoHudiEquivalent(path, str(e)) from None
+    return {partition_buckets.EXPRESSIONS_KEY: expressions, partition_buckets.RULE_KEY: partition_buckets.RULE}
+
+
 def hudi_write_options(spec: TableSpec, table: HudiTable) -> dict[str, str]:
     """The Apache Hudi writer options (all strings) for writing into `spec`'s table (`table`)."""
     index = spec.spec.index
-    if index.type == "BUCKET" and index.partition_buckets:
-        raise NoHudiEquivalent("spec.index.partitionBuckets", "per-partition bucket counts have no Apache Hudi 0.15 "
-                               "equivalent (its bucket index has one count for every partition); a Hudi writer "
-                               "would route keys to the wrong buckets. Write this table with tablespec")
-    options = {s.prop: v for s in REGISTRY
-               if s.path in SAME_NAME and s.prop.startswith(keys.HUDI_PREFIX) and (v := s.desired(spec)) is not None}
+    config = table.config
+    options = partition_bucket_options(spec, config.version if config is not None else SUPPORTED_VERSION)
+    options.update({s.prop: v for s in REGISTRY
+               if s.path in SAME_NAME and s.prop.startswith(keys.HUDI_PREFIX) and (v := s.desired(spec)) is not None})
     by_path = {s.path: s for s in REGISTRY if s.path in RENAMED.values()}
     options.update({key: v for key, path in RENAMED.items() if (v := by_path[path].desired(spec)) is not None})
     # Timestamp partitioning: the timebased settings, and CustomKeyGenerator's typed field list.
