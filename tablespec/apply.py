@@ -214,7 +214,7 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
             raise PlanError(f"{t.name}: {why}; nothing was changed")
         now = check_table(t, loaded, state, allow_destructive)
         if state.exists and state.table_config.version == WRITTEN_1X_VERSION and (
-                not_yet := sorted({a.kind for a in t.actions + now.actions} - VERSION_9_ACTIONS)):
+                not_yet := sorted({a.kind for a in t.actions + now.actions if not _layout_only(a)} - VERSION_9_ACTIONS)):
             raise PlanError(f"{t.name}: table version {WRITTEN_1X_VERSION}: apply runs {', '.join(sorted(VERSION_9_ACTIONS))} "
                             f"on it so far, not {', '.join(not_yet)}; nothing was changed")
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
@@ -222,6 +222,12 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
                             "than the one that made the plan?); nothing was changed")
         checked[t.location] = (table.generation, state)
     return checked
+
+
+def _layout_only(action) -> bool:
+    """A bucket rescale that rewrites no partition (counts for partitions without data): on version 9
+    a settings change, and a new hashing config for Hudi 1.x writers (hudi/partition_buckets.py)."""
+    return isinstance(action, BucketRescale) and action.estimate.partitions == 0
 
 
 def _protected(state: TableState) -> bool:
