@@ -150,6 +150,13 @@ BUCKET_NUM = HudiKey("hoodie.bucket.index.num.buckets", "Buckets (file groups) p
                       default="256", minimum=1, spec="spec.index.numBuckets")
 BUCKET_HASH_FIELDS = HudiKey("hoodie.bucket.index.hash.field", "The fields hashed to a bucket; none: the record key.",
                               scope="both", spec="spec.index.hashFields")
+BUCKET_PARTITION_EXPRESSIONS = HudiKey("hoodie.bucket.index.partition.expressions",
+                                       "Per-partition bucket counts of Hudi 1.1+'s partition-level bucket index "
+                                       "(`regex,count;...`, first regex found in the path wins); its writers load "
+                                       "them from the table's hashing config.", scope="writer",
+                                       spec="spec.index.partitionBuckets", versions=(8, 9))
+BUCKET_PARTITION_RULE = HudiKey("hoodie.bucket.index.partition.rule.type", "How partition bucket expressions read.",
+                                scope="writer", default="regex", allowed=("regex",), versions=(8, 9))
 TIMESTAMP_TYPE = HudiKey(TIMEBASED_PREFIX + "timestamp.type", "What a time-formatted partition field holds.",
                           scope="both", spec="spec.partitioning.timestamp.input",
                           allowed=("UNIX_TIMESTAMP", "DATE_STRING", "MIXED", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS",

@@ -30,8 +30,8 @@ SUFFIX = ".hashing_config"
 RULE = "regex"            # hoodie.bucket.index.partition.rule.type: the only rule Hudi has
 CONFIG_VERSION = 1        # PartitionBucketIndexHashingConfig's format version
 FIRST_VERSION = 8         # the table versions whose writers (Hudi 1.1+) read hashing configs
-EXPRESSIONS_KEY = "hoodie.bucket.index.partition.expressions"
-RULE_KEY = "hoodie.bucket.index.partition.rule.type"
+EXPRESSIONS_KEY = keys.BUCKET_PARTITION_EXPRESSIONS.name
+RULE_KEY = keys.BUCKET_PARTITION_RULE.name
 _WHOLE = re.compile(r"\^\(\?:(.*)\)\$", re.DOTALL)   # how tablespec anchors a pattern for Hudi's find()
 _CATCH_ALL = "^(?:.*)$"                               # Hudi needs one rule: the default's, for no rules
 
