@@ -76,8 +76,9 @@ from tablespec.spec.model import TableSpec
 from tablespec.state import TableState, observe
 
 # What apply runs on a version 9 table (one without a metadata table) so far: each checked end to
-# end against Apache Hudi 1.2 (tests/interop/test_hudi_1x_writes.py); the rest come later.
-VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback"})
+# end against Apache Hudi 1.2 (tests/interop/test_hudi_1x_writes.py, test_hudi_1x_partition_buckets.py); the
+# rest come later.
+VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback", "bucket_rescale"})
 
 
 @dataclass
@@ -214,7 +215,7 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
             raise PlanError(f"{t.name}: {why}; nothing was changed")
         now = check_table(t, loaded, state, allow_destructive)
         if state.exists and state.table_config.version == WRITTEN_1X_VERSION and (
-                not_yet := sorted({a.kind for a in t.actions + now.actions if not _layout_only(a)} - VERSION_9_ACTIONS)):
+                not_yet := sorted({a.kind for a in t.actions + now.actions} - VERSION_9_ACTIONS)):
             raise PlanError(f"{t.name}: table version {WRITTEN_1X_VERSION}: apply runs {', '.join(sorted(VERSION_9_ACTIONS))} "
                             f"on it so far, not {', '.join(not_yet)}; nothing was changed")
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
@@ -222,12 +223,6 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
                             "than the one that made the plan?); nothing was changed")
         checked[t.location] = (table.generation, state)
     return checked
-
-
-def _layout_only(action) -> bool:
-    """A bucket rescale that rewrites no partition (counts for partitions without data): on version 9
-    a settings change, and a new hashing config for Hudi 1.x writers (hudi/partition_buckets.py)."""
-    return isinstance(action, BucketRescale) and action.estimate.partitions == 0
 
 
 def _protected(state: TableState) -> bool:

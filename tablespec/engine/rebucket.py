@@ -28,6 +28,7 @@ from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
+from tablespec.hudi import partition_buckets
 from tablespec.hudi.clustering import refuse_replacing_planned
 from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
@@ -161,6 +162,8 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
             crash_point("mid_write")
         marks = on_commit(spark, table, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
+        if partition_buckets.kept(table.storage, base, table.table_config, job.layout.rules):   # Hudi 1.x writers
+            partition_buckets.save(table.storage, base, job.layout.num_buckets, job.layout.rules, txn.instant)
         txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,
                                           {"tablespec.action": "rebucket", REWRITE_MARK: "true", **marks}, replaced=replaced))
     result.file_groups_after = len(stats)

@@ -163,10 +163,27 @@ def record(storage: Storage, base: str, current: TableConfig, new: TableConfig, 
         return None
     after = max([*_configs(storage, base), *(i.timestamp for i in _timeline_instants(storage, base, current))],
                 default=None)
-    written = HashingConfig(expressions_of(rules, new.bucket_num), new.bucket_num, new_instant_time(after))
+    return save(storage, base, new.bucket_num, rules, new_instant_time(after))
+
+
+def kept(storage: Storage, base: str, config: TableConfig, rules: Rules) -> bool:
+    """Whether the table keeps its layout in hashing configs: version 8/9 with rules or configs already."""
+    return config.version >= FIRST_VERSION and (bool(rules) or bool(_configs(storage, base)))
+
+
+def save(storage: Storage, base: str, num_buckets: int, rules: Rules, instant: str) -> HashingConfig:
+    """Write the hashing config of a layout under `instant`: a bucket rescale's replacecommit (as Hudi
+    does: hidden while it is pending, loaded once it completes, deleted if it is rolled back), or a
+    new instant of its own for a change that rewrites nothing."""
+    written = HashingConfig(expressions_of(rules, num_buckets), num_buckets, instant)
     storage.mkdirs(join(base, CONFIGS_FOLDER))
-    storage.create_exclusive(join(base, CONFIGS_FOLDER, written.instant + SUFFIX), written.to_json())
+    storage.write_atomic(join(base, CONFIGS_FOLDER, written.instant + SUFFIX), written.to_json())
     return written
+
+
+def discard(storage: Storage, base: str, instant: str) -> None:
+    """A rolled-back replacecommit's hashing config goes with it (else Hudi would load it)."""
+    storage.delete(join(base, CONFIGS_FOLDER, instant + SUFFIX))
 
 
 def _timeline_instants(storage: Storage, base: str, config: TableConfig) -> list[Instant]:

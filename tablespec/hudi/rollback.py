@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
+from tablespec.hudi import partition_buckets
 from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
 from tablespec.hudi.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
@@ -162,6 +163,8 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
                              f"by the next recovery")
     storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
     delete_instant_files(storage, base, target.timestamp)  # the record-level index rolls back with the data
+    if target.action == REPLACE_COMMIT and timeline.layout == 2:   # a bucket rescale's hashing config too
+        partition_buckets.discard(storage, base, target.timestamp)
     if keep_plan:
         writer.revert_inflight(target.to("inflight"))  # keep the plan: the clustering runs again
     else:

@@ -14,7 +14,10 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi import partition_buckets as pb
 from tablespec.hudi.config import TableConfig
+from tablespec.hudi.instant import REPLACE_COMMIT, Instant, new_instant_time
+from tablespec.hudi.rollback import rollback
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline import TimelineWriter
 from tablespec.plan.buckets import BucketLayout
 
 HUDI_1_2_CONFIG = (b'{\n  "expressions" : "^(?:2024-01-0[12])$,3",\n  "defaultBucketNumber" : 2,\n'
@@ -111,3 +114,21 @@ def test_version_6_tables_keep_the_layout_in_hoodie_properties(tmp_path):
     v6 = TableConfig(name="t", index_type="BUCKET", bucket_num=2)
     assert pb.record(table.storage, table.base, v6, v6, (("p", 3),)) is None
     assert not (tmp_path / pb.CONFIGS_FOLDER).exists()
+
+
+def test_a_rolled_back_rescale_takes_its_hashing_config_along(tmp_path):
+    """A rescale that died before completing: its config (named by its replacecommit) is not loaded
+    while pending, and its rollback deletes it, so Hudi goes on loading the one before."""
+    table = _version_9_table(tmp_path)
+    config = table.table_config
+    before = pb.save(table.storage, table.base, 2, (("p", 3),), "20250101000000031")
+    writer = TimelineWriter.of(table.timeline)
+    ts = new_instant_time(after=table.timeline.latest_time)
+    writer.start(writer.request(REPLACE_COMMIT, ts))
+    assert pb.kept(table.storage, table.base, config, ())
+    pb.save(table.storage, table.base, 2, (("p", 5),), ts)
+    assert pb.latest(table.storage, table.base, config) == before   # pending: not loaded
+    table.refresh()
+    rollback(table, Instant(ts, REPLACE_COMMIT, "inflight"))
+    assert _configs(table) == [f"{before.instant}{pb.SUFFIX}"]
+    assert pb.latest(table.storage, table.base, config) == before

@@ -110,3 +110,28 @@ def test_partition_level_buckets_round_trip_with_hudi_1_2(hudi, hudi1, tmp_path,
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
     assert code == 0 and not [a for t in json.loads(out)["tables"] for a in t["actions"]], out + err
     assert Path(location, ".hoodie", "hoodie.properties").read_text().count("hoodie.table.version=9") == 1
+
+    # a rescale of a partition with data: its replacecommit names the new hashing config (as Hudi's
+    # rescale does); Hudi 1.2.0 then upserts into the rescaled partition by the new count
+    doc["spec"]["index"]["partitionBuckets"].insert(0, {"pattern": "2024-01-03", "numBuckets": 5})
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["bucket_rescale"]
+    timeline = HudiTable.open(str(location)).timeline
+    rescale = timeline.commits()[-1]
+    assert rescale.action == "replacecommit"
+    latest = pb.latest(HudiTable.open(str(location)).storage, str(location), HudiTable.open(str(location)).table_config)
+    assert latest is not None and latest.instant == rescale.timestamp and latest.expressions.startswith("^(?:2024-01-03)$,5;")
+    table = _table(hudi, doc, location)
+    layout = BucketLayout.of_bucket_spec(table.spec)
+    assert layout.buckets_for("2024-01-03") == 5
+    [after] = hudi1.process.run([write_step(location, options, SCHEMA, [("k2", 202, "2024-01-03", 4), ("n6", 16, "2024-01-03", 4)]),
+                                 read_step(location)])[1:]
+    routed = _routed(location)
+    for key, (partition, bucket) in routed.items():
+        assert bucket == _expected_bucket(layout, key, partition), (key, partition)
+    assert {b for p, b in routed.values() if p == "2024-01-03"} <= set(range(5))
+    ours_read = tablespec_rows(table)
+    assert rows(pa.Table.from_pylist(after)) == ours_read
+    assert {dict(r)["id"]: dict(r)["v"] for r in ours_read}["k2"] == 202
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    assert code == 0 and not [a for t in json.loads(out)["tables"] for a in t["actions"]], out + err
