@@ -175,7 +175,8 @@ class _Context:
 
     def load(self, paths):
         from tablespec.spec.loader import load_specs
-        result = load_specs(paths or DEFAULT_SPEC_PATHS, self.variables)
+        result = load_specs(paths or DEFAULT_SPEC_PATHS, self.variables,
+                            self.project.table_version if self.project else 6)
         for d in result.warnings:
             print(d, file=sys.stderr)
         if result.errors:

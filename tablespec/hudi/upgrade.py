@@ -17,7 +17,7 @@ What changes on disk (checked against what Hudi 1.2.0 leaves when it upgrades a 
 Crash safety: nothing a version-6 reader uses changes until hoodie.properties switches to the new
 version (one atomic rewrite); the new timeline and history are built beside the old ones first,
 and a crashed run's partial copy is rebuilt by the next. After the switch the old instant files are
-deleted (`leftovers`: a crash there leaves files no version-9 reader lists, which the next apply
+deleted (`HudiTable.upgrade_leftovers`: a crash there leaves files no version-9 reader lists, which the next apply
 deletes). Readers see the table before or after.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA
 from tablespec.hudi.timeline import avro_record, parse_instants
 
 UPGRADABLE = {6: (8, 9)}   # from -> the versions tablespec upgrades it to
-TIMELINE_PATH, HISTORY_PATH = keys.TIMELINE_PATH.default, keys.TIMELINE_HISTORY_PATH.default
+TIMELINE_PATH, HISTORY_PATH = str(keys.TIMELINE_PATH.default), str(keys.TIMELINE_HISTORY_PATH.default)
 INITIAL_VERSION = "hoodie.table.initial.version"
 MERGE_MODE = "hoodie.record.merge.mode"
 EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
@@ -87,6 +87,9 @@ LSM_SCHEMA = pa.schema([("instantTime", pa.string()), ("completionTime", pa.stri
                         ("metadata", pa.binary()), ("plan", pa.binary()), pa.field("version", pa.int32(), False)],
                        metadata={"parquet.avro.schema": json.dumps(LSM_AVRO_SCHEMA, separators=(",", ":")),
                                  "writer.model.name": "avro"})
+
+
+CREATED = (6, 9)   # the versions tablespec creates tables at (and writes)
 
 
 def refusal(current: int, wanted: int) -> str | None:
@@ -180,7 +183,7 @@ def _lsm_row(archived: ArchivedTimeline, instant: Instant) -> dict[str, Any] | N
     record = archived.records[instant]
     if instant.action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT):
         replace = instant.action == REPLACE_COMMIT
-        metadata = encode_commit_metadata(archived.commit_metadata(instant), replace)
+        metadata: bytes | None = encode_commit_metadata(archived.commit_metadata(instant), replace)
     elif instant.action in _CONTENT_SCHEMAS:
         content = archived.read_metadata(instant)
         metadata = avro_record(_CONTENT_SCHEMAS[instant.action], content) if content else None
@@ -219,15 +222,6 @@ def work(table) -> UpgradeWork:
     return UpgradeWork(len(table.timeline.instants), len(files))
 
 
-def leftovers(table) -> list[str]:
-    """Layout-1 instant files still in `.hoodie/` of a version-8/9 table: an upgrade stopped after its
-    switch (no reader of the new version lists them)."""
-    if table.config is None or table.config.version < 8:
-        return []
-    meta = join(table.base, META_FOLDER)
-    return [f.path for f in table.storage.list_dir(meta) if not f.is_dir and parse_instants([f])]
-
-
 def retire_metadata_table(table) -> bool:
     """Delete Hudi's metadata table before the upgrade, as Hudi does with one that cannot follow the
     table (its next writer with the metadata table on builds a version-9 one): hoodie.properties
@@ -261,8 +255,9 @@ def upgrade(table, version: int) -> Upgraded:
     recovery left no write pending (requested clustering plans may be)."""
     config = table.fresh_config()
     if config.version >= 8:
-        stale = leftovers(table)
-        table.storage.delete_files(stale)
+        stale = table.refresh(config=False).upgrade_leftovers
+        table.storage.delete_files(list(stale))
+        table.refresh(config=False)
         return Upgraded(0, 0, False, len(stale))
     if (why := refusal(config.version, version)) is not None:
         raise UnsupportedTableError(f"{table.base}: {why}")
@@ -304,7 +299,7 @@ def upgrade(table, version: int) -> Upgraded:
     table.wrote_config(write_table_config(storage, base, target, spelled))   # the switch: readers see version `version`
     table.refresh()
     crash_point("upgrade.switched")
-    stale = leftovers(table)
-    storage.delete_files(stale)
-    table.refresh()
+    stale = table.upgrade_leftovers
+    storage.delete_files(list(stale))
+    table.refresh(config=False)
     return Upgraded(moved, len(rows), dropped, len(stale))
