@@ -203,6 +203,11 @@ WRITE_TABLE_VERSION = HudiKey("hoodie.write.table.version", "The table version a
                                scope="writer", versions=(8, 9))
 WRITE_AUTO_UPGRADE = HudiKey("hoodie.write.auto.upgrade", "Whether a Hudi 1.x writer upgrades an older table.",
                               scope="writer", default="true", allowed=_BOOL, versions=(8, 9))
+RECORD_MERGE_MODE = HudiKey("hoodie.record.merge.mode", "How two records of a key merge (Hudi 1.x): the greater "
+                            "ordering value wins, or the later commit.", scope="both",
+                            allowed=("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING", "CUSTOM"), versions=(8, 9))
+INITIAL_VERSION = HudiKey("hoodie.table.initial.version", "The table version the table was created at (Hudi 1.x).",
+                          versions=(8, 9))
 METADATA_ENABLE = HudiKey("hoodie.metadata.enable", "Whether writers maintain Hudi's metadata table.", scope="writer",
                            default="true", allowed=_BOOL)
 METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",

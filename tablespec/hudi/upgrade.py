@@ -63,8 +63,7 @@ from tablespec.hudi.timeline import avro_record, parse_instants
 
 UPGRADABLE = {6: (8, 9)}   # from -> the versions tablespec upgrades it to
 TIMELINE_PATH, HISTORY_PATH = str(keys.TIMELINE_PATH.default), str(keys.TIMELINE_HISTORY_PATH.default)
-INITIAL_VERSION = "hoodie.table.initial.version"
-MERGE_MODE = "hoodie.record.merge.mode"
+INITIAL_VERSION, MERGE_MODE = keys.INITIAL_VERSION.name, keys.RECORD_MERGE_MODE.name
 EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
 # Version 9 retires payload classes for merge modes: Hudi 1.2 keeps a table's class under the legacy
 # key and its merge strategy under the compaction key (as it leaves a table it upgraded).
