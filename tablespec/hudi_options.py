@@ -183,10 +183,10 @@ class Rendered:
     notes: tuple[str, ...] = ()
 
 
-def options_for(loaded: LoadedSpec, warehouse: Location, line: str | None = None) -> Rendered:
+def options_for(loaded: LoadedSpec, warehouse: Location, hudi: str | None = None) -> Rendered:
     """The writer options for a loaded spec's table under `warehouse`: the spec's for a table that does
     not exist yet, else the table's as it is now (`table_options`). A setting Hudi cannot obey is
-    reported at its place in the spec file."""
+    reported at its place in the spec file. `hudi`: the Hudi line of the job (`hudi_line`)."""
     from tablespec.state import observe
 
     table = HudiTable(warehouse.child(loaded.spec.spec.location))
@@ -203,14 +203,14 @@ def options_for(loaded: LoadedSpec, warehouse: Location, line: str | None = None
         raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", f"the table at {location}: {why}")])
     version = config.version if config is not None else loaded.new_table_version
     try:
-        wanted = hudi_write_options(loaded.spec, table, version, line)
+        wanted = hudi_write_options(loaded.spec, table, version, hudi)
     except NoHudiEquivalent as e:
-        row, col = loaded.position(e.path)
-        raise SpecError([Diagnostic(loaded.file, row, col, e.path, e.message)]) from None
+        line, col = loaded.position(e.path)
+        raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None
     state = observe(table)
     if not state.exists:
         return Rendered(wanted)
-    return table_options(state, wanted, _unrecorded_timestamp(loaded.spec, state), line)
+    return table_options(state, wanted, _unrecorded_timestamp(loaded.spec, state), hudi)
 
 
 def _unrecorded_timestamp(spec, state) -> dict[str, str] | None:
