@@ -67,12 +67,11 @@ INITIAL_VERSION, MERGE_MODE = keys.INITIAL_VERSION.name, keys.RECORD_MERGE_MODE.
 EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
 # Version 9 retires payload classes for merge modes: Hudi 1.2 keeps a table's class under the legacy
 # key and its merge strategy under the compaction key (as it leaves a table it upgraded).
-PAYLOAD_MOVES = {"hoodie.compaction.payload.class": "hoodie.table.legacy.payload.class",
-                 "hoodie.record.merge.strategy.id": "hoodie.compaction.record.merger.strategy"}
+PAYLOAD_MOVES = {keys.COMPACTION_PAYLOAD_CLASS.name: keys.LEGACY_PAYLOAD_CLASS.name,
+                 keys.RECORD_MERGE_STRATEGY_ID.name: keys.COMPACTION_MERGER_STRATEGY.name}
 # Keys Hudi 1.2 writes into a table it creates at version 9 (not into one it upgrades).
-NEW_TABLE_KEYS = {"hoodie.table.format": "native", "hoodie.table.cdc.enabled": "false",
-                  "hoodie.partition.metafile.use.base.format": "false",
-                  "hoodie.table.multiple.base.file.formats.enable": "false"}
+NEW_TABLE_KEYS = {keys.TABLE_FORMAT.name: "native", keys.CDC_ENABLED.name: "false",
+                  keys.PARTITION_METAFILE_BASE_FORMAT.name: "false", keys.MULTIPLE_BASE_FILE_FORMATS.name: "false"}
 # HoodieLSMTimelineInstant, the LSM history's row, as Hudi 1.2's Parquet files declare it.
 _STRING = ["null", {"type": "string", "avro.java.string": "String"}]
 LSM_AVRO_SCHEMA = {"type": "record", "name": "HoodieLSMTimelineInstant", "namespace": "org.apache.hudi.avro.model",

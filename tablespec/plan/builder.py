@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
+from tablespec.hudi.keys import TABLE_VERSION
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.hudi.table import Location
 from tablespec.hudi.upgrade import CREATED
@@ -297,7 +298,7 @@ def _upgrade(spec, state: TableState) -> UpgradeTable | None:
     return UpgradeTable(
         params=VersionChange(from_=current, to=wanted),
         estimate=UpgradeEstimate(instants=work.instants, archive_files=work.archive_files),
-        changes=[Change(path="spec.tableVersion", property="hoodie.table.version", old=str(current), new=str(wanted))],
+        changes=[Change(path="spec.tableVersion", property=TABLE_VERSION.name, old=str(current), new=str(wanted))],
         reasons=[f"table version {current} -> {wanted} (Apache Hudi {'1.0' if wanted == 8 else '1.1+'}), as Hudi's "
                  f"upgrade does it: the timeline moves to .hoodie/timeline/ (completion times, Avro commit "
                  f"metadata), the archived timeline is copied into the LSM history, hoodie.properties gains the "
@@ -355,7 +356,7 @@ def _create(spec, version: int = 6) -> CreateTable:
                 for c in spec.spec.columns]
     if version == 6:
         return CreateTable(changes=changes)
-    changes.insert(0, Change(path="spec.tableVersion", property="hoodie.table.version", new=str(version)))
+    changes.insert(0, Change(path="spec.tableVersion", property=TABLE_VERSION.name, new=str(version)))
     return CreateTable(changes=changes, params=NewTable(table_version=version))
 
 
