@@ -50,6 +50,7 @@ from tablespec.plan.actions import (
     SchemaEvolution,
     TablePlan,
     UpdateSettings,
+    UpgradeTable,
     check_requirements,
 )
 from tablespec.plan.builder import plan_table
@@ -70,6 +71,7 @@ from tablespec.results import (
     Rebucketed,
     Replaced,
     RolledBack,
+    Upgraded,
 )
 from tablespec.spec.loader import LoadedSpec, load_specs
 from tablespec.spec.model import TableSpec
@@ -211,12 +213,15 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
                 if why := refusal(warehouse, table.location):  # links or tables may have appeared since the plan
                     raise PlanError(f"{t.name}: {why}; nothing was changed")
                 loaded, state = current(t, table)
-        if state.exists and (why := unwritable_version(state.table_config)) is not None:
-            raise PlanError(f"{t.name}: {why}; nothing was changed")
         now = check_table(t, loaded, state, allow_destructive)
-        if state.exists and state.table_config.version == WRITTEN_1X_VERSION and (
-                not_yet := sorted({a.kind for a in t.actions + now.actions} - VERSION_9_ACTIONS)):
-            raise PlanError(f"{t.name}: table version {WRITTEN_1X_VERSION}: apply runs {', '.join(sorted(VERSION_9_ACTIONS))} "
+        kinds = {a.kind for a in t.actions + now.actions}
+        if state.exists and (why := unwritable_version(state.table_config)) is not None and kinds != {"upgrade_table"}:
+            raise PlanError(f"{t.name}: {why}; nothing was changed")
+        version = next((a.params.to for a in now.actions if isinstance(a, UpgradeTable)),
+                       state.table_config.version if state.exists else 6)
+        runs_on = VERSION_9_ACTIONS if version == WRITTEN_1X_VERSION else frozenset({"rollback"})
+        if version >= 8 and (not_yet := sorted(kinds - runs_on - {"upgrade_table"})):
+            raise PlanError(f"{t.name}: table version {version}: apply runs {', '.join(sorted(runs_on))} "
                             f"on it so far, not {', '.join(not_yet)}; nothing was changed")
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
@@ -348,8 +353,19 @@ class Applier:
         return locked(self.table(t), changes_files=changes_files, held=self._lock)
 
     def visit_create_table(self, t: TablePlan, a: CreateTable, spec: TableSpec) -> NoResult:
-        metadata.create_table(self.table(t), spec)
+        metadata.create_table(self.table(t), spec, a.params.table_version or 6)
         return NoResult()
+
+    def visit_upgrade_table(self, t: TablePlan, a: UpgradeTable, spec: TableSpec) -> Upgraded:
+        """The table to the spec's version as Hudi 1.x upgrades it (hudi/upgrade.py), under Hudi's
+        transaction lock (no Hudi writer starts a commit meanwhile), once recovery rolled back dead writes."""
+        from tablespec.hudi.upgrade import upgrade
+        table = self.table(t)
+        with self._locked(t, changes_files=False), table.transaction_lock("upgrade"):
+            done = upgrade(table, a.params.to)
+        return Upgraded(files_moved=done.files, archived_instants=done.archived,
+                        metadata_table_deleted=done.metadata_table_deleted or None,
+                        leftovers_deleted=done.leftovers_deleted or None)
 
     def visit_update_settings(self, t: TablePlan, a: UpdateSettings, spec: TableSpec) -> NoResult:
         with self._locked(t, changes_files=False):  # Hudi's metadata table stays true: kept
@@ -570,6 +586,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "build_metadata_table": Applier.visit_build_metadata_table,
     "drop_metadata_partitions": Applier.visit_drop_metadata_partitions,
     "catalog_sync": Applier.visit_catalog_sync,
+    "upgrade_table": Applier.visit_upgrade_table,
 }
 """The executor of each action kind: the Applier step that runs it and returns its typed result."""
 if set(EXECUTORS) != set(KINDS):  # every kind has an executor: a plan never holds a kind apply cannot run

@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     with_warehouse(ho)
     ho.add_argument("--format", choices=["properties", "json"], default="properties",
                     help="Java properties (--props / --properties-file) or a flat JSON object (df.write.options)")
+    ho.add_argument("--hudi-version", choices=["0.15", "1.0", "1.2"], default=None,
+                    help="the Apache Hudi line of the job (default: the one that writes the table's version: "
+                         "6 -> 0.15, 8 -> 1.0, 9 -> 1.2)")
     with_vars(ho)
 
     ca = sub.add_parser("catalog", help="print the Spark settings that open the project's catalog",
@@ -175,7 +178,8 @@ class _Context:
 
     def load(self, paths):
         from tablespec.spec.loader import load_specs
-        result = load_specs(paths or DEFAULT_SPEC_PATHS, self.variables)
+        result = load_specs(paths or DEFAULT_SPEC_PATHS, self.variables,
+                            self.project.table_version if self.project else 6)
         for d in result.warnings:
             print(d, file=sys.stderr)
         if result.errors:
@@ -458,7 +462,7 @@ def cmd_hudi_options(ctx: _Context) -> int:
     from tablespec.hudi_options import options_for, render_properties
     from tablespec.spec.loader import select_spec
     loaded = select_spec(ctx.load([ctx.args.spec]), ctx.args.name, ctx.args.spec)
-    rendered = options_for(loaded, ctx.warehouse())
+    rendered = options_for(loaded, ctx.warehouse(), ctx.args.hudi_version)
     for note in rendered.notes:
         print(f"note: {note}", file=sys.stderr)
     options = rendered.options

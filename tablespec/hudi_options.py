@@ -1,8 +1,9 @@
 """`hudi-options`: the Apache Hudi writer configuration that makes a user's own Hudi job obey a spec.
 
 A Hudi job writing into a tablespec table must key, partition, index and order records exactly as
-tablespec does, keep the table at version 6, and leave the timeline work tablespec owns (clustering,
-cleaning) to tablespec, and keeps Hudi's metadata table (`files`) on, as tablespec does; it archives with the spec's limits. Values come
+tablespec does, keep the table at its version (`--hudi-version`: that Hudi line's settings), and leave
+the timeline work tablespec owns (clustering, cleaning) to tablespec; it keeps Hudi's metadata table
+(`files`) on as tablespec does at version 6 (off at 9), and archives with the spec's limits. Values come
 from the settings registry, so they are the ones tablespec writes into hoodie.properties.
 
 Every option is a table-level setting Hudi checks against hoodie.properties and the stored layout,
@@ -75,6 +76,15 @@ BUCKET_CONFLICTS = {keys.CONFLICT_RESOLUTION_STRATEGY.name:
                     "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy"}
 # Hudi 1.x pins, unknown to Hudi 0.15 (which ignores keys it does not define).
 VERSION_PINS = (keys.WRITE_TABLE_VERSION.name, keys.WRITE_AUTO_UPGRADE.name)
+# The Apache Hudi lines `--hudi-version` names, the table versions each writes, and the line a table's
+# version defaults to.
+HUDI_LINES = {"0.15": (6,), "1.0": (6, 8), "1.2": (6, 8, 9)}
+DEFAULT_LINE = {6: "0.15", 8: "1.0", 9: "1.2"}
+# Hudi 1.x writing a version 8/9 table: records merge by mode (payload classes are 0.x's), and ...
+MERGE_MODES = {True: "EVENT_TIME_ORDERING", False: "COMMIT_TIME_ORDERING"}   # by whether an ordering field orders
+# ... Hudi's metadata table stays off: tablespec writes version 9 tables without one (the 1.x metadata
+# table is not maintained yet; a Hudi job building one would leave the table to Hudi writers).
+METADATA_1X = {keys.METADATA_ENABLE.name: "false"}
 # Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
 # records before an insert then.
 AUTO_KEYS = {keys.COMBINE_BEFORE_INSERT.name: "false"}
@@ -120,13 +130,31 @@ def partition_bucket_options(spec: TableSpec, table_version: int) -> dict[str, s
     return {partition_buckets.EXPRESSIONS_KEY: expressions, partition_buckets.RULE_KEY: partition_buckets.RULE}
 
 
-def hudi_write_options(spec: TableSpec, table: HudiTable) -> dict[str, str]:
-    """The Apache Hudi writer options (all strings) for writing into `spec`'s table (`table`)."""
+def hudi_line(version: int, line: str | None) -> str:
+    """The Hudi line options are for: `line` (refused when it cannot write table `version`), else the
+    line that writes `version`."""
+    if line is None:
+        return DEFAULT_LINE[version]
+    if version not in HUDI_LINES[line]:
+        raise NoHudiEquivalent("spec.tableVersion", f"Apache Hudi {line} does not write table version {version} (it "
+                               f"writes {' and '.join(map(str, HUDI_LINES[line]))}); use --hudi-version "
+                               f"{DEFAULT_LINE[version]}")
+    return line
+
+
+def hudi_write_options(spec: TableSpec, table: HudiTable, version: int | None = None,
+                       line: str | None = None) -> dict[str, str]:
+    """The Apache Hudi writer options (all strings) for writing into `spec`'s table (`table`) at
+    table `version` (default: the table's, else 6), for the Hudi `line` (0.15, 1.0, 1.2; default:
+    the one that writes `version`)."""
+    if version is None:
+        config = table.config
+        version = config.version if config is not None else SUPPORTED_VERSION
+    line = hudi_line(version, line)
     index = spec.spec.index
-    config = table.config
-    options = partition_bucket_options(spec, config.version if config is not None else SUPPORTED_VERSION)
+    options = partition_bucket_options(spec, version)
     options.update({s.prop: v for s in REGISTRY
-               if s.path in SAME_NAME and s.prop.startswith(keys.HUDI_PREFIX) and (v := s.desired(spec)) is not None})
+                    if s.path in SAME_NAME and s.prop.startswith(keys.HUDI_PREFIX) and (v := s.desired(spec)) is not None})
     by_path = {s.path: s for s in REGISTRY if s.path in RENAMED.values()}
     options.update({key: v for key, path in RENAMED.items() if (v := by_path[path].desired(spec)) is not None})
     # Timestamp partitioning: the timebased settings, and CustomKeyGenerator's typed field list.
@@ -149,8 +177,26 @@ def hudi_write_options(spec: TableSpec, table: HudiTable) -> dict[str, str]:
                     keys.LOCK_FILESYSTEM_EXPIRE.name: str(expire_minutes())})
     if index.type == "BUCKET":
         options.update(BUCKET_CONFLICTS)
+    if version >= 8:
+        for key, value in _version_1x(spec, version, line).items():
+            if value is None:
+                options.pop(key, None)
+            else:
+                options[key] = value
     options["path"] = table.base
     return dict(sorted(options.items()))
+
+
+def _version_1x(spec: TableSpec, version: int, line: str) -> dict[str, str | None]:
+    """What a Hudi 1.x job writing a version 8/9 table sets instead (None: unset): the table's version,
+    the merge mode for the payload, the ordering field under 1.1+'s key, the metadata table off."""
+    ordering = spec.spec.ordering_field
+    out: dict[str, str | None] = {keys.WRITE_TABLE_VERSION.name: str(version), keys.PAYLOAD_CLASS.name: None,
+                                  keys.PAYLOAD_ORDERING_FIELD.name: None,
+                                  keys.RECORD_MERGE_MODE.name: MERGE_MODES[bool(ordering)], **METADATA_1X}
+    if ordering and line != "1.0":   # Hudi 1.1+ names the ordering field as the table does
+        out.update({keys.WRITE_PRECOMBINE_FIELD.name: None, keys.ORDERING_FIELDS.name: ordering})
+    return out
 
 
 @dataclass(frozen=True)
@@ -160,10 +206,10 @@ class Rendered:
     notes: tuple[str, ...] = ()
 
 
-def options_for(loaded: LoadedSpec, warehouse: Location) -> Rendered:
+def options_for(loaded: LoadedSpec, warehouse: Location, hudi: str | None = None) -> Rendered:
     """The writer options for a loaded spec's table under `warehouse`: the spec's for a table that does
     not exist yet, else the table's as it is now (`table_options`). A setting Hudi cannot obey is
-    reported at its place in the spec file."""
+    reported at its place in the spec file. `hudi`: the Hudi line of the job (`hudi_line`)."""
     from tablespec.state import observe
 
     table = HudiTable(warehouse.child(loaded.spec.spec.location))
@@ -178,13 +224,16 @@ def options_for(loaded: LoadedSpec, warehouse: Location) -> Rendered:
     if config is not None and (why := unmanaged_layout(config)) is not None:  # a Hudi job would fail on it
         line, col = loaded.position("spec.location")
         raise SpecError([Diagnostic(loaded.file, line, col, "spec.location", f"the table at {location}: {why}")])
+    version = config.version if config is not None else loaded.new_table_version
     try:
-        wanted = hudi_write_options(loaded.spec, table)
+        wanted = hudi_write_options(loaded.spec, table, version, hudi)
     except NoHudiEquivalent as e:
         line, col = loaded.position(e.path)
         raise SpecError([Diagnostic(loaded.file, line, col, e.path, e.message)]) from None
     state = observe(table)
-    return table_options(state, wanted, _unrecorded_timestamp(loaded.spec, state)) if state.exists else Rendered(wanted)
+    if not state.exists:
+        return Rendered(wanted)
+    return table_options(state, wanted, _unrecorded_timestamp(loaded.spec, state), hudi)
 
 
 def _unrecorded_timestamp(spec, state) -> dict[str, str] | None:
@@ -206,7 +255,8 @@ def _unrecorded_timestamp(spec, state) -> dict[str, str] | None:
     return {k: str(v) for k, v in told.items() if k in recorded and recorded[k] not in props}
 
 
-def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | None = None) -> Rendered:
+def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | None = None,
+                  line: str | None = None) -> Rendered:
     """The options of the table as it is (what Hudi checks a writer against), with notes on where
     the spec's `wanted` options differ and on a layout rewrite in flight.
 
@@ -223,7 +273,7 @@ def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | Non
             f"{location}: replacecommit {rewrite.timestamp} rewrote the data into a new layout, but "
             f"{keys.PROPERTIES_FILE} does not describe it yet (the apply stopped before switching it); no writer "
             "configuration matches the table now. Run `tablespec apply` to finish, then hudi-options again")
-    current = hudi_write_options(observed_spec(state, timestamp), table)
+    current = hudi_write_options(observed_spec(state, timestamp), table, state.config.version, line)
     notes = []
     lagging = {k: (current.get(k), wanted.get(k)) for k in sorted(current.keys() | wanted.keys())
                if current.get(k) != wanted.get(k)}

@@ -86,5 +86,14 @@ class CatalogSynced(Measured):
     partitions_dropped: Count = 0
 
 
+class Upgraded(Measured):
+    """What a table-version upgrade moved (or, finishing one that stopped, deleted)."""
+
+    files_moved: Count = 0            # instant files rewritten into .hoodie/timeline/
+    archived_instants: Count = 0      # archived instants carried into the LSM history
+    metadata_table_deleted: bool | None = None
+    leftovers_deleted: Count | None = None
+
+
 ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
-                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced)
+                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded)

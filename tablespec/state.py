@@ -36,6 +36,8 @@ from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
 from tablespec.hudi.txn_lock import lock_path, read_holder
+from tablespec.hudi.upgrade import UpgradeWork
+from tablespec.hudi.upgrade import work as upgrade_work
 from tablespec.types import DataType
 
 
@@ -87,6 +89,7 @@ class TableState:
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
     data_files: tuple[int, int] = (0, 0)   # base files of every slice in the file-system view: (files, bytes)
     contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
+    upgrade_leftovers: int = 0   # version 8/9: version-6 instant files an upgrade that stopped left in .hoodie/
     count_rows: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
     table: HudiTable | None = field(default=None, repr=False, compare=False)   # the handle observed
     catalog: Any = field(default=None, compare=False)   # a registered table: how the catalog differs (catalog.diff.CatalogDiff)
@@ -96,6 +99,11 @@ class TableState:
         """Rows in the latest slices, from commit metadata (None: unknown). Read on first use:
         only an index build's estimate needs it, and it reads one commit per base instant."""
         return self.count_rows() if self.count_rows else None
+
+    @functools.cached_property
+    def upgrade_work(self) -> UpgradeWork:
+        """What upgrading the table moves (lists its archive folder on first use: only an upgrade's estimate needs it)."""
+        return upgrade_work(self.table) if self.table is not None else UpgradeWork(0, 0)
 
     @property
     def last_clustering(self) -> str | None:
@@ -221,6 +229,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         index_catch_up=catch_up(timeline) if record_level else None,
         metadata_table=metadata_table.describe(table),
         data_files=_data_files(view),
+        upgrade_leftovers=len(table.upgrade_leftovers),
         table=table,
     )
 

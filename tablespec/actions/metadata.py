@@ -14,6 +14,7 @@ from tablespec.hudi.config import TableConfig, init_table, write_table_config
 from tablespec.hudi.mdt import writer as mdt_writer
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.upgrade import new_table_properties
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message
@@ -40,25 +41,30 @@ def creation_properties(spec) -> dict[str, str]:
     return props
 
 
-def create_table(table: HudiTable, spec) -> TableConfig:
+def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
     """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does;
     then Hudi's metadata table (its `files` partition, empty), as Hudi creates it with a table's
     first write. A crash in between leaves a table without one, which `plan` proposes to build.
+    At `version` 9: Hudi 1.x's layout and properties, without a metadata table.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
     name, since the new table would adopt or hide them; `tablespec import` adopts a Hudi table."""
     storage, base = table.storage, table.base
-    config = TableConfig.from_properties(creation_properties(spec))
+    props = creation_properties(spec)
+    if version != 6:   # hoodie.properties as Apache Hudi 1.x writes them for a new table
+        props = new_table_properties(props, version)
+    config = TableConfig.from_properties(props)
     if table.fresh_config() is None and (files := directory_contents(table)):  # as it is now
         raise PlanError(f"{occupied_message(base, files)}; nothing was created")
     try:
-        init_table(storage, base, config)
+        init_table(storage, base, config, props)
     except HudiFormatError as e:
         raise StalePlanError(f"{e}; it was created since the plan was made") from None
     finally:
         table.refresh()  # the table exists now (or someone else's does)
-    mdt_writer.initialize(table, {})  # refreshes the handle
+    if version == 6:   # version 9: without one (tablespec does not write the 1.x metadata table yet)
+        mdt_writer.initialize(table, {})  # refreshes the handle
     return table.table_config
 
 

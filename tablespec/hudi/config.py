@@ -427,9 +427,11 @@ def _render(config: TableConfig, comment: str, like: Mapping[str, str] | None = 
     return format_properties(props, (comment,), datetime.now(UTC)).encode("ascii")
 
 
-def write_table_config(storage: Storage, base: str, config: TableConfig) -> TableConfig:
+def write_table_config(storage: Storage, base: str, config: TableConfig,
+                       spelling: Mapping[str, str] | None = None) -> TableConfig:
     """Rewrite hoodie.properties so a reader always finds a complete config; returns the config
-    as written and verified.
+    as written and verified. Aliased keys are spelled as the file spells them, or as `spelling`
+    does (an upgrade writes the new version's spelling).
 
     Hudi's protocol: recover a leftover backup, write the backup of the current file, replace
     the file (atomically here), verify it, then remove the backup.
@@ -445,7 +447,8 @@ def write_table_config(storage: Storage, base: str, config: TableConfig) -> Tabl
         storage.write_atomic(main, current)
     if current is not None:
         storage.write_atomic(backup, current)
-    storage.write_atomic(main, _render(config, "Updated by tablespec", parse_properties((current or b"").decode("latin-1"))))
+    like = spelling if spelling is not None else parse_properties((current or b"").decode("latin-1"))
+    storage.write_atomic(main, _render(config, "Updated by tablespec", like))
     written = _load(storage, main)
     if written is None or not _valid(written):
         raise HudiFormatError(f"{main}: checksum verification failed after rewrite; the backup was kept")
@@ -453,12 +456,15 @@ def write_table_config(storage: Storage, base: str, config: TableConfig) -> Tabl
     return TableConfig.from_properties(written)
 
 
-def init_table(storage: Storage, base: str, config: TableConfig) -> None:
-    """Create the .hoodie/ layout of a new table; refuses if hoodie.properties already exists."""
+def init_table(storage: Storage, base: str, config: TableConfig, spelling: Mapping[str, str] | None = None) -> None:
+    """Create the .hoodie/ layout of a new table (versions 8 and 9: with the timeline's folders, as
+    Hudi 1.x does); refuses if hoodie.properties already exists. `spelling`: as write_table_config's."""
     meta = join(base, META_FOLDER)
-    for folder in TABLE_FOLDERS:
+    # versions 8 and 9: the LSM history (in the timeline's folder) instead of `archived`
+    folders = TABLE_FOLDERS if config.version < 8 else (*TABLE_FOLDERS[:-1], archive_folder(config))
+    for folder in folders:
         storage.mkdirs(join(meta, folder))
     try:
-        storage.create_exclusive(join(meta, PROPERTIES_FILE), _render(config, "Created by tablespec"))
+        storage.create_exclusive(join(meta, PROPERTIES_FILE), _render(config, "Created by tablespec", spelling))
     except FileExistsError:
         raise HudiFormatError(f"{base} already holds a Hudi table") from None

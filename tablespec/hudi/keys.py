@@ -210,6 +210,11 @@ WRITE_TABLE_VERSION = HudiKey("hoodie.write.table.version", "The table version a
                                scope="writer", versions=(8, 9))
 WRITE_AUTO_UPGRADE = HudiKey("hoodie.write.auto.upgrade", "Whether a Hudi 1.x writer upgrades an older table.",
                               scope="writer", default="true", allowed=_BOOL, versions=(8, 9))
+RECORD_MERGE_MODE = HudiKey("hoodie.record.merge.mode", "How two records of a key merge (Hudi 1.x): the greater "
+                            "ordering value wins, or the later commit.", scope="both",
+                            allowed=("EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING", "CUSTOM"), versions=(8, 9))
+INITIAL_VERSION = HudiKey("hoodie.table.initial.version", "The table version the table was created at (Hudi 1.x).",
+                          versions=(8, 9))
 METADATA_ENABLE = HudiKey("hoodie.metadata.enable", "Whether writers maintain Hudi's metadata table.", scope="writer",
                            default="true", allowed=_BOOL)
 METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
@@ -284,6 +289,19 @@ ARCHIVE_MERGE_FILES_BATCH_SIZE = HudiKey("hoodie.archive.merge.files.batch.size"
                                           default="10", minimum=1)
 COMPACTION_PAYLOAD_CLASS = HudiKey("hoodie.compaction.payload.class",
                                    "How a merge-on-read table's compaction merges records (the metadata table's payload).")
+LEGACY_PAYLOAD_CLASS = HudiKey("hoodie.table.legacy.payload.class",
+                               "Version 9: the payload class a table had before merge modes replaced it.", versions=(9,))
+RECORD_MERGE_STRATEGY_ID = HudiKey("hoodie.record.merge.strategy.id", "The record merger's strategy id (Hudi 1.x).",
+                                   versions=(6, 8))
+TABLE_FORMAT = HudiKey("hoodie.table.format", "The table's format plugin (Hudi 1.1+: native).", versions=(9,))
+CDC_ENABLED = HudiKey("hoodie.table.cdc.enabled", "Whether writers log change data (tablespec: false).",
+                      default="false", allowed=_BOOL)
+PARTITION_METAFILE_BASE_FORMAT = HudiKey("hoodie.partition.metafile.use.base.format",
+                                         "Partition metafiles in the base file format (tablespec: false).",
+                                         default="false", allowed=_BOOL)
+MULTIPLE_BASE_FILE_FORMATS = HudiKey("hoodie.table.multiple.base.file.formats.enable",
+                                     "Base files of several formats in one table (tablespec: false).",
+                                     default="false", allowed=_BOOL, versions=(8, 9))
 COMPACTION_MERGER_STRATEGY = HudiKey("hoodie.compaction.record.merger.strategy",
                                      "The record merger's strategy id (the metadata table's).")
 

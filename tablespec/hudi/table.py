@@ -115,6 +115,7 @@ class HudiTable:
         self._config_read = False
         self._timeline: Timeline | None = None
         self._meta_folders: frozenset[str] = frozenset()   # folders below .hoodie/ as `timeline` listed them
+        self._leftovers: tuple[str, ...] = ()   # versions 8/9: layout-1 instant files that listing showed in .hoodie/
         self._read: Timeline | None = None   # the last timeline loaded (whose instant contents were read)
         self.generation = 0   # counts what the handle forgot or was told changed: same generation, same state
         self._view: FileSystemView | None = None
@@ -176,10 +177,12 @@ class HudiTable:
         (requested before its first file), so the same instants over the same files are the same view."""
         listed = self.storage.list_dir(join(self.base, META_FOLDER))
         folder = timeline_folder(self.config)
+        leftovers: tuple[str, ...] = ()
         if folder == META_FOLDER:
             instants = parse_instants(listed)
         else:   # versions 8 and 9: the timeline has a folder of its own (one more listing)
             instants = parse_instants(self.storage.list_dir(join(self.base, folder)), timeline_layout(self.config))
+            leftovers = tuple(f.path for f in listed if not f.is_dir and parse_instants([f]))
         timeline = Timeline(self.storage, self.base, instants, folder)
         folders = frozenset(f.name for f in listed if f.is_dir)
         same = (self._timeline is not None and timeline.instants == self._timeline.instants
@@ -188,8 +191,16 @@ class HudiTable:
             timeline.keep_contents(self._read)
         view = self._view.over(timeline) if same and self._view is not None else None
         self._timeline, self._view, self._read = timeline, view, timeline
-        self._meta_folders = folders
+        self._meta_folders, self._leftovers = folders, leftovers
         return not same
+
+    @property
+    def upgrade_leftovers(self) -> tuple[str, ...]:
+        """Versions 8/9: version-6 instant files still in .hoodie/ (an upgrade stopped after its
+        switch; no reader of the new version lists them), as `timeline`'s listing showed them."""
+        if self._timeline is None:
+            self._load_timeline()
+        return self._leftovers
 
     def lists_folder(self, folder: str) -> bool:
         """Whether the .hoodie/ listing `timeline` came from shows `folder` (its first level):

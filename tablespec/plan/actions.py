@@ -23,6 +23,7 @@ ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
     "record_index_catch_up", "archive", "build_metadata_table", "drop_metadata_partitions", "catalog_sync",
+    "upgrade_table",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -91,6 +92,19 @@ class Change(_Frozen):
 
 class NoParams(Measured):
     pass
+
+
+class NewTable(Measured):
+    """The Hudi table version a new table is created at, when not 6 (the spec's, else the project's)."""
+
+    table_version: int | None = None
+
+
+class VersionChange(Measured):
+    """A table's Hudi table version now and the spec's (equal: finishing an upgrade that stopped)."""
+
+    from_: int = Field(validation_alias=AliasChoices("from", "from_"), serialization_alias="from")
+    to: int
 
 
 class IndexSwitch(Measured):
@@ -188,6 +202,11 @@ class ArchiveEstimate(Measured):
     active_commits: Count      # completed commits on the active timeline now
 
 
+class UpgradeEstimate(Measured):
+    instants: Count            # active timeline instants moved to .hoodie/timeline/
+    archive_files: Count       # archive files whose instants go into the LSM history
+
+
 class MetadataBuildEstimate(Measured):
     partitions: Count
     files: Count            # data files the `files` partition lists
@@ -241,7 +260,7 @@ class BaseAction(_Frozen):
 
 class CreateTable(BaseAction):
     kind: Literal["create_table"] = "create_table"
-    params: NoParams = NoParams()
+    params: NewTable = NewTable()
     estimate: NoEstimate = NoEstimate()
     symbol: ClassVar[str] = "+"
     counts_as: ClassVar[Literal["create", "update", "replace"]] = "create"
@@ -366,9 +385,17 @@ class CatalogSync(BaseAction):
     estimate: NoEstimate = NoEstimate()
 
 
+class UpgradeTable(BaseAction):
+    """Upgrading the table's Hudi table version (6 -> 8 or 9) as Apache Hudi 1.x's upgrade does:
+    metadata only, no data file is rewritten."""
+    kind: Literal["upgrade_table"] = "upgrade_table"
+    params: VersionChange
+    estimate: UpgradeEstimate | NoEstimate = NoEstimate()
+
+
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
                    | ReplaceTable | Rollback | Clean | Archive | RecordIndexCompaction | RecordIndexCatchUp
-                   | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync,
+                   | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync | UpgradeTable,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {
     cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}

@@ -6,8 +6,11 @@ from datetime import UTC, datetime
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi.config import table_index_type, unmanaged_layout
 from tablespec.hudi.index_coverage import describe
+from tablespec.hudi.keys import TABLE_VERSION
 from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
 from tablespec.hudi.table import Location
+from tablespec.hudi.upgrade import CREATED
+from tablespec.hudi.upgrade import refusal as version_refusal
 from tablespec.plan.actions import (
     Action,
     Archive,
@@ -28,6 +31,7 @@ from tablespec.plan.actions import (
     IndexMigration,
     IndexSwitch,
     Instants,
+    NewTable,
     Plan,
     RecordIndexCatchUp,
     RecordIndexCompaction,
@@ -37,6 +41,9 @@ from tablespec.plan.actions import (
     SchemaEvolution,
     TablePlan,
     UpdateSettings,
+    UpgradeEstimate,
+    UpgradeTable,
+    VersionChange,
     requirements_for,
 )
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
@@ -130,9 +137,18 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
         return Diagnostic(loaded.file, line, col, path, message)
 
     if not state.exists:
-        return [at("spec.location", occupied_message(state.location, state.contents))] if state.contents else []
+        if state.contents:
+            return [at("spec.location", occupied_message(state.location, state.contents))]
+        if loaded.new_table_version not in CREATED:
+            path = "spec.tableVersion" if spec.spec.table_version else "spec"
+            return [at(path, f"tablespec creates tables at Hudi table version {' or '.join(map(str, CREATED))}, not "
+                             f"{loaded.new_table_version} (it reads and upgrades to version 8, and writes 6 and 9)")]
+        return []
     if (why := unmanaged_layout(state.table_config)) is not None:
         return [at("spec.location", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
+    wanted = spec.spec.table_version
+    if wanted is not None and (why := version_refusal(state.table_config.version, wanted)) is not None:
+        return [at("spec.tableVersion", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
     old, new, said = state.table_config.name, spec.metadata.name, spec.metadata.renamed_from
     if old == new or said == old:
         return []
@@ -186,12 +202,17 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
             "tablespec manages COPY_ON_WRITE tables only for now")
     if state.exists and (why := unmanaged_layout(state.table_config)) is not None:  # a saved plan's table, too
         raise UnsupportedTableError(f"{state.location}: table {display_name(spec)}: {why}")
-    actions = table_actions(spec, state)
+    if (upgrade := _upgrade(spec, state)) is not None:   # the table at its new version first
+        actions = [upgrade, *table_actions(spec, state)]
+    else:
+        actions = table_actions(spec, state, loaded.new_table_version)
     if state.expired:
         listed = ", ".join(f"{i.timestamp}.{i.action}" for i in state.expired)
         actions.insert(0, Rollback(reasons=[f"writes whose writer died (heartbeat expired): {listed}"],
                                    params=Instants(instants=[i.timestamp for i in state.expired])))
     at = 1 if state.expired else 0   # after the rollback of dead writes (a build needs no pending instant)
+    if upgrade is not None:   # housekeeping waits for the table at its new version (the next plan)
+        return _table_plan(loaded, state, actions, [])
     actions[at:at] = metadata_table_actions(state)
     if state.exists and not any(a.kind in ("index_migration", "replace_table") for a in actions):
         actions += _index_catch_up(spec, state) + _index_compaction(spec, state)
@@ -222,6 +243,11 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         warnings.append(f"other writers' pending instants: {listed}; a writer is running, or crashed less than "
                         "the heartbeat tolerance ago. Their commits are checked against ours at commit time")
     warnings += [f"locked: {holder}" for holder in state.lock_holders]
+    return _table_plan(loaded, state, actions, warnings)
+
+
+def _table_plan(loaded: LoadedSpec, state: TableState, actions: list[Action], warnings: list[str]) -> TablePlan:
+    spec = loaded.spec
     return TablePlan(
         name=display_name(spec),
         location=state.location,
@@ -256,9 +282,33 @@ def catalog_action(d, after_actions: bool) -> CatalogSync:
                        destructive=d.destructive, reasons=reasons, changes=changes)
 
 
-def table_actions(spec, state: TableState) -> list[Action]:
+def _upgrade(spec, state: TableState) -> UpgradeTable | None:
+    """The table to the spec's Hudi table version (state_problems refused what tablespec does not
+    do), or the end of an upgrade that stopped after its switch."""
     if not state.exists:
-        return [_create(spec)]
+        return None
+    current, wanted = state.table_config.version, spec.spec.table_version or state.table_config.version
+    if wanted == current:
+        if not state.upgrade_leftovers:
+            return None
+        return UpgradeTable(params=VersionChange(from_=current, to=current), reasons=[
+            f"an upgrade to table version {current} stopped after switching hoodie.properties: "
+            f"{state.upgrade_leftovers} version-6 instant file(s) left in .hoodie/ are deleted"])
+    work = state.upgrade_work
+    return UpgradeTable(
+        params=VersionChange(from_=current, to=wanted),
+        estimate=UpgradeEstimate(instants=work.instants, archive_files=work.archive_files),
+        changes=[Change(path="spec.tableVersion", property=TABLE_VERSION.name, old=str(current), new=str(wanted))],
+        reasons=[f"table version {current} -> {wanted} (Apache Hudi {'1.0' if wanted == 8 else '1.1+'}), as Hudi's "
+                 f"upgrade does it: the timeline moves to .hoodie/timeline/ (completion times, Avro commit "
+                 f"metadata), the archived timeline is copied into the LSM history, hoodie.properties gains the "
+                 f"{wanted}-only keys; Hudi's metadata table, if any, is deleted (a Hudi 1.x writer with it on "
+                 f"builds a version-{wanted} one). No data file is rewritten"])
+
+
+def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
+    if not state.exists:
+        return [_create(spec, version)]
     settings = diff_settings(spec, state.table_config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
     destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
@@ -296,7 +346,7 @@ def _replace(destructive: list, columns: list[ColumnChange], settings: list[Sett
                         estimate=_rewrite_estimate(state))
 
 
-def _create(spec) -> CreateTable:
+def _create(spec, version: int = 6) -> CreateTable:
     props = desired_properties(spec)
     changes = [Change(path=s.path, property=s.prop, new=props[s.prop]) for s in REGISTRY
                if s.prop in props and not s.derived]
@@ -304,7 +354,10 @@ def _create(spec) -> CreateTable:
                 for k, v in props.items() if k.startswith(LABEL_PREFIX)]
     changes += [Change(path=f"spec.columns.{c.name}", new=c.type + ("" if c.nullable else " not null"))
                 for c in spec.spec.columns]
-    return CreateTable(changes=changes)
+    if version == 6:
+        return CreateTable(changes=changes)
+    changes.insert(0, Change(path="spec.tableVersion", property=TABLE_VERSION.name, new=str(version)))
+    return CreateTable(changes=changes, params=NewTable(table_version=version))
 
 
 def _index_action(index: list[SettingChange], state: TableState, spec) -> Action:

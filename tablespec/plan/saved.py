@@ -16,7 +16,7 @@ from __future__ import annotations
 from tablespec.errors import PlanError
 from tablespec.hudi.io import check_location, table_location, within
 from tablespec.hudi.table import Location
-from tablespec.plan.actions import Action, Plan, TablePlan
+from tablespec.plan.actions import Action, NewTable, Plan, TablePlan
 from tablespec.plan.builder import display_name
 from tablespec.spec.loader import LoadedSpec, clashes, spec_digest
 from tablespec.spec.source import Document
@@ -33,8 +33,11 @@ def embedded_spec(t: TablePlan, source: str = "plan") -> LoadedSpec:
         problems = "; ".join(f"{d.path}: {d.message}" if d.path else d.message
                              for d in diagnostics if d.severity == "error")
         raise PlanError(f"{source}: table {t.name}: invalid embedded spec: {' '.join(problems.split())}")
+    # a new table's version, when the project chose it, is the plan's (as its template variables are)
+    version = next((a.params.table_version for a in t.actions if isinstance(a.params, NewTable)
+                    and a.params.table_version), 6)
     return LoadedSpec(spec, t.spec_file, t.spec_document, t.spec_line, spec_digest(spec),
-                      positions={"": (t.spec_line, 1)})
+                      positions={"": (t.spec_line, 1)}, default_table_version=version)
 
 
 def _base(path: str) -> str:

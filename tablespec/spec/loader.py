@@ -5,6 +5,7 @@ run shows them all.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -42,6 +43,14 @@ class LoadedSpec:
     digest: str
     positions: Mapping[str, tuple[int, int]] = field(default_factory=dict, compare=False, hash=False)
     """`spec.index.numBuckets` -> (line, col) of every key and list item of the document."""
+    default_table_version: int = 6
+    """The project's `tableVersion`: what a new table is created at when the spec names none."""
+
+    @property
+    def new_table_version(self) -> int:
+        """The Hudi table version the spec's table is created at (an existing table keeps its own
+        unless the spec names one)."""
+        return self.spec.spec.table_version or self.default_table_version
 
     def position(self, path: str) -> tuple[int, int]:
         """Position of `path`, or of its nearest ancestor present in the YAML (for defaulted settings)."""
@@ -165,8 +174,10 @@ def load_spec_text(text: str, file: str = "<string>", variables: Mapping[str, An
     return LoadResult(specs, diagnostics)
 
 
-def load_specs(paths: Iterable[str | Path], variables: Mapping[str, Any] | None = None) -> LoadResult:
-    """Load every spec under `paths`; all problems of all files come back as diagnostics, sorted by file and line."""
+def load_specs(paths: Iterable[str | Path], variables: Mapping[str, Any] | None = None,
+               table_version: int = 6) -> LoadResult:
+    """Load every spec under `paths`; all problems of all files come back as diagnostics, sorted by file and line.
+    `table_version`: the project's default for new tables."""
     files, diagnostics = _discover(paths)
     specs: list[LoadedSpec] = []
     for path in files:
@@ -176,7 +187,7 @@ def load_specs(paths: Iterable[str | Path], variables: Mapping[str, Any] | None 
             diagnostics.append(Diagnostic(str(path), 0, 0, "", f"cannot read file: {e}"))
             continue
         found, problems = _load(text, str(path), variables)
-        specs += found
+        specs += [dataclasses.replace(s, default_table_version=table_version) for s in found]
         diagnostics += problems
     diagnostics += clashes(specs)
     order = {str(p): i for i, p in enumerate(files)}

@@ -313,6 +313,8 @@ class TableBody(SpecModel):
     """Table directory, relative to the warehouse root (e.g. sales/orders); not absolute, no `..`."""
     table_type: Literal["COPY_ON_WRITE", "MERGE_ON_READ"] = "COPY_ON_WRITE"
     """Hudi table type; only COPY_ON_WRITE is supported for now (MERGE_ON_READ is recognised and refused)."""
+    table_version: Literal[6, 8, 9] | None = None
+    """Hudi table version (6: Hudi 0.14/0.15; 8: Hudi 1.0; 9: Hudi 1.1 and 1.2). New tables are created at it (default: the project's `tableVersion`, else 6); an existing table keeps its version unless this names another: 6 -> 8 or 9 upgrades it as Hudi 1.x does, a downgrade is refused."""  # noqa: E501
     columns: Annotated[list[Column], Field(min_length=1)]
     """The table's columns, in order."""
     record_key: RecordKey
@@ -352,8 +354,10 @@ class TableBody(SpecModel):
     def _unregistered_as_before(self, handler) -> dict:
         # a spec without `catalog:` dumps (and so digests) as it did before catalogs existed
         data = handler(self)
-        if self.catalog is None and isinstance(data, dict):
-            data.pop("catalog", None)
+        if isinstance(data, dict):   # as do specs that leave the table version to the project (or to the table)
+            for name in ("catalog", "table_version", "tableVersion"):
+                if data.get(name, 0) is None:
+                    data.pop(name)
         return data
 
     @model_validator(mode="after")

@@ -139,7 +139,7 @@ def _message(root: type[BaseModel], error: Mapping[str, Any], loc: tuple, data: 
         hint = did_you_mean(str(ctx.get("tag")), tags)
         return (*loc, "type"), f"unknown type {ctx.get('tag')!r}; expected one of {', '.join(tags)}{hint}"
     if kind == "literal_error":
-        options = re.findall(r"'([^']*)'", ctx.get("expected", ""))
+        options = re.findall(r"'([^']*)'", ctx.get("expected", "")) or re.findall(r"\d+", ctx.get("expected", ""))
         shown = ", ".join(options)
         hint = did_you_mean(value, options) if isinstance(value, str) and len(options) > 1 else ""
         return loc, f"expected {'one of ' if len(options) > 1 else ''}{shown}, got {_describe(value)}{hint}"

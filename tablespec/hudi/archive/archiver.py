@@ -171,8 +171,9 @@ def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None
     something; else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job
     may archive or commit meanwhile)."""
     timeline = seen if seen is not None else table.timeline
-    if timeline.layout == 2:   # versions 8/9 archive into the LSM history, not written yet
-        return None
+    config = table.config
+    if timeline.layout == 2 or (config is not None and config.version >= 8):   # versions 8/9 archive into the
+        return None                                    # LSM history, not written yet (`seen` may predate an upgrade)
     if not archive_due(timeline, settings, added):
         return None
     with table.transaction_lock("archive"):
