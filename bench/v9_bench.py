@@ -11,7 +11,9 @@ table of bench/_common.py, key order_id, partitioned by order_date, ordering fie
 - upsert: `--upsert-rows` rows (half update existing keys spread over every partition, half new
   keys) into the loaded table (`--rows` rows, one bulk_insert);
 - delete: `--delete-rows` existing keys, spread over every partition, from the loaded table;
-- clean: keep 1 commit, on the loaded table after one upsert (the upsert's replaced slices go);
+- clean: on the loaded table after two upserts (three slices per file group), the oldest slices
+  go: tablespec's keepCommits: 2 and Hudi's retain_commits => 1 delete the same files (Hudi also
+  keeps each group's latest slice before the earliest commit to retain; see KEEP_COMMITS);
 - cluster: SORT on customer_id into 128MiB files (every partition's small files one group), on a
   table loaded in `--commits` bulk_inserts (many small files per partition).
 tablespec: Table.write for writes; for clean and cluster what `tablespec apply` spends: observe
@@ -49,6 +51,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +82,10 @@ ACTIONS = ("bulk_insert", "upsert", "delete", "clean", "cluster")
 START = {"bulk_insert": "new", "upsert": "loaded", "delete": "loaded", "clean": "upserted", "cluster": "small"}
 TARGET_FILE, SMALL_FILE, GROUP_BYTES = 128 * MIB, 100 * MIB, 2048 * MIB   # tablespec's defaults
 NO_MDT = {"hoodie.metadata.enable": "false"}
+# The same clean on both sides (the oldest of three slices of every file group goes): Hudi's
+# KEEP_LATEST_COMMITS also keeps each group's latest slice before the earliest commit to retain,
+# tablespec's keeps the slice as of it, so Hudi's retain_commits=1 deletes what keepCommits: 2 does.
+KEEP_COMMITS, HUDI_RETAIN_COMMITS = 2, 1
 
 SPEC = """apiVersion: tablespec/v1
 kind: HudiTable
@@ -166,10 +173,17 @@ def spark_conf(driver_memory: str) -> dict[str, str]:
     return {"spark.driver.memory": driver_memory}
 
 
+def runs(seeds: dict, warehouse: str, sizes: dict) -> list[dict]:
+    """Every action, each on a copy of its start table at warehouse/bench/<action>."""
+    return [dict(action=a, source=seeds[START[a]], warehouse=warehouse, name=a, sizes=sizes,
+                 location=os.path.join(warehouse, "bench", a)) for a in ACTIONS]
+
+
 # --- the Apache Hudi 1.2 side (its own process) -----------------------------------------------
 
 def worker(todo: str, done: str) -> int:
-    """Run a job (seed the tables, or warm up and time the actions) in a session on Hudi 1.2's bundle."""
+    """The Hudi 1.2 side, in a session on its bundle: write the start tables (tablespec's settings then
+    recorded in them), and with `time` warm up on the tiny ones and time every action."""
     from tablespec.engine.session import get_spark
 
     job = json.loads(open(todo).read())
@@ -179,11 +193,17 @@ def worker(todo: str, done: str) -> int:
     spark.conf.set("hoodie.metadata.enable", "false")
     out: dict = {"spark_start_s": round(time.perf_counter() - t, 2)}
     try:
-        if job["mode"] == "seed":
-            out["seeds"] = {p: _seed(spark, job["root"], p, s) for p, s in job["sets"].items()}
-        else:
-            out["warmup_s"] = round(_time_all(spark, job["warmup"], 1)[1], 2)
-            out["timed"], _ = _time_all(spark, job["timed"], job.get("repeat", 1))
+        seeds = {p: _seed(spark, job["root"], p, sz) for p, sz in job["sets"].items()}
+        out["seeds"] = seeds
+        for group in seeds.values():   # tablespec's settings recorded (pure Python, no Spark): the spec plans clean
+            for key, path in group.items():
+                if key != "bucket":
+                    adopt(os.path.dirname(os.path.dirname(path)), os.path.basename(path))
+        if job["time"]:
+            warm, timed = (runs(seeds[p], os.path.join(job["work"], d), job["sets"][p])
+                           for p, d in (("w_", "hudi_warm"), ("", "hudi")))
+            out["warmup_s"] = round(_time_all(spark, warm, 1)[1], 2)
+            out["timed"], _ = _time_all(spark, timed, job["repeat"])
     except Exception:  # noqa: BLE001 - reported to the parent with Hudi's own message
         import traceback
         out["error"] = traceback.format_exc()[-4000:]
@@ -212,7 +232,8 @@ def _seed(spark, root: str, prefix: str, sizes: dict) -> dict:
     _write(orders(spark.range(0, 0), parts, 0), paths["new"], opts, "bulk_insert")   # creates the table, no commit
     _write(orders(spark.range(0, rows), parts, 0), paths["loaded"], opts, "bulk_insert")
     shutil.copytree(paths["loaded"], paths["upserted"])
-    _write(action_input(spark, "upsert", sizes), paths["upserted"], opts, "upsert")
+    for _ in range(2):   # every file group rewritten twice: three slices each
+        _write(action_input(spark, "upsert", sizes), paths["upserted"], opts, "upsert")
     per = rows // sizes["commits"]
     for c in range(sizes["commits"]):
         _write(orders(spark.range(c * per, (c + 1) * per), parts, 0), paths["small"], opts, "bulk_insert")
@@ -249,9 +270,9 @@ def _hudi_action(spark, action: str, location: str, sizes: dict) -> dict:
         _write(action_input(spark, action, sizes), location, opts, action)
         return {}
     if action == "clean":
-        name = "clean_" + os.path.basename(location).replace(".", "_").replace("-", "_")
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{location}'")
-        rows = spark.sql(f"CALL run_clean(table => '{name}', retain_commits => 1, "
+        name = "clean_" + re.sub(r"\W", "_", location)   # one catalog name per table copy
+        spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{location}'")
+        rows = spark.sql(f"CALL run_clean(table => '{name}', retain_commits => {HUDI_RETAIN_COMMITS}, "
                          f"options => 'hoodie.metadata.enable=false')").collect()
         return dict(files_deleted=sum(r["total_files_deleted"] or 0 for r in rows))
     conf = {"hoodie.layout.optimize.strategy": "linear",
@@ -284,7 +305,7 @@ class HudiWorker:
                               capture_output=True, text=True)
         result = json.loads(open(done).read()) if os.path.exists(done) else {"error": proc.stderr[-4000:]}
         if "error" in result:
-            raise SystemExit(f"Apache Hudi {HUDI_VERSION} ({job['mode']}) failed (exit {proc.returncode}):\n"
+            raise SystemExit(f"Apache Hudi {HUDI_VERSION} failed (exit {proc.returncode}):\n"
                              f"{result['error']}")
         return result
 
@@ -328,7 +349,7 @@ def tablespec_action(spark, action: str, warehouse: str, name: str, sizes: dict)
         specs = spec_for(name)
         table = Table(specs[0].spec, table_location(warehouse, specs[0].spec.spec.location), spark)
         return table.write(action_input(spark, action, sizes), action)
-    specs = (spec_for(name, keep=1) if action == "clean"
+    specs = (spec_for(name, keep=KEEP_COMMITS) if action == "clean"
              else spec_for(name, clustering=cluster_spec(parts)))
     at = Location.parse(warehouse)
     plan = build_plan(specs, observe_specs(specs, at), at)
@@ -468,34 +489,19 @@ def main() -> int:
         args.rows, args.upsert_rows, args.delete_rows, args.partitions, args.commits = 100_000, 10_000, 5_000, 10, 5
     sizes = dict(rows=args.rows, upsert_rows=args.upsert_rows, delete_rows=args.delete_rows,
                  partitions=args.partitions, commits=args.commits)
-    tiny = dict(rows=2_000, upsert_rows=200, delete_rows=100, partitions=3, commits=2)
+    tiny = dict(rows=1_000, upsert_rows=100, delete_rows=50, partitions=2, commits=2)
     work = args.workdir or tempfile.mkdtemp(prefix="v9-bench-")
     os.makedirs(work, exist_ok=True)
     setup: dict[str, float] = {}
     hudi = HudiWorker(args.master, args.driver_memory)
 
-    # 1. The start tables, written by Apache Hudi 1.2 (one process), then adopted by tablespec's spec.
+    # 1-2. Apache Hudi 1.2, one process: the start tables (adopted by tablespec's spec), then a warm-up
+    # on the tiny ones and every action timed.
     t = time.perf_counter()
-    seeded = hudi.run({"mode": "seed", "root": os.path.join(work, "seeds", "bench"),
-                       "sets": {"w_": tiny, "": sizes}}, work)
-    seeds, warm_seeds = seeded["seeds"][""], seeded["seeds"]["w_"]
-    for group in (seeds, warm_seeds):
-        for key, path in group.items():
-            if key != "bucket":
-                adopt(os.path.dirname(os.path.dirname(path)), os.path.basename(path))
-    setup["seed tables (Hudi 1.2, incl. its Spark start)"] = round(time.perf_counter() - t, 2)
-
-    def runs(group: dict, warehouse: str, sz: dict) -> list[dict]:
-        return [dict(action=a, source=group[START[a]], warehouse=warehouse, name=a, sizes=sz,
-                     location=os.path.join(warehouse, "bench", a)) for a in ACTIONS]
-
-    # 2. Apache Hudi 1.2: warm-up on the tiny tables, then every action timed (one process).
-    hudi_out: dict = {}
-    if args.hudi:
-        t = time.perf_counter()
-        hudi_out = hudi.run({"mode": "time", "warmup": runs(warm_seeds, os.path.join(work, "hudi_warm"), tiny),
-                             "timed": runs(seeds, os.path.join(work, "hudi"), sizes), "repeat": args.repeat}, work)
-        setup["Hudi 1.2 process (start, warm-up, timed, reads)"] = round(time.perf_counter() - t, 2)
+    hudi_out = hudi.run({"root": os.path.join(work, "seeds", "bench"), "work": work, "sets": {"w_": tiny, "": sizes},
+                         "time": args.hudi, "repeat": args.repeat}, work)
+    seeds, warm_seeds = hudi_out["seeds"][""], hudi_out["seeds"]["w_"]
+    setup["Hudi 1.2 process (start, seeds, warm-up, timed, reads)"] = round(time.perf_counter() - t, 2)
 
     # 3. tablespec: a warm session, every action timed on the same start tables, then the baselines.
     spark = start_spark(args.master, args.driver_memory, os.path.join(work, "events"), "v9-bench")
@@ -531,7 +537,8 @@ def main() -> int:
                               else None, expected=expected,
                               ok=ts["rows"] == expected and (not hd or hd["rows"] == expected)
                               and (not base or base["rows"] == expected)
-                              and not ts["metadata_table"] and not (hd and hd["metadata_table"]))
+                              and not ts["metadata_table"] and not (hd and hd["metadata_table"])
+                              and (action != "clean" or not hd or ts["files_deleted"] == hd["files_deleted"]))
     print(f"version-9 tables: tablespec vs Apache Hudi {HUDI_VERSION} (own process, metadata table off), same "
           f"start tables and input; {args.rows:,} rows, {args.upsert_rows:,} upserted, {args.delete_rows:,} deleted, "
           f"{args.partitions} partitions, {args.commits} commits for clustering; master {args.master}, "
