@@ -30,10 +30,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYT
 
 from tablespec.actions.metadata import create_table  # noqa: E402
 from tablespec.engine.session import get_spark  # noqa: E402
-from tablespec.hudi.fs_view import FileSystemView  # noqa: E402
 from tablespec.hudi.io import table_location  # noqa: E402
-from tablespec.hudi.table import HudiTable, Location  # noqa: E402
-from tablespec.hudi.timeline import Timeline  # noqa: E402
+from tablespec.hudi.table import HudiTable  # noqa: E402
 from tablespec.spec.loader import load_spec_text  # noqa: E402
 from tablespec.table import Table  # noqa: E402
 
@@ -87,9 +85,7 @@ def orders(ids, partitions: int, version: int):
 
 def latest_base_files(location: str) -> dict[str, tuple[str, int]]:
     """file id -> (path, size) of each file group's latest base file."""
-    at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
-    storage, base = at.storage, at.uri
-    view = FileSystemView.build(storage, base, Timeline.load(storage, base))
+    view = HudiTable.open(location).view   # the table's own timeline folder (version 9: .hoodie/timeline/)
     return {s.file_id: (s.base_file.path, s.base_file.size) for s in view.latest_slices() if s.base_file is not None}
 
 
