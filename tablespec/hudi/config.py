@@ -39,12 +39,11 @@ DEFAULT_INDEX_TYPE = "SIMPLE"   # Hudi's default index for Spark writers (0.13+)
 RECORD_LEVEL = "RECORD_LEVEL"
 # tablespec.index.type names the table's index as tablespec does; hoodie.index.type the index Hudi
 # writers use. Hudi has no RECORD_LEVEL type (its Spark SQL writers load table properties into their
-# write config and would fail on one), so such a table gets the Hudi index with the same semantics:
-# tablespec's record-level index is global (a key lives in one partition) and Hudi writers do not
-# maintain it, so a Hudi writer that loads the table's properties tags with GLOBAL_SIMPLE and keeps
-# keys unique across partitions too. Tables written before tablespec.index.type have only
-# hoodie.index.type (RECORD_LEVEL there, for a record-level index): table_index_type reads both.
-RECORD_LEVEL_HUDI_INDEX = "GLOBAL_SIMPLE"
+# write config and would fail on one): a RECORD_LEVEL table's index is Hudi's own record index (the
+# metadata table's record_index partition), which Hudi writers use as RECORD_INDEX. Tables written
+# before tablespec.index.type have only hoodie.index.type (RECORD_LEVEL there): table_index_type
+# reads both.
+RECORD_LEVEL_HUDI_INDEX = "RECORD_INDEX"
 
 
 def hudi_index_type(index_type: str) -> str:
