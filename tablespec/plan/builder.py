@@ -193,7 +193,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
                                    params=Instants(instants=[i.timestamp for i in state.expired])))
     at = 1 if state.expired else 0   # after the rollback of dead writes (a build needs no pending instant)
     switching = any(a.kind in ("index_migration", "replace_table", "bucket_bootstrap") for a in actions)
-    actions[at:at] = metadata_table_actions(state) + ([] if switching else _record_index_dropped(spec, state))
+    actions[at:at] = _merged_drops(metadata_table_actions(state) + ([] if switching else _record_index_dropped(spec, state)))
     cleanable = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
     if cleanable and not any(a.destructive for a in actions):
         clean = CleanEstimate.model_validate(cleanable)
@@ -359,6 +359,16 @@ def _record_index_build(spec, state: TableState) -> list[Action]:
         "hoodie.metadata.record.index.enable): Hudi's record index is built from the table's keys"]
     return [RecordIndexBuild(reasons=reasons + _private_index_reason(state),
                              estimate=NoEstimate() if built else _index_build_estimate(state))]
+
+
+def _merged_drops(actions: list) -> list:
+    """One drop_metadata_partitions action for all the partitions dropped, first."""
+    drops = [a for a in actions if isinstance(a, DropMetadataPartitions)]
+    if len(drops) < 2:
+        return actions
+    merged = DropMetadataPartitions(params=MetadataPartitions(partitions=[p for d in drops for p in d.params.partitions]),
+                                    reasons=[r for d in drops for r in d.reasons])
+    return [merged] + [a for a in actions if not isinstance(a, DropMetadataPartitions)]
 
 
 def _record_index_dropped(spec, state: TableState) -> list[Action]:

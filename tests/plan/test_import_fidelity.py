@@ -71,7 +71,7 @@ LAYOUTS = {
     "record-level": """  recordKey: {fields: [id]}
   index:
     type: RECORD_LEVEL
-    recordLevel: {numBuckets: 3, maxFilesPerBucket: 5}
+    recordLevel: {numBuckets: 3}
 """,
     "url-encoded": """  recordKey: {fields: [id]}
   partitioning: {fields: [region, ts], hiveStyle: false, urlEncode: true}
