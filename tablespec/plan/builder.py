@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi.config import table_index_type, unmanaged_layout
+from tablespec.hudi.keys import METADATA_RECORD_INDEX_ENABLE
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.private_index import FOLDER as PRIVATE_INDEX
 from tablespec.hudi.table import Location
@@ -356,7 +357,7 @@ def _record_index_build(spec, state: TableState) -> list[Action]:
         "migrates tablespec's private record-level index to Apache Hudi's record index (the metadata table's "
         "record_index partition), built from the table's keys" if state.private_index else
         "the metadata table has no record_index partition (Hudi wrote the table without "
-        "hoodie.metadata.record.index.enable): Hudi's record index is built from the table's keys"]
+        f"{METADATA_RECORD_INDEX_ENABLE.name}): Hudi's record index is built from the table's keys"]
     return [RecordIndexBuild(reasons=reasons + _private_index_reason(state),
                              estimate=NoEstimate() if built else _index_build_estimate(state))]
 
@@ -379,7 +380,7 @@ def _record_index_dropped(spec, state: TableState) -> list[Action]:
         return []
     return [DropMetadataPartitions(params=MetadataPartitions(partitions=[RECORD_INDEX]), reasons=[
         f"the table's index is {spec.spec.index.type}, and its metadata table has a record index: Apache Hudi "
-        "0.15's writers with hoodie.metadata.record.index.enable=false drop it too; a switch to RECORD_LEVEL "
+        f"0.15's writers with {METADATA_RECORD_INDEX_ENABLE.name}=false drop it too; a switch to RECORD_LEVEL "
         "builds it again"])]
 
 

@@ -121,7 +121,8 @@ def _leaves(model: type[BaseModel], prefix: str) -> set[str]:
 # metadata.renamedFrom, an instruction to the planner (rename the table there) that no table records.
 NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom", "spec.location", "spec.columns",
                 "spec.recordKey.autoGenerate",
-                "spec.catalog.database", "spec.catalog.table"}   # kept by the catalog, not in hoodie.properties
+                "spec.catalog.database", "spec.catalog.table",   # kept by the catalog, not in hoodie.properties
+                "spec.index.recordLevel.maxFilesPerBucket"}      # deprecated: the metadata table compacts itself
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
                      "spec.partitioning.timestamp.timeZone"}
