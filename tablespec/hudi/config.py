@@ -56,7 +56,8 @@ def table_index_type(props: Mapping[str, str] | TableConfig) -> str:
     Hudi wrote may name another Hudi type): the one place that reads the index keys."""
     if isinstance(props, TableConfig):
         props = props.to_properties()
-    return (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or DEFAULT_INDEX_TYPE).strip().upper()
+    named = (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or DEFAULT_INDEX_TYPE).strip().upper()
+    return RECORD_LEVEL if named == RECORD_LEVEL_HUDI_INDEX else named   # Hudi's record index is RECORD_LEVEL
 
 
 def _parse_bool(key: str, raw: str) -> bool:

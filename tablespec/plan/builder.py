@@ -317,6 +317,11 @@ def _index_action(index: list[SettingChange], state: TableState, spec) -> Action
     params = IndexSwitch(from_=old_type, to=new_type)
     if new_type == "BUCKET":
         return _bucket_action(old_type, by_prop, state, spec, changes, params)
+    built = RECORD_INDEX in state.metadata_table.partitions
+    if new_type == "RECORD_LEVEL" and old_type != "RECORD_LEVEL" and built and RECORD_LEVEL_BUCKETS not in by_prop:
+        return IndexMigration(reasons=[f"index {old_type} -> RECORD_LEVEL: the metadata table has Hudi's record index "
+                                       "already (Hudi's writers built it); hoodie.properties records it, no build"]
+                              + _private_index_reason(state), changes=changes, params=params)
     if new_type == "RECORD_LEVEL" and (old_type != "RECORD_LEVEL" or RECORD_LEVEL_BUCKETS in by_prop):
         why = (f"index {old_type} -> RECORD_LEVEL builds Apache Hudi's record index (the metadata table's "
                "record_index partition) from the table's keys" if old_type != "RECORD_LEVEL" else

@@ -137,6 +137,14 @@ def test_plan_migrates_a_private_index_visibly():
     assert [r[:35] for r in rest.reasons] == ["tablespec's private index (.hoodie/"]
 
 
+def test_plan_records_record_level_on_a_table_whose_record_index_hudi_built():
+    """An imported Hudi table (no index recorded) with a record_index partition: configuration only."""
+    hudi_built = state_for(BASE, **{"tablespec.index.type": "SIMPLE", **WITH_RECORD_INDEX})
+    [switch] = actions(RLI, hudi_built)
+    assert (switch.kind, switch.params.to) == ("index_migration", "RECORD_LEVEL")
+    assert "no build" in switch.reasons[0] and switch.estimate.model_dump() == {}
+
+
 def test_plan_drops_the_record_index_of_a_table_that_is_not_record_level():
     """As Apache Hudi 0.15's writers with the record index off do (HoodieTable.deleteMetadataIndexIfNecessary)."""
     simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
