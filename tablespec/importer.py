@@ -13,9 +13,8 @@ from ruamel.yaml import YAML
 from tablespec import stored_paths
 from tablespec.errors import TablespecError, UnsupportedTableError
 from tablespec.hudi import keygen, keys
-from tablespec.hudi.config import RECORD_LEVEL, index_recorded, unmanaged_layout
+from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import relative_location
-from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.table import Location
 from tablespec.plan.settings import HIVE_STYLE, KEY_GENERATOR, LABEL_PREFIX, PARTITION_FIELDS, REGISTRY, URL_ENCODE, effective, spec_value
 from tablespec.spec.model import TableSpec
@@ -205,8 +204,6 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
             doc["spec"]["columns"] = [{"name": c.name, "type": str(c.type), "nullable": c.nullable}
                                       for c in state.columns]
     body = doc["spec"]
-    if not index_recorded(props) and RECORD_INDEX in state.metadata_table.partitions:
-        body["index"] = {"type": RECORD_LEVEL}  # Hudi's writers used its record index (RECORD_INDEX): the same index
     body.setdefault("recordKey", {}).setdefault("fields", [])
     if not body["recordKey"]["fields"]:
         body["recordKey"] = {"autoGenerate": True}

@@ -53,10 +53,14 @@ def hudi_index_type(index_type: str) -> str:
 
 def table_index_type(props: Mapping[str, str] | TableConfig) -> str:
     """The table's index as tablespec names it (SIMPLE, BLOOM, BUCKET, RECORD_LEVEL; a table Apache
-    Hudi wrote may name another Hudi type): the one place that reads the index keys."""
+    Hudi wrote may name another Hudi type, or none: RECORD_LEVEL when its metadata table has the
+    record index, else Hudi's default): the one place that reads the index keys."""
     if isinstance(props, TableConfig):
         props = props.to_properties()
-    named = (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or DEFAULT_INDEX_TYPE).strip().upper()
+    named = (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or "").strip().upper()
+    if not named:  # Hudi keeps the index in its writers' config: a record index they built says which it was
+        ready = (props.get(keys.METADATA_PARTITIONS.name) or "").split(",")
+        named = RECORD_LEVEL if "record_index" in [p.strip() for p in ready] else DEFAULT_INDEX_TYPE
     return RECORD_LEVEL if named == RECORD_LEVEL_HUDI_INDEX else named   # Hudi's record index is RECORD_LEVEL
 
 
