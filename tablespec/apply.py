@@ -43,8 +43,7 @@ from tablespec.plan.actions import (
     DropMetadataPartitions,
     IndexMigration,
     Plan,
-    RecordIndexCatchUp,
-    RecordIndexCompaction,
+    RecordIndexBuild,
     ReplaceTable,
     Rollback,
     SchemaEvolution,
@@ -374,38 +373,36 @@ class Applier:
 
     def visit_index_migration(self, t: TablePlan, a: IndexMigration,
                               spec: TableSpec) -> IndexResult | IndexDropped | NoResult:
-        """To RECORD_LEVEL (or a new bucket count): build the index (a commit with no data change),
-        then switch hoodie.properties; a crash between the two is redone by the next apply.
-        Away from RECORD_LEVEL: switch first (writers stop using the index), then drop its files."""
-        from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+        """To RECORD_LEVEL (or another record-index file-group count): build Hudi's record index (one
+        metadata-table deltacommit, no data change), then switch hoodie.properties; a crash between
+        the two is finished by the next apply (the index is kept when it has the count asked for).
+        Away from RECORD_LEVEL: switch first (writers stop tagging with it), then drop the metadata
+        table's record_index partition, as an Apache Hudi 0.15 writer with the record index off does
+        (HoodieTable.deleteMetadataIndexIfNecessary)."""
         table = self.table(t)
-        with self._locked(t) as lock:
-            if a.params.to == "RECORD_LEVEL":
-                from tablespec.engine.record_index import build_index, remove_superseded
-                built = build_index(self.spark, spec, table, lock)
-                metadata.update_settings(table, spec, {NUM_BUCKETS_PROPERTY: str(built.num_buckets)})
-                built.files_removed = remove_superseded(table, built.num_buckets)
-                return built.actual(rows=built.entries)
+        with self._locked(t):
+            if a.params.to == RECORD_LEVEL:
+                return self._record_index(table, spec)
             metadata.update_settings(table, spec)
-            if a.params.from_ == "RECORD_LEVEL":
+            if a.params.from_ == RECORD_LEVEL:
                 from tablespec.engine.record_index import drop_index
-                return IndexDropped(index_files_removed=drop_index(table))
+                return drop_index(table)
         return NoResult()
 
-    def visit_record_index_compaction(self, t: TablePlan, a: RecordIndexCompaction, spec: TableSpec) -> IndexResult:
-        """Merge index buckets with too many files (re-planned under the lock)."""
-        from tablespec.engine.record_index import compact_index
-        from tablespec.spec.model import RecordLevelSettings
-        index = spec.spec.index
-        settings = (index.record_level if index.type == "RECORD_LEVEL" else None) or RecordLevelSettings()
-        with self._locked(t) as lock:
-            return compact_index(self.spark, self.table(t), settings.max_files_per_bucket, lock).actual()
+    def _record_index(self, table: HudiTable, spec: TableSpec) -> IndexResult:
+        """Hudi's record index built as the spec sizes it, hoodie.properties switched, a private
+        index folder removed (the caller holds the table lock)."""
+        from tablespec.engine.record_index import ensure_index
+        from tablespec.plan.settings import RECORD_LEVEL_BUCKETS
+        settings = getattr(spec.spec.index, "record_level", None)
+        result = ensure_index(self.spark, table, settings.num_buckets if settings else None)
+        metadata.update_settings(table, spec, {RECORD_LEVEL_BUCKETS: str(result.file_groups)})
+        return result
 
-    def visit_record_index_catch_up(self, t: TablePlan, a: RecordIndexCatchUp, spec: TableSpec) -> IndexResult:
-        """Index the data commits the index has not seen (re-planned under the lock: all of them)."""
-        from tablespec.engine.record_index import catch_up_index
-        with self._locked(t) as lock:
-            return catch_up_index(self.spark, self.table(t), lock).actual()
+    def visit_record_index_build(self, t: TablePlan, a: RecordIndexBuild, spec: TableSpec) -> IndexResult:
+        """Build Hudi's record index of a RECORD_LEVEL table that lacks it; remove a private index folder."""
+        with self._locked(t):
+            return self._record_index(self.table(t), spec)
 
     def visit_bucket_bootstrap(self, t: TablePlan, a: BucketBootstrap | BucketRescale, spec: TableSpec) -> Rebucketed:
         """Rewrite the data into bucket file groups (one replacecommit), then switch the index.
@@ -413,7 +410,7 @@ class Applier:
         Data first: until hoodie.properties says BUCKET, writers keep using the old index, which
         works on any layout (a record-level index follows the rewrite in the same replacecommit);
         a crash between the two steps is finished by the next apply. Leaving RECORD_LEVEL drops
-        its index files after the switch, as index_migration does."""
+        Hudi's record index after the switch, as index_migration does."""
         from tablespec.engine.rebucket import rebucket
         from tablespec.engine.record_index import drop_index
         from tablespec.engine.writer import table_avro_schema
@@ -429,7 +426,7 @@ class Applier:
                 actual = done.actual()
             metadata.update_settings(table, spec, {SWITCHED_KEY: done.instant} if partitions else None)
             if table_index_type(state.table_config) == RECORD_LEVEL:
-                actual = actual.model_copy(update={"index_files_removed": drop_index(table)})
+                actual = actual.model_copy(update={"record_index_dropped": drop_index(table).partitions_dropped})
         return actual
 
     visit_bucket_rescale = visit_bucket_bootstrap
@@ -443,7 +440,6 @@ class Applier:
         from tablespec.engine.reader import snapshot_files
         from tablespec.engine.schema import table_ddl
         from tablespec.engine.writer import TableWriter
-        from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
         from tablespec.importer import observed_spec
         table = self.table(t)
         with self._locked(t) as lock:
@@ -461,13 +457,17 @@ class Applier:
             df = current.select(*[(F.col(f"`{c.name}`") if c.name in old else F.lit(None))
                                   .cast(c.type).alias(c.name) for c in spec.spec.columns])
             result = TableWriter(self.spark, spec, table).overwrite(df, lock)
-            chosen = {} if result.index_buckets is None else {NUM_BUCKETS_PROPERTY: str(result.index_buckets)}
+            chosen = {}
             if result.instant is not None:   # the rewrite's instant (none when there was nothing to write)
                 chosen[SWITCHED_KEY] = result.instant
             metadata.update_settings(table, spec, chosen)
-            if result.index_buckets is not None:  # the rebuilt index serves now: older files go
-                from tablespec.engine.record_index import remove_superseded
-                remove_superseded(table, result.index_buckets)
+            # the rewrite kept Hudi's record index (if any) in step; the spec's index decides whether it stays
+            from tablespec.engine.record_index import drop_index
+            from tablespec.hudi.mdt import record_index_writer as rli_writer
+            if spec.spec.index.type == RECORD_LEVEL and state.table_config.version < 8:
+                self._record_index(table, spec)
+            elif rli_writer.is_enabled(table):
+                drop_index(table)
         return Replaced(rows=result.inserted, files_written=len(result.files), replaced_file_groups=len(state.file_groups))
 
     def visit_catalog_sync(self, t: TablePlan, a: CatalogSync, spec: TableSpec) -> CatalogSynced:
@@ -521,12 +521,15 @@ class Applier:
     def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
                                        spec: TableSpec) -> MetadataDropped:
         """Drop the metadata-table partitions tablespec does not maintain (as named under Hudi's lock)."""
+        from tablespec.hudi.mdt.record_index import RECORD_INDEX
         from tablespec.hudi.mdt.sync import MAINTAINED
         from tablespec.hudi.metadata_table import drop_partitions, unmaintained
         table = self.table(t)
         with self._locked(t, changes_files=False), table.transaction_lock("metadata table"):
-            return MetadataDropped(partitions=list(drop_partitions(table, unmaintained(table.fresh_config(),
-                                                                                      MAINTAINED))))
+            dropped = unmaintained(table.fresh_config(), MAINTAINED)
+            if RECORD_INDEX in a.params.partitions and spec.spec.index.type != RECORD_LEVEL:  # Hudi's writers drop it
+                dropped += (RECORD_INDEX,)
+            return MetadataDropped(partitions=list(drop_partitions(table, dropped)))
 
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:
         """Run a pending clustering plan (`instant`), or schedule the next step and run it. Planned
@@ -580,8 +583,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "archive": Applier.visit_archive,
     "rollback": Applier.visit_rollback,
     "clean": Applier.visit_clean,
-    "record_index_compaction": Applier.visit_record_index_compaction,
-    "record_index_catch_up": Applier.visit_record_index_catch_up,
+    "record_index_build": Applier.visit_record_index_build,
     "clustering": Applier.visit_clustering,
     "build_metadata_table": Applier.visit_build_metadata_table,
     "drop_metadata_partitions": Applier.visit_drop_metadata_partitions,

@@ -3,7 +3,8 @@
 A Hudi job writing into a tablespec table must key, partition, index and order records exactly as
 tablespec does, keep the table at its version (`--hudi-version`: that Hudi line's settings), and leave
 the timeline work tablespec owns (clustering, cleaning) to tablespec; it keeps Hudi's metadata table
-(`files`) on as tablespec does at version 6 (off at 9), and archives with the spec's limits. Values come
+(`files`; on RECORD_LEVEL tables `record_index`, used as the RECORD_INDEX index) on as tablespec does at
+version 6 (off at 9), and archives with the spec's limits. Values come
 from the settings registry, so they are the ones tablespec writes into hoodie.properties.
 
 Every option is a table-level setting Hudi checks against hoodie.properties and the stored layout,
@@ -88,9 +89,11 @@ METADATA_1X = {keys.METADATA_ENABLE.name: "false"}
 # Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
 # records before an insert then.
 AUTO_KEYS = {keys.COMBINE_BEFORE_INSERT.name: "false"}
-# A RECORD_LEVEL table is global (a key lives in one partition): Hudi writers, which do not maintain
-# tablespec's index, tag with GLOBAL_SIMPLE and move a key whose partition value changed.
-GLOBAL_MOVES = {keys.UPDATE_PARTITION_PATH.name: "true"}
+# A RECORD_LEVEL table's index is Hudi's record index (hoodie.index.type RECORD_INDEX): Hudi jobs tag
+# with it and keep it in the metadata table, as tablespec does; it is global (a key lives in one
+# partition), so a key whose partition value changed moves (Hudi 0.15's name for that option).
+RECORD_INDEX = {keys.METADATA_ENABLE.name: "true", keys.METADATA_RECORD_INDEX_ENABLE.name: "true",
+                keys.RECORD_INDEX_UPDATE_PARTITION_PATH.name: "true"}
 
 
 class NoHudiEquivalent(TablespecError):
@@ -170,7 +173,7 @@ def hudi_write_options(spec: TableSpec, table: HudiTable, version: int | None = 
         options.update({keys.PAYLOAD_CLASS.name: ORDERED_PAYLOAD,
                         keys.PAYLOAD_ORDERING_FIELD.name: spec.spec.ordering_field})
     if index.type == RECORD_LEVEL:
-        options.update(GLOBAL_MOVES)
+        options.update(RECORD_INDEX)
     options.update(CONCURRENCY)
     options.update({keys.LOCK_FILESYSTEM_PATH.name: lock_folder(table.base),
                     # the expiry tablespec assumes too: a killed Hudi job's lock frees up after it

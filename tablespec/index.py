@@ -1,7 +1,9 @@
-"""The record-level index as users meet it: `lookup` and `verify` (driver side, no Spark).
+"""The record-level index as users meet it: `lookup` and `verify` (driver side, no Spark). A
+RECORD_LEVEL table's index is Apache Hudi's record index (the metadata table's `record_index`
+partition), read as Hudi reads it (hudi/mdt/record_index_reader.py).
 
 `verify` is RFC-08's comparison tool: it reads the record key, partition path and file id of
-every row of the latest file slices, looks every key up as writers do, reads the index's live
+every row of the latest file slices, looks every key up as writers do, scans the index's
 entries, and reports the keys that are missing from the index (or unreachable by a lookup),
 indexed at the wrong place, indexed but gone, or stored twice.
 It reads key columns only (Parquet column projection), on the driver: no JVM.
@@ -14,38 +16,56 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.errors import TablespecError
-from tablespec.hudi import record_index as ri
+from tablespec.hudi.base_keys import base_file_keys
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
-from tablespec.hudi.index_coverage import refuse_unseen
+from tablespec.hudi.mdt import record_index_reader, record_index_writer
+from tablespec.hudi.mdt.record_index import Location
 from tablespec.hudi.table import HudiTable
 
 EXAMPLES = 5
+LOCATIONS = pa.schema([("key", pa.string()), ("partition_path", pa.string()), ("file_id", pa.string())])
 
 
 class NotRecordLevel(TablespecError):
     """The table has no record-level index."""
 
 
-def open_index(table: HudiTable, what: str) -> ri.RecordIndex:
-    """The table's index, refused (IndexBehind) while it has not seen every data commit: its
-    answers would be silently wrong."""
-    storage, base = table.storage, table.base
-    config = table.config
+def open_index(table: HudiTable) -> HudiTable:
+    """The table, refused when it has no Hudi record index to read."""
+    base, config = table.base, table.config
     if config is None:
         raise TablespecError(f"{base}: no Hudi table here (no .hoodie/hoodie.properties)")
     props = config.to_properties()
     if table_index_type(props) != RECORD_LEVEL:
         raise NotRecordLevel(f"{base}: the table's index is {table_index_type(props)}, not "
                              "RECORD_LEVEL; there is no record-level index to look up or verify")
-    timeline = table.timeline
-    refuse_unseen(timeline, base, what)
-    return ri.RecordIndex(storage, base, timeline, ri.num_buckets_of(props))
+    if not record_index_writer.is_enabled(table):
+        raise TablespecError(f"{base}: the table is RECORD_LEVEL but its metadata table has no record index yet; "
+                             "run `tablespec plan` and `tablespec apply` to build it (record_index_build)")
+    return table
+
+
+def _locations(found: dict[str, Location]) -> pa.Table:
+    keys = sorted(found)
+    return pa.table({"key": pa.array(keys, pa.string()),
+                     "partition_path": pa.array([found[k].partition for k in keys], pa.string()),
+                     "file_id": pa.array([found[k].file_id for k in keys], pa.string())}, schema=LOCATIONS)
+
+
+def _strings(keys) -> list[str]:
+    """Keys to look up as strings, nulls dropped."""
+    try:
+        array = keys if isinstance(keys, pa.Array | pa.ChunkedArray) else pa.array(list(keys), pa.string())
+        array = array.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise TablespecError(f"record keys to look up must be strings: {e}") from None
+    return [k for k in array.to_pylist() if k is not None]
 
 
 def lookup(table: HudiTable, keys) -> pa.Table:
-    """Where each key lives: (key, partition_path, file_id); keys the table lacks are absent."""
-    index = open_index(table, "a lookup")
-    return index.lookup(keys)
+    """Where each key lives: (key, partition_path, file_id), one row per distinct key found; keys
+    the table lacks are absent."""
+    return _locations(record_index_reader.lookup(open_index(table), _strings(keys)))
 
 
 @dataclass
@@ -82,19 +102,22 @@ def data_locations(table: HudiTable) -> pa.Table:
     for s in table.view.latest_slices():
         if s.base_file is None:
             continue
-        keys = ri.base_file_keys(s.base_file.path, storage)
+        keys = base_file_keys(s.base_file.path, storage, s.base_file.size)
         parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
                                "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
-    return pa.concat_tables(parts) if parts else ri.LOCATIONS.empty_table()
+    return pa.concat_tables(parts) if parts else LOCATIONS.empty_table()
 
 
 def verify(table: HudiTable) -> VerifyResult:
     """Compare the index with the data: every live key found by a lookup at its true location
     (the path writers take: an entry in the wrong bucket's files is missing), nothing extra."""
-    index = open_index(table, "verify")
+    open_index(table)
     data = data_locations(table)
-    live = index.live_entries()
-    found = index.lookup(data.column("key"))
+    entries = record_index_reader.scan(table)
+    live = pa.table({"key": pa.array(list(entries), pa.string()),
+                     "partition": pa.array([v.partition for v in entries.values()], pa.string()),
+                     "file_id": pa.array([v.file_id for v in entries.values()], pa.string())})
+    found = lookup(table, data.column("key"))
     indexed = pa.table({"key": found.column("key"), "i_part": found.column("partition_path"),
                         "i_fid": found.column("file_id")})
     counts = data.group_by("key").aggregate([("key", "count")])
@@ -118,4 +141,4 @@ def verify(table: HudiTable) -> VerifyResult:
     report("misplaced", wrong, lambda r: f"{r['key']} is in {where(r['partition_path'], r['file_id'])}, "
                                          f"indexed at {where(r['i_part'], r['i_fid'])}")
     report("duplicate", pa.table({"key": dup}), lambda r: f"{r['key']} is stored in more than one file group")
-    return VerifyResult(index.base, counts.num_rows, live.num_rows, differences)
+    return VerifyResult(table.base, counts.num_rows, live.num_rows, differences)

@@ -11,18 +11,19 @@ class NoResult(Measured):
 
 
 class IndexResult(Measured):
-    """A record-level index built, caught up or compacted (an index-only commit, `instant`)."""
+    """Hudi's record index built (its initializing metadata-table deltacommit, `instant`; None:
+    it was there already), and tablespec's earlier private index folder removed."""
 
     rows: Count | None = None            # a build: the keys indexed
-    instant: str | None = None           # None: nothing to do
-    num_buckets: Count
-    index_files_written: Count = 0
-    index_files_removed: Count = 0
-    commits: Count | None = None         # a catch-up: the data commits it indexed
+    instant: str | None = None
+    file_groups: Count
+    private_files_removed: Count = 0
 
 
 class IndexDropped(Measured):
-    index_files_removed: Count
+    """Leaving RECORD_LEVEL: the metadata table's record_index partition dropped."""
+    partitions_dropped: Count
+    private_files_removed: Count = 0
 
 
 class Rebucketed(Measured):
@@ -31,7 +32,7 @@ class Rebucketed(Measured):
     bytes_read: Bytes | None = None
     bytes_written: Bytes | None = None
     seconds: Seconds | None = None
-    index_files_removed: Count | None = None   # the record-level index the buckets replace
+    record_index_dropped: Count | None = None  # the record index partition the buckets replace
 
 
 class Replaced(Measured):

@@ -5,7 +5,8 @@ import json
 from collections import Counter
 
 from tablespec.hudi import keygen, keys
-from tablespec.hudi.config import index_recorded, table_index_type
+from tablespec.hudi.config import RECORD_LEVEL, index_recorded, table_index_type
+from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.plan.clustering import describe_coverage, recorded_coverage
 from tablespec.plan.settings import (
     HASH_FIELDS,
@@ -42,10 +43,10 @@ def state_dict(state: TableState) -> dict:
         "index": {"type": table_index_type(props), "recorded": index_recorded(props),
                   "numBuckets": _int(props.get(NUM_BUCKETS)),
                   "hashFields": effective(props, HASH_FIELDS),
-                  "recordLevel": {"numBuckets": _int(props.get(RECORD_LEVEL_BUCKETS)),
-                                  "files": sum(n for n, _ in state.index_buckets.values()),
-                                  "bytes": sum(b for _, b in state.index_buckets.values())}
-                  if state.index_buckets else None},
+                  "recordLevel": {"fileGroups": _int(props.get(RECORD_LEVEL_BUCKETS)),
+                                  "built": RECORD_INDEX in state.metadata_table.partitions,
+                                  "privateIndex": state.private_index}
+                  if table_index_type(props) == RECORD_LEVEL else None},
         "lastClustering": state.last_clustering,
         "commitsSinceClustering": state.commits_since_clustering,
         "clusteringCoverage": _coverage(state),
@@ -106,8 +107,10 @@ def show_text(state: TableState) -> str:
         index += " (assumed: hoodie.properties records no index type)"
     if d["index"]["recordLevel"]:
         rl = d["index"]["recordLevel"]
-        index += (f" ({counted(rl['numBuckets'], 'index bucket')}, {counted(rl['files'], 'index file')}, "
-                  f"{human_bytes(rl['bytes'])})")
+        index += (f" (Hudi's record index, {counted(rl['fileGroups'], 'file group')})" if rl["built"] and rl["fileGroups"]
+                  else " (Hudi's record index)" if rl["built"] else " (Hudi's record index not built yet)")
+        if rl["privateIndex"]:
+            index += " (tablespec's private index folder: migrated by the next apply)"
     lines = [
         f"table       {(d['database'] + '.') if d['database'] else ''}{d['name']}",
         f"location    {d['location']}",

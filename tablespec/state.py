@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablespec.errors import HudiFormatError, TablespecError
-from tablespec.hudi import keys, metadata_table, record_index
+from tablespec.hudi import keys, metadata_table, private_index
 from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, plan_archive
 from tablespec.hudi.archive.log import folder_of
 from tablespec.hudi.archive.plan import archive_due, read_bounds
@@ -23,10 +23,9 @@ from tablespec.hudi.archive.summary import ArchivedClusterings, archived_cluster
 from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.clean import plan_clean
 from tablespec.hudi.clustering import Layout, layout_history, pending_plans
-from tablespec.hudi.config import RECORD_LEVEL, TableConfig, fingerprint, table_index_type
+from tablespec.hudi.config import TableConfig, fingerprint
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
-from tablespec.hudi.index_coverage import CatchUp, catch_up
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
 from tablespec.hudi.io import map_locations
 from tablespec.hudi.lock import read_lock
@@ -84,8 +83,7 @@ class TableState:
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
     partitions: tuple[str, ...] = field(default=())
-    index_buckets: dict = field(default_factory=dict)  # RECORD_LEVEL: bucket -> (live files, bytes)
-    index_catch_up: CatchUp | None = None  # RECORD_LEVEL: data commits the index has not seen
+    private_index: bool = False   # tablespec's earlier private record-level index folder is there (hudi/private_index)
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
     data_files: tuple[int, int] = (0, 0)   # base files of every slice in the file-system view: (files, bytes)
     contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
@@ -203,8 +201,6 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
     props = config.to_properties()
     retained = keep_commits or keys.KEEP_COMMITS.number(props)
     clean = plan_clean(location, timeline, view, retained)
-    record_level = table_index_type(props) == RECORD_LEVEL
-    index = _index_buckets(table, record_index.num_buckets_of(props)) if record_level else {}
     return TableState(
         location=location,
         exists=True,
@@ -225,8 +221,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         commits_since_clustering=len(since) + since_archived,
         partitions=tuple(view.partitions),
         count_rows=functools.partial(_rows, timeline, view, table),
-        index_buckets=index,
-        index_catch_up=catch_up(timeline) if record_level else None,
+        private_index=table.lists_folder(private_index.PARENT) and private_index.present(table.storage, table.base),
         metadata_table=metadata_table.describe(table),
         data_files=_data_files(view),
         upgrade_leftovers=len(table.upgrade_leftovers),
@@ -290,13 +285,6 @@ def _rows(timeline: Timeline, view: FileSystemView, table: HudiTable | None = No
         for stats in history.commit_metadata(completed[ts]).partition_to_write_stats.values():
             total += sum(st.num_writes for st in stats if (st.partition_path, st.file_id, ts) in wanted)
     return total
-
-
-def _index_buckets(table: HudiTable, num_buckets: int) -> dict[int, tuple[int, int]]:
-    """Record-level index: each bucket's live file count and bytes (a listing, no file read)."""
-    sizes = {i.name: i.size for i in table.storage.list_dir(record_index.index_folder(table.base))}
-    return {b: (len(chain), sum(sizes.get(f.name, 0) for f in chain))
-            for b, chain in record_index.live_files(table.storage, table.base, table.timeline, num_buckets).items()}
 
 
 def observe_specs(specs, warehouse: Location, check: Callable[[Location], str | None] | None = None

@@ -92,7 +92,7 @@ class Table:
 
     def lookup(self, keys):
         """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table
-        holds (absent keys are left out). Reads the index files on the driver; no Spark."""
+        holds (absent keys are left out). Reads Hudi's record index on the driver; no Spark."""
         from tablespec.index import lookup
         return lookup(self.table.refresh(), keys)  # the table as it is now: others may have written since
 

@@ -7,7 +7,7 @@
 Files (every table, hudi/check.py): base files a completed commit wrote that readers still need
 but storage lacks (`missing`), that differ from what the commit recorded (`truncated`), and data
 files no completed commit wrote (`orphan`). The index (`index`): a BUCKET table's file groups
-against its bucket layout; a RECORD_LEVEL table's index against its data (index.py's comparison,
+against its bucket layout; a RECORD_LEVEL table's index (Hudi's record index) against its data (index.py's comparison,
 which reads key columns with pyarrow: no Spark either). Other indexes keep no state to check.
 """
 from __future__ import annotations
@@ -17,9 +17,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
-from tablespec.hudi import record_index as ri
 from tablespec.hudi.check import INDEX, Finding, check_buckets, check_files
 from tablespec.hudi.config import RECORD_LEVEL, archive_folder, table_index_type
+from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 
@@ -48,13 +49,13 @@ class TableReport:
 
 def _record_index(table: HudiTable) -> tuple[list[Finding], str]:
     from tablespec.index import verify
-    folder = ri.index_folder(table.base)[len(table.base) + 1:]
+    folder = layout.partition_path(table.base, RECORD_INDEX)[len(table.base.rstrip('/')) + 1:]
 
     def finding(message: str) -> Finding:
         return Finding(INDEX, "", folder, None, message)
     try:
         result = verify(table)
-    except TablespecError as e:  # the index is behind commits it has not seen, or a file of it is damaged
+    except TablespecError as e:  # no record index yet, or a file of it is damaged
         return [finding(str(e))], "record-level index not compared"
     except (pa.ArrowException, OSError) as e:  # a data file it reads is damaged (reported as truncated)
         return [finding(f"cannot compare the record-level index with the data: {e}")], \

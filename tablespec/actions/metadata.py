@@ -11,14 +11,15 @@ from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi import keys, partition_buckets
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, write_table_config
+from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt import writer as mdt_writer
-from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY, default_num_buckets
+from tablespec.hudi.mdt.record_index import file_group_count
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.upgrade import new_table_properties
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message
-from tablespec.plan.settings import desired_properties, managed_properties_update
+from tablespec.plan.settings import RECORD_LEVEL_BUCKETS, desired_properties, managed_properties_update
 from tablespec.state import directory_contents
 
 # Fixed properties of every table tablespec creates (Hudi table version 6, copy-on-write layout).
@@ -35,16 +36,17 @@ def creation_properties(spec) -> dict[str, str]:
     props = dict(TABLE_DEFAULTS)
     props.update(desired_properties(spec))
     schema = to_avro_schema(spec_columns(spec), spec.metadata.name)
-    if spec.spec.index.type == "RECORD_LEVEL":  # an empty table: the smallest index, fixed from now on
-        props.setdefault(NUM_BUCKETS_PROPERTY, str(default_num_buckets(0)))
+    if spec.spec.index.type == "RECORD_LEVEL":  # an empty table: Hudi's smallest record index, fixed from now on
+        props.setdefault(RECORD_LEVEL_BUCKETS, str(file_group_count(0)))
     props[keys.CREATE_SCHEMA.name] = json.dumps(schema, separators=(",", ":"))
     return props
 
 
 def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
     """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does;
-    then Hudi's metadata table (its `files` partition, empty), as Hudi creates it with a table's
-    first write. A crash in between leaves a table without one, which `plan` proposes to build.
+    then Hudi's metadata table (its `files` partition, empty; a RECORD_LEVEL table's `record_index`
+    too), as Hudi creates it with a table's first write. A crash in between leaves a table without
+    one, which `plan` proposes to build.
     At `version` 9: Hudi 1.x's layout and properties, without a metadata table.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
@@ -65,6 +67,8 @@ def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
         table.refresh()  # the table exists now (or someone else's does)
     if version == 6:   # version 9: without one (tablespec does not write the 1.x metadata table yet)
         mdt_writer.initialize(table, {})  # refreshes the handle
+        if spec.spec.index.type == "RECORD_LEVEL":
+            rli_writer.initialize(table, (), int(config.to_properties()[RECORD_LEVEL_BUCKETS]))
     return table.table_config
 
 

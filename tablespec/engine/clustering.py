@@ -31,7 +31,6 @@ from tablespec.engine.arrow.align import align_to_schema
 from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.arrow.layout import layout_indices
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
-from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
 from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
@@ -219,9 +218,8 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
         stats = [r.asDict() for r in rows]
         crash_point("mid_write")
         replaced = plan.replaced()
-        # keys moved to new file groups: the record-level index (if any) commits with the data
-        marks = on_commit(spark, table, txn.instant, view, stats, replaced)
-        txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering", **marks},
+        # keys moved to new file groups: Hudi's record index (if any) records them with the commit (mdt/sync.py)
+        txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering"},
                                           replaced=replaced))
     return ClusteringResult(txn.instant, len(groups), sum(len(f) for f in files), len(stats), bytes_read,
                             sum(s["bytes"] for s in stats), sum(s["num_writes"] for s in stats),

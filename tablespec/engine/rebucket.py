@@ -26,7 +26,6 @@ from tablespec.engine import tasks
 from tablespec.engine.arrow.align import align_to_schema
 from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
-from tablespec.engine.record_index import on_commit
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi import partition_buckets
 from tablespec.hudi.clustering import refuse_replacing_planned
@@ -161,11 +160,10 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
             crash_point("mid_write")
-        marks = on_commit(spark, table, txn.instant, view, stats, replaced)  # a RECORD_LEVEL index follows
         if partition_buckets.kept(table.storage, base, table.table_config, job.layout.rules):   # Hudi 1.x writers
             partition_buckets.save(table.storage, base, job.layout.num_buckets, job.layout.rules, txn.instant)
-        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,
-                                          {"tablespec.action": "rebucket", REWRITE_MARK: "true", **marks}, replaced=replaced))
+        txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE", avro_schema,  # Hudi's record index follows
+                                          {"tablespec.action": "rebucket", REWRITE_MARK: "true"}, replaced=replaced))
     result.file_groups_after = len(stats)
     result.bytes_written = sum(s["bytes"] for s in stats)
     result.seconds = time.monotonic() - started

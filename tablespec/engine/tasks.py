@@ -31,11 +31,11 @@ from tablespec.engine.arrow.basefile import (
 )
 from tablespec.engine.arrow.bloom import read_bloom_filter
 from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.hudi.base_keys import base_file_keys
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
-from tablespec.hudi.record_index import base_file_keys
 from tablespec.hudi.table import AtLocation, Location
 from tablespec.plan.buckets import BucketLayout
 

@@ -25,7 +25,6 @@ from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_plan
 from tablespec.hudi.config import bloom_filters_expected, unmanaged_layout, unwritable_version
 from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
-from tablespec.hudi.index_coverage import build_marks, delta_marks, refuse_unseen
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.naming import bucket_of
@@ -58,7 +57,6 @@ class WriteResult:
     deleted: int
     files: tuple[str, ...]
 
-    index_buckets: int | None = None   # RECORD_LEVEL: the index's bucket count this commit used
     ignored: int = 0                   # incoming rows not written: the stored row's ordering value is greater
     tag_seconds: float = 0.0           # task seconds spent finding file groups (index lookup, insert placement)
     unchanged: bool = False            # the input has rows, but none changes the table: no commit
@@ -120,13 +118,15 @@ class TableWriter:
         if why is not None:
             raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
 
-    def _record_index(self, timeline, props: dict, rows: int = 0):
-        """RECORD_LEVEL tables: the index as of `timeline` (None for other indexes)."""
+    def _record_index(self):
+        """RECORD_LEVEL tables: Hudi's record index as the handle shows it (None for other indexes)."""
         if self.spec.spec.index.type != "RECORD_LEVEL":
             return None
-        from tablespec.engine.record_index import chosen_num_buckets, index_job
-        return index_job(self.table, timeline, chosen_num_buckets(self.spec, props, rows),
-                         self.spec.spec.ordering_field)
+        from tablespec.engine.record_index import IndexMissing, index_job
+        try:
+            return index_job(self.table, self.spec.spec.ordering_field)
+        except IndexMissing as e:
+            raise WriteRefused(str(e)) from None
 
     def _check_table(self):
         state = observe(self.table)  # under the lock: the handle as `locked` read it
@@ -164,9 +164,7 @@ class TableWriter:
     def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
         # as observed under the lock (`_check_table`); nothing changed the table since
         timeline, view, props = self.table.timeline, self.table.view, self.table.table_config.to_properties()
-        index = None if replace else self._record_index(timeline, props)
-        if index is not None:  # tagging through the index: it must have seen every data commit
-            refuse_unseen(timeline, self.base, f"a RECORD_LEVEL {operation}")
+        index = None if replace else self._record_index()  # the commit keeps it (mdt/sync.py)
         replaced: dict[str, list[str]] | None = None
         if replace:  # everything goes to new file groups and replaces every current one
             replaced = {}
@@ -191,21 +189,13 @@ class TableWriter:
                 txn.abandon(reports)
                 return WriteResult(None, operation, 0, 0, 0, (), ignored=ignored, tag_seconds=tag_seconds,
                                    unchanged=True)
-            if replace:  # everything is rewritten: the index is rebuilt from the new files
-                index = self._record_index(timeline, props, rows=sum(s["num_writes"] for s in stats))
-            if index is not None:
-                from tablespec.engine.record_index import write_index_delta
-                write_index_delta(self.spark, self.table.location, txn.instant, index.num_buckets, view, stats,
-                                  replaced, full=replace)
-            marks = None if index is None else build_marks(timeline) if replace else delta_marks()
-            if replace:  # hoodie.properties switches to this spec after the commit (layout_switch)
-                marks = {**(marks or {}), REWRITE_MARK: "true"}
+            # replace: hoodie.properties switches to this spec after the commit (layout_switch)
+            marks = {REWRITE_MARK: "true"} if replace else None
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
                                               table_avro_schema(self.spec), marks, replaced=replaced))
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
-                           tuple(s["path"] for s in stats), index.num_buckets if index else None,
-                           ignored, tag_seconds)
+                           tuple(s["path"] for s in stats), ignored, tag_seconds)
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
         spec = self.spec.spec

@@ -39,12 +39,11 @@ DEFAULT_INDEX_TYPE = "SIMPLE"   # Hudi's default index for Spark writers (0.13+)
 RECORD_LEVEL = "RECORD_LEVEL"
 # tablespec.index.type names the table's index as tablespec does; hoodie.index.type the index Hudi
 # writers use. Hudi has no RECORD_LEVEL type (its Spark SQL writers load table properties into their
-# write config and would fail on one), so such a table gets the Hudi index with the same semantics:
-# tablespec's record-level index is global (a key lives in one partition) and Hudi writers do not
-# maintain it, so a Hudi writer that loads the table's properties tags with GLOBAL_SIMPLE and keeps
-# keys unique across partitions too. Tables written before tablespec.index.type have only
-# hoodie.index.type (RECORD_LEVEL there, for a record-level index): table_index_type reads both.
-RECORD_LEVEL_HUDI_INDEX = "GLOBAL_SIMPLE"
+# write config and would fail on one): a RECORD_LEVEL table's index is Hudi's own record index (the
+# metadata table's record_index partition), which Hudi writers use as RECORD_INDEX. Tables written
+# before tablespec.index.type have only hoodie.index.type (RECORD_LEVEL there): table_index_type
+# reads both.
+RECORD_LEVEL_HUDI_INDEX = "RECORD_INDEX"
 
 
 def hudi_index_type(index_type: str) -> str:
@@ -54,10 +53,15 @@ def hudi_index_type(index_type: str) -> str:
 
 def table_index_type(props: Mapping[str, str] | TableConfig) -> str:
     """The table's index as tablespec names it (SIMPLE, BLOOM, BUCKET, RECORD_LEVEL; a table Apache
-    Hudi wrote may name another Hudi type): the one place that reads the index keys."""
+    Hudi wrote may name another Hudi type, or none: RECORD_LEVEL when its metadata table has the
+    record index, else Hudi's default): the one place that reads the index keys."""
     if isinstance(props, TableConfig):
         props = props.to_properties()
-    return (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or DEFAULT_INDEX_TYPE).strip().upper()
+    named = (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or "").strip().upper()
+    if not named:  # Hudi keeps the index in its writers' config: a record index they built says which it was
+        ready = (props.get(keys.METADATA_PARTITIONS.name) or "").split(",")
+        named = RECORD_LEVEL if "record_index" in [p.strip() for p in ready] else DEFAULT_INDEX_TYPE
+    return RECORD_LEVEL if named == RECORD_LEVEL_HUDI_INDEX else named   # Hudi's record index is RECORD_LEVEL
 
 
 def _parse_bool(key: str, raw: str) -> bool:

@@ -140,7 +140,7 @@ WRITE_PARTITION_FIELDS = HudiKey("hoodie.datasource.write.partitionpath.field",
                                   "The writers' partition fields; tablespec records CustomKeyGenerator's typed list "
                                   "(`region:SIMPLE,ts:TIMESTAMP`) here, which Hudi 0.15 does not.", scope="both",
                                   sets=PARTITION_FIELDS.name, spec="spec.partitioning.timestamp.field")
-INDEX_TYPE = HudiKey("hoodie.index.type", "The index Hudi writers tag records with (RECORD_LEVEL tables: GLOBAL_SIMPLE).",
+INDEX_TYPE = HudiKey("hoodie.index.type", "The index Hudi writers tag records with (RECORD_LEVEL tables: RECORD_INDEX).",
                       scope="both", default="SIMPLE", spec="spec.index.type",
                       allowed=("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX", "HBASE",
                                "INMEMORY", "FLINK_STATE"))
@@ -267,9 +267,6 @@ CONFLICT_RESOLUTION_STRATEGY = HudiKey("hoodie.write.lock.conflict.resolution.st
                                         "How concurrent commits are checked for conflicts.", scope="writer")
 COMBINE_BEFORE_INSERT = HudiKey("hoodie.combine.before.insert", "Records of one key combined before an insert.",
                                  scope="writer", default="false", allowed=_BOOL)
-UPDATE_PARTITION_PATH = HudiKey("hoodie.simple.index.update.partition.path",
-                                 "A global index moves a key whose partition value changed.", scope="writer",
-                                 allowed=_BOOL)
 PAYLOAD_CLASS = HudiKey("hoodie.datasource.write.payload.class", "How an incoming record merges with the stored one.",
                          scope="writer")
 PAYLOAD_ORDERING_FIELD = HudiKey("hoodie.payload.ordering.field", "The field the payload orders records by.",
@@ -321,11 +318,8 @@ TABLESPEC_INDEX_TYPE = _own("tablespec.index.type", "The index as tablespec name
                             allowed=("SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"), spec="spec.index.type")
 PARTITION_BUCKETS = _own("tablespec.bucket.partition.buckets", "Per-partition bucket counts (JSON rules).",
                          spec="spec.index.partitionBuckets")
-RECORD_LEVEL_BUCKETS = _own("tablespec.record.level.num.buckets", "The record-level index's bucket count.",
+RECORD_LEVEL_BUCKETS = _own("tablespec.record.level.num.buckets", "The file-group count of the table's record index.",
                             minimum=1, spec="spec.index.recordLevel.numBuckets")
-RECORD_LEVEL_MAX_FILES = _own("tablespec.record.level.max.files.per.bucket",
-                              "Index files per bucket before they are merged.", minimum=1,
-                              spec="spec.index.recordLevel.maxFilesPerBucket")
 CLUSTERING_STRATEGY = _own("tablespec.clustering.strategy", "The layout clustering writes.",
                            spec="spec.clustering.strategy")
 CLUSTERING_MAX_SMALL_FILES = _own("tablespec.clustering.max.small.files", "Small files that make clustering due.",

@@ -6,8 +6,8 @@ on the timeline as a transaction in Hudi's own Avro formats:
 
     R.rollback.requested   HoodieRollbackPlan: the instant and the files to delete
     R.rollback.inflight    (empty)
-    ... delete the data files, the markers, the instant's record-index files (record_index.py),
-        the instant's timeline files, its heartbeat ...
+    ... delete the data files, the markers, the instant's timeline files, its heartbeat ...
+        (its metadata-table deltacommit is rolled back too: mdt/sync.py)
     R.rollback             HoodieRollbackMetadata: what was deleted
 
 Every step after the plan is idempotent and the plan names its target, so a crash anywhere is
@@ -38,7 +38,6 @@ from tablespec.hudi.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK,
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.record_index import delete_instant_files
 from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
@@ -162,7 +161,6 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
                              f"{len(failed)} file(s): {'; '.join(failed[:5])}. It stays pending and is retried "
                              f"by the next recovery")
     storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
-    delete_instant_files(storage, base, target.timestamp)  # the record-level index rolls back with the data
     if target.action == REPLACE_COMMIT and timeline.layout == 2:   # a bucket rescale's hashing config too
         partition_buckets.discard(storage, base, target.timestamp)
     if keep_plan:

@@ -21,9 +21,8 @@ PLAN_FORMAT_VERSION = 1
 
 ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
-    "schema_evolution", "replace_table", "rollback", "clean", "record_index_compaction", "clustering",
-    "record_index_catch_up", "archive", "build_metadata_table", "drop_metadata_partitions", "catalog_sync",
-    "upgrade_table",
+    "schema_evolution", "replace_table", "rollback", "clean", "record_index_build", "clustering",
+    "archive", "build_metadata_table", "drop_metadata_partitions", "catalog_sync", "upgrade_table",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -213,18 +212,6 @@ class MetadataBuildEstimate(Measured):
     bytes: Bytes
 
 
-class IndexCompactionEstimate(Measured):
-    buckets: Count
-    index_files: Count
-    bytes_to_read: Bytes
-
-
-class CatchUpEstimate(Measured):
-    commits: Count
-    file_groups: Count
-    rows: Count
-
-
 class ClusteringEstimate(Measured):
     strategy: str
     groups: Count
@@ -351,17 +338,13 @@ class DropMetadataPartitions(BaseAction):
     housekeeping: ClassVar[bool] = True
 
 
-class RecordIndexCompaction(BaseAction):
-    kind: Literal["record_index_compaction"] = "record_index_compaction"
+class RecordIndexBuild(BaseAction):
+    """Building Hudi's record index (the metadata table's `record_index` partition) of a RECORD_LEVEL
+    table that lacks it (Hudi wrote without it), and removing tablespec's earlier private index
+    folder (a migration)."""
+    kind: Literal["record_index_build"] = "record_index_build"
     params: NoParams = NoParams()
-    estimate: IndexCompactionEstimate
-    needs_spark: ClassVar[bool] = True
-
-
-class RecordIndexCatchUp(BaseAction):
-    kind: Literal["record_index_catch_up"] = "record_index_catch_up"
-    params: Instants
-    estimate: CatchUpEstimate
+    estimate: IndexBuildEstimate | NoEstimate = NoEstimate()   # NoEstimate: only the private folder goes
     needs_spark: ClassVar[bool] = True
 
 
@@ -394,7 +377,7 @@ class UpgradeTable(BaseAction):
 
 
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
-                   | ReplaceTable | Rollback | Clean | Archive | RecordIndexCompaction | RecordIndexCatchUp
+                   | ReplaceTable | Rollback | Clean | Archive | RecordIndexBuild
                    | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync | UpgradeTable,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {

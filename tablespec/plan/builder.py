@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 
 from tablespec.errors import SpecError, UnsupportedTableError
 from tablespec.hudi.config import table_index_type, unmanaged_layout
-from tablespec.hudi.index_coverage import describe
-from tablespec.hudi.keys import TABLE_VERSION
-from tablespec.hudi.record_index import NUM_BUCKETS_PROPERTY
+from tablespec.hudi.keys import METADATA_RECORD_INDEX_ENABLE, TABLE_VERSION
+from tablespec.hudi.mdt.record_index import RECORD_INDEX
+from tablespec.hudi.private_index import FOLDER as PRIVATE_INDEX
 from tablespec.hudi.table import Location
 from tablespec.hudi.upgrade import CREATED
 from tablespec.hudi.upgrade import refusal as version_refusal
@@ -21,20 +21,20 @@ from tablespec.plan.actions import (
     BucketSwitch,
     CatalogName,
     CatalogSync,
-    CatchUpEstimate,
     Change,
     Clean,
     CleanEstimate,
     CreateTable,
+    DropMetadataPartitions,
     IndexBuildEstimate,
-    IndexCompactionEstimate,
     IndexMigration,
     IndexSwitch,
     Instants,
+    MetadataPartitions,
     NewTable,
+    NoEstimate,
     Plan,
-    RecordIndexCatchUp,
-    RecordIndexCompaction,
+    RecordIndexBuild,
     ReplaceTable,
     RewriteEstimate,
     Rollback,
@@ -54,6 +54,7 @@ from tablespec.plan.metadata_table import metadata_table_actions
 from tablespec.plan.settings import (
     HASH_FIELDS,
     LABEL_PREFIX,
+    RECORD_LEVEL_BUCKETS,
     REGISTRY,
     SettingChange,
     desired_properties,
@@ -63,7 +64,6 @@ from tablespec.plan.settings import (
 )
 from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
-from tablespec.spec.model import RecordLevelSettings
 from tablespec.state import TableState
 from tablespec.version import __version__
 
@@ -213,9 +213,8 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     at = 1 if state.expired else 0   # after the rollback of dead writes (a build needs no pending instant)
     if upgrade is not None:   # housekeeping waits for the table at its new version (the next plan)
         return _table_plan(loaded, state, actions, [])
-    actions[at:at] = metadata_table_actions(state)
-    if state.exists and not any(a.kind in ("index_migration", "replace_table") for a in actions):
-        actions += _index_catch_up(spec, state) + _index_compaction(spec, state)
+    switching = any(a.kind in ("index_migration", "replace_table", "bucket_bootstrap") for a in actions)
+    actions[at:at] = _merged_drops(metadata_table_actions(state) + ([] if switching else _record_index_dropped(spec, state)))
     cleanable = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
     if cleanable and not any(a.destructive for a in actions):
         clean = CleanEstimate.model_validate(cleanable)
@@ -315,10 +314,12 @@ def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
     renames = [s for s in settings if s.path == "metadata.name"]
     if destructive:
         return [_replace(destructive, columns, settings, renames, state)]
-    actions = []
+    actions: list[Action] = []
     index = [s for s in settings if s.category == "index"]
     if index:
         actions.append(_index_action(index, state, spec))
+    else:
+        actions += _record_index_build(spec, state)
     evolutions = [c for c in columns if not c.destructive]
     if evolutions:
         actions.append(SchemaEvolution(reasons=[c.describe() for c in evolutions],
@@ -368,45 +369,76 @@ def _index_action(index: list[SettingChange], state: TableState, spec) -> Action
     params = IndexSwitch(from_=old_type, to=new_type)
     if new_type == "BUCKET":
         return _bucket_action(old_type, by_prop, state, spec, changes, params)
-    if new_type == "RECORD_LEVEL" and (old_type != "RECORD_LEVEL" or NUM_BUCKETS_PROPERTY in by_prop):
-        why = (f"index {old_type} -> RECORD_LEVEL builds the record-level index" if old_type != "RECORD_LEVEL" else
-               "the record-level index's bucket count changes: the index is rebuilt")
-        read = _rewrite_estimate(state)  # an index build reads what a rewrite would and writes only the index
-        estimate = IndexBuildEstimate(rows="unknown" if state.rows is None else state.rows, partitions=read.partitions,
-                                      file_groups=read.file_groups, bytes_to_read=read.bytes_to_read)
-        return IndexMigration(reasons=[why], changes=changes, params=params, estimate=estimate)
+    built = RECORD_INDEX in state.metadata_table.partitions
+    if new_type == "RECORD_LEVEL" and old_type != "RECORD_LEVEL" and built and RECORD_LEVEL_BUCKETS not in by_prop:
+        return IndexMigration(reasons=[f"index {old_type} -> RECORD_LEVEL: the metadata table has Hudi's record index "
+                                       "already (Hudi's writers built it); hoodie.properties records it, no build"]
+                              + _private_index_reason(state), changes=changes, params=params)
+    if new_type == "RECORD_LEVEL" and (old_type != "RECORD_LEVEL" or RECORD_LEVEL_BUCKETS in by_prop):
+        why = (f"index {old_type} -> RECORD_LEVEL builds Apache Hudi's record index (the metadata table's "
+               "record_index partition) from the table's keys" if old_type != "RECORD_LEVEL" else
+               "the record index's file-group count (numBuckets) changes: Hudi's record index is rebuilt")
+        return IndexMigration(reasons=[why] + _private_index_reason(state), changes=changes, params=params,
+                              estimate=_index_build_estimate(state))
     if old_type == "RECORD_LEVEL":
-        return IndexMigration(reasons=[f"index RECORD_LEVEL -> {new_type}: configuration only; "
-                                       "the record-level index files are dropped"],
+        return IndexMigration(reasons=[f"index RECORD_LEVEL -> {new_type}: configuration only; the metadata "
+                                       "table's record_index partition is dropped, as Apache Hudi 0.15's writers "
+                                       "drop it when the record index is off"],
                               changes=changes, params=params)
     return IndexMigration(reasons=[f"index {old_type} -> {new_type}: configuration only, no data rewrite"],
                           changes=changes, params=params)
 
 
-def _index_catch_up(spec, state: TableState) -> list[Action]:
-    """RECORD_LEVEL: index the data commits the index has not seen (e.g. written by Apache Hudi),
-    before anything relies on it; a rebuild or a move away from RECORD_LEVEL makes it moot."""
-    todo = state.index_catch_up
-    if spec.spec.index.type != "RECORD_LEVEL" or todo is None:
-        return []
-    return [RecordIndexCatchUp(estimate=CatchUpEstimate.model_validate(todo.estimate()),
-                               params=Instants(instants=[i.timestamp for i in todo.instants]),
-                               reasons=[f"the record-level index has not seen {len(todo.instants)} data commit(s): "
-                            f"{describe(todo.instants)}; the file groups they wrote or replaced are indexed (no rebuild)"])]
+def _index_build_estimate(state: TableState) -> IndexBuildEstimate:
+    """A record index build reads every key (the key column of every latest base file)."""
+    read = _rewrite_estimate(state)
+    return IndexBuildEstimate(rows="unknown" if state.rows is None else state.rows, partitions=read.partitions,
+                              file_groups=read.file_groups, bytes_to_read=read.bytes_to_read)
 
 
-def _index_compaction(spec, state: TableState) -> list[Action]:
-    """RECORD_LEVEL: merge index buckets that have more live files than the spec allows."""
-    if spec.spec.index.type != "RECORD_LEVEL" or not state.index_buckets or state.pending_clustering:
-        return []  # a pending clustering runs first: a base written before it would hide its index delta
-    limit = (spec.spec.index.record_level or RecordLevelSettings()).max_files_per_bucket
-    over = {b: v for b, v in state.index_buckets.items() if v[0] > limit}
-    if not over:
+def _private_index_reason(state: TableState) -> list[str]:
+    return [f"tablespec's private index ({PRIVATE_INDEX}), which no Hudi reader or writer uses, is removed once "
+            "Hudi's record index serves"] if state.private_index else []
+
+
+def _record_index_build(spec, state: TableState) -> list[Action]:
+    """RECORD_LEVEL: build Hudi's record index where the metadata table lacks it (Hudi wrote with
+    it off, a table whose metadata table was just built), migrate a table with tablespec's
+    private index. Version 8/9 tables keep what their Hudi writers keep."""
+    if spec.spec.index.type != "RECORD_LEVEL" or state.table_config.version >= 8:
         return []
-    estimate = IndexCompactionEstimate(buckets=len(over), index_files=sum(n for n, _ in over.values()),
-                                       bytes_to_read=sum(size for _, size in over.values()))
-    return [RecordIndexCompaction(estimate=estimate, reasons=[
-        f"{len(over)} record-index bucket(s) have more than {limit} files (maxFilesPerBucket)"])]
+    built = RECORD_INDEX in state.metadata_table.partitions
+    if built and not state.private_index:
+        return []
+    reasons = [] if built else [
+        "migrates tablespec's private record-level index to Apache Hudi's record index (the metadata table's "
+        "record_index partition), built from the table's keys" if state.private_index else
+        "the metadata table has no record_index partition (Hudi wrote the table without "
+        f"{METADATA_RECORD_INDEX_ENABLE.name}): Hudi's record index is built from the table's keys"]
+    return [RecordIndexBuild(reasons=reasons + _private_index_reason(state),
+                             estimate=NoEstimate() if built else _index_build_estimate(state))]
+
+
+def _merged_drops(actions: list) -> list:
+    """One drop_metadata_partitions action for all the partitions dropped, first."""
+    drops = [a for a in actions if isinstance(a, DropMetadataPartitions)]
+    if len(drops) < 2:
+        return actions
+    merged = DropMetadataPartitions(params=MetadataPartitions(partitions=[p for d in drops for p in d.params.partitions]),
+                                    reasons=[r for d in drops for r in d.reasons])
+    return [merged] + [a for a in actions if not isinstance(a, DropMetadataPartitions)]
+
+
+def _record_index_dropped(spec, state: TableState) -> list[Action]:
+    """Not RECORD_LEVEL, but the metadata table has a record index (Hudi wrote it, or an apply
+    stopped after switching away): dropped, as Hudi 0.15's writers with the record index off do."""
+    if (not state.exists or spec.spec.index.type == "RECORD_LEVEL" or state.table_config.version >= 8
+            or RECORD_INDEX not in state.metadata_table.partitions):
+        return []
+    return [DropMetadataPartitions(params=MetadataPartitions(partitions=[RECORD_INDEX]), reasons=[
+        f"the table's index is {spec.spec.index.type}, and its metadata table has a record index: Apache Hudi "
+        f"0.15's writers with {METADATA_RECORD_INDEX_ENABLE.name}=false drop it too; a switch to RECORD_LEVEL "
+        "builds it again"])]
 
 
 def rebucket_partitions(spec, state: TableState) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type, table_index_type
-from tablespec.spec.model import Clustering, Protection, RecordLevelSettings, Retention, TableSpec
+from tablespec.spec.model import Clustering, Protection, Retention, TableSpec
 from tablespec.spec.sizes import size_text
 
 Category = Literal["settings", "key", "index"]
@@ -95,11 +95,6 @@ def _record_level_buckets(spec: TableSpec) -> str | None:
     return _num(rl.num_buckets) if spec.spec.index.type == "RECORD_LEVEL" and rl is not None else None
 
 
-def _max_files_per_bucket(spec: TableSpec) -> str | None:
-    rl = getattr(spec.spec.index, "record_level", None)
-    return _num(rl.max_files_per_bucket) if spec.spec.index.type == "RECORD_LEVEL" and rl is not None else None
-
-
 def _archive(spec: TableSpec, name: str) -> str | None:
     """A declared archiving limit; None when the spec leaves archiving at Hudi's defaults."""
     archive = spec.spec.retention.archive
@@ -116,7 +111,6 @@ PARTITION_BUCKETS = keys.PARTITION_BUCKETS.name
 RECORD_LEVEL_BUCKETS = keys.RECORD_LEVEL_BUCKETS.name
 HIVE_STYLE = keys.HIVE_STYLE_PARTITIONING.name
 URL_ENCODE = keys.URL_ENCODE_PARTITIONING.name
-RECORD_LEVEL_MAX_FILES = keys.RECORD_LEVEL_MAX_FILES.name
 KEEP_COMMITS = keys.KEEP_COMMITS.name
 PREVENT_DESTROY = keys.PREVENT_DESTROY.name
 _TS = "spec.partitioning.timestamp."
@@ -159,8 +153,6 @@ REGISTRY: tuple[Setting, ...] = (
     Setting(PARTITION_BUCKETS, "spec.index.partitionBuckets", "index", _partition_buckets, kind="json"),
     Setting(RECORD_LEVEL_BUCKETS, "spec.index.recordLevel.numBuckets", "index", _record_level_buckets,
             kind="int", sized_by_table=True),
-    Setting(RECORD_LEVEL_MAX_FILES, "spec.index.recordLevel.maxFilesPerBucket", "settings", _max_files_per_bucket,
-            _num(RecordLevelSettings().max_files_per_bucket), kind="int"),
     Setting(keys.CLUSTERING_STRATEGY.name, "spec.clustering.strategy", "settings",
             lambda s: s.spec.clustering.strategy, _C.strategy),
     Setting(keys.SORT_COLUMNS.name, "spec.clustering.sortColumns", "settings",

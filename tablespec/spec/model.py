@@ -213,18 +213,19 @@ class BucketIndex(_IndexModel):
 
 
 class RecordLevelSettings(SpecModel):
-    """Tuning of the record-level index (tablespec's index files under .hoodie/.tablespec/record_index)."""
+    """Tuning of the record-level index (Apache Hudi's record index: the metadata table's record_index partition)."""
 
     num_buckets: Annotated[int, Field(ge=1)] | None = None
-    """Index buckets, fixed for the table's life (changing it rebuilds the index); default: sized from the
-    table when the index is built (~1M keys per bucket with 30% headroom), kept in hoodie.properties."""
-    max_files_per_bucket: Annotated[int, Field(ge=1)] = 8
-    """A bucket with more index files than this is compacted (`plan` proposes record_index_compaction)."""
+    """File groups of Hudi's record index, fixed when it is built (Hudi's
+    hoodie.metadata.record.index.min/max.filegroup.count); changing it rebuilds the index. Default: sized from
+    the table's keys as Hudi sizes it (at least 10), kept in hoodie.properties."""
+    max_files_per_bucket: Annotated[int, Field(ge=1)] | None = None
+    """Deprecated, no effect: the record index's log files are compacted by the metadata table's own compaction."""
 
 
 class RecordLevelIndex(_IndexModel):
-    """A global record-level index: key -> (partition, file group), keys unique across partitions. Hudi does not
-    know it: hoodie.index.type holds GLOBAL_SIMPLE, the index Apache Hudi writers use on such a table."""
+    """A global record-level index: key -> (partition, file group), keys unique across partitions. It is Apache
+    Hudi's record index (hoodie.index.type RECORD_INDEX), which Hudi writers use and keep too."""
 
     type: Literal["RECORD_LEVEL"] = "RECORD_LEVEL"
     """Index type."""

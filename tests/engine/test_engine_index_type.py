@@ -1,5 +1,5 @@
 """The table's index type in hoodie.properties: tablespec's under tablespec.index.type, Hudi's under
-hoodie.index.type (GLOBAL_SIMPLE for RECORD_LEVEL); tables written with RECORD_LEVEL under
+hoodie.index.type (RECORD_INDEX for RECORD_LEVEL: Hudi's record index); tables written with RECORD_LEVEL under
 hoodie.index.type (before tablespec.index.type) keep working and move to the new keys."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_new_tables_name_their_index_under_both_keys(index):
     spec = load_spec_text(ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", block), "t.yaml").specs[0].spec
     props = creation_properties(spec)
     assert props["tablespec.index.type"] == index == table_index_type(props)
-    assert props["hoodie.index.type"] == ("GLOBAL_SIMPLE" if index == "RECORD_LEVEL" else index)
+    assert props["hoodie.index.type"] == ("RECORD_INDEX" if index == "RECORD_LEVEL" else index)
     assert not [k for k, v in props.items() if k.startswith("hoodie.") and "RECORD_LEVEL" in v]
 
 
@@ -52,7 +52,7 @@ def test_a_record_level_table_in_the_old_layout_plans_clean_writes_and_moves_to_
     assert table_index_type(_props(table.location)) == "RECORD_LEVEL"
 
     state = observe(HudiTable.open(table.location))
-    assert state.index_buckets and table_actions(table.spec, state) == []
+    assert "record_index" in state.metadata_table.partitions and table_actions(table.spec, state) == []
     table.write(_orders(spark, [("o1", 1, 3), ("o3", 0, 1)]), "upsert")  # o1 moves: the index is in use
     assert {r["key"]: r["partition_path"] for r in table.lookup(["o1", "o2", "o3"]).to_pylist()} == {
         "o1": "order_date=2026-11-03", "o2": "order_date=2026-11-02", "o3": "order_date=2026-11-01"}
@@ -63,7 +63,7 @@ def test_a_record_level_table_in_the_old_layout_plans_clean_writes_and_moves_to_
     assert [a.kind for a in table_actions(longer, observe(HudiTable.open(table.location)))] == ["update_settings"]
     update_settings(table.table, longer)
     props = _props(table.location)
-    assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "GLOBAL_SIMPLE")
+    assert (props["tablespec.index.type"], props["hoodie.index.type"]) == ("RECORD_LEVEL", "RECORD_INDEX")
     assert table_actions(longer, observe(HudiTable.open(table.location))) == []
     assert verify(HudiTable.open(table.location)).ok
     assert_hudi_rs_agrees(table)

@@ -22,7 +22,7 @@ def jobs(spark) -> dict[int, str | None]:
 
 
 @pytest.mark.parametrize("index, labels", [("{type: SIMPLE}", {"tablespec: write"}),
-                                           ("{type: RECORD_LEVEL}", {"tablespec: write", "tablespec: index"})])
+                                           ("{type: RECORD_LEVEL}", {"tablespec: write"})])
 def test_an_upsert_labels_its_jobs_reports_its_tagging_time_and_restores_the_callers_description(spark, tmp_path,
                                                                                                 index, labels):
     """Tagging runs inside the write job (no pass of its own); its task seconds come back in the result."""

@@ -11,15 +11,17 @@ from helpers import make_table
 from test_engine_rebucket import load_orders, plan_for
 from test_engine_record_index import DDL as PEOPLE_DDL
 from test_engine_record_index import SPEC as PEOPLE_SPEC
+from test_engine_record_index import _rebuild_index
 
 from tablespec.actions.metadata import update_settings
 from tablespec.apply import Applier
 from tablespec.cli import main
-from tablespec.hudi import record_index as ri
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.naming import BaseFileName, new_file_id
+from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 
 pytestmark = pytest.mark.spark
@@ -134,14 +136,10 @@ def test_a_record_index_mismatch_is_a_finding(spark, tmp_path, capsys):
     table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(10)], PEOPLE_DDL), "insert")
     code, out, _ = verify(capsys, table.location)
     assert code == 0 and "record-level index: 10 live keys, 10 entries, matches the data" in out
-    folder = ri.index_folder(table.location)
-    for f in ri.list_files(LocalStorage(), table.location):  # drop k2 from the index
-        t = ri.read_file(os.path.join(folder, f.name)).to_pydict()
-        keep = [i for i, k in enumerate(t["key"]) if k != "k2"]
-        ri.write_file(folder, f, ri.entries([t["key"][i] for i in keep], [t["partition"][i] for i in keep],
-                                            [t["file_id"][i] for i in keep]))
+    index = rli_reader.scan(HudiTable.open(table.location))  # Hudi's record index without k2
+    _rebuild_index(table.location, [(k, v.partition, v.file_id, v.instant) for k, v in index.items() if k != "k2"])
     code, out, _ = verify(capsys, table.location)
-    assert code == 1 and findings(out, table.location) == [("index", ".hoodie/.tablespec/record_index")]
+    assert code == 1 and findings(out, table.location) == [("index", ".hoodie/metadata/record_index")]
     assert "record-level index: missing: 1 key(s) (e.g. k2 in" in out
 
 

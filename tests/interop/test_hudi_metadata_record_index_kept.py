@@ -1,5 +1,5 @@
 """Hudi's record index kept by every tablespec write (issue 23), judged by Apache Hudi 0.15: on a
-RECORD_LEVEL table whose record index tablespec built (record_index_writer.initialize), tablespec
+RECORD_LEVEL table (created with its record index, record_index_writer.initialize), tablespec
 inserts, updates, deletes, moves a key to another partition, clusters and cleans; after each, the
 index tablespec scans and looks up is the table's keys -> file groups, Hudi's own lookup agrees
 key by key, Hudi's `validate_metadata_table_files` passes; then Apache Hudi upserts with
@@ -11,11 +11,11 @@ import json
 from _support import ORDERS_SPEC
 from helpers import make_table
 from interop_support import apply_until_done, hudi_write, save_spec
-from test_hudi_metadata_record_index import RECORD_INDEX_ON, assert_index_is_the_table, table_entries
+from test_hudi_metadata_record_index import RECORD_INDEX_ON, assert_index_is_the_table
 from test_hudi_metadata_table_kept import _spec_doc, assert_metadata_table_true
 from test_hudi_reads import batch
 
-from tablespec.hudi.config import read_table_config, write_table_config
+from tablespec.hudi.config import read_table_config
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt import record_index_writer as rli_writer
@@ -44,8 +44,8 @@ def _head(base: str) -> str:
 def test_every_tablespec_write_keeps_hudis_record_index(hudi, tmp_path, capsys):
     table = make_table(hudi, tmp_path, SPEC)
     base = table.location
+    assert rli_writer.is_enabled(HudiTable.open(base))  # created with the table
     table.write(batch(hudi, range(0, 12)), "insert")
-    rli_writer.initialize(HudiTable.open(base), table_entries(base))
     start = assert_index_kept(hudi, table)
     assert len(start) == 12
 
@@ -86,10 +86,9 @@ def test_every_tablespec_write_keeps_hudis_record_index(hudi, tmp_path, capsys):
     recorded = {i.timestamp for i in layout.timeline(LOCAL, base) if i.completed}
     assert {i.timestamp for i in Timeline.load(LOCAL, base).completed() if i.timestamp >= upsert} <= recorded
 
-    # Apache Hudi upserts with RECORD_INDEX through the index tablespec kept; hoodie.properties names
-    # RECORD_INDEX first, as the RECORD_LEVEL migration is to (Hudi refuses a job whose index is not
-    # the table's GLOBAL_SIMPLE)
-    write_table_config(LOCAL, base, read_table_config(LOCAL, base).with_updates(index_type="RECORD_INDEX"))
+    # Apache Hudi upserts with RECORD_INDEX (hoodie.properties and hudi-options name it) through the index
+    # tablespec kept
+    assert read_table_config(LOCAL, base).to_properties()["hoodie.index.type"] == "RECORD_INDEX"
     spec = load_spec_text(json.dumps(doc), "orders.yaml").specs[0].spec
     options = {**hudi_write_options(spec, HudiTable.open(base)), **RECORD_INDEX_ON,
                "hoodie.datasource.write.operation": "upsert"}

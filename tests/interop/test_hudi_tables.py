@@ -138,6 +138,8 @@ def test_indexed_table_import_and_upsert(hudi, tmp_path, capsys, case, options):
     if case == "record_index":
         assert "record_index" in observe(HudiTable.open(str(location))).metadata_table.partitions
     doc, _ = _import(tmp_path, location, capsys)       # the record index is a partition tablespec maintains
+    if case == "record_index":  # Hudi's writers used its record index: the table is RECORD_LEVEL, and tags with it
+        assert doc["spec"]["index"] == {"type": "RECORD_LEVEL"}
     table = _table(hudi, doc, location)
     table.write(_df(hudi, [("b", 20, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
     _kept(location, ("files", "record_index") if case == "record_index" else ("files",))

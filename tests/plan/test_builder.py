@@ -109,22 +109,49 @@ def test_plan_migration_to_record_level_builds_with_an_estimate():
     assert {"rows", "file_groups", "bytes_to_read"} <= set(acts[0].estimate.model_dump())
 
 
+RLI = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
+WITH_RECORD_INDEX = {metadata_table.PARTITIONS_KEY: "files,record_index"}
+
+
 def test_plan_record_level_bucket_count_chosen_by_tablespec_is_no_change():
-    rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
-    state = state_for(rli, **{"tablespec.record.level.num.buckets": "12"})
-    assert actions(rli, state) == []
-    explicit = rli.replace("{type: RECORD_LEVEL}", "{type: RECORD_LEVEL, recordLevel: {numBuckets: 20}}")
-    assert [(a.kind, a.reasons[0][:40]) for a in actions(explicit, state)] == [
-        ("index_migration", "the record-level index's bucket count ch")]
+    state = state_for(RLI, **{"tablespec.record.level.num.buckets": "12", **WITH_RECORD_INDEX})
+    assert actions(RLI, state) == []
+    explicit = RLI.replace("{type: RECORD_LEVEL}", "{type: RECORD_LEVEL, recordLevel: {numBuckets: 20}}")
+    assert [(a.kind, a.reasons[0][:55]) for a in actions(explicit, state)] == [
+        ("index_migration", "the record index's file-group count (numBuckets) change")]
 
 
-def test_plan_proposes_index_compaction_over_max_files_per_bucket():
-    rli = BASE.replace("index: {type: BUCKET, numBuckets: 16}",
-                       "index: {type: RECORD_LEVEL, recordLevel: {numBuckets: 4, maxFilesPerBucket: 2}}")
-    state = dataclasses.replace(state_for(rli), index_buckets={0: (3, 300), 1: (2, 50), 2: (5, 700)})
-    acts = actions(rli, state)
-    assert [a.kind for a in acts] == ["record_index_compaction"]
-    assert acts[0].estimate.model_dump() == {"buckets": 2, "index_files": 8, "bytes_to_read": 1000}
+def test_plan_builds_hudis_record_index_where_a_record_level_table_lacks_it():
+    [build] = actions(RLI, state_for(RLI))
+    assert build.kind == "record_index_build" and "no record_index partition" in build.reasons[0]
+    assert {"rows", "file_groups", "bytes_to_read"} <= set(build.estimate.model_dump())
+
+
+def test_plan_migrates_a_private_index_visibly():
+    [build] = actions(RLI, dataclasses.replace(state_for(RLI), private_index=True))
+    assert build.kind == "record_index_build" and "migrates tablespec's private" in build.reasons[0]
+    assert ".hoodie/.tablespec/record_index" in build.reasons[1] and build.estimate.model_dump() != {}
+    # Hudi's record index built already (an apply that stopped before removing the folder): the folder only
+    [rest] = actions(RLI, dataclasses.replace(state_for(RLI, **WITH_RECORD_INDEX), private_index=True))
+    assert rest.kind == "record_index_build" and rest.estimate.model_dump() == {}
+    assert [r[:35] for r in rest.reasons] == ["tablespec's private index (.hoodie/"]
+
+
+def test_plan_records_record_level_on_a_table_whose_record_index_hudi_built():
+    """An imported Hudi table (no index recorded) with a record_index partition: configuration only."""
+    hudi_built = state_for(BASE, **{"tablespec.index.type": "SIMPLE", **WITH_RECORD_INDEX})
+    [switch] = actions(RLI, hudi_built)
+    assert (switch.kind, switch.params.to) == ("index_migration", "RECORD_LEVEL")
+    assert "no build" in switch.reasons[0] and switch.estimate.model_dump() == {}
+
+
+def test_plan_drops_the_record_index_of_a_table_that_is_not_record_level():
+    """As Apache Hudi 0.15's writers with the record index off do (HoodieTable.deleteMetadataIndexIfNecessary)."""
+    simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
+    [drop] = actions(simple, state_for(simple, **WITH_RECORD_INDEX))
+    assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == ["record_index"]
+    # switching away from RECORD_LEVEL: the index migration drops it, nothing else
+    assert [a.kind for a in actions(simple, state_for(RLI, **WITH_RECORD_INDEX))] == ["index_migration"]
 
 
 @pytest.mark.parametrize("edit, reason", [
@@ -221,5 +248,6 @@ def test_plan_builds_a_missing_metadata_table_and_drops_partitions_it_does_not_m
                                metadata_table.INFLIGHT_KEY: "bloom_filters"})
     acts = actions(BASE, stale)
     assert [a.kind for a in acts] == ["drop_metadata_partitions"]
-    assert acts[0].params.partitions == ["column_stats", "bloom_filters"]     # record_index is maintained
-    assert "column_stats, bloom_filters" in acts[0].reasons[0]
+    # record_index: maintained on RECORD_LEVEL tables; on this BUCKET table dropped, as Hudi's writers drop it
+    assert acts[0].params.partitions == ["column_stats", "bloom_filters", "record_index"]
+    assert "column_stats, bloom_filters" in acts[0].reasons[0] and "Apache Hudi 0.15's writers" in acts[0].reasons[1]

@@ -71,7 +71,7 @@ LAYOUTS = {
     "record-level": """  recordKey: {fields: [id]}
   index:
     type: RECORD_LEVEL
-    recordLevel: {numBuckets: 3, maxFilesPerBucket: 5}
+    recordLevel: {numBuckets: 3}
 """,
     "url-encoded": """  recordKey: {fields: [id]}
   partitioning: {fields: [region, ts], hiveStyle: false, urlEncode: true}
@@ -122,7 +122,8 @@ def _leaves(model: type[BaseModel], prefix: str) -> set[str]:
 NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom", "spec.location", "spec.columns",
                 "spec.recordKey.autoGenerate",
                 "spec.catalog.database", "spec.catalog.table",   # kept by the catalog, not in hoodie.properties
-                "spec.tableVersion"}   # hoodie.table.version: changed by upgrade_table, never by update_settings
+                "spec.tableVersion",   # hoodie.table.version: changed by upgrade_table, never by update_settings
+                "spec.index.recordLevel.maxFilesPerBucket"}      # deprecated: the metadata table compacts itself
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
                      "spec.partitioning.timestamp.timeZone"}

@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.base_keys import base_file_keys
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
-from tablespec.hudi.record_index import base_file_keys
 
 if TYPE_CHECKING:
     from tablespec.hudi.commit import CommitMetadata
