@@ -52,9 +52,13 @@ def _hudi_checks(location, name: str) -> list[dict]:
             read_step(location, **METADATA_ON)]
 
 
-def _assert_validated(location, every: list[dict], differences: list[dict]) -> None:
-    """Hudi's validation listed every data file on the storage, each in the metadata table at its size."""
-    on_storage = {(p, f) for p, fs in list_data_files(LocalStorage(), str(location)).items() for f in fs}
+def _on_storage(location) -> set[tuple[str, str]]:
+    return {(p, f) for p, fs in list_data_files(LocalStorage(), str(location)).items() for f in fs}
+
+
+def _assert_validated(on_storage: set[tuple[str, str]], every: list[dict], differences: list[dict]) -> None:
+    """Hudi 1.2's validation listed every data file `on_storage` (as it was when Hudi ran), each in the
+    metadata table at its size on the storage, and found no difference."""
     assert {(r["partition"], r["file_name"]) for r in every} == on_storage
     assert all(r["is_present_in_fs"] and r["is_present_in_metadata"] and r["fs_size"] == r["metadata_size"]
                for r in every)
@@ -113,10 +117,11 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
 
     ours = tablespec_rows(table)
     assert _by_id(ours) == {"a": 11, "b": 2, "d": 4, "e": 5} and hudi_rs_rows(str(location)) == ours
+    stored = _on_storage(location)
     _, every, differences, theirs, _, after = hudi1.process.run([
         *_hudi_checks(location, "m9"), write_step(location, HUDI_WRITER, SCHEMA, [("b", 20, "2024-01-01", 9)]),
         read_step(location, **METADATA_ON)])
-    _assert_validated(location, every, differences)
+    _assert_validated(stored, every, differences)
     assert rows(pa.Table.from_pylist(theirs)) == ours
     assert _by_id(after) == {"a": 11, "b": 20, "d": 4, "e": 5} == _by_id(tablespec_rows(table))
 
@@ -125,7 +130,7 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
     table.write(hudi.createDataFrame([("f", 6, "2024-01-03", 10)], SCHEMA))
     assert_listing_is_storage(str(location))
     _, every, differences, theirs = hudi1.process.run(_hudi_checks(location, "m9_again"))
-    _assert_validated(location, every, differences)
+    _assert_validated(_on_storage(location), every, differences)
     assert rows(pa.Table.from_pylist(theirs)) == tablespec_rows(table)
 
 
@@ -163,5 +168,5 @@ def test_a_write_killed_after_its_metadata_deltacommit_is_rolled_back(hudi, hudi
     ours = tablespec_rows(table)
     assert _by_id(ours) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}
     _, every, differences, theirs = hudi1.process.run(_hudi_checks(location, "m9_killed"))
-    _assert_validated(location, every, differences)
+    _assert_validated(_on_storage(location), every, differences)
     assert rows(pa.Table.from_pylist(theirs)) == ours
