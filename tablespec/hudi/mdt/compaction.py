@@ -86,8 +86,9 @@ def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commit
     latest = due_by_metadata(metadata, max_delta_commits)
     if latest is None or any(p.timestamp <= latest for p in data.pending()):
         return None
-    if fmt.is_1x:
-        return new_instant_time(after=max(t for i in metadata for t in (i.timestamp, i.completion) if t))
+    if fmt.is_1x:   # after every time on both timelines (times come from one generator in Hudi)
+        times = [t for i in metadata for t in (i.timestamp, i.completion) if t] + [data.latest_time or ""]
+        return new_instant_time(after=max(times))
     return latest + COMPACTION_SUFFIX
 
 
