@@ -114,6 +114,10 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
     assert (location / ".hoodie" / "metadata" / "files" / f"files-0000-0_0-0-0_{compacted.timestamp}.hfile").exists()
     assert not [i for i in metadata if not i.completed] and not handle.timeline.pending()
     assert_listing_is_storage(str(location))
+    doc["spec"]["clustering"]["everyNCommits"] = 4      # back to settings under which Hudi's next write
+    doc["spec"]["retention"]["keepCommits"] = 10        # leaves nothing to plan
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
 
     ours = tablespec_rows(table)
     assert _by_id(ours) == {"a": 11, "b": 2, "d": 4, "e": 5} and hudi_rs_rows(str(location)) == ours
@@ -126,7 +130,8 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
     assert _by_id(after) == {"a": 11, "b": 20, "d": 4, "e": 5} == _by_id(tablespec_rows(table))
 
     # after Hudi 1.2's write: tablespec imports and plans clean, and writes on
-    _import(tmp_path, location, capsys)
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("f", 6, "2024-01-03", 10)], SCHEMA))
     assert_listing_is_storage(str(location))
     _, every, differences, theirs = hudi1.process.run(_hudi_checks(location, "m9_again"))
