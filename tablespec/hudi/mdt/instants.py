@@ -12,6 +12,7 @@ from tablespec.hudi.mdt.layout import V1, Format, MetaInstant
 
 
 def write_instant_file(storage: Storage, base: str, name: str, content: bytes = b"", fmt: Format = V1) -> None:
+    """Create one instant file on the metadata timeline, exclusively (a second writer fails)."""
     folder = layout.timeline_path(base, fmt)
     try:
         storage.create_exclusive(join(folder, name), content)
