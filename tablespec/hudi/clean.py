@@ -271,9 +271,9 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
         "bootstrapPartitionMetadata": {},
         "extraMetadata": plan.get("extraMetadata") or {},
     }
-    with mdt_sync.completing(table, "clean"):  # Hudi's metadata table first, under Hudi's lock
+    with mdt_sync.completing(table, "clean") as locked:  # Hudi's metadata table first, under Hudi's lock
         recorded = mdt_sync.record_clean(table, clean.timestamp, metadata)
-        writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata))
+        writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata), locked=locked)
     mdt_sync.compact_if_due(table, recorded)
     return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
 

@@ -28,7 +28,7 @@ BACKUP_FILE = keys.BACKUP_FILE
 CHECKSUM_KEY = keys.CHECKSUM.name
 SUPPORTED_VERSION = 6             # the version tablespec writes
 READ_VERSIONS = (6, 8, 9)         # the versions it reads (8: Apache Hudi 1.0; 9: 1.1 and 1.2)
-WRITTEN_1X_VERSION = 9            # the 1.x version it writes too (without a metadata table)
+WRITTEN_1X_VERSION = 9            # the 1.x version it writes too (its metadata table's `files` partition kept)
 # Folders Apache Hudi creates with a new table; tools that list them expect them to exist.
 TABLE_FOLDERS = (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived")
 
@@ -331,18 +331,21 @@ def timeline_layout(config: TableConfig | None) -> int:
 
 
 def unwritable_version(config: TableConfig) -> str | None:
-    """Why tablespec does not write this table yet (a version it reads only), or None. Version 9
-    is written while it has no metadata table (Hudi 1.x keeps one in step with every commit,
-    which tablespec does not do yet; it retires version 6's, which 1.x readers would miss)."""
+    """Why tablespec does not write this table yet (a version it reads only), or None. On version 9
+    tablespec keeps the metadata table's `files` partition as Hudi 1.x lays it out (mdt/layout.py);
+    1.x's record index is not kept yet (partitions it does not maintain otherwise are dropped
+    before a write, as on version 6)."""
     if config.version == SUPPORTED_VERSION:
         return None
     props = config.to_properties()
     if config.version == WRITTEN_1X_VERSION:
-        if not any(props.get(k.name) for k in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT)):
+        named = {p.strip() for k in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT)
+                 for p in (props.get(k.name) or "").split(",")}
+        if "record_index" not in named:
             return None
-        return (f"table version {config.version} (Apache Hudi 1.x) with Hudi's metadata table: the 1.x metadata "
-                f"table is not maintained yet (tablespec writes version 9 tables created with "
-                f"{keys.METADATA_ENABLE.name}=false)")
+        return (f"table version {config.version} (Apache Hudi 1.x) with the metadata table's record_index "
+                f"partition: Hudi 1.x's record index is not maintained yet (tablespec writes version 9 tables "
+                f"whose metadata table has no record_index)")
     return (f"table version {config.version} (Apache Hudi 1.x): tablespec reads, imports, plans, shows and "
             f"verifies it; writes to version {config.version} tables come later (tablespec writes versions "
             f"{SUPPORTED_VERSION} and {WRITTEN_1X_VERSION})")

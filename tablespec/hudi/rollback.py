@@ -183,11 +183,11 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
         "version": 1,
         "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
     }
-    with mdt_sync.completing(table, "rollback"):  # Hudi's metadata table first, under Hudi's lock
+    with mdt_sync.completing(table, "rollback") as locked:  # Hudi's metadata table first, under Hudi's lock
         recorded = mdt_sync.record_rollback(table, rollback.timestamp, target.timestamp,
                                  {p: [path.rsplit("/", 1)[-1] for path in paths if not path.startswith(meta)]
                                   for p, paths in partitions.items()})
-        writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata))
+        writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata), locked=locked)
     mdt_sync.compact_if_due(table, recorded)
     return RollbackResult(last_seen, sorted(files), rollback.timestamp)
 

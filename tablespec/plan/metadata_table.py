@@ -18,8 +18,8 @@ from tablespec.state import TableState
 
 def metadata_table_actions(state: TableState) -> list:
     """The actions that make an existing table's metadata table one tablespec keeps true."""
-    if not state.exists or state.table_config.version >= 8 or unwritable_version(state.table_config) is not None:
-        return []  # tablespec writes version 6's metadata table: a version 8/9 table keeps what its Hudi writers keep
+    if not state.exists or unwritable_version(state.table_config) is not None:
+        return []  # a table tablespec does not write keeps what its Hudi writers keep
     actions: list = []
     dropped = unmaintained(state.config, MAINTAINED)
     if dropped:
@@ -27,7 +27,8 @@ def metadata_table_actions(state: TableState) -> list:
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
-    if FILES not in state.metadata_table.partitions:
+    if FILES not in state.metadata_table.partitions and state.table_config.version < 8:
+        # tablespec builds version 6's metadata table; a version 9 table without one is written without one
         files, size = state.data_files
         why = ("its files partition is not ready in hoodie.properties" if state.metadata_table.in_use
                or state.metadata_table.present else "the table has none (retired earlier, or written with "

@@ -1,6 +1,6 @@
 """Table versions 8 and 9, as Apache Hudi 1.0.2 and 1.2.0 write them (each in its own process):
-tablespec reads, imports, plans, shows and verifies them, and refuses to write them yet (version 9
-is written without a metadata table: test_hudi_1x_writes.py).
+tablespec reads, imports, plans, shows and verifies them, refuses to write version 8 yet, and writes
+version 9 keeping its metadata table (test_hudi_1x_writes.py, test_hudi_1x_metadata_table.py).
 
 Each table has upserts, a delete, inline clustering (a `clustering` instant completing as a
 replacecommit), cleans, and archiving small enough that most of its history is in the LSM
@@ -16,6 +16,7 @@ import pytest
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import Batch, read_step
 from interop_support import cli, save_spec
+from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.engine.reader import ReadError
@@ -95,9 +96,15 @@ def test_history_of_a_1x_table(hudi_1x_table):
     assert plan["clusteringPlan"]["inputGroups"]
 
 
+def _planned(version: int) -> tuple[str, ...]:
+    """What a plan of the imported spec proposes: on version 9 (written by tablespec), dropping the
+    metadata-table partitions Hudi 1.2 keeps by default and tablespec does not."""
+    return ("drop_metadata_partitions",) if version == 9 else ()
+
+
 def test_read_import_plan_show_verify(hudi, hudi_1x_table, tmp_path, capsys):
     location, hudi_read, version, _ = hudi_1x_table
-    doc, spec_file = _import(tmp_path, location, capsys)   # import, then plan with it: "No changes."
+    doc, spec_file = _import(tmp_path, location, capsys, _planned(version))   # import, then plan with it
     assert doc["spec"]["orderingField"] == "ts" and doc["spec"]["recordKey"]["fields"] == ["id"]
     table: Table = _table(hudi, doc, location)
     ours = tablespec_rows(table)
@@ -113,24 +120,29 @@ def test_read_import_plan_show_verify(hudi, hudi_1x_table, tmp_path, capsys):
     assert table.verify().ok
 
 
-def test_apply_and_write_are_refused_by_version(hudi, hudi_1x_table, tmp_path, capsys):
-    """A change planned on a version 8 table, or a version 9 table with Hudi's metadata table, is
-    refused by apply (one line, the version named), and so is a write; the table is untouched."""
+def test_apply_and_write_by_version(hudi, hudi_1x_table, tmp_path, capsys):
+    """A change planned on a version 8 table is refused by apply (one line, the version named), and
+    so is a write; the table is untouched. On version 9 (Hudi 1.2's metadata table on) both run,
+    keeping the metadata table's `files` partition true to the storage."""
     location, _, version, _ = hudi_1x_table
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, _planned(version))
     before = _files(location)
     doc["spec"]["retention"] = {"keepCommits": 5}
     save_spec(doc, spec_file)
     code, out, err = cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
+    table = _table(hudi, doc, location)
+    if version == 9:
+        assert code == 0, out + err
+        table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 9)], SCHEMA))
+        assert {dict(r)["id"]: dict(r)["v"] for r in tablespec_rows(table)} == {**FINAL, "z": 1}
+        assert_listing_is_storage(str(location))
+        return
     assert code == 1 and "Traceback" not in err
     error = err.strip().splitlines()[-1]
-    assert f"table version {version} (Apache Hudi 1.x)" in error
-    # version 9 is written without a metadata table; Hudi 1.2 keeps one here (its default)
-    assert ("writes to version" if version == 8 else "the 1.x metadata table is not maintained yet") in error
+    assert f"table version {version} (Apache Hudi 1.x)" in error and "writes to version" in error
     assert "nothing was changed" in error
     assert _files(location) == before
 
-    table = _table(hudi, doc, location)
     with pytest.raises(WriteRefused, match=f"table version {version}"):
         table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 9)], SCHEMA))
     assert _files(location) == before
@@ -140,8 +152,8 @@ def test_time_travel_agrees_with_hudi(hudi, hudi_1x_table, tmp_path, capsys):
     """A read as of a completed commit on the active timeline (named by its requested time) is Hudi's;
     one the cleaner already cleaned is refused (Hudi refuses it too: "Cleaner cleaned up the
     timestamp of interest", which ends its process, so only readable ones are asked of it)."""
-    location, _, _, process = hudi_1x_table
-    doc, _ = _import(tmp_path, location, capsys)
+    location, _, version, process = hudi_1x_table
+    doc, _ = _import(tmp_path, location, capsys, _planned(version))
     table = _table(hudi, doc, location)
     timeline = HudiTable.open(str(location)).timeline
     earliest = earliest_readable_instant(timeline)

@@ -1,7 +1,7 @@
 """Writes to version 9 tables: tablespec upserts, inserts and deletes into a table Apache Hudi 1.2.0
 created with its metadata table off; Hudi 1.2.0 (its own process) reads what tablespec wrote
 (snapshot, time travel to tablespec's instants), upserts on top, and tablespec and hudi-rs read on.
-A version 9 table with Hudi's metadata table stays refused (the 1.x metadata table is not kept yet)."""
+A version 9 table with Hudi's metadata table: test_hudi_1x_metadata_table.py."""
 from __future__ import annotations
 
 import io

@@ -216,7 +216,7 @@ def read_bounds(table: HudiTable) -> Bounds:
     in_use = bool((props.get(metadata_table.PARTITIONS_KEY) or "").strip())
     compacted = None
     if in_use:   # the metadata table's timeline (its compactions have 20-digit times)
-        done = [i.timestamp for i in mdt_layout.timeline(table.storage, base)
+        done = [i.timestamp for i in mdt_layout.timeline(table.storage, base, mdt_layout.Format.of(table.config))
                 if i.action == mdt_layout.COMPACTION and i.completed]
         compacted = max(done, default=None)
     return Bounds(retains, in_use, compacted)

@@ -8,7 +8,9 @@ or deleted. Modules:
 
 - `records`: HoodieMetadataRecord and the pure conversions "this data instant added / removed
   these files" -> `files` records.
-- `layout`: names and paths, the metadata table's own timeline, its file slices.
+- `layout`: names and paths, the metadata table's own timeline, its file slices; `Format` tells
+  Hudi 0.15's layout (version 6) from Hudi 1.x's (versions 8 and 9).
+- `instants`: the metadata timeline's instant files, in either format.
 - `writer`: initialize from a listing, one deltacommit per data instant, compaction.
 - `reader`: the listing the metadata table gives, with Hudi's rules for which log blocks count.
 - `record_index`, `record_index_writer`, `record_index_reader`: Hudi's record index (the

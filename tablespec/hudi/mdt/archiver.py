@@ -170,4 +170,6 @@ def archive_after_data(table: HudiTable, settings: ArchiveSettings) -> list[Meta
     only the data archive moves the data table's first active instant, which bounds it."""
     if not table.lists_folder(layout.FOLDER):     # no metadata table: nothing read
         return []
+    if layout.Format.of(table.config).is_1x:      # 1.x archives into an LSM history: not written here yet
+        return []
     return archive(table, settings)

@@ -11,6 +11,10 @@ hold completed instants only: Hudi compacts after the data instant completes). T
 completes as a `commit` whose new base file holds the merged listing. New log files then start at
 version 1 on the new base instant. A compaction that died before completing is finished by
 `finish_pending` (the next `writer.record` does so first): until then readers keep the old slice.
+
+Hudi 1.x (`layout.Format`) counts the deltacommits that completed after the last compaction, takes
+a new instant time for the compaction (after every time on the metadata timeline), writes its plan
+with 1.x's schema and its completed `<requested>_<completion>.commit` in Avro.
 """
 from __future__ import annotations
 
@@ -19,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 from tablespec.errors import HudiFormatError
 from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout, reader, record_index_reader
-from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, MetaInstant
+from tablespec.hudi.mdt.instants import commit_bytes, complete_instant
+from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, V1, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.mdt.records import SCHEMA_JSON, base_hfile, listing_records
 from tablespec.hudi.timeline import Timeline, avro_record
@@ -55,6 +61,9 @@ PLAN_SCHEMA = {
                 {"name": "version", "default": 1, "type": ["int", "null"]}]}]},
         {"name": "preserveHoodieMetadata", "default": False, "type": ["boolean", "null"]}]}
 PLAN_VERSION = 2
+# Hudi 1.x's plan: one more field, the partitions it could not schedule
+PLAN_SCHEMA_1X = {**PLAN_SCHEMA, "fields": [*PLAN_SCHEMA["fields"], {
+    "name": "missingSchedulePartitions", "default": None, "type": ["null", {"type": "array", "items": _STRING}]}]}
 
 
 def due_by_metadata(metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
@@ -63,49 +72,57 @@ def due_by_metadata(metadata: list[MetaInstant], max_delta_commits: int = MAX_DE
     if any(not i.completed for i in metadata):
         return None
     last = max((i.timestamp for i in metadata if i.action == COMPACTION), default="")
-    deltas = [i.timestamp for i in metadata if i.action == DELTA_COMMIT and i.timestamp > last]
+    # a deltacommit is after the compaction when it completed after it (0.15: the same as its time)
+    deltas = [i.timestamp for i in metadata if i.action == DELTA_COMMIT and (i.completion or i.timestamp) > last]
     if len(deltas) < max_delta_commits or len(deltas[-1]) != DATA_INSTANT_LENGTH:
         return None
     return deltas[-1]
 
 
-def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
-    """The compaction instant Hudi 0.15 would schedule now, or None."""
+def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS,
+                   fmt: Format = V1) -> str | None:
+    """The compaction instant Hudi would schedule now, or None: the latest deltacommit's time with
+    `001` appended (0.15), a new instant time (1.x)."""
     latest = due_by_metadata(metadata, max_delta_commits)
     if latest is None or any(p.timestamp <= latest for p in data.pending()):
         return None
+    if fmt.is_1x:   # after every time on both timelines (times come from one generator in Hudi)
+        times = [t for i in metadata for t in (i.timestamp, i.completion) if t] + [data.latest_time or ""]
+        return new_instant_time(after=max(times))
     return latest + COMPACTION_SUFFIX
 
 
-def slices_to_compact(storage: Storage, base: str) -> list[layout.Slice]:
+def slices_to_compact(storage: Storage, base: str, fmt: Format = V1) -> list[layout.Slice]:
     """The file slices a compaction merges: the `files` file group's and each record index file
     group's with log files (Hudi plans only slices with log files)."""
-    completed = {i.timestamp for i in layout.timeline(storage, base) if i.completed}
-    current = layout.latest_slice(storage, base, completed)
+    completed = layout.completions(layout.timeline(storage, base, fmt))
+    current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
-    return [current, *(s for s in layout.latest_slices(storage, base, completed, RECORD_INDEX) if s.log_files)]
+    return [current, *(s for s in layout.latest_slices(storage, base, completed, RECORD_INDEX, fmt) if s.log_files)]
 
 
-def plan(storage: Storage, base: str, instant: str) -> dict:
+def plan(storage: Storage, base: str, instant: str, fmt: Format = V1) -> dict:
     """The HoodieCompactionPlan of the latest slices (`slices_to_compact`)."""
-    return {"operations": [{
+    extra: dict[str, Any] = {"missingSchedulePartitions": []} if fmt.is_1x else {}
+    return {**extra, "operations": [{
         "baseInstantTime": current.base_instant, "deltaFilePaths": [n.format() for n, _ in current.log_files],
         "dataFilePath": current.base_file, "fileId": current.file_id, "partitionPath": current.partition,
         "metrics": {"TOTAL_LOG_FILES": float(len(current.log_files)), "TOTAL_IO_MB": 0.0, "TOTAL_IO_READ_MB": 0.0,
                     "TOTAL_LOG_FILES_SIZE": float(sum(size for _, size in current.log_files)),
                     "TOTAL_IO_WRITE_MB": 0.0},
-        "bootstrapFilePath": None} for current in slices_to_compact(storage, base)],
+        "bootstrapFilePath": None} for current in slices_to_compact(storage, base, fmt)],
         "extraMetadata": None, "version": PLAN_VERSION, "strategy": None, "preserveHoodieMetadata": False}
 
 
 def compact(table: HudiTable, instant: str) -> MetaInstant:
     """Schedule and run the compaction `instant` (from `compaction_due`) of the table's metadata table."""
     storage, base = table.storage, table.base
-    meta = layout.meta_path(base)
+    fmt = Format.of(table.config)
+    meta = layout.timeline_path(base, fmt)
     try:
         storage.create_exclusive(join(meta, layout.instant_file(instant, COMPACTION, "requested")),
-                                 avro_record(PLAN_SCHEMA, plan(storage, base, instant)))
+                                 avro_record(PLAN_SCHEMA_1X if fmt.is_1x else PLAN_SCHEMA, plan(storage, base, instant, fmt)))
     except FileExistsError:
         raise HudiFormatError(f"{meta}: compaction {instant} is already scheduled") from None
     return _run(table, instant)
@@ -113,14 +130,14 @@ def compact(table: HudiTable, instant: str) -> MetaInstant:
 
 def _run(table: HudiTable, instant: str) -> MetaInstant:
     storage, base = table.storage, table.base
-    meta = layout.meta_path(base)
-    inflight = join(meta, layout.instant_file(instant, COMPACTION, "inflight"))
+    fmt = Format.of(table.config)
+    inflight = join(layout.timeline_path(base, fmt), layout.instant_file(instant, COMPACTION, "inflight"))
     if not storage.exists(inflight):
         storage.create_exclusive(inflight, b"")
     stats: dict[str, list[WriteStat]] = {}
-    metadata = layout.timeline(storage, base)
+    metadata = layout.timeline(storage, base, fmt)
     valid = reader.valid_instants(table.timeline, metadata) & {i.timestamp for i in metadata if i.completed}
-    for previous in slices_to_compact(storage, base):
+    for previous in slices_to_compact(storage, base, fmt):
         if previous.partition == FILES:
             merged = reader.listing(table)
             records = listing_records({p: merged.files.get(p, {}) for p in merged.partitions})
@@ -130,8 +147,7 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
         stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records))
     done = CommitMetadata(stats, compacted=True, extra_metadata={"schema": SCHEMA_JSON},
                           operation_type="COMPACT")
-    storage.create_exclusive(join(meta, layout.instant_file(instant, COMPACTION)), done.to_json())
-    return MetaInstant(instant, COMPACTION, "completed")
+    return complete_instant(storage, base, instant, COMPACTION, commit_bytes(done, fmt), fmt)
 
 
 def _compacted(storage: Storage, base: str, instant: str, previous: layout.Slice,
@@ -152,12 +168,13 @@ def _compacted(storage: Storage, base: str, instant: str, previous: layout.Slice
 
 def finish_pending(table: HudiTable) -> list[MetaInstant]:
     """Finish every compaction an earlier run scheduled but did not complete, oldest first."""
-    return [_run(table, i.timestamp) for i in layout.timeline(table.storage, table.base)
+    return [_run(table, i.timestamp) for i in layout.timeline(table.storage, table.base, Format.of(table.config))
             if i.action == COMPACTION and not i.completed]
 
 
 def compact_if_due(table: HudiTable, max_delta_commits: int = MAX_DELTA_COMMITS) -> MetaInstant | None:
     """Compact when Hudi would: call after a data instant (and its deltacommit) completed, with
     a handle whose timeline shows it completed."""
-    instant = compaction_due(table.timeline, layout.timeline(table.storage, table.base), max_delta_commits)
+    fmt = Format.of(table.config)
+    instant = compaction_due(table.timeline, layout.timeline(table.storage, table.base, fmt), max_delta_commits, fmt)
     return compact(table, instant) if instant else None

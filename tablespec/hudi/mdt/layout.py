@@ -5,13 +5,21 @@ own, suffixed: `<data instant>010` initializes a partition (`00000000000000010` 
 without instants), `<deltacommit>001` compacts. Its instant times are thus 17 or 20 digits,
 which the data timeline's `Instant` refuses, so this module names them itself. A compaction
 is requested and inflight as `compaction`, completed as `commit`.
+
+Hudi 1.x (data table versions 8 and 9) lays the metadata table out differently; `Format` is
+the one place that tells the two apart (see `Format.of`): the timeline sits in
+`.hoodie/metadata/.hoodie/timeline/`, a completed instant is named
+`<requested>_<completion>.<action>` and holds Avro, each deltacommit writes a new log file named
+by its own instant (version 1), compactions take a new instant time, and a log file belongs to
+the newest file slice whose base instant is before the log's completion time.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.config import META_FOLDER, TableConfig, timeline_layout
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import LogBlock
 from tablespec.hudi.naming import LogFileName
@@ -25,7 +33,28 @@ WRITE_TOKEN = "0-0-0"
 HFILE = ".hfile"
 
 DELTA_COMMIT, COMMIT, COMPACTION = "deltacommit", "commit", "compaction"
-_INSTANT = re.compile(r"(?P<ts>\d{14,20})\.(?P<action>[a-z]+)(?:\.(?P<state>requested|inflight))?")
+_INSTANT = re.compile(r"(?P<ts>\d{14,20})(?:_(?P<completion>\d{17}))?\.(?P<action>[a-z]+)"
+                      r"(?:\.(?P<state>requested|inflight))?")
+TIMELINE_FOLDER = "timeline"       # Hudi 1.x: the metadata table's timeline below its .hoodie/
+
+
+@dataclass(frozen=True)
+class Format:
+    """How a metadata table is laid out: Hudi 0.15's (`timeline` 1, data table version 6) or
+    Hudi 1.x's (`timeline` 2, versions 8 and 9)."""
+    timeline: int = 1
+
+    @classmethod
+    def of(cls, config: TableConfig | None) -> Format:
+        """The metadata table's format follows its data table's timeline layout: the one place that decides."""
+        return V2 if timeline_layout(config) == 2 else V1
+
+    @property
+    def is_1x(self) -> bool:
+        return self.timeline == 2
+
+
+V1, V2 = Format(1), Format(2)
 _BASE = re.compile(rf"(?P<file_id>[^_.][^_]*)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{{14,20}}){re.escape(HFILE)}")
 
 
@@ -39,13 +68,21 @@ def meta_path(base: str) -> str:
     return join(table_path(base), META_FOLDER)
 
 
+def timeline_path(base: str, fmt: Format = V1) -> str:
+    """The folder of the metadata table's active timeline."""
+    return join(meta_path(base), TIMELINE_FOLDER) if fmt.is_1x else meta_path(base)
+
+
 def partition_path(base: str, partition: str = FILES) -> str:
     return join(table_path(base), partition)
 
 
-def instant_file(timestamp: str, action: str, state: str = "completed") -> str:
+def instant_file(timestamp: str, action: str, state: str = "completed", completion: str | None = None) -> str:
+    """An instant's file name (`completion`: Hudi 1.x's completed files carry it)."""
     done = COMMIT if action == COMPACTION else action
-    return f"{timestamp}.{done}" if state == "completed" else f"{timestamp}.{action}.{state}"
+    if state != "completed":
+        return f"{timestamp}.{action}.{state}"
+    return f"{timestamp}_{completion}.{done}" if completion else f"{timestamp}.{done}"
 
 
 def base_file_name(instant: str, file_id: str = FILE_ID, token: str = WRITE_TOKEN) -> str:
@@ -69,26 +106,31 @@ class MetaInstant:
     timestamp: str
     action: str                  # deltacommit, compaction (completed: commit), clean, rollback, ...
     state: str                   # requested, inflight, completed
+    completion: str | None = None   # Hudi 1.x: the completion time its completed file names
 
     @property
     def completed(self) -> bool:
         return self.state == "completed"
 
+    @property
+    def file_name(self) -> str:
+        return instant_file(self.timestamp, self.action, self.state, self.completion)
 
-def timeline(storage: Storage, base: str) -> list[MetaInstant]:
+
+def timeline(storage: Storage, base: str, fmt: Format = V1) -> list[MetaInstant]:
     """The metadata table's active timeline: each instant once, in its most advanced state,
     in time order."""
     order = {"requested": 0, "inflight": 1, "completed": 2}
     latest: dict[str, MetaInstant] = {}
-    for info in storage.list_dir(meta_path(base)):
+    for info in storage.list_dir(timeline_path(base, fmt)):
         m = _INSTANT.fullmatch(info.name) if not info.is_dir else None
-        if m is None:
+        if m is None or bool(m["completion"]) != (fmt.is_1x and not m["state"]):
             continue
         state = m["state"] or "completed"
         action = m["action"]
         if action == "inflight" and state == "completed":      # `T.inflight` is a data-table commit name only
             continue
-        instant = MetaInstant(m["ts"], COMPACTION if action == COMMIT else action, state)
+        instant = MetaInstant(m["ts"], COMPACTION if action == COMMIT else action, state, m["completion"])
         old = latest.get(instant.timestamp)
         if old is None or order[state] > order[old.state]:
             latest[instant.timestamp] = instant
@@ -110,6 +152,13 @@ class Slice:
     def next_log_version(self) -> int:
         return max((n.version for n, _ in self.log_files), default=0) + 1
 
+    def new_log(self, instant: str, token: str, fmt: Format = V1) -> LogFileName:
+        """The log file a deltacommit at `instant` appends to this slice: the next version on the
+        base instant (0.15), or version 1 named by the deltacommit itself (1.x)."""
+        if fmt.is_1x:
+            return LogFileName(self.file_id, instant, 1, token)
+        return LogFileName(self.file_id, self.base_instant, self.next_log_version, token)
+
 
 @dataclass(frozen=True)
 class LogAppend:
@@ -120,13 +169,54 @@ class LogAppend:
     records: int
 
 
-def latest_slice(storage: Storage, base: str, completed: set[str], partition: str = FILES,
-                 file_id: str = FILE_ID) -> Slice | None:
+def completions(metadata: list[MetaInstant]) -> dict[str, str]:
+    """Completed instant -> its completion time (0.15: its own time): what file slicing needs."""
+    return {i.timestamp: i.completion or i.timestamp for i in metadata if i.completed}
+
+
+def latest_slice(storage: Storage, base: str, completed: Mapping[str, str] | set[str], partition: str = FILES,
+                 file_id: str = FILE_ID, fmt: Format = V1) -> Slice | None:
     """The file group's newest slice whose base instant is completed (see `latest_slices`)."""
-    return next((s for s in latest_slices(storage, base, completed, partition) if s.file_id == file_id), None)
+    return next((s for s in latest_slices(storage, base, completed, partition, fmt) if s.file_id == file_id), None)
 
 
-def latest_slices(storage: Storage, base: str, completed: set[str], partition: str = FILES) -> list[Slice]:
+def latest_slices(storage: Storage, base: str, completed: Mapping[str, str] | set[str], partition: str = FILES,
+                  fmt: Format = V1) -> list[Slice]:
+    """The newest slice of each file group of a metadata partition (`completed`: instant ->
+    completion time, `completions`); Hudi 1.x's in `_latest_slices_1x`, 0.15's here."""
+    if fmt.is_1x:
+        assert isinstance(completed, Mapping)
+        return _latest_slices_1x(storage, base, completed, partition)
+    return _latest_slices(storage, base, set(completed), partition)
+
+
+def _latest_slices_1x(storage: Storage, base: str, completed: Mapping[str, str], partition: str) -> list[Slice]:
+    """Hudi 1.x's slicing: a file group's newest completed base file starts its latest slice; the
+    slice's log files are the completed deltacommits' whose completion time is after that base
+    instant, oldest completion first (a pending deltacommit's log file is no one's yet)."""
+    bases: dict[str, dict[str, tuple[str, int]]] = {}
+    logs: dict[str, list[tuple[LogFileName, int]]] = {}
+    for info in storage.list_dir(partition_path(base, partition)):
+        if info.is_dir:
+            continue
+        m = _BASE.fullmatch(info.name)
+        if m and m["instant"] in completed:
+            bases.setdefault(m["file_id"], {})[m["instant"]] = (info.name, info.size)
+            continue
+        log = LogFileName.parse(info.name)
+        if log is not None and log.extension == "log" and log.base_instant in completed:
+            logs.setdefault(log.file_id, []).append((log, info.size))
+    slices = []
+    for file_id in sorted(bases):
+        instant = max(bases[file_id])
+        name, size = bases[file_id][instant]
+        found = sorted(((n, z) for n, z in logs.get(file_id, []) if completed[n.base_instant] > instant),
+                       key=lambda e: (completed[e[0].base_instant], e[0].base_instant, e[0].version))
+        slices.append(Slice(partition, file_id, instant, name, size, tuple(found)))
+    return slices
+
+
+def _latest_slices(storage: Storage, base: str, completed: set[str], partition: str = FILES) -> list[Slice]:
     """The newest slice of each file group of a metadata partition, sorted by file id (the order
     Hudi maps keys to file groups in). A slice's base instant is the newest completed instant of
     a base file or, for a file group whose base file was never written (no records), of its log

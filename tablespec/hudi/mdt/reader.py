@@ -49,15 +49,16 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
     """The `files` records of the latest file slice that readers merge, oldest first (valid as
     the handle's data timeline shows its instants)."""
     storage, base = table.storage, table.base
-    metadata = layout.timeline(storage, base)
-    completed = {i.timestamp for i in metadata if i.completed}
-    current = layout.latest_slice(storage, base, completed)
+    fmt = layout.Format.of(table.config)
+    metadata = layout.timeline(storage, base, fmt)
+    completed = layout.completions(metadata)
+    current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         return
     if current.base_file:
         path = join(layout.partition_path(base), current.base_file)
         yield from metadata_records(HFileReader(storage.read_bytes(path), path))
-    valid = valid_instants(table.timeline, metadata) & completed
+    valid = valid_instants(table.timeline, metadata) & set(completed)
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
             yield from metadata_records(HFileReader(block.content, path), json.loads(block.header[Header.SCHEMA]))

@@ -13,6 +13,10 @@ blocks would count once R names T among the rolled-back instants. That also undo
 to the record index, so a rollback records no record-index change of its own (nor does a clean:
 it changes no key's place). The partitions kept are `MAINTAINED`; `partition_changes` is the one
 place a data instant becomes metadata-table changes.
+
+On a Hudi 1.x table (`layout.Format`) the same steps run in 1.x's layout; its metadata-table
+rollback takes a new instant time instead of the `006` suffix (1.x instant times have 17 digits),
+and the metadata table's own clean is Hudi's to run (tablespec's cleaner knows 0.15's slices only).
 """
 from __future__ import annotations
 
@@ -23,14 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
 from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import cleaner, compaction, layout, record_index_changes, record_index_writer, records, writer
-from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, MetaInstant
+from tablespec.hudi.mdt import cleaner, compaction, instants, layout, record_index_changes, record_index_writer, records, writer
+from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange
 from tablespec.hudi.mdt.records import FilesChange
 from tablespec.hudi.naming import LogFileName
 from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
-from tablespec.hudi.timeline import avro_record
+from tablespec.hudi.timeline import avro_content, avro_record
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -66,7 +71,7 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     after a crash) recorded the same change already."""
     if not maintained(table):
         return None
-    timeline = layout.timeline(table.storage, table.base)
+    timeline = layout.timeline(table.storage, table.base, Format.of(table.config))
     if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
         return None
     files, record_index = partition_changes(table, instant, change, commit)
@@ -91,8 +96,24 @@ def record_rollback(table: HudiTable, instant: str, target: str,
     if not maintained(table):
         return None
     done = record(table, instant, records.from_deleted_files(deleted))
-    rollback_deltacommit(table, target, instant + ROLLBACK_SUFFIX)
+    rollback_deltacommit(table, target, _rollback_time(table, instant, target))
     return done
+
+
+def _rollback_time(table: HudiTable, instant: str, target: str) -> str:
+    """The metadata-table rollback instant of `target` for data rollback `instant`: `instant` + `006`
+    (0.15); on 1.x the pending one an interrupted run left for `target`, else a new instant time."""
+    fmt = Format.of(table.config)
+    if not fmt.is_1x:
+        return instant + ROLLBACK_SUFFIX
+    storage, base = table.storage, table.base
+    metadata = layout.timeline(storage, base, fmt)
+    for pending in (i for i in metadata if i.action == "rollback" and not i.completed):
+        plan = avro_content(storage.read_bytes(join(layout.timeline_path(base, fmt), layout.instant_file(
+            pending.timestamp, "rollback", "requested"))), pending.timestamp)
+        if (plan.get("instantToRollback") or {}).get("commitTime") == target:
+            return pending.timestamp
+    return new_instant_time(after=max((t for i in metadata for t in (i.timestamp, i.completion) if t), default=None))
 
 
 def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> bool:
@@ -100,10 +121,11 @@ def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> boo
     `rollback_ts`: its log files (only `target`'s blocks) and its instant files go. Idempotent;
     returns whether there was one to roll back."""
     storage, base = table.storage, table.base
-    meta = layout.meta_path(base)
-    found = next((i for i in layout.timeline(storage, base) if i.timestamp == target and i.action == DELTA_COMMIT), None)
-    rollback_done = join(meta, layout.instant_file(rollback_ts, "rollback"))
-    if found is None or storage.exists(rollback_done):
+    fmt = Format.of(table.config)
+    meta = layout.timeline_path(base, fmt)
+    metadata = layout.timeline(storage, base, fmt)
+    found = next((i for i in metadata if i.timestamp == target and i.action == DELTA_COMMIT), None)
+    if found is None or any(i.timestamp == rollback_ts and i.action == "rollback" and i.completed for i in metadata):
         return False
     started = time.monotonic()
     paths = writer.instant_log_files(storage, base, target)
@@ -123,20 +145,21 @@ def rollback_deltacommit(table: HudiTable, target: str, rollback_ts: str) -> boo
         storage.write_bytes(inflight, b"")
     # the completed file first: from here on no reader counts the deltacommit's blocks
     for state in ("completed", "inflight", "requested"):
-        storage.delete(join(meta, layout.instant_file(target, DELTA_COMMIT, state)))
+        completion = found.completion if state == "completed" else None
+        storage.delete(join(meta, layout.instant_file(target, DELTA_COMMIT, state, completion)))
     crash_point("during_metadata_rollback")
     if paths:
         storage.delete_files(paths)
     by_partition: dict[str, list[str]] = {FILES: []}
     for (partition, _), files in by_group.items():
         by_partition.setdefault(partition, []).extend(files)
-    storage.write_bytes(rollback_done, avro_record(ROLLBACK_METADATA_SCHEMA, {
+    instants.complete_instant(storage, base, rollback_ts, "rollback", avro_record(ROLLBACK_METADATA_SCHEMA, {
         "startRollbackTime": rollback_ts, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": len(paths), "commitsRollback": [target],
         "partitionMetadata": {p: {"partitionPath": p, "successDeleteFiles": files, "failedDeleteFiles": [],
                                   "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}
                               for p, files in by_partition.items()},
-        "version": 1, "instantsRollback": [info]}))
+        "version": 1, "instantsRollback": [info]}), fmt)
     return True
 
 
@@ -163,7 +186,8 @@ def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> Meta
         with table.transaction_lock("metadata compaction"):
             table.fresh_timeline()
             done = compaction.compact_if_due(table)
-    cleaner.clean_if_due(table, metadata if done is None else [*metadata, done])
+    if not Format.of(table.config).is_1x:
+        cleaner.clean_if_due(table, metadata if done is None else [*metadata, done])
     return done
 
 
@@ -173,7 +197,7 @@ def repair(table: HudiTable) -> list[MetaInstant]:
     if not maintained(table):
         return []
     if not any(i.action == compaction.COMPACTION and not i.completed
-               for i in layout.timeline(table.storage, table.base)):
+               for i in layout.timeline(table.storage, table.base, Format.of(table.config))):
         return []
     with table.transaction_lock("metadata compaction"):
         return compaction.finish_pending(table)
@@ -182,9 +206,10 @@ def repair(table: HudiTable) -> list[MetaInstant]:
 @contextmanager
 def completing(table: HudiTable, who: str):
     """Hudi's transaction lock around a metadata-table record and the data completion that
-    follows it, when the table keeps a metadata table (otherwise nothing is taken)."""
+    follows it, when the table keeps a metadata table (otherwise nothing is taken). Yields whether
+    it holds the lock (the completion must then not take it again: `TimelineWriter.complete(locked=)`)."""
     if not maintained(table):
-        yield
+        yield False
         return
     with table.transaction_lock(who):
-        yield
+        yield True

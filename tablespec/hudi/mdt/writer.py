@@ -7,7 +7,8 @@ the data table's hoodie.properties naming `files` (from then on Hudi readers use
 before leaves a folder no reader uses, which the next `initialize` deletes, as Hudi does).
 
 `record` writes one deltacommit at a data instant's time: a new log file in the latest file
-slice holding one HFILE_DATA block of the instant's records. Call it after the instant's data
+slice holding one HFILE_DATA block of the instant's records (on a Hudi 1.x table, in 1.x's
+layout: `layout.Format`). Call it after the instant's data
 files are written and before the data instant completes: readers ignore a metadata deltacommit
 whose data instant is not completed (`reader.valid_instants`), so a crash in between leaves a
 table whose listing is still the completed instants'.
@@ -24,7 +25,8 @@ from tablespec.hudi.config import TableConfig, init_table, write_table_config
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, delete_block, encode_block, read_blocks
 from tablespec.hudi.mdt import compaction, layout
-from tablespec.hudi.mdt.layout import FILE_ID, FILES, WRITE_TOKEN, LogAppend, MetaInstant
+from tablespec.hudi.mdt.instants import commit_bytes, complete_instant, write_instant_file
+from tablespec.hudi.mdt.layout import FILE_ID, FILES, V1, WRITE_TOKEN, Format, LogAppend, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange, log_appends
 from tablespec.hudi.mdt.records import SCHEMA_JSON, FilesChange, base_hfile, data_block, listing_records
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
@@ -72,13 +74,6 @@ def list_data_files(storage: Storage, base: str, up_to: str | None = None) -> di
     return listing
 
 
-def write_instant_file(storage: Storage, base: str, name: str, content: bytes = b"") -> None:
-    try:
-        storage.create_exclusive(join(layout.meta_path(base), name), content)
-    except FileExistsError:
-        raise HudiFormatError(f"{join(layout.meta_path(base), name)} already exists") from None
-
-
 def write_stat(path: str, prev_commit: str, records: int, size: int, inserts: bool, partition: str = FILES,
           file_id: str = FILE_ID, **delta: Any) -> WriteStat:
     return WriteStat(file_id=file_id, path=path, prev_commit=prev_commit, num_writes=records,
@@ -94,9 +89,10 @@ def _by_partition(stats: Iterable[WriteStat]) -> dict[str, list[WriteStat]]:
     return out
 
 
-def completed_metadata(stats: Iterable[WriteStat], operation: str) -> bytes:
+def completed_metadata(stats: Iterable[WriteStat], operation: str, fmt: Format = V1) -> bytes:
     """A completed metadata deltacommit's HoodieCommitMetadata: its write stats by partition."""
-    return CommitMetadata(_by_partition(stats), extra_metadata={"schema": SCHEMA_JSON}, operation_type=operation).to_json()
+    return commit_bytes(CommitMetadata(_by_partition(stats), extra_metadata={"schema": SCHEMA_JSON},
+                                       operation_type=operation), fmt)
 
 
 def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None = None) -> str:
@@ -158,7 +154,8 @@ def instant_log_files(storage: Storage, base: str, instant: str) -> list[str]:
     return sorted(found)
 
 
-def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: list[MetaInstant]) -> None:
+def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: list[MetaInstant],
+                         fmt: Format = V1) -> None:
     """Remove what an earlier, unfinished deltacommit at `instant` left (its log files, its
     requested and inflight files), so its blocks never count once `instant` completes."""
     pending = next((i for i in timeline if i.timestamp == instant), None)
@@ -169,7 +166,7 @@ def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: li
     for path in instant_log_files(storage, base, instant):
         storage.delete(path)
     for state in ("inflight", "requested"):
-        storage.delete(join(layout.meta_path(base), layout.instant_file(instant, pending.action, state)))
+        storage.delete(join(layout.timeline_path(base, fmt), layout.instant_file(instant, pending.action, state)))
 
 
 def record(table: HudiTable, instant: str, change: FilesChange,
@@ -181,46 +178,52 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     table's, as the caller just listed it (not listed again unless a compaction or an earlier
     attempt of `instant` was left pending)."""
     storage, base = table.storage, table.base
+    fmt = Format.of(table.config)
     if timeline is None:
-        timeline = layout.timeline(storage, base)
+        timeline = layout.timeline(storage, base, fmt)
     if not timeline:
         raise HudiFormatError(f"{base}: the table has no metadata table to record {instant} in")
     if any(i.action == layout.COMPACTION and not i.completed for i in timeline):
         compaction.finish_pending(table)
-        timeline = layout.timeline(storage, base)
+        timeline = layout.timeline(storage, base, fmt)
     if any(i.timestamp == instant for i in timeline):
-        _drop_failed_attempt(storage, base, instant, timeline)
-        timeline = layout.timeline(storage, base)
-    completed = {i.timestamp for i in timeline if i.completed}
-    current = layout.latest_slice(storage, base, completed)
+        _drop_failed_attempt(storage, base, instant, timeline, fmt)
+        timeline = layout.timeline(storage, base, fmt)
+    completed = layout.completions(timeline)
+    current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID}")
     records = change.records()
     appends = [LogAppend(current, (data_block(instant, records),), len(records))] if records else []
     if record_index is not None and not record_index.empty:
-        slices = layout.latest_slices(storage, base, completed, RECORD_INDEX)
+        slices = layout.latest_slices(storage, base, completed, RECORD_INDEX, fmt)
         if not slices:
             raise HudiFormatError(f"{layout.partition_path(base, RECORD_INDEX)}: the table has no record index")
         appends += log_appends(slices, instant, record_index)
-    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"))
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"), fmt=fmt)
     planned = [(a.slice, a.records) for a in appends] or [(current, 0)]
     inflight = CommitMetadata(_by_partition(
         WriteStat(file_id=s.file_id, prev_commit=s.base_instant, num_update_writes=n, partition_path=s.partition)
         for s, n in planned), operation_type="UPSERT_PREPPED")
-    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"), inflight.to_json())
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"),
+                       commit_bytes(inflight, fmt), fmt)
     # no appends (an instant that changed no file: a schema commit): a deltacommit without log blocks, as Hudi's
-    stats = [_append(storage, base, a) for a in appends]
-    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
-                       completed_metadata(stats, "UPSERT_PREPPED"))
-    return MetaInstant(instant, layout.DELTA_COMMIT, "completed")
+    stats = [_append(storage, base, a, instant, fmt) for a in appends]
+    return complete_instant(storage, base, instant, layout.DELTA_COMMIT, completed_metadata(stats, "UPSERT_PREPPED", fmt),
+                            fmt)
 
 
-def _append(storage: Storage, base: str, append: LogAppend) -> WriteStat:
-    """Write a deltacommit's new log file in one file group; its write stat."""
+def _append(storage: Storage, base: str, append: LogAppend, instant: str, fmt: Format = V1) -> WriteStat:
+    """Write a deltacommit's new log file in one file group; its write stat (Hudi 1.x: the log file
+    and its stat are the deltacommit's own, as 1.x writes them)."""
     current = append.slice
-    log = LogFileName(current.file_id, current.base_instant, current.next_log_version, WRITE_TOKEN)
+    log = current.new_log(instant, WRITE_TOKEN, fmt)
     data = b"".join(encode_block(b) for b in append.blocks)
     storage.write_bytes(join(layout.partition_path(base, current.partition), log.format()), data)
+    if fmt.is_1x:
+        return write_stat(f"{current.partition}/{log.format()}", instant, append.records, len(data), inserts=False,
+                          partition=current.partition, file_id=current.file_id, logVersion=log.version,
+                          logOffset=0, baseFile="", logFiles=[log.format()])
     logs = [n.format() for n, _ in current.log_files] + [log.format()]
     return write_stat(f"{current.partition}/{log.format()}", current.base_instant, append.records, len(data),
                  inserts=False, partition=current.partition, file_id=current.file_id, logVersion=log.version,
