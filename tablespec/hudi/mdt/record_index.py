@@ -76,8 +76,10 @@ def file_group_indices(keys: Sequence[str], count: int) -> np.ndarray:
     """`file_group_index` of many keys at once (vectorized: a lookup hashes every key)."""
     if not keys:
         return np.zeros(0, dtype=np.int64)
-    units = np.frombuffer("".join(keys).encode("utf-16-be"), dtype=">u2").astype(np.uint64)
-    lengths = np.fromiter((len(k.encode("utf-16-be")) // 2 for k in keys), dtype=np.int64, count=len(keys))
+    joined = "".join(keys)
+    units = np.frombuffer(joined.encode("utf-16-be"), dtype=">u2").astype(np.uint64)
+    utf16_len = len if joined.isascii() else (lambda k: len(k.encode("utf-16-be")) // 2)
+    lengths = np.fromiter(map(utf16_len, keys), dtype=np.int64, count=len(keys))
     ends = np.cumsum(lengths)
     starts = ends - lengths
     exponent = np.repeat(ends, lengths) - 1 - np.arange(len(units), dtype=np.int64)     # 31 ** (len - 1 - i)

@@ -3,19 +3,30 @@
 A key is looked up in its own file group only (`record_index.file_group_index` over the latest
 slices sorted by file id): the log blocks that count (`reader.log_blocks`: valid instants, less
 rolled back ones) are merged oldest first, the newest record or delete of a key winning; keys the
-logs do not settle are sought in the base HFile through its block index, a batch sorted so that
-each data block is decoded at most once. Deleted keys are absent from the answer. Records in
-Hudi's stored layout are decoded by `record_index.decode_location`, others by the Avro schema
+logs do not settle are sought in the base HFile through its block index, reading (by byte range)
+and decoding only the data blocks they fall in. Deleted keys are absent from the answer. Records
+in Hudi's stored layout are decoded by `record_index.decode_location`, others by the Avro schema
 their file or block names.
+
+Base files never change once written (a new slice is a new file), so a process keeps what it
+decoded of them: each read data block as its sorted keys (numpy) and a code per key into the
+block's distinct locations, least recently used dropped past `CACHE_BYTES` (env
+TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver or a reused
+executor worker then seek in memory, as Hudi's readers do through their block cache.
 """
 from __future__ import annotations
 
 import functools
 import json
+import os
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tablespec.hudi.hfile import SCHEMA_KEY, HFileReader, metadata_records
+import numpy as np
+
+from tablespec.hudi.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, metadata_records
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, deleted_keys
 from tablespec.hudi.mdt import layout, reader
@@ -103,18 +114,87 @@ def _base_cells(storage: Storage, base: str, current: layout.Slice,
             yield key, (hfile, schema, value)
 
 
+CACHE_BYTES = int(float(os.environ.get("TABLESPEC_RECORD_INDEX_CACHE_MB", "512")) * (1 << 20))
+
+
+@dataclass(frozen=True)
+class _Located:
+    """One data block of a base file, decoded: its keys (sorted) and each key's location."""
+    cells: Cells                 # rows only (no data kept)
+    codes: np.ndarray            # per key: its location's number in `locations`
+    locations: list[Location]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.cells.rows.nbytes + self.codes.nbytes) + 200 * len(self.locations)
+
+
+_BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()
+_cached_bytes = 0
+
+
+def _located(hfile: HFileReader, schema: str, block_no: int) -> _Located:
+    global _cached_bytes
+    key = (hfile.source, hfile.size, block_no)
+    found = _BLOCKS.get(key)
+    if found is not None:
+        _BLOCKS.move_to_end(key)
+        return found
+    cells = hfile.cells(block_no)
+    data = cells.data
+    numbers: dict[bytes, int] = {}
+    codes = np.fromiter((numbers.setdefault(data[a:b], len(numbers)) for a, b in
+                         zip(cells.value_start.tolist(), cells.value_end.tolist())), np.int32, len(cells.rows))
+    empty = np.empty(0, np.int64)
+    located = _Located(Cells(cells.rows, empty, empty, b""), codes,
+                       [_location((hfile, schema, value)) for value in numbers])
+    if located.nbytes <= CACHE_BYTES:
+        _BLOCKS[key] = located
+        _cached_bytes += located.nbytes
+        while _cached_bytes > CACHE_BYTES:
+            _cached_bytes -= _BLOCKS.popitem(last=False)[1].nbytes
+    return located
+
+
+def _base_locations(storage: Storage, base: str, current: layout.Slice,
+                    keys: np.ndarray) -> tuple[np.ndarray, list[Location]]:
+    """The positions in `keys` (numpy bytes) of those the slice's base file holds, and their
+    locations."""
+    if not current.base_file or not len(keys):
+        return np.empty(0, np.int64), []
+    path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
+    hfile = HFileReader.open(storage, path, current.base_size)
+    schema = hfile.file_info.get(SCHEMA_KEY, b"").decode()
+    blocks = hfile.blocks_of(keys)
+    order = np.argsort(blocks, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(blocks[order])) + 1)
+    groups = [g for g in groups if blocks[g[0]] >= 0]
+    hfile.prefetch(n for n in (int(blocks[g[0]]) for g in groups) if (hfile.source, hfile.size, n) not in _BLOCKS)
+    positions, codes = [], []
+    locations: list[Location] = []
+    for group in groups:
+        located = _located(hfile, schema, int(blocks[group[0]]))
+        hits, at = located.cells.find(keys[group])
+        positions.append(group[hits])
+        codes.append(located.codes[at] + len(locations))
+        locations.extend(located.locations)
+    if not positions:
+        return np.empty(0, np.int64), []
+    return np.concatenate(positions), [locations[c] for c in np.concatenate(codes).tolist()]
+
+
 def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
     """Key -> location of each of `keys` the record index holds (Hudi's readRecordIndex)."""
     found, valid = slices(table)
-    wanted = sorted(set(keys))
+    wanted = list(set(keys))
     if not found or not wanted:
         return {}
-    groups: dict[int, list[str]] = {}
-    for key, index in zip(wanted, file_group_indices(wanted, len(found)).tolist()):
-        groups.setdefault(index, []).append(key)
+    indices = file_group_indices(wanted, len(found))
+    order = np.argsort(indices, kind="stable")
     out: dict[str, Location] = {}
-    for index, group in sorted(groups.items()):
-        out.update(lookup_file_group(table.storage, table.base, found[index], valid, group))
+    for part in np.split(order, np.flatnonzero(np.diff(indices[order])) + 1):
+        group = [wanted[i] for i in part.tolist()]
+        out.update(lookup_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, group))
     return out
 
 
@@ -122,12 +202,14 @@ def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid:
                       keys: Sequence[str]) -> dict[str, Location]:
     """Key -> location of each of `keys` (all of them hashing to file group `current`) the file
     group holds. Plain arguments, so executors call it with a slice the driver listed."""
-    wanted = sorted({k.encode() for k in keys})
-    logged = _log_cells(storage, base, current, valid, set(wanted))
-    rest = [k for k in wanted if k not in logged] if logged else wanted
-    out: dict[str, Location] = {}
-    if rest:
-        out.update((k.decode(), _location(cell)) for k, cell in _base_cells(storage, base, current, rest))
+    strings = list(dict.fromkeys(keys))
+    raw = [k.encode() for k in strings]
+    logged = _log_cells(storage, base, current, valid, set(raw)) if current.log_files else {}
+    if logged:
+        strings = [s for s, r in zip(strings, raw) if r not in logged]
+        raw = [r for r in raw if r not in logged]
+    positions, locations = _base_locations(storage, base, current, bytes_array(raw)) if raw else ([], [])
+    out = dict(zip([strings[i] for i in np.asarray(positions, np.int64).tolist()], locations))
     out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
     return out
 
