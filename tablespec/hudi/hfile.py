@@ -306,6 +306,11 @@ _HEADS: OrderedDict[tuple[str, int], _Head] = OrderedDict()   # (path, size) -> 
 _HEADS_KEPT = 1024
 
 
+def clear_hfile_heads() -> None:
+    """Forget the trailers and indexes `HFileReader.open` keeps."""
+    _HEADS.clear()
+
+
 @dataclass(frozen=True)
 class Cells:
     """A data block's cells: rows (numpy bytes, in key order) and where each value lies in `data`."""

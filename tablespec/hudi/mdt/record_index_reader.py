@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tablespec.hudi.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, metadata_records
+from tablespec.hudi.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, clear_hfile_heads, metadata_records
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, deleted_keys
 from tablespec.hudi.mdt import layout, reader
@@ -122,15 +122,30 @@ class _Located:
     """One data block of a base file, decoded: its keys (sorted) and each key's location."""
     cells: Cells                 # rows only (no data kept)
     codes: np.ndarray            # per key: its location's number in `locations`
-    locations: list[Location]
+    locations: list[Location]    # the file's distinct locations (shared by its blocks)
 
     @property
     def nbytes(self) -> int:
-        return int(self.cells.rows.nbytes + self.codes.nbytes) + 200 * len(self.locations)
+        return int(self.cells.rows.nbytes + self.codes.nbytes)
 
 
 _BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()
 _cached_bytes = 0
+# per base file: each distinct stored value seen -> its number, and the locations by number (a
+# file's keys share few locations: one per data file group and inserting instant)
+_VALUES: OrderedDict[tuple[str, int], tuple[dict[bytes, int], list[Location]]] = OrderedDict()
+_VALUES_KEPT = 256
+
+
+def _file_values(hfile: HFileReader) -> tuple[dict[bytes, int], list[Location]]:
+    key = (hfile.source, hfile.size)
+    found = _VALUES.get(key)
+    if found is None:
+        found = _VALUES[key] = ({}, [])
+        while len(_VALUES) > _VALUES_KEPT:
+            _VALUES.popitem(last=False)
+    _VALUES.move_to_end(key)
+    return found
 
 
 def _located(hfile: HFileReader, schema: str, block_no: int) -> _Located:
@@ -141,19 +156,28 @@ def _located(hfile: HFileReader, schema: str, block_no: int) -> _Located:
         _BLOCKS.move_to_end(key)
         return found
     cells = hfile.cells(block_no)
-    data = cells.data
-    numbers: dict[bytes, int] = {}
+    numbers, locations = _file_values(hfile)
+    data, known = cells.data, len(numbers)
     codes = np.fromiter((numbers.setdefault(data[a:b], len(numbers)) for a, b in
                          zip(cells.value_start.tolist(), cells.value_end.tolist())), np.int32, len(cells.rows))
+    locations.extend(_location((hfile, schema, value)) for value in list(numbers)[known:])
     empty = np.empty(0, np.int64)
-    located = _Located(Cells(cells.rows, empty, empty, b""), codes,
-                       [_location((hfile, schema, value)) for value in numbers])
+    located = _Located(Cells(cells.rows, empty, empty, b""), codes, locations)
     if located.nbytes <= CACHE_BYTES:
         _BLOCKS[key] = located
         _cached_bytes += located.nbytes
         while _cached_bytes > CACHE_BYTES:
             _cached_bytes -= _BLOCKS.popitem(last=False)[1].nbytes
     return located
+
+
+def clear_cache() -> None:
+    """Forget every decoded block and parsed HFile index (a cold start, e.g. for a bench)."""
+    global _cached_bytes
+    _BLOCKS.clear()
+    _VALUES.clear()
+    _cached_bytes = 0
+    clear_hfile_heads()
 
 
 def _base_locations(storage: Storage, base: str, current: layout.Slice,
@@ -170,17 +194,14 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     groups = np.split(order, np.flatnonzero(np.diff(blocks[order])) + 1)
     groups = [g for g in groups if blocks[g[0]] >= 0]
     hfile.prefetch(n for n in (int(blocks[g[0]]) for g in groups) if (hfile.source, hfile.size, n) not in _BLOCKS)
-    positions, codes = [], []
-    locations: list[Location] = []
+    positions, locations = [], []
     for group in groups:
         located = _located(hfile, schema, int(blocks[group[0]]))
         hits, at = located.cells.find(keys[group])
         positions.append(group[hits])
-        codes.append(located.codes[at] + len(locations))
-        locations.extend(located.locations)
-    if not positions:
-        return np.empty(0, np.int64), []
-    return np.concatenate(positions), [locations[c] for c in np.concatenate(codes).tolist()]
+        known = located.locations              # the block's own list: the file's may have been dropped since
+        locations += [known[c] for c in located.codes[at].tolist()]
+    return (np.concatenate(positions) if positions else np.empty(0, np.int64)), locations
 
 
 def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
@@ -232,4 +253,4 @@ def scan(table: HudiTable) -> dict[str, Location]:
     return {k.decode(): _location(c) for current in found for k, c in _merged(table, current, valid).items()}
 
 
-__all__ = ["entries", "lookup", "lookup_file_group", "scan", "slices"]
+__all__ = ["clear_cache", "entries", "lookup", "lookup_file_group", "scan", "slices"]
