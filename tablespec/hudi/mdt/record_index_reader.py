@@ -20,7 +20,7 @@ import functools
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from tablespec.hudi.mdt import layout, reader
 from tablespec.hudi.mdt.record_index import (
     RECORD_INDEX,
     Location,
+    ascii_matrix,
     decode_location,
     file_group_indices,
     location_of,
@@ -80,19 +81,26 @@ def _location(cell: Cell) -> Location:
 
 
 def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[str],
-               wanted: set[bytes] | None) -> dict[bytes, Cell | None]:
-    """Key -> its newest record in the slice's log files (None: deleted), for `wanted` keys (all: None)."""
+               wanted: Callable[[], set[bytes]] | None) -> dict[bytes, Cell | None]:
+    """Key -> its newest record in the slice's log files (None: deleted), for the keys `wanted`
+    gives (called only once a block holds keys; all keys: None)."""
     out: dict[bytes, Cell | None] = {}
+    keys: set[bytes] | None = None
     for path, block in reader.log_blocks(storage, base, current, valid):
-        if block.type == BlockType.DELETE:
-            for key, _ in deleted_keys(block):
+        deleted = deleted_keys(block) if block.type == BlockType.DELETE else None
+        if deleted == []:
+            continue                               # a log file's first block: nothing in it
+        if wanted is not None and keys is None:
+            keys = wanted()
+        if deleted is not None:
+            for key, _ in deleted:
                 raw = key.encode()
-                if wanted is None or raw in wanted:
+                if keys is None or raw in keys:
                     out[raw] = None
             continue
         hfile = HFileReader(block.content, path)
         schema = block.header[Header.SCHEMA]
-        cells = hfile.records() if wanted is None else hfile.get_many(wanted)
+        cells = hfile.records() if keys is None else hfile.get_many(keys)
         out.update((k, (hfile, schema, v)) for k, v in cells)
     return out
 
@@ -204,18 +212,38 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     return (np.concatenate(positions) if positions else np.empty(0, np.int64)), locations
 
 
+def _encoded(keys: list[str]) -> np.ndarray:
+    """`keys` in UTF-8 as a numpy bytes array (ASCII keys converted by numpy in one go)."""
+    found = ascii_matrix(keys)
+    if found is not None:
+        return np.ascontiguousarray(found[0]).view(f"S{found[0].shape[1]}").ravel()
+    return bytes_array([k.encode() for k in keys])
+
+
+def _in_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: list[str],
+                   raw: np.ndarray, subset: np.ndarray) -> dict[str, Location]:
+    """Key -> location of the `keys` at `subset` (their UTF-8 in `raw`) that file group `current` holds."""
+    logged = _log_cells(storage, base, current, valid, lambda: set(raw[subset].tolist())) if current.log_files else {}
+    if logged:
+        subset = subset[np.fromiter((k not in logged for k in raw[subset].tolist()), bool, len(subset))]
+    positions, locations = _base_locations(storage, base, current, raw[subset])
+    out = dict(zip([keys[i] for i in subset[positions].tolist()], locations))
+    out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
+    return out
+
+
 def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
     """Key -> location of each of `keys` the record index holds (Hudi's readRecordIndex)."""
     found, valid = slices(table)
     wanted = list(set(keys))
     if not found or not wanted:
         return {}
+    raw = _encoded(wanted)
     indices = file_group_indices(wanted, len(found))
     order = np.argsort(indices, kind="stable")
     out: dict[str, Location] = {}
     for part in np.split(order, np.flatnonzero(np.diff(indices[order])) + 1):
-        group = [wanted[i] for i in part.tolist()]
-        out.update(lookup_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, group))
+        out.update(_in_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, wanted, raw, part))
     return out
 
 
@@ -223,16 +251,10 @@ def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid:
                       keys: Sequence[str]) -> dict[str, Location]:
     """Key -> location of each of `keys` (all of them hashing to file group `current`) the file
     group holds. Plain arguments, so executors call it with a slice the driver listed."""
-    strings = list(dict.fromkeys(keys))
-    raw = [k.encode() for k in strings]
-    logged = _log_cells(storage, base, current, valid, set(raw)) if current.log_files else {}
-    if logged:
-        strings = [s for s, r in zip(strings, raw) if r not in logged]
-        raw = [r for r in raw if r not in logged]
-    positions, locations = _base_locations(storage, base, current, bytes_array(raw)) if raw else ([], [])
-    out = dict(zip([strings[i] for i in np.asarray(positions, np.int64).tolist()], locations))
-    out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
-    return out
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return {}
+    return _in_file_group(storage, base, current, valid, wanted, _encoded(wanted), np.arange(len(wanted)))
 
 
 def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[bytes, Cell]:
