@@ -219,3 +219,38 @@ def test_recording_into_a_table_without_the_index_is_refused(tmp_path):
     with pytest.raises(HudiFormatError, match="no record index"):
         writer.record(HudiTable.open(base), ts, from_commit(_files(base, ts, {("a", new_file_id()): 1})),
                       record_index=RecordIndexChange(deletes={"x"}))
+
+
+def test_lookups_agree_cold_warm_and_with_the_cache_off(tmp_path, monkeypatch):
+    """An index whose file groups span several HFile blocks: lookups read only the blocks their
+    keys fall in, keep what they decoded, and answer the same cold, warm (each block, then each
+    file joined and searched by fingerprint) and with the cache off; keys of every shape."""
+    base = _table(tmp_path)
+    fa, fb = new_file_id(), new_file_id()
+    first = _commit(base, {("a", fa): 10}, recorded=False)
+    writer.initialize(HudiTable.open(base))
+    keys = [f"order-{i}" for i in range(24000)] + ["", "ü/ß", "😀", "a\x00", "a\x00\x00", "z" * 300, "k\x00x"]
+    entries = [(k, "a" if i % 3 else "b/c", fa if i % 2 else fb, first) for i, k in enumerate(keys)]
+    rli_writer.initialize(HudiTable.open(base), entries, file_groups=2)
+    expected = {k: Location(p, f, t.ljust(17, "0")) for k, p, f, t in entries}
+    table = HudiTable.open(base)
+    slices, _ = rli_reader.slices(table)
+    sizes = [HFileReader(ST.read_bytes(join(layout.partition_path(base, RECORD_INDEX), s.base_file))).block_count
+             for s in slices]
+    assert min(sizes) >= 2                                  # several blocks per file group
+
+    rli_reader.clear_cache()
+    some = keys[:50] + keys[-7:] + ["absent", "order-99999", "order-1\x00"]
+    assert rli_reader.lookup(table, some) == {k: expected[k] for k in some if k in expected}
+    everything = [*keys, "absent", "order-", "zz"]
+    for _ in range(3):                                      # blocks decoded, then joined, then searched whole
+        assert rli_reader.lookup(table, everything) == expected
+    assert rli_reader.lookup(table, some[::-1]) == {k: expected[k] for k in some if k in expected}
+    for current in slices:
+        mine = [k for k in keys if file_group_index(k, 2) == slices.index(current)]
+        assert rli_reader.lookup_file_group(ST, base, current, rli_reader.slices(table)[1], mine + ["nope"]) == \
+            {k: expected[k] for k in mine}
+    monkeypatch.setattr(rli_reader, "CACHE_BYTES", 0)         # nothing kept
+    rli_reader.clear_cache()
+    assert rli_reader.lookup(table, everything) == expected
+    assert rli_reader.lookup(table, some) == {k: expected[k] for k in some if k in expected}

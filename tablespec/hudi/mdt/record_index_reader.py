@@ -127,17 +127,51 @@ CACHE_BYTES = int(float(os.environ.get("TABLESPEC_RECORD_INDEX_CACHE_MB", "512")
 
 @dataclass(frozen=True)
 class _Located:
-    """One data block of a base file, decoded: its keys (sorted) and each key's location."""
+    """One data block of a base file (or all of them), decoded: its keys and each key's location.
+    Keys are sorted, or (a whole file with `fingerprints`) in the order of their fingerprints."""
     cells: Cells                 # rows only (no data kept)
     codes: np.ndarray            # per key: its location's number in `locations`
     locations: list[Location]    # the file's distinct locations (shared by its blocks)
+    fingerprints: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.cells.rows.nbytes + self.codes.nbytes)
+        extra = self.fingerprints.nbytes if self.fingerprints is not None else 0
+        return int(self.cells.rows.nbytes + self.codes.nbytes + extra)
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The positions in `keys` of those present, and their places in `cells`."""
+        if self.fingerprints is None:
+            return self.cells.find(keys)
+        if keys.dtype == object:           # keys ending in a NUL: no row here (rows of S arrays never do)
+            plain = np.flatnonzero([not k.endswith(b"\x00") for k in keys.tolist()])
+            hit, at = self.find(np.array(keys[plain].tolist() or [b""], dtype="S")[:len(plain)])
+            return plain[hit], at
+        rows, wanted = self.cells.rows, _fingerprints(keys, self.cells.rows.dtype.itemsize)
+        at = np.minimum(np.searchsorted(self.fingerprints, wanted), len(rows) - 1)
+        hit = np.flatnonzero(self.fingerprints[at] == wanted)
+        hit = hit[rows[at[hit]] == keys[hit]]            # a fingerprint is not the key: compare the two
+        return hit, at[hit]
 
 
-_BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()
+def _fingerprints(rows: np.ndarray, width: int) -> np.ndarray:
+    """A 64-bit hash of each of the numpy bytes `rows` taken `width` bytes wide (zero-padded or cut):
+    integer searches instead of byte-string ones. The same key gives the same fingerprint at any
+    array width; different keys rarely collide, and equal fingerprints are checked against the keys."""
+    n, have = len(rows), rows.dtype.itemsize
+    words = -(-width // 8)
+    raw = np.zeros((n, words * 8), np.uint8)
+    raw[:, :min(width, have)] = np.ascontiguousarray(rows).view(np.uint8).reshape(n, have)[:, :width]
+    chunks = raw.view(">u8").astype(np.uint64)
+    out = np.full(n, 0x9E3779B97F4A7C15, np.uint64)
+    for column in range(words):
+        out = (out ^ chunks[:, column]) * np.uint64(0xBF58476D1CE4E5B9)
+        out ^= out >> np.uint64(31)
+    return out
+
+
+_BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()   # (path, size, block or WHOLE_FILE)
+WHOLE_FILE = -1
 _cached_bytes = 0
 # per base file: each distinct stored value seen -> its number, and the locations by number (a
 # file's keys share few locations: one per data file group and inserting instant)
@@ -195,6 +229,11 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     if not current.base_file or not len(keys):
         return np.empty(0, np.int64), []
     path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
+    whole = _BLOCKS.get((path, current.base_size, WHOLE_FILE))
+    if whole is not None:                      # every block decoded earlier: one seek in memory
+        _BLOCKS.move_to_end((path, current.base_size, WHOLE_FILE))
+        hits, at = whole.find(keys)
+        return hits, [whole.locations[c] for c in whole.codes[at].tolist()]
     hfile = HFileReader.open(storage, path, current.base_size)
     schema = hfile.file_info.get(SCHEMA_KEY, b"").decode()
     blocks = hfile.blocks_of(keys)
@@ -209,7 +248,35 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
         positions.append(group[hits])
         known = located.locations              # the block's own list: the file's may have been dropped since
         locations += [known[c] for c in located.codes[at].tolist()]
+    _join_blocks(hfile)
     return (np.concatenate(positions) if positions else np.empty(0, np.int64)), locations
+
+
+def _join_blocks(hfile: HFileReader) -> None:
+    """Once every block of a file is kept, keep them as one (a lookup then seeks once per file)."""
+    global _cached_bytes
+    keys = [(hfile.source, hfile.size, n) for n in range(hfile.block_count)]
+    parts = [_BLOCKS.get(k) for k in keys]
+    if not parts or any(p is None for p in parts):
+        return
+    kept = [p for p in parts if p is not None]
+    if len({id(p.locations) for p in kept}) != 1:        # numbered apart (the file's values were dropped between)
+        return
+    empty = np.empty(0, np.int64)
+    rows = [p.cells.rows for p in kept]
+    codes = np.concatenate([p.codes for p in kept])
+    if any(r.dtype == object for r in rows):
+        whole = _Located(Cells(np.concatenate([r.astype(object) for r in rows]), empty, empty, b""), codes,
+                         kept[0].locations)
+    else:
+        joined = np.concatenate(rows)
+        prints = _fingerprints(joined, joined.dtype.itemsize)
+        order = np.argsort(prints)
+        whole = _Located(Cells(joined[order], empty, empty, b""), codes[order], kept[0].locations, prints[order])
+    for key in keys:
+        _cached_bytes -= _BLOCKS.pop(key).nbytes
+    _BLOCKS[(hfile.source, hfile.size, WHOLE_FILE)] = whole
+    _cached_bytes += whole.nbytes
 
 
 def _encoded(keys: list[str]) -> np.ndarray:
@@ -220,14 +287,21 @@ def _encoded(keys: list[str]) -> np.ndarray:
     return bytes_array([k.encode() for k in keys])
 
 
-def _in_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: list[str],
+def _objects(keys: list[str]) -> np.ndarray:
+    out = np.empty(len(keys), object)
+    out[:] = keys
+    return out
+
+
+def _in_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: np.ndarray,
                    raw: np.ndarray, subset: np.ndarray) -> dict[str, Location]:
-    """Key -> location of the `keys` at `subset` (their UTF-8 in `raw`) that file group `current` holds."""
+    """Key -> location of the `keys` (an object array of str) at `subset` (their UTF-8 in `raw`)
+    that file group `current` holds."""
     logged = _log_cells(storage, base, current, valid, lambda: set(raw[subset].tolist())) if current.log_files else {}
     if logged:
         subset = subset[np.fromiter((k not in logged for k in raw[subset].tolist()), bool, len(subset))]
     positions, locations = _base_locations(storage, base, current, raw[subset])
-    out = dict(zip([keys[i] for i in subset[positions].tolist()], locations))
+    out = dict(zip(keys[subset[positions]].tolist(), locations))
     out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
     return out
 
@@ -238,12 +312,12 @@ def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
     wanted = list(set(keys))
     if not found or not wanted:
         return {}
-    raw = _encoded(wanted)
+    raw, strings = _encoded(wanted), _objects(wanted)
     indices = file_group_indices(wanted, len(found))
     order = np.argsort(indices, kind="stable")
     out: dict[str, Location] = {}
     for part in np.split(order, np.flatnonzero(np.diff(indices[order])) + 1):
-        out.update(_in_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, wanted, raw, part))
+        out.update(_in_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, strings, raw, part))
     return out
 
 
@@ -254,7 +328,7 @@ def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid:
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
-    return _in_file_group(storage, base, current, valid, wanted, _encoded(wanted), np.arange(len(wanted)))
+    return _in_file_group(storage, base, current, valid, _objects(wanted), _encoded(wanted), np.arange(len(wanted)))
 
 
 def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[bytes, Cell]:
