@@ -233,7 +233,7 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     if whole is not None:                      # every block decoded earlier: one seek in memory
         _BLOCKS.move_to_end((path, current.base_size, WHOLE_FILE))
         hits, at = whole.find(keys)
-        return hits, [whole.locations[c] for c in whole.codes[at].tolist()]
+        return hits, _pick(whole.locations, whole.codes[at])
     hfile = HFileReader.open(storage, path, current.base_size)
     schema = hfile.file_info.get(SCHEMA_KEY, b"").decode()
     blocks = hfile.blocks_of(keys)
@@ -247,9 +247,16 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
         hits, at = located.cells.find(keys[group])
         positions.append(group[hits])
         known = located.locations              # the block's own list: the file's may have been dropped since
-        locations += [known[c] for c in located.codes[at].tolist()]
+        locations += _pick(known, located.codes[at])
     _join_blocks(hfile)
     return (np.concatenate(positions) if positions else np.empty(0, np.int64)), locations
+
+
+def _pick(locations: list[Location], codes: np.ndarray) -> list[Location]:
+    """locations[c] for each of `codes` (numpy takes them: 50k keys in one call)."""
+    table = np.empty(len(locations), object)
+    table[:] = locations
+    return table[codes].tolist()
 
 
 def _join_blocks(hfile: HFileReader) -> None:
