@@ -35,7 +35,7 @@ d. Listing a 30-partition table on S3 (the loopback server of tests/s3server.py,
 Prints a table per part and writes JSON (default bench/results/mdt_bench.json).
 
     PYTHONPATH=$PWD python bench/mdt_bench.py                 # 2M and 10M keys; 2M rows, 200k upserted
-    PYTHONPATH=$PWD python bench/mdt_bench.py --quick         # ~2 minutes: 200k / 1M keys, 200k rows
+    PYTHONPATH=$PWD python bench/mdt_bench.py --quick         # 200k / 500k keys, 100k rows, 10k upserted
     PYTHONPATH=$PWD python bench/mdt_bench.py --parts a,d     # a subset; --no-hudi without Apache Hudi
 """
 from __future__ import annotations
@@ -379,7 +379,7 @@ def main() -> int:
     ap.add_argument("--upsert-rows", type=int, default=200_000)
     ap.add_argument("--repeat-upsert", type=int, default=2, help="upserts with and without the metadata table")
     ap.add_argument("--parts", default="a,b,c,d")
-    ap.add_argument("--quick", action="store_true", help="~2 minutes: 200k and 1M keys, 200k rows, 20k upserted")
+    ap.add_argument("--quick", action="store_true", help="a few minutes: 200k and 500k keys, 100k rows, 10k upserted")
     ap.add_argument("--work", help="folder kept between runs (indexes are reused); default: a temporary one")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="4g")
@@ -387,8 +387,8 @@ def main() -> int:
     add_hudi_arguments(ap)
     args = ap.parse_args()
     if args.quick:
-        args.sizes, args.repeat, args.cold_repeat = "200000,1000000", 10, 3
-        args.rows, args.upsert_rows, args.repeat_upsert = 200_000, 20_000, 1
+        args.sizes, args.repeat, args.cold_repeat = "200000,500000", 10, 3
+        args.rows, args.upsert_rows, args.repeat_upsert = 100_000, 10_000, 1
     args.sizes = [int(s) for s in args.sizes.split(",")]
     parts = set(args.parts.split(","))
     overrides = set_hudi_overrides(args.hudi_option)
