@@ -10,9 +10,12 @@ their file or block names.
 
 Base files never change once written (a new slice is a new file), so a process keeps what it
 decoded of them: each read data block as its sorted keys (numpy) and a code per key into the
-block's distinct locations, least recently used dropped past `CACHE_BYTES` (env
+file's distinct locations (a file's keys share few: one per data file group and inserting
+instant), and a file whose blocks are all kept as one array ordered by 64-bit key fingerprints
+(an integer search); least recently used dropped past `CACHE_BYTES` (env
 TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver or a reused
-executor worker then seek in memory, as Hudi's readers do through their block cache.
+executor worker then seek in memory, as Hudi's readers do through their block cache. Keys are
+encoded and hashed with numpy, not key by key: 100k keys per lookup.
 """
 from __future__ import annotations
 
@@ -105,21 +108,15 @@ def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[st
     return out
 
 
-def _base(storage: Storage, base: str, current: layout.Slice) -> tuple[HFileReader, str] | None:
+def _base_cells(storage: Storage, base: str, current: layout.Slice) -> Iterator[tuple[bytes, Cell]]:
+    """Every cell of the slice's base file (read whole: a scan or compaction needs all of it)."""
     if not current.base_file:
-        return None
+        return
     path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
     hfile = HFileReader(storage.read_bytes(path), path)
-    return hfile, hfile.file_info.get(SCHEMA_KEY, b"").decode()
-
-
-def _base_cells(storage: Storage, base: str, current: layout.Slice,
-                wanted: Iterable[bytes] | None) -> Iterator[tuple[bytes, Cell]]:
-    found = _base(storage, base, current)
-    if found is not None:
-        hfile, schema = found
-        for key, value in hfile.records() if wanted is None else hfile.get_many(wanted):
-            yield key, (hfile, schema, value)
+    schema = hfile.file_info.get(SCHEMA_KEY, b"").decode()
+    for key, value in hfile.records():
+        yield key, (hfile, schema, value)
 
 
 CACHE_BYTES = int(float(os.environ.get("TABLESPEC_RECORD_INDEX_CACHE_MB", "512")) * (1 << 20))
@@ -339,7 +336,7 @@ def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid:
 
 
 def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[bytes, Cell]:
-    merged: dict[bytes, Cell | None] = dict(_base_cells(table.storage, table.base, current, None))
+    merged: dict[bytes, Cell | None] = dict(_base_cells(table.storage, table.base, current))
     merged.update(_log_cells(table.storage, table.base, current, valid, None))
     return {k: c for k, c in merged.items() if c is not None}
 
