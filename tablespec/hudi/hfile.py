@@ -35,6 +35,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
@@ -304,11 +305,13 @@ class _Head:
 
 _HEADS: OrderedDict[tuple[str, int], _Head] = OrderedDict()   # (path, size) -> head: stored files never change
 _HEADS_KEPT = 1024
+_HEADS_LOCK = threading.Lock()
 
 
 def clear_hfile_heads() -> None:
     """Forget the trailers and indexes `HFileReader.open` keeps."""
-    _HEADS.clear()
+    with _HEADS_LOCK:
+        _HEADS.clear()
 
 
 @dataclass(frozen=True)
@@ -365,9 +368,11 @@ class HFileReader:
         """The stored HFile `path` of `size` bytes, read by ranges; its parsed trailer and indexes
         are kept process-wide (files are immutable), so a later open reads no more of them."""
         ranges = _Ranges(storage, path)
-        head = _HEADS.get((path, size))
+        with _HEADS_LOCK:
+            head = _HEADS.get((path, size))
+            if head is not None:
+                _HEADS.move_to_end((path, size))
         if head is not None:
-            _HEADS.move_to_end((path, size))
             return cls(b"", path, _ranges=ranges, _size=size, _head=head)
         if size < TRAILER_SIZE:
             raise HudiFormatError(f"{path}: {size} bytes is too short for an HFile")
@@ -377,9 +382,10 @@ class HFileReader:
         if 0 <= start < size - TRAILER_SIZE:
             ranges.spans = [(start, storage.read_range(path, start, size - TRAILER_SIZE - start) + tail)]
         reader = cls(b"", path, _ranges=ranges, _size=size)
-        _HEADS[(path, size)] = reader.head
-        while len(_HEADS) > _HEADS_KEPT:
-            _HEADS.popitem(last=False)
+        with _HEADS_LOCK:
+            _HEADS[(path, size)] = reader.head
+            while len(_HEADS) > _HEADS_KEPT:
+                _HEADS.popitem(last=False)
         return reader
 
     def _read(self, pos: int, length: int) -> bytes:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -170,6 +171,7 @@ def _fingerprints(rows: np.ndarray, width: int) -> np.ndarray:
 _BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()   # (path, size, block or WHOLE_FILE)
 WHOLE_FILE = -1
 _cached_bytes = 0
+_LOCK = threading.RLock()      # the caches, and a file's value numbering, are shared by threads
 # per base file: each distinct stored value seen -> its number, and the locations by number (a
 # file's keys share few locations: one per data file group and inserting instant)
 _VALUES: OrderedDict[tuple[str, int], tuple[dict[bytes, int], list[Location]]] = OrderedDict()
@@ -189,34 +191,36 @@ def _file_values(hfile: HFileReader) -> tuple[dict[bytes, int], list[Location]]:
 
 def _located(hfile: HFileReader, schema: str, block_no: int) -> _Located:
     global _cached_bytes
-    key = (hfile.source, hfile.size, block_no)
-    found = _BLOCKS.get(key)
-    if found is not None:
-        _BLOCKS.move_to_end(key)
-        return found
-    cells = hfile.cells(block_no)
-    numbers, locations = _file_values(hfile)
-    data, known = cells.data, len(numbers)
-    codes = np.fromiter((numbers.setdefault(data[a:b], len(numbers)) for a, b in
-                         zip(cells.value_start.tolist(), cells.value_end.tolist())), np.int32, len(cells.rows))
-    locations.extend(_location((hfile, schema, value)) for value in list(numbers)[known:])
-    empty = np.empty(0, np.int64)
-    located = _Located(Cells(cells.rows, empty, empty, b""), codes, locations)
-    if located.nbytes <= CACHE_BYTES:
-        _BLOCKS[key] = located
-        _cached_bytes += located.nbytes
-        while _cached_bytes > CACHE_BYTES:
-            _cached_bytes -= _BLOCKS.popitem(last=False)[1].nbytes
-    return located
+    with _LOCK:
+        key = (hfile.source, hfile.size, block_no)
+        found = _BLOCKS.get(key)
+        if found is not None:
+            _BLOCKS.move_to_end(key)
+            return found
+        cells = hfile.cells(block_no)
+        numbers, locations = _file_values(hfile)
+        data, known = cells.data, len(numbers)
+        codes = np.fromiter((numbers.setdefault(data[a:b], len(numbers)) for a, b in
+                             zip(cells.value_start.tolist(), cells.value_end.tolist())), np.int32, len(cells.rows))
+        locations.extend(_location((hfile, schema, value)) for value in list(numbers)[known:])
+        empty = np.empty(0, np.int64)
+        located = _Located(Cells(cells.rows, empty, empty, b""), codes, locations)
+        if located.nbytes <= CACHE_BYTES:
+            _BLOCKS[key] = located
+            _cached_bytes += located.nbytes
+            while _cached_bytes > CACHE_BYTES:
+                _cached_bytes -= _BLOCKS.popitem(last=False)[1].nbytes
+        return located
 
 
 def clear_cache() -> None:
     """Forget every decoded block and parsed HFile index (a cold start, e.g. for a bench)."""
     global _cached_bytes
-    _BLOCKS.clear()
-    _VALUES.clear()
-    _cached_bytes = 0
-    clear_hfile_heads()
+    with _LOCK:
+        _BLOCKS.clear()
+        _VALUES.clear()
+        _cached_bytes = 0
+        clear_hfile_heads()
 
 
 def _base_locations(storage: Storage, base: str, current: layout.Slice,
@@ -226,9 +230,11 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     if not current.base_file or not len(keys):
         return np.empty(0, np.int64), []
     path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
-    whole = _BLOCKS.get((path, current.base_size, WHOLE_FILE))
+    with _LOCK:
+        whole = _BLOCKS.get((path, current.base_size, WHOLE_FILE))
+        if whole is not None:
+            _BLOCKS.move_to_end((path, current.base_size, WHOLE_FILE))
     if whole is not None:                      # every block decoded earlier: one seek in memory
-        _BLOCKS.move_to_end((path, current.base_size, WHOLE_FILE))
         hits, at = whole.find(keys)
         return hits, _pick(whole.locations, whole.codes[at])
     hfile = HFileReader.open(storage, path, current.base_size)
@@ -259,28 +265,29 @@ def _pick(locations: list[Location], codes: np.ndarray) -> list[Location]:
 def _join_blocks(hfile: HFileReader) -> None:
     """Once every block of a file is kept, keep them as one (a lookup then seeks once per file)."""
     global _cached_bytes
-    keys = [(hfile.source, hfile.size, n) for n in range(hfile.block_count)]
-    parts = [_BLOCKS.get(k) for k in keys]
-    if not parts or any(p is None for p in parts):
-        return
-    kept = [p for p in parts if p is not None]
-    if len({id(p.locations) for p in kept}) != 1:        # numbered apart (the file's values were dropped between)
-        return
-    empty = np.empty(0, np.int64)
-    rows = [p.cells.rows for p in kept]
-    codes = np.concatenate([p.codes for p in kept])
-    if any(r.dtype == object for r in rows):
-        whole = _Located(Cells(np.concatenate([r.astype(object) for r in rows]), empty, empty, b""), codes,
-                         kept[0].locations)
-    else:
-        joined = np.concatenate(rows)
-        prints = _fingerprints(joined, joined.dtype.itemsize)
-        order = np.argsort(prints)
-        whole = _Located(Cells(joined[order], empty, empty, b""), codes[order], kept[0].locations, prints[order])
-    for key in keys:
-        _cached_bytes -= _BLOCKS.pop(key).nbytes
-    _BLOCKS[(hfile.source, hfile.size, WHOLE_FILE)] = whole
-    _cached_bytes += whole.nbytes
+    with _LOCK:
+        keys = [(hfile.source, hfile.size, n) for n in range(hfile.block_count)]
+        parts = [_BLOCKS.get(k) for k in keys]
+        if not parts or any(p is None for p in parts):
+            return
+        kept = [p for p in parts if p is not None]
+        if len({id(p.locations) for p in kept}) != 1:        # numbered apart (the file's values were dropped between)
+            return
+        empty = np.empty(0, np.int64)
+        rows = [p.cells.rows for p in kept]
+        codes = np.concatenate([p.codes for p in kept])
+        if any(r.dtype == object for r in rows):
+            whole = _Located(Cells(np.concatenate([r.astype(object) for r in rows]), empty, empty, b""), codes,
+                             kept[0].locations)
+        else:
+            joined = np.concatenate(rows)
+            prints = _fingerprints(joined, joined.dtype.itemsize)
+            order = np.argsort(prints)
+            whole = _Located(Cells(joined[order], empty, empty, b""), codes[order], kept[0].locations, prints[order])
+        for key in keys:
+            _cached_bytes -= _BLOCKS.pop(key).nbytes
+        _BLOCKS[(hfile.source, hfile.size, WHOLE_FILE)] = whole
+        _cached_bytes += whole.nbytes
 
 
 def _encoded(keys: list[str]) -> np.ndarray:
