@@ -32,19 +32,22 @@ Hudi's record key is the row, with empty family and qualifier, the latest timest
 """
 from __future__ import annotations
 
-import bisect
 import io
 import json
 import struct
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import crc32c
 import fastavro
+import numpy as np
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.io import Storage
 
 TRAILER_SIZE = 4096                  # version 3's fixed trailer
 MAJOR_VERSION, MINOR_VERSION = 3, 3
@@ -262,53 +265,166 @@ class Block:
     on_disk_size: int    # header, data and checksums
 
 
-class HFileReader:
-    """An HFile's file info, meta blocks and cells, read from its bytes. `source` names the file
-    (or log block) in errors. Every block read is checked against its checksums (if it has any:
-    Hudi 1.x writes none), its size and, when gzip, its CRC."""
+class _Ranges:
+    """A stored file read by byte ranges: spans fetched ahead (`prefetch`, neighbours merged into
+    one read) serve the reads inside them; any other read is a range read of its own."""
 
-    def __init__(self, data: bytes, source: str = "HFile"):
-        self.data, self.source = bytes(data), source
+    GAP = 1 << 20        # fetch up to this many unneeded bytes to save a request
+
+    def __init__(self, storage: Storage, path: str):
+        self.storage, self.path = storage, path
+        self.spans: list[tuple[int, bytes]] = []
+
+    def prefetch(self, wanted: Iterable[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for start, end in sorted(wanted):
+            if merged and start <= merged[-1][1] + self.GAP:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        self.spans = [(start, self.storage.read_range(self.path, start, end - start)) for start, end in merged]
+
+    def read(self, pos: int, length: int) -> bytes:
+        for start, data in self.spans:
+            if start <= pos and pos + length <= start + len(data):
+                return data[pos - start:pos - start + length]
+        return self.storage.read_range(self.path, pos, length)
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What a reader learns from the load-on-open section and trailer before reading any cell."""
+    trailer: Trailer
+    index: list[tuple[int, int, bytes]]       # data blocks: offset, on-disk size, first key
+    meta: dict[bytes, tuple[int, int]]
+    file_info: dict[bytes, bytes]
+    memstore_ts: bool
+    rows: list[bytes]                         # each data block's first row
+    starts: np.ndarray                        # the same, as a numpy bytes array (for batch seeks)
+
+
+_HEADS: OrderedDict[tuple[str, int], _Head] = OrderedDict()   # (path, size) -> head: stored files never change
+_HEADS_KEPT = 1024
+_HEADS_LOCK = threading.Lock()
+
+
+def clear_hfile_heads() -> None:
+    """Forget the trailers and indexes `HFileReader.open` keeps."""
+    with _HEADS_LOCK:
+        _HEADS.clear()
+
+
+@dataclass(frozen=True)
+class Cells:
+    """A data block's cells: rows (numpy bytes, in key order) and where each value lies in `data`."""
+    rows: np.ndarray
+    value_start: np.ndarray
+    value_end: np.ndarray
+    data: bytes
+
+    def value(self, i: int) -> bytes:
+        return self.data[self.value_start[i]:self.value_end[i]]
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For sorted `keys` (numpy bytes): the positions in `keys` of those present, and their cells."""
+        if not len(self.rows) or not len(keys):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        rows, keys = _comparable(self.rows, keys)
+        at = np.searchsorted(rows, keys)
+        inside = at < len(rows)
+        hit = np.zeros(len(keys), bool)
+        hit[inside] = rows[at[inside]] == keys[inside]
+        found = np.flatnonzero(hit)
+        return found, at[found]
+
+
+class HFileReader:
+    """An HFile's file info, meta blocks and cells, read from its bytes (or, `open`, from storage by
+    byte ranges: the trailer and load-on-open section, then only the data blocks a seek needs).
+    `source` names the file (or log block) in errors. Every block read is checked against its
+    checksums (if it has any: Hudi 1.x writes none), its size and, when gzip, its CRC."""
+
+    def __init__(self, data: bytes, source: str = "HFile", *, _ranges: _Ranges | None = None,
+                 _size: int | None = None, _head: _Head | None = None):
+        self.source = source
+        self.data = b"" if _ranges is not None else bytes(data)
+        self.size = _size if _size is not None else len(self.data)
+        self._ranges = _ranges
         try:
-            self.trailer = Trailer.decode(self.data)
-            t = self.trailer
-            pos = t.load_on_open_offset
-            root = self._block_at(pos, ROOT_INDEX)
-            self._index = _root_entries(root.data, t.data_index_count)
-            for level in range(t.data_index_levels - 1, 0, -1):     # down to the leaf level, in full
-                magic = LEAF_INDEX if level == 1 else INTERMEDIATE_INDEX
-                self._index = [e for offset, _, _ in self._index
-                               for e in _non_root_entries(self._block_at(offset, magic).data)]
-            pos += root.on_disk_size
-            meta = self._block_at(pos, ROOT_INDEX)
-            self._meta = {bytes(k): (o, s) for o, s, k in _root_entries(meta.data, t.meta_index_count)}
-            info = self._block_at(pos + meta.on_disk_size, FILE_INFO)
-            self.file_info = _decode_file_info(info.data)
+            self.trailer = _head.trailer if _head else Trailer.decode(self._read(self.size - TRAILER_SIZE, TRAILER_SIZE)
+                                                                     if self.size >= TRAILER_SIZE else self.data)
+            head = _head or self._read_head()
         except HudiFormatError as e:
             raise HudiFormatError(f"{source}: {e}") from None
+        self.head = head
+        self._index, self._meta, self.file_info = head.index, head.meta, head.file_info
         if MAX_TAGS_LEN in self.file_info:
             raise HudiFormatError(f"{source}: HFile cells with tags are not supported")
-        version = self.file_info.get(KEY_VALUE_VERSION, b"\x00\x00\x00\x00")
-        self._memstore_ts = struct.unpack(">i", version)[0] == 1
-        self._rows = [_row(k) for _, _, k in self._index]
-        self._cached: tuple[int, list[bytes], list[bytes]] | None = None
+        self._memstore_ts, self._rows = head.memstore_ts, head.rows
+        self._cached: tuple[int, Cells] | None = None
+
+    @classmethod
+    def open(cls, storage: Storage, path: str, size: int) -> HFileReader:
+        """The stored HFile `path` of `size` bytes, read by ranges; its parsed trailer and indexes
+        are kept process-wide (files are immutable), so a later open reads no more of them."""
+        ranges = _Ranges(storage, path)
+        with _HEADS_LOCK:
+            head = _HEADS.get((path, size))
+            if head is not None:
+                _HEADS.move_to_end((path, size))
+        if head is not None:
+            return cls(b"", path, _ranges=ranges, _size=size, _head=head)
+        if size < TRAILER_SIZE:
+            raise HudiFormatError(f"{path}: {size} bytes is too short for an HFile")
+        tail = storage.read_range(path, size - TRAILER_SIZE, TRAILER_SIZE)
+        trailer = Trailer.decode(tail)
+        start = trailer.load_on_open_offset
+        if 0 <= start < size - TRAILER_SIZE:
+            ranges.spans = [(start, storage.read_range(path, start, size - TRAILER_SIZE - start) + tail)]
+        reader = cls(b"", path, _ranges=ranges, _size=size)
+        with _HEADS_LOCK:
+            _HEADS[(path, size)] = reader.head
+            while len(_HEADS) > _HEADS_KEPT:
+                _HEADS.popitem(last=False)
+        return reader
+
+    def _read(self, pos: int, length: int) -> bytes:
+        if self._ranges is not None:
+            return self._ranges.read(pos, length)
+        return self.data[pos:pos + length]
+
+    def _read_head(self) -> _Head:
+        t = self.trailer
+        pos = t.load_on_open_offset
+        root = self._block_at(pos, ROOT_INDEX)
+        index = _root_entries(root.data, t.data_index_count)
+        for level in range(t.data_index_levels - 1, 0, -1):     # down to the leaf level, in full
+            magic = LEAF_INDEX if level == 1 else INTERMEDIATE_INDEX
+            index = [e for offset, _, _ in index for e in _non_root_entries(self._block_at(offset, magic).data)]
+        pos += root.on_disk_size
+        meta = self._block_at(pos, ROOT_INDEX)
+        metas = {bytes(k): (o, s) for o, s, k in _root_entries(meta.data, t.meta_index_count)}
+        info = _decode_file_info(self._block_at(pos + meta.on_disk_size, FILE_INFO).data)
+        version = info.get(KEY_VALUE_VERSION, b"\x00\x00\x00\x00")
+        rows = [_row(k) for _, _, k in index]
+        return _Head(t, index, metas, info, struct.unpack(">i", version)[0] == 1, rows, bytes_array(rows))
 
     # --- blocks
 
     def _block_at(self, pos: int, magic: bytes) -> Block:
-        data = self.data
-        if pos < 0 or pos + HEADER_SIZE > len(data) - TRAILER_SIZE:
+        if pos < 0 or pos + HEADER_SIZE > self.size - TRAILER_SIZE:
             raise HudiFormatError(f"block offset {pos} is outside the file")
-        head = data[pos:pos + HEADER_SIZE]
+        head = self._read(pos, HEADER_SIZE)
         if head[:8] != magic:
             raise HudiFormatError(f"expected a {magic.decode()} block at offset {pos}, found {head[:8]!r}")
         on_disk, raw_size, _, kind, per, data_with_header = struct.unpack(">iiqbii", head[8:])
         end = pos + HEADER_SIZE + on_disk
-        if end > len(data) or not HEADER_SIZE <= data_with_header <= HEADER_SIZE + on_disk:
+        if end > self.size or not HEADER_SIZE <= data_with_header <= HEADER_SIZE + on_disk:
             raise HudiFormatError(f"{magic.decode()} block at offset {pos} runs past the file")
         if kind not in (CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C) or (kind and per <= 0):
             raise HudiFormatError(f"{magic.decode()} block at offset {pos}: unknown checksum type {kind}")
-        body, sums = data[pos:pos + data_with_header], data[pos + data_with_header:end]
+        whole = self._read(pos, end - pos)
+        body, sums = whole[:data_with_header], whole[data_with_header:]
         if kind == CHECKSUM_NULL:            # nothing to check but the slot's size (none: an early 1.x writer)
             slot = _null_checksum_slot(len(body), per)
             if sums and len(sums) != slot:
@@ -337,15 +453,29 @@ class HFileReader:
         except HudiFormatError as e:
             raise HudiFormatError(f"{self.source}: {e}") from None
 
-    def _cells(self, block_no: int) -> tuple[list[bytes], list[bytes]]:
-        """The rows and values of data block `block_no` (the last one read is kept)."""
+    @property
+    def block_count(self) -> int:
+        return len(self._index)
+
+    def cells(self, block_no: int) -> Cells:
+        """The cells of data block `block_no` (the last one read is kept)."""
         if self._cached is not None and self._cached[0] == block_no:
-            return self._cached[1], self._cached[2]
+            return self._cached[1]
         offset = self._index[block_no][0]
         block = self._checked(lambda: self._block_at(offset, DATA))
-        rows, values = self._checked(lambda: _decode_cells(block.data, self._memstore_ts, offset))
-        self._cached = (block_no, rows, values)
-        return rows, values
+        cells = self._checked(lambda: decode_cells(block.data, self._memstore_ts, offset))
+        self._cached = (block_no, cells)
+        return cells
+
+    def blocks_of(self, keys: np.ndarray) -> np.ndarray:
+        """The data block each of the sorted `keys` (numpy bytes) would be in (-1: before the first)."""
+        starts, keys = _comparable(self.head.starts, keys)
+        return np.searchsorted(starts, keys, side="right") - 1
+
+    def prefetch(self, block_nos: Iterable[int]) -> None:
+        """Read the data blocks `block_nos` ahead, neighbours in one range read (stored files)."""
+        if self._ranges is not None:
+            self._ranges.prefetch((self._index[n][0], self._index[n][0] + self._index[n][1]) for n in block_nos)
 
     # --- records
 
@@ -359,36 +489,32 @@ class HFileReader:
 
     def records(self) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) in key order."""
+        self.prefetch(range(len(self._index)))
         for n in range(len(self._index)):
-            rows, values = self._cells(n)
-            yield from zip(rows, values)
+            cells = self.cells(n)
+            data = cells.data
+            yield from zip(cells.rows.tolist(), (data[a:b] for a, b in zip(cells.value_start.tolist(),
+                                                                          cells.value_end.tolist())))
 
     def get(self, key: bytes | str) -> bytes | None:
         """The value under `key`, found through the block index, or None."""
-        key = key.encode() if isinstance(key, str) else key
-        block_no = bisect.bisect_right(self._rows, key) - 1
-        if block_no < 0:
-            return None
-        rows, values = self._cells(block_no)
-        i = bisect.bisect_left(rows, key)
-        return values[i] if i < len(rows) and rows[i] == key else None
+        return next((v for _, v in self.get_many([key])), None)
 
     def get_many(self, keys: Iterable[bytes | str]) -> Iterator[tuple[bytes, bytes]]:
         """(key, value) for each of `keys` present, in key order: each block is read at most once."""
         wanted = sorted({k.encode() if isinstance(k, str) else k for k in keys})
-        starts, block_no = self._rows, -1
-        rows: list[bytes] = []
-        values: list[bytes] = []
-        for key in wanted:
-            at = bisect.bisect_right(starts, key) - 1
-            if at < 0:
-                continue
-            if at != block_no:
-                block_no = at
-                rows, values = self._cells(at)
-            i = bisect.bisect_left(rows, key)
-            if i < len(rows) and rows[i] == key:
-                yield key, values[i]
+        if not wanted or not self._index:
+            return
+        array = bytes_array(wanted)
+        blocks = self.blocks_of(array)
+        cuts = np.flatnonzero(np.diff(blocks)) + 1
+        groups = [(int(blocks[g[0]]), g) for g in np.split(np.arange(len(wanted)), cuts) if blocks[g[0]] >= 0]
+        self.prefetch(n for n, _ in groups)
+        for block_no, positions in groups:
+            cells = self.cells(block_no)
+            found, at = cells.find(array[positions])
+            for i, c in zip(found.tolist(), at.tolist()):
+                yield wanted[positions[i]], cells.value(c)
 
     # --- Hudi's file info
 
@@ -397,6 +523,22 @@ class HFileReader:
         """The Avro schema Hudi keeps in file info (base files), or None."""
         raw = self.file_info.get(SCHEMA_KEY)
         return json.loads(raw) if raw else None
+
+
+def bytes_array(rows: list[bytes]) -> np.ndarray:
+    """`rows` as a numpy fixed-width bytes array (ordered as unsigned bytes, as HFile's rows), or
+    an array of bytes objects when one ends in a NUL (fixed-width arrays drop trailing NULs)."""
+    if b"\x00" in b"".join(rows) and any(r.endswith(b"\x00") for r in rows):
+        out = np.empty(len(rows), object)
+        out[:] = rows
+        return out
+    return np.array(rows, dtype=f"S{max(1, max(map(len, rows), default=1))}")
+
+
+def _comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if a.dtype == object or b.dtype == object:
+        return a.astype(object), b.astype(object)
+    return a, b
 
 
 def _root_entries(data: bytes, count: int) -> list[tuple[int, int, bytes]]:
@@ -436,8 +578,93 @@ def _row(key: bytes) -> bytes:
     return key[2:2 + length]
 
 
-def _decode_cells(data: bytes, memstore_ts: bool, offset: int) -> tuple[list[bytes], list[bytes]]:
-    rows, values, pos, end = [], [], 0, len(data)
+_CELL_SUFFIX = b"\x00" + struct.pack(">qb", LATEST_TIMESTAMP, PUT)   # empty family and qualifier, latest, Put
+
+
+def decode_cells(data: bytes, memstore_ts: bool, offset: int = 0) -> Cells:
+    """A data block's cells. Hudi's cells (every key ending in `_CELL_SUFFIX`) are found with
+    numpy over the whole block and the result checked to chain cell to cell from the block's start
+    to its end; any other block is walked cell by cell."""
+    layout = _fast_cells(data, memstore_ts)
+    if layout is None:
+        layout = _walk_cells(data, memstore_ts, offset)
+    starts, lengths, value_start, value_end = layout
+    buf = np.frombuffer(data, np.uint8)
+    if len(lengths) and np.any(buf[(starts + lengths - 1)[lengths > 0]] == 0):    # numpy bytes would drop the NUL
+        rows = np.array([data[a:a + n] for a, n in zip(starts.tolist(), lengths.tolist())] or [b""], object)
+        return Cells(rows[:len(lengths)], value_start, value_end, data)
+    width = int(lengths.max()) if len(lengths) else 1
+    columns = np.arange(max(1, width))
+    take = starts[:, None] + columns
+    gathered = buf[np.minimum(take, len(buf) - 1)] if len(buf) else np.zeros(take.shape, np.uint8)
+    gathered = np.where(columns < lengths[:, None], gathered, 0).astype(np.uint8)
+    rows = np.ascontiguousarray(gathered).view(f"S{max(1, width)}").ravel()
+    return Cells(rows, value_start, value_end, data)
+
+
+def _be(buf: np.ndarray, pos: np.ndarray, size: int) -> np.ndarray:
+    """Signed big-endian integers of `size` bytes at each of `pos`."""
+    out = np.zeros(len(pos), np.int64)
+    for i in range(size):
+        out = out << 8 | buf[pos + i]
+    sign = 1 << (8 * size - 1)
+    return (out ^ sign) - sign
+
+
+def _vlong_sizes(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    first = buf[pos].astype(np.int8).astype(np.int64)
+    return np.where(first >= -112, 1, np.where(first < -120, -119 - first, -111 - first))
+
+
+def _fast_cells(data: bytes, memstore_ts: bool) -> tuple[np.ndarray, ...] | None:
+    """(row starts, row lengths, value starts, value ends) of a block of Hudi's cells, or None."""
+    pieces = data.split(_CELL_SUFFIX)
+    if len(pieces) < 2:
+        return None
+    ends = np.cumsum(np.fromiter(map(len, pieces[:-1]), np.int64, len(pieces) - 1) + len(_CELL_SUFFIX))
+    suffix = ends - len(_CELL_SUFFIX)                       # each key's suffix: the row ends there
+    buf = np.frombuffer(data, np.uint8)
+    lengths = np.full(len(suffix), -1, np.int64)
+    tried: set[int] = set()
+    todo = {int.from_bytes(data[8:10], "big")} if len(data) >= 10 else set()
+    while todo:
+        for length in todo:
+            cell = suffix - length - 10
+            open_ = np.flatnonzero((lengths < 0) & (cell >= 0))
+            ok = (_be(buf, suffix[open_] - length - 2, 2) == length) & \
+                 (_be(buf, cell[open_], 4) == length + 12)
+            lengths[open_[ok]] = length
+        tried |= todo
+        left = np.flatnonzero(lengths < 0)
+        if not len(left):
+            break
+        left = left[left > 0]
+        left = left[lengths[left - 1] >= 0]                 # a known cell before: its end is this one's start
+        if not len(left):
+            return None
+        prev = left - 1
+        value_end = ends[prev] + _be(buf, suffix[prev] - lengths[prev] - 6, 4)
+        if np.any(value_end >= len(data)):
+            return None
+        start = value_end + (_vlong_sizes(buf, value_end) if memstore_ts else 0)
+        todo = {int(n) for n in np.unique(suffix[left] - start - 10)} - tried
+        todo = {n for n in todo if 0 <= n <= 0x7FFF}
+    if np.any(lengths < 0):
+        return None
+    cell = suffix - lengths - 10
+    value_len = _be(buf, cell + 4, 4)
+    value_end = ends + value_len
+    if value_len.min() < 0 or value_end.max() > len(data) or (memstore_ts and value_end.max() >= len(data)):
+        return None
+    end = value_end + (_vlong_sizes(buf, value_end) if memstore_ts else 0)
+    if cell[0] != 0 or end[-1] != len(data) or np.any(cell[1:] != end[:-1]):
+        return None
+    return cell + 10, lengths, ends, value_end
+
+
+def _walk_cells(data: bytes, memstore_ts: bool, offset: int) -> tuple[np.ndarray, ...]:
+    starts, lengths, value_starts, value_ends = [], [], [], []
+    pos, end = 0, len(data)
     unpack = struct.unpack_from
     try:
         while pos < end:
@@ -447,14 +674,17 @@ def _decode_cells(data: bytes, memstore_ts: bool, offset: int) -> tuple[list[byt
             value = key + key_len
             if not 0 <= row_len <= key_len - 12 or value_len < 0 or value + value_len > end:
                 raise HudiFormatError(f"cell at {pos} of the data block at offset {offset} runs past the block")
-            rows.append(data[key + 2:key + 2 + row_len])
-            values.append(data[value:value + value_len])
+            starts.append(key + 2)
+            lengths.append(row_len)
+            value_starts.append(value)
+            value_ends.append(value + value_len)
             pos = value + value_len
             if memstore_ts:
                 pos = _read_vlong(data, pos)[1]
     except struct.error:
         raise HudiFormatError(f"data block at offset {offset} ends inside a cell") from None
-    return rows, values
+    return (np.array(starts, np.int64), np.array(lengths, np.int64), np.array(value_starts, np.int64),
+            np.array(value_ends, np.int64))
 
 
 def _decode_file_info(data: bytes) -> dict[bytes, bytes]:

@@ -3,6 +3,7 @@ the block index, file info); corrupt files are refused. Files Apache Hudi writes
 tablespec's, are checked in tests/interop/test_hudi_hfiles.py."""
 from __future__ import annotations
 
+import random
 import struct
 
 import pytest
@@ -21,11 +22,13 @@ from tablespec.hudi.hfile import (
     Trailer,
     _compress,
     _encode_file_info,
+    _walk_cells,
     cell_key,
     merge_files_records,
     metadata_records,
     write_hfile,
 )
+from tablespec.hudi.io import LocalStorage
 
 RECORDS = [(f"key-{i:05d}".encode(), f"value-{i}-".encode() * (i % 7 + 1)) for i in range(0, 3000, 3)]
 INFO = {"schema": '{"type": "string"}', b"bloomFilterTypeCode": b"DYNAMIC_V0"}
@@ -196,3 +199,68 @@ def test_files_partition_records_merge_oldest_first():
     assert listing.files == {"p0": {"b.parquet": 20, "d.parquet": 7}, "p2": {"e.parquet": 1}}
     with pytest.raises(HudiFormatError, match="no Avro schema"):
         list(metadata_records(log))
+
+
+def _walked(reader: HFileReader) -> list[tuple[bytes, bytes]]:
+    """Every cell, found by walking each block cell by cell (the reference for the vectorized path)."""
+    out = []
+    for n in range(reader.block_count):
+        data = reader._block_at(reader._index[n][0], DATA).data
+        starts, lengths, value_start, value_end = _walk_cells(data, True, 0)
+        out += [(data[a:a + k], data[b:e]) for a, k, b, e in zip(starts, lengths, value_start, value_end)]
+    return out
+
+
+@pytest.mark.parametrize("records", [
+    [(f"{i}".encode(), b"v" * (i % 5)) for i in sorted(range(1, 4000, 7), key=lambda i: str(i))],   # mixed lengths
+    [(b"a", b""), (b"a\x00", b"x"), (b"a\x00\x00", b"y"), (b"b\x00", b"z"), (b"b\x01", b"w")],       # rows ending in NUL
+    # a value holding the bytes every cell's key ends with: the vectorized path must not be fooled
+    [(f"k{i:04d}".encode(), b"\x00\x7f" + b"\xff" * 7 + b"\x04" + bytes([i % 256])) for i in range(600)],
+])
+def test_cells_decoded_in_bulk_equal_a_cell_by_cell_walk(records):
+    reader = HFileReader(write_hfile(records, INFO, block_size=512))
+    assert list(reader.records()) == _walked(reader) == records
+    keys = [k for k, _ in records]
+    assert list(reader.get_many(keys[::-3] + [b"zz", b"", keys[0] + b"\x00\x00\x00"])) == sorted(
+        (k, v) for k, v in records[::-1][::3])
+    assert all(reader.get(k) == v for k, v in records)
+
+
+class _CountingStorage(LocalStorage):
+    """Local files, counting what is read of them (a real store: reads happen)."""
+
+    def __init__(self):
+        self.reads: list[tuple[int, int]] = []
+
+    def read_bytes(self, path):
+        self.reads.append((0, -1))
+        return super().read_bytes(path)
+
+    def read_range(self, path, offset, length):
+        self.reads.append((offset, length))
+        return super().read_range(path, offset, length)
+
+
+def test_a_stored_hfile_is_read_by_ranges_and_its_index_kept(tmp_path):
+    noise = random.Random(1)
+    records = [(f"key-{i:06d}".encode(), noise.randbytes(150)) for i in range(20000)]   # 3 MB that gzip keeps
+    data = write_hfile(records, INFO, block_size=16384)
+    path = str(tmp_path / "f.hfile")
+    storage = _CountingStorage()
+    storage.write_bytes(path, data)
+    reader = HFileReader.open(storage, path, len(data))
+    assert reader.block_count > 50 and (0, -1) not in storage.reads       # never the whole file
+    assert len(storage.reads) == 2 and sum(n for _, n in storage.reads) < len(data) / 20    # trailer, load-on-open
+    wanted = [records[7][0], records[19990][0], b"key-0000071"]
+    storage.reads.clear()
+    assert list(reader.get_many(wanted)) == [records[7], records[19990]]
+    assert len(storage.reads) == 2 and sum(n for _, n in storage.reads) < len(data) / 20    # the two blocks only
+    storage.reads.clear()
+    near = [records[100][0], records[2000][0]]                              # blocks close by: one read
+    assert list(reader.get_many(near)) == [records[100], records[2000]] and len(storage.reads) == 1
+    storage.reads.clear()
+    again = HFileReader.open(storage, path, len(data))                     # trailer and index: from memory
+    assert not storage.reads and again.file_info == reader.file_info
+    assert list(again.records()) == records and len(storage.reads) == 1   # a whole scan: one read of the data
+    with pytest.raises(HudiFormatError, match="short: 10 bytes is too short for an HFile"):
+        HFileReader.open(storage, str(tmp_path / "short"), 10)

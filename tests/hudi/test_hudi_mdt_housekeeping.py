@@ -18,7 +18,11 @@ from tablespec.hudi.config import TableConfig, init_table
 from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.mdt import archiver, cleaner, layout, reader, sync, writer
-from tablespec.hudi.naming import BaseFileName, new_file_id
+from tablespec.hudi.mdt import record_index_reader as rli_reader
+from tablespec.hudi.mdt import record_index_writer as rli_writer
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange, file_group_id
+from tablespec.hudi.mdt.records import from_commit
+from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_content
@@ -148,4 +152,53 @@ def test_an_interrupted_metadata_clean_is_finished_by_the_next_write(tmp_path, p
     assert all(i.completed for i in metadata) and pending.timestamp in {i.timestamp for i in metadata}
     planned = avro_content(ST.read_bytes(join(layout.meta_path(base), f"{pending.timestamp}.clean.requested")), "plan")
     assert not any(ST.exists(f["filePath"]) for fs in planned["filePathsToBeDeletedPerPartition"].values() for f in fs)
+    _assert_listing_is_storage(base)
+
+
+def _write_keys(base: str, n: int) -> tuple[str, RecordIndexChange]:
+    """One data commit that inserts key `n-NNN` and deletes `kNNN` through the record index, then
+    compaction, cleaning and archiving as after any commit."""
+    ts = new_instant_time(Timeline.load(ST, base).instants[-1].timestamp)
+    tw = TimelineWriter(ST, base)
+    inflight = tw.start(tw.request(COMMIT, ts))
+    write_partition_metadata(ST, base, "a", ts)
+    file_id = new_file_id()
+    rel = join("a", BaseFileName(file_id, "0-1-0", ts).format())
+    ST.write_bytes(join(base, rel), b"x")
+    metadata = CommitMetadata({"a": [WriteStat(file_id=file_id, path=rel, prev_commit="null", partition_path="a",
+                                               file_size_in_bytes=1)]}, operation_type="UPSERT")
+    change = RecordIndexChange(upserts={f"n-{n:03d}": Location("a", file_id, ts)}, deletes={f"k{n:03d}"})
+    writer.record(HudiTable.open(base), ts, from_commit(metadata), record_index=change)
+    tw.complete(inflight, metadata)
+    sync.compact_if_due(HudiTable.open(base), layout.timeline(ST, base))
+    archive(HudiTable.open(base), SETTINGS)
+    return ts, change
+
+
+def test_record_index_file_groups_are_cleaned_like_the_files_partition(tmp_path):
+    base = _table(tmp_path)
+    first = _write(base, 0)
+    [stat] = CommitMetadata.from_json(ST.read_bytes(join(base, ".hoodie", f"{first}.commit"))).partition_to_write_stats["a"]
+    entries = [(f"k{i:03d}", "a", stat.file_id, first) for i in range(300)]
+    rli_writer.initialize(HudiTable.open(base), entries, file_groups=4)
+    expected = {k: Location(p, f, t.ljust(17, "0")) for k, p, f, t in entries}
+    for n in range(60):
+        ts, change = _write_keys(base, n)
+        expected = {**{k: v for k, v in expected.items() if k not in change.deletes},
+                    **{k: Location(v.partition, v.file_id, ts.ljust(17, "0")) for k, v in change.upserts.items()}}
+    metadata = layout.timeline(ST, base)
+    cleans = [i for i in metadata if i.action == "clean" and i.completed]
+    cleaned = set().union(*(avro_content(ST.read_bytes(join(layout.meta_path(base), f"{c.timestamp}.clean")),
+                                         "clean")["partitionMetadata"] for c in cleans))
+    assert cleaned == {"files", RECORD_INDEX}              # the latest cleans: both partitions
+    names = [i.name for i in ST.list_dir(layout.partition_path(base, RECORD_INDEX)) if not i.is_dir]
+    for index in range(4):                                # latest slice and at most the one before the retained commit
+        bases = [n for n in names if n.startswith(file_group_id(index)) and n.endswith(".hfile")]
+        assert 1 <= len(bases) <= 2
+        kept = {b.rsplit("_", 1)[1][:-len(".hfile")] for b in bases}
+        logs = [n for n in names if n.startswith(f".{file_group_id(index)}_")]
+        assert {LogFileName.parse(n).base_instant for n in logs} <= kept    # no log of a cleaned slice left
+    table = HudiTable.open(base)
+    assert rli_reader.scan(table) == expected
+    assert rli_reader.lookup(table, [*expected, "k000", "absent"]) == expected
     _assert_listing_is_storage(base)

@@ -5,6 +5,8 @@ lookups that read only the keys' own file groups, and compaction. (tests/interop
 test_hudi_metadata_record_index.py has Apache Hudi judge the same files.)"""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_hudi_mdt import ST, _commit, _files, _start, _table
 
@@ -219,3 +221,68 @@ def test_recording_into_a_table_without_the_index_is_refused(tmp_path):
     with pytest.raises(HudiFormatError, match="no record index"):
         writer.record(HudiTable.open(base), ts, from_commit(_files(base, ts, {("a", new_file_id()): 1})),
                       record_index=RecordIndexChange(deletes={"x"}))
+
+
+def _multi_block_index(tmp_path):
+    """A record index of ~24k keys of every shape in 2 file groups, each HFile of several blocks."""
+    base = _table(tmp_path)
+    fa, fb = new_file_id(), new_file_id()
+    first = _commit(base, {("a", fa): 10}, recorded=False)
+    writer.initialize(HudiTable.open(base))
+    keys = [f"order-{i}" for i in range(24000)] + ["", "ü/ß", "😀", "a\x00", "a\x00\x00", "z" * 300, "k\x00x"]
+    entries = [(k, "a" if i % 3 else "b/c", fa if i % 2 else fb, first) for i, k in enumerate(keys)]
+    rli_writer.initialize(HudiTable.open(base), entries, file_groups=2)
+    return base, keys, {k: Location(p, f, t.ljust(17, "0")) for k, p, f, t in entries}
+
+
+def test_lookups_agree_cold_warm_and_with_the_cache_off(tmp_path, monkeypatch):
+    """An index whose file groups span several HFile blocks: lookups read only the blocks their
+    keys fall in, keep what they decoded, and answer the same cold, warm (each block, then each
+    file joined and searched by fingerprint) and with the cache off; keys of every shape."""
+    base, keys, expected = _multi_block_index(tmp_path)
+    table = HudiTable.open(base)
+    slices, _ = rli_reader.slices(table)
+    sizes = [HFileReader(ST.read_bytes(join(layout.partition_path(base, RECORD_INDEX), s.base_file))).block_count
+             for s in slices]
+    assert min(sizes) >= 2                                  # several blocks per file group
+
+    rli_reader.clear_cache()
+    some = keys[:50] + keys[-7:] + ["absent", "order-99999", "order-1\x00"]
+    assert rli_reader.lookup(table, some) == {k: expected[k] for k in some if k in expected}
+    everything = [*keys, "absent", "order-", "zz"]
+    for _ in range(3):                                      # blocks decoded, then joined, then searched whole
+        assert rli_reader.lookup(table, everything) == expected
+    assert rli_reader.lookup(table, some[::-1]) == {k: expected[k] for k in some if k in expected}
+    for current in slices:
+        mine = [k for k in keys if file_group_index(k, 2) == slices.index(current)]
+        assert rli_reader.lookup_file_group(ST, base, current, rli_reader.slices(table)[1], mine + ["nope"]) == \
+            {k: expected[k] for k in mine}
+    monkeypatch.setattr(rli_reader, "CACHE_BYTES", 0)         # nothing kept
+    rli_reader.clear_cache()
+    assert rli_reader.lookup(table, everything) == expected
+    assert rli_reader.lookup(table, some) == {k: expected[k] for k in some if k in expected}
+
+
+def test_lookups_on_s3_read_base_files_by_range_once(tmp_path, s3_bucket, s3_server):
+    """On object storage a lookup reads an HFile's trailer, index and needed blocks by byte range,
+    each byte once; a warm lookup reads no base file at all (the timeline and log files only).
+    (Which blocks are read, and that neighbours share one read, tests/hudi/test_hudi_hfile.py.)"""
+    import boto3
+    base, keys, expected = _multi_block_index(tmp_path)
+    bucket = s3_bucket.removeprefix("s3://")
+    s3 = boto3.client("s3")
+    for path in Path(base).rglob("*"):
+        if path.is_file():
+            s3.upload_file(str(path), bucket, f"t/{path.relative_to(base)}")
+    table = HudiTable.open(f"{s3_bucket}/t")
+    rli_reader.clear_cache()
+    hfile_bytes = sum(p.stat().st_size for p in Path(layout.partition_path(base, RECORD_INDEX)).glob("*.hfile"))
+    wanted = keys[::97] + ["absent"]
+    s3_server.requests(reset=True)
+    assert rli_reader.lookup(table, wanted) == {k: expected[k] for k in wanted if k in expected}
+    cold = s3_server.requests()
+    assert cold["bytes_sent"] < hfile_bytes + 20_000          # each HFile part read once (logs and timeline: small)
+    s3_server.requests(reset=True)
+    assert rli_reader.lookup(table, wanted[::-1]) == {k: expected[k] for k in wanted if k in expected}
+    warm = s3_server.requests()
+    assert warm["total"] < cold["total"] and warm["bytes_sent"] < 20_000

@@ -8,15 +8,21 @@ from __future__ import annotations
 from helpers import make_table, tablespec_rows
 from interop_support import hudi_write
 from test_hudi_archived_timeline import _meta_client
+from test_hudi_metadata_record_index import RECORD_INDEX_ON, assert_index_is_the_table, table_entries
+from test_hudi_metadata_record_index_kept import SPEC as RLI_SPEC
+from test_hudi_metadata_record_index_kept import assert_index_kept
 from test_hudi_metadata_table import SPEC
 from test_hudi_metadata_table_kept import assert_metadata_table_true
 from test_hudi_reads import batch
 
 from tablespec.hudi.archive.log import archive_files, read_records
+from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt import record_index_writer as rli_writer
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline import Timeline, avro_content
 from tablespec.hudi_options import hudi_write_options
 
 ARCHIVING = "  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}\n"
@@ -65,3 +71,36 @@ def test_metadata_table_archives_and_cleans_as_hudi_reads_it(hudi, tmp_path):
     table.write(batch(hudi, range(30, 32), version=60), "upsert")
     assert assert_metadata_table_true(hudi, table) != after
     assert tablespec_rows(table)
+
+
+def test_record_index_file_groups_are_cleaned_as_hudi_reads_them(hudi, tmp_path):
+    """On a RECORD_LEVEL table whose record index tablespec built, upserts of new keys add log files
+    to record-index file groups; the metadata table's compactions rewrite them and its cleans
+    remove the superseded slices of `record_index` too; Hudi's lookup, validation and reads agree
+    after, and a Hudi RECORD_INDEX upsert goes through the cleaned index."""
+    table = make_table(hudi, tmp_path, RLI_SPEC + ARCHIVING)
+    base = table.location
+    table.write(batch(hudi, range(0, 12)), "insert")
+    rli_writer.initialize(HudiTable.open(base), table_entries(base), file_groups=2)
+    for v in range(1, WRITES):
+        table.write(batch(hudi, [100 + v], version=v), "upsert")      # a new key: a record-index log block
+
+    meta = layout.meta_path(base)
+    cleans = [i for i in layout.timeline(LOCAL, base) if i.action == "clean" and i.completed]
+    cleaned = {p for c in cleans for p in avro_content(LOCAL.read_bytes(f"{meta}/{c.timestamp}.clean"),
+                                                       "clean")["partitionMetadata"]}
+    assert RECORD_INDEX in cleaned
+    names = [i.name for i in LOCAL.list_dir(layout.partition_path(base, RECORD_INDEX))]
+    for file_id in (file_group_id(0), file_group_id(1)):
+        assert 1 <= len([n for n in names if n.startswith(file_id) and n.endswith(".hfile")]) <= 2
+    index = assert_index_kept(hudi, table)
+    assert set(index) == {f"o{i:04d}" for i in [*range(12), *range(101, 100 + WRITES)]}
+
+    write_table_config(LOCAL, base, read_table_config(LOCAL, base).with_updates(index_type="RECORD_INDEX"))
+    options = {**hudi_write_options(table.spec, HudiTable.open(base)), **RECORD_INDEX_ON,
+               "hoodie.datasource.write.operation": "upsert"}
+    hudi_write(batch(hudi, [5, 101, 300], version=70), base, options)
+    after = assert_index_is_the_table(hudi, base)
+    assert set(after) == set(index) | {"o0300"}
+    for key in ("o0005", "o0101"):                                           # updated where the index said
+        assert (after[key].partition, after[key].file_id) == (index[key].partition, index[key].file_id)

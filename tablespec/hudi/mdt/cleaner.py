@@ -3,9 +3,10 @@ deltacommit and compaction (HoodieBackedTableMetadataWriter.cleanIfNecessary, se
 HoodieMetadataWriteUtils).
 
 Once three instants follow the latest compaction: KEEP_LATEST_COMMITS retaining
-`CLEANER_COMMITS_RETAINED` commits of the metadata timeline; of each file group the latest slice
-and the newest slice older than the earliest commit to retain stay, older slices (base HFile
-and its log files) go. The clean instant is the latest deltacommit's time with `002` appended,
+`CLEANER_COMMITS_RETAINED` commits of the metadata timeline; of each file group of every
+partition the metadata table keeps (`files`, and `record_index`'s `record-index-NNNN-0` groups
+that compaction rewrote) the latest slice and the newest slice older than the earliest commit to
+retain stay, older slices (base HFile and its log files) go. The clean instant is the latest deltacommit's time with `002` appended,
 written requested -> inflight -> completed in the data clean's Avro formats (clean_format.py);
 one that died is finished by the next deltacommit. A plan with nothing to delete writes nothing.
 """
@@ -20,7 +21,8 @@ from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHE
 from tablespec.hudi.instant import CLEAN
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout
-from tablespec.hudi.mdt.layout import COMMIT, COMPACTION, DELTA_COMMIT, MetaInstant
+from tablespec.hudi.mdt.layout import COMMIT, COMPACTION, DELTA_COMMIT, FILES, MetaInstant
+from tablespec.hudi.metadata_table import PARTITIONS_KEY
 from tablespec.hudi.naming import LogFileName
 from tablespec.hudi.timeline import avro_content, avro_record
 
@@ -39,25 +41,34 @@ def earliest_to_retain(metadata: Sequence[MetaInstant], retained: int = CLEANER_
 
 
 def slices_to_clean(names: Sequence[str], completed: set[str], earliest: str, start: str = "") -> list[str]:
-    """The files of `files-0000-0`'s slices KEEP_LATEST_COMMITS removes (pure): slices whose base
-    instant is completed (on the active timeline, or archived: older than its first commit
-    `start`, Hudi's "before the timeline starts") and older than `earliest`, except the latest
-    slice and the newest one older than `earliest` (readers as of `earliest` need it)."""
-    bases: dict[str, str] = {}
-    logs: dict[str, list[str]] = {}
+    """The files of one metadata partition's slices KEEP_LATEST_COMMITS removes (pure), file group
+    by file group: slices (a base file and its log files, or log files alone where the group had
+    no base file yet) whose base instant is completed (on the active timeline, or archived: older
+    than its first commit `start`, Hudi's "before the timeline starts") and older than `earliest`,
+    except the latest slice and the newest one older than `earliest` (readers as of `earliest`
+    need it)."""
+    groups: dict[str, dict[str, list[str]]] = {}      # file id -> base instant -> the slice's files
     for name in names:
         parsed = layout.parse_base_file(name)
-        if parsed is not None and parsed[0] == layout.FILE_ID:
-            bases[parsed[1]] = name
+        log = None if parsed is not None else LogFileName.parse(name)
+        if parsed is not None:
+            groups.setdefault(parsed[0], {}).setdefault(parsed[1], []).insert(0, name)
+        elif log is not None:
+            groups.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append(name)
+    doomed = []
+    for group in groups.values():
+        slices = sorted(b for b in group if b in completed or b < start)
+        if not slices:
             continue
-        log = LogFileName.parse(name)
-        if log is not None and log.file_id == layout.FILE_ID:
-            logs.setdefault(log.base_instant, []).append(name)
-    slices = sorted(b for b in bases if b in completed or b < start)
-    if not slices:
-        return []
-    keep = {slices[-1]} | set([b for b in slices if b < earliest][-1:])
-    return sorted(f for b in slices if b < earliest and b not in keep for f in [bases[b], *logs.get(b, [])])
+        keep = {slices[-1]} | set([b for b in slices if b < earliest][-1:])
+        doomed += [f for b in slices if b < earliest and b not in keep for f in group[b]]
+    return sorted(doomed)
+
+
+def partitions(table: HudiTable) -> list[str]:
+    """The metadata partitions to clean: those hoodie.properties names (the handle's), `files` at least."""
+    named = (table.config.extra.get(PARTITIONS_KEY, "") if table.config else "").split(",")
+    return sorted({FILES, *(n.strip() for n in named if n.strip())})
 
 
 def clean_due(metadata: Sequence[MetaInstant]) -> bool:
@@ -82,10 +93,15 @@ def clean(table: HudiTable) -> str | None:
         return None
     earliest = earliest_to_retain(metadata)
     assert earliest is not None
-    part = layout.partition_path(base)
-    doomed = slices_to_clean([i.name for i in storage.list_dir(part) if not i.is_dir],
-                             {i.timestamp for i in metadata if i.completed}, earliest.timestamp,
-                             next(i.timestamp for i in metadata if i.action in COMMIT_ACTIONS))
+    completed = {i.timestamp for i in metadata if i.completed}
+    start = next(i.timestamp for i in metadata if i.action in COMMIT_ACTIONS)
+    doomed = {}
+    for partition in partitions(table):
+        part = layout.partition_path(base, partition)
+        names = slices_to_clean([i.name for i in storage.list_dir(part) if not i.is_dir], completed,
+                                earliest.timestamp, start)
+        if names:
+            doomed[partition] = [{"filePath": join(part, n), "isBootstrapBaseFile": False} for n in names]
     latest = [i.timestamp for i in metadata if i.action == DELTA_COMMIT and i.completed][-1]
     ts = latest[:17] + CLEAN_SUFFIX
     if not doomed or any(i.timestamp == ts for i in metadata):
@@ -94,8 +110,7 @@ def clean(table: HudiTable) -> str | None:
     plan = {"earliestInstantToRetain": {"timestamp": earliest.timestamp, "action": action, "state": "COMPLETED"},
             "lastCompletedCommitTimestamp": [i.timestamp for i in metadata if i.completed and i.action in COMMIT_ACTIONS][-1],
             "policy": POLICY, "filesToBeDeletedPerPartition": {}, "version": VERSION,
-            "filePathsToBeDeletedPerPartition": {layout.FILES: [{"filePath": join(part, n), "isBootstrapBaseFile": False}
-                                                                for n in doomed]},
+            "filePathsToBeDeletedPerPartition": doomed,
             "partitionsToBeDeleted": [], "extraMetadata": {}}
     storage.create_exclusive(join(meta, layout.instant_file(ts, CLEAN, "requested")), avro_record(CLEANER_PLAN_SCHEMA, plan))
     crash_point("mdt_clean_requested")

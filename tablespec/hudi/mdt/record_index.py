@@ -76,21 +76,52 @@ def file_group_indices(keys: Sequence[str], count: int) -> np.ndarray:
     """`file_group_index` of many keys at once (vectorized: a lookup hashes every key)."""
     if not keys:
         return np.zeros(0, dtype=np.int64)
-    units = np.frombuffer("".join(keys).encode("utf-16-be"), dtype=">u2").astype(np.uint64)
-    lengths = np.fromiter((len(k.encode("utf-16-be")) // 2 for k in keys), dtype=np.int64, count=len(keys))
-    ends = np.cumsum(lengths)
-    starts = ends - lengths
-    exponent = np.repeat(ends, lengths) - 1 - np.arange(len(units), dtype=np.int64)     # 31 ** (len - 1 - i)
-    powers = _powers(int(lengths.max(initial=0)))
-    products = units * powers[exponent]                # uint64 wraps: the low 32 bits stay exact
-    sums = np.zeros(len(keys), dtype=np.uint64)
-    nonempty = lengths > 0
-    if nonempty.any():
-        sums[nonempty] = np.add.reduceat(products, starts[nonempty])
+    ascii_keys = ascii_matrix(keys, right=True)      # leading zeros add nothing to the hash
+    if ascii_keys is not None:                       # one UTF-16 unit per byte
+        matrix = ascii_keys[0]
+        weights = _powers(matrix.shape[1])[::-1].copy()      # 31 ** (width - 1 - column)
+        sums = matrix.astype(np.uint64) @ weights            # uint64 wraps: the low 32 bits stay exact
+    else:
+        units = np.frombuffer("".join(keys).encode("utf-16-be"), dtype=">u2").astype(np.uint64)
+        lengths = np.fromiter((len(k.encode("utf-16-be")) // 2 for k in keys), dtype=np.int64, count=len(keys))
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        exponent = np.repeat(ends, lengths) - 1 - np.arange(len(units), dtype=np.int64)     # 31 ** (len - 1 - i)
+        powers = _powers(int(lengths.max(initial=0)))
+        products = units * powers[exponent]                # uint64 wraps: the low 32 bits stay exact
+        sums = np.zeros(len(keys), dtype=np.uint64)
+        nonempty = lengths > 0
+        if nonempty.any():
+            sums[nonempty] = np.add.reduceat(products, starts[nonempty])
     h = (sums & np.uint64(0xFFFFFFFF)).astype(np.int64)
     h = np.where(h >= 1 << 31, h - (1 << 32), h)
     h = np.where(h == -(1 << 31), h, np.abs(h))
     return np.abs(np.fmod(h, count))
+
+
+def ascii_matrix(keys: Sequence[str], right: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """ASCII `keys` (none holding a NUL) as a byte matrix, one row per key zero-padded after it
+    (`right`: before it), and their lengths; None for other keys. Joined with NULs, so numpy finds
+    the lengths (a Python loop over the keys is what lookups of 100k keys cannot afford)."""
+    if not keys:
+        return None
+    joined = "\x00".join(keys)
+    if not joined.isascii():
+        return None
+    buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    ends = np.flatnonzero(buf == 0)
+    if len(ends) != len(keys) - 1:
+        return None
+    starts = np.concatenate(([0], ends + 1))
+    lengths = np.concatenate((ends, [len(buf)])) - starts
+    width = max(1, int(lengths.max()))
+    if (lengths == width).all():                               # one length: a view, no gather
+        return np.concatenate((buf, np.zeros(1, np.uint8))).reshape(len(keys), width + 1)[:, :width], lengths
+    columns = np.arange(width)
+    shift = (width - lengths)[:, None] if right else 0
+    take = np.clip(starts[:, None] + columns - shift, 0, max(len(buf) - 1, 0))
+    inside = columns >= shift if right else columns < lengths[:, None]
+    return np.where(inside, buf[take], 0).astype(np.uint8), lengths
 
 
 def _powers(n: int) -> np.ndarray:
