@@ -8,7 +8,7 @@ from __future__ import annotations
 from helpers import make_table, tablespec_rows
 from interop_support import hudi_write
 from test_hudi_archived_timeline import _meta_client
-from test_hudi_metadata_record_index import RECORD_INDEX_ON, assert_index_is_the_table, table_entries
+from test_hudi_metadata_record_index import RECORD_INDEX_ON, assert_index_is_the_table
 from test_hudi_metadata_record_index_kept import SPEC as RLI_SPEC
 from test_hudi_metadata_record_index_kept import assert_index_kept
 from test_hudi_metadata_table import SPEC
@@ -19,7 +19,6 @@ from tablespec.hudi.archive.log import archive_files, read_records
 from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt import layout
-from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_id
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline, avro_content
@@ -78,10 +77,10 @@ def test_record_index_file_groups_are_cleaned_as_hudi_reads_them(hudi, tmp_path)
     to record-index file groups; the metadata table's compactions rewrite them and its cleans
     remove the superseded slices of `record_index` too; Hudi's lookup, validation and reads agree
     after, and a Hudi RECORD_INDEX upsert goes through the cleaned index."""
-    table = make_table(hudi, tmp_path, RLI_SPEC + ARCHIVING)
+    spec = RLI_SPEC.replace("index: {type: RECORD_LEVEL}", "index: {type: RECORD_LEVEL, recordLevel: {numBuckets: 2}}")
+    table = make_table(hudi, tmp_path, spec + ARCHIVING)   # created with its record index: 2 file groups
     base = table.location
     table.write(batch(hudi, range(0, 12)), "insert")
-    rli_writer.initialize(HudiTable.open(base), table_entries(base), file_groups=2)
     for v in range(1, WRITES):
         table.write(batch(hudi, [100 + v], version=v), "upsert")      # a new key: a record-index log block
 
