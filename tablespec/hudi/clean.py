@@ -4,9 +4,10 @@ Every commit that rewrites a file group leaves the previous slice behind so that
 time travel to recent instants keep working. The cleaner bounds that history: the
 `keep_commits`-th latest completed commit is the earliest commit to retain E, and a slice is
 kept when it was written at E or after, or is the newest written before E (Hudi keeps it for
-queries that began before E completed), or a savepoint protects it. File groups that a replacecommit took out of the table
-before E are read by no retained instant and go whole. E never passes a pending write: a
-running writer (or a scheduled clustering) reads the slices that were latest when it began.
+queries that began before E completed), or a savepoint protects it. File groups that a
+replacecommit took out of the table before E are read by no retained instant and go whole; ones
+taken out at E or after stay whole. E never passes a pending write: a running writer (or a
+scheduled clustering) reads the slices that were latest when it began.
 
 A clean is a timeline transaction in Hudi's own Avro formats, so Hudi's tools read it:
 
@@ -156,9 +157,9 @@ def _slice_files(base: str, file_slice: FileSlice) -> list[CleanFile]:
 def plan_clean(base: str, timeline: Timeline, view: FileSystemView, keep_commits: int) -> CleanPlan | None:
     """The files a KEEP_LATEST_COMMITS clean deletes now, or None when there is nothing to delete.
 
-    A slice stays when a snapshot as of the earliest commit to retain or later reads it, or a
-    completed savepoint protects it; groups replaced before the earliest commit to retain go
-    whole. Files of pending instants are not in the view and never planned."""
+    What stays is Hudi's CleanPlanner rule (`retained_instants`), over the file groups in the
+    table and those replacecommits took out. Files of pending instants are not in the view and
+    never planned."""
     retain = earliest_commit_to_retain(timeline, keep_commits)
     if retain is None:
         return None
