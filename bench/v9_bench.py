@@ -12,8 +12,8 @@ table of bench/_common.py, key order_id, partitioned by order_date, ordering fie
   keys) into the loaded table (`--rows` rows, one bulk_insert);
 - delete: `--delete-rows` existing keys, spread over every partition, from the loaded table;
 - clean: on the loaded table after two upserts (three slices per file group), the oldest slices
-  go: tablespec's keepCommits: 2 and Hudi's retain_commits => 1 delete the same files (Hudi also
-  keeps each group's latest slice before the earliest commit to retain; see KEEP_COMMITS);
+  go: tablespec's keepCommits: 1 and Hudi's retain_commits => 1 delete the same files (both keep
+  each group's latest slice before the earliest commit to retain; see KEEP_COMMITS);
 - cluster: SORT on customer_id into 128MiB files (every partition's small files one group), on a
   table loaded in `--commits` bulk_inserts (many small files per partition).
 tablespec: Table.write for writes; for clean and cluster what `tablespec apply` spends: observe
@@ -84,10 +84,9 @@ ACTIONS = ("bulk_insert", "upsert", "delete", "clean", "cluster")
 START = {"bulk_insert": "new", "upsert": "loaded", "delete": "loaded", "clean": "upserted", "cluster": "small"}
 TARGET_FILE, SMALL_FILE, GROUP_BYTES = 128 * MIB, 100 * MIB, 2048 * MIB   # tablespec's defaults
 NO_MDT = {"hoodie.metadata.enable": "false"}
-# The same clean on both sides (the oldest of three slices of every file group goes): Hudi's
-# KEEP_LATEST_COMMITS also keeps each group's latest slice before the earliest commit to retain,
-# tablespec's keeps the slice as of it, so Hudi's retain_commits=1 deletes what keepCommits: 2 does.
-KEEP_COMMITS, HUDI_RETAIN_COMMITS = 2, 1
+# The same clean on both sides (the oldest of three slices of every file group goes): KEEP_LATEST_COMMITS
+# retaining the last commit keeps each group's latest slice before it too.
+KEEP_COMMITS = 1
 
 SPEC = """apiVersion: tablespec/v1
 kind: HudiTable
@@ -274,7 +273,7 @@ def _hudi_action(spark, action: str, location: str, sizes: dict) -> dict:
     if action == "clean":
         name = "clean_" + re.sub(r"\W", "_", location)   # one catalog name per table copy
         spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{location}'")
-        rows = spark.sql(f"CALL run_clean(table => '{name}', retain_commits => {HUDI_RETAIN_COMMITS}, "
+        rows = spark.sql(f"CALL run_clean(table => '{name}', retain_commits => {KEEP_COMMITS}, "
                          f"options => 'hoodie.metadata.enable=false')").collect()
         return dict(files_deleted=sum(r["total_files_deleted"] or 0 for r in rows))
     conf = {"hoodie.layout.optimize.strategy": "linear",

@@ -10,8 +10,8 @@ commits' write stats (path and fileSizeInBytes of every file written) with stora
 - `missing`: a base file a completed commit wrote is absent although a reader needs it: it is
   the latest slice of a file group no completed replacecommit took out, or a slice that time
   travel to a retained instant reads. What the cleaner may have removed is not needed: slices
-  older than what the earliest retained instant (`clean.earliest_readable_instant`) reads, and
-  file groups replaced before it, by the cleaner's own rule (`clean.retained_instants`); other
+  older than the newest one before the earliest retained instant (`clean.earliest_readable_instant`),
+  and file groups replaced before it, by the cleaner's own rule (`clean.retained_instants`); other
   slices a completed clean records as deleted (cleaning policies that keep no commit window)
   neither, but never a file group's latest slice. Files of rolled-back instants are no
   completed commit's. A partition whose `.hoodie_partition_metadata` is gone is `missing` too:

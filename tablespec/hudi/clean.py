@@ -3,10 +3,11 @@
 Every commit that rewrites a file group leaves the previous slice behind so that readers and
 time travel to recent instants keep working. The cleaner bounds that history: the
 `keep_commits`-th latest completed commit is the earliest commit to retain E, and a slice is
-kept when a snapshot as of any instant >= E can read it (the latest slice as of E, every newer
-slice) or a savepoint protects it. File groups that a replacecommit took out of the table
-before E are read by no retained instant and go whole. E never passes a pending write: a
-running writer (or a scheduled clustering) reads the slices that were latest when it began.
+kept when it was written at E or after, or is the newest written before E (Hudi keeps it for
+queries that began before E completed), or a savepoint protects it. File groups that a
+replacecommit took out of the table before E are read by no retained instant and go whole; ones
+taken out at E or after stay whole. E never passes a pending write: a running writer (or a
+scheduled clustering) reads the slices that were latest when it began.
 
 A clean is a timeline transaction in Hudi's own Avro formats, so Hudi's tools read it:
 
@@ -134,16 +135,18 @@ def savepoint_times(timeline: Timeline) -> list[str]:
 
 def retained_instants(group: FileGroup, earliest: str, savepoints: Iterable[str],
                       replaced_at: str | None = None) -> set[str]:
-    """Base instants of the slices of `group` that a reader of a retained instant may read, so a
-    clean retaining from `earliest` keeps them: every slice after `earliest`, the slice as of
-    `earliest` (unless a replacecommit took the group out strictly before it: then the group
-    goes whole) and the slice as of each savepoint taken before the replacement."""
-    keep = {s.base_instant for s in group.slices if s.base_instant > earliest}
-    keep |= {s.base_instant for t in savepoints
-             if (replaced_at is None or t < replaced_at) and (s := group.slice_as_of(t)) is not None}
-    if replaced_at is None or replaced_at >= earliest:  # Hudi: replaced strictly before E goes whole
-        keep |= {s.base_instant for s in [group.slice_as_of(earliest)] if s is not None}
-    return keep
+    """Base instants of the slices of `group` a clean retaining from `earliest` keeps, by Hudi's
+    CleanPlanner: of a group in the table, every slice written at `earliest` or after and the
+    newest written strictly before it (a query that began before `earliest` completed may still
+    read it); a group a replacecommit took out at `earliest` or after stays whole, one taken out
+    before goes whole; and the slice as of each savepoint taken before a replacement."""
+    keep = {s.base_instant for t in savepoints
+            if (replaced_at is None or t < replaced_at) and (s := group.slice_as_of(t)) is not None}
+    if replaced_at is not None:
+        return keep | ({s.base_instant for s in group.slices} if replaced_at >= earliest else set())
+    keep |= {s.base_instant for s in group.slices if s.base_instant >= earliest}
+    before = [s for s in group.slices if s.base_instant < earliest]
+    return keep | ({before[-1].base_instant} if before else set())
 
 
 def _slice_files(base: str, file_slice: FileSlice) -> list[CleanFile]:
@@ -154,9 +157,9 @@ def _slice_files(base: str, file_slice: FileSlice) -> list[CleanFile]:
 def plan_clean(base: str, timeline: Timeline, view: FileSystemView, keep_commits: int) -> CleanPlan | None:
     """The files a KEEP_LATEST_COMMITS clean deletes now, or None when there is nothing to delete.
 
-    A slice stays when a snapshot as of the earliest commit to retain or later reads it, or a
-    completed savepoint protects it; groups replaced before the earliest commit to retain go
-    whole. Files of pending instants are not in the view and never planned."""
+    What stays is Hudi's CleanPlanner rule (`retained_instants`), over the file groups in the
+    table and those replacecommits took out. Files of pending instants are not in the view and
+    never planned."""
     retain = earliest_commit_to_retain(timeline, keep_commits)
     if retain is None:
         return None

@@ -63,6 +63,10 @@ def plan_apply(spark, text: str, warehouse: str, expect: list[str]):
     assert [k for k in kinds if k != "clean"] == expect, kinds
     Applier(spark=spark).apply(plan)
     again = build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse))
+    if again.has_changes:   # the action's commit made a clean due (Hudi keeps the newest slice before it)
+        assert [a.kind for _, a in again.actions] == ["clean"]
+        Applier(spark=spark).apply(again)
+        again = build_plan(loaded.specs, observe_specs(loaded.specs, Location.parse(warehouse)), Location.parse(warehouse))
     assert not again.has_changes, [a.kind for _, a in again.actions]
     return loaded.specs[0].spec
 

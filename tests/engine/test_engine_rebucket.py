@@ -198,7 +198,8 @@ def test_bucket_to_simple_is_configuration_only_and_writes_continue(spark, tmp_p
 def test_clean_planned_with_bytes_and_applied(spark, tmp_path):
     keep2 = ORDERS_SPEC.replace("numBuckets: 16}", "numBuckets: 2}\n  retention: {keepCommits: 2}")
     table = make_table(spark, tmp_path, keep2)
-    for i in range(4):  # four commits rewriting the same file group
+    for i in range(5):  # five commits rewriting the same file group: the first two slices go, the third is
+        # the newest before the earliest retained commit (Hudi keeps it)
         table.write(spark.createDataFrame([("o1", i, Decimal(f"{i}.00"), T0 + dt.timedelta(hours=i),
                                             dt.date(2026, 11, 1))], SCHEMA), "upsert")
     commits = [i.timestamp for i in Timeline.load(LocalStorage(), table.location).commits()]

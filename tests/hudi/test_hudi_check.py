@@ -70,18 +70,20 @@ def test_cleaned_slices_and_replaced_groups_are_not_missing(tmp_path):
     c1 = _write(base, {(A, fg_a): [("1", 1)], (B, fg_b): [("3", 3)]}, operation="INSERT")
     _write(base, {(A, fg_a): [("1", 2)]})
     c3 = _write(base, {(A, fg_c): [("1", 2)]}, action="replacecommit", operation="CLUSTER", replaced={A: [fg_a]})
-    c4 = _write(base, {(A, fg_c): [("1", 4)]})
+    _write(base, {(A, fg_c): [("1", 4)]})
     c5 = _write(base, {(A, fg_c): [("1", 5)]})
-    assert check(base).files == 6  # nothing cleaned yet: every slice is read by time travel
-    execute_clean(HudiTable.open(base), _plan(base, 2))  # retains from c4: fg_a goes whole, and fg_c's slice of c3
+    c6 = _write(base, {(A, fg_c): [("1", 6)]})
+    assert check(base).files == 7  # nothing cleaned yet: every slice is read by time travel
+    # retains from c5: fg_a goes whole, and fg_c's slice of c3 (c4's is the newest before c5: Hudi keeps it)
+    execute_clean(HudiTable.open(base), _plan(base, 2))
     assert not os.path.exists(join(base, rel(A, fg_c, c3)))
     result = check(base)
-    assert result.findings == [] and result.files == 3  # fg_b's only slice, fg_c's slices of c4 and c5
+    assert result.findings == [] and result.files == 4  # fg_b's only slice, fg_c's slices of c4, c5 and c6
     # the slice time travel to the earliest retained commit reads must be there
-    os.remove(join(base, rel(A, fg_c, c4)))
+    os.remove(join(base, rel(A, fg_c, c5)))
     [finding] = check(base).findings
-    assert (finding.kind, finding.file) == (MISSING, rel(A, fg_c, c4)) and f"(>= {c4})" in finding.message
-    assert c1 < c5
+    assert (finding.kind, finding.file) == (MISSING, rel(A, fg_c, c5)) and f"(>= {c5})" in finding.message
+    assert c1 < c6
 
 
 def test_a_clean_without_a_commit_window_records_what_it_deleted(tmp_path):

@@ -140,10 +140,12 @@ def test_plan_clean_within_retention_none(tmp_path):
     base = _table(tmp_path)
     timeline, view = _state(base)
     assert plan_clean(base, timeline, view, 10) is None  # empty table
-    _updates(base, 10, new_file_id(), new_file_id())
+    commits = _updates(base, 10, new_file_id(), new_file_id())
     assert _plan(base, 10) is None  # ten commits, ten kept
     assert earliest_commit_to_retain(Timeline.load(ST, base), 10) is None
-    assert _plan(base, 9) is not None
+    # Retaining from the second commit, the first commit's slice is the newest before it: Hudi keeps it.
+    assert earliest_commit_to_retain(Timeline.load(ST, base), 9) is not None and _plan(base, 9) is None
+    assert [f.path.split("_")[-1] for f in _plan(base, 8).files_to_delete] == [f"{commits[0]}.parquet"]
 
 
 def test_plan_clean_keep_commits_below_one_raises(tmp_path):
@@ -159,26 +161,28 @@ def test_clean_twelve_commits_deletes_old_slices_snapshot_unchanged(tmp_path):
     commits = _updates(base, 12, fg_a, fg_b)
     slices, rows = _slices(base), _hudi_rs_rows(base)
     assert rows == [("1", 12), ("2", 120), ("3", 3)]
-    plan = _plan(base, 10)
-    assert plan.earliest_instant_to_retain == Instant(commits[2], "commit")
+    plan = _plan(base, 9)
+    assert plan.earliest_instant_to_retain == Instant(commits[3], "commit")
     assert plan.last_completed_commit == commits[-1]
     old = [f"{A}/{BaseFileName(fg_a, write_token(0, 1, 1), c).format()}" for c in commits[:2]]
-    assert [f.path for f in plan.files_to_delete] == old  # fg_b's only slice is still read
+    # commits[2]'s slice is the newest before the earliest commit to retain (Hudi keeps it);
+    # fg_b's only slice is still read
+    assert [f.path for f in plan.files_to_delete] == old
     assert plan.partitions == (A,) and plan.bytes == sum(ST.info(join(base, p)).size for p in old)
-    assert plan.to_dict() == {"earliest_instant_to_retain": commits[2], "partitions": 1, "files": 2,
+    assert plan.to_dict() == {"earliest_instant_to_retain": commits[3], "partitions": 1, "files": 2,
                               "bytes_to_free": plan.bytes}
 
     result = execute_clean(HudiTable.open(base), plan)
     assert sorted(result.deleted_files) == [join(base, p) for p in old] and result.failed_files == ()
-    assert result.bytes_freed == plan.bytes and result.earliest_instant_to_retain == commits[2]
+    assert result.bytes_freed == plan.bytes and result.earliest_instant_to_retain == commits[3]
     assert not any(ST.exists(join(base, p)) for p in old)
-    assert len(_data_files(base)) == 11  # ten slices of fg_a, one of fg_b
+    assert len(_data_files(base)) == 11  # ten slices of fg_a (commits[2:]), one of fg_b
     timeline = Timeline.load(ST, base)
     assert timeline.head == Instant(result.clean_instant, "clean") and result.clean_instant > commits[-1]
-    assert earliest_readable_instant(timeline) == commits[2]
+    assert earliest_readable_instant(timeline) == commits[3]
     assert _slices(base) == slices == _hudi_rs_slices(base)
     assert _hudi_rs_rows(base) == rows
-    assert _plan(base, 10) is None  # plan -> apply -> plan: nothing left to clean
+    assert _plan(base, 9) is None  # plan -> apply -> plan: nothing left to clean
 
 
 def test_time_travel_within_retention_works_cleaned_instant_raises(tmp_path):
@@ -208,16 +212,15 @@ def test_replaced_groups_deleted_once_no_retained_instant_reads_them(tmp_path):
     name = {(fg, c): f"{A}/{BaseFileName(fg, write_token(0, 1, 1), c).format()}"
             for fg in (fg_a, fg_c) for c in (c1, c2, c3, c4, c5)}
 
-    plan = _plan(base, 4)  # retains from c2: fg_a's slice of c2 is what time travel to c2 reads
-    assert [f.path for f in plan.files_to_delete] == [name[fg_a, c1]]
-    execute_clean(HudiTable.open(base), plan)
-    assert _rows_as_of(base, c2) == [("1", 2), ("3", 3)]
-    # Retaining from the replacecommit itself, Hudi keeps the groups it replaced (only those
-    # replaced strictly before the earliest commit to retain go), so there is nothing to clean.
+    # Hudi keeps a group replaced at or after the earliest commit to retain whole (only groups
+    # replaced strictly before it go): retaining from c2 or from the replacecommit c3 itself,
+    # there is nothing to clean.
+    assert earliest_commit_to_retain(Timeline.load(ST, base), 4) == Instant(c2, "commit")
+    assert _plan(base, 4) is None
     assert earliest_commit_to_retain(Timeline.load(ST, base), 3) == Instant(c3, "replacecommit")
     assert _plan(base, 3) is None
-    plan = _plan(base, 2)  # retains from c4: nothing retained reads fg_a any more
-    assert sorted(f.path for f in plan.files_to_delete) == sorted([name[fg_a, c2], name[fg_c, c3]])
+    plan = _plan(base, 2)  # retains from c4: fg_a (replaced at c3) goes whole; fg_c's c3 is its newest before c4
+    assert sorted(f.path for f in plan.files_to_delete) == sorted([name[fg_a, c1], name[fg_a, c2]])
     execute_clean(HudiTable.open(base), plan)
     assert _rows_as_of(base, c4) == [("1", 4), ("3", 3)]
     assert _rows_as_of(base, c5) == [("1", 5), ("3", 3)] == _hudi_rs_rows(base)
@@ -225,24 +228,30 @@ def test_replaced_groups_deleted_once_no_retained_instant_reads_them(tmp_path):
     assert fg_a not in {f.split("/")[1][:len(fg_a)] for f in _data_files(base)}
     with pytest.raises(ReadError, match="cleaned"):
         snapshot_files(HudiTable.open(base), c3)
+    plan = _plan(base, 1)  # retains from c5: the replacing group's first slice goes too
+    assert [f.path for f in plan.files_to_delete] == [name[fg_c, c3]]
+    execute_clean(HudiTable.open(base), plan)
+    assert _rows_as_of(base, c5) == [("1", 5), ("3", 3)] == _hudi_rs_rows(base)
+    assert sorted(_data_files(base)) == sorted([name[fg_c, c4], name[fg_c, c5],
+                                                f"{B}/{BaseFileName(fg_b, write_token(0, 1, 1), c1).format()}"])
 
 
 def test_pending_write_caps_retention_and_its_files_survive(tmp_path):
     base = _table(tmp_path)
     fg_a, fg_b = new_file_id(), new_file_id()
-    commits = _updates(base, 3, fg_a)
+    commits = _updates(base, 4, fg_a)
     pending = _write(base, {(A, fg_a): [("1", 99)], (B, fg_b): [("3", 99)]}, complete=False)
-    commits += [_write(base, {(A, fg_a): [("1", k)]}) for k in range(4, 13)]
+    commits += [_write(base, {(A, fg_a): [("1", k)]}) for k in range(5, 14)]
     timeline = Timeline.load(ST, base)
-    assert earliest_commit_to_retain(timeline, 11) == Instant(commits[1], "commit")  # before the pending write
+    assert earliest_commit_to_retain(timeline, 12) == Instant(commits[1], "commit")  # before the pending write
     for keep in (3, 9, 10):  # never past the last commit completed before the pending write began
-        assert earliest_commit_to_retain(timeline, keep) == Instant(commits[2], "commit")
-    plan = _plan(base, 3)
+        assert earliest_commit_to_retain(timeline, keep) == Instant(commits[3], "commit")
+    plan = _plan(base, 3)  # commits[2]'s slice is the newest before commits[3]: Hudi keeps it
     assert [f.path.split("_")[-1] for f in plan.files_to_delete] == [f"{c}.parquet" for c in commits[:2]]
     execute_clean(HudiTable.open(base), plan)
     assert ST.exists(join(base, B, BaseFileName(fg_b, write_token(0, 1, 1), pending).format()))
     assert ST.exists(join(base, A, BaseFileName(fg_a, write_token(0, 1, 1), pending).format()))
-    assert _rows_as_of(base, commits[2]) == [("1", 3), ("2", 30)]
+    assert _rows_as_of(base, commits[3]) == [("1", 4), ("2", 40)]
 
 
 def test_pending_clustering_plan_keeps_the_slices_it_reads(tmp_path):
@@ -258,16 +267,18 @@ def test_pending_clustering_plan_keeps_the_slices_it_reads(tmp_path):
     execute_clean(HudiTable.open(base), plan)
     read_by_plan = BaseFileName(fg_a, write_token(0, 1, 1), commits[3]).format()
     assert ST.exists(join(base, A, read_by_plan))
-    assert [f.split("_")[-1] for f in _data_files(base)] == [f"{c}.parquet" for c in commits[3:]]
+    # commits[2]'s slice is the newest before the earliest commit to retain: Hudi keeps it too
+    assert [f.split("_")[-1] for f in _data_files(base)] == [f"{c}.parquet" for c in commits[2:]]
 
 
 def test_savepoint_protects_its_slices(tmp_path):
     base = _table(tmp_path)
     fg_a = new_file_id()
-    commits = _updates(base, 6, fg_a)
+    commits = _updates(base, 7, fg_a)
     ST.write_bytes(join(base, ".hoodie", f"{commits[1]}.savepoint"), b"")
     plan = _plan(base, 2)
-    deleted = (commits[0], commits[2], commits[3])  # commits[1] is savepointed, commits[4:] retained
+    # commits[1] is savepointed, commits[5:] retained, commits[4] the newest slice before them
+    deleted = (commits[0], commits[2], commits[3])
     assert [f.path.split("_")[-1] for f in plan.files_to_delete] == [f"{c}.parquet" for c in deleted]
     execute_clean(HudiTable.open(base), plan)
     assert _rows_as_of(base, commits[1]) == [("1", 2), ("2", 20)]  # a savepoint stays readable
@@ -280,15 +291,16 @@ def test_savepoint_protects_its_slices(tmp_path):
 def test_clean_instant_files_parse_with_hudi_schemas(tmp_path):
     base = _table(tmp_path)
     fg_a = new_file_id()
-    commits = _updates(base, 4, fg_a)
+    commits = _updates(base, 5, fg_a)
     plan = _plan(base, 2)
+    assert len(plan.files_to_delete) == 2
     result = execute_clean(HudiTable.open(base), plan, clean_ts=new_instant_time(commits[-1]))
     ts = result.clean_instant
     names = sorted(f.name for f in ST.list_dir(join(base, ".hoodie")) if f.name.startswith(ts))
     assert names == [f"{ts}.clean", f"{ts}.clean.inflight", f"{ts}.clean.requested"]
     for name in (f"{ts}.clean.requested", f"{ts}.clean.inflight"):
         [record] = _avro_records(base, name, CLEANER_PLAN_SCHEMA)
-        assert record["earliestInstantToRetain"] == {"timestamp": commits[2], "action": "commit", "state": "COMPLETED"}
+        assert record["earliestInstantToRetain"] == {"timestamp": commits[3], "action": "commit", "state": "COMPLETED"}
         assert (record["policy"], record["version"], record["lastCompletedCommitTimestamp"]) == \
             ("KEEP_LATEST_COMMITS", 2, commits[-1])
         assert record["filesToBeDeletedPerPartition"] == {} and record["partitionsToBeDeleted"] == []
@@ -298,7 +310,7 @@ def test_clean_instant_files_parse_with_hudi_schemas(tmp_path):
     files = [f.path.split("/")[-1] for f in plan.files_to_delete]
     assert {k: meta[k] for k in ("startCleanTime", "totalFilesDeleted", "earliestCommitToRetain",
                                  "lastCompletedCommitTimestamp", "version", "bootstrapPartitionMetadata")} == \
-        {"startCleanTime": ts, "totalFilesDeleted": 2, "earliestCommitToRetain": commits[2],
+        {"startCleanTime": ts, "totalFilesDeleted": 2, "earliestCommitToRetain": commits[3],
          "lastCompletedCommitTimestamp": commits[-1], "version": 2, "bootstrapPartitionMetadata": {}}
     assert meta["partitionMetadata"] == {A: {"partitionPath": A, "policy": "KEEP_LATEST_COMMITS",
                                              "deletePathPatterns": files, "successDeleteFiles": files,
@@ -313,7 +325,8 @@ def test_clean_interrupted_is_resumed(tmp_path, crash):
     base = _table(tmp_path)
     commits = _updates(base, 12, new_file_id(), new_file_id())
     rows, slices = _hudi_rs_rows(base), _slices(base)
-    plan = _plan(base, 10)
+    plan = _plan(base, 9)
+    assert len(plan.files_to_delete) == 2  # mid_delete deletes one of them
     requested = schedule_clean(HudiTable.open(base), plan)
     if crash != "after_requested":
         TimelineWriter(ST, base).start(requested, ST.read_bytes(join(base, ".hoodie", requested.file_name)))
@@ -325,23 +338,23 @@ def test_clean_interrupted_is_resumed(tmp_path, crash):
     assert [str(i) for i in timeline.pending()] == [str(requested.to("requested" if crash == "after_requested"
                                                                      else "inflight"))]
     if crash != "after_requested":  # files may be gone already: time travel before E is refused
-        assert earliest_readable_instant(timeline) == commits[2]
+        assert earliest_readable_instant(timeline) == commits[3]
     [result] = resume_pending_cleans(HudiTable.open(base))
     assert result.clean_instant == requested.timestamp
     assert sorted(result.deleted_files) == [join(base, f.path) for f in plan.files_to_delete]
     assert Timeline.load(ST, base).pending() == ()
     assert not any(ST.exists(join(base, f.path)) for f in plan.files_to_delete)
     assert _hudi_rs_rows(base) == rows and _slices(base) == slices
-    assert resume_pending_cleans(HudiTable.open(base)) == [] and _plan(base, 10) is None
+    assert resume_pending_cleans(HudiTable.open(base)) == [] and _plan(base, 9) is None
 
 
 def test_resume_clean_scheduled_by_hudi_v1_plan(tmp_path):
     """A version-1 plan (file names per partition) and file: URIs in a version-2 plan both resolve."""
     base = _table(tmp_path)
-    commits = _updates(base, 4, new_file_id(), new_file_id())
+    commits = _updates(base, 5, new_file_id(), new_file_id())
     plan = _plan(base, 2)
     first, second = plan.files_to_delete
-    record = {"earliestInstantToRetain": {"timestamp": commits[2], "action": "commit", "state": "COMPLETED"},
+    record = {"earliestInstantToRetain": {"timestamp": commits[3], "action": "commit", "state": "COMPLETED"},
               "policy": "KEEP_LATEST_COMMITS", "version": 1,
               "filesToBeDeletedPerPartition": {A: [first.path.split("/")[-1]]}}
     out = io.BytesIO()
