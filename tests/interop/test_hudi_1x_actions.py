@@ -44,8 +44,8 @@ def _bucket(doc: dict) -> None:
     doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]}
 
 
-def _global(doc: dict) -> None:
-    doc["spec"]["index"] = {"type": "GLOBAL_SIMPLE"}
+def _bloom(doc: dict) -> None:
+    doc["spec"]["index"] = {"type": "BLOOM"}
 
 
 def _replace(doc: dict) -> None:   # v int -> string: destructive, every row rewritten
@@ -54,7 +54,7 @@ def _replace(doc: dict) -> None:   # v int -> string: destructive, every row rew
             column["type"] = "string"
 
 
-CHANGES = {"schema_evolution": _evolve, "bucket_bootstrap": _bucket, "index_migration": _global,
+CHANGES = {"schema_evolution": _evolve, "bucket_bootstrap": _bucket, "index_migration": _bloom,
            "replace_table": _replace}
 
 
@@ -123,7 +123,7 @@ def test_apply_runs_on_a_version_9_table_hudi_1_2_created(hudi, hudi1, tmp_path,
     assert "hoodie.table.version=9" in props
     added = [i for i in handle.timeline.completed() if i.timestamp not in before]
     if kind == "index_migration":   # between non-RECORD_LEVEL types: hoodie.properties only
-        assert added == [] and "hoodie.index.type=GLOBAL_SIMPLE" in props
+        assert added == [] and "hoodie.index.type=BLOOM" in props
     else:
         [new] = added
         names = {p.name for p in (location / ".hoodie" / "timeline").iterdir()}
