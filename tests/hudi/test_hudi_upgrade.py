@@ -247,3 +247,26 @@ def test_bad_table_versions_are_one_line_errors(tmp_path, capsys, monkeypatch, w
     code, out, err = _cli(capsys, "plan", "t.yaml")
     assert code == 1 and message in err and "Traceback" not in err, err
     assert not (tmp_path / "wh").exists()
+
+
+def test_version_9_index_changes_run_and_record_level_is_refused(tmp_path, capsys, monkeypatch):
+    """On a version 9 table an index migration between non-RECORD_LEVEL types runs (hoodie.properties
+    only); RECORD_LEVEL (Hudi 1.x's record index, not kept yet) is refused in one line, nothing changed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tablespec.project.yaml").write_text("warehouse: wh\n")
+    spec = tmp_path / "t.yaml"
+    versioned = SPEC.replace("  location: t\n", "  location: t\n  tableVersion: 9\n")
+    spec.write_text(versioned)
+    assert _cli(capsys, "apply", str(spec), "--auto-approve")[0] == 0
+    spec.write_text(versioned + "  index: {type: BLOOM}\n")
+    code, out, err = _cli(capsys, "apply", str(spec), "--auto-approve")
+    assert code == 0 and "index_migration done" in out, out + err
+    assert _props(tmp_path / "wh" / "t")["hoodie.index.type"] == "BLOOM"
+
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in (tmp_path / "wh").rglob("*"))
+    spec.write_text(versioned + "  index: {type: RECORD_LEVEL}\n")
+    code, out, err = _cli(capsys, "apply", str(spec), "--auto-approve")
+    assert code == 1 and "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert "table version 9: index RECORD_LEVEL is Hudi's record index" in line and "nothing was changed" in line
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in (tmp_path / "wh").rglob("*")) == before
