@@ -56,12 +56,13 @@ class ArchiveResult:
 DEFAULT_MERGE = MergeSettings()
 
 
-def state_files(storage: Storage, base: str, instants: Iterable[Instant]) -> list[StateFile]:
-    """Every active state file of each of `instants` (from one listing of .hoodie/), in the order
-    Hudi archives them: instant by instant, requested, inflight, completed."""
+def state_files(storage: Storage, base: str, instants: Iterable[Instant], folder: str = META_FOLDER) -> list[StateFile]:
+    """Every active state file of each of `instants` (from one listing of the timeline's `folder`,
+    Timeline.folder), in the order Hudi archives them: instant by instant, requested, inflight, completed."""
     by_key: dict[tuple[str, str], list[StateFile]] = {}
-    for info in storage.list_dir(join(base, META_FOLDER)):
-        instant = None if info.is_dir else Instant.parse(info.name)
+    layout = 1 if folder == META_FOLDER else 2
+    for info in storage.list_dir(join(base, folder)):
+        instant = None if info.is_dir else Instant.parse(info.name, layout)
         if instant is not None:
             by_key.setdefault(instant_key(instant), []).append(StateFile(instant, info))
     return [f for i in instants for f in sorted(by_key.get(instant_key(i), []), key=lambda f: f.instant)]
@@ -104,6 +105,9 @@ def interrupted(table: HudiTable) -> tuple[Instant, ...]:
     """The active instants an interrupted run left behind: those the latest archive version holds
     as completed (every run finishes the one before it, so only the latest version can hold
     instants still active). Nothing is read when the .hoodie/ listing shows no archive folder."""
+    if table.timeline.layout == 2:
+        from tablespec.hudi.archive import lsm_archiver
+        return lsm_archiver.interrupted(table)
     storage, base, folder = table.storage, table.base, folder_of(table.config)
     if not table.lists_folder(folder):
         return ()
@@ -120,7 +124,8 @@ def finish_archive(table: HudiTable) -> tuple[Instant, ...]:
     changed it."""
     leftovers = interrupted(table)
     if leftovers:
-        delete_archived(table.storage, table.base, state_files(table.storage, table.base, leftovers))
+        files = state_files(table.storage, table.base, leftovers, table.timeline.folder)
+        delete_archived(table.storage, table.base, files)
         table.refresh(config=False)
     return leftovers
 
@@ -151,7 +156,10 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     """One archiving run on the table (into its hoodie.archivelog.folder): finish an interrupted
     run, plan on the handle's timeline (read under the table lock, refreshed if finishing
     changed it), archive; then the metadata table's own timeline (mdt/archiver.py). The handle is
-    refreshed: its timeline changed."""
+    refreshed: its timeline changed. Versions 8/9 archive into the LSM history (lsm_archiver.py)."""
+    if table.timeline.layout == 2:
+        from tablespec.hudi.archive import lsm_archiver
+        return lsm_archiver.archive(table, settings)
     finish_merge(table.storage, table.base, folder_of(table.config))  # the archive folder as a merge left it
     finished = finish_archive(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))
@@ -171,11 +179,8 @@ def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None
     something; else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job
     may archive or commit meanwhile)."""
     timeline = seen if seen is not None else table.timeline
-    config = table.config
-    if timeline.layout == 2 or (config is not None and config.version >= 8):   # versions 8/9 archive into the
-        return None                                    # LSM history, not written yet (`seen` may predate an upgrade)
     if not archive_due(timeline, settings, added):
         return None
     with table.transaction_lock("archive"):
-        table.fresh_timeline()   # Hudi jobs' commits count too
+        table.refresh()          # `seen` may predate an upgrade; Hudi jobs' commits count too
         return archive(table, settings)
