@@ -57,13 +57,16 @@ def history_rows(storage: Storage, files: Sequence[StateFile]) -> list[dict[str,
 def interrupted(table: HudiTable) -> tuple[Instant, ...]:
     """The active instants an interrupted run left behind: those the history's newest layer-0
     file holds (every run finishes the one before it before writing, and compacts only after
-    deleting, so only the newest file can hold instants still active)."""
+    deleting, so only the newest file can hold instants still active). Checked before every write:
+    the file is read only when its name's time range reaches the active timeline."""
     storage, folder = table.storage, history_folder(table)
     names = [f["fileName"] for f in read_manifest(storage, folder, current_version(storage, folder))
              if file_layer(f["fileName"]) == 0]
     if not names or not table.timeline.instants:
         return ()
     newest = max(names, key=lambda n: n.split("_")[1])
+    if newest.split("_")[1] < table.timeline.instants[0].timestamp:
+        return ()       # its newest instant is older than every active one: nothing read
     archived = {(r["instantTime"], r["action"]) for r in read_file_rows(storage, join(folder, newest))}
     return tuple(i for i in table.timeline.instants if instant_key(i) in archived)
 
