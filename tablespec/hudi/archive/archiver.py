@@ -11,67 +11,28 @@ transaction lock.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from tablespec.faults import crash_point
+from tablespec.hudi.archive.active import ArchiveResult, StateFile, delete_archived, state_files
 from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
 from tablespec.hudi.archive.merge import MergeSettings, finish_merge, merge_small_files
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, archive_due, plan_archive, read_bounds
 from tablespec.hudi.archive.summary import ArchivedClusterings, read_summary, record_summary
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
-from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
-from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.io import FileInfo, Storage
 from tablespec.hudi.mdt import archiver as mdt_archiver
-from tablespec.hudi.rollback import MARKER_FOLDER
 from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
 
-@dataclass(frozen=True)
-class StateFile:
-    """One file of the active timeline: an instant in one state."""
-    instant: Instant
-    info: FileInfo
-
-
-@dataclass(frozen=True)
-class ArchiveResult:
-    archived: tuple[Instant, ...]   # completed instants this run moved to the archive
-    archive_file: str | None        # the archive version it wrote
-    finished: tuple[Instant, ...]   # instants an interrupted run had archived, now gone from .hoodie/
-
-    def __str__(self) -> str:
-        done = f"archived {len(self.archived)} instant(s)" if self.archived else "nothing to archive"
-        tail = f"; finished archiving {len(self.finished)} left by an interrupted run" if self.finished else ""
-        return done + tail
-
-
 DEFAULT_MERGE = MergeSettings()
-
-
-def state_files(storage: Storage, base: str, instants: Iterable[Instant], folder: str = META_FOLDER) -> list[StateFile]:
-    """Every active state file of each of `instants` (from one listing of the timeline's `folder`,
-    Timeline.folder), in the order Hudi archives them: instant by instant, requested, inflight, completed."""
-    by_key: dict[tuple[str, str], list[StateFile]] = {}
-    layout = 1 if folder == META_FOLDER else 2
-    for info in storage.list_dir(join(base, folder)):
-        instant = None if info.is_dir else Instant.parse(info.name, layout)
-        if instant is not None:
-            by_key.setdefault(instant_key(instant), []).append(StateFile(instant, info))
-    return [f for i in instants for f in sorted(by_key.get(instant_key(i), []), key=lambda f: f.instant)]
-
-
-def deletion_order(files: Sequence[StateFile]) -> list[StateFile]:
-    """Hudi's order of deleting archived instants' files: pending states, then completed ones by time."""
-    pending = [f for f in files if not f.instant.is_completed]
-    return pending + sorted((f for f in files if f.instant.is_completed), key=lambda f: f.instant)
 
 
 def _transition_time(info: FileInfo) -> str:
@@ -84,21 +45,6 @@ def write_archive(storage: Storage, base: str, files: Sequence[StateFile], folde
     records = [entry_record(f.instant, storage.read_bytes(f.info.path), _transition_time(f.info), f.info.path)
                for f in files]
     return write_version(storage, base, records, folder)
-
-
-def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> None:
-    """Step 2: the archived instants' left-over markers (.hoodie/.temp/<instant>/) and active files
-    go, in `deletion_order` (deleting is idempotent)."""
-    markers = join(base, META_FOLDER, MARKER_FOLDER)
-    left = {f.name for f in storage.list_dir(markers) if f.is_dir}      # one listing, not one per instant
-    for ts in sorted(left & {f.instant.timestamp for f in files}):
-        storage.delete_tree(join(markers, ts))
-    order = deletion_order(files)
-    pending = [f.info.path for f in order if not f.instant.is_completed]
-    storage.delete_files(pending)                   # in any order (object stores: batched)
-    crash_point("archive_pending_deleted")
-    for f in order[len(pending):]:                  # completed ones one by one, oldest first
-        storage.delete(f.info.path)
 
 
 def interrupted(table: HudiTable) -> tuple[Instant, ...]:
@@ -182,5 +128,5 @@ def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None
     if not archive_due(timeline, settings, added):
         return None
     with table.transaction_lock("archive"):
-        table.refresh()          # `seen` may predate an upgrade; Hudi jobs' commits count too
+        table.fresh_timeline()   # Hudi jobs' commits count too (the handle's layout: `seen` may predate an upgrade)
         return archive(table, settings)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
-from tablespec.hudi.archive.archiver import ArchiveResult, StateFile, delete_archived, state_files
+from tablespec.hudi.archive.active import ArchiveResult, StateFile, delete_archived, state_files
 from tablespec.hudi.archive.lsm import history_folder
 from tablespec.hudi.archive.lsm_write import (
     compact_and_clean,
