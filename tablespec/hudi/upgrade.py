@@ -22,20 +22,15 @@ deletes). Readers see the table before or after.
 """
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from tablespec.errors import HudiFormatError, UnsupportedTableError
 from tablespec.faults import crash_point
 from tablespec.hudi import keygen, keys
-from tablespec.hudi.archive.lsm import MANIFEST_PREFIX, VERSION_FILE
+from tablespec.hudi.archive.lsm_write import write_batch
 from tablespec.hudi.archive.timeline import ArchivedTimeline
 from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA
 from tablespec.hudi.commit import CommitMetadata
@@ -72,21 +67,6 @@ PAYLOAD_MOVES = {keys.COMPACTION_PAYLOAD_CLASS.name: keys.LEGACY_PAYLOAD_CLASS.n
 # Keys Hudi 1.2 writes into a table it creates at version 9 (not into one it upgrades).
 NEW_TABLE_KEYS = {keys.TABLE_FORMAT.name: "native", keys.CDC_ENABLED.name: "false",
                   keys.PARTITION_METAFILE_BASE_FORMAT.name: "false", keys.MULTIPLE_BASE_FILE_FORMATS.name: "false"}
-# HoodieLSMTimelineInstant, the LSM history's row, as Hudi 1.2's Parquet files declare it.
-_STRING = ["null", {"type": "string", "avro.java.string": "String"}]
-LSM_AVRO_SCHEMA = {"type": "record", "name": "HoodieLSMTimelineInstant", "namespace": "org.apache.hudi.avro.model",
-                   "fields": [{"name": "instantTime", "type": _STRING, "default": None},
-                              {"name": "completionTime", "type": _STRING, "default": None},
-                              {"name": "action", "type": _STRING, "default": None},
-                              {"name": "metadata", "type": ["null", "bytes"], "default": None},
-                              {"name": "plan", "type": ["null", "bytes"], "default": None},
-                              {"name": "version", "type": "int", "default": 1}]}
-LSM_SCHEMA = pa.schema([("instantTime", pa.string()), ("completionTime", pa.string()), ("action", pa.string()),
-                        ("metadata", pa.binary()), ("plan", pa.binary()), pa.field("version", pa.int32(), False)],
-                       metadata={"parquet.avro.schema": json.dumps(LSM_AVRO_SCHEMA, separators=(",", ":")),
-                                 "writer.model.name": "avro"})
-
-
 CREATED = (6, 9)   # the versions tablespec creates tables at (and writes)
 
 
@@ -196,14 +176,6 @@ def _lsm_row(archived: ArchivedTimeline, instant: Instant) -> dict[str, Any] | N
             "action": instant.action, "metadata": metadata, "plan": plan, "version": 1}
 
 
-def lsm_file(rows: list[dict[str, Any]]) -> tuple[str, bytes]:
-    """One layer-0 file of the LSM history: its name (`<min>_<max>_0.parquet`) and bytes."""
-    rows = sorted(rows, key=lambda r: r["instantTime"])
-    out = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows, schema=LSM_SCHEMA), out, compression="gzip")
-    return f"{rows[0]['instantTime']}_{rows[-1]['instantTime']}_0.parquet", out.getvalue()
-
-
 # -- the upgrade -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -284,11 +256,7 @@ def upgrade(table, version: int) -> Upgraded:
     archived = ArchivedTimeline.of(table)
     rows = [r for i in archived.completed() if (r := _lsm_row(archived, i)) is not None]
     if rows:
-        name, data = lsm_file(rows)
-        storage.write_bytes(join(history, name), data)
-        storage.write_bytes(join(history, f"{MANIFEST_PREFIX}1"),
-                            json.dumps({"files": [{"fileName": name, "fileLen": len(data)}]}, indent=2).encode())
-        storage.write_atomic(join(history, VERSION_FILE), b"1")
+        write_batch(storage, history, rows)   # manifest_1, as Hudi's upgrade writes it
     crash_point("upgrade.history")
     if {i.file_name for i in parse_instants(storage.list_dir(meta))} != {i.file_name for i in parse_instants(listed.values())}:
         raise UnsupportedTableError(f"{base}: another writer changed the timeline during the upgrade (stop Hudi "

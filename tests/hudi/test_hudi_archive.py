@@ -23,7 +23,8 @@ from tablespec.hudi.archive import (
     housekeep,
     plan_archive,
 )
-from tablespec.hudi.archive.archiver import delete_archived, deletion_order, interrupted, state_files, write_archive
+from tablespec.hudi.archive.active import delete_archived, deletion_order, state_files
+from tablespec.hudi.archive.archiver import interrupted, write_archive
 from tablespec.hudi.archive.log import ArchiveFile, archive_files, folder_path, read_records, write_version
 from tablespec.hudi.archive.merge import PLAN_NAME, MergeSettings, finish_merge, merge_candidates, merge_small_files
 from tablespec.hudi.archive.plan import archive_due
@@ -360,7 +361,7 @@ def test_archiving_on_an_object_store_survives_a_killed_archiver(s3_bucket):
     code = ("import os, signal; from tablespec.hudi.table import Location; "
             "from tablespec.hudi.timeline import Timeline; "
             "from tablespec.hudi.archive import ArchiveSettings, plan_archive; "
-            "from tablespec.hudi.archive.archiver import state_files, write_archive; "
+            "from tablespec.hudi.archive.active import state_files; from tablespec.hudi.archive.archiver import write_archive; "
             f"at = Location.parse({s3_bucket + '/t'!r}); storage, base = at.storage, at.uri; "
             "plan = plan_archive(Timeline.load(storage, base), ArchiveSettings(2, 3, 1)); "
             "write_archive(storage, base, state_files(storage, base, plan.instants)); "

@@ -19,13 +19,14 @@ from tablespec.cli import main
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.archive.archiver import execute
+from tablespec.hudi.archive.lsm_write import lsm_file
 from tablespec.hudi.archive.plan import ArchivePlan
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.properties import parse_properties
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import parse_instants
-from tablespec.hudi.upgrade import converted_instant, lsm_file, properties_at, refusal, upgrade
+from tablespec.hudi.upgrade import converted_instant, properties_at, refusal, upgrade
 
 FIXTURE = "cow_v6_complexkeygen_hivestyle"
 POINTS = ["upgrade.metadata_table.unnamed", "upgrade.metadata_table", "upgrade.timeline", "upgrade.history",

@@ -11,66 +11,28 @@ transaction lock.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from tablespec.faults import crash_point
+from tablespec.hudi.archive.active import ArchiveResult, StateFile, delete_archived, state_files
 from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, folder_of, write_version
 from tablespec.hudi.archive.merge import MergeSettings, finish_merge, merge_small_files
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, archive_due, plan_archive, read_bounds
 from tablespec.hudi.archive.summary import ArchivedClusterings, read_summary, record_summary
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
-from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.instant import Instant, format_instant_time
-from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.io import FileInfo, Storage
 from tablespec.hudi.mdt import archiver as mdt_archiver
-from tablespec.hudi.rollback import MARKER_FOLDER
 from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
 
-@dataclass(frozen=True)
-class StateFile:
-    """One file of the active timeline: an instant in one state."""
-    instant: Instant
-    info: FileInfo
-
-
-@dataclass(frozen=True)
-class ArchiveResult:
-    archived: tuple[Instant, ...]   # completed instants this run moved to the archive
-    archive_file: str | None        # the archive version it wrote
-    finished: tuple[Instant, ...]   # instants an interrupted run had archived, now gone from .hoodie/
-
-    def __str__(self) -> str:
-        done = f"archived {len(self.archived)} instant(s)" if self.archived else "nothing to archive"
-        tail = f"; finished archiving {len(self.finished)} left by an interrupted run" if self.finished else ""
-        return done + tail
-
-
 DEFAULT_MERGE = MergeSettings()
-
-
-def state_files(storage: Storage, base: str, instants: Iterable[Instant]) -> list[StateFile]:
-    """Every active state file of each of `instants` (from one listing of .hoodie/), in the order
-    Hudi archives them: instant by instant, requested, inflight, completed."""
-    by_key: dict[tuple[str, str], list[StateFile]] = {}
-    for info in storage.list_dir(join(base, META_FOLDER)):
-        instant = None if info.is_dir else Instant.parse(info.name)
-        if instant is not None:
-            by_key.setdefault(instant_key(instant), []).append(StateFile(instant, info))
-    return [f for i in instants for f in sorted(by_key.get(instant_key(i), []), key=lambda f: f.instant)]
-
-
-def deletion_order(files: Sequence[StateFile]) -> list[StateFile]:
-    """Hudi's order of deleting archived instants' files: pending states, then completed ones by time."""
-    pending = [f for f in files if not f.instant.is_completed]
-    return pending + sorted((f for f in files if f.instant.is_completed), key=lambda f: f.instant)
 
 
 def _transition_time(info: FileInfo) -> str:
@@ -85,25 +47,13 @@ def write_archive(storage: Storage, base: str, files: Sequence[StateFile], folde
     return write_version(storage, base, records, folder)
 
 
-def delete_archived(storage: Storage, base: str, files: Sequence[StateFile]) -> None:
-    """Step 2: the archived instants' left-over markers (.hoodie/.temp/<instant>/) and active files
-    go, in `deletion_order` (deleting is idempotent)."""
-    markers = join(base, META_FOLDER, MARKER_FOLDER)
-    left = {f.name for f in storage.list_dir(markers) if f.is_dir}      # one listing, not one per instant
-    for ts in sorted(left & {f.instant.timestamp for f in files}):
-        storage.delete_tree(join(markers, ts))
-    order = deletion_order(files)
-    pending = [f.info.path for f in order if not f.instant.is_completed]
-    storage.delete_files(pending)                   # in any order (object stores: batched)
-    crash_point("archive_pending_deleted")
-    for f in order[len(pending):]:                  # completed ones one by one, oldest first
-        storage.delete(f.info.path)
-
-
 def interrupted(table: HudiTable) -> tuple[Instant, ...]:
     """The active instants an interrupted run left behind: those the latest archive version holds
     as completed (every run finishes the one before it, so only the latest version can hold
     instants still active). Nothing is read when the .hoodie/ listing shows no archive folder."""
+    if table.timeline.layout == 2:
+        from tablespec.hudi.archive import lsm_archiver
+        return lsm_archiver.interrupted(table)
     storage, base, folder = table.storage, table.base, folder_of(table.config)
     if not table.lists_folder(folder):
         return ()
@@ -120,7 +70,8 @@ def finish_archive(table: HudiTable) -> tuple[Instant, ...]:
     changed it."""
     leftovers = interrupted(table)
     if leftovers:
-        delete_archived(table.storage, table.base, state_files(table.storage, table.base, leftovers))
+        files = state_files(table.storage, table.base, leftovers, table.timeline.folder)
+        delete_archived(table.storage, table.base, files)
         table.refresh(config=False)
     return leftovers
 
@@ -151,7 +102,10 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     """One archiving run on the table (into its hoodie.archivelog.folder): finish an interrupted
     run, plan on the handle's timeline (read under the table lock, refreshed if finishing
     changed it), archive; then the metadata table's own timeline (mdt/archiver.py). The handle is
-    refreshed: its timeline changed."""
+    refreshed: its timeline changed. Versions 8/9 archive into the LSM history (lsm_archiver.py)."""
+    if table.timeline.layout == 2:
+        from tablespec.hudi.archive import lsm_archiver
+        return lsm_archiver.archive(table, settings)
     finish_merge(table.storage, table.base, folder_of(table.config))  # the archive folder as a merge left it
     finished = finish_archive(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))
@@ -171,11 +125,8 @@ def housekeep(table: HudiTable, settings: ArchiveSettings, seen: Timeline | None
     something; else a run under Hudi's transaction lock, as Hudi's archiver takes it (a Hudi job
     may archive or commit meanwhile)."""
     timeline = seen if seen is not None else table.timeline
-    config = table.config
-    if timeline.layout == 2 or (config is not None and config.version >= 8):   # versions 8/9 archive into the
-        return None                                    # LSM history, not written yet (`seen` may predate an upgrade)
     if not archive_due(timeline, settings, added):
         return None
     with table.transaction_lock("archive"):
-        table.fresh_timeline()   # Hudi jobs' commits count too
+        table.fresh_timeline()   # Hudi jobs' commits count too (the handle's layout: `seen` may predate an upgrade)
         return archive(table, settings)

@@ -189,13 +189,36 @@ def archive_due(timeline: Timeline, settings: ArchiveSettings, added: int = 0) -
 
 
 def plan_archive(timeline: Timeline, settings: ArchiveSettings, bounds: Bounds = Bounds()) -> ArchivePlan:
-    """What Hudi 0.15's archiver would move off `timeline` (only its instants are used: no I/O)."""
+    """What Hudi's archiver would move off `timeline` (only its instants are used: no I/O): Hudi
+    0.15's for a version-6 timeline, Hudi 1.2's (`plan_lsm_archive`) for a layout-2 one."""
     min_keep, max_keep = keep_limits(timeline, settings)
+    if timeline.layout == 2:
+        return plan_lsm_archive(timeline, min_keep, max_keep, bounds)
     candidates = _cleans_to_archive(timeline, min_keep, max_keep) + _commits_to_archive(timeline, min_keep, max_keep, bounds)
     if bounds.metadata_table:
         compacted = bounds.metadata_compacted
         candidates = [] if compacted is None else [i for i in candidates if i.timestamp < compacted]
     return ArchivePlan(tuple(candidates), min_keep, max_keep)
+
+
+def plan_lsm_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds: Bounds) -> ArchivePlan:
+    """Hudi 1.2's rules (TimelineArchiverV2) on a layout-2 timeline, after the limits: commits as
+    in 0.15 (pending, savepoint and clustering bounds), but the metadata table's bound is the
+    first commit that *completed* after its latest compaction (completion times order what its
+    log blocks hold), and cleans and rollbacks go only with commits: every completed one
+    requested before the newest commit archived, whatever their count. All in requested-time order."""
+    if bounds.metadata_table and bounds.metadata_compacted is None:
+        return ArchivePlan((), min_keep, max_keep)   # before its first compaction, nothing
+    commits = _commits_to_archive(timeline, min_keep, max_keep, bounds)
+    if bounds.metadata_table and bounds.metadata_compacted is not None:
+        compacted = bounds.metadata_compacted
+        after = [c.timestamp for c in timeline.commits() if c.completed_at > compacted][:1]
+        commits = [c for c in commits if not after or c.timestamp < after[0]]
+    if not commits:
+        return ArchivePlan((), min_keep, max_keep)
+    last = commits[-1].timestamp
+    cleans = [i for i in timeline.completed() if i.action in (CLEAN, ROLLBACK) and i.timestamp < last]
+    return ArchivePlan(tuple(sorted(cleans + commits)), min_keep, max_keep)
 
 
 def read_bounds(table: HudiTable) -> Bounds:
