@@ -21,7 +21,7 @@ from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
 from tablespec.hudi.archive import housekeep
 from tablespec.hudi.config import RECORD_LEVEL, WRITTEN_1X_VERSION, table_index_type, unwritable_version
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.instant import Instant, plan_action
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
 from tablespec.hudi.rollback import rollback
@@ -549,7 +549,7 @@ class Applier:
         from tablespec.plan.clustering import clustering_plan
         with self._locked(t) as lock:  # recovery reverts a dead run to its requested plan
             if a.params.instant is not None:
-                instant = Instant(a.params.instant, "replacecommit", "requested")
+                instant = Instant(a.params.instant, plan_action(self.table(t).timeline.layout), "requested")
                 if self.schedule_only:
                     return Clustered(pending=instant.timestamp)
             else:
@@ -566,7 +566,7 @@ class Applier:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
         table = self.table(t)
         with self._locked(t) as lock:
-            discarded = [rollback(table, Instant(ts, "replacecommit", "requested"), discard_plan=True)
+            discarded = [rollback(table, Instant(ts, plan_action(table.timeline.layout), "requested"), discard_plan=True)
                          for ts in (a.params.discard_plans if isinstance(a.params, DiscardPlans) else [])]
             return RolledBack(rolled_back=len(lock.recovered), plans_discarded=len(discarded) or None)
 

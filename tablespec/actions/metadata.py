@@ -42,17 +42,19 @@ def creation_properties(spec) -> dict[str, str]:
     return props
 
 
-def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
+def create_table(table: HudiTable, spec, version: int | None = None) -> TableConfig:
     """Lay out `.hoodie/` and write hoodie.properties last: the table exists once that file does;
     then Hudi's metadata table (its `files` partition, empty; a RECORD_LEVEL table's `record_index`
     too), as Hudi creates it with a table's first write. A crash in between leaves a table without
     one, which `plan` proposes to build.
-    At `version` 9: Hudi 1.x's layout and properties, without a metadata table.
+    At `version` 9 (by default the spec's `tableVersion`, else 6): Hudi 1.x's layout and properties,
+    without a metadata table.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
     name, since the new table would adopt or hide them; `tablespec import` adopts a Hudi table."""
     storage, base = table.storage, table.base
+    version = version or spec.spec.table_version or 6
     props = creation_properties(spec)
     if version != 6:   # hoodie.properties as Apache Hudi 1.x writes them for a new table
         props = new_table_properties(props, version)
