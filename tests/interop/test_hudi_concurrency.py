@@ -211,7 +211,8 @@ from tablespec.hudi.io import table_location
 from tablespec.hudi.table import HudiTable
 
 control, spec_file, warehouse, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
-spark = get_spark("local[1]", session_conf(bundle_jar(fetch=False)), "hudi-job")
+version = sys.argv[5] if len(sys.argv) > 5 else None   # the Hudi line (default: the test session's)
+spark = get_spark("local[1]", session_conf(bundle_jar(fetch=False, version=version)), "hudi-job")
 log = open(control / "log.jsonl", "a")
 deadline = time.monotonic() + seconds
 i = 0
