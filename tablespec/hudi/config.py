@@ -348,7 +348,8 @@ def unwritable_version(config: TableConfig) -> str | None:
                 f"whose metadata table has no record_index)")
     return (f"table version {config.version} (Apache Hudi 1.x): tablespec reads, imports, plans, shows and "
             f"verifies it; writes to version {config.version} tables come later (tablespec writes versions "
-            f"{SUPPORTED_VERSION} and {WRITTEN_1X_VERSION})")
+            f"{SUPPORTED_VERSION} and {WRITTEN_1X_VERSION}: set spec.tableVersion: {WRITTEN_1X_VERSION} to upgrade it, "
+            f"as Hudi 1.1+ does)")
 
 
 def ensure_supported(config: TableConfig) -> None:

@@ -39,6 +39,7 @@ from tablespec.hudi.config import (
     META_FOLDER,
     TableConfig,
     archive_folder,
+    read_table_config,
     timeline_folder,
     write_table_config,
 )
@@ -56,7 +57,7 @@ from tablespec.hudi.io import join
 from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA
 from tablespec.hudi.timeline import avro_record, parse_instants
 
-UPGRADABLE = {6: (8, 9)}   # from -> the versions tablespec upgrades it to
+UPGRADABLE = {6: (8, 9), 8: (9,)}   # from -> the versions tablespec upgrades it to
 TIMELINE_PATH, HISTORY_PATH = str(keys.TIMELINE_PATH.default), str(keys.TIMELINE_HISTORY_PATH.default)
 INITIAL_VERSION, MERGE_MODE = keys.INITIAL_VERSION.name, keys.RECORD_MERGE_MODE.name
 EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
@@ -105,6 +106,21 @@ def properties_at(props: Mapping[str, str], version: int, initial: int | None = 
         for old, new in PAYLOAD_MOVES.items():
             if old in out:
                 out.setdefault(new, out.pop(old))
+    return out
+
+
+def nine_from_eight(props: Mapping[str, str]) -> dict[str, str]:
+    """hoodie.properties of a version-8 table at version 9, as Hudi 1.2's EightToNine handler leaves a
+    table Hudi 1.0.2 wrote: the ordering field under its version-9 key, the payload class under the
+    legacy key, the built-in merge strategy id dropped (the merge mode says it)."""
+    out = dict(props)
+    out[keys.TABLE_VERSION.name] = "9"
+    if keys.PRECOMBINE_FIELD.name in out:
+        out[keys.ORDERING_FIELDS.name] = out.pop(keys.PRECOMBINE_FIELD.name)
+    if keys.COMPACTION_PAYLOAD_CLASS.name in out:
+        out.setdefault(keys.LEGACY_PAYLOAD_CLASS.name, out.pop(keys.COMPACTION_PAYLOAD_CLASS.name))
+    if out.get(MERGE_MODE) in (EVENT_TIME, COMMIT_TIME):
+        out.pop(keys.RECORD_MERGE_STRATEGY_ID.name, None)
     return out
 
 
@@ -224,7 +240,7 @@ def upgrade(table, version: int) -> Upgraded:
     stopped upgrade left. The caller holds tablespec's table lock and Hudi's transaction lock, and
     recovery left no write pending (requested clustering plans may be)."""
     config = table.fresh_config()
-    if config.version >= 8:
+    if config.version >= version:
         stale = table.refresh(config=False).upgrade_leftovers
         table.storage.delete_files(list(stale))
         table.refresh(config=False)
@@ -233,9 +249,12 @@ def upgrade(table, version: int) -> Upgraded:
         raise UnsupportedTableError(f"{table.base}: {why}")
     storage, base = table.storage, table.base
     timeline = table.fresh_timeline()
-    if pending := [i for i in timeline.pending() if not (i.action == REPLACE_COMMIT and i.state == "requested")]:
+    if pending := [i for i in timeline.pending() if not (i.action in (REPLACE_COMMIT, CLUSTERING)
+                                                         and i.state == "requested")]:
         raise UnsupportedTableError(f"{base}: cannot upgrade while instants are pending "
                                     f"({', '.join(map(str, pending))}); run `tablespec apply` again once they complete")
+    if config.version == 8:
+        return _eight_to_nine(table)
     dropped = retire_metadata_table(table)
     crash_point("upgrade.metadata_table")
     spelled = properties_at(table.table_config.to_properties(), version)
@@ -269,3 +288,20 @@ def upgrade(table, version: int) -> Upgraded:
     storage.delete_files(list(stale))
     table.refresh(config=False)
     return Upgraded(moved, len(rows), dropped, len(stale))
+
+
+def _eight_to_nine(table) -> Upgraded:
+    """Version 8 -> 9: the timeline and the metadata table's layout stay; the metadata table's
+    hoodie.properties says 9 first, then the table's (the switch). A crash between the two leaves a
+    version-8 table that the next apply takes to 9."""
+    from tablespec.hudi.metadata_table import folder
+    storage, base = table.storage, table.base
+    metadata = folder(base)
+    if (mdt := read_table_config(storage, metadata)) is not None and mdt.version == 8:
+        props = {**mdt.to_properties(), keys.TABLE_VERSION.name: "9"}
+        write_table_config(storage, metadata, TableConfig.from_properties(props), props)
+    crash_point("upgrade.metadata_table")
+    spelled = nine_from_eight(table.table_config.to_properties())
+    table.wrote_config(write_table_config(storage, base, TableConfig.from_properties(spelled), spelled))
+    table.refresh()
+    return Upgraded(0, 0, False, 0)

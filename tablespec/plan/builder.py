@@ -293,11 +293,18 @@ def _upgrade(spec, state: TableState) -> UpgradeTable | None:
         return UpgradeTable(params=VersionChange(from_=current, to=current), reasons=[
             f"an upgrade to table version {current} stopped after switching hoodie.properties: "
             f"{state.upgrade_leftovers} version-6 instant file(s) left in .hoodie/ are deleted"])
+    change = [Change(path="spec.tableVersion", property=TABLE_VERSION.name, old=str(current), new=str(wanted))]
+    if current == 8:
+        return UpgradeTable(params=VersionChange(from_=current, to=wanted), estimate=UpgradeEstimate(instants=0, archive_files=0),
+                            changes=change, reasons=[
+            "table version 8 -> 9 (Apache Hudi 1.1+), as Hudi's upgrade does it: hoodie.properties names the "
+            "ordering field and the legacy payload class with their version-9 keys; the timeline, its history and "
+            "the metadata table stay as they are. No data file is rewritten"])
     work = state.upgrade_work
     return UpgradeTable(
         params=VersionChange(from_=current, to=wanted),
         estimate=UpgradeEstimate(instants=work.instants, archive_files=work.archive_files),
-        changes=[Change(path="spec.tableVersion", property=TABLE_VERSION.name, old=str(current), new=str(wanted))],
+        changes=change,
         reasons=[f"table version {current} -> {wanted} (Apache Hudi {'1.0' if wanted == 8 else '1.1+'}), as Hudi's "
                  f"upgrade does it: the timeline moves to .hoodie/timeline/ (completion times, Avro commit "
                  f"metadata), the archived timeline is copied into the LSM history, hoodie.properties gains the "
