@@ -95,9 +95,14 @@ def parse_base_file(name: str) -> tuple[str, str] | None:
     return (m["file_id"], m["instant"]) if m else None
 
 
-def init_instant(latest_data_instant: str | None) -> str:
+INIT_1X = "0" * 17     # Hudi 1.2's initializing deltacommit of the files partition (measured)
+
+
+def init_instant(latest_data_instant: str | None, fmt: Format = V1) -> str:
     """The deltacommit that initializes the files partition: the data table's latest completed
-    instant (any action) with `010` appended."""
+    instant (any action) with `010` appended (0.15); all zeros, whatever the data table holds (1.x)."""
+    if fmt.is_1x:
+        return INIT_1X
     return (latest_data_instant or SOLO_COMMIT_TIMESTAMP) + INIT_SUFFIX
 
 
