@@ -42,19 +42,19 @@ MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"      # Hudi's default r
 
 
 # The metadata table's hoodie.properties as Hudi 1.2 creates it (measured), beside its name.
-PROPERTIES_1X = {"hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "9", "hoodie.table.initial.version": "9",
-                 "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
-                 "hoodie.timeline.history.path": "history", "hoodie.archivelog.folder": "history",
-                 "hoodie.table.recordkey.fields": "key", "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-                 "hoodie.populate.meta.fields": "false", "hoodie.table.base.file.format": "HFILE",
-                 "hoodie.datasource.write.drop.partition.columns": "false", "hoodie.record.merge.mode": "CUSTOM",
-                 "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+PROPERTIES_1X = {keys.TABLE_TYPE.name: "MERGE_ON_READ", keys.TABLE_VERSION.name: "9", keys.INITIAL_VERSION.name: "9",
+                 keys.TIMELINE_LAYOUT_VERSION.name: "2", keys.TIMELINE_PATH.name: "timeline",
+                 keys.TIMELINE_HISTORY_PATH.name: "history", keys.ARCHIVELOG_FOLDER.name: "history",
+                 keys.RECORD_KEY_FIELDS.name: "key", keys.KEY_GENERATOR_TYPE.name: "HOODIE_TABLE_METADATA",
+                 keys.POPULATE_META_FIELDS.name: "false", keys.BASE_FILE_FORMAT.name: "HFILE",
+                 keys.DROP_PARTITION_COLUMNS.name: "false", keys.RECORD_MERGE_MODE.name: "CUSTOM",
+                 keys.RECORD_MERGE_STRATEGY_ID.name: "00000000-0000-0000-0000-000000000000",
                  keys.COMPACTION_PAYLOAD_CLASS.name: PAYLOAD_CLASS}
 
 
 def metadata_properties_1x(data: TableConfig) -> dict[str, str]:
     """The metadata table's hoodie.properties on a Hudi 1.x data table (versions 8 and 9)."""
-    return {"hoodie.table.name": f"{data.name}_metadata", **PROPERTIES_1X}
+    return {keys.TABLE_NAME.name: f"{data.name}_metadata", **PROPERTIES_1X}
 
 
 def metadata_config(data: TableConfig) -> TableConfig:
