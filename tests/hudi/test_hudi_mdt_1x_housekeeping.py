@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from test_hudi_mdt_1x import INIT, ST, TIMELINE, _assert_listing_is_storage, _files, _start
 
+from tablespec.hudi.archive.archiver import archive
+from tablespec.hudi.archive.lsm import manifest_files
+from tablespec.hudi.archive.lsm_write import read_file_rows
+from tablespec.hudi.archive.plan import ArchiveSettings
 from tablespec.hudi.config import timeline_layout
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import layout, sync, writer
+from tablespec.hudi.mdt import cleaner, layout, lsm_archiver, sync, writer
+from tablespec.hudi.mdt.archiver import MetaLimits
 from tablespec.hudi.mdt.records import from_commit
 from tablespec.hudi.naming import new_file_id
 from tablespec.hudi.properties import format_properties, parse_properties
@@ -32,9 +37,14 @@ def _bare(tmp_path) -> str:
     return base
 
 
-def _write(base: str, groups) -> None:
+# data: keep 21..23 commits (the cleaner 2); the metadata table 22..24, above the 20 its cleaner retains
+SETTINGS = ArchiveSettings(21, 23, 2)
+
+
+def _write(base: str, groups, settings: ArchiveSettings | None = None) -> None:
     """A data commit as tablespec's writers make it: the metadata table recorded (when the table
-    has one) before the data instant completes, then compacted and cleaned when due."""
+    has one) before the data instant completes, then compacted and cleaned when due; with
+    `settings`, then the data table's archiving and the metadata table's after it."""
     ts, inflight = _start(base)
     metadata = _files(base, ts, groups)
     table = HudiTable.open(base)
@@ -42,6 +52,10 @@ def _write(base: str, groups) -> None:
         recorded = sync.record_commit(table, ts, metadata)
         TimelineWriter(ST, base, TIMELINE).complete(inflight, metadata, locked=locked)
     sync.compact_if_due(HudiTable.open(base), recorded)
+    if settings is not None:
+        table = HudiTable.open(base)
+        with table.transaction_lock("archive"):
+            archive(table, settings)
 
 
 def test_initialize_lays_out_the_metadata_table_as_hudi_1_2_does(tmp_path):
@@ -68,3 +82,86 @@ def test_initialize_lays_out_the_metadata_table_as_hudi_1_2_does(tmp_path):
     _assert_listing_is_storage(base)
     _write(base, {("a", new_file_id()): 7})          # kept from here on
     _assert_listing_is_storage(base)
+
+
+def _history(base: str) -> list[dict]:
+    folder = join(layout.table_path(base), lsm_archiver.HISTORY)
+    files = manifest_files(ST, folder) if ST.exists(folder) else []
+    return [r for f in files for r in read_file_rows(ST, f)]
+
+
+def test_the_metadata_table_cleans_and_archives_as_hudi_1_2_schedules_it(tmp_path):
+    base = _bare(tmp_path)
+    table = HudiTable.open(base)
+    with table.transaction_lock("metadata table"):
+        writer.initialize(table)
+    fg = new_file_id()
+    active = []
+    for n in range(90):
+        _write(base, {("a", fg): 10 + n, ("b", new_file_id()): 1}, SETTINGS)
+        active.append(len(layout.timeline(ST, base, layout.V2)))
+    _assert_listing_is_storage(base)
+
+    metadata = layout.timeline(ST, base, layout.V2)
+    assert all(i.completed for i in metadata)
+    commits = [i for i in metadata if i.action in (layout.DELTA_COMMIT, layout.COMPACTION)]
+    assert len(commits) <= MetaLimits.of(SETTINGS).max_commits + 10   # + deltacommits since a compaction
+    assert max(active[60:]) <= max(active[30:60])                      # bounded
+    # cleans at new instant times, completed as `<requested>_<completion>.clean`, empty inflight files
+    history = _history(base)
+    cleans = [i for i in metadata if i.action == "clean"]
+    archived_cleans = [r for r in history if r["action"] == "clean"]
+    assert cleans or archived_cleans
+    folder = layout.timeline_path(base, layout.V2)
+    for clean in cleans:
+        assert clean.completion and len(clean.timestamp) == 17
+        assert ST.read_bytes(join(folder, f"{clean.timestamp}.clean.inflight")) == b""
+        done = avro_content(ST.read_bytes(join(folder, clean.file_name)), clean.file_name)
+        assert done["totalFilesDeleted"] >= 1 and done["partitionMetadata"]["files"]["successDeleteFiles"]
+    # the files partition keeps the latest slice and the one before the earliest retained commit
+    bases = [i.name for i in ST.list_dir(layout.partition_path(base)) if i.name.endswith(".hfile")]
+    assert 1 <= len(bases) <= 3 and layout.base_file_name(INIT) not in bases
+    # the history holds what left the active timeline, each once, never both
+    assert history and len({(r["instantTime"], r["action"]) for r in history}) == len(history)
+    assert not {r["instantTime"] for r in history} & {i.timestamp for i in metadata}
+    assert all(r["completionTime"] and r["metadata"] for r in history)
+    # nothing at or after the data table's first active instant left the metadata timeline
+    first_data = HudiTable.open(base).timeline.instants[0].timestamp
+    assert all(r["instantTime"] < first_data for r in history)
+    _write(base, {("c", new_file_id()): 3}, SETTINGS)
+    _assert_listing_is_storage(base)
+
+
+def test_slices_to_clean_assigns_log_files_by_completion_time_on_1x():
+    t0, d1, c1, d2, c2, d3 = (f"2026010100000{n}000" for n in range(6))
+    names = [layout.base_file_name(b) for b in (t0, c1, c2)] + [f".files-0000-0_{d}.log.1_0-0-0" for d in (t0, d1, d2, d3)]
+    # d2 completed after c2 was requested: it belongs to c2's slice, not c1's
+    completed = {t0: "20260101000000100", d1: "20260101000001100", c1: "20260101000002100",
+                 d2: "20260101000004500", c2: "20260101000004200", d3: "20260101000005100"}
+    doomed = cleaner.slices_to_clean(names, completed, c2, fmt=layout.V2)
+    assert doomed == sorted([layout.base_file_name(t0), f".files-0000-0_{t0}.log.1_0-0-0",
+                             f".files-0000-0_{d1}.log.1_0-0-0"])
+    # a deltacommit neither completed nor archived keeps its log file
+    del completed[d1]
+    assert f".files-0000-0_{d1}.log.1_0-0-0" not in cleaner.slices_to_clean(names, completed, c2, fmt=layout.V2)
+
+
+def test_metadata_archive_plan_follows_the_bounds():
+    from tablespec.hudi.instant import Instant
+    from tablespec.hudi.timeline import Timeline
+    times = [f"202601010000{n:02d}000" for n in range(40)]
+    meta = [Instant(t, "deltacommit", "completed", completion=t[:-3] + "500") for t in times]
+    meta[20] = Instant(times[20], "commit", "completed", completion=times[20][:-3] + "500")   # a compaction
+    metadata = Timeline(ST, "/m", meta, ".hoodie/timeline")
+    data = Timeline(ST, "/d", [Instant(t, "commit", "completed", completion=t[:-3] + "600") for t in times[15:]],
+                    ".hoodie/timeline")
+    limits = MetaLimits(3, 5)
+    planned = lsm_archiver.plan_archive(metadata, data, limits)
+    assert [i.timestamp for i in planned] == times[:15]      # below the data table's first active instant
+    data = Timeline(ST, "/d", [], ".hoodie/timeline")
+    # 19 deltacommits follow the compaction: the first of the last 10 bounds it (merge-on-read scheduling)
+    assert [i.timestamp for i in lsm_archiver.plan_archive(metadata, data, limits)] == times[:30]
+    meta[35] = Instant(times[35], "commit", "completed", completion=times[35][:-3] + "500")
+    metadata = Timeline(ST, "/m", meta, ".hoodie/timeline")
+    assert [i.timestamp for i in lsm_archiver.plan_archive(metadata, data, limits)] == times[:35]   # the compaction
+    assert lsm_archiver.plan_archive(metadata, data, MetaLimits(3, 41)) == []                        # too few
