@@ -16,7 +16,6 @@ from tablespec.hudi.config import timeline_layout
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import cleaner, layout, lsm_archiver, sync, writer
 from tablespec.hudi.mdt.archiver import MetaLimits
-from tablespec.hudi.mdt.records import from_commit
 from tablespec.hudi.naming import new_file_id
 from tablespec.hudi.properties import format_properties, parse_properties
 from tablespec.hudi.table import HudiTable

@@ -26,7 +26,7 @@ from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, read_records, write_version
 from tablespec.hudi.archive.merge import finish_merge, merge_small_files
 from tablespec.hudi.archive.plan import ArchiveSettings
-from tablespec.hudi.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, Instant, format_instant_time
+from tablespec.hudi.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.cleaner import COMMIT_ACTIONS
@@ -165,13 +165,10 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> list[MetaInstant]:
 
 
 
-def archive_after_data(table: HudiTable, settings: ArchiveSettings) -> list[MetaInstant] | list[Instant]:
+def archive_after_data(table: HudiTable, settings: ArchiveSettings) -> list[MetaInstant]:
     """The metadata table's archiving run, right after the data table's (under the same locks):
-    only the data archive moves the data table's first active instant, which bounds it. Hudi 1.x's
-    metadata table archives into its own LSM history (lsm_archiver.py)."""
-    if not table.lists_folder(layout.FOLDER):     # no metadata table: nothing read
+    only the data archive moves the data table's first active instant, which bounds it. (Hudi
+    1.x's metadata table archives into its own LSM history: lsm_archiver.py.)"""
+    if not table.lists_folder(layout.FOLDER) or layout.Format.of(table.config).is_1x:   # nothing read
         return []
-    if layout.Format.of(table.config).is_1x:
-        from tablespec.hudi.mdt import lsm_archiver
-        return lsm_archiver.archive(table, settings)
     return archive(table, settings)

@@ -97,3 +97,10 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> list[Instant]:
     crash_point("mdt_archive_pending_deleted")
     compact_and_clean(storage, history)
     return planned
+
+
+def archive_after_data(table: HudiTable, settings: ArchiveSettings) -> list[Instant]:
+    """The run right after the data table's (under the same locks): only that moves the data bound."""
+    if not table.lists_folder(layout.FOLDER):     # no metadata table: nothing read
+        return []
+    return archive(table, settings)
