@@ -83,7 +83,7 @@ from tablespec.state import TableState, observe
 # them: Hudi 1.x's record index is not kept yet.
 VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback", "bucket_rescale",
                                "drop_metadata_partitions", "schema_evolution", "bucket_bootstrap",
-                               "index_migration", "replace_table", "build_metadata_table"})
+                               "index_migration", "replace_table", "build_metadata_table", "archive", "catalog_sync"})
 # Actions that give a table the spec's index (refused on version 9 when that is RECORD_LEVEL).
 INDEX_CHANGES = frozenset({"index_migration", "bucket_bootstrap", "replace_table"})
 

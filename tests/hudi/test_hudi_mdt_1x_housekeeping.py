@@ -6,6 +6,8 @@ into its own LSM history (`.hoodie/metadata/.hoodie/timeline/history/`) with Hud
 tests/interop/test_hudi_1x_metadata_table_housekeeping.py has Hudi 1.2.0 validate and read the result."""
 from __future__ import annotations
 
+import dataclasses
+
 from test_hudi_mdt_1x import INIT, ST, TIMELINE, _assert_listing_is_storage, _files, _start
 
 from tablespec.hudi.archive.archiver import archive
@@ -47,6 +49,8 @@ def _write(base: str, groups, settings: ArchiveSettings | None = None) -> None:
     ts, inflight = _start(base)
     metadata = _files(base, ts, groups)
     table = HudiTable.open(base)
+    if schema := table.config.create_schema:   # a table tablespec created: its schema
+        metadata = dataclasses.replace(metadata, extra_metadata={"schema": schema})
     with sync.completing(table, "commit") as locked:
         recorded = sync.record_commit(table, ts, metadata)
         TimelineWriter(ST, base, TIMELINE).complete(inflight, metadata, locked=locked)
@@ -164,3 +168,47 @@ def test_metadata_archive_plan_follows_the_bounds():
     metadata = Timeline(ST, "/m", meta, ".hoodie/timeline")
     assert [i.timestamp for i in lsm_archiver.plan_archive(metadata, data, limits)] == times[:35]   # the compaction
     assert lsm_archiver.plan_archive(metadata, data, MetaLimits(3, 41)) == []                        # too few
+
+
+ORDERS = """\
+apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {{name: orders}}
+spec:
+  location: orders
+  tableVersion: 9
+  columns:
+    - {{name: id, type: string, nullable: false}}
+    - {{name: part, type: string}}
+  recordKey: {{fields: [id]}}
+  partitioning: {{fields: [part]}}
+  clustering: {{smallFileLimit: 0}}   # the data files here are stand-ins: nothing to cluster
+{retention}"""
+
+
+def test_create_at_9_builds_the_metadata_table_and_the_archive_action_runs(tmp_path, monkeypatch, capsys):
+    """A table created at version 9 has Hudi 1.x's metadata table from the start; with lower archive
+    limits `plan` proposes `archive`, which `apply` runs on version 9: the data table's history and,
+    after it, the metadata table's own."""
+    from _support import cli, scratch_project
+    project = scratch_project(tmp_path, monkeypatch, {"orders": ORDERS.format(retention="")}, "warehouse: lake\n")
+    assert cli(capsys, "apply", "specs", "--auto-approve")[0] == 0
+    base = str(project / "lake" / "orders")
+    assert HudiTable.open(base).config.extra["hoodie.table.metadata.partitions"] == "files"
+    [init] = layout.timeline(ST, base, layout.V2)
+    assert init.timestamp == INIT and init.completed
+    for n in range(14):       # past the metadata table's first compaction (archiving never passes it)
+        _write(base, {("a", new_file_id()): n + 1})
+    (project / "specs" / "orders.yaml").write_text(ORDERS.format(
+        retention="  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}\n"))
+    code, out, err = cli(capsys, "plan", "specs")
+    assert code == 0 and "~ archive" in out, out + err
+    code, out, err = cli(capsys, "apply", "specs", "--auto-approve")
+    assert code == 0 and "archive" in out, out + err
+    handle = HudiTable.open(base)
+    assert manifest_files(ST, join(base, ".hoodie", "timeline", "history"))
+    assert len(handle.timeline.commits()) < 14
+    assert _history(base)                       # the metadata table's own history too
+    _assert_listing_is_storage(base)
+    code, out, err = cli(capsys, "plan", "specs", "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes."), out + err
