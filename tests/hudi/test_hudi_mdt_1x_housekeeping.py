@@ -7,9 +7,16 @@ tests/interop/test_hudi_1x_metadata_table_housekeeping.py has Hudi 1.2.0 validat
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from test_hudi_mdt_1x import INIT, ST, TIMELINE, _assert_listing_is_storage, _files, _start
 
+from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive.archiver import archive
 from tablespec.hudi.archive.lsm import manifest_files
 from tablespec.hudi.archive.lsm_write import read_file_rows
@@ -212,3 +219,51 @@ def test_create_at_9_builds_the_metadata_table_and_the_archive_action_runs(tmp_p
     _assert_listing_is_storage(base)
     code, out, err = cli(capsys, "plan", "specs", "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
+
+
+def _built(tmp_path) -> str:
+    base = _bare(tmp_path)
+    table = HudiTable.open(base)
+    with table.transaction_lock("metadata table"):
+        writer.initialize(table)
+    return base
+
+
+def _killed_at(base: str, point: str) -> None:
+    """Write (with SETTINGS) in a subprocess killed at `point`."""
+    script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+              "from test_hudi_mdt_1x_housekeeping import SETTINGS, _write; from tablespec.hudi.naming import new_file_id; "
+              f"[_write({base!r}, {{('a', new_file_id()): n + 1}}, SETTINGS) for n in range(120)]")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, CRASH_ENV: point}, check=False)
+    assert done.returncode == -signal.SIGKILL, point
+
+
+@pytest.mark.parametrize("point", ["mdt_clean_requested", "mdt_clean_deleted"])
+def test_an_interrupted_1x_metadata_clean_is_finished_by_the_next_write(tmp_path, point):
+    base = _built(tmp_path)
+    _killed_at(base, point)
+    [pending] = [i for i in layout.timeline(ST, base, layout.V2) if not i.completed]
+    assert pending.action == "clean"
+    _assert_listing_is_storage(base)                      # readers unaffected meanwhile
+    _write(base, {("b", new_file_id()): 1}, SETTINGS)
+    metadata = {i.timestamp: i for i in layout.timeline(ST, base, layout.V2)}
+    assert all(i.completed for i in metadata.values()) and metadata[pending.timestamp].completion
+    _assert_listing_is_storage(base)
+
+
+@pytest.mark.parametrize("point", ["mdt_archive_written", "mdt_archive_deleted"])
+def test_an_interrupted_1x_metadata_archive_is_finished_by_the_next_run(tmp_path, point):
+    base = _built(tmp_path)
+    _killed_at(base, point)
+    archived = {(r["instantTime"], r["action"]) for r in _history(base)}
+    active = {(i.timestamp, "commit" if i.action == "compaction" else i.action)
+              for i in layout.timeline(ST, base, layout.V2)}
+    assert archived and bool(archived & active) == (point == "mdt_archive_written")
+    table = HudiTable.open(base)
+    with table.transaction_lock("archive"):
+        lsm_archiver.archive(table, SETTINGS)        # the next run finishes it first
+    assert not archived & {(i.timestamp, "commit" if i.action == "compaction" else i.action)
+                           for i in layout.timeline(ST, base, layout.V2)}
+    _assert_listing_is_storage(base)
+    _write(base, {("b", new_file_id()): 1}, SETTINGS)
+    _assert_listing_is_storage(base)

@@ -94,7 +94,7 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> list[Instant]:
     write_batch(storage, history, rows)
     crash_point("mdt_archive_written")
     delete_archived(storage, mdt, files)
-    crash_point("mdt_archive_pending_deleted")
+    crash_point("mdt_archive_deleted")
     compact_and_clean(storage, history)
     return planned
 
