@@ -79,10 +79,12 @@ from tablespec.state import TableState, observe
 # What apply runs on a version 9 table (its metadata table's `files` partition kept, the partitions
 # tablespec does not keep dropped): each checked end to end against Apache Hudi 1.2
 # (tests/interop/test_hudi_1x_writes.py, test_hudi_1x_metadata_table.py, test_hudi_1x_partition_buckets.py,
-# test_hudi_1x_actions.py). RECORD_LEVEL is not among them: Hudi 1.x's record index is not kept yet.
+# test_hudi_1x_actions.py, test_hudi_1x_metadata_table_housekeeping.py, test_hudi_1x_archive.py;
+# catalog_sync: tests/catalog/test_catalog_v9.py). RECORD_LEVEL is not among them: Hudi 1.x's record
+# index is not kept yet.
 VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback", "bucket_rescale",
                                "drop_metadata_partitions", "schema_evolution", "bucket_bootstrap",
-                               "index_migration", "replace_table"})
+                               "index_migration", "replace_table", "build_metadata_table", "archive", "catalog_sync"})
 # Actions that give a table the spec's index (refused on version 9 when that is RECORD_LEVEL).
 INDEX_CHANGES = frozenset({"index_migration", "bucket_bootstrap", "replace_table"})
 

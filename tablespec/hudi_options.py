@@ -83,9 +83,10 @@ HUDI_LINES = {"0.15": (6,), "1.0": (6, 8), "1.2": (6, 8, 9)}
 DEFAULT_LINE = {6: "0.15", 8: "1.0", 9: "1.2"}
 # Hudi 1.x writing a version 8/9 table: records merge by mode (payload classes are 0.x's), and ...
 MERGE_MODES = {True: "EVENT_TIME_ORDERING", False: "COMMIT_TIME_ORDERING"}   # by whether an ordering field orders
-# ... Hudi's metadata table stays off: tablespec writes version 9 tables without one (the 1.x metadata
-# table is not maintained yet; a Hudi job building one would leave the table to Hudi writers).
-METADATA_1X = {keys.METADATA_ENABLE.name: "false"}
+# ... Hudi's metadata table on, as tablespec keeps it on version 9 (its `files` partition); the
+# partitions Hudi 1.x enables by default besides, which tablespec does not maintain, off.
+METADATA_1X = {keys.METADATA_ENABLE.name: "true", keys.METADATA_COLUMN_STATS_ENABLE.name: "false",
+               keys.METADATA_PARTITION_STATS_ENABLE.name: "false"}
 # Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
 # records before an insert then.
 AUTO_KEYS = {keys.COMBINE_BEFORE_INSERT.name: "false"}
@@ -192,7 +193,7 @@ def hudi_write_options(spec: TableSpec, table: HudiTable, version: int | None = 
 
 def _version_1x(spec: TableSpec, version: int, line: str) -> dict[str, str | None]:
     """What a Hudi 1.x job writing a version 8/9 table sets instead (None: unset): the table's version,
-    the merge mode for the payload, the ordering field under 1.1+'s key, the metadata table off."""
+    the merge mode for the payload, the ordering field under 1.1+'s key, the metadata table's `files` only."""
     ordering = spec.spec.ordering_field
     out: dict[str, str | None] = {keys.WRITE_TABLE_VERSION.name: str(version), keys.PAYLOAD_CLASS.name: None,
                                   keys.PAYLOAD_ORDERING_FIELD.name: None,

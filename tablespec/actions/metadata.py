@@ -48,7 +48,7 @@ def create_table(table: HudiTable, spec, version: int | None = None) -> TableCon
     too), as Hudi creates it with a table's first write. A crash in between leaves a table without
     one, which `plan` proposes to build.
     At `version` 9 (by default the spec's `tableVersion`, else 6): Hudi 1.x's layout and properties,
-    without a metadata table.
+    its metadata table as Hudi 1.2 creates it.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
@@ -67,10 +67,9 @@ def create_table(table: HudiTable, spec, version: int | None = None) -> TableCon
         raise StalePlanError(f"{e}; it was created since the plan was made") from None
     finally:
         table.refresh()  # the table exists now (or someone else's does)
-    if version == 6:   # version 9: without one (tablespec does not write the 1.x metadata table yet)
-        mdt_writer.initialize(table, {})  # refreshes the handle
-        if spec.spec.index.type == "RECORD_LEVEL":
-            rli_writer.initialize(table, (), int(config.to_properties()[RECORD_LEVEL_BUCKETS]))
+    mdt_writer.initialize(table, {})  # refreshes the handle (version 9: in Hudi 1.x's layout)
+    if version == 6 and spec.spec.index.type == "RECORD_LEVEL":   # version 9: Hudi 1.x's record index not yet
+        rli_writer.initialize(table, (), int(config.to_properties()[RECORD_LEVEL_BUCKETS]))
     return table.table_config
 
 

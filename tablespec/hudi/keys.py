@@ -217,6 +217,12 @@ INITIAL_VERSION = HudiKey("hoodie.table.initial.version", "The table version the
                           versions=(8, 9))
 METADATA_ENABLE = HudiKey("hoodie.metadata.enable", "Whether writers maintain Hudi's metadata table.", scope="writer",
                            default="true", allowed=_BOOL)
+METADATA_COLUMN_STATS_ENABLE = HudiKey("hoodie.metadata.index.column.stats.enable",
+                                       "Whether writers build and maintain the metadata table's column statistics.",
+                                       scope="writer", allowed=_BOOL)
+METADATA_PARTITION_STATS_ENABLE = HudiKey("hoodie.metadata.index.partition.stats.enable",
+                                          "Whether Hudi 1.x writers maintain the metadata table's partition statistics.",
+                                          scope="writer", allowed=_BOOL, versions=(8, 9))
 METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
                                        "Whether writers build and maintain the metadata table's record index.",
                                        scope="writer", default="false", allowed=_BOOL)

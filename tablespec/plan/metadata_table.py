@@ -27,8 +27,7 @@ def metadata_table_actions(state: TableState) -> list:
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
-    if FILES not in state.metadata_table.partitions and state.table_config.version < 8:
-        # tablespec builds version 6's metadata table; a version 9 table without one is written without one
+    if FILES not in state.metadata_table.partitions:   # version 6's layout or Hudi 1.x's (version 9)
         files, size = state.data_files
         why = ("its files partition is not ready in hoodie.properties" if state.metadata_table.in_use
                or state.metadata_table.present else "the table has none (retired earlier, or written with "

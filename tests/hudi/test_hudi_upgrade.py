@@ -226,6 +226,12 @@ def test_spec_and_project_table_versions_plan_create_upgrade_and_refuse(tmp_path
     props = _props(tmp_path / "wh" / "t")
     assert props["hoodie.table.version"] == "9" and "hoodie.table.metadata.partitions" not in props
     assert not (tmp_path / "wh" / "t" / ".hoodie" / "metadata").exists()   # retired, as Hudi does with one it cannot keep
+    code, out, err = _cli(capsys, "plan", str(spec))          # the next plan builds one in Hudi 1.x's layout
+    assert code == 0 and "~ build_metadata_table" in out and "upgrade_table" not in out, out + err
+    code, out, err = _cli(capsys, "apply", str(spec), "--auto-approve")
+    assert code == 0 and "build_metadata_table done" in out, out + err
+    assert _props(tmp_path / "wh" / "t")["hoodie.table.metadata.partitions"] == "files"
+    assert (tmp_path / "wh" / "t" / ".hoodie" / "metadata" / ".hoodie" / "timeline").is_dir()
     code, out, err = _cli(capsys, "plan", str(spec), "--detailed-exitcode")
     assert code == 0 and out.startswith("No changes."), out + err
 

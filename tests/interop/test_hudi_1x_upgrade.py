@@ -176,7 +176,7 @@ def test_a_downgrade_is_refused_at_the_spec_field(hudi, tmp_path, capsys):
 
 def test_a_table_created_at_version_9_reads_and_writes_in_hudi_1_2(hudi, hudi1, tmp_path, capsys, monkeypatch):
     """The project's `tableVersion: 9`: apply creates the table as Hudi 1.2 creates one (its
-    hoodie.properties keys, timeline folders, no metadata table); tablespec writes, Hudi 1.2.0 reads
+    hoodie.properties keys, timeline folders, its metadata table); tablespec writes, Hudi 1.2.0 reads
     and upserts with hudi-options, tablespec and hudi-rs read on, the spec plans clean."""
     (tmp_path / "tablespec.project.yaml").write_text(f"warehouse: {tmp_path}\ntableVersion: 9\n")
     monkeypatch.chdir(tmp_path)
@@ -193,7 +193,10 @@ def test_a_table_created_at_version_9_reads_and_writes_in_hudi_1_2(hudi, hudi1, 
                        "hoodie.archivelog.folder": "history", "hoodie.table.format": "native"}.items():
         assert props.get(key) == value, key
     assert "hoodie.table.precombine.field" not in props and "hoodie.table.keygenerator.class" not in props
-    assert Path(location, ".hoodie", "timeline", "history").is_dir() and not Path(location, ".hoodie", "metadata").exists()
+    assert Path(location, ".hoodie", "timeline", "history").is_dir()
+    # its metadata table as Hudi 1.2 creates one (the files partition at 00000000000000000, 1.x's timeline)
+    assert props["hoodie.table.metadata.partitions"] == "files"
+    assert Path(location, ".hoodie", "metadata", ".hoodie", "timeline", "history").is_dir()
 
     table = Table(load_spec_text(SPEC.replace("upgraded", "created"), "c.yaml").specs[0].spec, location, hudi)
     table.write(hudi.createDataFrame([("a", 1, 1, "d0"), ("b", 2, 1, "d1")], DDL))
@@ -202,11 +205,14 @@ def test_a_table_created_at_version_9_reads_and_writes_in_hudi_1_2(hudi, hudi1, 
     options = {**json.loads(out), "hoodie.datasource.write.operation": "upsert"}
     options.pop("path")
     ours = tablespec_rows(table)
+    # hudi-rs reads the metadata table tablespec wrote; not yet once Hudi 1.2 appended to it: its log block
+    # carries Hudi 1.2's wider HoodieMetadataRecord schema, which hudi-rs does not reconcile with the base
+    # file's (tablespec writes 0.15's; see the version 9 metadata table in docs/hudi-interop.md)
+    assert hudi_rs_rows(location) == ours
     snapshot, _, after = hudi1.process.run([read_step(location), write_step(location, options, DDL, [("a", 10, 2, "d0")]),
                                             read_step(location)])
     assert rows(pa.Table.from_pylist(snapshot)) == ours
     assert _by_id(after) == {"a": 10, "b": 2} == _by_id(tablespec_rows(table))
-    assert hudi_rs_rows(location) == tablespec_rows(table)
     assert set(apply_until_done(capsys, spec_file, tmp_path)) <= {"clean"}
     assert HudiTable.open(location).config.version == 9
 

@@ -60,7 +60,7 @@ def test_commit_metadata_encodes_as_hudi_1_2_writes_it(hudi1, tmp_path):
 
 def test_tablespec_writes_a_version_9_table_hudi_1_2_reads(hudi, hudi1, tmp_path, capsys):
     location, _ = hudi1.copy(V9_NO_MDT, tmp_path / "w9")
-    doc, _ = _import(tmp_path, location, capsys)
+    doc, _ = _import(tmp_path, location, capsys, ("build_metadata_table",))   # Hudi wrote it without one
     table = _table(hudi, doc, location)
     upsert = table.write(hudi.createDataFrame([("a", 11, "2024-01-01", 3), ("e", 5, "2024-01-02", 3)], SCHEMA))
     deleted = table.write(hudi.createDataFrame([("c", 3, "2024-01-02", 4)], SCHEMA), "delete")
@@ -104,7 +104,7 @@ def test_a_write_killed_inside_a_version_9_commit_is_rolled_back(hudi, hudi1, tm
     commit holding Hudi's lock): the next write rolls the instant back in 1.x form (`R_C.rollback`)
     and Hudi 1.2.0 reads what tablespec reads."""
     location, _ = hudi1.copy(V9_NO_MDT, tmp_path / "w9")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("build_metadata_table",))   # Hudi wrote it without one
     died = run_script(f"""
         from pyspark.sql import SparkSession
         from tablespec.spec.loader import load_spec_text
@@ -137,7 +137,7 @@ def test_apply_clusters_and_cleans_a_version_9_table(hudi, hudi1, tmp_path, caps
     completing as `T_C.replacecommit`) and a clean, both as Hudi 1.2 lays them out; Hudi 1.2.0 and
     hudi-rs read what tablespec reads."""
     location, _ = hudi1.copy(V9_NO_MDT, tmp_path / "w9")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("build_metadata_table",))   # Hudi wrote it without one
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("e", 5, "2024-01-01", 3)], SCHEMA))
     doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)

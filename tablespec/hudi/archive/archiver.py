@@ -105,7 +105,10 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     refreshed: its timeline changed. Versions 8/9 archive into the LSM history (lsm_archiver.py)."""
     if table.timeline.layout == 2:
         from tablespec.hudi.archive import lsm_archiver
-        return lsm_archiver.archive(table, settings)
+        from tablespec.hudi.mdt import lsm_archiver as mdt_lsm_archiver
+        done = lsm_archiver.archive(table, settings)
+        mdt_lsm_archiver.archive_after_data(table, settings)   # the metadata table's own timeline next
+        return done
     finish_merge(table.storage, table.base, folder_of(table.config))  # the archive folder as a merge left it
     finished = finish_archive(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))

@@ -29,6 +29,7 @@ from tablespec.hudi.archive.plan import ArchiveSettings, plan_archive, read_boun
 from tablespec.hudi.archive.timeline import instant_key
 from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -55,20 +56,25 @@ def history_rows(storage: Storage, files: Sequence[StateFile]) -> list[dict[str,
 
 
 def interrupted(table: HudiTable) -> tuple[Instant, ...]:
-    """The active instants an interrupted run left behind: those the history's newest layer-0
-    file holds (every run finishes the one before it before writing, and compacts only after
-    deleting, so only the newest file can hold instants still active). Checked before every write:
-    the file is read only when its name's time range reaches the active timeline."""
-    storage, folder = table.storage, history_folder(table)
+    """The active instants an interrupted run left behind (`interrupted_in` the table's history)."""
+    return interrupted_in(table.storage, history_folder(table), table.timeline)
+
+
+def interrupted_in(storage: Storage, folder: str, timeline: Timeline) -> tuple[Instant, ...]:
+    """The active instants of `timeline` an interrupted run left behind in the LSM history at
+    `folder`: those its newest layer-0 file holds (every run finishes the one before it before
+    writing, and compacts only after deleting, so only the newest file can hold instants still
+    active). Checked before every write: the file is read only when its name's time range
+    reaches the active timeline."""
     names = [f["fileName"] for f in read_manifest(storage, folder, current_version(storage, folder))
              if file_layer(f["fileName"]) == 0]
-    if not names or not table.timeline.instants:
+    if not names or not timeline.instants:
         return ()
     newest = max(names, key=lambda n: n.split("_")[1])
-    if newest.split("_")[1] < table.timeline.instants[0].timestamp:
+    if newest.split("_")[1] < timeline.instants[0].timestamp:
         return ()       # its newest instant is older than every active one: nothing read
     archived = {(r["instantTime"], r["action"]) for r in read_file_rows(storage, join(folder, newest))}
-    return tuple(i for i in table.timeline.instants if instant_key(i) in archived)
+    return tuple(i for i in timeline.instants if instant_key(i) in archived)
 
 
 def _state_files(table: HudiTable, instants: Sequence[Instant]) -> list[StateFile]:
@@ -87,7 +93,7 @@ def finish(table: HudiTable) -> tuple[Instant, ...]:
 def archive(table: HudiTable, settings: ArchiveSettings) -> ArchiveResult:
     """One archiving run on a version-8/9 table: finish an interrupted run, plan, write the
     history, delete the active files, compact and clean the history. The handle is refreshed.
-    The metadata table's own timeline is not archived here (Hudi 1.2's metadata writer does)."""
+    The metadata table's own timeline is archived after it (archiver.archive: mdt/lsm_archiver.py)."""
     finished = finish(table)
     plan = plan_archive(table.timeline, settings, read_bounds(table))
     written = None

@@ -16,5 +16,6 @@ or deleted. Modules:
 - `record_index`, `record_index_writer`, `record_index_reader`: Hudi's record index (the
   `record_index` partition): key hashing and records, building it, lookups and scans.
 - `cleaner`, `archiver`: the metadata table's own clean (after its compaction) and archive (after
-  the data table's), so its files stay bounded.
+  the data table's), so its files stay bounded; `lsm_archiver` archives Hudi 1.x's into its own
+  LSM history.
 """

@@ -167,9 +167,8 @@ def archive(table: HudiTable, settings: ArchiveSettings) -> list[MetaInstant]:
 
 def archive_after_data(table: HudiTable, settings: ArchiveSettings) -> list[MetaInstant]:
     """The metadata table's archiving run, right after the data table's (under the same locks):
-    only the data archive moves the data table's first active instant, which bounds it."""
-    if not table.lists_folder(layout.FOLDER):     # no metadata table: nothing read
-        return []
-    if layout.Format.of(table.config).is_1x:      # 1.x archives into an LSM history: not written here yet
+    only the data archive moves the data table's first active instant, which bounds it. (Hudi
+    1.x's metadata table archives into its own LSM history: lsm_archiver.py.)"""
+    if not table.lists_folder(layout.FOLDER) or layout.Format.of(table.config).is_1x:   # nothing read
         return []
     return archive(table, settings)

@@ -95,9 +95,14 @@ def parse_base_file(name: str) -> tuple[str, str] | None:
     return (m["file_id"], m["instant"]) if m else None
 
 
-def init_instant(latest_data_instant: str | None) -> str:
+INIT_1X = "0" * 17     # Hudi 1.2's initializing deltacommit of the files partition (measured)
+
+
+def init_instant(latest_data_instant: str | None, fmt: Format = V1) -> str:
     """The deltacommit that initializes the files partition: the data table's latest completed
-    instant (any action) with `010` appended."""
+    instant (any action) with `010` appended (0.15); all zeros, whatever the data table holds (1.x)."""
+    if fmt.is_1x:
+        return INIT_1X
     return (latest_data_instant or SOLO_COMMIT_TIMESTAMP) + INIT_SUFFIX
 
 
@@ -190,27 +195,37 @@ def latest_slices(storage: Storage, base: str, completed: Mapping[str, str] | se
     return _latest_slices(storage, base, set(completed), partition)
 
 
-def _latest_slices_1x(storage: Storage, base: str, completed: Mapping[str, str], partition: str) -> list[Slice]:
-    """Hudi 1.x's slicing: a file group's newest completed base file starts its latest slice; the
-    slice's log files are the completed deltacommits' whose completion time is after that base
-    instant, oldest completion first (a pending deltacommit's log file is no one's yet)."""
+def _listing(storage: Storage, base: str, partition: str) -> tuple[dict[str, dict[str, tuple[str, int]]],
+                                                                 dict[str, list[tuple[LogFileName, int]]]]:
+    """One listing of a metadata partition, both slicings' input: file id -> base instant ->
+    (base file name, size), and file id -> its log files (name, size), as listed."""
     bases: dict[str, dict[str, tuple[str, int]]] = {}
     logs: dict[str, list[tuple[LogFileName, int]]] = {}
     for info in storage.list_dir(partition_path(base, partition)):
         if info.is_dir:
             continue
         m = _BASE.fullmatch(info.name)
-        if m and m["instant"] in completed:
+        if m:
             bases.setdefault(m["file_id"], {})[m["instant"]] = (info.name, info.size)
             continue
         log = LogFileName.parse(info.name)
-        if log is not None and log.extension == "log" and log.base_instant in completed:
+        if log is not None and log.extension == "log":
             logs.setdefault(log.file_id, []).append((log, info.size))
+    return bases, logs
+
+
+def _latest_slices_1x(storage: Storage, base: str, completed: Mapping[str, str], partition: str) -> list[Slice]:
+    """Hudi 1.x's slicing: a file group's newest completed base file starts its latest slice; the
+    slice's log files are the completed deltacommits' whose completion time is after that base
+    instant, oldest completion first (a pending deltacommit's log file is no one's yet)."""
+    listed, logs = _listing(storage, base, partition)
+    bases = {f: done for f, own in listed.items() if (done := {i: v for i, v in own.items() if i in completed})}
     slices = []
     for file_id in sorted(bases):
         instant = max(bases[file_id])
         name, size = bases[file_id][instant]
-        found = sorted(((n, z) for n, z in logs.get(file_id, []) if completed[n.base_instant] > instant),
+        found = sorted(((n, z) for n, z in logs.get(file_id, [])
+                        if n.base_instant in completed and completed[n.base_instant] > instant),
                        key=lambda e: (completed[e[0].base_instant], e[0].base_instant, e[0].version))
         slices.append(Slice(partition, file_id, instant, name, size, tuple(found)))
     return slices
@@ -222,25 +237,17 @@ def _latest_slices(storage: Storage, base: str, completed: set[str], partition: 
     a base file or, for a file group whose base file was never written (no records), of its log
     files. Every log file on that base instant is listed (also those of failed attempts: readers
     skip their blocks by instant, and a new log file must take a version none of them has)."""
-    bases: dict[str, dict[str, tuple[str, int]]] = {}
-    logs: dict[str, dict[str, list[tuple[LogFileName, int]]]] = {}
-    for info in storage.list_dir(partition_path(base, partition)):
-        if info.is_dir:
-            continue
-        m = _BASE.fullmatch(info.name)
-        if m and m["instant"] in completed:
-            bases.setdefault(m["file_id"], {})[m["instant"]] = (info.name, info.size)
-            continue
-        log = LogFileName.parse(info.name)
-        if log is not None and log.extension == "log":
-            logs.setdefault(log.file_id, {}).setdefault(log.base_instant, []).append((log, info.size))
+    listed, logs = _listing(storage, base, partition)
+    bases = {f: {i: v for i, v in own.items() if i in completed} for f, own in listed.items()}
     slices = []
     for file_id in sorted(set(bases) | set(logs)):
         own = bases.get(file_id, {})
-        instant = max(own, default=None) or max((i for i in logs.get(file_id, {}) if i in completed), default=None)
+        instant = max(own, default=None) or max((n.base_instant for n, _ in logs.get(file_id, [])
+                                                 if n.base_instant in completed), default=None)
         if instant is None:
             continue
         name, size = own.get(instant, (None, 0))
-        found = sorted(logs.get(file_id, {}).get(instant, []), key=lambda e: (e[0].version, e[0].write_token or ""))
+        found = sorted(((n, z) for n, z in logs.get(file_id, []) if n.base_instant == instant),
+                       key=lambda e: (e[0].version, e[0].write_token or ""))
         slices.append(Slice(partition, file_id, instant, name, size, tuple(found)))
     return slices

@@ -16,7 +16,7 @@ place a data instant becomes metadata-table changes.
 
 On a Hudi 1.x table (`layout.Format`) the same steps run in 1.x's layout; its metadata-table
 rollback takes a new instant time instead of the `006` suffix (1.x instant times have 17 digits),
-and the metadata table's own clean is Hudi's to run (tablespec's cleaner knows 0.15's slices only).
+and its own clean follows Hudi 1.x's schedule (cleaner.py).
 """
 from __future__ import annotations
 
@@ -186,8 +186,7 @@ def compact_if_due(table: HudiTable, metadata: list[MetaInstant] | None) -> Meta
         with table.transaction_lock("metadata compaction"):
             table.fresh_timeline()
             done = compaction.compact_if_due(table)
-    if not Format.of(table.config).is_1x:
-        cleaner.clean_if_due(table, metadata if done is None else [*metadata, done])
+    cleaner.clean_if_due(table, metadata if done is None else [*metadata, done])
     return done
 
 

@@ -41,6 +41,22 @@ KEY_GENERATOR = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
 MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"      # Hudi's default record merger strategy id
 
 
+# The metadata table's hoodie.properties as Hudi 1.2 creates it (measured), beside its name.
+PROPERTIES_1X = {keys.TABLE_TYPE.name: "MERGE_ON_READ", keys.TABLE_VERSION.name: "9", keys.INITIAL_VERSION.name: "9",
+                 keys.TIMELINE_LAYOUT_VERSION.name: "2", keys.TIMELINE_PATH.name: "timeline",
+                 keys.TIMELINE_HISTORY_PATH.name: "history", keys.ARCHIVELOG_FOLDER.name: "history",
+                 keys.RECORD_KEY_FIELDS.name: "key", keys.KEY_GENERATOR_TYPE.name: "HOODIE_TABLE_METADATA",
+                 keys.POPULATE_META_FIELDS.name: "false", keys.BASE_FILE_FORMAT.name: "HFILE",
+                 keys.DROP_PARTITION_COLUMNS.name: "false", keys.RECORD_MERGE_MODE.name: "CUSTOM",
+                 keys.RECORD_MERGE_STRATEGY_ID.name: "00000000-0000-0000-0000-000000000000",
+                 keys.COMPACTION_PAYLOAD_CLASS.name: PAYLOAD_CLASS}
+
+
+def metadata_properties_1x(data: TableConfig) -> dict[str, str]:
+    """The metadata table's hoodie.properties on a Hudi 1.x data table (versions 8 and 9)."""
+    return {keys.TABLE_NAME.name: f"{data.name}_metadata", **PROPERTIES_1X}
+
+
 def metadata_config(data: TableConfig) -> TableConfig:
     """The metadata table's hoodie.properties, as Hudi 0.15 creates it."""
     return TableConfig(name=f"{data.name}_metadata", table_type="MERGE_ON_READ", record_key_fields=["key"],
@@ -111,15 +127,20 @@ def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None
     if is_enabled(table):
         raise HudiFormatError(f"{base}: the metadata table's files partition already exists")
     storage.delete_tree(layout.table_path(base))       # a leftover no reader uses
+    fmt = Format.of(config)
     head = timeline.head
-    instant = layout.init_instant(head.timestamp if head else None)
+    instant = layout.init_instant(head.timestamp if head else None, fmt)
     if listing is None:
         listing = list_data_files(storage, base, head.timestamp if head else None)
 
     mdt = layout.table_path(base)
-    init_table(storage, mdt, metadata_config(config))
-    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"))
-    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"))
+    if fmt.is_1x:
+        props = metadata_properties_1x(config)
+        init_table(storage, mdt, TableConfig.from_properties(props), props)
+    else:
+        init_table(storage, mdt, metadata_config(config))
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"), fmt=fmt)
+    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"), fmt=fmt)
     write_partition_metadata(storage, mdt, FILES, instant)
     first_log = LogFileName(FILE_ID, instant, 1, WRITE_TOKEN)
     storage.write_bytes(join(layout.partition_path(base), first_log.format()),
@@ -129,8 +150,12 @@ def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None
     data = base_hfile(records, name)
     storage.write_bytes(join(layout.partition_path(base), name), data)
     stat = write_stat(f"{FILES}/{name}", "null", len(records), len(data), inserts=True)
-    write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
-                        completed_metadata([stat], "BULK_INSERT"))
+    if fmt.is_1x:   # a completion time under Hudi's lock (the caller's), Avro, as Hudi 1.2 writes it
+        complete_instant(storage, base, instant, layout.DELTA_COMMIT,
+                         completed_metadata([stat], "BULK_INSERT_PREPPED", fmt), fmt)
+    else:
+        write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT),
+                           completed_metadata([stat], "BULK_INSERT"))
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: FILES,
                                                                  INFLIGHT_KEY: ""}))
     table.refresh()
