@@ -39,7 +39,6 @@ from tablespec.hudi.config import (
     META_FOLDER,
     TableConfig,
     archive_folder,
-    read_table_config,
     timeline_folder,
     write_table_config,
 )
@@ -294,12 +293,11 @@ def _eight_to_nine(table) -> Upgraded:
     """Version 8 -> 9: the timeline and the metadata table's layout stay; the metadata table's
     hoodie.properties says 9 first, then the table's (the switch). A crash between the two leaves a
     version-8 table that the next apply takes to 9."""
-    from tablespec.hudi.metadata_table import folder
     storage, base = table.storage, table.base
-    metadata = folder(base)
-    if (mdt := read_table_config(storage, metadata)) is not None and mdt.version == 8:
+    metadata = type(table)(table.location.child(join(META_FOLDER, "metadata")))   # its own handle
+    if (mdt := metadata.config) is not None and mdt.version == 8:
         props = {**mdt.to_properties(), keys.TABLE_VERSION.name: "9"}
-        write_table_config(storage, metadata, TableConfig.from_properties(props), props)
+        metadata.wrote_config(write_table_config(storage, metadata.base, TableConfig.from_properties(props), props))
     crash_point("upgrade.metadata_table")
     spelled = nine_from_eight(table.table_config.to_properties())
     table.wrote_config(write_table_config(storage, base, TableConfig.from_properties(spelled), spelled))

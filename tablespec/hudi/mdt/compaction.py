@@ -29,7 +29,7 @@ from tablespec.hudi.mdt import layout, reader, record_index_reader
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant
 from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, V1, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
-from tablespec.hudi.mdt.records import SCHEMA_JSON, base_hfile, listing_records
+from tablespec.hudi.mdt.records import base_hfile, listing_records, schema_json
 from tablespec.hudi.timeline import Timeline, avro_record
 
 if TYPE_CHECKING:
@@ -144,17 +144,18 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
         else:
             found = record_index_reader.entries(table, previous, valid)
             records = [(k, found[k]) for k in sorted(found, key=str.encode)]
-        stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records))
-    done = CommitMetadata(stats, compacted=True, extra_metadata={"schema": SCHEMA_JSON},
+        stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records,
+                                                                       fmt.is_1x))
+    done = CommitMetadata(stats, compacted=True, extra_metadata={"schema": schema_json(fmt.is_1x)},
                           operation_type="COMPACT")
     return complete_instant(storage, base, instant, COMPACTION, commit_bytes(done, fmt), fmt)
 
 
 def _compacted(storage: Storage, base: str, instant: str, previous: layout.Slice,
-               records: list[tuple[str, dict[str, Any]]]) -> WriteStat:
+               records: list[tuple[str, dict[str, Any]]], one_x: bool) -> WriteStat:
     """Write one file group's new base file at the compaction `instant`; its write stat."""
     name = layout.base_file_name(instant, previous.file_id)
-    data = base_hfile(records, name)
+    data = base_hfile(records, name, one_x)
     storage.write_bytes(join(layout.partition_path(base, previous.partition), name), data)
     crash_point("during_metadata_compaction")
     logs = previous.log_files

@@ -318,13 +318,14 @@ def by_file_group(entries: Sequence[tuple[str, Location]], count: int) -> list[l
     return [[(k, g[k]) for k in sorted(g, key=str.encode)] for g in groups]
 
 
-def log_appends(slices: Sequence[Slice], instant: str, change: RecordIndexChange) -> list[LogAppend]:
+def log_appends(slices: Sequence[Slice], instant: str, change: RecordIndexChange,
+                one_x: bool = False) -> list[LogAppend]:
     """The log files a deltacommit at `instant` appends to the record index's file groups (their
     latest `slices`, sorted by file id) for `change`: per file group touched, a data block of its
     index records, then a delete block of its deleted keys, as Hudi's append handle writes them."""
     out = []
     for index, (records, deleted) in sorted(change.by_file_group(len(slices)).items()):
-        blocks = [data_block(instant, records)] if records else []
+        blocks = [data_block(instant, records, one_x)] if records else []
         if deleted:
             blocks.append(delete_block(instant, [(k, RECORD_INDEX) for k in deleted]))
         out.append(LogAppend(slices[index], tuple(blocks), len(records) + len(deleted)))

@@ -71,7 +71,41 @@ STORED_SCHEMA: dict[str, Any] = {**SCHEMA, "fields": [{"name": n, **_optional("s
                                  + SCHEMA["fields"]}
 SCHEMA_JSON = json.dumps(SCHEMA, separators=(",", ":"))
 STORED_SCHEMA_JSON = json.dumps(STORED_SCHEMA, separators=(",", ":"))
-_PARSED = fastavro.parse_schema(json.loads(STORED_SCHEMA_JSON))
+
+
+def _one_x(schema: dict[str, Any]) -> dict[str, Any]:
+    """Hudi 1.x's HoodieMetadataRecord from 0.15's (measured on files Hudi 1.2.0 writes): column
+    statistics gain a LocalDateWrapper value and `isTightBound`, the record index a `position`, and
+    the record a SecondaryIndexMetadata. Readers that merge a slice (hudi-rs) expect the schema of
+    the files Hudi 1.x appends to it."""
+    out = json.loads(json.dumps(schema))
+    fields = {f["name"]: f for f in out["fields"]}
+    stats = {f["name"]: f for f in fields["ColumnStatsMetadata"]["type"][1]["fields"]}
+    stats["minValue"]["type"].append({"type": "record", "name": "LocalDateWrapper",
+                                      "fields": [{"name": "value", "type": "int"}]})
+    stats["maxValue"]["type"].append("LocalDateWrapper")
+    fields["ColumnStatsMetadata"]["type"][1]["fields"].append({"name": "isTightBound", "type": "boolean",
+                                                               "default": False})
+    fields["recordIndexMetadata"]["type"][1]["fields"].append({"name": "position", **_optional("long")})
+    out["fields"].append({"name": "SecondaryIndexMetadata", **_optional({
+        "type": "record", "name": "HoodieSecondaryIndexInfo", "fields": [{"name": "isDeleted", "type": "boolean"}]})})
+    return out
+
+
+SCHEMA_1X_JSON = json.dumps(_one_x(SCHEMA), separators=(",", ":"))
+STORED_SCHEMA_1X_JSON = json.dumps(_one_x(STORED_SCHEMA), separators=(",", ":"))
+_PARSED = {False: fastavro.parse_schema(json.loads(STORED_SCHEMA_JSON)),
+           True: fastavro.parse_schema(json.loads(STORED_SCHEMA_1X_JSON))}
+
+
+def schema_json(one_x: bool = False) -> str:
+    """The record schema commit metadata names (Hudi 0.15's or 1.x's)."""
+    return SCHEMA_1X_JSON if one_x else SCHEMA_JSON
+
+
+def stored_schema_json(one_x: bool = False) -> str:
+    """The schema records are stored under, meta fields first (Hudi 0.15's or 1.x's)."""
+    return STORED_SCHEMA_1X_JSON if one_x else STORED_SCHEMA_JSON
 
 
 def partition_key(partition: str) -> str:
@@ -124,26 +158,28 @@ def listing_records(listing: Mapping[str, Mapping[str, int]]) -> list[tuple[str,
     return FilesChange(added={p: dict(f) for p, f in listing.items()}, partitions_added=set(listing)).records()
 
 
-def encode(record_: Mapping[str, Any], file_name: str | None = None) -> bytes:
+def encode(record_: Mapping[str, Any], file_name: str | None = None, one_x: bool = False) -> bytes:
     """The Avro bytes Hudi stores for a record (key blanked, `_hoodie_file_name` in base files)."""
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, _PARSED, {**dict.fromkeys(META_FIELDS), **record_, "key": "",
+    fastavro.schemaless_writer(buf, _PARSED[one_x], {**dict.fromkeys(META_FIELDS), **record_, "key": "",
                                               "_hoodie_file_name": file_name})
     return buf.getvalue()
 
 
-def base_hfile(records: Sequence[tuple[str, Mapping[str, Any]]], file_name: str) -> bytes:
-    """A `files` base file: every record (sorted by key) with `_hoodie_file_name` set, Hudi's schema
+def base_hfile(records: Sequence[tuple[str, Mapping[str, Any]]], file_name: str, one_x: bool = False) -> bytes:
+    """A base file: every record (sorted by key) with `_hoodie_file_name` set, Hudi's schema
     and min/max keys in file info. (Hudi adds a bloom filter of the keys no metadata reader uses.)"""
-    return write_hfile(((key, encode(rec, file_name)) for key, rec in records), {"schema": STORED_SCHEMA_JSON})
+    return write_hfile(((key, encode(rec, file_name, one_x)) for key, rec in records),
+                       {"schema": stored_schema_json(one_x)})
 
 
-def data_block(instant: str, records: Sequence[tuple[str, Mapping[str, Any]]]) -> LogBlock:
+def data_block(instant: str, records: Sequence[tuple[str, Mapping[str, Any]]], one_x: bool = False) -> LogBlock:
     """The HFILE_DATA log block of one deltacommit: an inline HFile of the records (no key range in
     its file info, as Hudi writes it) with the instant and schema in the header."""
-    content = write_hfile(((key, encode(rec)) for key, rec in records), {"schema": STORED_SCHEMA_JSON},
+    schema = stored_schema_json(one_x)
+    content = write_hfile(((key, encode(rec, None, one_x)) for key, rec in records), {"schema": schema},
                           key_range=False)
-    return LogBlock(BlockType.HFILE_DATA, {Header.INSTANT_TIME: instant, Header.SCHEMA: STORED_SCHEMA_JSON}, content)
+    return LogBlock(BlockType.HFILE_DATA, {Header.INSTANT_TIME: instant, Header.SCHEMA: schema}, content)
 
 
 def from_commit(metadata: CommitMetadata) -> FilesChange:

@@ -28,7 +28,7 @@ from tablespec.hudi.mdt import compaction, layout
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant, write_instant_file
 from tablespec.hudi.mdt.layout import FILE_ID, FILES, V1, WRITE_TOKEN, Format, LogAppend, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange, log_appends
-from tablespec.hudi.mdt.records import SCHEMA_JSON, FilesChange, base_hfile, data_block, listing_records
+from tablespec.hudi.mdt.records import FilesChange, base_hfile, data_block, listing_records, schema_json
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import BaseFileName, LogFileName
 from tablespec.hudi.partition import discover_partitions, write_partition_metadata
@@ -107,7 +107,7 @@ def _by_partition(stats: Iterable[WriteStat]) -> dict[str, list[WriteStat]]:
 
 def completed_metadata(stats: Iterable[WriteStat], operation: str, fmt: Format = V1) -> bytes:
     """A completed metadata deltacommit's HoodieCommitMetadata: its write stats by partition."""
-    return commit_bytes(CommitMetadata(_by_partition(stats), extra_metadata={"schema": SCHEMA_JSON},
+    return commit_bytes(CommitMetadata(_by_partition(stats), extra_metadata={"schema": schema_json(fmt.is_1x)},
                                        operation_type=operation), fmt)
 
 
@@ -147,7 +147,7 @@ def initialize(table: HudiTable, listing: Mapping[str, Mapping[str, int]] | None
                         encode_block(delete_block(instant, ())))
     name = layout.base_file_name(instant)
     records = listing_records(listing)
-    data = base_hfile(records, name)
+    data = base_hfile(records, name, fmt.is_1x)
     storage.write_bytes(join(layout.partition_path(base), name), data)
     stat = write_stat(f"{FILES}/{name}", "null", len(records), len(data), inserts=True)
     if fmt.is_1x:   # a completion time under Hudi's lock (the caller's), Avro, as Hudi 1.2 writes it
@@ -219,12 +219,12 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID}")
     records = change.records()
-    appends = [LogAppend(current, (data_block(instant, records),), len(records))] if records else []
+    appends = [LogAppend(current, (data_block(instant, records, fmt.is_1x),), len(records))] if records else []
     if record_index is not None and not record_index.empty:
         slices = layout.latest_slices(storage, base, completed, RECORD_INDEX, fmt)
         if not slices:
             raise HudiFormatError(f"{layout.partition_path(base, RECORD_INDEX)}: the table has no record index")
-        appends += log_appends(slices, instant, record_index)
+        appends += log_appends(slices, instant, record_index, fmt.is_1x)
     write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"), fmt=fmt)
     planned = [(a.slice, a.records) for a in appends] or [(current, 0)]
     inflight = CommitMetadata(_by_partition(
