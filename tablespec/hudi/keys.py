@@ -143,7 +143,7 @@ WRITE_PARTITION_FIELDS = HudiKey("hoodie.datasource.write.partitionpath.field",
 INDEX_TYPE = HudiKey("hoodie.index.type", "The index Hudi writers tag records with (RECORD_LEVEL tables: RECORD_INDEX).",
                       scope="both", default="SIMPLE", spec="spec.index.type",
                       allowed=("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX", "HBASE",
-                               "INMEMORY", "FLINK_STATE"))
+                               "INMEMORY", "FLINK_STATE", "GLOBAL_RECORD_LEVEL_INDEX", "RECORD_LEVEL_INDEX"))
 BUCKET_ENGINE = HudiKey("hoodie.index.bucket.engine", "How buckets are assigned (tablespec: SIMPLE).", scope="both",
                          default="SIMPLE", allowed=("SIMPLE", "CONSISTENT_HASHING"), spec="spec.index.type")
 BUCKET_NUM = HudiKey("hoodie.bucket.index.num.buckets", "Buckets (file groups) per partition.", scope="both",
@@ -220,6 +220,15 @@ METADATA_ENABLE = HudiKey("hoodie.metadata.enable", "Whether writers maintain Hu
 METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
                                        "Whether writers build and maintain the metadata table's record index.",
                                        scope="writer", default="false", allowed=_BOOL)
+GLOBAL_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.global.record.level.index.enable",
+                                     "Hudi 1.1+'s name of hoodie.metadata.record.index.enable (the global record index).",
+                                     scope="writer", default="false", allowed=_BOOL, versions=(8, 9))
+METADATA_COLUMN_STATS_ENABLE = HudiKey("hoodie.metadata.index.column.stats.enable",
+                                       "Whether writers keep the metadata table's column_stats partition.",
+                                       scope="writer", allowed=_BOOL)
+METADATA_PARTITION_STATS_ENABLE = HudiKey("hoodie.metadata.index.partition.stats.enable",
+                                          "Whether Hudi 1.x writers keep the metadata table's partition_stats partition.",
+                                          scope="writer", allowed=_BOOL, versions=(8, 9))
 RECORD_INDEX_MIN_FILE_GROUPS = HudiKey("hoodie.metadata.record.index.min.filegroup.count",
                                        "The fewest file groups a new record index gets.", scope="writer",
                                        default="10", minimum=1)

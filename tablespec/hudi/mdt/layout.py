@@ -191,9 +191,10 @@ def latest_slices(storage: Storage, base: str, completed: Mapping[str, str] | se
 
 
 def _latest_slices_1x(storage: Storage, base: str, completed: Mapping[str, str], partition: str) -> list[Slice]:
-    """Hudi 1.x's slicing: a file group's newest completed base file starts its latest slice; the
-    slice's log files are the completed deltacommits' whose completion time is after that base
-    instant, oldest completion first (a pending deltacommit's log file is no one's yet)."""
+    """Hudi 1.x's slicing: a file group's newest completed base file (none yet: its first log file)
+    starts its latest slice; the slice's log files are the completed deltacommits' whose completion
+    time is after that base instant, oldest completion first (a pending deltacommit's log file is
+    no one's yet)."""
     bases: dict[str, dict[str, tuple[str, int]]] = {}
     logs: dict[str, list[tuple[LogFileName, int]]] = {}
     for info in storage.list_dir(partition_path(base, partition)):
@@ -207,10 +208,11 @@ def _latest_slices_1x(storage: Storage, base: str, completed: Mapping[str, str],
         if log is not None and log.extension == "log" and log.base_instant in completed:
             logs.setdefault(log.file_id, []).append((log, info.size))
     slices = []
-    for file_id in sorted(bases):
-        instant = max(bases[file_id])
-        name, size = bases[file_id][instant]
-        found = sorted(((n, z) for n, z in logs.get(file_id, []) if completed[n.base_instant] > instant),
+    for file_id in sorted(set(bases) | set(logs)):
+        # a file group never compacted (a record index file group without keys) starts with its first log
+        instant = max(bases[file_id]) if file_id in bases else min(n.base_instant for n, _ in logs[file_id])
+        name, size = bases[file_id][instant] if file_id in bases else (None, 0)
+        found = sorted(((n, z) for n, z in logs.get(file_id, []) if name is None or completed[n.base_instant] > instant),
                        key=lambda e: (completed[e[0].base_instant], e[0].base_instant, e[0].version))
         slices.append(Slice(partition, file_id, instant, name, size, tuple(found)))
     return slices
