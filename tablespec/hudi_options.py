@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen, keys, partition_buckets
-from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, RECORD_LEVEL_HUDI_1X_INDEX, SUPPORTED_VERSION, unmanaged_layout
+from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
 from tablespec.hudi.layout_switch import unswitched_rewrite
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
@@ -98,10 +98,11 @@ RECORD_INDEX = {keys.METADATA_ENABLE.name: "true", keys.METADATA_RECORD_INDEX_EN
 # there), with the partitions tablespec does not keep off (Hudi 1.x turns column and partition stats on) ...
 RECORD_INDEX_1X = {keys.METADATA_ENABLE.name: "true", keys.METADATA_COLUMN_STATS_ENABLE.name: "false",
                    keys.METADATA_PARTITION_STATS_ENABLE.name: "false"}
-# ... and under Hudi 1.1+'s names: RECORD_INDEX is deprecated for GLOBAL_RECORD_LEVEL_INDEX (keys unique
-# across the table, as RECORD_LEVEL's; RECORD_LEVEL_INDEX is 1.1's partitioned one), enabled by its own key.
-RECORD_INDEX_1_1 = {keys.INDEX_TYPE.name: RECORD_LEVEL_HUDI_1X_INDEX, keys.METADATA_RECORD_INDEX_ENABLE.name: None,
-                    keys.GLOBAL_RECORD_INDEX_ENABLE.name: "true"}
+# ... enabled under Hudi 1.1+'s name (the global record index: keys unique across the table, as
+# RECORD_LEVEL's; 1.1's partitioned one is hoodie.metadata.record.level.index.enable). The index type
+# stays RECORD_INDEX, deprecated in 1.1+ for GLOBAL_RECORD_LEVEL_INDEX but the same index: Hudi checks
+# the option against hoodie.properties, which name it as Hudi 0.15 does.
+RECORD_INDEX_1_1 = {keys.METADATA_RECORD_INDEX_ENABLE.name: None, keys.GLOBAL_RECORD_INDEX_ENABLE.name: "true"}
 
 
 class NoHudiEquivalent(TablespecError):
