@@ -19,6 +19,7 @@ from typing import Any
 from tablespec.actions import metadata, schema
 from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
+from tablespec.hudi import keys
 from tablespec.hudi.archive import housekeep
 from tablespec.hudi.config import RECORD_LEVEL, WRITTEN_1X_VERSION, table_index_type, unwritable_version
 from tablespec.hudi.instant import Instant
@@ -233,7 +234,7 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
             raise PlanError(f"{t.name}: table version {version}: index RECORD_LEVEL is Hudi's record index, kept in "
                             "the metadata table, which this table does not have (tablespec does not build a version "
                             f"{version} metadata table yet: let Apache Hudi 1.2 write it once with "
-                            "hoodie.metadata.enable=true, or choose another index); nothing was changed")
+                            f"{keys.METADATA_ENABLE.name}=true, or choose another index); nothing was changed")
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
                             "than the one that made the plan?); nothing was changed")

@@ -53,10 +53,6 @@ def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
     name, since the new table would adopt or hide them; `tablespec import` adopts a Hudi table."""
     storage, base = table.storage, table.base
-    if version != 6 and spec.spec.index.type == "RECORD_LEVEL":
-        raise PlanError(f"{base}: a new version {version} table with index RECORD_LEVEL needs Hudi's metadata table, "
-                        f"which tablespec does not build at version {version} yet; create it at version 6 (and "
-                        "upgrade), or with another index; nothing was created")
     props = creation_properties(spec)
     if version != 6:   # hoodie.properties as Apache Hudi 1.x writes them for a new table
         props = new_table_properties(props, version)

@@ -123,6 +123,9 @@ CHECKSUM = HudiKey("hoodie.table.checksum", "CRC32 of <database>.<table>: a comp
 METADATA_PARTITIONS = HudiKey("hoodie.table.metadata.partitions", "The metadata table's partitions readers may use.")
 METADATA_PARTITIONS_INFLIGHT = HudiKey("hoodie.table.metadata.partitions.inflight",
                                         "The metadata table's partitions being built.")
+INDEX_DEFS_PATH = HudiKey("hoodie.table.index.defs.path", "Hudi 1.x: the file of the table's index definitions "
+                          "(one per metadata-table index it built).", default=".hoodie/.index_defs/index.json",
+                          versions=(8, 9))
 # Write options tablespec records in hoodie.properties too (Hudi writers load them from there).
 HIVE_STYLE_PARTITIONING = HudiKey("hoodie.datasource.write.hive_style_partitioning",
                                    "Partition folders as `field=value`.", scope="both", default="false",

@@ -143,6 +143,10 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
             path = "spec.tableVersion" if spec.spec.table_version else "spec"
             return [at(path, f"tablespec creates tables at Hudi table version {' or '.join(map(str, CREATED))}, not "
                              f"{loaded.new_table_version} (it reads and upgrades to version 8, and writes 6 and 9)")]
+        if loaded.new_table_version != 6 and spec.spec.index.type == "RECORD_LEVEL":
+            return [at("spec.index.type", f"a new version {loaded.new_table_version} table with index RECORD_LEVEL "
+                                          "needs Hudi's metadata table, which tablespec does not build at version "
+                                          f"{loaded.new_table_version} yet; create it at version 6, or with another index")]
         return []
     if (why := unmanaged_layout(state.table_config)) is not None:
         return [at("spec.location", f"the table at {spec.spec.location!r} ({state.location}): {why}")]

@@ -6,15 +6,19 @@ has no base file, only its first log file). tests/interop/test_hudi_1x_record_in
 read, validate and write through what tablespec builds."""
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 from test_hudi_mdt_1x import ST, TIMELINE, _metadata_timeline, _start, _table
 
 from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import layout, record_index_reader, record_index_writer, sync
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, file_group_id
 from tablespec.hudi.mdt.records import SCHEMA_JSON
+from tablespec.hudi.metadata_table import drop_partitions
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
@@ -45,6 +49,13 @@ def test_the_index_is_built_at_hudi_1_2s_instant_in_1x_layout(tmp_path):
     assert built.timestamp in valid
     expected = {k: Location("p1", FG, "20240101000000000") for k in "ab"}
     assert record_index_reader.lookup(table, ["a", "b", "zz"]) == expected == record_index_reader.scan(table)
+    # defined as Hudi 1.2 defines the index it initializes; dropping the partition drops the definition
+    assert table.config.extra["hoodie.table.index.defs.path"] == ".hoodie/.index_defs/index.json"
+    defs = join(base, ".hoodie", ".index_defs", "index.json")
+    assert json.loads(ST.read_bytes(defs))["indexDefinitions"] == {"record_index": RECORD_INDEX_DEFINITION}
+    assert drop_partitions(table, (RECORD_INDEX,)) == (RECORD_INDEX,)
+    assert json.loads(ST.read_bytes(defs))["indexDefinitions"] == {}
+    assert not record_index_writer.is_enabled(HudiTable.open(base))
 
 
 def test_an_empty_index_has_every_file_group(tmp_path):

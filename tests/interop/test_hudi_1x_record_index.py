@@ -7,6 +7,7 @@ metadata table, reads equal to tablespec, and upserts with `hudi-options --hudi-
 then tablespec tags from the index Hudi kept, and `lookup` names every key's place in the data."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +17,7 @@ from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
+from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
@@ -56,6 +58,8 @@ def test_record_level_on_version_9_is_hudi_1_2s_record_index(hudi, hudi1, tmp_pa
     [built] = [i for i in metadata if i.timestamp.startswith(layout.SOLO_COMMIT_TIMESTAMP) and
                (location / ".hoodie" / "metadata" / "record_index" / f".record-index-0000-0_{i.timestamp}.log.1_0-0-0").exists()]
     assert built.completed and built.completion and len(built.timestamp) == 17   # 1.x's initializing instant
+    defs = json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
+    assert defs == {"record_index": RECORD_INDEX_DEFINITION}     # column_stats' went with its partition
     _assert_index_is_the_table(location)
 
     # tablespec upserts through the index: a moves 2024-01-01 -> 2024-01-03, b updated in place, e inserted
@@ -118,6 +122,7 @@ def test_leaving_record_level_on_version_9_drops_the_partition(hudi, hudi1, tmp_
     assert apply_until_done(capsys, spec_file, tmp_path) == ["index_migration"]
     props = Path(location, ".hoodie", "hoodie.properties").read_text()
     assert "hoodie.table.metadata.partitions=files\n" in props
+    assert json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"] == {}
     assert not Path(location, ".hoodie", "metadata", "record_index").exists()
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("a", 11, "2024-01-01", 3)], SCHEMA))

@@ -7,9 +7,10 @@ and 1.2 bootstrap it; `writer.record` then keeps it in every metadata deltacommi
 of `00000000000000000`, `...001`, ... it does not have, as HoodieBackedTableMetadataWriter's
 generateUniqueInstantTime picks it, completed in 1.x's layout: `layout.Format`) writes, per file
 group `record-index-NNNN-0`, a log file starting its log (an empty delete block) and an HFile
-base file of its keys (none for a file group without keys), then hoodie.properties names
-`record_index` (from then on Hudi's writers and readers use it). A crash before that leaves files
-no reader uses; the next `initialize` deletes them and the failed deltacommit.
+base file of its keys (none for a file group without keys), then (1.x) the index's definition
+(index_defs.py), and hoodie.properties names `record_index` (from then on Hudi's writers and
+readers use it). A crash before that leaves files no reader uses; the next `initialize` deletes
+them and the failed deltacommit.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi import index_defs
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.config import write_table_config
 from tablespec.hudi.hfile import write_hfile
@@ -137,6 +139,8 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
                                   partition=RECORD_INDEX, file_id=file_id))
     complete_instant(storage, base, instant, DELTA_COMMIT, writer.completed_metadata(stats, "BULK_INSERT", fmt), fmt)
     named = ",".join(sorted({*partitions(table), RECORD_INDEX}))
+    if fmt.is_1x:   # Hudi 1.2 defines the index it initializes
+        config = index_defs.with_record_index(storage, base, config)
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: named,
                                                                  INFLIGHT_KEY: ""}))
     table.refresh()
