@@ -8,15 +8,17 @@ then tablespec tags from the index Hudi kept, and `lookup` names every key's pla
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
-from helpers import rows, tablespec_rows
+from helpers import rows, run_script, tablespec_rows
 from hudi_process import read_step, record_index_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
+from tablespec.faults import CRASH_ENV
 from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.table import HudiTable
@@ -130,3 +132,57 @@ def test_leaving_record_level_on_version_9_drops_the_partition(hudi, hudi1, tmp_
     _, every, differences, theirs = hudi1.process.run(_hudi_checks(location, "r9_left"))
     _assert_validated(_on_storage(location), every, differences)
     assert rows(pa.Table.from_pylist(theirs)) == ours
+
+
+def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_killed_write(hudi, hudi1, tmp_path,
+                                                                                          capsys):
+    """Clustering (every key moves file group), a clean and the metadata table's compaction (the record
+    index's file groups with log files get base files), then a write killed after its metadata
+    deltacommit (a key moving partition) and rolled back by the next: the index stays the table's,
+    and Hudi 1.2 validates, reads equal and looks every key up where tablespec does."""
+    location, _ = hudi1.copy(V9_MDT, tmp_path / "r9")
+    doc, spec_file = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
+    doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
+    save_spec(doc, spec_file)
+    apply_until_done(capsys, spec_file, tmp_path)
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("a", 11, "2024-01-03", 3), ("e", 5, "2024-01-02", 3)], SCHEMA))
+    doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
+    doc["spec"]["retention"]["keepCommits"] = 1
+    save_spec(doc, spec_file)
+    kinds = apply_until_done(capsys, spec_file, tmp_path)
+    assert {"clustering", "clean"} <= set(kinds), kinds
+    _, metadata = _metadata(location)
+    [compacted] = [i for i in metadata if i.action == layout.COMPACTION]
+    assert compacted.completed
+    assert list((location / ".hoodie" / "metadata" / "record_index").glob(f"record-index-*_{compacted.timestamp}.hfile"))
+    _assert_index_is_the_table(location)
+    places = _places(location)
+    assert places == _stored(tablespec_rows(table))
+
+    died = run_script(f"""
+        from pyspark.sql import SparkSession
+        from tablespec.spec.loader import load_spec_text
+        from tablespec.table import Table
+        spec = load_spec_text(open({str(spec_file)!r}).read(), "r9.yaml").specs[0].spec
+        spark = SparkSession.builder.master("local[1]").getOrCreate()
+        Table(spec, {str(location)!r}, spark).write(spark.createDataFrame([("b", 99, "2024-01-03", 9)], {SCHEMA!r}))
+    """, **{CRASH_ENV: "after_metadata_deltacommit"})
+    assert died.returncode == -9, died.stderr[-2000:]
+    handle, _ = _metadata(location)
+    [dead] = handle.timeline.pending()
+    assert list((location / ".hoodie" / "metadata" / "record_index").glob(f".record-index-*_{dead.timestamp}.log.*"))
+    os.utime(Path(location, ".hoodie", ".heartbeat", dead.timestamp), (0, 0))   # its heartbeat long stale
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("f", 6, "2024-01-01", 10)], SCHEMA))
+    assert not list((location / ".hoodie" / "metadata" / "record_index").glob(f"*{dead.timestamp}*"))
+    _assert_index_is_the_table(location)
+    ours = tablespec_rows(table)
+    assert _by_id(ours) == {"a": 11, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}
+    now = _places(location)
+    assert now["b"] == places["b"] and now == _stored(ours)
+    _, every, differences, theirs, looked_up = hudi1.process.run([*_hudi_checks(location, "r9_k"),
+                                                                  record_index_step(location, KEYS)])
+    _assert_validated(_on_storage(location), every, differences)
+    assert rows(pa.Table.from_pylist(theirs)) == ours
+    assert {k: tuple(v[:2]) for k, v in looked_up.items()} == now
