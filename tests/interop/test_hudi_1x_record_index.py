@@ -21,6 +21,7 @@ from test_hudi_tables import SCHEMA, _import, _table
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 from tablespec.index import lookup, verify
@@ -152,7 +153,12 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
     save_spec(doc, spec_file)
     kinds = apply_until_done(capsys, spec_file, tmp_path)
     assert {"clustering", "clean"} <= set(kinds), kinds
-    _, metadata = _metadata(location)
+    table = _table(hudi, doc, location)
+    for n in range(MAX_DELTA_COMMITS):       # writes until the metadata table compacts
+        _, metadata = _metadata(location)
+        if any(i.action == layout.COMPACTION for i in metadata):
+            break
+        table.write(hudi.createDataFrame([("c", 30 + n, "2024-01-02", 4 + n)], SCHEMA))
     [compacted] = [i for i in metadata if i.action == layout.COMPACTION]
     assert compacted.completed
     assert list((location / ".hoodie" / "metadata" / "record_index").glob(f"record-index-*_{compacted.timestamp}.hfile"))
@@ -178,7 +184,7 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
     assert not list((location / ".hoodie" / "metadata" / "record_index").glob(f"*{dead.timestamp}*"))
     _assert_index_is_the_table(location)
     ours = tablespec_rows(table)
-    assert _by_id(ours) == {"a": 11, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}
+    assert {k: v for k, v in _by_id(ours).items() if k != "c"} == {"a": 11, "b": 2, "d": 4, "e": 5, "f": 6}
     now = _places(location)
     assert now["b"] == places["b"] and now == _stored(ours)
     _, every, differences, theirs, looked_up = hudi1.process.run([*_hudi_checks(location, "r9_k"),
