@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pyarrow as pa
 from helpers import rows, run_script, tablespec_rows
-from hudi_process import read_step, record_index_step, write_step
+from hudi_process import Batch, read_step, record_index_step, write_step
 from interop_support import apply_until_done, save_spec
-from test_hudi_1x_metadata_table import V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
+from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
@@ -192,3 +192,38 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
     _assert_validated(_on_storage(location), every, differences)
     assert rows(pa.Table.from_pylist(theirs)) == ours
     assert {k: tuple(v[:2]) for k, v in looked_up.items()} == now
+
+
+HUDI_OFF_STATS = {**DEFAULTS, "hoodie.metadata.index.column.stats.enable": "false",
+                  "hoodie.metadata.index.partition.stats.enable": "false", "hoodie.datasource.write.operation": "upsert"}
+HUDI_RLI = {**HUDI_OFF_STATS, "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",
+            "hoodie.record.index.update.partition.path": "true"}
+# Hudi 1.2 writes, then builds its record index from the table (base HFiles by its own writer) and upserts through it
+V9_RLI = (Batch.of(HUDI_OFF_STATS, SCHEMA, [("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-01", 1),
+                                            ("c", 3, "2024-01-02", 1)]),
+          Batch.of(HUDI_RLI, SCHEMA, [("a", 10, "2024-01-02", 2), ("d", 4, "2024-01-03", 2)]))
+
+
+def test_tablespec_keeps_the_record_index_hudi_1_2_built(hudi, hudi1, tmp_path, capsys):
+    """A version 9 table whose record index Hudi 1.2 built (base HFiles of its writer) and kept: it imports
+    as RECORD_LEVEL and plans clean; tablespec looks up, tags (a key moving partition) and keeps it;
+    Hudi validates, reads equal and its lookups are tablespec's."""
+    location, hudi_read = hudi1.copy(V9_RLI, tmp_path / "h9")
+    assert list((location / ".hoodie" / "metadata" / "record_index").glob("record-index-*.hfile"))
+    doc, _ = _import(tmp_path, location, capsys)
+    assert doc["spec"]["index"]["type"] == "RECORD_LEVEL"
+    _assert_index_is_the_table(location)
+    assert _places(location) == _stored(hudi_read)
+    table = _table(hudi, doc, location)
+    r = table.write(hudi.createDataFrame([("b", 20, "2024-01-03", 3), ("e", 5, "2024-01-01", 3)], SCHEMA))
+    assert (r.inserted, r.updated, r.deleted) == (2, 0, 1)
+    ours = tablespec_rows(table)
+    assert _by_id(ours) == {"a": 10, "b": 20, "c": 3, "d": 4, "e": 5}
+    _assert_index_is_the_table(location)
+    places = _places(location)
+    assert places == _stored(ours) and places["b"][0] == "2024-01-03"
+    _, every, differences, theirs, looked_up = hudi1.process.run([*_hudi_checks(location, "h9"),
+                                                                  record_index_step(location, KEYS)])
+    _assert_validated(_on_storage(location), every, differences)
+    assert rows(pa.Table.from_pylist(theirs)) == ours
+    assert {k: tuple(v[:2]) for k, v in looked_up.items()} == places
