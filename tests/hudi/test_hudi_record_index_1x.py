@@ -40,6 +40,7 @@ def test_the_index_is_built_at_hudi_1_2s_instant_in_1x_layout(tmp_path):
     built = _metadata_timeline(base)["00000000000000001"]
     assert built.completed and built.completion and built.completion > "00000000000000001"
     raw = ST.read_bytes(join(layout.timeline_path(base, layout.V2), built.file_name))
+    assert avro_content(raw, built.file_name)["operationType"] == "BULK_INSERT_PREPPED"   # as Hudi 1.2's
     written = avro_content(raw, built.file_name)["partitionToWriteStats"]
     assert set(written) == {RECORD_INDEX} and sum(s["numWrites"] for s in written[RECORD_INDEX]) == 2
     found, valid = record_index_reader.slices(table)

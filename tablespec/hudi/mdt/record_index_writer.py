@@ -137,7 +137,8 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
         storage.write_bytes(join(folder, name), data)
         stats.append(writer.write_stat(f"{RECORD_INDEX}/{name}", "null", len(records), len(data), inserts=True,
                                   partition=RECORD_INDEX, file_id=file_id))
-    complete_instant(storage, base, instant, DELTA_COMMIT, writer.completed_metadata(stats, "BULK_INSERT", fmt), fmt)
+    operation = "BULK_INSERT_PREPPED" if fmt.is_1x else "BULK_INSERT"      # as each Hudi line names it
+    complete_instant(storage, base, instant, DELTA_COMMIT, writer.completed_metadata(stats, operation, fmt), fmt)
     named = ",".join(sorted({*partitions(table), RECORD_INDEX}))
     if fmt.is_1x:   # Hudi 1.2 defines the index it initializes
         config = index_defs.with_record_index(storage, base, config)
