@@ -24,6 +24,7 @@ from tablespec.hudi.config import RECORD_LEVEL, WRITTEN_1X_VERSION, table_index_
 from tablespec.hudi.instant import Instant, plan_action
 from tablespec.hudi.layout_switch import SWITCHED_KEY
 from tablespec.hudi.lock import TableLock
+from tablespec.hudi.mdt.layout import FILES
 from tablespec.hudi.rollback import rollback
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.hudi.timeline import Timeline
@@ -80,13 +81,14 @@ from tablespec.state import TableState, observe
 # tablespec does not keep dropped): each checked end to end against Apache Hudi 1.2
 # (tests/interop/test_hudi_1x_writes.py, test_hudi_1x_metadata_table.py, test_hudi_1x_partition_buckets.py,
 # test_hudi_1x_actions.py, test_hudi_1x_metadata_table_housekeeping.py, test_hudi_1x_archive.py;
-# catalog_sync: tests/catalog/test_catalog_v9.py). RECORD_LEVEL is not among them: Hudi 1.x's record
-# index is not kept yet.
+# catalog_sync: tests/catalog/test_catalog_v9.py); RECORD_LEVEL's record index as Hudi 1.2 keeps it
+# (test_hudi_1x_record_index.py).
 VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback", "bucket_rescale",
                                "drop_metadata_partitions", "schema_evolution", "bucket_bootstrap",
-                               "index_migration", "replace_table", "build_metadata_table", "archive", "catalog_sync"})
-# Actions that give a table the spec's index (refused on version 9 when that is RECORD_LEVEL).
-INDEX_CHANGES = frozenset({"index_migration", "bucket_bootstrap", "replace_table"})
+                               "index_migration", "replace_table", "build_metadata_table", "archive", "catalog_sync",
+                               "record_index_build"})
+# Actions that build a RECORD_LEVEL table's record index (which needs the metadata table's files partition).
+RECORD_INDEX_BUILDS = frozenset({"index_migration", "bucket_bootstrap", "replace_table", "record_index_build"})
 
 
 @dataclass
@@ -229,10 +231,12 @@ def preflight(plan: Plan, allow_destructive: bool = False, runnable: Callable[[s
         if version >= 8 and (not_yet := sorted(kinds - runs_on - {"upgrade_table"})):
             raise PlanError(f"{t.name}: table version {version}: apply runs {', '.join(sorted(runs_on))} "
                             f"on it so far, not {', '.join(not_yet)}; nothing was changed")
-        if version >= 8 and loaded.spec.spec.index.type == RECORD_LEVEL and kinds & INDEX_CHANGES:
-            raise PlanError(f"{t.name}: table version {version}: index RECORD_LEVEL is Hudi's record index, which "
-                            "tablespec keeps on version 6 tables only so far; choose another index; nothing was "
-                            "changed")
+        if version >= 8 and state.exists and loaded.spec.spec.index.type == RECORD_LEVEL \
+                and FILES not in state.metadata_table.partitions and kinds & RECORD_INDEX_BUILDS \
+                and "build_metadata_table" not in kinds:
+            raise PlanError(f"{t.name}: table version {version}: index RECORD_LEVEL is Hudi's record index, kept in "
+                            "the metadata table, which this table does not have and this plan does not build (make "
+                            "a new plan: it builds the metadata table first); nothing was changed")
         if cannot := sorted({a.kind for a in t.actions + now.actions if not runnable(a.kind)}):
             raise PlanError(f"{t.name}: apply cannot run action kind(s) {', '.join(cannot)} (is this tablespec older "
                             "than the one that made the plan?); nothing was changed")
@@ -475,7 +479,7 @@ class Applier:
             # the rewrite kept Hudi's record index (if any) in step; the spec's index decides whether it stays
             from tablespec.engine.record_index import drop_index
             from tablespec.hudi.mdt import record_index_writer as rli_writer
-            if spec.spec.index.type == RECORD_LEVEL and state.table_config.version < 8:
+            if spec.spec.index.type == RECORD_LEVEL:
                 self._record_index(table, spec)
             elif rli_writer.is_enabled(table):
                 drop_index(table)

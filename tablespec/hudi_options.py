@@ -4,7 +4,7 @@ A Hudi job writing into a tablespec table must key, partition, index and order r
 tablespec does, keep the table at its version (`--hudi-version`: that Hudi line's settings), and leave
 the timeline work tablespec owns (clustering, cleaning) to tablespec; it keeps Hudi's metadata table
 (`files`; on RECORD_LEVEL tables `record_index`, used as the RECORD_INDEX index) on as tablespec does at
-version 6 (off at 9), and archives with the spec's limits. Values come
+version 6 (off at 9 but on RECORD_LEVEL tables), and archives with the spec's limits. Values come
 from the settings registry, so they are the ones tablespec writes into hoodie.properties.
 
 Every option is a table-level setting Hudi checks against hoodie.properties and the stored layout,
@@ -95,6 +95,15 @@ AUTO_KEYS = {keys.COMBINE_BEFORE_INSERT.name: "false"}
 # partition), so a key whose partition value changed moves (Hudi 0.15's name for that option).
 RECORD_INDEX = {keys.METADATA_ENABLE.name: "true", keys.METADATA_RECORD_INDEX_ENABLE.name: "true",
                 keys.RECORD_INDEX_UPDATE_PARTITION_PATH.name: "true"}
+# ... on a version 9 table too (the record index lives in the metadata table, which tablespec keeps
+# there), with the partitions tablespec does not keep off (Hudi 1.x turns column and partition stats on) ...
+RECORD_INDEX_1X = {keys.METADATA_ENABLE.name: "true", keys.METADATA_COLUMN_STATS_ENABLE.name: "false",
+                   keys.METADATA_PARTITION_STATS_ENABLE.name: "false"}
+# ... enabled under Hudi 1.1+'s name (the global record index: keys unique across the table, as
+# RECORD_LEVEL's; 1.1's partitioned one is hoodie.metadata.record.level.index.enable). The index type
+# stays RECORD_INDEX, deprecated in 1.1+ for GLOBAL_RECORD_LEVEL_INDEX but the same index: Hudi checks
+# the option against hoodie.properties, which name it as Hudi 0.15 does.
+RECORD_INDEX_1_1 = {keys.METADATA_RECORD_INDEX_ENABLE.name: None, keys.GLOBAL_RECORD_INDEX_ENABLE.name: "true"}
 
 
 class NoHudiEquivalent(TablespecError):
@@ -200,6 +209,10 @@ def _version_1x(spec: TableSpec, version: int, line: str) -> dict[str, str | Non
                                   keys.RECORD_MERGE_MODE.name: MERGE_MODES[bool(ordering)], **METADATA_1X}
     if ordering and line != "1.0":   # Hudi 1.1+ names the ordering field as the table does
         out.update({keys.WRITE_PRECOMBINE_FIELD.name: None, keys.ORDERING_FIELDS.name: ordering})
+    if spec.spec.index.type == RECORD_LEVEL:
+        out.update(RECORD_INDEX_1X)
+        if line != "1.0":
+            out.update(RECORD_INDEX_1_1)
     return out
 
 

@@ -158,3 +158,23 @@ def test_hudi_jobs_archive_with_the_specs_limits():
     # omitted: Hudi's 20/30, raised above a larger keepCommits as Hudi's archiver raises them
     raised = options("  retention: {keepCommits: 25}\n")
     assert (raised["hoodie.keep.min.commits"], raised["hoodie.keep.max.commits"]) == ("26", "36")
+
+
+@pytest.mark.parametrize("line", ["1.2", None])
+def test_record_level_on_version_9_keeps_the_metadata_table_on(tmp_path, line):
+    """A Hudi 1.x job on a version 9 RECORD_LEVEL table tags through Hudi's record index in the metadata
+    table (which tablespec keeps there): metadata on, the partitions tablespec does not keep off, the
+    global record index enabled under 1.1+'s key, the type as hoodie.properties name it (Hudi checks)."""
+    spec = load_spec_text(_orders("RECORD_LEVEL"), "orders.yaml").specs[0].spec
+    options = hudi_write_options(spec, HudiTable.open(str(tmp_path / "t")), 9, line)
+    assert options["hoodie.index.type"] == desired_properties(spec)["hoodie.index.type"] == "RECORD_INDEX"
+    assert options["hoodie.metadata.enable"] == "true"
+    assert options["hoodie.metadata.global.record.level.index.enable"] == "true"
+    assert "hoodie.metadata.record.index.enable" not in options
+    assert options["hoodie.metadata.index.column.stats.enable"] == "false"
+    assert options["hoodie.metadata.index.partition.stats.enable"] == "false"
+    assert options["hoodie.record.index.update.partition.path"] == "true"
+    simple = hudi_write_options(load_spec_text(_orders("SIMPLE"), "o.yaml").specs[0].spec,
+                                HudiTable.open(str(tmp_path / "t")), 9, line)
+    assert simple["hoodie.metadata.enable"] == "false" and "hoodie.metadata.global.record.level.index.enable" \
+        not in simple

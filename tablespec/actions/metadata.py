@@ -68,7 +68,7 @@ def create_table(table: HudiTable, spec, version: int | None = None) -> TableCon
     finally:
         table.refresh()  # the table exists now (or someone else's does)
     mdt_writer.initialize(table, {})  # refreshes the handle (version 9: in Hudi 1.x's layout)
-    if version == 6 and spec.spec.index.type == "RECORD_LEVEL":   # version 9: Hudi 1.x's record index not yet
+    if spec.spec.index.type == "RECORD_LEVEL":
         rli_writer.initialize(table, (), int(config.to_properties()[RECORD_LEVEL_BUCKETS]))
     return table.table_config
 

@@ -58,10 +58,6 @@ class IndexJob(AtLocation):
 def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
     """The record index as the handle's timeline shows it (listed once, on the driver)."""
     if not record_index_writer.is_enabled(table):
-        if table.table_config.version >= 8:
-            raise IndexMissing(f"{table.base}: RECORD_LEVEL is Hudi's record index in the metadata table, which "
-                               f"tablespec keeps on version 6 tables only (this one is version "
-                               f"{table.table_config.version}); choose another index for it")
         raise IndexMissing(f"{table.base}: the table is RECORD_LEVEL but its metadata table has no record index; "
                            "run `tablespec plan` and `tablespec apply` to build it (record_index_build)")
     found, valid = record_index_reader.slices(table)

@@ -28,7 +28,7 @@ BACKUP_FILE = keys.BACKUP_FILE
 CHECKSUM_KEY = keys.CHECKSUM.name
 SUPPORTED_VERSION = 6             # the version tablespec writes
 READ_VERSIONS = (6, 8, 9)         # the versions it reads (8: Apache Hudi 1.0; 9: 1.1 and 1.2)
-WRITTEN_1X_VERSION = 9            # the 1.x version it writes too (its metadata table's `files` partition kept)
+WRITTEN_1X_VERSION = 9            # the 1.x version it writes too (its metadata table kept)
 # Folders Apache Hudi creates with a new table; tools that list them expect them to exist.
 TABLE_FOLDERS = (".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".temp", ".schema", "archived")
 
@@ -44,6 +44,7 @@ RECORD_LEVEL = "RECORD_LEVEL"
 # before tablespec.index.type have only hoodie.index.type (RECORD_LEVEL there): table_index_type
 # reads both.
 RECORD_LEVEL_HUDI_INDEX = "RECORD_INDEX"
+RECORD_LEVEL_HUDI_1X_INDEX = "GLOBAL_RECORD_LEVEL_INDEX"   # Hudi 1.1+'s name (RECORD_INDEX is deprecated there)
 
 
 def hudi_index_type(index_type: str) -> str:
@@ -61,7 +62,8 @@ def table_index_type(props: Mapping[str, str] | TableConfig) -> str:
     if not named:  # Hudi keeps the index in its writers' config: a record index they built says which it was
         ready = (props.get(keys.METADATA_PARTITIONS.name) or "").split(",")
         named = RECORD_LEVEL if "record_index" in [p.strip() for p in ready] else DEFAULT_INDEX_TYPE
-    return RECORD_LEVEL if named == RECORD_LEVEL_HUDI_INDEX else named   # Hudi's record index is RECORD_LEVEL
+    # Hudi's (global) record index is RECORD_LEVEL; Hudi 1.1+ renamed RECORD_INDEX GLOBAL_RECORD_LEVEL_INDEX
+    return RECORD_LEVEL if named in (RECORD_LEVEL_HUDI_INDEX, RECORD_LEVEL_HUDI_1X_INDEX) else named
 
 
 def _parse_bool(key: str, raw: str) -> bool:
@@ -332,20 +334,10 @@ def timeline_layout(config: TableConfig | None) -> int:
 
 def unwritable_version(config: TableConfig) -> str | None:
     """Why tablespec does not write this table yet (a version it reads only), or None. On version 9
-    tablespec keeps the metadata table's `files` partition as Hudi 1.x lays it out (mdt/layout.py);
-    1.x's record index is not kept yet (partitions it does not maintain otherwise are dropped
-    before a write, as on version 6)."""
-    if config.version == SUPPORTED_VERSION:
+    tablespec keeps the metadata table's `files` and `record_index` partitions as Hudi 1.x lays them
+    out (mdt/layout.py; partitions it does not maintain are dropped before a write, as on version 6)."""
+    if config.version in (SUPPORTED_VERSION, WRITTEN_1X_VERSION):
         return None
-    props = config.to_properties()
-    if config.version == WRITTEN_1X_VERSION:
-        named = {p.strip() for k in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT)
-                 for p in (props.get(k.name) or "").split(",")}
-        if "record_index" not in named:
-            return None
-        return (f"table version {config.version} (Apache Hudi 1.x) with the metadata table's record_index "
-                f"partition: Hudi 1.x's record index is not maintained yet (tablespec writes version 9 tables "
-                f"whose metadata table has no record_index)")
     return (f"table version {config.version} (Apache Hudi 1.x): tablespec reads, imports, plans, shows and "
             f"verifies it; writes to version {config.version} tables come later (tablespec writes versions "
             f"{SUPPORTED_VERSION} and {WRITTEN_1X_VERSION}: set spec.tableVersion: {WRITTEN_1X_VERSION} to upgrade it, "

@@ -123,6 +123,9 @@ CHECKSUM = HudiKey("hoodie.table.checksum", "CRC32 of <database>.<table>: a comp
 METADATA_PARTITIONS = HudiKey("hoodie.table.metadata.partitions", "The metadata table's partitions readers may use.")
 METADATA_PARTITIONS_INFLIGHT = HudiKey("hoodie.table.metadata.partitions.inflight",
                                         "The metadata table's partitions being built.")
+INDEX_DEFS_PATH = HudiKey("hoodie.table.index.defs.path", "Hudi 1.x: the file of the table's index definitions "
+                          "(one per metadata-table index it built).", default=".hoodie/.index_defs/index.json",
+                          versions=(8, 9))
 # Write options tablespec records in hoodie.properties too (Hudi writers load them from there).
 HIVE_STYLE_PARTITIONING = HudiKey("hoodie.datasource.write.hive_style_partitioning",
                                    "Partition folders as `field=value`.", scope="both", default="false",
@@ -143,7 +146,7 @@ WRITE_PARTITION_FIELDS = HudiKey("hoodie.datasource.write.partitionpath.field",
 INDEX_TYPE = HudiKey("hoodie.index.type", "The index Hudi writers tag records with (RECORD_LEVEL tables: RECORD_INDEX).",
                       scope="both", default="SIMPLE", spec="spec.index.type",
                       allowed=("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX", "HBASE",
-                               "INMEMORY", "FLINK_STATE"))
+                               "INMEMORY", "FLINK_STATE", "GLOBAL_RECORD_LEVEL_INDEX", "RECORD_LEVEL_INDEX"))
 BUCKET_ENGINE = HudiKey("hoodie.index.bucket.engine", "How buckets are assigned (tablespec: SIMPLE).", scope="both",
                          default="SIMPLE", allowed=("SIMPLE", "CONSISTENT_HASHING"), spec="spec.index.type")
 BUCKET_NUM = HudiKey("hoodie.bucket.index.num.buckets", "Buckets (file groups) per partition.", scope="both",
@@ -226,6 +229,15 @@ METADATA_PARTITION_STATS_ENABLE = HudiKey("hoodie.metadata.index.partition.stats
 METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
                                        "Whether writers build and maintain the metadata table's record index.",
                                        scope="writer", default="false", allowed=_BOOL)
+GLOBAL_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.global.record.level.index.enable",
+                                     "Hudi 1.1+'s name of hoodie.metadata.record.index.enable (the global record index).",
+                                     scope="writer", default="false", allowed=_BOOL, versions=(8, 9))
+METADATA_COLUMN_STATS_ENABLE = HudiKey("hoodie.metadata.index.column.stats.enable",
+                                       "Whether writers keep the metadata table's column_stats partition.",
+                                       scope="writer", allowed=_BOOL)
+METADATA_PARTITION_STATS_ENABLE = HudiKey("hoodie.metadata.index.partition.stats.enable",
+                                          "Whether Hudi 1.x writers keep the metadata table's partition_stats partition.",
+                                          scope="writer", allowed=_BOOL, versions=(8, 9))
 RECORD_INDEX_MIN_FILE_GROUPS = HudiKey("hoodie.metadata.record.index.min.filegroup.count",
                                        "The fewest file groups a new record index gets.", scope="writer",
                                        default="10", minimum=1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tablespec.hudi import keys
+from tablespec.hudi import index_defs, keys
 from tablespec.hudi.config import META_FOLDER, write_table_config
 from tablespec.hudi.io import join
 
@@ -86,6 +86,7 @@ def drop_partitions(table: HudiTable, partitions: tuple[str, ...]) -> tuple[str,
         table.wrote_config(write_table_config(table.storage, table.base, config.with_updates(extra={
             **config.extra, PARTITIONS_KEY: ",".join(p for p in ready if p not in partitions),
             INFLIGHT_KEY: ",".join(p for p in inflight if p not in partitions)})))
+    index_defs.remove(table.storage, table.base, config, partitions)   # Hudi 1.x: their definitions too
     present = [p for p in partitions if table.storage.is_dir(join(folder(table.base), p))]
     for partition in present:
         table.storage.delete_tree(join(folder(table.base), partition))

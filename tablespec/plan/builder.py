@@ -411,8 +411,8 @@ def _private_index_reason(state: TableState) -> list[str]:
 def _record_index_build(spec, state: TableState) -> list[Action]:
     """RECORD_LEVEL: build Hudi's record index where the metadata table lacks it (Hudi wrote with
     it off, a table whose metadata table was just built), migrate a table with tablespec's
-    private index. Version 8/9 tables keep what their Hudi writers keep."""
-    if spec.spec.index.type != "RECORD_LEVEL" or state.table_config.version >= 8:
+    private index. Version 8 tables (read only) keep what their Hudi writers keep."""
+    if spec.spec.index.type != "RECORD_LEVEL" or state.table_config.version == 8:
         return []
     built = RECORD_INDEX in state.metadata_table.partitions
     if built and not state.private_index:
@@ -439,7 +439,7 @@ def _merged_drops(actions: list) -> list:
 def _record_index_dropped(spec, state: TableState) -> list[Action]:
     """Not RECORD_LEVEL, but the metadata table has a record index (Hudi wrote it, or an apply
     stopped after switching away): dropped, as Hudi 0.15's writers with the record index off do."""
-    if (not state.exists or spec.spec.index.type == "RECORD_LEVEL" or state.table_config.version >= 8
+    if (not state.exists or spec.spec.index.type == "RECORD_LEVEL" or state.table_config.version == 8
             or RECORD_INDEX not in state.metadata_table.partitions):
         return []
     return [DropMetadataPartitions(params=MetadataPartitions(partitions=[RECORD_INDEX]), reasons=[

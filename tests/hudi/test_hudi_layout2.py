@@ -191,7 +191,7 @@ def test_an_unreadable_manifest_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("version", [8, 9])
-def test_version_8_is_read_not_written_and_9_written_without_hudis_record_index(tmp_path, version):
+def test_version_8_is_read_not_written_and_9_written(tmp_path, version):
     table = _version_9_table(tmp_path, version)
     config = read_table_config(ST, str(tmp_path))
     assert config.version == version and config.precombine_field == "v" and config.key_generator_class
@@ -199,13 +199,13 @@ def test_version_8_is_read_not_written_and_9_written_without_hudis_record_index(
     why = unwritable_version(config)
     if version == 8:
         assert f"table version {version} (Apache Hudi 1.x)" in why and "writes to version" in why
-    else:   # written with its metadata table's files partition (kept); with Hudi's record index, refused
+    else:   # written with its metadata table's files partition, and Hudi 1.x's record index, kept
         assert why is None
         with_mdt = dataclasses.replace(config, extra={**config.extra, "hoodie.table.metadata.partitions": "files"})
         assert unwritable_version(with_mdt) is None
         with_index = dataclasses.replace(config, extra={**config.extra,
                                                         "hoodie.table.metadata.partitions": "files,record_index"})
-        assert "Hudi 1.x's record index is not maintained yet" in unwritable_version(with_index)
+        assert unwritable_version(with_index) is None
     assert table.timeline.layout == 2
 
 

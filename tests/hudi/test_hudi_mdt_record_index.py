@@ -87,6 +87,9 @@ def test_the_direct_codec_writes_and_reads_the_generic_codecs_bytes(partition, f
         stored = encode_location(location, file_name)
         assert stored == encode(index_record("k", location), file_name)
         assert decode_location(stored) == location
+        one_x = encode_location(location, file_name, one_x=True)   # Hudi 1.x's schema
+        assert one_x == encode(index_record("k", location), file_name, one_x=True)
+        assert decode_location(one_x) == location
     files_record = encode({"key": "a", "type": 2, "filesystemMetadata": {"f": {"size": 1, "isDeleted": False}}})
     assert decode_location(files_record) is None          # another layout: left to the generic codec
     assert decode_location(stored[:-1]) is None

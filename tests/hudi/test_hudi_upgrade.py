@@ -247,6 +247,9 @@ def test_spec_and_project_table_versions_plan_create_upgrade_and_refuse(tmp_path
     ("project", "warehouse: wh\ntableVersion: 10\n", "tableVersion: expected one of 6, 8, 9, got the number 10"),
     ("create8", SPEC.replace("  location: t\n", "  location: t\n  tableVersion: 8\n"),
      "t.yaml:6:3: spec.tableVersion: tablespec creates tables at Hudi table version 6 or 9, not 8"),
+    ("create9_record_level", SPEC.replace("  location: t\n", "  location: t\n  tableVersion: 9\n")
+     + "  index: {type: RECORD_LEVEL}\n",
+     "spec.index.type: a new version 9 table with index RECORD_LEVEL needs Hudi's metadata table"),
 ])
 def test_bad_table_versions_are_one_line_errors(tmp_path, capsys, monkeypatch, where, text, message):
     monkeypatch.chdir(tmp_path)
@@ -259,7 +262,8 @@ def test_bad_table_versions_are_one_line_errors(tmp_path, capsys, monkeypatch, w
 
 def test_version_9_index_changes_run_and_record_level_is_refused(tmp_path, capsys, monkeypatch):
     """On a version 9 table an index migration between non-RECORD_LEVEL types runs (hoodie.properties
-    only); RECORD_LEVEL (Hudi 1.x's record index, not kept yet) is refused in one line, nothing changed."""
+    only); RECORD_LEVEL (Hudi 1.x's record index, kept in a metadata table this table does not have) is
+    refused in one line, nothing changed."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tablespec.project.yaml").write_text("warehouse: wh\n")
     spec = tmp_path / "t.yaml"
@@ -277,4 +281,5 @@ def test_version_9_index_changes_run_and_record_level_is_refused(tmp_path, capsy
     assert code == 1 and "Traceback" not in err
     [line] = err.strip().splitlines()
     assert "table version 9: index RECORD_LEVEL is Hudi's record index" in line and "nothing was changed" in line
+    assert "metadata table, which this table does not have" in line
     assert sorted((str(p), p.stat().st_mtime_ns) for p in (tmp_path / "wh").rglob("*")) == before

@@ -38,6 +38,12 @@ def read_step(path, **options: str) -> dict:
     return {"op": "read", "path": str(path), "options": options}
 
 
+def record_index_step(path, keys: list[str]) -> dict:
+    """Hudi 1.x's own lookup of `keys` in the table's record index
+    (HoodieBackedTableMetadata.readRecordIndexLocationsWithKeys): key -> [partition, file id, instant]."""
+    return {"op": "record_index", "path": str(path), "keys": list(keys)}
+
+
 def sql_step(statement: str) -> dict:
     """Run Spark SQL (Hudi's extension loaded); the result rows as dicts."""
     return {"op": "sql", "statement": statement}
@@ -151,7 +157,27 @@ def _step(spark, step: dict):
         return _rows(reader.options(**step.get("options", {})).load(step["path"]))
     if step["op"] == "sql":
         return _rows(spark.sql(step["statement"]))
+    if step["op"] == "record_index":
+        return _record_index(spark, step["path"], step["keys"])
     raise ValueError(f"unknown step {step['op']!r}")
+
+
+def _record_index(spark, base: str, keys: list[str]) -> dict:
+    """Hudi 1.x's record-index lookup, run as a Spark job over the keys."""
+    jvm, jsc = spark._jvm, spark._jsc
+    hudi = jvm.org.apache.hudi
+    context = hudi.client.common.HoodieSparkEngineContext(jsc)
+    storage = hudi.storage.HoodieStorageUtils.getStorage(
+        base, hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration()))
+    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).withEnableGlobalRecordLevelIndex(True)
+    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, config.build(), base)
+    try:
+        wanted = hudi.data.HoodieJavaRDD.of(jsc.parallelize(jvm.java.util.ArrayList(keys), 1))
+        found = metadata.readRecordIndexLocationsWithKeys(wanted).collectAsList()
+        return {p.getKey(): [p.getValue().getPartitionPath(), p.getValue().getFileId(), p.getValue().getInstantTime()]
+                for p in found}
+    finally:
+        metadata.close()
 
 
 def main(todo: str, done: str) -> int:
@@ -162,7 +188,9 @@ def main(todo: str, done: str) -> int:
         for step in job["steps"]:
             results.append(_step(spark, step))
     except Exception:  # noqa: BLE001 - reported to the parent with Hudi's own message
-        Path(done).write_text(json.dumps({"error": f"step {len(results)}: {traceback.format_exc()[-4000:]}"}))
+        trace = traceback.format_exc()   # Java's message heads a Py4J error; its causes end it
+        trace = trace if len(trace) <= 6000 else f"{trace[:3000]}\n...\n{trace[-3000:]}"
+        Path(done).write_text(json.dumps({"error": f"step {len(results)}: {trace}"}))
         return 1
     Path(done).write_text(json.dumps({"results": results}))
     return 0

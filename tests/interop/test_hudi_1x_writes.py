@@ -167,14 +167,16 @@ def test_apply_clusters_and_cleans_a_version_9_table(hudi, hudi1, tmp_path, caps
     assert rows(pa.Table.from_pylist(theirs)) == ours
     assert _by_id(after) == {"a": 100, "b": 2, "c": 3, "d": 4, "e": 5} == _by_id(tablespec_rows(table))
 
-    # what apply does not run on version 9 yet (Hudi 1.x's record index) is refused, in one line, before anything changes
+    # what apply does not run on version 9 yet (Hudi 1.x's record index without a metadata table to keep it
+    # in) is refused, in one line, before anything changes
     before = sorted((str(p), p.stat().st_mtime_ns) for p in Path(location).rglob("*"))
-    doc["spec"]["index"] = {"type": "RECORD_LEVEL"}   # Hudi 1.x's record index is not kept yet
+    doc["spec"]["index"] = {"type": "RECORD_LEVEL"}   # this table has no metadata table
     save_spec(doc, spec_file)
     code, out, err = cli(capsys, "apply", spec_file, "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 1 and "Traceback" not in err
     error = err.strip().splitlines()[-1]
     assert "table version 9: index RECORD_LEVEL is Hudi's record index" in error and "nothing was changed" in error
+    assert "metadata table, which this table does not have" in error
     assert sorted((str(p), p.stat().st_mtime_ns) for p in Path(location).rglob("*")) == before
 
 

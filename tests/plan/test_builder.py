@@ -251,3 +251,19 @@ def test_plan_builds_a_missing_metadata_table_and_drops_partitions_it_does_not_m
     # record_index: maintained on RECORD_LEVEL tables; on this BUCKET table dropped, as Hudi's writers drop it
     assert acts[0].params.partitions == ["column_stats", "bloom_filters", "record_index"]
     assert "column_stats, bloom_filters" in acts[0].reasons[0] and "Apache Hudi 0.15's writers" in acts[0].reasons[1]
+
+
+@pytest.mark.parametrize("version", ["8", "9"])
+def test_plan_keeps_hudis_record_index_on_version_9_as_on_6_and_leaves_8_alone(version):
+    """Version 9: RECORD_LEVEL builds Hudi 1.x's record index where it lacks one, another index drops
+    it; version 8 (read only) keeps what its Hudi writers keep."""
+    v1x = {"hoodie.table.version": version, "hoodie.timeline.layout.version": "2"}
+    built = [a.kind for a in actions(RLI, state_for(RLI, **v1x, **{metadata_table.PARTITIONS_KEY: "files"}))]
+    simple = BASE.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
+    dropped = actions(simple, state_for(simple, **v1x, **WITH_RECORD_INDEX))
+    if version == "8":
+        assert "record_index_build" not in built and "drop_metadata_partitions" not in [a.kind for a in dropped]
+    else:
+        assert built == ["record_index_build"]
+        [drop] = dropped
+        assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == ["record_index"]

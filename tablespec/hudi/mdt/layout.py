@@ -215,17 +215,19 @@ def _listing(storage: Storage, base: str, partition: str) -> tuple[dict[str, dic
 
 
 def _latest_slices_1x(storage: Storage, base: str, completed: Mapping[str, str], partition: str) -> list[Slice]:
-    """Hudi 1.x's slicing: a file group's newest completed base file starts its latest slice; the
-    slice's log files are the completed deltacommits' whose completion time is after that base
-    instant, oldest completion first (a pending deltacommit's log file is no one's yet)."""
-    listed, logs = _listing(storage, base, partition)
+    """Hudi 1.x's slicing: a file group's newest completed base file (none yet: its first log file)
+    starts its latest slice; the slice's log files are the completed deltacommits' whose completion
+    time is after that base instant, oldest completion first (a pending deltacommit's log file is
+    no one's yet)."""
+    listed, listed_logs = _listing(storage, base, partition)
     bases = {f: done for f, own in listed.items() if (done := {i: v for i, v in own.items() if i in completed})}
+    logs = {f: kept for f, own in listed_logs.items() if (kept := [(n, z) for n, z in own if n.base_instant in completed])}
     slices = []
-    for file_id in sorted(bases):
-        instant = max(bases[file_id])
-        name, size = bases[file_id][instant]
-        found = sorted(((n, z) for n, z in logs.get(file_id, [])
-                        if n.base_instant in completed and completed[n.base_instant] > instant),
+    for file_id in sorted(set(bases) | set(logs)):
+        # a file group never compacted (a record index file group without keys) starts with its first log
+        instant = max(bases[file_id]) if file_id in bases else min(n.base_instant for n, _ in logs[file_id])
+        name, size = bases[file_id][instant] if file_id in bases else (None, 0)
+        found = sorted(((n, z) for n, z in logs.get(file_id, []) if name is None or completed[n.base_instant] > instant),
                        key=lambda e: (completed[e[0].base_instant], e[0].base_instant, e[0].version))
         slices.append(Slice(partition, file_id, instant, name, size, tuple(found)))
     return slices

@@ -203,7 +203,8 @@ def _uuid_file_id(high: int, low: int, index: int) -> str:
 # --- the stored bytes of an index record, without a generic Avro codec ---------------------------
 # A record-index record under records.STORED_SCHEMA is, in Avro binary: the five meta fields (null,
 # or in a base file `_hoodie_file_name`), the blanked key, type 5, three null unions, then the
-# HoodieRecordIndexInfo (every union but the last field non-null). Lookups and builds handle
+# HoodieRecordIndexInfo (every union but the last field non-null); under Hudi 1.x's schema two nulls
+# follow (`position`, SecondaryIndexMetadata). Lookups and builds handle
 # millions of them: these two functions write and read that layout directly (tests check them
 # against fastavro and against Hudi's bytes); anything else goes through the generic codec.
 
@@ -227,14 +228,19 @@ _NULL_META = b"\x00" * 4
 _HEAD = b"\x00" + _zigzag(RECORD_INDEX_TYPE) + b"\x00\x00\x00\x02"     # key "", type, 3 nulls, RLI present
 
 
-def encode_location(location: Location, file_name: str | None = None) -> bytes:
-    """The stored bytes of `location`'s index record (records.encode of `index_record`)."""
+_ONE_X_TAIL = b"\x00\x00"   # Hudi 1.x's schema: a null `position`, then a null SecondaryIndexMetadata
+
+
+def encode_location(location: Location, file_name: str | None = None, one_x: bool = False) -> bytes:
+    """The stored bytes of `location`'s index record (records.encode of `index_record`, under
+    Hudi 0.15's schema or, `one_x`, 1.x's)."""
     info = index_info(location)
     return b"".join((
         _NULL_META, b"\x02" + _text(file_name) if file_name is not None else b"\x00", _HEAD,
         b"\x02", _text(info["partitionName"]), b"\x02", _zigzag(info["fileIdHighBits"]),
         b"\x02", _zigzag(info["fileIdLowBits"]), b"\x02", _zigzag(info["fileIndex"]),
-        b"\x02", _text(info["fileId"]), b"\x02", _zigzag(info["instantTime"]), _zigzag(info["fileIdEncoding"])))
+        b"\x02", _text(info["fileId"]), b"\x02", _zigzag(info["instantTime"]), _zigzag(info["fileIdEncoding"]),
+        _ONE_X_TAIL if one_x else b""))
 
 
 def _read_long(data: bytes, pos: int) -> tuple[int, int]:
@@ -278,7 +284,7 @@ def decode_location(value: bytes) -> Location | None:
         encoding, pos = _read_long(value, pos)
     except (IndexError, UnicodeDecodeError):
         return None
-    if pos != len(value):
+    if pos != len(value) and value[pos:] != _ONE_X_TAIL:
         return None
     partition, high, low, index, file_id, millis = fields
     if encoding == UUID_ENCODING:

@@ -1,4 +1,5 @@
-"""Reading Hudi's record index (the metadata table's `record_index` partition) as Hudi 0.15 does.
+"""Reading Hudi's record index (the metadata table's `record_index` partition) as Hudi 0.15 and 1.x
+do (their records and merging agree; 1.x adds a null `position` the reader ignores).
 
 A key is looked up in its own file group only (`record_index.file_group_index` over the latest
 slices sorted by file id): the log blocks that count (`reader.log_blocks`: valid instants, less
@@ -42,7 +43,7 @@ from tablespec.hudi.mdt.record_index import (
     file_group_indices,
     location_of,
 )
-from tablespec.hudi.mdt.records import STORED_SCHEMA
+from tablespec.hudi.mdt.records import STORED_SCHEMA, STORED_SCHEMA_1X_JSON
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -53,10 +54,11 @@ Cell = tuple[HFileReader, str, bytes]        # the file or block, its schema (JS
 def slices(table: HudiTable) -> tuple[list[layout.Slice], set[str]]:
     """The record index's latest file slices (sorted by file id) and the instants whose log blocks
     count, as the handle's data timeline shows them."""
-    metadata = layout.timeline(table.storage, table.base)
-    completed = {i.timestamp for i in metadata if i.completed}
-    found = layout.latest_slices(table.storage, table.base, completed, RECORD_INDEX)
-    return found, reader.valid_instants(table.timeline, metadata) & completed
+    fmt = layout.Format.of(table.config)
+    metadata = layout.timeline(table.storage, table.base, fmt)
+    completed = layout.completions(metadata)
+    found = layout.latest_slices(table.storage, table.base, completed, RECORD_INDEX, fmt)
+    return found, reader.valid_instants(table.timeline, metadata) & set(completed)
 
 
 def _shape(schema: Any) -> Any:
@@ -71,7 +73,7 @@ def _shape(schema: Any) -> Any:
 @functools.lru_cache(maxsize=64)
 def _stored_layout(schema: str) -> bool:
     """Whether records under `schema` have the layout `decode_location` reads."""
-    return _shape(json.loads(schema)) == _shape(STORED_SCHEMA)
+    return _shape(json.loads(schema)) in (_shape(STORED_SCHEMA), _shape(json.loads(STORED_SCHEMA_1X_JSON)))
 
 
 def _record(cell: Cell) -> dict[str, Any]:

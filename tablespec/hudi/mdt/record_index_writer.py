@@ -1,13 +1,16 @@
 """Building Hudi's record index (the metadata table's `record_index` partition) as Apache Hudi 0.15
-bootstraps it; `writer.record` then keeps it in every metadata deltacommit.
+and 1.2 bootstrap it; `writer.record` then keeps it in every metadata deltacommit.
 
 `initialize` takes the location of every record of the table: one metadata deltacommit at
-`<latest data instant><010 + n>` (the first suffix the metadata timeline does not have: the
-`files` partition's initialization took `010` when both were built together) writes, per file
+`<latest data instant><010 + n>` (0.15: the first suffix the metadata timeline does not have: the
+`files` partition's initialization took `010` when both were built together; Hudi 1.x: the first
+of `00000000000000000`, `...001`, ... it does not have, as HoodieBackedTableMetadataWriter's
+generateUniqueInstantTime picks it, completed in 1.x's layout: `layout.Format`) writes, per file
 group `record-index-NNNN-0`, a log file starting its log (an empty delete block) and an HFile
-base file of its keys (none for a file group without keys), then hoodie.properties names
-`record_index` (from then on Hudi's writers and readers use it). A crash before that leaves files
-no reader uses; the next `initialize` deletes them and the failed deltacommit.
+base file of its keys (none for a file group without keys), then (1.x) the index's definition
+(index_defs.py), and hoodie.properties names `record_index` (from then on Hudi's writers and
+readers use it). A crash before that leaves files no reader uses; the next `initialize` deletes
+them and the failed deltacommit.
 """
 from __future__ import annotations
 
@@ -15,13 +18,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi import index_defs
 from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.config import write_table_config
 from tablespec.hudi.hfile import write_hfile
 from tablespec.hudi.io import join
 from tablespec.hudi.logfile import delete_block, encode_block
 from tablespec.hudi.mdt import layout, writer
-from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, INIT_SUFFIX, WRITE_TOKEN
+from tablespec.hudi.mdt.instants import complete_instant, write_instant_file
+from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, INIT_SUFFIX, SOLO_COMMIT_TIMESTAMP, WRITE_TOKEN, Format
 from tablespec.hudi.mdt.record_index import (
     RECORD_INDEX,
     Location,
@@ -30,10 +35,11 @@ from tablespec.hudi.mdt.record_index import (
     file_group_count,
     file_group_id,
 )
-from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON
+from tablespec.hudi.mdt.records import stored_schema_json
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 from tablespec.hudi.naming import LogFileName
 from tablespec.hudi.partition import write_partition_metadata
+from tablespec.hudi.timeline import avro_content
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -52,31 +58,41 @@ def is_enabled(table: HudiTable) -> bool:
     return RECORD_INDEX in partitions(table)
 
 
-def _init_instant(head: str | None, taken: set[str]) -> str:
-    stem = layout.init_instant(head)[:-len(INIT_SUFFIX)]
-    offset = int(INIT_SUFFIX)
+def _init_instant(head: str | None, taken: set[str], fmt: Format = layout.V1) -> str:
+    stem, offset = layout.init_instant(head)[:-len(INIT_SUFFIX)], int(INIT_SUFFIX)
+    if fmt.is_1x:        # 1.x: 17 digits from Hudi's "no instant" time, one millisecond apart
+        stem, offset = SOLO_COMMIT_TIMESTAMP, 0
     while f"{stem}{offset:03d}" in taken:
         offset += 1
     return f"{stem}{offset:03d}"
 
 
-def _drop_leftover(table: HudiTable) -> None:
+def _is_init_instant(timestamp: str, fmt: Format) -> bool:
+    """Whether a metadata deltacommit's time is one `_init_instant` gives (a partition's initialization)."""
+    if fmt.is_1x:
+        return len(timestamp) == len(SOLO_COMMIT_TIMESTAMP) + 3 and timestamp.startswith(SOLO_COMMIT_TIMESTAMP)
+    return len(timestamp) == len(SOLO_COMMIT_TIMESTAMP) + 6
+
+
+def _drop_leftover(table: HudiTable, fmt: Format) -> None:
     """Delete what an earlier `initialize` that died left: the partition's folder, and its
-    deltacommit (the metadata timeline's only suffixed deltacommit not completed, or completed
+    deltacommit (the metadata timeline's only initializing deltacommit not completed, or completed
     but writing nothing but `record_index`)."""
     storage, base = table.storage, table.base
     storage.delete_tree(layout.partition_path(base, RECORD_INDEX))
-    meta = layout.meta_path(base)
-    for instant in layout.timeline(storage, base):
-        if instant.action != DELTA_COMMIT or len(instant.timestamp) != len(layout.SOLO_COMMIT_TIMESTAMP) + 6:
+    folder = layout.timeline_path(base, fmt)
+    for instant in layout.timeline(storage, base, fmt):
+        if instant.action != DELTA_COMMIT or not _is_init_instant(instant.timestamp, fmt):
             continue
         if instant.completed:
-            written = CommitMetadata.from_json(storage.read_bytes(join(meta, layout.instant_file(
-                instant.timestamp, DELTA_COMMIT)))).partition_to_write_stats
+            raw = storage.read_bytes(join(folder, instant.file_name))
+            written = (avro_content(raw, instant.file_name).get("partitionToWriteStats") or {} if fmt.is_1x
+                       else CommitMetadata.from_json(raw).partition_to_write_stats)
             if not set(written) <= {RECORD_INDEX}:
                 continue
-        for state in ("completed", "inflight", "requested"):
-            storage.delete(join(meta, layout.instant_file(instant.timestamp, DELTA_COMMIT, state)))
+        for name in {instant.file_name, *(layout.instant_file(instant.timestamp, DELTA_COMMIT, state)
+                                          for state in ("inflight", "requested"))}:
+            storage.delete(join(folder, name))
 
 
 def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | None = None) -> str:
@@ -95,17 +111,18 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
     if table.timeline.pending():
         raise HudiFormatError(f"{base}: cannot build the record index while instants are pending: "
                               + ", ".join(str(i) for i in table.timeline.pending()))
-    _drop_leftover(table)
+    fmt = Format.of(config)
+    _drop_leftover(table, fmt)
     head = table.timeline.head
     instant = _init_instant(head.timestamp if head else None,
-                            {i.timestamp for i in layout.timeline(storage, base)})
+                            {i.timestamp for i in layout.timeline(storage, base, fmt)}, fmt)
     located = [(key, Location(partition, file_id, at)) for key, partition, file_id, at in entries]
     count = file_groups or file_group_count(len(located))
     groups = by_file_group(located, count)
     del located
 
-    writer.write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "requested"))
-    writer.write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "inflight"))
+    write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "requested"), fmt=fmt)
+    write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "inflight"), fmt=fmt)
     write_partition_metadata(storage, layout.table_path(base), RECORD_INDEX, instant)
     folder = layout.partition_path(base, RECORD_INDEX)
     stats = []
@@ -116,13 +133,16 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
         if not records:
             continue
         name = layout.base_file_name(instant, file_id)
-        data = write_hfile(((k, encode_location(loc, name)) for k, loc in records), {"schema": STORED_SCHEMA_JSON})
+        data = write_hfile(((k, encode_location(loc, name, fmt.is_1x)) for k, loc in records),
+                           {"schema": stored_schema_json(fmt.is_1x)})
         storage.write_bytes(join(folder, name), data)
         stats.append(writer.write_stat(f"{RECORD_INDEX}/{name}", "null", len(records), len(data), inserts=True,
                                   partition=RECORD_INDEX, file_id=file_id))
-    writer.write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT),
-                              writer.completed_metadata(stats, "BULK_INSERT"))
+    operation = "BULK_INSERT_PREPPED" if fmt.is_1x else "BULK_INSERT"      # as each Hudi line names it
+    complete_instant(storage, base, instant, DELTA_COMMIT, writer.completed_metadata(stats, operation, fmt), fmt)
     named = ",".join(sorted({*partitions(table), RECORD_INDEX}))
+    if fmt.is_1x:   # Hudi 1.2 defines the index it initializes
+        config = index_defs.with_record_index(storage, base, config)
     write_table_config(storage, base, config.with_updates(extra={**config.extra, PARTITIONS_KEY: named,
                                                                  INFLIGHT_KEY: ""}))
     table.refresh()

@@ -1,0 +1,61 @@
+"""Hudi 1.x's index definitions: a JSON file (`hoodie.table.index.defs.path`, by default
+`.hoodie/.index_defs/index.json`) naming each metadata-table index Hudi 1.x built, with its options
+and index version. Hudi 1.2 adds `record_index` (global: `isPartitioned` false; index version V1)
+when it initializes the record index, and removes an index's definition when it drops the index;
+tablespec does the same, so a table reads as one Hudi 1.2 kept. Version 6 tables have none."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tablespec.errors import HudiFormatError
+from tablespec.hudi import keys
+from tablespec.hudi.config import TableConfig
+from tablespec.hudi.io import Storage, join
+
+RECORD_INDEX_DEFINITION = {"indexName": "record_index", "indexType": "record_index", "indexFunction": "",
+                           "sourceFields": [], "indexOptions": {"isPartitioned": "false"}, "version": "V1"}
+
+
+def _path(base: str, config: TableConfig) -> str:
+    return join(base, keys.INDEX_DEFS_PATH.value(config.extra) or keys.INDEX_DEFS_PATH.default or "")
+
+
+def _read(storage: Storage, path: str) -> dict[str, Any]:
+    if not storage.exists(path):
+        return {"indexDefinitions": {}}
+    try:
+        found = json.loads(storage.read_bytes(path))
+        found.setdefault("indexDefinitions", {})
+        return found
+    except (ValueError, AttributeError) as e:
+        raise HudiFormatError(f"{path}: unreadable index definitions: {e}") from None
+
+
+def _write(storage: Storage, path: str, content: dict[str, Any]) -> None:
+    storage.write_atomic(path, json.dumps(content, indent=2).encode())
+
+
+def with_record_index(storage: Storage, base: str, config: TableConfig) -> TableConfig:
+    """Define the record index (call before hoodie.properties name its partition); returns `config`
+    naming the definitions file, for the caller to write."""
+    path = _path(base, config)
+    content = _read(storage, path)
+    content["indexDefinitions"]["record_index"] = RECORD_INDEX_DEFINITION
+    _write(storage, path, content)
+    return config.with_updates(extra={keys.INDEX_DEFS_PATH.name: keys.INDEX_DEFS_PATH.value(config.extra) or
+                                      keys.INDEX_DEFS_PATH.default or "", **config.extra})
+
+
+def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, ...]) -> None:
+    """Drop the definitions of the indexes `names` (metadata partitions dropped), where a file has them."""
+    if keys.INDEX_DEFS_PATH.name not in config.extra:
+        return
+    path = _path(base, config)
+    content = _read(storage, path)
+    if any(n in content["indexDefinitions"] for n in names):
+        content["indexDefinitions"] = {k: v for k, v in content["indexDefinitions"].items() if k not in names}
+        _write(storage, path, content)
+
+
+__all__ = ["RECORD_INDEX_DEFINITION", "remove", "with_record_index"]
