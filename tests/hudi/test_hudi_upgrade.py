@@ -247,9 +247,6 @@ def test_spec_and_project_table_versions_plan_create_upgrade_and_refuse(tmp_path
     ("project", "warehouse: wh\ntableVersion: 10\n", "tableVersion: expected one of 6, 8, 9, got the number 10"),
     ("create8", SPEC.replace("  location: t\n", "  location: t\n  tableVersion: 8\n"),
      "t.yaml:6:3: spec.tableVersion: tablespec creates tables at Hudi table version 6 or 9, not 8"),
-    ("create9_record_level", SPEC.replace("  location: t\n", "  location: t\n  tableVersion: 9\n")
-     + "  index: {type: RECORD_LEVEL}\n",
-     "spec.index.type: a new version 9 table with index RECORD_LEVEL needs Hudi's metadata table"),
 ])
 def test_bad_table_versions_are_one_line_errors(tmp_path, capsys, monkeypatch, where, text, message):
     monkeypatch.chdir(tmp_path)
@@ -260,10 +257,10 @@ def test_bad_table_versions_are_one_line_errors(tmp_path, capsys, monkeypatch, w
     assert not (tmp_path / "wh").exists()
 
 
-def test_version_9_index_changes_run_and_record_level_is_refused(tmp_path, capsys, monkeypatch):
+def test_version_9_index_changes_run(tmp_path, capsys, monkeypatch):
     """On a version 9 table an index migration between non-RECORD_LEVEL types runs (hoodie.properties
-    only); RECORD_LEVEL (Hudi 1.x's record index, kept in a metadata table this table does not have) is
-    refused in one line, nothing changed."""
+    only), and one to RECORD_LEVEL builds Hudi 1.x's record index in the metadata table the table was
+    created with (the empty table: no keys to read)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tablespec.project.yaml").write_text("warehouse: wh\n")
     spec = tmp_path / "t.yaml"
@@ -275,11 +272,23 @@ def test_version_9_index_changes_run_and_record_level_is_refused(tmp_path, capsy
     assert code == 0 and "index_migration done" in out, out + err
     assert _props(tmp_path / "wh" / "t")["hoodie.index.type"] == "BLOOM"
 
-    before = sorted((str(p), p.stat().st_mtime_ns) for p in (tmp_path / "wh").rglob("*"))
     spec.write_text(versioned + "  index: {type: RECORD_LEVEL}\n")
     code, out, err = _cli(capsys, "apply", str(spec), "--auto-approve")
-    assert code == 1 and "Traceback" not in err
-    [line] = err.strip().splitlines()
-    assert "table version 9: index RECORD_LEVEL is Hudi's record index" in line and "nothing was changed" in line
-    assert "metadata table, which this table does not have" in line
-    assert sorted((str(p), p.stat().st_mtime_ns) for p in (tmp_path / "wh").rglob("*")) == before
+    assert code == 0 and "index_migration done" in out, out + err
+    assert _props(tmp_path / "wh" / "t")["hoodie.table.metadata.partitions"] == "files,record_index"
+
+
+def test_a_new_version_9_record_level_table_is_created_with_its_record_index(tmp_path):
+    """At version 9 too a RECORD_LEVEL table starts with Hudi's metadata table and an empty record
+    index (Hudi 1.x's layout: both initialized on the metadata table's 1.x timeline)."""
+    from tablespec.actions.metadata import create_table
+    from tablespec.hudi.mdt import record_index_writer
+    from tablespec.hudi.table import HudiTable
+    from tablespec.spec.loader import load_spec_text
+    spec = load_spec_text(SPEC.replace("  location: t\n", "  location: t\n  tableVersion: 9\n")
+                          + "  index: {type: RECORD_LEVEL}\n", "t.yaml").specs[0].spec
+    table = HudiTable.open(str(tmp_path / "t"))
+    config = create_table(table, spec)
+    assert config.version == 9 and record_index_writer.partitions(table) == ["files", "record_index"]
+    assert (tmp_path / "t" / ".hoodie" / "metadata" / ".hoodie" / "timeline").is_dir()
+    assert record_index_writer.is_enabled(HudiTable.open(str(tmp_path / "t")))

@@ -59,9 +59,10 @@ def _v6_table(spark, warehouse, writes: int = 9) -> tuple[Table, list[str]]:
 
 
 def _upgrades(capsys, spec_file, warehouse) -> None:
-    """Apply until the table matches its spec: the upgrade, then (the next plan) housekeeping at most."""
+    """Apply until the table matches its spec: the upgrade, then (the next plan) the version 9 metadata
+    table the upgrade retired, and housekeeping at most."""
     kinds = apply_until_done(capsys, spec_file, warehouse)
-    assert kinds[0] == "upgrade_table" and set(kinds[1:]) <= {"clean"}, kinds
+    assert kinds[0] == "upgrade_table" and set(kinds[1:]) <= {"build_metadata_table", "clean"}, kinds
 
 
 def _props(location) -> dict[str, str]:
@@ -74,13 +75,18 @@ def _plan_kinds(capsys, spec_file, warehouse) -> list[dict]:
     return [a for t in json.loads(out)["tables"] for a in t["actions"]]
 
 
-def _assert_version_9(location) -> None:
-    """The table as Hudi 1.2's upgrade leaves one: layout 2, its history in the LSM, no version-6 leftovers."""
+def _assert_version_9(location, rebuilt: bool = False) -> None:
+    """The table as Hudi 1.2's upgrade leaves one: layout 2, its history in the LSM, no version-6 leftovers;
+    its metadata table retired, or (`rebuilt`) built again at version 9 by the next plan."""
     props = _props(location)
     assert props["hoodie.table.version"] == "9" and props["hoodie.timeline.layout.version"] == "2"
     assert props["hoodie.table.initial.version"] == "6" and props["hoodie.table.ordering.fields"] == "ts"
     assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING" and "hoodie.table.precombine.field" not in props
-    assert "hoodie.table.metadata.partitions" not in props and not Path(location, ".hoodie", "metadata").exists()
+    if rebuilt:
+        assert props["hoodie.table.metadata.partitions"] == "files"
+        assert Path(location, ".hoodie", "metadata", ".hoodie", "timeline").is_dir()
+    else:
+        assert "hoodie.table.metadata.partitions" not in props and not Path(location, ".hoodie", "metadata").exists()
     assert not [p for p in Path(location, ".hoodie").iterdir() if p.is_file() and p.name[:1].isdigit()]
     timeline = HudiTable.open(str(location)).timeline
     assert timeline.layout == 2 and all(i.completion >= i.timestamp for i in timeline.completed())
@@ -156,7 +162,7 @@ def test_an_upgrade_killed_at_each_step_is_finished_by_the_next_apply(hudi, tmp_
         [action] = _plan_kinds(capsys, spec_file, warehouse)
         assert action["kind"] == "upgrade_table" and action["params"]["to"] == 9, point
         _upgrades(capsys, spec_file, warehouse)
-        _assert_version_9(location)
+        _assert_version_9(location, rebuilt=True)
         assert tablespec_rows(Table(load_spec_text(V9, "u.yaml").specs[0].spec, str(location), hudi)) == before
         assert hudi_rs_rows(str(location)) == before, point
 
