@@ -95,11 +95,8 @@ AUTO_KEYS = {keys.COMBINE_BEFORE_INSERT.name: "false"}
 # partition), so a key whose partition value changed moves (Hudi 0.15's name for that option).
 RECORD_INDEX = {keys.METADATA_ENABLE.name: "true", keys.METADATA_RECORD_INDEX_ENABLE.name: "true",
                 keys.RECORD_INDEX_UPDATE_PARTITION_PATH.name: "true"}
-# ... on a version 9 table too (the record index lives in the metadata table, which tablespec keeps
-# there), with the partitions tablespec does not keep off (Hudi 1.x turns column and partition stats on) ...
-RECORD_INDEX_1X = {keys.METADATA_ENABLE.name: "true", keys.METADATA_COLUMN_STATS_ENABLE.name: "false",
-                   keys.METADATA_PARTITION_STATS_ENABLE.name: "false"}
-# ... enabled under Hudi 1.1+'s name (the global record index: keys unique across the table, as
+# On a version 9 table (its metadata table kept as on 6: METADATA_1X) the record index is enabled
+# under Hudi 1.1+'s name (the global record index: keys unique across the table, as
 # RECORD_LEVEL's; 1.1's partitioned one is hoodie.metadata.record.level.index.enable). The index type
 # stays RECORD_INDEX, deprecated in 1.1+ for GLOBAL_RECORD_LEVEL_INDEX but the same index: Hudi checks
 # the option against hoodie.properties, which name it as Hudi 0.15 does.
@@ -209,10 +206,8 @@ def _version_1x(spec: TableSpec, version: int, line: str) -> dict[str, str | Non
                                   keys.RECORD_MERGE_MODE.name: MERGE_MODES[bool(ordering)], **METADATA_1X}
     if ordering and line != "1.0":   # Hudi 1.1+ names the ordering field as the table does
         out.update({keys.WRITE_PRECOMBINE_FIELD.name: None, keys.ORDERING_FIELDS.name: ordering})
-    if spec.spec.index.type == RECORD_LEVEL:
-        out.update(RECORD_INDEX_1X)
-        if line != "1.0":
-            out.update(RECORD_INDEX_1_1)
+    if spec.spec.index.type == RECORD_LEVEL and line != "1.0":
+        out.update(RECORD_INDEX_1_1)
     return out
 
 

@@ -176,5 +176,5 @@ def test_record_level_on_version_9_keeps_the_metadata_table_on(tmp_path, line):
     assert options["hoodie.record.index.update.partition.path"] == "true"
     simple = hudi_write_options(load_spec_text(_orders("SIMPLE"), "o.yaml").specs[0].spec,
                                 HudiTable.open(str(tmp_path / "t")), 9, line)
-    assert simple["hoodie.metadata.enable"] == "false" and "hoodie.metadata.global.record.level.index.enable" \
-        not in simple
+    assert simple["hoodie.metadata.enable"] == "true" and "hoodie.metadata.global.record.level.index.enable" \
+        not in simple   # every 1.x job keeps the metadata table tablespec keeps on 9

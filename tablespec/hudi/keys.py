@@ -232,12 +232,6 @@ METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
 GLOBAL_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.global.record.level.index.enable",
                                      "Hudi 1.1+'s name of hoodie.metadata.record.index.enable (the global record index).",
                                      scope="writer", default="false", allowed=_BOOL, versions=(8, 9))
-METADATA_COLUMN_STATS_ENABLE = HudiKey("hoodie.metadata.index.column.stats.enable",
-                                       "Whether writers keep the metadata table's column_stats partition.",
-                                       scope="writer", allowed=_BOOL)
-METADATA_PARTITION_STATS_ENABLE = HudiKey("hoodie.metadata.index.partition.stats.enable",
-                                          "Whether Hudi 1.x writers keep the metadata table's partition_stats partition.",
-                                          scope="writer", allowed=_BOOL, versions=(8, 9))
 RECORD_INDEX_MIN_FILE_GROUPS = HudiKey("hoodie.metadata.record.index.min.filegroup.count",
                                        "The fewest file groups a new record index gets.", scope="writer",
                                        default="10", minimum=1)
