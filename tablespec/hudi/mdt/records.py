@@ -74,18 +74,24 @@ STORED_SCHEMA_JSON = json.dumps(STORED_SCHEMA, separators=(",", ":"))
 
 
 def _one_x(schema: dict[str, Any]) -> dict[str, Any]:
-    """Hudi 1.x's HoodieMetadataRecord from 0.15's (measured on files Hudi 1.2.0 writes): column
-    statistics gain a LocalDateWrapper value and `isTightBound`, the record index a `position`, and
-    the record a SecondaryIndexMetadata. Readers that merge a slice (hudi-rs) expect the schema of
+    """Hudi 1.x's HoodieMetadataRecord from 0.15's (measured on the files Hudi 1.2.0 writes into a
+    new table's metadata table): column statistics gain LocalDateWrapper and ArrayWrapper values,
+    `isTightBound` and `valueType`, the record index a `position`, and the record a
+    SecondaryIndexMetadata. Readers that merge a slice (hudi-rs) expect the schema of
     the files Hudi 1.x appends to it."""
     out = json.loads(json.dumps(schema))
     fields = {f["name"]: f for f in out["fields"]}
     stats = {f["name"]: f for f in fields["ColumnStatsMetadata"]["type"][1]["fields"]}
-    stats["minValue"]["type"].append({"type": "record", "name": "LocalDateWrapper",
-                                      "fields": [{"name": "value", "type": "int"}]})
-    stats["maxValue"]["type"].append("LocalDateWrapper")
-    fields["ColumnStatsMetadata"]["type"][1]["fields"].append({"name": "isTightBound", "type": "boolean",
-                                                               "default": False})
+    scalars = [w if isinstance(w, str) else w["name"] for w in stats["maxValue"]["type"][1:]] + ["LocalDateWrapper"]
+    stats["minValue"]["type"] += [
+        {"type": "record", "name": "LocalDateWrapper", "fields": [{"name": "value", "type": "int"}]},
+        {"type": "record", "name": "ArrayWrapper", "fields": [
+            {"name": "wrappedValues", **_optional({"type": "array", "items": ["null", *scalars]})}]}]
+    stats["maxValue"]["type"] += ["LocalDateWrapper", "ArrayWrapper"]
+    fields["ColumnStatsMetadata"]["type"][1]["fields"] += [
+        {"name": "isTightBound", "type": "boolean", "default": False},
+        {"name": "valueType", **_optional({"type": "record", "name": "HoodieValueTypeInfo", "fields": [
+            {"name": "typeOrdinal", "type": "int"}, {"name": "additionalInfo", **_optional(STRING)}]})}]
     fields["recordIndexMetadata"]["type"][1]["fields"].append({"name": "position", **_optional("long")})
     out["fields"].append({"name": "SecondaryIndexMetadata", **_optional({
         "type": "record", "name": "HoodieSecondaryIndexInfo", "fields": [{"name": "isDeleted", "type": "boolean"}]})})
