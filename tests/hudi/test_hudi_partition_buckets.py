@@ -132,3 +132,33 @@ def test_a_rolled_back_rescale_takes_its_hashing_config_along(tmp_path):
     rollback(table, Instant(ts, REPLACE_COMMIT, "inflight"))
     assert _configs(table) == [f"{before.instant}{pb.SUFFIX}"]
     assert pb.latest(table.storage, table.base, config) == before
+
+
+def test_the_handle_lists_the_timeline_once_for_its_hashing_configs(tmp_path):
+    """Reading the layout takes the handle's own timeline (which pending replacecommit made which
+    config): hoodie.properties and the timeline of a version 9 table with hashing configs cost one
+    listing of the timeline folder, and the overlay is the same as without the handle's timeline."""
+    from tablespec.hudi.io import LocalStorage
+    from tablespec.hudi.table import Location
+
+    class Listings(LocalStorage):
+        def __init__(self):
+            self.listed: list[str] = []
+
+        def list_dir(self, path):
+            self.listed.append(path.rstrip("/"))
+            return super().list_dir(path)
+
+    table = _version_9_table(tmp_path)
+    folder = tmp_path / pb.CONFIGS_FOLDER
+    folder.mkdir(parents=True)
+    (folder / f"{T4}{pb.SUFFIX}").write_bytes(pb.HashingConfig("^(?:p)$,3", 2, T4).to_json())
+    (tmp_path / ".hoodie" / "timeline" / "20250101000000040.replacecommit.requested").write_bytes(b"")
+    (folder / f"20250101000000040{pb.SUFFIX}").write_bytes(pb.HashingConfig("^(?:p)$,9", 4, "20250101000000040").to_json())
+    storage = Listings()
+    handle = HudiTable(Location(str(tmp_path), storage))
+    config, timeline = handle.table_config, handle.timeline
+    assert storage.listed.count(str(tmp_path / ".hoodie" / "timeline")) == 1
+    assert (config.bucket_num, config.extra[keys.PARTITION_BUCKETS.name]) == (2, '[{"pattern":"p","numBuckets":3}]')
+    assert config == pb.overlay(table.storage, table.base, HudiTable.open(str(tmp_path)).table_config)
+    assert "20250101000000040" in {i.timestamp for i in timeline.instants}
