@@ -47,7 +47,8 @@ def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
     then Hudi's metadata table (its `files` partition, empty; a RECORD_LEVEL table's `record_index`
     too), as Hudi creates it with a table's first write. A crash in between leaves a table without
     one, which `plan` proposes to build.
-    At `version` 9: Hudi 1.x's layout and properties, without a metadata table.
+    At `version` 9: Hudi 1.x's layout and properties, without a metadata table, and a BUCKET
+    table's per-partition bucket counts in its first hashing config.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
@@ -65,6 +66,8 @@ def create_table(table: HudiTable, spec, version: int = 6) -> TableConfig:
         raise StalePlanError(f"{e}; it was created since the plan was made") from None
     finally:
         table.refresh()  # the table exists now (or someone else's does)
+    if version != 6 and (layout := BucketLayout.from_spec(spec)) is not None:   # Hudi 1.x writers read
+        partition_buckets.record(storage, base, config, config, layout.rules)   # per-partition counts there
     if version == 6:   # version 9: without one (tablespec does not write the 1.x metadata table yet)
         mdt_writer.initialize(table, {})  # refreshes the handle
         if spec.spec.index.type == "RECORD_LEVEL":

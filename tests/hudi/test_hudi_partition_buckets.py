@@ -162,3 +162,32 @@ def test_the_handle_lists_the_timeline_once_for_its_hashing_configs(tmp_path):
     assert (config.bucket_num, config.extra[keys.PARTITION_BUCKETS.name]) == (2, '[{"pattern":"p","numBuckets":3}]')
     assert config == pb.overlay(table.storage, table.base, HudiTable.open(str(tmp_path)).table_config)
     assert "20250101000000040" in {i.timestamp for i in timeline.instants}
+
+
+def test_a_version_9_table_created_with_rules_gets_its_first_hashing_config(tmp_path):
+    """Hudi 1.2's writers take per-partition counts from the hashing configs only: a table created at
+    version 9 with `partitionBuckets` has one from the start (one without rules needs none)."""
+    from tablespec.actions.metadata import create_table
+    from tablespec.spec.loader import load_spec_text
+
+    text = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: t}
+spec:
+  location: t
+  tableVersion: 9
+  columns:
+    - {name: id, type: string, nullable: false}
+    - {name: day, type: string, nullable: false}
+  recordKey: {fields: [id]}
+  partitioning: {fields: [day]}
+  index: {type: BUCKET, numBuckets: 2, partitionBuckets: [{pattern: d0, numBuckets: 3}]}
+"""
+    for name, spec_text, expected in (("rules", text, ("^(?:d0)$,3", 2)),
+                                      ("plain", text.replace(", partitionBuckets: [{pattern: d0, numBuckets: 3}]", ""), None)):
+        spec = load_spec_text(spec_text, "t.yaml").specs[0].spec
+        create_table(HudiTable.open(str(tmp_path / name)), spec, version=9)
+        table = HudiTable.open(str(tmp_path / name))
+        hashing = pb.latest(table.storage, table.base, table.table_config)
+        assert (hashing and (hashing.expressions, hashing.default_bucket_number)) == (expected or None), name
+        assert BucketLayout.from_properties(table.table_config.to_properties()) == BucketLayout.from_spec(spec)
