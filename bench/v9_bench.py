@@ -51,7 +51,7 @@ and upgrade have no plain baseline.
 
     python bench/v9_bench.py [--rows 1000000] [--upsert-rows 100000] [--delete-rows 50000] [--partitions 30]
     python bench/v9_bench.py --quick            # smoke run, 100k rows: JVM starts and warm-ups dominate
-                                                # (7.5 minutes measured on the shared, loaded 2-core machine)
+                                                # (7 minutes measured on the shared, loaded 2-core machine)
     python bench/v9_bench.py --no-hudi          # tablespec and plain Spark only (seeds still need Hudi 1.2)
 
 Run as `python bench/v9_bench.py --hudi-worker JOB.json OUT.json` it is the Hudi 1.2 side.
