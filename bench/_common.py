@@ -39,7 +39,7 @@ SPEC = """apiVersion: tablespec/v1
 kind: HudiTable
 metadata: {{name: {name}, database: bench}}
 spec:
-  location: bench/{name}
+  location: bench/{location}
   columns:
     - {{name: order_id, type: string, nullable: false}}
     - {{name: customer_id, type: long}}
@@ -55,9 +55,10 @@ EPOCH_2026 = 1_767_225_600  # 2026-01-01T00:00:00Z
 UPDATE_SHIFT = 30 * 86_400  # updates are a month newer than what they replace
 
 
-def spec_text(name: str, index: str) -> str:
-    """The orders spec for table `name` with `index` (YAML flow mapping, e.g. "{type: SIMPLE}")."""
-    return SPEC.format(name=name, index=index)
+def spec_text(name: str, index: str, location: str | None = None) -> str:
+    """The orders spec for table `name` with `index` (YAML flow mapping, e.g. "{type: SIMPLE}"), at
+    <warehouse>/bench/<location> (default: the name). More `spec:` lines can be appended."""
+    return SPEC.format(name=name, index=index, location=location or name)
 
 
 def make_table(spark, warehouse: str, name: str, index: str) -> Table:

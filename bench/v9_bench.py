@@ -15,7 +15,15 @@ table of bench/_common.py, key order_id, partitioned by order_date, ordering fie
   go: tablespec's keepCommits: 1 and Hudi's retain_commits => 1 delete the same files (both keep
   each group's latest slice before the earliest commit to retain; see KEEP_COMMITS);
 - cluster: SORT on customer_id into 128MiB files (every partition's small files one group), on a
-  table loaded in `--commits` bulk_inserts (many small files per partition).
+  table loaded in `--commits` bulk_inserts (many small files per partition);
+- upsert_bucket: the upsert's input into a table loaded with a bucket index (4 buckets per partition
+  on order_id, Hudi's SIMPLE bucket engine; tablespec's BUCKET index with the same count);
+- add_column: schema evolution, a nullable `note string` column added to the loaded table
+  (tablespec: apply of the spec with the column; Hudi: `ALTER TABLE ... ADD COLUMNS`);
+- upgrade: table version 6 -> 9 of the loaded table Hudi 1.2 wrote at version 6
+  (`hoodie.write.table.version=6`; tablespec's adoption of it built the metadata table it keeps
+  on version 6), then its first write (10 updates in one partition):
+  tablespec's apply of `tableVersion: 9` and that write; Hudi 1.2 upgrades on that write itself.
 tablespec: Table.write for writes; for clean and cluster what `tablespec apply` spends: observe
 (observe_specs), build_plan and Applier.apply (an update_settings of the spec's new retention or
 clustering settings included). Apache Hudi 1.2.0 runs in its own Python process with its own
@@ -38,12 +46,12 @@ partitions the upsert touched (all of them) and writes them plus the new rows pa
 reads them and writes them less the deleted keys (an anti join); cluster reads every base file
 and writes them sorted by customer_id, one file per partition. clean has no plain equivalent.
 Columns: x Hudi = tablespec / Hudi seconds; x baseline = seconds / the plain baseline's; others =
-CPU cores other processes kept busy meanwhile (the machine may be shared). Bucket-index writes
-are tried on a version-9 table Hudi wrote with a bucket index; a refusal is recorded, not timed.
+CPU cores other processes kept busy meanwhile (the machine may be shared). upsert_bucket, add_column
+and upgrade have no plain baseline.
 
     python bench/v9_bench.py [--rows 1000000] [--upsert-rows 100000] [--delete-rows 50000] [--partitions 30]
     python bench/v9_bench.py --quick            # smoke run, 100k rows: JVM starts and warm-ups dominate
-                                                # (7.5 minutes measured on the shared, loaded 2-core machine)
+                                                # (7 minutes measured on the shared, loaded 2-core machine)
     python bench/v9_bench.py --no-hudi          # tablespec and plain Spark only (seeds still need Hudi 1.2)
 
 Run as `python bench/v9_bench.py --hudi-worker JOB.json OUT.json` it is the Hudi 1.2 side.
@@ -70,6 +78,7 @@ from _common import (
     latest_base_files,
     orders,
     rss_cell,
+    spec_text,
     start_spark,
     write_report,
 )
@@ -79,42 +88,36 @@ from tablespec.hudi.table import HudiTable
 
 HUDI_VERSION = "1.2.0"
 NAME = "orders"
-ACTIONS = ("bulk_insert", "upsert", "delete", "clean", "cluster")
+ACTIONS = ("bulk_insert", "upsert", "delete", "clean", "cluster", "upsert_bucket", "add_column", "upgrade")
 # The table each action starts from (a seed Hudi 1.2 wrote), copied for each side and each run.
-START = {"bulk_insert": "new", "upsert": "loaded", "delete": "loaded", "clean": "upserted", "cluster": "small"}
+START = {"bulk_insert": "new", "upsert": "loaded", "delete": "loaded", "clean": "upserted", "cluster": "small",
+         "upsert_bucket": "bucket_loaded", "add_column": "loaded", "upgrade": "v6"}
+BUCKETS = 4   # per partition, hashing order_id (the bucket seed and upsert_bucket)
+BUCKET_INDEX = f"{{type: BUCKET, numBuckets: {BUCKETS}, hashFields: [order_id]}}"
+UPGRADE_ROWS = 10   # the first write after the upgrade: updates of keys in one partition
 TARGET_FILE, SMALL_FILE, GROUP_BYTES = 128 * MIB, 100 * MIB, 2048 * MIB   # tablespec's defaults
 NO_MDT = {"hoodie.metadata.enable": "false"}
 # The same clean on both sides (the oldest of three slices of every file group goes): KEEP_LATEST_COMMITS
 # retaining the last commit keeps each group's latest slice before it too.
 KEEP_COMMITS = 1
 
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {{name: {name}, database: bench}}
-spec:
-  location: bench/{location}
-  columns:
-    - {{name: order_id, type: string, nullable: false}}
-    - {{name: customer_id, type: long}}
-    - {{name: amount, type: "decimal(12,2)"}}
-    - {{name: updated_at, type: timestamp}}
-    - {{name: order_date, type: date}}
-  recordKey: {{fields: [order_id]}}
-  partitioning: {{fields: [order_date]}}
-  orderingField: updated_at
-  index: {index}
-  retention: {{keepCommits: {keep}}}
-  clustering: {clustering}
-"""
 SIMPLE = "{type: SIMPLE}"
+DATE_COLUMN = "    - {name: order_date, type: date}\n"   # the last column of _common's spec
 NO_CLUSTERING = "{strategy: NONE, everyNCommits: 1000000}"
 
 
-def spec_for(location: str, *, index: str = SIMPLE, keep: int = 10, clustering: str = NO_CLUSTERING):
-    """The loaded spec of the table at <warehouse>/bench/<location> (always named `orders`)."""
+def spec_for(location: str, *, index: str = SIMPLE, keep: int = 10, clustering: str = NO_CLUSTERING,
+             table_version: int | None = None, note: bool = False):
+    """The loaded spec of the table at <warehouse>/bench/<location> (always named `orders`): the
+    orders spec of bench/_common.py, with the bench's retention and clustering (`table_version`:
+    the spec's tableVersion; `note`: with a `note string` column added last)."""
     from tablespec.spec.loader import load_spec_text
 
-    text = SPEC.format(name=NAME, location=location, index=index, keep=keep, clustering=clustering)
+    text = spec_text(NAME, index, location) + f"  retention: {{keepCommits: {keep}}}\n  clustering: {clustering}\n"
+    if table_version is not None:
+        text += f"  tableVersion: {table_version}\n"
+    if note:
+        text = text.replace(DATE_COLUMN, DATE_COLUMN + "    - {name: note, type: string}\n")
     result = load_spec_text(text, f"{location}.yaml")
     if result.errors:
         raise SystemExit(f"bench spec invalid: {result.errors}")
@@ -156,18 +159,32 @@ def action_input(spark, action: str, sizes: dict):
     rows, parts = sizes["rows"], sizes["partitions"]
     if action == "bulk_insert":
         return orders(spark.range(0, rows), parts, version=0)
-    if action == "upsert":
+    if action in ("upsert", "upsert_bucket"):
         half = sizes["upsert_rows"] // 2
         return upsert_input(spark, rows, half, sizes["upsert_rows"] - half, parts)
     if action == "delete":
         return delete_input(spark, rows, sizes["delete_rows"], parts)
+    if action == "upgrade":
+        return orders(spark.range(0, UPGRADE_ROWS * parts, parts), parts, version=1)
     return None
 
 
 def expected_rows(action: str, sizes: dict) -> int:
     new = sizes["upsert_rows"] - sizes["upsert_rows"] // 2
     return {"bulk_insert": sizes["rows"], "upsert": sizes["rows"] + new, "delete": sizes["rows"] - sizes["delete_rows"],
-            "clean": sizes["rows"] + new, "cluster": sizes["rows"]}[action]
+            "clean": sizes["rows"] + new, "cluster": sizes["rows"], "upsert_bucket": sizes["rows"] + new,
+            "add_column": sizes["rows"], "upgrade": sizes["rows"]}[action]
+
+
+def action_spec(name: str, action: str):
+    """The spec an action's table has after it (tablespec writes and reads with it)."""
+    if action == "upsert_bucket":
+        return spec_for(name, index=BUCKET_INDEX)
+    if action == "add_column":
+        return spec_for(name, note=True)
+    if action == "upgrade":
+        return spec_for(name, table_version=9)
+    return spec_for(name)
 
 
 def spark_conf(driver_memory: str) -> dict[str, str]:
@@ -198,8 +215,8 @@ def worker(todo: str, done: str) -> int:
         out["seeds"] = seeds
         for group in seeds.values():   # tablespec's settings recorded (pure Python, no Spark): the spec plans clean
             for key, path in group.items():
-                if key != "bucket":
-                    adopt(os.path.dirname(os.path.dirname(path)), os.path.basename(path))
+                adopt(os.path.dirname(os.path.dirname(path)), os.path.basename(path),
+                      BUCKET_INDEX if key == "bucket_loaded" else SIMPLE, spark if key == "v6" else None)
         if job["time"]:
             warm, timed = (runs(seeds[p], os.path.join(job["work"], d), job["sets"][p])
                            for p, d in (("w_", "hudi_warm"), ("", "hudi")))
@@ -227,9 +244,11 @@ def _write(df, location: str, options: dict[str, str], operation: str) -> None:
 
 
 def _seed(spark, root: str, prefix: str, sizes: dict) -> dict:
-    """The start tables of one size set: new (empty), loaded, upserted, small (many commits), bucket."""
+    """The start tables of one size set: new (empty), loaded, upserted, small (many commits),
+    bucket_loaded (bucket index), v6 (loaded at table version 6)."""
     rows, parts, opts = sizes["rows"], sizes["partitions"], hudi_options()
-    paths = {k: os.path.join(root, f"{prefix}{k}") for k in ("new", "loaded", "upserted", "small", "bucket")}
+    paths = {k: os.path.join(root, f"{prefix}{k}")
+             for k in ("new", "loaded", "upserted", "small", "bucket_loaded", "v6")}
     _write(orders(spark.range(0, 0), parts, 0), paths["new"], opts, "bulk_insert")   # creates the table, no commit
     _write(orders(spark.range(0, rows), parts, 0), paths["loaded"], opts, "bulk_insert")
     shutil.copytree(paths["loaded"], paths["upserted"])
@@ -238,7 +257,14 @@ def _seed(spark, root: str, prefix: str, sizes: dict) -> dict:
     per = rows // sizes["commits"]
     for c in range(sizes["commits"]):
         _write(orders(spark.range(c * per, (c + 1) * per), parts, 0), paths["small"], opts, "bulk_insert")
-    _write(orders(spark.range(0, 1000), parts, 0), paths["bucket"], hudi_options("BUCKET"), "bulk_insert")
+    # Hudi's hoodie.properties names no index: tablespec's BUCKET layout given to the empty table first
+    # (else its plan would bootstrap the loaded one), then Hudi loads it with its bucket index
+    bucket = hudi_options("BUCKET", BUCKETS)
+    _write(orders(spark.range(0, 0), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
+    adopt(os.path.dirname(root), os.path.basename(paths["bucket_loaded"]), BUCKET_INDEX, spark)
+    _write(orders(spark.range(0, rows), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
+    _write(orders(spark.range(0, rows), parts, 0), paths["v6"], {**opts, "hoodie.write.table.version": "6"},
+           "bulk_insert")
     return paths
 
 
@@ -269,6 +295,17 @@ def _hudi_action(spark, action: str, location: str, sizes: dict) -> dict:
     opts = hudi_options()
     if action in ("bulk_insert", "upsert", "delete"):
         _write(action_input(spark, action, sizes), location, opts, action)
+        return {}
+    if action == "upsert_bucket":
+        _write(action_input(spark, action, sizes), location, hudi_options("BUCKET", BUCKETS), "upsert")
+        return {}
+    if action == "upgrade":   # Hudi's writer upgrades the table (to its own version, 9) before it writes
+        _write(action_input(spark, action, sizes), location, opts, "upsert")
+        return {}
+    if action == "add_column":
+        name = "evolve_" + re.sub(r"\W", "_", location)
+        spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{location}'")
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS (note string)")
         return {}
     if action == "clean":
         name = "clean_" + re.sub(r"\W", "_", location)   # one catalog name per table copy
@@ -313,21 +350,23 @@ class HudiWorker:
 
 # --- the tablespec side ----------------------------------------------------------------------
 
-def adopt(warehouse: str, location: str) -> None:
-    """tablespec's apply of the bench spec to a seed (update_settings only): the spec plans clean."""
+def adopt(warehouse: str, location: str, index: str = SIMPLE, spark=None) -> None:
+    """tablespec's apply of the bench spec to a seed (update_settings only; with `spark`, also the
+    bucket_bootstrap of an empty table Hudi created, and the metadata table tablespec keeps on
+    version 6): the spec plans clean."""
     from tablespec.apply import Applier
     from tablespec.hudi.table import Location
     from tablespec.plan.builder import build_plan
     from tablespec.state import observe_specs
 
-    specs = spec_for(location)
+    specs = spec_for(location, index=index)
     at = Location.parse(warehouse)
     plan = build_plan(specs, observe_specs(specs, at), at)
     kinds = [a.kind for _, a in plan.actions]
-    if set(kinds) - {"update_settings"}:
+    if set(kinds) - {"update_settings", *(("bucket_bootstrap", "build_metadata_table") if spark is not None else ())}:
         raise SystemExit(f"seed {location}: unexpected plan {kinds}")
     if kinds:
-        Applier().apply(plan)
+        Applier(spark=spark).apply(plan)
 
 
 def copy_seed(source: str, warehouse: str, name: str) -> str:
@@ -346,19 +385,23 @@ def tablespec_action(spark, action: str, warehouse: str, name: str, sizes: dict)
     from tablespec.table import Table
 
     parts = sizes["partitions"]
-    if action in ("bulk_insert", "upsert", "delete"):
-        specs = spec_for(name)
+    if action in ("bulk_insert", "upsert", "delete", "upsert_bucket"):
+        specs = action_spec(name, action)
         table = Table(specs[0].spec, table_location(warehouse, specs[0].spec.spec.location), spark)
-        return table.write(action_input(spark, action, sizes), action)
-    specs = (spec_for(name, keep=KEEP_COMMITS) if action == "clean"
-             else spec_for(name, clustering=cluster_spec(parts)))
+        return table.write(action_input(spark, action, sizes), "upsert" if action == "upsert_bucket" else action)
+    specs = {"clean": lambda: spec_for(name, keep=KEEP_COMMITS), "cluster": lambda: spec_for(name, clustering=cluster_spec(parts))
+             }.get(action, lambda: action_spec(name, action))()
     at = Location.parse(warehouse)
     plan = build_plan(specs, observe_specs(specs, at), at)
     kinds = [a.kind for _, a in plan.actions]
-    wanted = "clean" if action == "clean" else "clustering"
+    wanted = {"clean": "clean", "cluster": "clustering", "add_column": "schema_evolution", "upgrade": "upgrade_table"}[action]
     if wanted not in kinds or set(kinds) - {wanted, "update_settings"}:
         raise SystemExit(f"{action}: unexpected plan {kinds}")
-    return Applier(spark=spark).apply(plan)
+    applied = Applier(spark=spark).apply(plan)
+    if action != "upgrade":
+        return applied
+    table = Table(specs[0].spec, table_location(warehouse, specs[0].spec.spec.location), spark)
+    return table.write(action_input(spark, action, sizes), "upsert")   # the first write at version 9
 
 
 def time_tablespec(spark, runs: list[dict], repeat: int, jvm: int) -> dict:
@@ -386,25 +429,10 @@ def time_tablespec(spark, runs: list[dict], repeat: int, jvm: int) -> dict:
     return out
 
 
-def tablespec_rows(spark, location: str) -> int:
+def tablespec_rows(spark, location: str, action: str) -> int:
     from tablespec.table import Table
     name = os.path.basename(location)
-    return Table(spec_for(name)[0].spec, location, spark).read().count()
-
-
-def bucket_write(spark, warehouse: str, source: str, partitions: int) -> dict:
-    """A tablespec upsert into the version-9 table Hudi 1.2 wrote with a bucket index (4 buckets on
-    order_id), with the spec saying so: what happens."""
-    from tablespec.errors import TablespecError
-    from tablespec.table import Table
-
-    location = copy_seed(source, warehouse, "bucket")
-    spec = spec_for("bucket", index="{type: BUCKET, numBuckets: 4, hashFields: [order_id]}")[0].spec
-    try:
-        result = Table(spec, location, spark).write(orders(spark.range(0, 10), partitions, 1), "upsert")
-    except TablespecError as e:
-        return dict(supported=False, error=str(e))
-    return dict(supported=True, result=str(result))
+    return Table(action_spec(name, action)[0].spec, location, spark).read().count()
 
 
 # --- what both sides did, read the same way --------------------------------------------------
@@ -548,9 +576,8 @@ def main() -> int:
         setup["tablespec warm-up"] = round(time.perf_counter() - t, 2)
         ours = time_tablespec(spark, runs(seeds, os.path.join(work, "ts"), sizes), args.repeat, jvm)
         plain = time_baselines(spark, seeds, sizes, work, args.repeat)
-        bucket = bucket_write(spark, os.path.join(work, "ts"), seeds["bucket"], args.partitions)
-        for r in ours.values():
-            r["rows"] = tablespec_rows(spark, r["location"])
+        for action, r in ours.items():
+            r["rows"] = tablespec_rows(spark, r["location"], action)
     finally:
         spark.stop()
 
@@ -610,7 +637,6 @@ def main() -> int:
     if args.hudi:
         print("tablespec / Hudi: " + ", ".join(f"{a} {r['ratio_to_hudi']:.2f}x" for a, r in results.items())
               + "; slower than Hudi: " + (", ".join(a for a, r in results.items() if r["ratio_to_hudi"] > 1) or "none"))
-    print(f"bucket-index writes on version 9: {'yes' if bucket['supported'] else 'refused: ' + bucket['error']}")
     ok = all(c["ok"] for c in checks.values())
     print("correctness (rows after, tablespec / Hudi / plain, expected): " + "; ".join(
         f"{a} {c['tablespec']:,} / {c['hudi'] if c['hudi'] is not None else '-'} / "
@@ -622,7 +648,7 @@ def main() -> int:
               "hudi_warmup_s": hudi_out.get("warmup_s"), "setup_s": setup, "results": results,
               "ratios_to_hudi": {a: r["ratio_to_hudi"] for a, r in results.items()},
               "ratios_to_baseline": {a: r["ratio_to_baseline"] for a, r in results.items()},
-              "bucket_index": bucket, "checks": checks, "ok": ok}
+              "checks": checks, "ok": ok}
     write_report(args.out, report)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)

@@ -3,6 +3,7 @@
     table = Table.load("specs/examples/orders.yaml", warehouse="./warehouse")
     table.write(df, operation="upsert")
     table.read(as_of="20261121093000123")
+    table.read_incremental("20261121093000123")   # what commits after it wrote, as Hudi's incremental query
     table.lookup(["o-1", "o-2"])   # RECORD_LEVEL tables: where keys live, no Spark
     table.verify()                 # missing, truncated or orphan files, index mismatches; no Spark
 """
@@ -89,6 +90,12 @@ class Table:
         """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame."""
         from tablespec.engine.reader import read
         return read(self.spark, self.table, self.spec, as_of, filters)
+
+    def read_incremental(self, begin: str, end: str | None = None):
+        """The records commits from `begin` to `end` wrote, as Hudi's incremental query of the table's
+        version reads them (version 6: requested times, begin excluded; 8/9: completion times)."""
+        from tablespec.engine.reader import read_incremental
+        return read_incremental(self.spark, self.table, self.spec, begin, end)
 
     def lookup(self, keys):
         """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table

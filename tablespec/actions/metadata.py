@@ -48,7 +48,8 @@ def create_table(table: HudiTable, spec, version: int | None = None) -> TableCon
     too), as Hudi creates it with a table's first write. A crash in between leaves a table without
     one, which `plan` proposes to build.
     At `version` 9 (by default the spec's `tableVersion`, else 6): Hudi 1.x's layout and properties,
-    its metadata table as Hudi 1.2 creates it.
+    its metadata table as Hudi 1.2 creates it, and a BUCKET table's per-partition bucket counts in its
+    first hashing config.
 
     Only in an empty directory (empty folders are fine: an interrupted create left them): files
     there (a `.hoodie/` timeline without hoodie.properties, data of something else) are refused by
@@ -67,6 +68,8 @@ def create_table(table: HudiTable, spec, version: int | None = None) -> TableCon
         raise StalePlanError(f"{e}; it was created since the plan was made") from None
     finally:
         table.refresh()  # the table exists now (or someone else's does)
+    if version != 6 and (layout := BucketLayout.from_spec(spec)) is not None:   # Hudi 1.x writers read
+        partition_buckets.record(storage, base, config, config, layout.rules)   # per-partition counts there
     mdt_writer.initialize(table, {})  # refreshes the handle (version 9: in Hudi 1.x's layout)
     if spec.spec.index.type == "RECORD_LEVEL":
         rli_writer.initialize(table, (), int(config.to_properties()[RECORD_LEVEL_BUCKETS]))

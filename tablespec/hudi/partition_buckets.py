@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
@@ -123,12 +124,19 @@ def _configs(storage: Storage, base: str) -> list[str]:
                   if not f.is_dir and f.name.endswith(SUFFIX) and not f.name.startswith("."))
 
 
-def latest(storage: Storage, base: str, config: TableConfig) -> HashingConfig | None:
+# The timeline's instants, asked for only when the table has hashing configs (a handle passes its own
+# timeline; without one, the timeline folder is listed).
+TimelineInstants = Callable[[], Iterable[Instant]]
+
+
+def latest(storage: Storage, base: str, config: TableConfig,
+           timeline: TimelineInstants | None = None) -> HashingConfig | None:
     """The hashing config Hudi's writers load: the latest one not made by a pending replacecommit."""
     instants = _configs(storage, base)
     if not instants:
         return None
-    replaces = [i for i in _timeline_instants(storage, base, config) if i.action == REPLACE_COMMIT]
+    listed = timeline() if timeline is not None else _timeline_instants(storage, base, config)
+    replaces = [i for i in listed if i.action == REPLACE_COMMIT]
     pending = {i.timestamp for i in replaces} - {i.timestamp for i in replaces if i.is_completed}
     committed = [i for i in instants if i not in pending]
     if not committed:
@@ -137,11 +145,12 @@ def latest(storage: Storage, base: str, config: TableConfig) -> HashingConfig | 
     return HashingConfig.parse(storage.read_bytes(path), path)
 
 
-def overlay(storage: Storage, base: str, config: TableConfig) -> TableConfig:
+def overlay(storage: Storage, base: str, config: TableConfig, timeline: TimelineInstants | None = None) -> TableConfig:
     """hoodie.properties with the bucket layout of the table's hashing config (versions 8 and 9):
     what Hudi's writers use, whatever hoodie.properties says (a table Hudi created names no index)."""
     managed_as = config.extra.get(keys.TABLESPEC_INDEX_TYPE.name, "BUCKET").upper()
-    if config.version < FIRST_VERSION or managed_as != "BUCKET" or (hashing := latest(storage, base, config)) is None:
+    if (config.version < FIRST_VERSION or managed_as != "BUCKET"
+            or (hashing := latest(storage, base, config, timeline)) is None):
         return config   # (a table tablespec moved off BUCKET keeps Hudi's configs, unused by its writers)
     extra = {k: v for k, v in config.extra.items() if k != keys.PARTITION_BUCKETS.name}
     if (rules := rules_json(hashing.rules)) is not None:

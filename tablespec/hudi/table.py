@@ -142,7 +142,16 @@ class HudiTable:
     def config(self) -> TableConfig | None:
         """hoodie.properties (None: no table here)."""
         if not self._config_read:
-            self._config, self._config_read = self._read_config(), True
+            # hoodie.properties first: it names the timeline's folder, which the overlay of a
+            # version 8/9 table's hashing configs reads (through this handle's timeline, listed once)
+            self._config, self._config_read = read_table_config(self.storage, self.base), True
+            try:
+                if self._config is not None:
+                    self._config = partition_buckets.overlay(self.storage, self.base, self._config,
+                                                             lambda: self.timeline.instants)
+            except BaseException:
+                self._config, self._config_read = None, False   # read again next time
+                raise
         return self._config
 
     def _read_config(self) -> TableConfig | None:

@@ -132,3 +132,62 @@ def test_a_rolled_back_rescale_takes_its_hashing_config_along(tmp_path):
     rollback(table, Instant(ts, REPLACE_COMMIT, "inflight"))
     assert _configs(table) == [f"{before.instant}{pb.SUFFIX}"]
     assert pb.latest(table.storage, table.base, config) == before
+
+
+def test_the_handle_lists_the_timeline_once_for_its_hashing_configs(tmp_path):
+    """Reading the layout takes the handle's own timeline (which pending replacecommit made which
+    config): hoodie.properties and the timeline of a version 9 table with hashing configs cost one
+    listing of the timeline folder, and the overlay is the same as without the handle's timeline."""
+    from tablespec.hudi.io import LocalStorage
+    from tablespec.hudi.table import Location
+
+    class Listings(LocalStorage):
+        def __init__(self):
+            self.listed: list[str] = []
+
+        def list_dir(self, path):
+            self.listed.append(path.rstrip("/"))
+            return super().list_dir(path)
+
+    table = _version_9_table(tmp_path)
+    folder = tmp_path / pb.CONFIGS_FOLDER
+    folder.mkdir(parents=True)
+    (folder / f"{T4}{pb.SUFFIX}").write_bytes(pb.HashingConfig("^(?:p)$,3", 2, T4).to_json())
+    (tmp_path / ".hoodie" / "timeline" / "20250101000000040.replacecommit.requested").write_bytes(b"")
+    (folder / f"20250101000000040{pb.SUFFIX}").write_bytes(pb.HashingConfig("^(?:p)$,9", 4, "20250101000000040").to_json())
+    storage = Listings()
+    handle = HudiTable(Location(str(tmp_path), storage))
+    config, timeline = handle.table_config, handle.timeline
+    assert storage.listed.count(str(tmp_path / ".hoodie" / "timeline")) == 1
+    assert (config.bucket_num, config.extra[keys.PARTITION_BUCKETS.name]) == (2, '[{"pattern":"p","numBuckets":3}]')
+    assert config == pb.overlay(table.storage, table.base, HudiTable.open(str(tmp_path)).table_config)
+    assert "20250101000000040" in {i.timestamp for i in timeline.instants}
+
+
+def test_a_version_9_table_created_with_rules_gets_its_first_hashing_config(tmp_path):
+    """Hudi 1.2's writers take per-partition counts from the hashing configs only: a table created at
+    version 9 with `partitionBuckets` has one from the start (one without rules needs none)."""
+    from tablespec.actions.metadata import create_table
+    from tablespec.spec.loader import load_spec_text
+
+    text = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: t}
+spec:
+  location: t
+  tableVersion: 9
+  columns:
+    - {name: id, type: string, nullable: false}
+    - {name: day, type: string, nullable: false}
+  recordKey: {fields: [id]}
+  partitioning: {fields: [day]}
+  index: {type: BUCKET, numBuckets: 2, partitionBuckets: [{pattern: d0, numBuckets: 3}]}
+"""
+    for name, spec_text, expected in (("rules", text, ("^(?:d0)$,3", 2)),
+                                      ("plain", text.replace(", partitionBuckets: [{pattern: d0, numBuckets: 3}]", ""), None)):
+        spec = load_spec_text(spec_text, "t.yaml").specs[0].spec
+        create_table(HudiTable.open(str(tmp_path / name)), spec, version=9)
+        table = HudiTable.open(str(tmp_path / name))
+        hashing = pb.latest(table.storage, table.base, table.table_config)
+        assert (hashing and (hashing.expressions, hashing.default_bucket_number)) == (expected or None), name
+        assert BucketLayout.from_properties(table.table_config.to_properties()) == BucketLayout.from_spec(spec)

@@ -41,6 +41,34 @@ def assert_readers_agree(spark, table) -> list[tuple]:
     return ours
 
 
+# A small keyed table whose history grows fast (tests of archiving, upgrades, time travel): its
+# columns as Spark DDL, and its spec (`spec_lines`: more lines under `spec:`, e.g. "tableVersion: 9").
+HISTORY_DDL = "id string, v bigint, ts bigint, day string"
+ARCHIVE_SOON = "{keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}"
+
+
+def history_spec(name: str, location: str | None = None, *, database: str | None = None,
+                 retention: str = ARCHIVE_SOON, spec_lines: tuple[str, ...] = ()) -> str:
+    """The spec of a table of HISTORY_DDL's columns keyed by id, partitioned by day, ordered by ts."""
+    metadata = f"{{name: {name}, database: {database}}}" if database else f"{{name: {name}}}"
+    extra = "".join(f"  {line}\n" for line in spec_lines)
+    return f"""apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {metadata}
+spec:
+  location: {location or name}
+{extra}  columns:
+    - {{name: id, type: string, nullable: false}}
+    - {{name: v, type: long}}
+    - {{name: ts, type: long}}
+    - {{name: day, type: string, nullable: false}}
+  recordKey: {{fields: [id]}}
+  partitioning: {{fields: [day]}}
+  orderingField: ts
+  retention: {retention}
+"""
+
+
 # Apache Hudi's config classes whose ConfigProperty fields name every key a table or writer config uses.
 CONFIG_CLASSES = (
     "org.apache.hudi.common.table.HoodieTableConfig", "org.apache.hudi.keygen.constant.KeyGeneratorOptions",

@@ -10,7 +10,8 @@ import json
 import pyarrow as pa
 from helpers import rows, tablespec_rows
 from hudi_process import read_step, sql_step, write_step
-from interop_support import apply_until_done, cli
+from interop_support import HISTORY_DDL as DDL
+from interop_support import apply_until_done, cli, history_spec
 
 from tablespec.hudi.archive import ArchivedTimeline, History
 from tablespec.hudi.archive.lsm import history_folder
@@ -20,22 +21,7 @@ from tablespec.hudi.table import HudiTable
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
 
-DDL = "id string, v bigint, ts bigint, day string"
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {name: archived}
-spec:
-  location: archived
-  columns:
-    - {name: id, type: string, nullable: false}
-    - {name: v, type: long}
-    - {name: ts, type: long}
-    - {name: day, type: string, nullable: false}
-  recordKey: {fields: [id]}
-  partitioning: {fields: [day]}
-  orderingField: ts
-  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}
-"""
+SPEC = history_spec("archived")
 
 
 def _timeline(result) -> dict[str, set[str]]:

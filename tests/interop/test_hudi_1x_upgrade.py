@@ -15,7 +15,8 @@ import pyarrow as pa
 import pytest
 from helpers import hudi_rs_rows, make_table, rows, run_script, tablespec_rows
 from hudi_process import read_step, write_step
-from interop_support import apply_until_done, cli
+from interop_support import HISTORY_DDL as DDL
+from interop_support import apply_until_done, cli, history_spec
 
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive import ArchivedTimeline
@@ -24,23 +25,8 @@ from tablespec.hudi.table import HudiTable
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
 
-DDL = "id string, v bigint, ts bigint, day string"
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {name: upgraded}
-spec:
-  location: upgraded
-  columns:
-    - {name: id, type: string, nullable: false}
-    - {name: v, type: long}
-    - {name: ts, type: long}
-    - {name: day, type: string, nullable: false}
-  recordKey: {fields: [id]}
-  partitioning: {fields: [day]}
-  orderingField: ts
-  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}
-"""
-V9 = SPEC.replace("  location: upgraded\n", "  location: upgraded\n  tableVersion: 9\n")
+SPEC = history_spec("upgraded")
+V9 = history_spec("upgraded", spec_lines=("tableVersion: 9",))
 CRASH_POINTS = ["upgrade.metadata_table.unnamed", "upgrade.metadata_table", "upgrade.timeline", "upgrade.history",
                 "upgrade.switched"]
 
@@ -187,7 +173,7 @@ def test_a_table_created_at_version_9_reads_and_writes_in_hudi_1_2(hudi, hudi1, 
     (tmp_path / "tablespec.project.yaml").write_text(f"warehouse: {tmp_path}\ntableVersion: 9\n")
     monkeypatch.chdir(tmp_path)
     spec_file = tmp_path / "created.yaml"
-    spec_file.write_text(SPEC.replace("upgraded", "created"))
+    spec_file.write_text(history_spec("created"))
     [create] = _plan_kinds(capsys, spec_file, tmp_path)
     assert create["kind"] == "create_table" and create["params"] == {"table_version": 9}
     assert apply_until_done(capsys, spec_file, tmp_path) == ["create_table"]
@@ -204,7 +190,7 @@ def test_a_table_created_at_version_9_reads_and_writes_in_hudi_1_2(hudi, hudi1, 
     assert props["hoodie.table.metadata.partitions"] == "files"
     assert Path(location, ".hoodie", "metadata", ".hoodie", "timeline", "history").is_dir()
 
-    table = Table(load_spec_text(SPEC.replace("upgraded", "created"), "c.yaml").specs[0].spec, location, hudi)
+    table = Table(load_spec_text(history_spec("created"), "c.yaml").specs[0].spec, location, hudi)
     table.write(hudi.createDataFrame([("a", 1, 1, "d0"), ("b", 2, 1, "d1")], DDL))
     code, out, err = cli(capsys, "hudi-options", str(spec_file), "--format", "json")
     assert code == 0, err

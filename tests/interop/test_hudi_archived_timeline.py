@@ -8,7 +8,8 @@ import json
 import shutil
 
 from helpers import make_table
-from interop_support import hudi_df, hudi_rows, hudi_write
+from interop_support import HISTORY_DDL as DDL
+from interop_support import history_spec, hudi_df, hudi_rows, hudi_write
 
 from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, archive, plan_archive
 from tablespec.hudi.archive.log import archive_files
@@ -27,23 +28,8 @@ HUDI_TABLE = {"hoodie.table.name": "archived", "hoodie.datasource.write.recordke
               "hoodie.metadata.enable": "false", **ARCHIVING,
               "hoodie.upsert.shuffle.parallelism": "1", "hoodie.insert.shuffle.parallelism": "1"}
 
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {name: archived, database: interop}
-spec:
-  location: interop/archived
-  columns:
-    - {name: id, type: string, nullable: false}
-    - {name: v, type: long}
-    - {name: ts, type: long}
-    - {name: day, type: string, nullable: false}
-  recordKey: {fields: [id]}
-  partitioning: {fields: [day]}
-  orderingField: ts
-  index: {type: SIMPLE}
-  retention: {keepCommits: 1}
-"""
-DDL = "id string, v bigint, ts bigint, day string"
+SPEC = history_spec("archived", "interop/archived", database="interop", retention="{keepCommits: 1}",
+                    spec_lines=("index: {type: SIMPLE}",))
 
 
 def _hudi_commits(spark, base: str, n: int, **options: str) -> None:
