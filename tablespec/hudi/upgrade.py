@@ -11,8 +11,8 @@ What changes on disk (checked against what Hudi 1.2.0 leaves when it upgrades a 
   leaves them;
 - hoodie.properties gains the 1.x keys (`properties_at`);
 - the metadata table: Hudi upgrades it with the table, or deletes it when it lags the table, to be
-  rebuilt by its next writer. tablespec does not write the 1.x metadata table yet, so it deletes it
-  (`retire_metadata_table`, the one step to change once it does).
+  rebuilt by its next writer. tablespec deletes it (`retire_metadata_table`) and the next plan
+  builds one in Hudi 1.x's layout (`build_metadata_table`).
 
 Crash safety: nothing a version-6 reader uses changes until hoodie.properties switches to the new
 version (one atomic rewrite); the new timeline and history are built beside the old ones first,
@@ -211,7 +211,7 @@ def retire_metadata_table(table) -> bool:
     """Delete Hudi's metadata table before the upgrade, as Hudi does with one that cannot follow the
     table (its next writer with the metadata table on builds a version-9 one): hoodie.properties
     stops naming it first, so no reader uses a half-deleted one. Returns whether there was one.
-    The one step to change once tablespec keeps the 1.x metadata table."""
+    The next plan builds a version-9 one (`build_metadata_table`)."""
     from tablespec.hudi.metadata_table import folder
     config = table.fresh_config()
     props = config.to_properties()
