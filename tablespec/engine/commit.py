@@ -201,7 +201,7 @@ class Transaction:
             recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first
             crash_point("before_completion")
             # started by this transaction, lease verified; a layout-2 completion time is taken under this lock
-            self.writer.complete(self.inflight, metadata, checked=True, locked=True)
+            self.writer.complete(self.inflight, metadata, checked=True, locked=True, after=mdt_sync.completed_by(recorded))
             self.completed = True
         self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
         try:

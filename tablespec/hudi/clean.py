@@ -276,7 +276,8 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     }
     with mdt_sync.completing(table, "clean") as locked:  # Hudi's metadata table first, under Hudi's lock
         recorded = mdt_sync.record_clean(table, clean.timestamp, metadata)
-        writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata), locked=locked)
+        writer.complete(inflight, avro_record(CLEAN_METADATA_SCHEMA, metadata), locked=locked,
+                        after=mdt_sync.completed_by(recorded))
     mdt_sync.compact_if_due(table, recorded)
     return CleanResult(clean.timestamp, retain, tuple(deleted), tuple(failed), freed)
 

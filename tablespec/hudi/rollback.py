@@ -187,7 +187,8 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
         recorded = mdt_sync.record_rollback(table, rollback.timestamp, target.timestamp,
                                  {p: [path.rsplit("/", 1)[-1] for path in paths if not path.startswith(meta)]
                                   for p, paths in partitions.items()})
-        writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata), locked=locked)
+        writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata), locked=locked,
+                        after=mdt_sync.completed_by(recorded))
     mdt_sync.compact_if_due(table, recorded)
     return RollbackResult(last_seen, sorted(files), rollback.timestamp)
 

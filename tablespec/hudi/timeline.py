@@ -238,12 +238,13 @@ class TimelineWriter:
         return inflight
 
     def complete(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes,
-                 checked: bool = False, locked: bool = False) -> Instant:
+                 checked: bool = False, locked: bool = False, after: str | None = None) -> Instant:
         """inflight -> completed: the commit point. The completed file appears whole (written
         aside and linked into place) and only if no one completed the instant before.
         `checked`: the caller made the instant inflight itself and still holds the table.
         `locked`: the caller holds Hudi's transaction lock (layout 2 takes it otherwise: the
-        completion time is chosen and the file created under it)."""
+        completion time is chosen and the file created under it). `after`: a time the completion
+        must also follow (layout 2: the metadata table's deltacommit for the instant, completed first)."""
         if instant.state != "inflight":
             raise HudiFormatError(f"cannot complete {instant}: only an inflight instant can complete")
         if not checked and not self._exists(instant):
@@ -252,9 +253,9 @@ class TimelineWriter:
         if self.layout == 1:
             return self._create_completed(instant.to("completed"), instant, content)
         if locked:
-            return self._complete_now(instant, content)
+            return self._complete_now(instant, content, after)
         with TransactionLock(self.storage, self.base, f"complete {instant.action}"):
-            return self._complete_now(instant, content)
+            return self._complete_now(instant, content, after)
 
     def _content(self, instant: Instant, metadata: CommitMetadata | dict[str, Any] | bytes) -> bytes:
         """The completed file: `metadata` as is (bytes), or commit metadata as JSON (layout 1) or Avro (layout 2)."""
@@ -266,12 +267,12 @@ class TimelineWriter:
             metadata = CommitMetadata.from_dict(metadata)
         return encode_commit_metadata(metadata, replace=instant.to("completed").action == REPLACE_COMMIT)
 
-    def _complete_now(self, instant: Instant, content: bytes) -> Instant:
-        """Layout 2, under the transaction lock: a completion time after every time listed now."""
+    def _complete_now(self, instant: Instant, content: bytes, after: str | None = None) -> Instant:
+        """Layout 2, under the transaction lock: a completion time after every time listed now (and `after`)."""
         timeline = Timeline(self.storage, self.base, self._listed())
         if any(i.is_completed and i == instant.to("completed") for i in timeline.instants):
             raise HudiFormatError(f"cannot complete {instant}: it is already completed")
-        completion = new_instant_time(after=timeline.latest_time)
+        completion = new_instant_time(after=max(filter(None, (timeline.latest_time, after)), default=None))
         return self._create_completed(replace(instant.to("completed"), completion=completion), instant, content)
 
     def _create_completed(self, completed: Instant, instant: Instant, content: bytes) -> Instant:

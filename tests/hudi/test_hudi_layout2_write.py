@@ -35,6 +35,18 @@ def _names(table) -> set[str]:
     return {p.name for p in (table.storage.list_dir(table.timeline.meta)) if not p.is_dir}
 
 
+def test_a_completion_follows_the_metadata_tables(tmp_path):
+    """`after` (the metadata table's deltacommit for the instant, completed first under the same lock):
+    the data completion is strictly later, also when the clock has not moved past it."""
+    table = _version_9_table(tmp_path)
+    writer = TimelineWriter.of(table.timeline)
+    ts = new_instant_time(after=table.timeline.latest_time)
+    inflight = writer.start(writer.request("commit", ts))
+    metadata_done = new_instant_time(after=new_instant_time(after=ts))   # a little ahead of the clock
+    done = writer.complete(inflight, _metadata(ts), after=metadata_done)
+    assert done.completion > metadata_done > ts
+
+
 def test_a_commit_completes_as_requested_underscore_completion(tmp_path):
     table = _version_9_table(tmp_path)
     writer = TimelineWriter.of(table.timeline)

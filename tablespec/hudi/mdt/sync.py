@@ -81,6 +81,12 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     return [*(i for i in timeline if i.timestamp != instant), done]
 
 
+def completed_by(recorded: list[MetaInstant] | None) -> str | None:
+    """The latest completion time on the metadata timeline `record` returned (version 9): the data
+    instant completes after it."""
+    return max((i.completion for i in recorded or () if i.completion), default=None)
+
+
 def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> list[MetaInstant] | None:
     return record(table, instant, records.from_commit(metadata), metadata)
 
