@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 from helpers import hudi_rs_rows, make_table, rows, tablespec_rows
 from hudi_process import read_step, sql_step
+from interop_support import HISTORY_DDL, history_spec
 from test_engine_clustering import plan_for
 
 from tablespec.apply import Applier
@@ -15,23 +16,11 @@ from tablespec.hudi.instant import REPLACE_COMMIT
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 
-DDL = "id string, v bigint, ts bigint, day string"
-SPEC = """apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {{name: {name}}}
-spec:
-  location: {name}
-  tableVersion: 9
-  columns:
-    - {{name: id, type: string, nullable: false}}
-    - {{name: v, type: long}}
-    - {{name: ts, type: long}}
-    - {{name: day, type: string, nullable: false}}
-  recordKey: {{fields: [id]}}
-  partitioning: {{fields: [day]}}
-  orderingField: ts
-  clustering: {{strategy: SORT, sortColumns: [v], everyNCommits: {every}}}
-"""
+
+def _spec(name: str, every: int) -> str:
+    """A version 9 table (retention at its default, 10) clustered by v every `every` commits."""
+    return history_spec(name, retention="{keepCommits: 10}", spec_lines=("tableVersion: 9",)) + \
+        f"  clustering: {{strategy: SORT, sortColumns: [v], everyNCommits: {every}}}\n"
 
 
 def _small_files(spark, warehouse, text):
@@ -39,7 +28,7 @@ def _small_files(spark, warehouse, text):
     table = make_table(spark, warehouse, text)
     for c in range(3):
         rows_ = [(f"k{c * 10 + i}", (c * 10 + i) * 7 % 23, c, f"d{i % 2}") for i in range(10)]
-        table.write(spark.createDataFrame(rows_, DDL).coalesce(1), "bulk_insert")
+        table.write(spark.createDataFrame(rows_, HISTORY_DDL).coalesce(1), "bulk_insert")
     return table
 
 
@@ -66,7 +55,7 @@ def _agree(table, hudi_read) -> None:
 
 
 def test_plan_scheduled_by_tablespec_runs_under_hudi_1_2(hudi, hudi1, tmp_path):
-    text = SPEC.format(name="ours9", every=3)
+    text = _spec("ours9", 3)
     table = _small_files(hudi, tmp_path, text)
     result = Applier(spark=hudi, schedule_only=True).apply(plan_for(text, tmp_path))
     scheduled = result.actions[-1].actual.scheduled
@@ -82,7 +71,7 @@ def test_plan_scheduled_by_tablespec_runs_under_hudi_1_2(hudi, hudi1, tmp_path):
 
 
 def test_plan_scheduled_by_hudi_1_2_runs_under_tablespec_apply(hudi, hudi1, tmp_path):
-    text = SPEC.format(name="theirs9", every=10)
+    text = _spec("theirs9", 10)
     table = _small_files(hudi, tmp_path, text)
     hudi1.process.run([sql_step(f"CALL run_clustering(path => '{table.location}', op => 'schedule', order => 'v', "
                                 f"options => '{_procedure_options(table)}')")])
