@@ -15,16 +15,13 @@ import time
 import pyarrow as pa
 from helpers import hudi_rs_rows, make_table, rows, tablespec_rows
 from hudi_process import read_step
-from test_hudi_concurrency import DDL, HUDI_JOB, SPEC, _age, _data, _plan
+from test_hudi_concurrency import DDL, HUDI_JOB, SPEC, _data, _plan, job_outcome, latest_rows, wait_for_dead_writes
 
 from tablespec.apply import Applier
 from tablespec.errors import StalePlanError
 from tablespec.hudi.conflict import WriteConflictError
 from tablespec.hudi.heartbeat import TOLERANCE_ENV
-from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.txn_lock import lock_path, read_holder
-from tablespec.state import observe
 
 HUDI_1_2 = "1.2.0"
 
@@ -110,36 +107,17 @@ def test_tablespec_beside_a_running_hudi_1_2_job(hudi, hudi1, tmp_path, monkeypa
         out, _ = job.communicate(timeout=120)
     assert job.returncode == -9, out
 
-    entries = [json.loads(line) for line in log.read_text().splitlines()]
-    hudi_ok = [e["rows"] for e in entries if e["ok"]]
-    failed = [e for e in entries if e["ok"] is False]
-    in_doubt = [entries[-1]["rows"]] if entries[-1]["ok"] is None else []
-    assert len(hudi_ok) >= 3, entries
+    hudi_ok, failed, in_doubt = job_outcome(log, table.location)
     for e in failed:   # Hudi's own words: a write conflict, or an update refused while clustering is pending
         assert "conflict" in e["error"].lower() or "clustering" in e["error"].lower(), e["error"]
     for message in conflicts:
         assert "rolled back" in message or "no longer matches" in message or "stale" in message, message
-    holder = read_holder(LocalStorage(), table.location)
-    if holder is not None and not holder.thread.startswith("tablespec"):
-        _age(lock_path(table.location), 3 * 60)   # killed inside its commit: its lock frees after the expiry
-    deadline = time.monotonic() + 30
-    while set((state := observe(HudiTable.open(table.location))).pending) - set(state.expired):
-        assert time.monotonic() < deadline, state.pending
-        time.sleep(1)
+    wait_for_dead_writes(table.location)
     Applier(spark=hudi).apply(_plan(_spec(False), tmp_path))
     assert not HudiTable.open(table.location).timeline.pending()
 
-    latest = {}
-    for batch in written + hudi_ok:
-        for r in batch:
-            if r[0] not in latest or r[2] > latest[r[0]][2]:
-                latest[r[0]] = tuple(r)
-    with_doubt = dict(latest)
-    for r in (in_doubt[0] if in_doubt else []):
-        if r[0] not in with_doubt or r[2] > with_doubt[r[0]][2]:
-            with_doubt[r[0]] = tuple(r)
     ours = tablespec_rows(table)
-    assert _data(ours) in (sorted(latest.values()), sorted(with_doubt.values()))
+    assert _data(ours) in (latest_rows(written + hudi_ok), latest_rows(written + hudi_ok + in_doubt))
     assert hudi_rs_rows(table.location) == ours
     [theirs] = hudi1.process.run([read_step(table.location)])
     assert rows(pa.Table.from_pylist(theirs)) == ours

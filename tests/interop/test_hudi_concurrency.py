@@ -2,6 +2,7 @@
 optimistic conflict checks both ways."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -243,6 +244,39 @@ while time.monotonic() < deadline and not (control / "stop").exists():
 '''
 
 
+def job_outcome(log, location: str) -> tuple[list, list, list]:
+    """What HUDI_JOB (killed) logged: the rows of its commits, its failed attempts, and the rows of the
+    write it was killed in (committed or not). A lock it held when killed is aged past its expiry."""
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    hudi_ok = [e["rows"] for e in entries if e["ok"]]
+    failed = [e for e in entries if e["ok"] is False]
+    in_doubt = [entries[-1]["rows"]] if entries[-1]["ok"] is None else []
+    assert len(hudi_ok) >= 3, entries
+    holder = read_holder(ST, location)
+    if holder is not None and not holder.thread.startswith("tablespec"):
+        _age(lock_path(location), 3 * 60)   # killed inside its commit: its lock frees after the expiry
+    return hudi_ok, failed, in_doubt
+
+
+def wait_for_dead_writes(location: str, seconds: float = 30) -> None:
+    """Until every pending instant's heartbeat went stale (the dead attempts Hudi left for lazy
+    cleaning, which the next apply rolls back)."""
+    deadline = time.monotonic() + seconds
+    while set((state := observe(HudiTable.open(location))).pending) - set(state.expired):
+        assert time.monotonic() < deadline, state.pending
+        time.sleep(1)
+
+
+def latest_rows(batches) -> list[tuple]:
+    """(id, v, ts, day) of each key as the newest (by ts) of the written `batches` left it."""
+    latest: dict = {}
+    for rows in batches:
+        for r in rows:
+            if r[0] not in latest or r[2] > latest[r[0]][2]:
+                latest[r[0]] = tuple(r)
+    return sorted(latest.values())
+
+
 def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch):
     """A Hudi job upserts in a loop (its own process) while tablespec ingests, rescales buckets, clusters
     and cleans the same table. Every action either commits or fails with a conflict and leaves nothing
@@ -356,35 +390,16 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
         out, _ = job.communicate(timeout=120)
     assert job.returncode == -9, out
 
-    entries = [json.loads(line) for line in log.read_text().splitlines()]
-    hudi_ok = [e["rows"] for e in entries if e["ok"]]
-    failed = [e for e in entries if e["ok"] is False]
-    in_doubt = [entries[-1]["rows"]] if entries[-1]["ok"] is None else []   # killed: committed or not
-    assert len(hudi_ok) >= 3, entries
-    holder = read_holder(ST, table.location)
-    if holder is not None and not holder.thread.startswith("tablespec"):
-        _age(lock_path(table.location), 3 * 60)   # killed inside its commit: its lock frees after the expiry
+    hudi_ok, failed, in_doubt = job_outcome(log, table.location)
     for e in failed:   # Hudi's own words: a write conflict, or an update refused while clustering is pending
         assert "Conflict" in e["error"] or "clustering" in e["error"].lower(), e["error"]
     for message in conflicts:
         assert "rolled back" in message or "no longer matches" in message or "stale" in message, message
-    # the dead attempts Hudi left for lazy cleaning are rolled back by the next apply; then nothing is pending
-    deadline = time.monotonic() + 30
-    while set((state := observe(HudiTable.open(table.location))).pending) - set(state.expired):   # their heartbeats go stale
-        assert time.monotonic() < deadline, state.pending
-        time.sleep(1)
+    wait_for_dead_writes(table.location)
     Applier(spark=hudi).apply(_plan(spec_text(4), tmp_path))
     assert not Timeline.load(ST, table.location).pending()
 
-    def expected(batches):
-        latest = {}
-        for rows in batches:
-            for r in rows:
-                if r[0] not in latest or r[2] > latest[r[0]][2]:
-                    latest[r[0]] = tuple(r)
-        return sorted(latest.values())
-
-    assert _data(assert_readers_agree(hudi, table)) in (expected(written + hudi_ok),
-                                                         expected(written + hudi_ok + in_doubt))
+    assert _data(assert_readers_agree(hudi, table)) in (latest_rows(written + hudi_ok),
+                                                         latest_rows(written + hudi_ok + in_doubt))
     state_plan = _plan(spec_text(4), tmp_path)
     assert "bucket_rescale" not in [a.kind for _, a in state_plan.actions]
