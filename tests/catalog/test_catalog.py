@@ -220,7 +220,7 @@ def test_catalog_conf_prints_the_spark_settings_that_open_the_catalog(project, c
     conf = parse_properties(out)
     metastore = project / ".tablespec" / "metastore.db"
     assert conf["spark.driver.extraClassPath"] == jars and conf["spark.sql.catalogImplementation"] == "hive"
-    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(f"jdbc:sqlite:{metastore}?")
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(f"jdbc:sqlite:{metastore.as_uri()}?")
     assert conf["spark.sql.extensions"] == "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
     assert conf["spark.sql.warehouse.dir"] == str(project / ".tablespec" / "spark-warehouse")
     assert run(capsys, "catalog", "conf", "--out", "spark.conf")[:2] == (0, "")
