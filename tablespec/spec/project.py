@@ -5,6 +5,7 @@ a repository; relative paths in it are relative to the file, not to the working 
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -58,9 +59,32 @@ def catalog_problem(value: Any) -> str | None:
         return f"catalog must be {CATALOG_FORMS}, got a {type(value).__name__}"
     if value in ("hive", "glue"):
         return None
-    match = re.fullmatch(r"thrift://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})", value)
-    if match is None or not 0 < int(match.group(2)) < 65536:
+    match = re.fullmatch(r"thrift://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})", value)
+    if match is None:
         return f"catalog must be {CATALOG_FORMS}, got {value!r}"
+    why = host_problem(match.group(1)) or ("" if 0 < int(match.group(2)) < 65536 else "the port is not 1 to 65535")
+    return f"catalog must be {CATALOG_FORMS}, got {value!r}: {why}" if why else None
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` (a name, or an IPv6 address in brackets) cannot be looked up, checked here so that a bad
+    one is a line naming the setting, not an error from the resolver."""
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return f"{host} is not an IPv6 address"
+        return None
+    name = host.removesuffix(".")
+    if len(name) > 253:
+        return "the host name is longer than 253 characters"
+    for label in name.split("."):
+        if not label:
+            return "the host name has an empty label"
+        if len(label) > 63:
+            return f"the host name's label {label[:16]}... is longer than 63 characters"
+        if label.startswith("-") or label.endswith("-"):
+            return f"the host name's label {label!r} starts or ends with '-'"
     return None
 
 

@@ -3,12 +3,15 @@ written and read back with sqlite3, and plan / apply through the CLI registering
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from _support import ROOT, scratch_project
 from _support import cli as run
-from _support import scratch_project
 
 from tablespec.catalog import EmbeddedMetastore, open_catalog
 from tablespec.catalog.diff import diff
@@ -111,6 +114,42 @@ def test_an_unreachable_metastore_is_refused_naming_the_setting(tmp_path):
         catalog.tables("sales")
 
 
+def test_a_closed_thrift_port_prints_tablespecs_line_alone(project):
+    """Only tablespec's line on stderr: not the Thrift library's own log line before it (issue 34)."""
+    pytest.importorskip("thrift_files", reason="the Thrift metastore needs hive-metastore-client (tablespec[catalog])")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        uri = f"thrift://127.0.0.1:{s.getsockname()[1]}"
+    env = {**os.environ, "TABLESPEC_CATALOG": uri, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "tablespec.cli", "plan", "specs"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    port = uri.rsplit(":", 1)[1]
+    assert done.stderr.splitlines() == [f"error: $TABLESPEC_CATALOG: cannot reach the Hive metastore at {uri}: "
+                                        f"no connection to 127.0.0.1:{port} (refused, or no answer within 10s)"], done.stderr
+
+
+def test_a_silent_thrift_port_is_one_line_after_the_timeout(tmp_path, caplog):
+    """A metastore that accepts the connection and never answers: tablespec's error once the timeout
+    passes, and nothing from the Thrift library's loggers."""
+    pytest.importorskip("thrift_files", reason="the Thrift metastore needs hive-metastore-client (tablespec[catalog])")
+    import logging
+    import socket
+
+    from tablespec.catalog.thrift import ThriftMetastore
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        uri = f"thrift://127.0.0.1:{silent.getsockname()[1]}"
+        catalog = ThriftMetastore(uri, "$TABLESPEC_CATALOG", timeout_ms=300)
+        with caplog.at_level(logging.DEBUG), pytest.raises(CatalogError) as refused:
+            catalog.tables("sales")
+    assert str(refused.value) == (f"$TABLESPEC_CATALOG: reading database sales in the Hive metastore at {uri} "
+                                  "failed: no answer within 0.3s")
+    assert [r for r in caplog.records if r.name.startswith("thrift")] == []
+
+
 SPEC = """\
 apiVersion: tablespec/v1
 kind: HudiTable
@@ -176,6 +215,13 @@ def test_spec_with_catalog_in_a_project_without_one_names_file_line_and_field(pr
 
 @pytest.mark.parametrize("value, message", [
     ("thrift://metastore", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    (f"thrift://{'a' * 64}:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),    # issue 34: a UnicodeError traceback
+    ("thrift://a..b:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://-a.b:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    (f"thrift://{'a.' * 127}b:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://[::g]:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://metastore:0", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://metastore:65536", "$TABLESPEC_CATALOG: catalog must be `hive`"),
     ("thrift://127.0.0.1:1", "$TABLESPEC_CATALOG: cannot reach the Hive metastore at thrift://127.0.0.1:1"),
 ])
 def test_bad_catalog_setting_leaves_tables_and_catalog_untouched(project, capsys, monkeypatch, value, message):
@@ -183,8 +229,18 @@ def test_bad_catalog_setting_leaves_tables_and_catalog_untouched(project, capsys
     for command in (["plan", "specs"], ["apply", "specs", "--auto-approve"]):
         code, _, err = run(capsys, *command)
         assert code == 1 and err.removeprefix("error: ").startswith(message) and "Traceback" not in err, err
+        assert len([line for line in err.splitlines() if line != "1 error."]) == 1, err
     assert not (project / "lake").exists() and not (project / ".tablespec").exists()
     assert not HudiTable.open(str(project / "lake" / "sales" / "orders")).exists
+
+
+@pytest.mark.parametrize("value, why", [
+    (f"thrift://{'a' * 64}:9083", "is longer than 63 characters"), ("thrift://a..b:9083", "an empty label")])
+def test_a_bad_host_in_the_project_file_names_its_line(project, capsys, value, why):
+    (project / "tablespec.project.yaml").write_text(f"warehouse: lake\ncatalog: {value}\n")
+    code, _, err = run(capsys, "validate", "specs")
+    assert code == 1 and "tablespec.project.yaml:2:" in err and "catalog" in err and why in err, err
+    assert "Traceback" not in err
 
 
 def test_unreadable_metastore_is_a_clear_error(project, capsys):
