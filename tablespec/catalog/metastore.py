@@ -79,11 +79,13 @@ def partition_name(keys: Iterable[tuple[str, str]], values: tuple[str, ...]) -> 
 
 
 class EmbeddedMetastore:
-    """The project's embedded metastore file (`.tablespec/metastore.db`); created on first write."""
+    """The project's embedded metastore file (`.tablespec/metastore.db`); created on first write.
+    `default`: the project names no catalog, and this is the one used by default."""
 
-    def __init__(self, db: Path, origin: str):
+    def __init__(self, db: Path, origin: str, default: bool = False):
         self.db = db
         self.origin = origin
+        self.default = default
         self.reads = 0   # batched reads made (one per database a plan looks at)
 
     def __repr__(self) -> str:

@@ -164,24 +164,35 @@ class CatalogSetting:
     """`$TABLESPEC_CATALOG`, or the project file and field."""
     home: Path
     """Directory of the project (the embedded metastore lives in its .tablespec/)."""
+    default: bool = False
+    """Whether the project names no catalog and this is the default, the embedded metastore."""
 
     @property
     def kind(self) -> str:
         return "thrift" if self.uri.startswith("thrift://") else self.uri
 
 
+def _home(project: Project | None) -> Path:
+    return project.file.parent.resolve() if project is not None and project.file is not None else Path.cwd()
+
+
 def resolve_catalog(project: Project | None) -> CatalogSetting | None:
     """The catalog by precedence: $TABLESPEC_CATALOG > the project file's `catalog`; None when neither is set."""
-    home = project.file.parent.resolve() if project is not None and project.file is not None else Path.cwd()
     if os.environ.get(CATALOG_ENV):
         value = os.environ[CATALOG_ENV]
         if (why := catalog_problem(value)) is not None:
             raise SpecError([Diagnostic(f"${CATALOG_ENV}", 0, 0, "", why)])
-        return CatalogSetting(value, f"${CATALOG_ENV}", home)
+        return CatalogSetting(value, f"${CATALOG_ENV}", _home(project))
     if project is None or project.catalog is None:
         return None
     origin = f"{project.file}: catalog" if project.file else "the project's catalog"
-    return CatalogSetting(project.catalog, origin, home)
+    return CatalogSetting(project.catalog, origin, _home(project))
+
+
+def catalog_or_default(project: Project | None) -> CatalogSetting:
+    """`resolve_catalog`, or where neither names one the default: the embedded metastore beside the
+    project file (or in the working directory, without one)."""
+    return resolve_catalog(project) or CatalogSetting("hive", "the default catalog", _home(project), default=True)
 
 
 def load_project(path: str | Path) -> Project:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _support import ROOT, scratch_project
+from _support import EXAMPLES, ROOT, scratch_project
 from _support import cli as run
 
 from tablespec.catalog import EmbeddedMetastore, open_catalog
@@ -206,11 +206,42 @@ def test_a_dropped_registration_is_planned_again(project, capsys):
     assert run(capsys, "plan", "specs")[1].startswith("No changes.")
 
 
-def test_spec_with_catalog_in_a_project_without_one_names_file_line_and_field(project, capsys):
+DEFAULT_LINE = "Catalog: the embedded metastore .tablespec/metastore.db (the default: the project names no catalog)."
+
+
+def test_the_examples_are_registered_in_the_default_catalog_without_a_project_file(tmp_path, monkeypatch, capsys):
+    """The example specs ask for a catalog: where no project file (nor $TABLESPEC_CATALOG) names one,
+    the embedded metastore, the default, registers them, and each rendering of the plan says so in
+    one line (issue 35: `tablespec plan specs/examples` failed with "the project names no catalog")."""
+    scratch_project(tmp_path, monkeypatch, EXAMPLES)
+    code, out, err = run(capsys, "plan", "specs", "--warehouse", "lake")
+    assert code == 0, err
+    assert out.splitlines()[1] == DEFAULT_LINE and out.count("Catalog:") == 1 and out.count("~ catalog_sync") == 3
+    markdown = run(capsys, "plan", "specs", "--warehouse", "lake", "--format", "markdown")[1]
+    assert markdown.count(DEFAULT_LINE) == 1
+    data = json.loads(run(capsys, "plan", "specs", "--warehouse", "lake", "--format", "json")[1])
+    assert data["default_catalog"] == str(tmp_path / ".tablespec" / "metastore.db")
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "lake", "--auto-approve")
+    assert code == 0 and DEFAULT_LINE in out, err
+    store = EmbeddedMetastore(tmp_path / ".tablespec" / "metastore.db", "t")
+    assert (sorted(store.tables("sales")), sorted(store.tables("analytics"))) == (["customers", "orders"], ["events"])
+    out = run(capsys, "plan", "specs", "--warehouse", "lake")[1]
+    assert out.startswith("No changes.") and out.splitlines()[1] == DEFAULT_LINE
+
+
+def test_a_saved_plan_on_the_default_catalog_applies_to_that_file_only(project, capsys, monkeypatch, tmp_path):
     (project / "tablespec.project.yaml").write_text("warehouse: lake\n")
-    code, _, err = run(capsys, "plan", "specs/orders.yaml")
-    assert code == 1
-    assert "specs/orders.yaml:11:3: spec.catalog: the project names no catalog" in err
+    assert run(capsys, "plan", "specs", "--out", "plan.json")[0] == 0
+    assert json.loads((project / "plan.json").read_text())["default_catalog"] == str(project / ".tablespec" / "metastore.db")
+    monkeypatch.setenv("TABLESPEC_CATALOG", "glue")
+    code, _, err = run(capsys, "apply", "plan.json")
+    assert code == 1 and "plan.json: the plan registers tables in the embedded metastore" in err, err
+    assert "would use GlueCatalog() ($TABLESPEC_CATALOG)" in err
+    monkeypatch.delenv("TABLESPEC_CATALOG")
+    code, out, err = run(capsys, "apply", "plan.json")
+    assert code == 0 and "registered=1" in out, err
+    assert sorted(EmbeddedMetastore(project / ".tablespec" / "metastore.db", "t").tables("sales")) == [
+        "orders", "refunds", "returns"]
 
 
 @pytest.mark.parametrize("value, message", [
@@ -291,6 +322,7 @@ def test_catalog_conf_prints_the_spark_settings_that_open_the_catalog(project, c
     code, out, err = run(capsys, "catalog", "conf")
     assert (code, out) == (1, "") and len(err.splitlines()) == 1 and err.startswith("error: $TABLESPEC_CATALOG: Spark reaches AWS Glue")
     monkeypatch.delenv("TABLESPEC_CATALOG")
-    (project / "tablespec.project.yaml").write_text("warehouse: lake\n")
+    (project / "tablespec.project.yaml").write_text("warehouse: lake\n")        # the default: the embedded metastore
     code, out, err = run(capsys, "catalog", "conf")
-    assert (code, out) == (1, "") and "the project names no catalog" in err
+    assert code == 0 and parse_properties(out)["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(
+        f"jdbc:sqlite:{metastore.as_uri()}?"), err
