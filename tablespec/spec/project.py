@@ -109,7 +109,7 @@ class Project(SpecModel):
 
     catalog: Annotated[str, PlainValidator(_catalog), WithJsonSchema({"type": "string"})] | None = None
     """Where specs with a `catalog:` section are registered: `hive` (embedded metastore in .tablespec/ beside
-    this file), `thrift://HOST:PORT` (a Hive metastore) or `glue`; $TABLESPEC_CATALOG overrides it."""
+    this file; the default), `thrift://HOST:PORT` (a Hive metastore) or `glue`; $TABLESPEC_CATALOG overrides it."""
 
     table_version: Literal[6, 8, 9] = 6
     """Hudi table version of the tables specs create when they name none (`spec.tableVersion`): 6 (Hudi 0.14/0.15) or 9 (Hudi 1.1/1.2); existing tables keep theirs."""  # noqa: E501
