@@ -237,7 +237,7 @@ def cmd_apply(ctx: _Context) -> int:
         check_spec_digests(plan)
     else:
         plan, observed = ctx.plan_observed(paths)
-    catalog = ctx.catalog(needed=any(a.kind == "catalog_sync" for _, a in plan.actions))
+    catalog = ctx.catalog(needed=plan.default_catalog is not None or any(a.kind == "catalog_sync" for _, a in plan.actions))
     if plan.default_catalog is not None and _default_file(catalog) != plan.default_catalog:
         raise PlanError(f"{paths[0]}: the plan registers tables in the embedded metastore {plan.default_catalog} (the "
                         f"default), and this apply would use {catalog!r} ({getattr(catalog, 'origin', 'none')}); "

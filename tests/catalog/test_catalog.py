@@ -227,6 +227,7 @@ def test_the_examples_are_registered_in_the_default_catalog_without_a_project_fi
     assert (sorted(store.tables("sales")), sorted(store.tables("analytics"))) == (["customers", "orders"], ["events"])
     out = run(capsys, "plan", "specs", "--warehouse", "lake")[1]
     assert out.startswith("No changes.") and out.splitlines()[1] == DEFAULT_LINE
+    assert run(capsys, "apply", "specs", "--warehouse", "lake", "--auto-approve")[:2] == (0, out)
 
 
 def test_a_saved_plan_on_the_default_catalog_applies_to_that_file_only(project, capsys, monkeypatch, tmp_path):
@@ -240,6 +241,8 @@ def test_a_saved_plan_on_the_default_catalog_applies_to_that_file_only(project, 
     monkeypatch.delenv("TABLESPEC_CATALOG")
     code, out, err = run(capsys, "apply", "plan.json")
     assert code == 0 and "registered=1" in out, err
+    assert run(capsys, "plan", "specs", "--out", "plan.json")[1].startswith("No changes.")
+    assert run(capsys, "apply", "plan.json")[0] == 0          # nothing to sync: the same file, no refusal
     assert sorted(EmbeddedMetastore(project / ".tablespec" / "metastore.db", "t").tables("sales")) == [
         "orders", "refunds", "returns"]
 
