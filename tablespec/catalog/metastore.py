@@ -74,6 +74,11 @@ def schema_tables() -> frozenset[str]:
     return frozenset(m.group(1) for s in schema_statements() if (m := re.search(r"^CREATE TABLE (\w+)", s, re.M)))
 
 
+def _quoted(name: str) -> str:
+    """An SQL identifier for a table name read from the file (which may be anything)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def partition_name(keys: Iterable[tuple[str, str]], values: tuple[str, ...]) -> str:
     return "/".join(f"{escape_path_name(k.lower())}={escape_path_name(v)}" for (k, _), v in zip(keys, values, strict=True))
 
@@ -161,7 +166,7 @@ class EmbeddedMetastore:
         present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if schema_tables() <= present:
             return True
-        holding = sorted(t for t in present if conn.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone())
+        holding = sorted(t for t in present if conn.execute(f"SELECT 1 FROM {_quoted(t)} LIMIT 1").fetchone())
         if holding:
             raise CatalogError(f"{self.origin}: the embedded metastore {self.db} is damaged: it lacks "
                                f"{len(schema_tables() - present)} of the metastore's {len(schema_tables())} tables and "
@@ -197,7 +202,7 @@ class EmbeddedMetastore:
         """The schema, inside the caller's transaction, over whatever empty part of it is there."""
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")\
                 .fetchall():
-            conn.execute(f'DROP TABLE "{name}"')
+            conn.execute(f"DROP TABLE {_quoted(name)}")
         statements = schema_statements()
         for i, statement in enumerate(statements):
             if i == len(statements) // 2:

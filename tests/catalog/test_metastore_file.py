@@ -132,3 +132,17 @@ def test_a_project_folder_named_with_hash_question_mark_and_percent(tmp_path, mo
     assert sorted(p.name for p in parent.iterdir()) == ["a#b?c%20d"]     # nothing made beside the project
     url = spark_conf(project / ".tablespec" / "metastore.db")["spark.hadoop.javax.jdo.option.ConnectionURL"]
     assert url == f"jdbc:sqlite:file://{tmp_path}/in/a%23b%3Fc%2520d/.tablespec/metastore.db?journal_mode=WAL&busy_timeout=30000"
+
+
+def test_table_names_read_from_the_file_are_quoted(tmp_path, monkeypatch, capsys):
+    """A half-made file's table names are read from the file itself: one with a quote in it is an
+    identifier, not SQL."""
+    project = project_at(tmp_path / "p", monkeypatch)
+    db = project / ".tablespec" / "metastore.db"
+    half_made(db, 13)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute('CREATE TABLE "x"" ; DROP TABLE DBS; --" (a)')
+    conn.close()
+    plan_apply_plan(capsys)
+    assert registered(project) == ["orders", "returns"]
