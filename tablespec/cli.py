@@ -155,11 +155,12 @@ class _Context:
                                  "or set `warehouse:` in tablespec.project.yaml")
         return Location.parse(w, self.options)
 
-    def catalog(self):
-        """The project's catalog (`catalog:` or $TABLESPEC_CATALOG), or None when it names none."""
+    def catalog(self, needed: bool = False):
+        """The project's catalog (`catalog:` or $TABLESPEC_CATALOG); where it names none, the embedded
+        metastore (the default) when `needed` (specs ask to be registered), else None."""
         from tablespec.catalog import open_catalog
-        from tablespec.spec.project import resolve_catalog
-        setting = resolve_catalog(self.project)
+        from tablespec.spec.project import catalog_or_default, resolve_catalog
+        setting = catalog_or_default(self.project) if needed else resolve_catalog(self.project)
         return open_catalog(setting) if setting is not None else None
 
     def table(self, location: str, origin: str | None = None) -> HudiTable:
@@ -193,7 +194,15 @@ class _Context:
         """The plan, and the table states it was made from (by location)."""
         from tablespec.plan.builder import plan_observed
         specs = self.load(paths)
-        return plan_observed(specs, self.warehouse(), self.variables, catalog=self.catalog())
+        catalog = self.catalog(needed=any(s.spec.catalog_name is not None for s in specs))
+        plan, states = plan_observed(specs, self.warehouse(), self.variables, catalog=catalog)
+        return plan.model_copy(update={"default_catalog": _default_file(catalog)}), states
+
+
+def _default_file(catalog) -> str | None:
+    """The embedded metastore's file when `catalog` is the default one (the project names none)."""
+    from tablespec.catalog import EmbeddedMetastore
+    return str(catalog.db) if isinstance(catalog, EmbeddedMetastore) and catalog.default else None
 
 
 def cmd_validate(ctx: _Context) -> int:
@@ -228,6 +237,11 @@ def cmd_apply(ctx: _Context) -> int:
         check_spec_digests(plan)
     else:
         plan, observed = ctx.plan_observed(paths)
+    catalog = ctx.catalog(needed=plan.default_catalog is not None or any(a.kind == "catalog_sync" for _, a in plan.actions))
+    if plan.default_catalog is not None and _default_file(catalog) != plan.default_catalog:
+        raise PlanError(f"{paths[0]}: the plan registers tables in the embedded metastore {plan.default_catalog} (the "
+                        f"default), and this apply would use {catalog!r} ({getattr(catalog, 'origin', 'none')}); "
+                        "plan again; nothing was changed")
     sys.stdout.write(render(plan, "text"))
     if not plan.has_changes:
         return 0
@@ -250,7 +264,7 @@ def cmd_apply(ctx: _Context) -> int:
     print()
     applier = Applier(on_action=report, on_progress=ProgressPrinter(sys.stdout), spark=ctx.spark_factory(),
                       schedule_only=ctx.args.schedule_only, options=ctx.options,
-                      observed=observed if ctx.args.auto_approve else None, catalog=ctx.catalog())
+                      observed=observed if ctx.args.auto_approve else None, catalog=catalog)
     if any(a.needs_spark for _, a in plan.actions):
         with spark_errors("apply failed"):
             result = applier.apply(plan, allow_destructive=ctx.args.allow_destructive)
@@ -473,11 +487,8 @@ def cmd_hudi_options(ctx: _Context) -> int:
 def cmd_catalog(ctx: _Context) -> int:
     from tablespec.engine.catalog_conf import catalog_spark_conf
     from tablespec.hudi.properties import format_properties
-    from tablespec.spec.project import resolve_catalog
-    setting = resolve_catalog(ctx.project)
-    if setting is None:
-        raise TablespecError("catalog conf: the project names no catalog: set `catalog:` in tablespec.project.yaml "
-                             "or $TABLESPEC_CATALOG")
+    from tablespec.spec.project import catalog_or_default
+    setting = catalog_or_default(ctx.project)
     text = format_properties(catalog_spark_conf(setting), (f"Spark settings for the catalog {setting.uri} ({setting.origin})",),
                              sort_keys=False, dated=False)
     if ctx.args.out:

@@ -17,7 +17,7 @@ from tablespec.errors import SpecError, TablespecError
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.plan.locations import check_location
 from tablespec.spec.loader import load_specs, select_spec
-from tablespec.spec.project import Project, find_project, resolve_catalog, resolve_warehouse
+from tablespec.spec.project import Project, catalog_or_default, find_project, resolve_warehouse
 
 
 class Table:
@@ -52,11 +52,8 @@ class Table:
         options = StorageOptions.of(storage_options)
         at = Location.parse(root, options)
         location = check_location(at, at.child(spec.spec.location))
-        setting = resolve_catalog(project) if spec.catalog_name is not None else None
-        if spec.catalog_name is not None and setting is None:
-            raise TablespecError(f"{spec_path}: spec.catalog: the project names no catalog to register the table in: "
-                                 "set `catalog:` in tablespec.project.yaml or $TABLESPEC_CATALOG")
-        return cls(spec, location.uri, spark, options, open_catalog(setting) if setting is not None else None)
+        catalog = open_catalog(catalog_or_default(project)) if spec.catalog_name is not None else None
+        return cls(spec, location.uri, spark, options, catalog)
 
     @property
     def spark(self):

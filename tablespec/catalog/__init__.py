@@ -29,7 +29,7 @@ class Catalog(Protocol):
 def open_catalog(setting: CatalogSetting) -> Catalog:
     """The catalog a project setting names; an unsupported one is refused naming the setting."""
     if setting.kind == "hive":
-        return EmbeddedMetastore(setting.home / METASTORE_FILE, setting.origin)
+        return EmbeddedMetastore(setting.home / METASTORE_FILE, setting.origin, setting.default)
     if setting.kind == "thrift":
         from tablespec.catalog.thrift import ThriftMetastore
         return ThriftMetastore(setting.uri, setting.origin)

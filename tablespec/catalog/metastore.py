@@ -10,15 +10,18 @@ never reuses one. Spark's side of the setting is `spark_conf`.
 from __future__ import annotations
 
 import getpass
+import re
 import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 from tablespec.catalog.diff import CatalogDiff
 from tablespec.catalog.registration import Registration
 from tablespec.errors import TablespecError
+from tablespec.faults import crash_point
 
 SCHEMA = Path(__file__).with_name("metastore_schema.sql")
 MODEL = "org.apache.hadoop.hive.metastore.model."
@@ -29,12 +32,18 @@ class CatalogError(TablespecError):
     """The catalog cannot be read or written (unreachable, missing, refused): names the setting."""
 
 
+def file_uri(db: Path) -> str:
+    """`db` as a `file:` URI, percent-encoded: a `#`, `?` or `%` in a folder name stays part of the path
+    (unquoted, SQLite and sqlite-jdbc take them for a fragment, the parameters or an escape)."""
+    return db.absolute().as_uri()
+
+
 def spark_conf(db: Path) -> dict[str, str]:
     """What a SparkSession needs to use this metastore (with the sqlite-jdbc jar on the driver's class path).
     One connection, no pool and sequences in the caller's transaction: SQLite has one writer at a time."""
     return {
         "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{db}?journal_mode=WAL&busy_timeout=30000",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:sqlite:{file_uri(db)}?journal_mode=WAL&busy_timeout=30000",
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.sqlite.JDBC",
         "spark.hadoop.datanucleus.connectionPoolingType": "None",
         "spark.hadoop.datanucleus.valuegeneration.transactionAttribute": "UsePM",
@@ -48,16 +57,40 @@ def escape_path_name(value: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED or ord(c) < 0x20 else c for c in value) or "__HIVE_DEFAULT_PARTITION__"
 
 
+@cache
+def schema_statements() -> tuple[str, ...]:
+    """The schema script's statements, one by one (run inside one transaction: `executescript` commits each)."""
+    out, pending = [], ""
+    for line in SCHEMA.read_text().splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            out.append(pending.strip())
+            pending = ""
+    return tuple(out)
+
+
+@cache
+def schema_tables() -> frozenset[str]:
+    return frozenset(m.group(1) for s in schema_statements() if (m := re.search(r"^CREATE TABLE (\w+)", s, re.M)))
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier for a table name read from the file (which may be anything)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def partition_name(keys: Iterable[tuple[str, str]], values: tuple[str, ...]) -> str:
     return "/".join(f"{escape_path_name(k.lower())}={escape_path_name(v)}" for (k, _), v in zip(keys, values, strict=True))
 
 
 class EmbeddedMetastore:
-    """The project's embedded metastore file (`.tablespec/metastore.db`); created on first write."""
+    """The project's embedded metastore file (`.tablespec/metastore.db`); created on first write.
+    `default`: the project names no catalog, and this is the one used by default."""
 
-    def __init__(self, db: Path, origin: str):
+    def __init__(self, db: Path, origin: str, default: bool = False):
         self.db = db
         self.origin = origin
+        self.default = default
         self.reads = 0   # batched reads made (one per database a plan looks at)
 
     def __repr__(self) -> str:
@@ -69,7 +102,7 @@ class EmbeddedMetastore:
         if not self.db.is_file():
             return None
         try:
-            return sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
+            return sqlite3.connect(f"{file_uri(self.db)}?mode=ro", uri=True, timeout=30)
         except sqlite3.Error as e:
             raise CatalogError(f"{self.origin}: cannot open the embedded metastore {self.db}: {e}") from None
 
@@ -81,7 +114,7 @@ class EmbeddedMetastore:
             return {}
         try:
             with conn:
-                return self._tables(conn, database.lower())
+                return self._tables(conn, database.lower()) if self._complete(conn) else {}
         except sqlite3.Error as e:
             raise CatalogError(f"{self.origin}: cannot read the embedded metastore {self.db}: {e}") from None
         finally:
@@ -126,19 +159,55 @@ class EmbeddedMetastore:
                 slib or "", table_type or "", {values: loc for values, loc in parts.get(tbl, {}).values()})
             for tbl, name, table_type, location, input_format, output_format, cd, serde, slib in rows}
 
+    def _complete(self, conn: sqlite3.Connection) -> bool:
+        """Whether the file holds every table of the schema. One that lacks some (a first creation cut
+        short by a kill before creation was one transaction, or an empty file) is incomplete, and is
+        created again only while it holds no row at all: one with rows is refused, never dropped."""
+        present = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if schema_tables() <= present:
+            return True
+        holding = sorted(t for t in present if conn.execute(f"SELECT 1 FROM {_quoted(t)} LIMIT 1").fetchone())
+        if holding:
+            raise CatalogError(f"{self.origin}: the embedded metastore {self.db} is damaged: it lacks "
+                               f"{len(schema_tables() - present)} of the metastore's {len(schema_tables())} tables and "
+                               f"holds rows ({', '.join(holding[:3])}{', ...' if len(holding) > 3 else ''}); tablespec "
+                               "re-creates only an empty one: restore it from a copy or move it aside")
+        return False
+
     # writing
 
     def _writer(self) -> sqlite3.Connection:
+        """A connection to the file, its schema created first when missing or incomplete, in one
+        transaction: a kill leaves no schema or all of it."""
+        conn = None
         try:
             self.db.parent.mkdir(parents=True, exist_ok=True)
-            fresh = not self.db.exists()
             conn = sqlite3.connect(self.db, timeout=60, isolation_level=None)
-            if fresh:
+            if not self._complete(conn):
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(SCHEMA.read_text())
+                conn.execute("BEGIN IMMEDIATE")
+                if not self._complete(conn):   # again under the write lock: another process may have made it
+                    self._create(conn)
+                conn.execute("COMMIT")
             return conn
-        except (OSError, sqlite3.Error) as e:
+        except (OSError, sqlite3.Error, CatalogError) as e:
+            if conn is not None:
+                conn.close()
+            if isinstance(e, CatalogError):
+                raise
             raise CatalogError(f"{self.origin}: cannot write the embedded metastore {self.db}: {e}") from None
+
+    @staticmethod
+    def _create(conn: sqlite3.Connection) -> None:
+        """The schema, inside the caller's transaction, over whatever empty part of it is there."""
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")\
+                .fetchall():
+            conn.execute(f"DROP TABLE {_quoted(name)}")
+        statements = schema_statements()
+        for i, statement in enumerate(statements):
+            if i == len(statements) // 2:
+                crash_point("metastore_schema")
+            conn.execute(statement)
 
     def sync(self, change: CatalogDiff) -> None:
         """Make the catalog's table what `change.desired` says, in one transaction."""

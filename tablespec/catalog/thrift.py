@@ -9,6 +9,8 @@ the database and table, alter the table (cascading columns to partitions), add a
 from __future__ import annotations
 
 import getpass
+import logging
+import socket
 import time
 from contextlib import contextmanager
 from urllib.parse import urlparse
@@ -20,14 +22,37 @@ from tablespec.catalog.registration import Registration
 TIMEOUT_MS = 10_000
 
 
-class ThriftMetastore:
-    """A Hive metastore at `uri` (thrift://HOST:PORT); `origin` names the setting in errors."""
+@contextmanager
+def _quiet():
+    """The Thrift library logs a failed connection itself (`Could not connect to any of ...`) before it
+    raises; tablespec's own error line says it, once, so the library's loggers stay silent meanwhile."""
+    thrift_log = logging.getLogger("thrift")
+    level = thrift_log.level
+    thrift_log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        thrift_log.setLevel(level)
 
-    def __init__(self, uri: str, origin: str):
+
+class ThriftMetastore:
+    """A Hive metastore at `uri` (thrift://HOST:PORT, checked by `spec.project.catalog_problem`);
+    `origin` names the setting in errors; `timeout_ms` bounds each connection and each answer."""
+
+    def __init__(self, uri: str, origin: str, timeout_ms: int = TIMEOUT_MS):
         parsed = urlparse(uri)
-        self.uri, self.origin = uri, origin
+        self.uri, self.origin, self.timeout_ms = uri, origin, timeout_ms
         self.host, self.port = parsed.hostname or "", parsed.port or 9083
         self.reads = 0
+
+    def _reason(self, e: Exception) -> str:
+        """Why a call failed, in words (the library says `unexpected exception` for a timeout)."""
+        inner = getattr(e, "inner", None)
+        if isinstance(inner, socket.gaierror):
+            return f"{self.host} does not resolve ({inner.strerror})"
+        if isinstance(inner, TimeoutError):
+            return f"no answer within {self.timeout_ms / 1000:g}s"
+        return getattr(e, "message", None) or str(e) or type(e).__name__
 
     def __repr__(self) -> str:
         return f"ThriftMetastore({self.uri})"
@@ -42,20 +67,24 @@ class ThriftMetastore:
         except ImportError:
             raise CatalogError(f"{self.origin}: a Thrift metastore needs the `hive-metastore-client` package "
                                "(pip install 'tablespec[catalog]')") from None
-        socket = TSocket.TSocket(self.host, self.port)
-        socket.setTimeout(TIMEOUT_MS)
-        transport = TTransport.TBufferedTransport(socket)
-        try:
-            transport.open()
-        except TException as e:
-            raise CatalogError(f"{self.origin}: cannot reach the Hive metastore at {self.uri}: {e}") from None
-        try:
-            yield ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
-        except TException as e:
-            why = getattr(e, "message", None) or str(e) or type(e).__name__
-            raise CatalogError(f"{self.origin}: {doing} in the Hive metastore at {self.uri} failed: {why}") from None
-        finally:
-            transport.close()
+        connection = TSocket.TSocket(self.host, self.port)
+        connection.setTimeout(self.timeout_ms)
+        transport = TTransport.TBufferedTransport(connection)
+        with _quiet():
+            try:
+                transport.open()
+            except (TException, OSError, UnicodeError) as e:
+                inner = getattr(e, "inner", None)
+                why = self._reason(e) if inner is not None else \
+                    f"no connection to {self.host}:{self.port} (refused, or no answer within {self.timeout_ms / 1000:g}s)"
+                raise CatalogError(f"{self.origin}: cannot reach the Hive metastore at {self.uri}: {why}") from None
+            try:
+                yield ThriftHiveMetastore.Client(TBinaryProtocol.TBinaryProtocol(transport))
+            except (TException, OSError) as e:
+                raise CatalogError(f"{self.origin}: {doing} in the Hive metastore at {self.uri} failed: "
+                                   f"{self._reason(e)}") from None
+            finally:
+                transport.close()
 
     def tables(self, database: str) -> dict[str, Registration]:
         self.reads += 1

@@ -412,6 +412,8 @@ class Plan(_Frozen):
     warehouse: str
     variables: dict[str, Any] = {}   # template variables the specs were rendered with
     tables: list[TablePlan] = []
+    default_catalog: str | None = None
+    """The embedded metastore's file, where the project names no catalog and specs ask to be registered."""
 
     @property
     def has_changes(self) -> bool:

@@ -82,8 +82,10 @@ def _view(plan: Plan) -> dict:
                          "reasons": a.reasons, "changes": [_shown(c) for c in a.changes], "advice": a.advice,
                          **a.shown()} for a in t.actions],
         })
+    catalog = (f"Catalog: the embedded metastore {relative(plan.default_catalog)} (the default: the project names "
+               "no catalog)." if plan.default_catalog else None)
     return {"plan": plan, "tables": tables, "changed": [t for t in tables if t["actions"]],
-            "summary": SimpleNamespace(**plan.summary()), "warehouse": relative(plan.warehouse)}
+            "summary": SimpleNamespace(**plan.summary()), "warehouse": relative(plan.warehouse), "catalog": catalog}
 
 
 def render(plan: Plan, fmt: str) -> str:
@@ -99,6 +101,8 @@ def render_json(plan: Plan) -> str:
     data = plan.model_dump(mode="json")
     data["has_changes"] = plan.has_changes
     data["summary"] = plan.summary()
+    if plan.default_catalog is None:   # present only where the default catalog registers tables
+        del data["default_catalog"]
     for table, (t_model) in zip(data["tables"], plan.tables):
         if table["clustering_coverage"] is None:  # present only where a sorted layout is declared over data
             del table["clustering_coverage"]

@@ -127,9 +127,34 @@ def _load(text: str, file: str, variables: Mapping[str, Any] | None) -> tuple[li
     return specs, diagnostics
 
 
-def clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
-    """Two specs for one table: same (database, name), same location, or one location inside another."""
+def _catalog_path(loaded: LoadedSpec) -> str:
+    entry = loaded.spec.spec.catalog
+    return "spec.catalog.table" if entry is not None and entry.table is not None else "spec.catalog"
+
+
+def catalog_clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
+    """Two specs registered as one catalog table (catalogs ignore case): each apply would point the
+    name at the other table."""
     out = []
+    registered: dict[tuple[str, str], LoadedSpec] = {}
+    for loaded in specs:
+        if (name := loaded.spec.catalog_name) is None:
+            continue
+        key = (name[0].lower(), name[1].lower())
+        first = registered.setdefault(key, loaded)
+        if first is not loaded:
+            path = _catalog_path(loaded)
+            line, col = loaded.position(path)
+            out.append(Diagnostic(loaded.file, line, col, path,
+                                  f"catalog table '{'.'.join(key)}' is already registered by table "
+                                  f"'{first.spec.qualified_name}' at {first.where(_catalog_path(first))}"))
+    return out
+
+
+def clashes(specs: list[LoadedSpec]) -> list[Diagnostic]:
+    """Two specs for one table: same (database, name), same location, one location inside another, or
+    one catalog table."""
+    out = catalog_clashes(specs)
     names: dict[tuple[str, str], LoadedSpec] = {}
     locations: dict[str, LoadedSpec] = {}
     ancestors: dict[str, LoadedSpec] = {}  # every parent directory of a claimed location

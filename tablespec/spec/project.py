@@ -5,6 +5,7 @@ a repository; relative paths in it are relative to the file, not to the working 
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -58,9 +59,32 @@ def catalog_problem(value: Any) -> str | None:
         return f"catalog must be {CATALOG_FORMS}, got a {type(value).__name__}"
     if value in ("hive", "glue"):
         return None
-    match = re.fullmatch(r"thrift://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})", value)
-    if match is None or not 0 < int(match.group(2)) < 65536:
+    match = re.fullmatch(r"thrift://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})", value)
+    if match is None:
         return f"catalog must be {CATALOG_FORMS}, got {value!r}"
+    why = host_problem(match.group(1)) or ("" if 0 < int(match.group(2)) < 65536 else "the port is not 1 to 65535")
+    return f"catalog must be {CATALOG_FORMS}, got {value!r}: {why}" if why else None
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` (a name, or an IPv6 address in brackets) cannot be looked up, checked here so that a bad
+    one is a line naming the setting, not an error from the resolver."""
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return f"{host} is not an IPv6 address"
+        return None
+    name = host.removesuffix(".")
+    if len(name) > 253:
+        return "the host name is longer than 253 characters"
+    for label in name.split("."):
+        if not label:
+            return "the host name has an empty label"
+        if len(label) > 63:
+            return f"the host name's label {label[:16]}... is longer than 63 characters"
+        if label.startswith("-") or label.endswith("-"):
+            return f"the host name's label {label!r} starts or ends with '-'"
     return None
 
 
@@ -85,7 +109,7 @@ class Project(SpecModel):
 
     catalog: Annotated[str, PlainValidator(_catalog), WithJsonSchema({"type": "string"})] | None = None
     """Where specs with a `catalog:` section are registered: `hive` (embedded metastore in .tablespec/ beside
-    this file), `thrift://HOST:PORT` (a Hive metastore) or `glue`; $TABLESPEC_CATALOG overrides it."""
+    this file; the default), `thrift://HOST:PORT` (a Hive metastore) or `glue`; $TABLESPEC_CATALOG overrides it."""
 
     table_version: Literal[6, 8, 9] = 6
     """Hudi table version of the tables specs create when they name none (`spec.tableVersion`): 6 (Hudi 0.14/0.15) or 9 (Hudi 1.1/1.2); existing tables keep theirs."""  # noqa: E501
@@ -140,24 +164,35 @@ class CatalogSetting:
     """`$TABLESPEC_CATALOG`, or the project file and field."""
     home: Path
     """Directory of the project (the embedded metastore lives in its .tablespec/)."""
+    default: bool = False
+    """Whether the project names no catalog and this is the default, the embedded metastore."""
 
     @property
     def kind(self) -> str:
         return "thrift" if self.uri.startswith("thrift://") else self.uri
 
 
+def _home(project: Project | None) -> Path:
+    return project.file.parent.resolve() if project is not None and project.file is not None else Path.cwd()
+
+
 def resolve_catalog(project: Project | None) -> CatalogSetting | None:
     """The catalog by precedence: $TABLESPEC_CATALOG > the project file's `catalog`; None when neither is set."""
-    home = project.file.parent.resolve() if project is not None and project.file is not None else Path.cwd()
     if os.environ.get(CATALOG_ENV):
         value = os.environ[CATALOG_ENV]
         if (why := catalog_problem(value)) is not None:
             raise SpecError([Diagnostic(f"${CATALOG_ENV}", 0, 0, "", why)])
-        return CatalogSetting(value, f"${CATALOG_ENV}", home)
+        return CatalogSetting(value, f"${CATALOG_ENV}", _home(project))
     if project is None or project.catalog is None:
         return None
     origin = f"{project.file}: catalog" if project.file else "the project's catalog"
-    return CatalogSetting(project.catalog, origin, home)
+    return CatalogSetting(project.catalog, origin, _home(project))
+
+
+def catalog_or_default(project: Project | None) -> CatalogSetting:
+    """`resolve_catalog`, or where neither names one the default: the embedded metastore beside the
+    project file (or in the working directory, without one)."""
+    return resolve_catalog(project) or CatalogSetting("hive", "the default catalog", _home(project), default=True)
 
 
 def load_project(path: str | Path) -> Project:

@@ -3,12 +3,15 @@ written and read back with sqlite3, and plan / apply through the CLI registering
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from _support import EXAMPLES, ROOT, scratch_project
 from _support import cli as run
-from _support import scratch_project
 
 from tablespec.catalog import EmbeddedMetastore, open_catalog
 from tablespec.catalog.diff import diff
@@ -111,6 +114,42 @@ def test_an_unreachable_metastore_is_refused_naming_the_setting(tmp_path):
         catalog.tables("sales")
 
 
+def test_a_closed_thrift_port_prints_tablespecs_line_alone(project):
+    """Only tablespec's line on stderr: not the Thrift library's own log line before it (issue 34)."""
+    pytest.importorskip("thrift_files", reason="the Thrift metastore needs hive-metastore-client (tablespec[catalog])")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        uri = f"thrift://127.0.0.1:{s.getsockname()[1]}"
+    env = {**os.environ, "TABLESPEC_CATALOG": uri, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "tablespec.cli", "plan", "specs"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == ""
+    port = uri.rsplit(":", 1)[1]
+    assert done.stderr.splitlines() == [f"error: $TABLESPEC_CATALOG: cannot reach the Hive metastore at {uri}: "
+                                        f"no connection to 127.0.0.1:{port} (refused, or no answer within 10s)"], done.stderr
+
+
+def test_a_silent_thrift_port_is_one_line_after_the_timeout(tmp_path, caplog):
+    """A metastore that accepts the connection and never answers: tablespec's error once the timeout
+    passes, and nothing from the Thrift library's loggers."""
+    pytest.importorskip("thrift_files", reason="the Thrift metastore needs hive-metastore-client (tablespec[catalog])")
+    import logging
+    import socket
+
+    from tablespec.catalog.thrift import ThriftMetastore
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        uri = f"thrift://127.0.0.1:{silent.getsockname()[1]}"
+        catalog = ThriftMetastore(uri, "$TABLESPEC_CATALOG", timeout_ms=300)
+        with caplog.at_level(logging.DEBUG), pytest.raises(CatalogError) as refused:
+            catalog.tables("sales")
+    assert str(refused.value) == (f"$TABLESPEC_CATALOG: reading database sales in the Hive metastore at {uri} "
+                                  "failed: no answer within 0.3s")
+    assert [r for r in caplog.records if r.name.startswith("thrift")] == []
+
+
 SPEC = """\
 apiVersion: tablespec/v1
 kind: HudiTable
@@ -167,15 +206,56 @@ def test_a_dropped_registration_is_planned_again(project, capsys):
     assert run(capsys, "plan", "specs")[1].startswith("No changes.")
 
 
-def test_spec_with_catalog_in_a_project_without_one_names_file_line_and_field(project, capsys):
+DEFAULT_LINE = "Catalog: the embedded metastore .tablespec/metastore.db (the default: the project names no catalog)."
+
+
+def test_the_examples_are_registered_in_the_default_catalog_without_a_project_file(tmp_path, monkeypatch, capsys):
+    """The example specs ask for a catalog: where no project file (nor $TABLESPEC_CATALOG) names one,
+    the embedded metastore, the default, registers them, and each rendering of the plan says so in
+    one line (issue 35: `tablespec plan specs/examples` failed with "the project names no catalog")."""
+    scratch_project(tmp_path, monkeypatch, EXAMPLES)
+    code, out, err = run(capsys, "plan", "specs", "--warehouse", "lake")
+    assert code == 0, err
+    assert out.splitlines()[1] == DEFAULT_LINE and out.count("Catalog:") == 1 and out.count("~ catalog_sync") == 3
+    markdown = run(capsys, "plan", "specs", "--warehouse", "lake", "--format", "markdown")[1]
+    assert markdown.count(DEFAULT_LINE) == 1
+    data = json.loads(run(capsys, "plan", "specs", "--warehouse", "lake", "--format", "json")[1])
+    assert data["default_catalog"] == str(tmp_path / ".tablespec" / "metastore.db")
+    code, out, err = run(capsys, "apply", "specs", "--warehouse", "lake", "--auto-approve")
+    assert code == 0 and DEFAULT_LINE in out, err
+    store = EmbeddedMetastore(tmp_path / ".tablespec" / "metastore.db", "t")
+    assert (sorted(store.tables("sales")), sorted(store.tables("analytics"))) == (["customers", "orders"], ["events"])
+    out = run(capsys, "plan", "specs", "--warehouse", "lake")[1]
+    assert out.startswith("No changes.") and out.splitlines()[1] == DEFAULT_LINE
+    assert run(capsys, "apply", "specs", "--warehouse", "lake", "--auto-approve")[:2] == (0, out)
+
+
+def test_a_saved_plan_on_the_default_catalog_applies_to_that_file_only(project, capsys, monkeypatch, tmp_path):
     (project / "tablespec.project.yaml").write_text("warehouse: lake\n")
-    code, _, err = run(capsys, "plan", "specs/orders.yaml")
-    assert code == 1
-    assert "specs/orders.yaml:11:3: spec.catalog: the project names no catalog" in err
+    assert run(capsys, "plan", "specs", "--out", "plan.json")[0] == 0
+    assert json.loads((project / "plan.json").read_text())["default_catalog"] == str(project / ".tablespec" / "metastore.db")
+    monkeypatch.setenv("TABLESPEC_CATALOG", "glue")
+    code, _, err = run(capsys, "apply", "plan.json")
+    assert code == 1 and "plan.json: the plan registers tables in the embedded metastore" in err, err
+    assert "would use GlueCatalog() ($TABLESPEC_CATALOG)" in err
+    monkeypatch.delenv("TABLESPEC_CATALOG")
+    code, out, err = run(capsys, "apply", "plan.json")
+    assert code == 0 and "registered=1" in out, err
+    assert run(capsys, "plan", "specs", "--out", "plan.json")[1].startswith("No changes.")
+    assert run(capsys, "apply", "plan.json")[0] == 0          # nothing to sync: the same file, no refusal
+    assert sorted(EmbeddedMetastore(project / ".tablespec" / "metastore.db", "t").tables("sales")) == [
+        "orders", "refunds", "returns"]
 
 
 @pytest.mark.parametrize("value, message", [
     ("thrift://metastore", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    (f"thrift://{'a' * 64}:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),    # issue 34: a UnicodeError traceback
+    ("thrift://a..b:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://-a.b:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    (f"thrift://{'a.' * 127}b:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://[::g]:9083", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://metastore:0", "$TABLESPEC_CATALOG: catalog must be `hive`"),
+    ("thrift://metastore:65536", "$TABLESPEC_CATALOG: catalog must be `hive`"),
     ("thrift://127.0.0.1:1", "$TABLESPEC_CATALOG: cannot reach the Hive metastore at thrift://127.0.0.1:1"),
 ])
 def test_bad_catalog_setting_leaves_tables_and_catalog_untouched(project, capsys, monkeypatch, value, message):
@@ -183,8 +263,18 @@ def test_bad_catalog_setting_leaves_tables_and_catalog_untouched(project, capsys
     for command in (["plan", "specs"], ["apply", "specs", "--auto-approve"]):
         code, _, err = run(capsys, *command)
         assert code == 1 and err.removeprefix("error: ").startswith(message) and "Traceback" not in err, err
+        assert len([line for line in err.splitlines() if line != "1 error."]) == 1, err
     assert not (project / "lake").exists() and not (project / ".tablespec").exists()
     assert not HudiTable.open(str(project / "lake" / "sales" / "orders")).exists
+
+
+@pytest.mark.parametrize("value, why", [
+    (f"thrift://{'a' * 64}:9083", "is longer than 63 characters"), ("thrift://a..b:9083", "an empty label")])
+def test_a_bad_host_in_the_project_file_names_its_line(project, capsys, value, why):
+    (project / "tablespec.project.yaml").write_text(f"warehouse: lake\ncatalog: {value}\n")
+    code, _, err = run(capsys, "validate", "specs")
+    assert code == 1 and "tablespec.project.yaml:2:" in err and "catalog" in err and why in err, err
+    assert "Traceback" not in err
 
 
 def test_unreadable_metastore_is_a_clear_error(project, capsys):
@@ -220,7 +310,7 @@ def test_catalog_conf_prints_the_spark_settings_that_open_the_catalog(project, c
     conf = parse_properties(out)
     metastore = project / ".tablespec" / "metastore.db"
     assert conf["spark.driver.extraClassPath"] == jars and conf["spark.sql.catalogImplementation"] == "hive"
-    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(f"jdbc:sqlite:{metastore}?")
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(f"jdbc:sqlite:{metastore.as_uri()}?")
     assert conf["spark.sql.extensions"] == "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
     assert conf["spark.sql.warehouse.dir"] == str(project / ".tablespec" / "spark-warehouse")
     assert run(capsys, "catalog", "conf", "--out", "spark.conf")[:2] == (0, "")
@@ -235,6 +325,7 @@ def test_catalog_conf_prints_the_spark_settings_that_open_the_catalog(project, c
     code, out, err = run(capsys, "catalog", "conf")
     assert (code, out) == (1, "") and len(err.splitlines()) == 1 and err.startswith("error: $TABLESPEC_CATALOG: Spark reaches AWS Glue")
     monkeypatch.delenv("TABLESPEC_CATALOG")
-    (project / "tablespec.project.yaml").write_text("warehouse: lake\n")
+    (project / "tablespec.project.yaml").write_text("warehouse: lake\n")        # the default: the embedded metastore
     code, out, err = run(capsys, "catalog", "conf")
-    assert (code, out) == (1, "") and "the project names no catalog" in err
+    assert code == 0 and parse_properties(out)["spark.hadoop.javax.jdo.option.ConnectionURL"].startswith(
+        f"jdbc:sqlite:{metastore.as_uri()}?"), err

@@ -73,3 +73,18 @@ def test_thrift_metastore_plan_apply_ingest(project, spark, capsys, tmp_path):
     assert code == 1 and f"tablespec.project.yaml: catalog: cannot reach the Hive metastore at {uri}" in err, err
     assert "Traceback" not in err
     assert HudiTable.open(str(project / "lake" / "sales" / "orders")).timeline.head == head
+
+
+def test_a_metastore_in_a_folder_named_with_hash_question_mark_and_percent(project, capsys, tmp_path):
+    """The JDBC URL Hive's metastore (as Spark's Hive client) opens the SQLite file with is quoted: a
+    registration made through it is in that very file (issue 34: unquoted, `?` cut the path short)."""
+    folder = tmp_path / "h#m?s%20"
+    folder.mkdir()
+    db = folder / "metastore.db"
+    with standalone_metastore(db) as uri:
+        (project / "tablespec.project.yaml").write_text(f"warehouse: lake\ncatalog: {uri}\n")
+        code, out, err = _cli(capsys, "apply", "specs", "--auto-approve")
+        assert code == 0 and "registered=1" in out, err
+        assert _cli(capsys, "plan", "specs")[1].startswith("No changes.")
+    assert sorted(EmbeddedMetastore(db, "test").tables("sales")) == ["orders"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("h")] == ["h#m?s%20"]   # nothing beside it

@@ -117,6 +117,23 @@ def test_same_table_twice_points_at_the_first(tmp_path):
         "W/b.yaml:11:12: metadata.name: table 'sales.ORDERS' is already defined at W/a.yaml:3"]
 
 
+@pytest.mark.parametrize("second", ["catalog: {database: sales, table: orders}",
+                                    "catalog: {database: SALES, table: Orders}",
+                                    "catalog:\n    database: Sales\n    table: ORDERS"])
+def test_one_catalog_name_registered_twice_names_both_files_and_lines(tmp_path, capsys, second):
+    """Two tables registered as one catalog table (its case aside): `apply` would move the name between
+    them on every run (issue 34), so `validate` refuses the second at its catalog line."""
+    from _support import cli
+    (tmp_path / "a.yaml").write_text(doc("orders", "sales/orders", extra="  catalog: {database: sales}\n"))
+    (tmp_path / "b.yaml").write_text(doc("orders_v2", "sales/orders_v2", extra=f"  {second}\n"))
+    result = load_specs([tmp_path])
+    at = "10:5" if "\n" in second else "8:30"       # the second's `table:` key
+    assert [str(d).replace(str(tmp_path), "W") for d in result.errors] == [
+        f"W/b.yaml:{at}: spec.catalog.table: "
+        "catalog table 'sales.orders' is already registered by table 'orders' at W/a.yaml:8"]
+    assert cli(capsys, "validate", str(tmp_path))[0] == 1
+
+
 def test_same_name_in_other_database_is_fine():
     result = load_spec_text(doc("orders", "a", database="x") + "---\n" + doc("orders", "b", database="y"))
     assert result.diagnostics == [] and len(result.specs) == 2
