@@ -122,7 +122,7 @@ def _table_with(spark, spec_file, location):
 
 def test_a_pending_restore_is_shown_and_refused_untouched(hudi, tmp_path, capsys):
     """Savepoint, restore, and the restore's completed file gone (Hudi stopped before it): Hudi 0.15's
-    own writer refuses the table, and so do `plan` and a write, in one line saying how to finish it;
+    own writer refuses the table, and so do `plan`, `apply` and a write, in one line saying how to finish it;
     once Hudi ran the restore again, both go on."""
     location = tmp_path / "restored"
     hudi_write(_df(hudi, FIRST), location, _options("restored"))
@@ -153,6 +153,8 @@ def test_a_pending_restore_is_shown_and_refused_untouched(hudi, tmp_path, capsys
         table.write(_df(hudi, MORE))
     assert f"error: {refused.value}" == line
     assert _ingest(capsys, tmp_path, spec_file) == (1, line)
+    code, out, err = cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
+    assert code == 1 and err.strip().splitlines()[-1] == line
     assert table_files(location) == before
 
     # what tablespec does is what Hudi 0.15's writer does; the restore run again finishes it
