@@ -31,6 +31,7 @@ from tablespec.hudi.io import map_locations
 from tablespec.hudi.lock import read_lock
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.restore import PendingRestore, pending_restore
 from tablespec.hudi.rollback import pending_to_roll_back
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline import Timeline
@@ -72,6 +73,7 @@ class TableState:
     file_groups: tuple[FileGroupState, ...] = ()
     pending: tuple[Instant, ...] = ()
     expired: tuple[Instant, ...] = ()  # pending writes whose writer died (heartbeat expired)
+    pending_restore: PendingRestore | None = None   # Apache Hudi's restore to a savepoint, stopped half-way
     heartbeat_ages: dict = field(default_factory=dict)  # pending instant time -> seconds since its last beat (None: no heartbeat)
     lock_holders: tuple[str, ...] = ()   # who holds tablespec's table lock and Hudi's transaction lock now
     cleanable: dict = field(default_factory=dict)   # keep_commits -> CleanPlan.to_dict() (see observe)
@@ -212,6 +214,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         file_groups=groups,
         pending=tuple(timeline.pending()),
         expired=tuple(pending_to_roll_back(table, tolerance_seconds())),
+        pending_restore=pending_restore(timeline),
         heartbeat_ages=_heartbeat_ages(table),
         lock_holders=lock_holders(table),
         head=commits[-1].timestamp if commits else None,

@@ -83,6 +83,22 @@ def storage_and_base(location: str, origin: str | None = None):
     return table.storage, table.base
 
 
+LOCK_FILES = (".hoodie/.tablespec/lock/", ".hoodie/lock", ".hoodie/.lock")   # tablespec's table lock, Hudi's
+
+
+def table_files(root) -> dict[str, tuple[int, str]]:
+    """Every file under `root` but the lock files: relative path -> (size, sha256). Equal before and
+    after a refusal: the refusal changed nothing."""
+    import hashlib
+    out = {}
+    for path in sorted(Path(root).rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(LOCK_FILES):
+            data = path.read_bytes()
+            out[rel] = (len(data), hashlib.sha256(data).hexdigest())
+    return out
+
+
 def cli(capsys, *argv: str) -> tuple[int, str, str]:
     """`tablespec ARGV` in this process: exit code, stdout, stderr."""
     from tablespec.cli import main

@@ -1,11 +1,13 @@
 """The copy-on-write writer's driver: one write = one commit transaction on the timeline.
 
-Order of events: take the table lock, finish or roll back leftover work, check the table
-matches the spec, check the data's schema, request + start the instant (with a heartbeat),
-let executors write file slices, refuse bad keys / pending-clustering conflicts, remove files
-of failed task attempts, write partition metadata, and complete the instant last. Any error
-after the instant was requested rolls it back; a killed driver leaves an inflight instant
-whose heartbeat expires, and the next writer or apply rolls it back.
+Order of events: check the table may be written (it matches the spec where rows are concerned;
+no table type, layout or pending Hudi restore tablespec refuses), take the table lock and check
+again where the table changed, finish or roll back leftover work, check the data's schema,
+request + start the instant (with a heartbeat), let executors write file slices, refuse bad
+keys / pending-clustering conflicts, remove files of failed task attempts, write partition
+metadata, and complete the instant last. Any error after the instant was requested rolls it
+back; a killed driver leaves an inflight instant whose heartbeat expires, and the next writer
+or apply rolls it back.
 """
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ import json
 from dataclasses import dataclass
 
 from tablespec.engine import tasks
-from tablespec.engine.commit import Transaction, commit_metadata, locked
+from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.archive import housekeep
 from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
-from tablespec.hudi.config import bloom_filters_expected, unmanaged_layout, unwritable_version
+from tablespec.hudi.config import bloom_filters_expected
 from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.layout_switch import REWRITE_MARK
@@ -31,9 +33,9 @@ from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
 from tablespec.plan.buckets import BucketLayout
-from tablespec.plan.builder import table_actions
+from tablespec.plan.builder import write_refusal
 from tablespec.plan.columns import spec_columns
-from tablespec.state import observe
+from tablespec.state import TableState, observe
 from tablespec.wording import counted
 
 OPERATIONS = {"insert": "INSERT", "upsert": "UPSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
@@ -93,30 +95,42 @@ class TableWriter:
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
-        self._refuse_layout()  # before the lock, as the handle last read the table (checked again under it)
-        with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance) as lock:
-            seen = self.table.timeline  # as `locked` read it
-            result = self._write_locked(df, operation, lock)
-            if result.instant is not None:  # the write added a commit: archive as the spec says, if due
-                done = housekeep(self.table, self.spec.archive_settings, seen, added=1)
-                if done is not None:
-                    result = dataclasses.replace(result, archived=len(done.archived))
-            return result
+        state = self._refuse(observe(self.table.refresh()))  # before the lock, the table as it is now
+        lock = table_lock(self.table, "writer", self.lock_timeout)
+        try:
+            # Refusals come before anything changes: `locked` drops metadata-table partitions tablespec
+            # does not maintain and rolls back dead writes, which must not happen to a table the write
+            # will not touch. The table as it is now: observed again only where it changed.
+            generation = self.table.generation
+            self.table.fresh_timeline()
+            self.table.fresh_config()
+            if self.table.generation != generation or state.pending:
+                self._refuse(observe(self.table.refresh()))
+            checked = self.table.generation
+            with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance, held=lock) as lock:
+                if self.table.generation != checked:  # recovery changed the table: checked again as it left it
+                    self._refuse(observe(self.table))
+                seen = self.table.timeline  # as `locked` read it
+                result = self._write_locked(df, operation, lock)
+                if result.instant is not None:  # the write added a commit: archive as the spec says, if due
+                    done = housekeep(self.table, self.spec.archive_settings, seen, added=1)
+                    if done is not None:
+                        result = dataclasses.replace(result, archived=len(done.archived))
+                return result
+        finally:
+            lock.release()
 
-    def _refuse_layout(self) -> None:
-        """A table whose layout tablespec cannot write, or whose stored rows contradict the spec's
-        timestamp partitioning, is refused before the lock: taking it drops metadata-table partitions
-        tablespec does not maintain and rolls back dead writes, which must not happen to a table
-        the write will not touch."""
+    def _refuse(self, state: TableState) -> TableState:
+        """Raise WriteRefused when the table must not be written as observed (planner.write_refusal),
+        or when its stored rows contradict a timestamp partitioning hoodie.properties does not record."""
         from tablespec.stored_paths import unconfirmed, unrecorded
-        config = self.table.config
-        if config is None:
-            return
-        why = unwritable_version(config) or unmanaged_layout(config)
-        if why is None and unrecorded(self.spec, config.to_properties()):  # reads a few files: only then
-            why = unconfirmed(self.spec, observe(self.table))
+        why = write_refusal(self.spec, state)
+        if why is None and unrecorded(self.spec, state.table_config.to_properties()):  # reads a few files: only then
+            why = unconfirmed(self.spec, state)
+            why = why and f"table {self.spec.qualified_name} at {self.base}: {why}"
         if why is not None:
-            raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: {why}")
+            raise WriteRefused(why)
+        return state
 
     def _record_index(self):
         """RECORD_LEVEL tables: Hudi's record index as the handle shows it (None for other indexes)."""
@@ -128,23 +142,8 @@ class TableWriter:
         except IndexMissing as e:
             raise WriteRefused(str(e)) from None
 
-    def _check_table(self):
-        state = observe(self.table)  # under the lock: the handle as `locked` read it
-        name = self.spec.qualified_name
-        if state.exists and (why := unmanaged_layout(state.table_config)) is not None:  # as it is now
-            raise WriteRefused(f"table {name} at {self.base}: {why}")
-        if not state.exists:
-            raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")
-        pending = table_actions(self.spec, state)
-        if pending:
-            kinds = ", ".join(a.kind for a in pending)
-            raise WriteRefused(f"table {name} does not match its spec ({kinds} pending); "
-                               "run `tablespec plan` and `tablespec apply` first")
-        return state
-
     def _write_locked(self, df, operation: str, lock: TableLock) -> WriteResult:
         spec = self.spec.spec
-        self._check_table()
         auto = spec.record_key.auto_generate
         if auto and operation in ("upsert", "delete") and "_hoodie_record_key" not in df.columns:
             raise WriteRefused(f"{operation} into {self.spec.qualified_name} needs the `_hoodie_record_key` column: "
@@ -162,7 +161,7 @@ class TableWriter:
         return self._commit(conform(df, self.spec), "bulk_insert", lock, replace=True)
 
     def _commit(self, df, operation: str, lock: TableLock, replace: bool = False) -> WriteResult:
-        # as observed under the lock (`_check_table`); nothing changed the table since
+        # as checked under the lock (`write`); nothing changed the table since
         timeline, view, props = self.table.timeline, self.table.view, self.table.table_config.to_properties()
         index = None if replace else self._record_index()  # the commit keeps it (mdt/sync.py)
         replaced: dict[str, list[str]] | None = None

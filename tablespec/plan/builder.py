@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tablespec.errors import SpecError, UnsupportedTableError
-from tablespec.hudi.config import table_index_type, unmanaged_layout
+from tablespec.errors import PlanError, SpecError, UnsupportedTableError
+from tablespec.hudi.config import table_index_type, unmanaged_layout, unwritable_version
 from tablespec.hudi.keys import METADATA_RECORD_INDEX_ENABLE, TABLE_VERSION
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.private_index import FOLDER as PRIVATE_INDEX
@@ -61,6 +61,7 @@ from tablespec.plan.settings import (
     diff_settings,
     display,
     effective,
+    shapes_rows,
 )
 from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
@@ -194,14 +195,47 @@ def _beat(state: TableState, instant) -> str:
     return ", no heartbeat" if age is None else f", heartbeat {age:.0f}s ago"
 
 
+def unmanaged(spec, state: TableState) -> str | None:
+    """Why tablespec does not manage the existing table at the spec's location (its type, virtual
+    keys), or None: the one line plan, apply and writes refuse it with."""
+    config = state.table_config
+    if config.table_type != "COPY_ON_WRITE":
+        return (f"{state.location}: table {display_name(spec)} is a {config.table_type} table; "
+                "tablespec manages COPY_ON_WRITE tables only for now")
+    if (why := unmanaged_layout(config)) is not None:
+        return f"{state.location}: table {display_name(spec)}: {why}"
+    return None
+
+
+def write_refusal(spec, state: TableState) -> str | None:
+    """Why a write (`tablespec ingest`, `Table.write`) must not commit into the table as observed,
+    or None. A function of the spec and the observed state only: writers ask it before they change
+    anything (recovery, dropping metadata partitions), and again where the table changed since.
+    Drift in a setting that does not change where or how rows are written (names, labels,
+    housekeeping: settings.shapes_rows) does not stop a write."""
+    if not state.exists:
+        return (f"table {display_name(spec)} does not exist at {state.location}; "
+                "run `tablespec plan` and `tablespec apply` first")
+    if (why := unmanaged(spec, state)) is not None:
+        return why
+    if (why := unwritable_version(state.table_config)) is not None:
+        return f"table {display_name(spec)} at {state.location}: {why}"
+    if state.pending_restore is not None:
+        return state.pending_restore.refusal(state.location)
+    pending = [a for a in table_actions(spec, state)
+               if not (isinstance(a, UpdateSettings) and not any(shapes_rows(c.property) for c in a.changes))]
+    if pending:
+        return (f"table {display_name(spec)} does not match its spec ({', '.join(a.kind for a in pending)} pending); "
+                "run `tablespec plan` and `tablespec apply` first")
+    return None
+
+
 def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     spec = loaded.spec
-    if state.exists and state.table_config.table_type != "COPY_ON_WRITE":
-        raise UnsupportedTableError(
-            f"{state.location}: table {display_name(spec)} is a {state.table_config.table_type} table; "
-            "tablespec manages COPY_ON_WRITE tables only for now")
-    if state.exists and (why := unmanaged_layout(state.table_config)) is not None:  # a saved plan's table, too
-        raise UnsupportedTableError(f"{state.location}: table {display_name(spec)}: {why}")
+    if state.exists and (why := unmanaged(spec, state)) is not None:  # a saved plan's table, too
+        raise UnsupportedTableError(why)
+    if state.exists and state.pending_restore is not None:
+        raise PlanError(state.pending_restore.refusal(state.location))
     if (upgrade := _upgrade(spec, state)) is not None:   # the table at its new version first
         actions = [upgrade, *table_actions(spec, state)]
     else:

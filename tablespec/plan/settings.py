@@ -38,6 +38,9 @@ class Setting:
     unrecorded: bool = False          # Apache Hudi may not persist it: absent from a table is unknown, not
     #                                   different (tablespec/stored_paths.py checks the spec's value on the rows)
     import_default: bool = True       # import writes it at its default too (False: a rarely set option, only when set)
+    table_decides: bool = False       # unset in the spec: the table's value stands (no diff, kept by apply)
+    shapes_rows: bool = True          # changes where or how a write lays rows out: a write waits until the table
+    #                                   matches (False: names, labels, housekeeping; a write goes on beside the drift)
 
 
 def _csv(values) -> str | None:
@@ -116,9 +119,10 @@ PREVENT_DESTROY = keys.PREVENT_DESTROY.name
 _TS = "spec.partitioning.timestamp."
 
 REGISTRY: tuple[Setting, ...] = (
-    Setting(keys.TABLE_NAME.name, "metadata.name", "settings", lambda s: s.metadata.name),
+    Setting(keys.TABLE_NAME.name, "metadata.name", "settings", lambda s: s.metadata.name, shapes_rows=False),
+    # Spark SQL's `CREATE TABLE ... USING hudi LOCATION` writes hoodie.database.name into a table it registers
     Setting(keys.DATABASE_NAME.name, "metadata.database", "settings", lambda s: s.metadata.database,
-            observe=lambda p: p.get(keys.DATABASE_NAME.name) or None),
+            observe=lambda p: p.get(keys.DATABASE_NAME.name) or None, table_decides=True, shapes_rows=False),
     Setting(keys.TABLE_TYPE.name, "spec.tableType", "key", lambda s: s.spec.table_type, keys.TABLE_TYPE.default),
     Setting(RECORD_KEY_FIELDS, "spec.recordKey.fields", "key", lambda s: _csv(s.spec.record_key.fields), kind="list"),
     Setting(KEY_GENERATOR, "keyGenerator", "key", key_generator, kind="class", imported=False,
@@ -154,33 +158,33 @@ REGISTRY: tuple[Setting, ...] = (
     Setting(RECORD_LEVEL_BUCKETS, "spec.index.recordLevel.numBuckets", "index", _record_level_buckets,
             kind="int", sized_by_table=True),
     Setting(keys.CLUSTERING_STRATEGY.name, "spec.clustering.strategy", "settings",
-            lambda s: s.spec.clustering.strategy, _C.strategy),
+            lambda s: s.spec.clustering.strategy, _C.strategy, shapes_rows=False),
     Setting(keys.SORT_COLUMNS.name, "spec.clustering.sortColumns", "settings",
-            lambda s: _csv(s.spec.clustering.sort_columns), kind="list"),
+            lambda s: _csv(s.spec.clustering.sort_columns), kind="list", shapes_rows=False),
     Setting(keys.TARGET_FILE_MAX_BYTES.name, "spec.clustering.targetFileSize", "settings",
             lambda s: _num(s.spec.clustering.target_file_size), _num(_C.target_file_size), kind="size"),
     Setting(keys.SMALL_FILE_LIMIT.name, "spec.clustering.smallFileLimit", "settings",
             lambda s: _num(s.spec.clustering.small_file_limit), _num(_C.small_file_limit), kind="size"),
     Setting(keys.MAX_BYTES_PER_GROUP.name, "spec.clustering.maxBytesPerGroup", "settings",
-            lambda s: _num(s.spec.clustering.max_bytes_per_group), _num(_C.max_bytes_per_group), kind="size"),
+            lambda s: _num(s.spec.clustering.max_bytes_per_group), _num(_C.max_bytes_per_group), kind="size", shapes_rows=False),
     Setting(keys.MAX_NUM_GROUPS.name, "spec.clustering.maxGroups", "settings",
-            lambda s: _num(s.spec.clustering.max_groups), _num(_C.max_groups), kind="int"),
+            lambda s: _num(s.spec.clustering.max_groups), _num(_C.max_groups), kind="int", shapes_rows=False),
     Setting(keys.INLINE_MAX_COMMITS.name, "spec.clustering.everyNCommits", "settings",
-            lambda s: _num(s.spec.clustering.every_n_commits), _num(_C.every_n_commits), kind="int"),
+            lambda s: _num(s.spec.clustering.every_n_commits), _num(_C.every_n_commits), kind="int", shapes_rows=False),
     Setting(keys.PARTITION_REGEX.name, "spec.clustering.partitionFilter", "settings",
-            lambda s: s.spec.clustering.partition_filter),
+            lambda s: s.spec.clustering.partition_filter, shapes_rows=False),
     Setting(keys.LOOKBACK_PARTITIONS.name, "spec.clustering.latestPartitions",
-            "settings", lambda s: _num(s.spec.clustering.latest_partitions), kind="int"),
+            "settings", lambda s: _num(s.spec.clustering.latest_partitions), kind="int", shapes_rows=False),
     Setting(keys.CLUSTERING_MAX_SMALL_FILES.name, "spec.clustering.maxSmallFiles", "settings",
-            lambda s: _num(s.spec.clustering.max_small_files), kind="int"),
+            lambda s: _num(s.spec.clustering.max_small_files), kind="int", shapes_rows=False),
     Setting(KEEP_COMMITS, "spec.retention.keepCommits", "settings",
-            lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits), kind="int"),
+            lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits), kind="int", shapes_rows=False),
     Setting(keys.KEEP_MIN_COMMITS.name, "spec.retention.archive.minCommits", "settings",
-            lambda s: _archive(s, "min_commits"), keys.KEEP_MIN_COMMITS.default, kind="int", import_default=False),
+            lambda s: _archive(s, "min_commits"), keys.KEEP_MIN_COMMITS.default, kind="int", import_default=False, shapes_rows=False),
     Setting(keys.KEEP_MAX_COMMITS.name, "spec.retention.archive.maxCommits", "settings",
-            lambda s: _archive(s, "max_commits"), keys.KEEP_MAX_COMMITS.default, kind="int", import_default=False),
+            lambda s: _archive(s, "max_commits"), keys.KEEP_MAX_COMMITS.default, kind="int", import_default=False, shapes_rows=False),
     Setting(PREVENT_DESTROY, "spec.protection.preventDestroy", "settings",
-            lambda s: _bool(s.spec.protection.prevent_destroy), _bool(_P.prevent_destroy), kind="bool"),
+            lambda s: _bool(s.spec.protection.prevent_destroy), _bool(_P.prevent_destroy), kind="bool", shapes_rows=False),
 )
 BY_PROP = {s.prop: s for s in REGISTRY}
 
@@ -241,7 +245,8 @@ def diff_settings(spec: TableSpec, observed: dict[str, str]) -> list[SettingChan
     for s in REGISTRY:
         new = desired.get(s.prop, s.default)
         old = effective(observed, s.prop)
-        if s.derived or new == old or (s.sized_by_table and new is None) or (s.unrecorded and s.prop not in observed):
+        if (s.derived or new == old or ((s.sized_by_table or s.table_decides) and new is None)
+                or (s.unrecorded and s.prop not in observed)):
             continue
         changes.append(SettingChange(s.path, s.prop, s.category, old, new))
     labels = sorted({k for k in list(desired) + list(observed) if k.startswith(LABEL_PREFIX)})
@@ -258,5 +263,13 @@ def managed_properties_update(current: dict[str, str], spec: TableSpec) -> dict[
     props = {k: v for k, v in current.items() if k not in BY_PROP and not k.startswith(LABEL_PREFIX)}
     if spec.spec.index.type == table_index_type(current):  # same index: keep what tablespec sized
         props.update({s.prop: current[s.prop] for s in REGISTRY if s.sized_by_table and s.prop in current})
+    props.update({s.prop: current[s.prop] for s in REGISTRY if s.table_decides and s.prop in current})
     props.update(desired)
     return props
+
+
+def shapes_rows(prop: str | None) -> bool:
+    """Whether a change of `prop` (a managed key, or a label's) changes where or how a write lays
+    rows out: then a write waits until `apply` made the table match its spec."""
+    setting = BY_PROP.get(prop) if prop else None
+    return setting is not None and setting.shapes_rows

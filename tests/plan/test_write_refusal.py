@@ -1,0 +1,76 @@
+"""Which drift stops a write (planner.write_refusal, a pure function of spec and observed state):
+settings that change where or how rows are written do; names, labels and housekeeping do not.
+A table type tablespec does not manage is refused by writes in the one line `plan` gives."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_builder import BASE, actions, load, state_for
+
+from tablespec.errors import UnsupportedTableError
+from tablespec.plan.builder import write_refusal
+from tablespec.plan.settings import REGISTRY
+
+
+def _spec(text: str):
+    return load(text)[0].spec
+
+
+def _with(text: str, **spec_lines: str) -> str:
+    """BASE with top-level `spec:` lines added or replaced."""
+    for key, value in spec_lines.items():
+        line = f"  {key}: {value}\n"
+        text = re.sub(rf"^  {key}: .*\n", line, text, flags=re.M) if f"\n  {key}:" in text else text + line
+    return text
+
+
+@pytest.mark.parametrize(("lines", "refused"), [
+    ({"clustering": "{targetFileSize: 512MB}"}, True),     # where new rows go (file sizing)
+    ({"orderingField": "amount"}, True),                     # which of two rows wins
+    ({"retention": "{keepCommits: 3}"}, False),              # housekeeping
+    ({"protection": "{preventDestroy: true}"}, False),
+    ({"clustering": "{sortColumns: [customer_id]}"}, False),  # clustering runs only
+])
+def test_only_drift_that_shapes_rows_stops_a_write(lines, refused):
+    text = _with(BASE, **lines)
+    state = state_for(BASE)
+    assert [a.kind for a in actions(text, state)] == ["update_settings"]   # plan shows every drift
+    why = write_refusal(_spec(text), state)
+    assert (why is not None) == refused, why
+    if refused:
+        assert "does not match its spec (update_settings pending)" in why
+
+
+def test_a_database_the_table_names_and_the_spec_leaves_unset_stands():
+    """Spark SQL's `CREATE TABLE ... USING hudi LOCATION` writes hoodie.database.name=default."""
+    unset = BASE.replace("metadata: {name: orders, database: sales}", "metadata: {name: orders}")
+    state = state_for(unset, **{"hoodie.database.name": "default"})
+    assert actions(unset, state) == []                      # the table's value stands: no drift
+    assert write_refusal(_spec(unset), state) is None
+    other = state_for(BASE, **{"hoodie.database.name": "default"})   # the spec names another one
+    assert [c.path for a in actions(BASE, other) for c in a.changes] == ["metadata.database"]
+    assert write_refusal(_spec(BASE), other) is None          # a name: the write goes on
+
+
+def test_labels_do_not_stop_a_write():
+    state = state_for(BASE, **{"tablespec.label.team": "payments"})
+    assert [a.kind for a in actions(BASE, state)] == ["update_settings"]
+    assert write_refusal(_spec(BASE), state) is None
+
+
+def test_every_row_shaping_setting_is_classified():
+    """Keys, partitioning, key generator and index always stop a write; of the rest, only the
+    ordering field and file sizing do."""
+    assert all(s.shapes_rows for s in REGISTRY if s.category in ("key", "index"))
+    assert {s.path for s in REGISTRY if s.category == "settings" and s.shapes_rows} == {
+        "spec.orderingField", "spec.clustering.targetFileSize", "spec.clustering.smallFileLimit"}
+
+
+def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
+    state = state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"})
+    why = write_refusal(_spec(BASE), state)
+    with pytest.raises(UnsupportedTableError) as planned:
+        actions(BASE, state)
+    assert why == str(planned.value)
+    assert why == "/wh/sales/orders: table sales.orders is a MERGE_ON_READ table; tablespec manages COPY_ON_WRITE tables only for now"
