@@ -41,6 +41,7 @@ def _ends_with_continuation(line: str) -> bool:
 
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(u)|(.)|\Z)", re.DOTALL)
 """A backslash and what it escapes: `\\uXXXX`, a malformed `\\u`, any other character, or nothing at the end."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _KEY = re.compile(r"(?:\\.?|[^\\=: \t\f])*", re.DOTALL)
 """A key: up to the first `=`, `:` or white space that no backslash escapes."""
 
@@ -51,12 +52,15 @@ def _unescape(s: str) -> str:
         if code is not None:
             return chr(int(code, 16))
         if bad_u is not None:
-            raise HudiFormatError(f"malformed \\uXXXX escape in properties: {s[m.start():m.start() + 6]!r}")
+            raise HudiFormatError(f"malformed \\uXXXX escape in properties: {m.string[m.start():m.start() + 6]!r}")
         return "" if other is None else _ESCAPES.get(other, other)
 
-    out = _ESCAPE.sub(one, s) if "\\" in s else s
+    if "\\" in s:
+        s = _ESCAPE.sub(one, s)
+    elif not _SURROGATE.search(s):
+        return s
     # Java strings are UTF-16: a character outside the BMP arrives as two \u escapes.
-    return out.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
