@@ -61,7 +61,7 @@ def _plain(node: Any, loc: tuple, positions: Positions) -> Any:
     if isinstance(node, CommentedMap):
         out: dict = {}
         for key, value in node.items():
-            if (position := _position(node.lc.key(key))) is not None:
+            if (position := _position((node.lc.data or {}).get(key))) is not None:  # merged (`<<`) keys have none
                 positions[format_path((*loc, key))] = position
             out[key] = _plain(value, (*loc, key), positions)
         return out
@@ -205,6 +205,8 @@ class _Open:
 def _read_events(text: str) -> list[Document]:
     """Every document of `text` in one pass over libyaml's events, with the bounds of `_check_bounds`;
     raises _RoundTripOnly for anything the round-trip loader must read instead."""
+    if _ROUND_TRIP_TEXT.search(text):
+        raise _RoundTripOnly
     documents: list[Document] = []
     index = -1
     stack: list[_Open] = []
@@ -297,8 +299,6 @@ def _read_events(text: str) -> list[Document]:
 def read_documents(text: str, file: str) -> tuple[list[Document], list[Diagnostic]]:
     """Parse every document of `text`; a syntax error ends the file with one diagnostic."""
     try:
-        if _ROUND_TRIP_TEXT.search(text):
-            raise _RoundTripOnly
         return _read_events(text), []
     except _RoundTripOnly:
         return _read_round_trip(text, file)
