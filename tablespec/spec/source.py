@@ -163,10 +163,8 @@ def _scalar(event: yaml.ScalarEvent) -> Any:
     value = event.value
     if event.style:  # quoted, literal or folded: a string
         return value
-    for tag, regexp in _IMPLICIT.get(value[:1], ()):
-        if regexp.match(value):
-            break
-    else:
+    tag = next((tag for tag, regexp in _IMPLICIT.get(value[:1], ()) if regexp.match(value)), None)
+    if tag is None:
         return value
     if tag == _NULL:
         return None
