@@ -276,11 +276,11 @@ def _read_events(text: str) -> list[Document]:
                 if expects_key or event.anchor not in anchors:  # an alias as a key, undefined or recursive
                     raise _RoundTripOnly
                 value, size, anchored, first, last, position = anchors[event.anchor]
+                count(size)  # before the copy: an alias bomb stops at the bound
                 path = place(_copy(value), position)
                 if last > first and not (anchored and path):  # an empty key's path would read differently
                     raise _RoundTripOnly
                 marks.extend((path + p[len(anchored):], at) for p, at in marks[first:last])
-                count(size)
             elif kind is yaml.DocumentStartEvent:
                 if event.version or event.tags:
                     raise _RoundTripOnly
