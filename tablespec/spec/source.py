@@ -4,8 +4,9 @@ Specs are read once, from the events of libyaml's C parser (PyYAML), which carry
 `path -> (line, col)` map is built as values arrive, and pydantic gets plain dicts/lists/scalars
 (strict validation should not depend on ruamel's scalar subclasses). Plain scalars resolve as
 ruamel's round-trip loader resolves them (YAML 1.2). What that fast reader does not build itself
-(a syntax or bounds error, tags, merge keys, directives, complex or duplicate keys) is read by the
-round-trip loader, as before it: its positions, refusals and error messages are the ones users see.
+(a syntax or bounds error, tags, merge keys, directives, complex or duplicate keys, text the two
+parsers read differently) is read by the round-trip loader, as before: its positions, refusals and
+error messages are the ones users see.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ruamel.yaml.resolver import Resolver
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.tag import Tag
 
-from tablespec.spec.diagnostics import Diagnostic, format_path, locate
+from tablespec.spec.diagnostics import Diagnostic, child_path, format_path, locate
 
 Positions = dict[str, tuple[int, int]]
 
@@ -173,13 +174,6 @@ def _scalar(event: yaml.ScalarEvent) -> Any:
     return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, ScalarNode(Tag(suffix=tag), value))
 
 
-def _child_path(path: str, part: Any) -> str:
-    """`format_path((*loc, part))` for `path == format_path(loc)`."""
-    if isinstance(part, int):
-        return f"{path}[{part}]"
-    return f"{path}.{part}" if path else str(part)
-
-
 def _copy(value: Any) -> Any:
     """A fresh copy of an anchored value for each alias, as the round-trip reading makes."""
     if isinstance(value, dict):
@@ -221,13 +215,13 @@ def _read_events(text: str) -> list[Document]:
             return ""
         parent = stack[-1]
         if isinstance(parent.container, list):
-            path = _child_path(parent.path, len(parent.container))
+            path = child_path(parent.path, len(parent.container))
             marks.append((path, position))
             parent.container.append(value)
             return path
         key, parent.key = parent.key, _NO_KEY
         parent.container[key] = value
-        return _child_path(parent.path, key)
+        return child_path(parent.path, key)
 
     def count(size: int) -> None:
         if stack:
@@ -255,7 +249,7 @@ def _read_events(text: str) -> list[Document]:
                     if event.anchor is not None or event.style in ("|", ">") or value in stack[-1].container:
                         raise _RoundTripOnly  # a duplicate key is reported in the round-trip loader's words
                     stack[-1].key = value
-                    marks.append((_child_path(stack[-1].path, value), position))
+                    marks.append((child_path(stack[-1].path, value), position))
                 else:
                     value = _plain_scalar(value)
                     path = place(value, position)
