@@ -1,21 +1,34 @@
 """Plan cost at scale: 500 generated specs against 500 existing tables, metadata only.
 
 Creates the tables through `apply` (metadata), gives each a few commits of small parquet files
-written with the Hudi timeline API, changes some specs, then times `plan` phase by phase.
-Prints a table and writes JSON (default bench/results/plan_bench.json).
+written with the Hudi timeline API (each commit records the table schema, as writers' do), then:
+
+1. times `tablespec plan` (the CLI, in process, output discarded) of every table unchanged, best
+   of `--repeat`, in ms per unchanged table against the goal (at most 7 ms per table on local
+   disk, no JVM); `--profile N` also prints the N costliest functions of one more such plan
+   (cProfile, by own time) and keeps them in the JSON;
+2. changes a fifth of the specs and times `plan` phase by phase (load+validate, observe, diff,
+   render).
+
+Prints tables and writes JSON (default bench/results/plan_bench.json).
 
 No Apache Hudi peer: planning is tablespec's own (Hudi has no desired-state diff; the closest Hudi
 work, reading each table's timeline and hoodie.properties, is what `observe` times here), and no
 Spark is started.
 
-    python bench/plan_bench.py [--tables 500] [--commits 3] [--partitions 4]
+    python bench/plan_bench.py [--tables 500] [--commits 3] [--partitions 4] [--repeat 3] [--profile 25]
+    python bench/plan_bench.py --tables 200 --profile 25      # the unchanged-plan goal's measurement
     python bench/plan_bench.py --quick      # development: 50 tables
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import cProfile
+import io
 import json
 import os
+import pstats
 import random
 import sys
 import tempfile
@@ -27,7 +40,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablespec.actions.metadata import create_table
+from tablespec.cli import main as cli
 from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, table_location
 from tablespec.hudi.naming import BaseFileName, new_file_id
@@ -59,9 +74,15 @@ spec:
 """
 
 
+GOAL_MS = 7.0
+"""`plan` of an unchanged table on local disk, no JVM: at most this many ms per table."""
+
+
 def write_commits(location: str, commits: int, partitions: int) -> None:
-    """A few completed commits of tiny parquet files, so observe has real listings to read."""
+    """A few completed commits of tiny parquet files, so observe has real listings to read; each
+    records the table schema, as writers' commits do (readers take the latest)."""
     storage = LocalStorage()
+    schema = read_table_config(storage, location).create_schema
     writer = TimelineWriter(storage, location)
     last = None
     table = pa.table({"_hoodie_commit_time": ["x"], "id": ["a"]})
@@ -80,7 +101,26 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
             size = os.path.getsize(f"{location}/{part}/{name}")
             stats[part] = [WriteStat(file_id=fid, path=f"{part}/{name}", num_writes=1, num_inserts=1,
                                      total_write_bytes=size, file_size_in_bytes=size, partition_path=part)]
-        writer.complete(instant, CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT").to_json())
+        writer.complete(instant, CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT",
+                                                  extra_metadata={"schema": schema}).to_json())
+
+
+def plan_cli(specs_dir: Path, warehouse: Path) -> None:
+    """`tablespec plan` as users run it (in process, output discarded); every table unchanged."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli(["plan", str(specs_dir), "--warehouse", str(warehouse), "--detailed-exitcode"])
+    assert code == 0, out.getvalue()[-2000:]
+
+
+def profile_top(run, top: int) -> list[dict]:
+    """The `top` functions of one `run()` by own time (cProfile), with their cumulative time."""
+    profiler = cProfile.Profile()
+    profiler.runcall(run)
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]  # type: ignore[attr-defined]
+    return [{"function": f"{Path(file).name}:{line}({name})", "calls": calls, "own_s": round(own, 4), "cumulative_s": round(cum, 4)}
+            for (file, line, name), (_, calls, own, cum, _) in rows]
 
 
 def main() -> int:
@@ -88,6 +128,8 @@ def main() -> int:
     ap.add_argument("--tables", type=int, default=500)
     ap.add_argument("--commits", type=int, default=3)
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3, help="timed plans of the unchanged tables (the best counts)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the N costliest functions of an unchanged plan")
     ap.add_argument("--quick", action="store_true", help="development size: 50 tables")
     ap.add_argument("--out", default="bench/results/plan_bench.json")
     args = ap.parse_args()
@@ -105,6 +147,12 @@ def main() -> int:
             create_table(HudiTable.open(loc), ls.spec)
             write_commits(loc, args.commits, args.partitions)
         setup = time.perf_counter() - t0
+        unchanged = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            plan_cli(specs_dir, warehouse)
+            unchanged.append(time.perf_counter() - t)
+        profile = profile_top(lambda: plan_cli(specs_dir, warehouse), args.profile) if args.profile else []
         for i in rng.sample(range(args.tables), args.tables // 5):  # a fifth of the specs change
             (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=20))
 
@@ -127,14 +175,27 @@ def main() -> int:
         timings["render"] = time.perf_counter() - t
     total = sum(timings.values())
     n = args.tables
-    print(f"plan of {n} specs against {n} tables ({args.commits} commits x {args.partitions} partitions each); "
-          f"setup {setup:.1f}s")
+    unchanged_ms = min(unchanged) / n * 1000
+    print(f"{n} tables ({args.commits} commits x {args.partitions} partitions each); setup {setup:.1f}s; "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"plan (CLI) of {n} unchanged tables: {unchanged_ms:.2f} ms per table, best of {args.repeat} "
+          f"({', '.join(f'{s / n * 1000:.2f}' for s in unchanged)}); goal <= {GOAL_MS:g} ms: "
+          f"{'met' if unchanged_ms <= GOAL_MS else 'NOT met'}")
+    if profile:
+        print(f"\ncostliest functions of one more unchanged plan (cProfile, by own time; {n} tables)")
+        print(f"{'own s':>8}{'cum s':>8}{'calls':>9}  function")
+        for row in profile:
+            print(f"{row['own_s']:>8.3f}{row['cumulative_s']:>8.3f}{row['calls']:>9}  {row['function']}")
+    print(f"\nplan of {n} specs against {n} tables, a fifth of the specs changed")
     print(f"{'phase':<16}{'total s':>10}{'per table ms':>15}")
     for phase, secs in timings.items():
         print(f"{phase:<16}{secs:>10.3f}{secs / n * 1000:>15.3f}")
     print(f"{'total':<16}{total:>10.3f}{total / n * 1000:>15.3f}")
     print(text.strip().splitlines()[-1])
     result = {"tables": n, "commits_per_table": args.commits, "partitions_per_table": args.partitions,
+              "load_average": os.getloadavg(),
+              "unchanged_plan": {"runs_ms_per_table": [s / n * 1000 for s in unchanged], "ms_per_table": unchanged_ms,
+                                 "goal_ms_per_table": GOAL_MS, "met": unchanged_ms <= GOAL_MS, "profile_top": profile},
               "phases_s": timings, "total_s": total, "per_table_ms": total / n * 1000,
               "changed_tables": plan.summary()["update"]}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ exists: two writers cannot request the same instant or take the same lock).
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 import shutil
@@ -21,6 +22,8 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
+
+_entry_name = operator.attrgetter("name")
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,8 @@ class LocalStorage(Storage):
             entries = list(os.scandir(path))
         except (FileNotFoundError, NotADirectoryError):
             return []
+        entries.sort(key=_entry_name)
+        prefix = path.rstrip("/") + "/"   # join(path, name): names hold no "/"
         out = []
         for e in entries:
             try:
@@ -225,9 +230,9 @@ class LocalStorage(Storage):
             except FileNotFoundError:  # gone since the scan, e.g. a concurrent writer's temp file
                 continue
             is_dir = stat.S_ISDIR(st.st_mode)
-            out.append(FileInfo(e.name, join(path, e.name), 0 if is_dir else st.st_size,
+            out.append(FileInfo(e.name, prefix + e.name, 0 if is_dir else st.st_size,
                                 st.st_mtime_ns // 1_000_000, is_dir))
-        return sorted(out, key=lambda i: i.name)
+        return out
 
     def info(self, path: str) -> FileInfo | None:
         try:

@@ -6,6 +6,7 @@ hoodie.table.create.schema, full of `:` that must be written as `\\:`).
 """
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -38,40 +39,32 @@ def _ends_with_continuation(line: str) -> bool:
     return n % 2 == 1
 
 
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(u)|(.)|\Z)", re.DOTALL)
+"""A backslash and what it escapes: `\\uXXXX`, a malformed `\\u`, any other character, or nothing at the end."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_KEY = re.compile(r"(?:\\.?|[^\\=: \t\f])*", re.DOTALL)
+"""A key: up to the first `=`, `:` or white space that no backslash escapes."""
+
+
 def _unescape(s: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c != "\\" or i + 1 == len(s):
-            if c != "\\":
-                out.append(c)
-            i += 1
-            continue
-        n = s[i + 1]
-        if n == "u":
-            digits = s[i + 2:i + 6]
-            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise HudiFormatError(f"malformed \\uXXXX escape in properties: {s[i:i + 6]!r}")
-            out.append(chr(int(digits, 16)))
-            i += 6
-        else:
-            out.append(_ESCAPES.get(n, n))
-            i += 2
+    def one(m: re.Match) -> str:
+        code, bad_u, other = m.groups()
+        if code is not None:
+            return chr(int(code, 16))
+        if bad_u is not None:
+            raise HudiFormatError(f"malformed \\uXXXX escape in properties: {m.string[m.start():m.start() + 6]!r}")
+        return "" if other is None else _ESCAPES.get(other, other)
+
+    if "\\" in s:
+        s = _ESCAPE.sub(one, s)
+    elif not _SURROGATE.search(s):
+        return s
     # Java strings are UTF-16: a character outside the BMP arrives as two \u escapes.
-    return "".join(out).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _split_key_value(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "=:" or c in _WS:
-            break
-        i += 1
+    i = _KEY.match(line).end()  # type: ignore[union-attr]  # matches every string
     key, rest = line[:i], line[i:]
     rest = rest.lstrip(_WS)
     if rest[:1] in ("=", ":"):

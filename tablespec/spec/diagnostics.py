@@ -46,11 +46,15 @@ def format_path(loc: Iterable[str | int]) -> str:
     """`("spec", "columns", 2, "type")` -> `spec.columns[2].type`."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
+        out = child_path(out, part)
     return out
+
+
+def child_path(path: str, part: object) -> str:
+    """The path of `part` below `path`: `spec.columns` and 2 -> `spec.columns[2]`."""
+    if isinstance(part, int):
+        return f"{path}[{part}]"
+    return f"{path}.{part}" if path else str(part)
 
 
 _LAST_PART = re.compile(r"(?:\.[^.\[\]]*|\[\d+\])$")
