@@ -126,7 +126,9 @@ NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom",
                 "spec.index.recordLevel.maxFilesPerBucket"}      # deprecated: the metadata table compacts itself
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
-                     "spec.partitioning.timestamp.timeZone"}
+                     "spec.partitioning.timestamp.timeZone", "spec.partitioning.timestamp.unit",
+                     "spec.partitioning.timestamp.inputFormatDelimiter", "spec.partitioning.timestamp.inputTimeZone",
+                     "spec.partitioning.timestamp.outputTimeZone"}
 
 
 def test_every_spec_field_is_a_registry_setting():
