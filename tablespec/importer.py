@@ -184,11 +184,17 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
         strings = name in keygen.STRING_INPUTS
         if strings and input_format is None:
             continue
-        ts = keygen.TimestampPartitioning(f, name, output, zone or (None if zoned else keygen.DEFAULT_TIME_ZONE),
-                                          input_format if strings else None, unit if name == "scalar" else None,
-                                          in_zone, out_zone, delimiter if strings else None)
-        why = stored_paths.mismatch(state, ts, names, hive, encode)
-        (fits.append(ts) if why is None else reasons.append(f"{f} as {name}: {why}"))
+        # no zone recorded: UTC, Hudi's documented default; for strings also none at all (each printed in its own)
+        for time_zone in [zone] if zoned else [keygen.DEFAULT_TIME_ZONE, None] if strings else [keygen.DEFAULT_TIME_ZONE]:
+            ts = keygen.TimestampPartitioning(f, name, output, time_zone, input_format if strings else None,
+                                              unit if name == "scalar" else None, in_zone, out_zone,
+                                              delimiter if strings else None)
+            why = stored_paths.mismatch(state, ts, names, hive, encode)
+            if why is None:
+                fits.append(ts)
+                break
+        else:
+            reasons.append(f"{f} as {name}: {why}")
     if len(fits) != 1:
         if fits:
             detail = " and ".join(f"{t.field} as {t.input}" for t in fits) + " both reproduce the stored paths"
@@ -210,6 +216,8 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
                         ("inputTimeZone", ts.input_time_zone), ("outputTimeZone", ts.output_time_zone)):
         if value:
             out[name] = value
+    if not (ts.time_zone or ts.input_time_zone or ts.output_time_zone):
+        out["timeZone"] = None   # none set: strings in their own zones
     return out
 
 

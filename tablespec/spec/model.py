@@ -146,7 +146,9 @@ class PartitionTimestamp(SpecModel):
     """Joda-Time pattern of the directory name, e.g. `yyyy/MM/dd` or `yyyy-MM-dd-HH`
     (letters y, M, d, H, h, a, m, s, S, E, D, Z; other characters and 'quoted text' are kept)."""
     time_zone: TimeZone | None = None
-    """Zone the time is read and formatted in (hoodie.keygen.timebased.timezone); UTC when no zone is given."""
+    """Zone the time is read and formatted in (hoodie.keygen.timebased.timezone); UTC when no zone is given.
+    `null`: no zone set, as Hudi without one: strings naming no zone are read in the writer JVM's zone
+    (taken as UTC) and each directory is formatted in the zone its string names."""
     input_time_zone: TimeZone | None = None
     """Without timeZone: the zone of strings that name none (hoodie.keygen.timebased.input.timezone)."""
     output_time_zone: TimeZone | None = None
@@ -156,9 +158,10 @@ class PartitionTimestamp(SpecModel):
     @model_validator(mode="before")
     @classmethod
     def _utc_unless_zoned(cls, data):
-        """No zone at all is UTC, Hudi's documented default, so specs with and without it compare equal."""
+        """No zone named is UTC, Hudi's documented default, so specs with and without it compare equal
+        (`timeZone: null` says no zone is set)."""
         zones = ("timeZone", "time_zone", "inputTimeZone", "input_time_zone", "outputTimeZone", "output_time_zone")
-        if isinstance(data, dict) and all(data.get(k) is None for k in zones):
+        if isinstance(data, dict) and not any(k in data for k in zones):
             return {**data, "timeZone": DEFAULT_TIME_ZONE}
         return data
 
