@@ -210,7 +210,7 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
         raise UnsupportedTableError(f"{where}: cannot tell how partition field {field or ' or '.join(names)} is "
                                     f"formatted ({detail}); give the writers' settings: {hint}")
     ts = fits[0]
-    out = {"field": ts.field, "input": ts.input}
+    out: dict[str, str | None] = {"field": ts.field, "input": ts.input}
     for name, value in (("unit", ts.unit), ("inputFormat", ts.input_format), ("inputFormatDelimiter", ts.input_delimiter),
                         ("outputFormat", ts.output_format), ("timeZone", ts.time_zone),
                         ("inputTimeZone", ts.input_time_zone), ("outputTimeZone", ts.output_time_zone)):

@@ -23,9 +23,11 @@ import pyarrow.compute as pc
 
 # Pattern letters: what each one is (Joda-Time's DateTimeFormat letters).
 LETTERS = {
-    "y": "year", "M": "month of year", "d": "day of month", "H": "hour of day (0-23)",
-    "h": "clock hour of half day (1-12)", "a": "half day (AM/PM)", "m": "minute of hour",
-    "s": "second of minute", "S": "fraction of second", "E": "day of week", "D": "day of year",
+    "y": "year", "Y": "year of era", "x": "week year", "w": "week of week year", "G": "era (AD)",
+    "M": "month of year", "d": "day of month", "H": "hour of day (0-23)",
+    "h": "clock hour of half day (1-12)", "K": "hour of half day (0-11)", "k": "clock hour of day (1-24)",
+    "a": "half day (AM/PM)", "m": "minute of hour", "s": "second of minute", "S": "fraction of second",
+    "E": "day of week (text)", "e": "day of week (1-7, Monday 1)", "D": "day of year",
     "Z": "time zone offset (Z, ZZ) or id (ZZZ)",
 }
 _MONTHS = [calendar.month_name[i] for i in range(1, 13)]      # English, as Joda's default locale here
@@ -100,15 +102,23 @@ def format_local(local: pa.Array, offsets: pa.Array, zone_ids: pa.Array, pattern
         c = t.count
         if t.letter is None:
             parts.append(pa.array([t.text] * n, pa.string()))
-        elif t.letter == "y":
-            year = pc.year(local)
+        elif t.letter in "yYx":
+            year = pc.iso_year(local) if t.letter == "x" else pc.year(local)
             parts.append(_pad(pc.subtract(year, pc.multiply(pc.divide(year, 100), 100)), 2) if c == 2 else _pad(year, c))
         elif t.letter == "M":
             month = pc.month(local)
             parts.append(_names(pc.subtract(month, 1), _MONTHS, c) if c >= 3 else _pad(month, c))
-        elif t.letter in "dHmsD":
-            fn = {"d": pc.day, "H": pc.hour, "m": pc.minute, "s": pc.second, "D": pc.day_of_year}[t.letter]
-            parts.append(_pad(fn(local), c))
+        elif t.letter in "dHmsDw":
+            fn = {"d": pc.day, "H": pc.hour, "m": pc.minute, "s": pc.second, "D": pc.day_of_year, "w": pc.iso_week}
+            parts.append(_pad(fn[t.letter](local), c))
+        elif t.letter == "e":
+            parts.append(_pad(pc.add(pc.day_of_week(local), 1), c))
+        elif t.letter == "k":
+            parts.append(_pad(pc.if_else(pc.equal(pc.hour(local), 0), 24, pc.hour(local)), c))
+        elif t.letter == "K":
+            parts.append(_pad(pc.subtract(pc.hour(local), pc.multiply(pc.divide(pc.hour(local), 12), 12)), c))
+        elif t.letter == "G":
+            parts.append(pa.array(["AD"] * n, pa.string()))
         elif t.letter == "h":
             hour = pc.subtract(pc.hour(local), pc.multiply(pc.divide(pc.hour(local), 12), 12))
             parts.append(_pad(pc.if_else(pc.equal(hour, 0), 12, hour), c))
@@ -142,7 +152,7 @@ def print_instants(millis: pa.Array, zone: str, pattern: str) -> pa.StringArray:
 
 # --- parsing ---------------------------------------------------------------------------------
 
-_NUMERIC = set("yMdHhmsSD")
+_NUMERIC = set("yYxwMdHhKkmsSDe")
 
 
 def _numeric(t: Token | None) -> bool:
@@ -162,7 +172,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
         g = f"f{i}"
         if t.letter is None:
             out.append(re.escape(t.text))
-        elif t.letter == "y":
+        elif t.letter in "yYx":
             width = t.count if t.count != 2 and _numeric(nxt) else 2 if t.count == 2 and _numeric(nxt) else 9
             out.append(f"(?P<{g}>[-+]?\\d{{1,{width}}}+)")
         elif t.letter == "M" and t.count >= 3:
@@ -171,8 +181,12 @@ def _regex(pattern: str) -> re.Pattern[str]:
             out.append(f"(?P<{g}>\\d{{1,{t.count}}}+)")
         elif t.letter == "D":
             out.append(f"(?P<{g}>\\d{{1,3}}+)")
-        elif t.letter in "MdHhms":
+        elif t.letter in "MdHhKkmsw":
             out.append(f"(?P<{g}>\\d{{1,2}}+)")
+        elif t.letter == "e":
+            out.append(f"(?P<{g}>\\d)")
+        elif t.letter == "G":
+            out.append(f"(?P<{g}>AD|BC)")
         elif t.letter == "a":
             out.append(f"(?P<{g}>AM|PM)")
         elif t.letter == "E":
@@ -213,18 +227,29 @@ def _fields(pattern: str, m: re.Match) -> tuple[dt.datetime, int | None, str | N
     """(the wall-clock time, the offset in seconds, the zone id) a matched value names."""
     parts = {"year": 1970, "month": 1, "day": 1, "hour": 0, "minute": 0, "second": 0, "microsecond": 0}
     offset, zone, pm, day_of_year = None, None, None, None
+    week_year, week, weekday = None, None, None
     for i, t in enumerate(tokens(pattern)):
         value = m.group(f"f{i}") if t.letter else None
         if value is None or t.letter is None:
             continue
-        if t.letter == "y":
-            parts["year"] = _two_digit_year(int(value)) if t.count == 2 and len(value) == 2 else int(value)
+        if t.letter in "yYx":
+            year = _two_digit_year(int(value)) if t.count == 2 and len(value) == 2 else int(value)
+            if t.letter == "x":
+                week_year = year
+            else:
+                parts["year"] = year
+        elif t.letter == "w":
+            week = int(value)
+        elif t.letter in "Ee":
+            weekday = int(value) if t.letter == "e" else 1 + [d[:3].lower() for d in _DAYS].index(value[:3].lower())
         elif t.letter == "M":
             parts["month"] = int(value) if t.count < 3 else 1 + [n[:3].lower() for n in _MONTHS].index(value[:3].lower())
         elif t.letter in "dHms":
             parts[{"d": "day", "H": "hour", "m": "minute", "s": "second"}[t.letter]] = int(value)
-        elif t.letter == "h":
+        elif t.letter in "hK":
             parts["hour"] = int(value) % 12
+        elif t.letter == "k":
+            parts["hour"] = int(value) % 24
         elif t.letter == "a":
             pm = value.upper() == "PM"
         elif t.letter == "S":
@@ -245,6 +270,11 @@ def _fields(pattern: str, m: re.Match) -> tuple[dt.datetime, int | None, str | N
                         parts["microsecond"])
     if day_of_year is not None:
         local = local.replace(month=1, day=1) + dt.timedelta(days=day_of_year - 1)
+    if week_year is not None or week is not None:   # a week without its day is its Monday (found with Hudi 0.15)
+        day = dt.date.fromisocalendar(week_year or 1970, week or 1, weekday or 1)
+        local = local.replace(year=day.year, month=day.month, day=day.day)
+    elif weekday is not None:   # a day of week moves the date within its ISO week
+        local += dt.timedelta(days=weekday - local.isoweekday())
     return local, offset, zone
 
 

@@ -91,3 +91,10 @@ def test_numbers_of_any_unit_in_any_column():  # Hudi: SCALAR MINUTES; EPOCHMILL
         ["2023/11/17/05", "1970/01/01/00"]
     with pytest.raises(TablespecError, match="not a whole number of MILLISECONDS"):
         segments(["2023-11-17"], pa.string(), TP("t", "epochMillis", "yyyy/MM/dd/HH"))
+
+
+def test_week_fields_and_other_hours():  # Hudi: a week without its day is its Monday; a day of week moves the date
+    ts = TP("t", "dateString", "xxxx-'W'ww-e_GG_YYYY_kk_KK_D", "UTC", "xxxx-'W'ww-e HH,xxxx-'W'ww,EEE yyyy-MM-dd kk")
+    assert segments(["2024-W10-2 07", "2024-W10", "Fri 2024-03-05 13", None], pa.string(), ts) == [
+        "2024-W10-2_AD_2024_07_07_65", "2024-W10-1_AD_2024_24_00_64", "2024-W10-5_AD_2024_13_01_68",
+        "1970-W01-4_AD_1970_24_00_1"]

@@ -47,6 +47,10 @@ CASES = {
     "comma_patterns": ("string", ["2024-10-27 02:30:00.2", "2024-10-28", "2024-03-05 07:08:09.1"],
                        {"timestamp.type": "DATE_STRING", "input.dateformat": "yyyy-MM-dd HH:mm:ss.S,yyyy-MM-dd",
                         "timezone": "Europe/Berlin", "output.dateformat": "yyyy/MM/dd/HH"}, {}),
+    # week-based fields, a day of week that moves the date, era, 1-24 and 0-11 hours
+    "week_fields": ("string", ["2024-W10-2 07", "2024-W10", "Fri 2024-03-05 13", None],
+                    {"timestamp.type": "DATE_STRING", "input.dateformat": "xxxx-'W'ww-e HH,xxxx-'W'ww,EEE yyyy-MM-dd kk",
+                     "timezone": "UTC", "output.dateformat": "xxxx-'W'ww-e_GG_YYYY_kk_KK_D"}, {}),
 }
 
 
