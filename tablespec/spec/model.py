@@ -144,7 +144,8 @@ class PartitionTimestamp(SpecModel):
     """Regular expression between several input patterns (hoodie.keygen.timebased.input.dateformat.list.delimiter.regex)."""
     output_format: DateFormat
     """Joda-Time pattern of the directory name, e.g. `yyyy/MM/dd` or `yyyy-MM-dd-HH`
-    (letters y, M, d, H, h, a, m, s, S, E, D, Z; other characters and 'quoted text' are kept)."""
+    (Joda-Time letters y, Y, x, w, G, M, d, H, h, K, k, a, m, s, S, E, e, D, Z; other characters and 'quoted text'
+    are kept)."""
     time_zone: TimeZone | None = None
     """Zone the time is read and formatted in (hoodie.keygen.timebased.timezone); UTC when no zone is given.
     `null`: no zone set, as Hudi without one: strings naming no zone are read in the writer JVM's zone

@@ -44,9 +44,9 @@ def test_a_second_partition_field_maps_to_custom_generator(valid_text, messages)
     ("    timestamp: {field: order_date, input: epochMillis, outputFormat: yyyy/MM}\n",
      "t.yaml:19:36: spec.partitioning.timestamp.input: input epochMillis reads int, long, float, double or string columns, "
      "but 'order_date' is date"),
-    ("    timestamp: {field: order_date, input: date, outputFormat: yyyy/ww}\n",
-     "t.yaml:19:49: spec.partitioning.timestamp.outputFormat: 'ww' in date format 'yyyy/ww' is not supported; "
-     "use Joda-Time letters y, M, d, H, h, a, m, s, S, E, D, Z, separators and 'quoted text'"),
+    ("    timestamp: {field: order_date, input: date, outputFormat: yyyy/zzz}\n",
+     "t.yaml:19:49: spec.partitioning.timestamp.outputFormat: 'zzz' in date format 'yyyy/zzz' is not supported; "
+     "use Joda-Time letters y, Y, x, w, G, M, d, H, h, K, k, a, m, s, S, E, e, D, Z, separators and 'quoted text'"),
     ("    timestamp: {field: order_date, input: date, outputFormat: yyyy, timeZone: Mars/Base}\n",
      "t.yaml:19:69: spec.partitioning.timestamp.timeZone: unknown time zone 'Mars/Base'; use an IANA name such "
      "as UTC or Europe/Berlin"),
