@@ -11,7 +11,6 @@ A letter not in the table is a ValueError naming it.
 """
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import functools
 import re
@@ -30,8 +29,10 @@ LETTERS = {
     "E": "day of week (text)", "e": "day of week (1-7, Monday 1)", "D": "day of year",
     "Z": "time zone offset (Z, ZZ) or id (ZZZ)",
 }
-_MONTHS = [calendar.month_name[i] for i in range(1, 13)]      # English, as Joda's default locale here
-_DAYS = [calendar.day_name[i] for i in range(7)]              # Monday first, as pyarrow's day_of_week
+# English names, as Joda's in Hudi's writers (the JVM's default locale there); not the process locale
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]   # as pyarrow's day_of_week
 _TOKEN = re.compile(r"'((?:[^']|'')*)'|([A-Za-z])\2*|([^A-Za-z']+)")
 
 
