@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     im.add_argument("location", metavar="LOCATION", help="the table's base path, or DATABASE.TABLE in the project's catalog")
     im.add_argument("--warehouse", metavar="DIR", help="root the spec location is relative to (default: the table's parent)")
     im.add_argument("--timestamp", action="append", default=[], metavar="NAME=VALUE",
-                    help="a partitioning.timestamp setting (field, input, inputFormat, outputFormat, timeZone) the "
+                    help="a partitioning.timestamp setting (field, input, unit, inputFormat, inputFormatDelimiter, "
+                         "outputFormat, timeZone, inputTimeZone, outputTimeZone) the "
                          "table's hoodie.properties does not record, as its writers used it; checked against the "
                          "stored rows (repeatable)")
 

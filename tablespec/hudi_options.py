@@ -252,6 +252,7 @@ def _unrecorded_timestamp(spec, state) -> dict[str, str] | None:
     """The spec's timestamp partitioning settings hoodie.properties does not record (Hudi records none
     for CustomKeyGenerator), where the spec keys the table as it is and its stored rows confirm them:
     what `import --timestamp` was told, which describing the table needs again."""
+    from tablespec.importer import RECORDED
     from tablespec.plan.settings import diff_settings
     from tablespec.stored_paths import unconfirmed, unrecorded
     if not state.exists or spec.spec.partitioning.timestamp is None:
@@ -261,8 +262,7 @@ def _unrecorded_timestamp(spec, state) -> dict[str, str] | None:
         return None
     if unconfirmed(spec, state) is not None:
         return None
-    recorded = {"inputFormat": keygen.INPUT_FORMAT_KEY, "outputFormat": keygen.OUTPUT_FORMAT_KEY,
-                "timeZone": keygen.TIMEZONE_KEY}
+    recorded = {name: key for name, key in RECORDED.items() if key is not None}
     told = spec.spec.partitioning.timestamp.model_dump(by_alias=True, exclude_none=True)
     return {k: str(v) for k, v in told.items() if k in recorded and recorded[k] not in props}
 

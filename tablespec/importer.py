@@ -7,12 +7,13 @@ table whose key generation tablespec cannot reproduce is refused by name.
 from __future__ import annotations
 
 import io
+import zoneinfo
 
 from ruamel.yaml import YAML
 
 from tablespec import stored_paths
 from tablespec.errors import TablespecError, UnsupportedTableError
-from tablespec.hudi import keygen, keys
+from tablespec.hudi import joda, keygen, keys
 from tablespec.hudi.config import index_recorded, unmanaged_layout
 from tablespec.hudi.io import relative_location
 from tablespec.hudi.table import Location
@@ -66,25 +67,52 @@ def _refuse_unexpressed(state: TableState, props: dict) -> None:
                                     "several partition fields")
 
 
-# Hudi timestamp types (and scalar units) by the spec input they read, per column type.
-_INPUT_OF = {("UNIX_TIMESTAMP", None): "epochSeconds", ("EPOCHMILLISECONDS", None): "epochMillis",
-             ("DATE_STRING", None): "dateString", ("SCALAR", "MICROSECONDS"): "epochMicros",
-             ("SCALAR", "DAYS"): "date"}
-# partitioning.timestamp settings `import --timestamp NAME=VALUE` takes, for what a table does not record.
-GIVEN = ("field", "input", "inputFormat", "outputFormat", "timeZone")
+# Hudi timestamp types (other than SCALAR) by the spec input they read.
+_INPUT_OF = {"UNIX_TIMESTAMP": "epochSeconds", "EPOCHMILLISECONDS": "epochMillis", "DATE_STRING": "dateString",
+             "MIXED": "mixed"}
+# partitioning.timestamp settings `import --timestamp NAME=VALUE` takes, for what a table does not record,
+# with the hoodie.properties key of each that has one.
+RECORDED = {"field": None, "input": None, "unit": keygen.UNIT_KEY, "inputFormat": keygen.INPUT_FORMAT_KEY,
+            "inputFormatDelimiter": keygen.INPUT_DELIMITER_KEY, "outputFormat": keygen.OUTPUT_FORMAT_KEY,
+            "timeZone": keygen.TIMEZONE_KEY, "inputTimeZone": keygen.INPUT_TIMEZONE_KEY,
+            "outputTimeZone": keygen.OUTPUT_TIMEZONE_KEY}
+GIVEN = tuple(RECORDED)
 
 
 def _inputs(column: str | None, props: dict, given: dict) -> list[str]:
-    """The spec inputs a column may have been read as: given, recorded, else every one its type allows."""
-    hudi_type, unit = props.get(keygen.TYPE_KEY), props.get(keygen.UNIT_KEY)
+    """The spec inputs a column may have been read as: given, recorded, else every one its type allows
+    (but scalar and mixed, which only a recorded or given type names)."""
+    hudi_type, unit = keygen.observed_type(props), keygen.observed_unit(props)
     if "input" in given:
         found = [given["input"]]
     elif hudi_type is not None or unit is not None:
-        found = [_INPUT_OF.get((hudi_type or "SCALAR", unit if (hudi_type or "SCALAR") == "SCALAR" else None))]
-        found = ["timestamp" if f == "epochMicros" and column == "timestamp" else f for f in found]
+        if (hudi_type or "SCALAR") != "SCALAR":
+            found = [_INPUT_OF[hudi_type]] if hudi_type in _INPUT_OF else []
+        elif column == "timestamp" and unit == "MICROSECONDS":
+            found = ["timestamp"]
+        elif column == "date" and unit == "DAYS":
+            found = ["date"]
+        else:
+            found = ["epochMicros" if unit == "MICROSECONDS" else "scalar"]
     else:
-        found = list(keygen.INPUTS)
-    return [f for f in found if f and column in keygen.INPUTS[f][2]]
+        found = [i for i in keygen.INPUTS if i not in ("scalar", "mixed")]
+    return [f for f in found if column in keygen.INPUTS[f][2]]
+
+
+def _check_recorded(where, name: str, value: str | None, check) -> None:
+    """A pattern or zone tablespec cannot read ends the import, naming the setting."""
+    if value is None:
+        return
+    try:
+        check(value)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError) as e:
+        key = RECORDED[name]
+        raise UnsupportedTableError(f"{where}: {key}={value} (spec.partitioning.timestamp.{name}): {e}") from None
+
+
+def _zone(value: str) -> None:
+    if value not in ("UTC", "GMT"):
+        zoneinfo.ZoneInfo(value)
 
 
 def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | None = None) -> dict | None:
@@ -109,24 +137,30 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
         return None
     names = (effective(props, PARTITION_FIELDS) or "").split(",")
 
-    def setting(name: str, key: str | None) -> str | None:
+    def setting(name: str) -> str | None:
+        key = RECORDED[name]
         value, told = (props.get(key) if key else None), given.get(name)
         if value and told and value != told:
             raise UnsupportedTableError(f"{where}: --timestamp {name}={told} contradicts hoodie.properties {key}={value}")
         return value or told
 
-    field = setting("field", None) or recorded
+    field = setting("field") or recorded
     if field is not None and field not in names or recorded and field != recorded:
         raise UnsupportedTableError(f"{where}: --timestamp field={field}: the time-formatted partition field is "
                                     f"{recorded or 'one of ' + ', '.join(names)}")
-    zone, output = setting("timeZone", keygen.TIMEZONE_KEY), setting("outputFormat", keygen.OUTPUT_FORMAT_KEY)
-    input_format = setting("inputFormat", keygen.INPUT_FORMAT_KEY)
+    zone, output, input_format = setting("timeZone"), setting("outputFormat"), setting("inputFormat")
+    in_zone, out_zone = (None, None) if zone else (setting("inputTimeZone"), setting("outputTimeZone"))
+    delimiter = setting("inputFormatDelimiter")
+    unit = given.get("unit") or keygen.observed_unit(props)
+    zoned = zone or in_zone or out_zone
     columns = {c.name: str(c.type) for c in state.columns}
     fields = [field] if field else names
+    candidates = [(f, name) for f in fields for name in _inputs(columns.get(f), props, given)]
+    strings_only = bool(candidates) and all(name in keygen.STRING_INPUTS for _, name in candidates)
     ask = {}
     if output is None:
         ask["outputFormat"] = "<Joda pattern, e.g. yyyy/MM/dd>"
-    if input_format is None and field is not None and columns.get(field) == "string":
+    if input_format is None and (strings_only or output is None and any(n in keygen.STRING_INPUTS for _, n in candidates)):
         ask["inputFormat"] = "<Joda pattern the strings have>"
     if ask:
         generator = (props.get(KEY_GENERATOR) or "").rsplit(".", 1)[-1]
@@ -136,39 +170,54 @@ def observed_timestamp(state: TableState, props: dict, given: dict[str, str] | N
             "CustomKeyGenerator); give the writers' settings: "
             + " ".join(f"--timestamp {k}={v}" for k, v in ask.items())
             + (f" (and --timestamp timeZone=<their zone> unless it was {keygen.DEFAULT_TIME_ZONE}, Hudi's default)"
-               if zone is None else ""))
+               if not zoned else ""))
     assert output is not None  # asked for above when missing
-    try:
-        keygen.joda_to_strftime(output)
-    except ValueError as e:
-        raise UnsupportedTableError(f"{where}: outputFormat: {e}") from None
+    _check_recorded(where, "outputFormat", output, joda.check)
+    if input_format is not None:
+        _check_recorded(where, "inputFormat", input_format,
+                        lambda v: [joda.check(p) for p in keygen.input_formats(v, delimiter)])
+    for name, value in (("timeZone", zone), ("inputTimeZone", in_zone), ("outputTimeZone", out_zone)):
+        _check_recorded(where, name, value, _zone)
     hive, encode = effective(props, HIVE_STYLE) == "true", effective(props, URL_ENCODE) == "true"
     fits, reasons = [], []
-    for f in fields:
-        for name in _inputs(columns.get(f), props, given):
-            if name == "dateString" and input_format is None:
-                continue
-            ts = keygen.TimestampPartitioning(f, name, output, zone or keygen.DEFAULT_TIME_ZONE,
-                                              input_format if name == "dateString" else None)
+    for f, name in candidates:
+        strings = name in keygen.STRING_INPUTS
+        if strings and input_format is None:
+            continue
+        # no zone recorded: UTC, Hudi's documented default; for strings also none at all (each printed in its own)
+        for time_zone in [zone] if zoned else [keygen.DEFAULT_TIME_ZONE, None] if strings else [keygen.DEFAULT_TIME_ZONE]:
+            ts = keygen.TimestampPartitioning(f, name, output, time_zone, input_format if strings else None,
+                                              unit if name == "scalar" else None, in_zone, out_zone,
+                                              delimiter if strings else None)
             why = stored_paths.mismatch(state, ts, names, hive, encode)
-            (fits.append(ts) if why is None else reasons.append(f"{f} as {name}: {why}"))
+            if why is None:
+                fits.append(ts)
+                break
+        else:
+            reasons.append(f"{f} as {name}: {why}")
     if len(fits) != 1:
         if fits:
             detail = " and ".join(f"{t.field} as {t.input}" for t in fits) + " both reproduce the stored paths"
             hint = "--timestamp field=<the time field> --timestamp input=<its kind>"
         else:
             detail = "; ".join(reasons) or f"no input reads {', '.join(f'{f} ({columns.get(f)})' for f in fields)}"
-            hint = " ".join(["--timestamp input=<its kind>"] + (
-                [f"--timestamp timeZone=<the writers' zone> (none is recorded; {keygen.DEFAULT_TIME_ZONE}, Hudi's "
-                 "documented default, was tried, but Hudi formats in the writer JVM's zone when none is set)"]
-                if zone is None else []))
+            hint = " ".join(["--timestamp input=<its kind>"]
+                            + (["--timestamp inputFormat=<Joda pattern the strings have>"]
+                               if input_format is None and any(c == "string" for c in map(columns.get, fields)) else [])
+                            + ([f"--timestamp timeZone=<the writers' zone> (none is recorded; {keygen.DEFAULT_TIME_ZONE}, "
+                                "Hudi's documented default, was tried, but Hudi formats in the writer JVM's zone when none "
+                                "is set)"] if not zoned else []))
         raise UnsupportedTableError(f"{where}: cannot tell how partition field {field or ' or '.join(names)} is "
                                     f"formatted ({detail}); give the writers' settings: {hint}")
     ts = fits[0]
-    out = {"field": ts.field, "input": ts.input}
-    if ts.input_format:
-        out["inputFormat"] = ts.input_format
-    out.update({"outputFormat": ts.output_format, "timeZone": ts.time_zone})
+    out: dict[str, str | None] = {"field": ts.field, "input": ts.input}
+    for name, value in (("unit", ts.unit), ("inputFormat", ts.input_format), ("inputFormatDelimiter", ts.input_delimiter),
+                        ("outputFormat", ts.output_format), ("timeZone", ts.time_zone),
+                        ("inputTimeZone", ts.input_time_zone), ("outputTimeZone", ts.output_time_zone)):
+        if value:
+            out[name] = value
+    if not (ts.time_zone or ts.input_time_zone or ts.output_time_zone):
+        out["timeZone"] = None   # none set: strings in their own zones
     return out
 
 

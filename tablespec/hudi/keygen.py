@@ -85,8 +85,11 @@ PREFIX = keys.TIMEBASED_PREFIX
 TYPE_KEY = keys.TIMESTAMP_TYPE.name
 UNIT_KEY = keys.TIMESTAMP_UNIT.name
 INPUT_FORMAT_KEY = keys.TIMESTAMP_INPUT_FORMAT.name
+INPUT_DELIMITER_KEY = keys.TIMESTAMP_INPUT_DELIMITER.name
 OUTPUT_FORMAT_KEY = keys.TIMESTAMP_OUTPUT_FORMAT.name
 TIMEZONE_KEY = keys.TIMESTAMP_TIMEZONE.name
+INPUT_TIMEZONE_KEY = keys.TIMESTAMP_INPUT_TIMEZONE.name
+OUTPUT_TIMEZONE_KEY = keys.TIMESTAMP_OUTPUT_TIMEZONE.name
 # CustomKeyGenerator's typed field list (`region:SIMPLE,ts:TIMESTAMP`), kept under the writer option
 # Hudi reads it from: Hudi 0.15 records only the bare names in hoodie.table.partition.fields.
 CUSTOM_FIELDS_KEY = keys.WRITE_PARTITION_FIELDS.name
@@ -95,17 +98,39 @@ CUSTOM_FIELDS_KEY = keys.WRITE_PARTITION_FIELDS.name
 # none is read as UTC only where its stored rows agree.
 DEFAULT_TIME_ZONE = "UTC"
 
+# Column types a number of a unit is read from: Hudi truncates floating values to a long; a string
+# column holds the number's digits (what Hudi 1.x's Spark SQL UPDATE writes back into such a field).
+_NUMBERS = ("int", "long", "float", "double", "string")
 # The spec's input kinds: (Hudi timestamp type, scalar unit, column types it reads).
 INPUTS: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
-    "epochSeconds": ("UNIX_TIMESTAMP", None, ("int", "long")),
-    "epochMillis": ("EPOCHMILLISECONDS", None, ("int", "long")),
-    "epochMicros": ("SCALAR", "MICROSECONDS", ("int", "long")),
+    "epochSeconds": ("UNIX_TIMESTAMP", None, _NUMBERS),
+    "epochMillis": ("EPOCHMILLISECONDS", None, _NUMBERS),
+    "epochMicros": ("SCALAR", "MICROSECONDS", _NUMBERS),
+    "scalar": ("SCALAR", None, _NUMBERS),                        # the unit is the spec's (Hudi's default: SECONDS)
     "timestamp": ("SCALAR", "MICROSECONDS", ("timestamp",)),   # Avro timestamp-micros: a long of microseconds
     "date": ("SCALAR", "DAYS", ("date",)),                       # Avro date: epoch days
     "dateString": ("DATE_STRING", None, ("string",)),
+    "mixed": ("MIXED", None, ("string",)),                       # strings read as DATE_STRING; Hudi fails on numbers
 }
-UNIT_MICROS = {"SECONDS": 1_000_000, "MILLISECONDS": 1000, "MICROSECONDS": 1, "DAYS": 86_400_000_000}
+STRING_INPUTS = ("dateString", "mixed")
+UNIT_MICROS = {"NANOSECONDS": 0.001, "MICROSECONDS": 1, "MILLISECONDS": 1000, "SECONDS": 1_000_000,
+               "MINUTES": 60_000_000, "HOURS": 3_600_000_000, "DAYS": 86_400_000_000}
+DEFAULT_SCALAR_UNIT = "SECONDS"
 TYPE_UNITS = {"UNIX_TIMESTAMP": "SECONDS", "EPOCHMILLISECONDS": "MILLISECONDS"}
+# Hudi's EPOCHMICROSECONDS reads a number as SCALAR MICROSECONDS does: a table recording it is described as that.
+SAME_TYPE = {"EPOCHMICROSECONDS": ("SCALAR", "MICROSECONDS")}
+DEFAULT_INPUT_DELIMITER = ","
+
+
+def observed_type(props: Mapping[str, str]) -> str | None:
+    """A table's timestamp type, EPOCHMICROSECONDS read as the SCALAR it equals."""
+    raw = props.get(TYPE_KEY)
+    return SAME_TYPE[raw][0] if raw in SAME_TYPE else raw
+
+
+def observed_unit(props: Mapping[str, str]) -> str | None:
+    raw = props.get(TYPE_KEY)
+    return SAME_TYPE[raw][1] if raw in SAME_TYPE else props.get(UNIT_KEY)
 
 
 def canonical_class(name: str | None) -> str | None:
@@ -126,61 +151,70 @@ def refusal(name: str | None) -> str | None:
     return f"key generator {name} is not supported: {why}"
 
 
-# Joda-Time pattern letters tablespec formats and parses, with their strftime twins.
-_JODA = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
-_TOKEN = re.compile(r"'([^']*)'|([A-Za-z])\2*|([^A-Za-z']+)")
-
-
-def joda_to_strftime(pattern: str) -> str:
-    """The strftime format of a Joda-Time pattern; ValueError names what is not supported."""
-    if not pattern:
-        raise ValueError("the date format is empty")
-    out, pos = [], 0
-    for m in _TOKEN.finditer(pattern):
-        if m.start() != pos:
-            break
-        pos = m.end()
-        quoted, letters, literal = m.group(1), m.group(0) if m.group(2) else None, m.group(3)
-        if quoted is not None:
-            out.append(quoted.replace("%", "%%") if quoted else "'")
-        elif literal is not None:
-            out.append(literal.replace("%", "%%"))
-        elif letters in _JODA:
-            out.append(_JODA[letters])
-        else:
-            raise ValueError(f"{letters!r} in date format {pattern!r} is not supported; use "
-                             f"{', '.join(_JODA)}, separators and 'quoted text'")
-    if pos != len(pattern):
-        raise ValueError(f"date format {pattern!r} has an unterminated quote")
-    return "".join(out)
+def input_formats(pattern: str, delimiter: str | None) -> list[str]:
+    """The input patterns Hudi tries, in order: `pattern` split at the delimiter regex (`,` by default), trimmed."""
+    sep = (delimiter or "").strip() or DEFAULT_INPUT_DELIMITER
+    parts = re.split(sep, pattern)
+    while parts and parts[-1] == "":   # Java's String.split drops trailing empty strings
+        parts.pop()
+    return [p.strip() for p in parts]
 
 
 @dataclass(frozen=True)
 class TimestampPartitioning:
-    """How one partition field's time value becomes its path segment (plain data: pickled to executors)."""
+    """How one partition field's time value becomes its path segment (plain data: pickled to executors).
+
+    Zones as Hudi reads them: `time_zone` (hoodie.keygen.timebased.timezone) is both the input and the
+    output zone; without it `input_time_zone` reads strings that name no zone, `output_time_zone`
+    prints; a zone nobody names is the writer JVM's, which tablespec takes as UTC."""
 
     field: str
     input: str                 # a key of INPUTS
     output_format: str         # Joda-Time pattern, e.g. yyyy/MM/dd
-    time_zone: str = "UTC"
-    input_format: str | None = None   # dateString only
+    time_zone: str | None = DEFAULT_TIME_ZONE
+    input_format: str | None = None   # dateString and mixed only: one pattern, or several split at the delimiter
+    unit: str | None = None           # scalar only (None: Hudi's default, SECONDS)
+    input_time_zone: str | None = None
+    output_time_zone: str | None = None
+    input_delimiter: str | None = None  # regex between input patterns (Hudi's default: a comma)
 
     @property
     def hudi_type(self) -> str:
         return INPUTS[self.input][0]
 
     @property
-    def unit(self) -> str | None:
-        """The unit of a numeric input (SECONDS, MILLISECONDS, MICROSECONDS, DAYS); None for strings."""
+    def number_unit(self) -> str | None:
+        """The unit of a numeric input (SECONDS, MILLISECONDS, MICROSECONDS, DAYS, ...); None for strings."""
+        if self.input in STRING_INPUTS:
+            return None
+        if self.input == "scalar":
+            return self.unit or DEFAULT_SCALAR_UNIT
         return INPUTS[self.input][1] or TYPE_UNITS.get(self.hudi_type)
+
+    @property
+    def input_patterns(self) -> list[str]:
+        return input_formats(self.input_format or "", self.input_delimiter)
+
+    @property
+    def reading_zone(self) -> str | None:
+        """The zone strings without one are read in (None: the writer JVM's)."""
+        return self.time_zone or self.input_time_zone
+
+    @property
+    def printing_zone(self) -> str | None:
+        """The zone folders are printed in (None: a parsed string's own zone, else the writer JVM's)."""
+        return self.time_zone or self.output_time_zone
 
     def properties(self) -> dict[str, str]:
         """The `hoodie.keygen.timebased.*` settings, as Hudi writers read them."""
-        props = {TYPE_KEY: self.hudi_type, OUTPUT_FORMAT_KEY: self.output_format, TIMEZONE_KEY: self.time_zone}
-        if unit := INPUTS[self.input][1]:
-            props[UNIT_KEY] = unit
-        if self.input_format:
-            props[INPUT_FORMAT_KEY] = self.input_format
+        props = {TYPE_KEY: self.hudi_type, OUTPUT_FORMAT_KEY: self.output_format}
+        for key, value in ((TIMEZONE_KEY, self.time_zone), (INPUT_TIMEZONE_KEY, self.input_time_zone),
+                           (OUTPUT_TIMEZONE_KEY, self.output_time_zone), (INPUT_FORMAT_KEY, self.input_format),
+                           (INPUT_DELIMITER_KEY, self.input_delimiter)):
+            if value:
+                props[key] = value
+        if self.hudi_type == "SCALAR":
+            props[UNIT_KEY] = self.number_unit or DEFAULT_SCALAR_UNIT
         return props
 
 

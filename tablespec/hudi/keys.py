@@ -165,7 +165,7 @@ TIMESTAMP_TYPE = HudiKey(TIMEBASED_PREFIX + "timestamp.type", "What a time-forma
                           allowed=("UNIX_TIMESTAMP", "DATE_STRING", "MIXED", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS",
                                    "SCALAR"))
 TIMESTAMP_UNIT = HudiKey(TIMEBASED_PREFIX + "timestamp.scalar.time.unit", "The unit of a SCALAR timestamp.",
-                          scope="both", spec="spec.partitioning.timestamp.input",
+                          scope="both", spec="spec.partitioning.timestamp.unit",
                           allowed=("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"))
 TIMESTAMP_INPUT_FORMAT = HudiKey(TIMEBASED_PREFIX + "input.dateformat", "Joda-Time pattern of a DATE_STRING value.",
                                   scope="both", spec="spec.partitioning.timestamp.inputFormat")
@@ -173,6 +173,15 @@ TIMESTAMP_OUTPUT_FORMAT = HudiKey(TIMEBASED_PREFIX + "output.dateformat", "Joda-
                                    scope="both", spec="spec.partitioning.timestamp.outputFormat")
 TIMESTAMP_TIMEZONE = HudiKey(TIMEBASED_PREFIX + "timezone", "The zone times are read and formatted in.", scope="both",
                               default="UTC", spec="spec.partitioning.timestamp.timeZone")
+TIMESTAMP_INPUT_DELIMITER = HudiKey(TIMEBASED_PREFIX + "input.dateformat.list.delimiter.regex",
+                                    "The regex between several input patterns (empty: a comma).", scope="both",
+                                    spec="spec.partitioning.timestamp.inputFormatDelimiter")
+TIMESTAMP_INPUT_TIMEZONE = HudiKey(TIMEBASED_PREFIX + "input.timezone",
+                                   "The zone strings naming none are read in, unless timezone is set.", scope="both",
+                                   spec="spec.partitioning.timestamp.inputTimeZone")
+TIMESTAMP_OUTPUT_TIMEZONE = HudiKey(TIMEBASED_PREFIX + "output.timezone",
+                                    "The zone partition folders are printed in, unless timezone is set.", scope="both",
+                                    spec="spec.partitioning.timestamp.outputTimeZone")
 SORT_COLUMNS = HudiKey("hoodie.clustering.plan.strategy.sort.columns", "The columns clustering orders rows by.",
                         scope="both", spec="spec.clustering.sortColumns")
 TARGET_FILE_MAX_BYTES = HudiKey("hoodie.clustering.plan.strategy.target.file.max.bytes",

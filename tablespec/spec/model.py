@@ -12,8 +12,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_serializer, model_validator
 
+from tablespec.hudi import joda
 from tablespec.hudi.archive.plan import ArchiveSettings
-from tablespec.hudi.keygen import TimestampPartitioning, complex_record_key, joda_to_strftime, key_generator_class
+from tablespec.hudi.keygen import DEFAULT_TIME_ZONE, TimestampPartitioning, complex_record_key, input_formats, key_generator_class
 from tablespec.spec import rules
 from tablespec.spec.base import CROSS_FIELD, SpecModel, problem, raise_problems
 from tablespec.spec.sizes import ByteSize, GiB, MiB
@@ -112,7 +113,7 @@ def _zones() -> set[str]:
 
 def _date_format(value: str) -> str:
     try:
-        joda_to_strftime(value)
+        joda.check(value)
     except ValueError as e:
         raise problem(str(e)) from None
     return value
@@ -121,34 +122,89 @@ def _date_format(value: str) -> str:
 DateFormat = Annotated[str, AfterValidator(_date_format)]
 
 
+TimeZone = Annotated[str, AfterValidator(_time_zone)]
+
+
 class PartitionTimestamp(SpecModel):
     """A partition field whose directory is its time value, formatted (Hudi's TimestampBasedKeyGenerator,
     or CustomKeyGenerator's `field:TIMESTAMP` next to other partition fields)."""
 
     field: str
     """The partition field (one of `fields`) whose value is a point in time."""
-    input: Literal["epochSeconds", "epochMillis", "epochMicros", "timestamp", "date", "dateString"]
-    """What the column holds: epoch seconds/milliseconds/microseconds (int or long), a timestamp, a date,
-    or a string in `inputFormat`."""
-    input_format: DateFormat | None = None
-    """Joda-Time pattern of a dateString column, e.g. `yyyy-MM-dd HH:mm:ss`."""
+    input: Literal["epochSeconds", "epochMillis", "epochMicros", "scalar", "timestamp", "date", "dateString", "mixed"]
+    """What the column holds: epoch seconds/milliseconds/microseconds or a number of `unit`s (scalar) in an int,
+    long, float, double or string column, a timestamp, a date, or a string in `inputFormat` (dateString;
+    mixed: Hudi's MIXED type, which reads strings the same way)."""
+    unit: Literal["NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"] | None = None
+    """The unit of a scalar input (hoodie.keygen.timebased.timestamp.scalar.time.unit; Hudi's default SECONDS)."""
+    input_format: str | None = None
+    """Joda-Time pattern of a dateString column, e.g. `yyyy-MM-dd'T'HH:mm:ss.SSSZ`; several, separated by
+    `inputFormatDelimiter` (a comma by default), are tried in order."""
+    input_format_delimiter: Regex | None = None
+    """Regular expression between several input patterns (hoodie.keygen.timebased.input.dateformat.list.delimiter.regex)."""
     output_format: DateFormat
     """Joda-Time pattern of the directory name, e.g. `yyyy/MM/dd` or `yyyy-MM-dd-HH`
-    (letters yyyy, yy, MM, dd, HH, mm, ss; other characters and 'quoted text' are kept)."""
-    time_zone: Annotated[str, AfterValidator(_time_zone)] = "UTC"
-    """Zone the time is read and formatted in (hoodie.keygen.timebased.timezone)."""
+    (Joda-Time letters y, Y, x, w, G, M, d, H, h, K, k, a, m, s, S, E, e, D, Z; other characters and 'quoted text'
+    are kept)."""
+    time_zone: TimeZone | None = None
+    """Zone the time is read and formatted in (hoodie.keygen.timebased.timezone); UTC when no zone is given.
+    `null`: no zone set, as Hudi without one: strings naming no zone are read in the writer JVM's zone
+    (taken as UTC) and each directory is formatted in the zone its string names."""
+    input_time_zone: TimeZone | None = None
+    """Without timeZone: the zone of strings that name none (hoodie.keygen.timebased.input.timezone)."""
+    output_time_zone: TimeZone | None = None
+    """Without timeZone: the zone directories are formatted in (hoodie.keygen.timebased.output.timezone); unset,
+    a string's own zone (its offset or zone id), else the input zone."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _utc_unless_zoned(cls, data):
+        """No zone named is UTC, Hudi's documented default, so specs with and without it compare equal
+        (`timeZone: null` says no zone is set)."""
+        zones = ("timeZone", "time_zone", "inputTimeZone", "input_time_zone", "outputTimeZone", "output_time_zone")
+        if isinstance(data, dict) and not any(k in data for k in zones):
+            return {**data, "timeZone": DEFAULT_TIME_ZONE}
+        return data
+
+    # One rule per relation: a rule reading a field that failed validation is skipped (spec/base.py).
     @model_validator(mode="after")
     def _format_for_strings(self) -> PartitionTimestamp:
-        if self.input == "dateString" and not self.input_format:
-            raise_problems("PartitionTimestamp", [(("inputFormat",), "input dateString needs inputFormat")])
-        if self.input != "dateString" and self.input_format:
-            raise_problems("PartitionTimestamp", [(("inputFormat",), f"inputFormat is for input dateString, "
+        strings = self.input in ("dateString", "mixed")
+        if strings and not self.input_format:
+            raise_problems("PartitionTimestamp", [(("inputFormat",), f"input {self.input} needs inputFormat")])
+        if not strings and self.input_format:
+            raise_problems("PartitionTimestamp", [(("inputFormat",), f"inputFormat is for input dateString or mixed, "
                                                                      f"not {self.input}")])
         return self
 
+    @model_validator(mode="after")
+    def _input_patterns(self) -> PartitionTimestamp:
+        if not self.input_format:
+            return self
+        try:
+            for pattern in input_formats(self.input_format, self.input_format_delimiter):
+                joda.check(pattern)
+        except ValueError as e:
+            raise_problems("PartitionTimestamp", [(("inputFormat",), str(e))])
+        return self
+
+    @model_validator(mode="after")
+    def _unit_for_scalars(self) -> PartitionTimestamp:
+        if self.unit and self.input != "scalar":
+            raise_problems("PartitionTimestamp", [(("unit",), f"unit is for input scalar, not {self.input}")])
+        return self
+
+    @model_validator(mode="after")
+    def _one_zone_setting(self) -> PartitionTimestamp:
+        if self.time_zone and (self.input_time_zone or self.output_time_zone):
+            raise_problems("PartitionTimestamp", [(("timeZone",), "timeZone sets both the input and the output zone "
+                                                                  "(Hudi then ignores inputTimeZone and outputTimeZone): "
+                                                                  "give one or the others")])
+        return self
+
     def to_hudi(self) -> TimestampPartitioning:
-        return TimestampPartitioning(self.field, self.input, self.output_format, self.time_zone, self.input_format)
+        return TimestampPartitioning(self.field, self.input, self.output_format, self.time_zone, self.input_format,
+                                     self.unit, self.input_time_zone, self.output_time_zone, self.input_format_delimiter)
 
 
 class Partitioning(SpecModel):

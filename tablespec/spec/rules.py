@@ -187,6 +187,10 @@ def _sort_columns(body: TableBody) -> list[Problem]:
     return _references(body, ("clustering", "sortColumns"), body.clustering.sort_columns, "sort column", primitive=True)
 
 
+def _or(words) -> str:
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
+
+
 @_body_rule
 def _timestamp_problems(body: TableBody) -> list[Problem]:
     from tablespec.hudi.keygen import INPUTS
@@ -202,7 +206,7 @@ def _timestamp_problems(body: TableBody) -> list[Problem]:
     accepted = INPUTS[ts.input][2]
     if column is not None and parsed(column, "type") and column.type not in accepted:
         return [(("partitioning", "timestamp", "input"),
-                 f"input {ts.input} reads {' or '.join(accepted)} columns, but '{ts.field}' is {column.type}")]
+                 f"input {ts.input} reads {_or(accepted)} columns, but '{ts.field}' is {column.type}")]
     return []
 
 

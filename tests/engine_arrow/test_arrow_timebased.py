@@ -57,3 +57,44 @@ def test_custom_partition_path_joins_simple_and_timestamp_fields():  # Hudi: r:S
     ts = TP("ms", "epochMillis", "yyyyMMdd", "Asia/Kolkata")
     assert partition_paths(table, ["r", "ms"], True, timestamp=ts).to_pylist() == \
         ["r=x/ms=20231115", "r=y/ms=20200913", "r=__HIVE_DEFAULT_PARTITION__/ms=19700101"]
+
+
+def test_date_strings_with_offsets_and_no_zone():  # Hudi: yyyy-MM-dd'T'HH:mm:ss.SSSZ, no zone: each in its own offset
+    ts = TP("t", "dateString", "yyyy/MM/dd/HH", None, "yyyy-MM-dd'T'HH:mm:ss.SSSZ")
+    values = ["2024-03-01T23:30:00.000+0530", "2024-03-01T23:30:00.000Z", "2024-03-02T01:15:00.5-0800", None]
+    assert segments(values, pa.string(), ts) == ["2024/03/01/23", "2024/03/01/23", "2024/03/02/01", "1970/01/01/00"]
+    # timezone set: read by their offsets, printed in it
+    utc = TP("t", "dateString", "yyyy/MM/dd/HH", "UTC", "yyyy-MM-dd'T'HH:mm:ss.SSSZ")
+    assert segments(values, pa.string(), utc) == ["2024/03/01/18", "2024/03/01/23", "2024/03/02/09", "1970/01/01/00"]
+
+
+def test_several_input_patterns_and_zones():  # Hudi: MIXED, `;` between patterns, input and output zones
+    ts = TP("t", "mixed", "yyyy-MM-dd-HH_EEE", None, "yyyy-MM-dd'T'HH:mm:ssZZ; yyyyMMdd ;dd MMM yyyy HH:mm ZZZ",
+            input_time_zone="America/New_York", output_time_zone="Asia/Tokyo", input_delimiter=";")
+    values = ["2024-03-10T01:30:00-05:00", "20240310", "10 Mar 2024 03:30 Europe/Paris", None]
+    assert segments(values, pa.string(), ts) == ["2024-03-10-15_Sun", "2024-03-10-14_Sun", "2024-03-10-11_Sun",
+                                                 "1970-01-01-09_Thu"]
+    # the default comma between patterns; S reads one digit, as Joda's
+    comma = TP("t", "dateString", "yyyy/MM/dd/HH", "Europe/Berlin", "yyyy-MM-dd HH:mm:ss.S,yyyy-MM-dd")
+    assert segments(["2024-10-28", "2024-03-05 07:08:09.1"], pa.string(), comma) == ["2024/10/28/00", "2024/03/05/07"]
+    with pytest.raises(TablespecError, match="'2024-03-05 07:08:09.12' matches none of"):
+        segments(["2024-03-05 07:08:09.12"], pa.string(), comma)
+
+
+def test_numbers_of_any_unit_in_any_column():  # Hudi: SCALAR MINUTES; EPOCHMILLISECONDS of doubles (truncated)
+    assert segments([28333333, 0, None], pa.int64(), TP("t", "scalar", "yyyyMMddHHmm", unit="MINUTES")) == \
+        ["202311142213", "197001010000", "197001010001"]
+    assert segments([1700000000123.9, -1.5, None], pa.float64(), TP("t", "epochMillis", "yyyy-MM-dd'T'HH.mm.ss.SSS")) == \
+        ["2023-11-14T22.13.20.123", "1969-12-31T23.59.59.999", "1970-01-01T00.00.00.001"]
+    # a string field of digits (Hudi 1.x's SQL UPDATE writes an epoch field back so): read as the number
+    assert segments(["1700200000000", None], pa.string(), TP("t", "epochMillis", "yyyy/MM/dd/HH")) == \
+        ["2023/11/17/05", "1970/01/01/00"]
+    with pytest.raises(TablespecError, match="not a whole number of MILLISECONDS"):
+        segments(["2023-11-17"], pa.string(), TP("t", "epochMillis", "yyyy/MM/dd/HH"))
+
+
+def test_week_fields_and_other_hours():  # Hudi: a week without its day is its Monday; a day of week moves the date
+    ts = TP("t", "dateString", "xxxx-'W'ww-e_GG_YYYY_kk_KK_D", "UTC", "xxxx-'W'ww-e HH,xxxx-'W'ww,EEE yyyy-MM-dd kk")
+    assert segments(["2024-W10-2 07", "2024-W10", "Fri 2024-03-05 13", None], pa.string(), ts) == [
+        "2024-W10-2_AD_2024_07_07_65", "2024-W10-1_AD_2024_24_00_64", "2024-W10-5_AD_2024_13_01_68",
+        "1970-W01-4_AD_1970_24_00_1"]

@@ -1,9 +1,10 @@
 """Key generators: which ones tablespec expresses or refuses, and Joda-Time patterns."""
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
-from tablespec.hudi import keygen
+from tablespec.hudi import joda, keygen
 
 # Every key generator class Apache Hudi 0.14/0.15 ships that a table's hoodie.properties may name
 # (hoodie.table.keygenerator.class), and whether tablespec expresses it.
@@ -50,20 +51,36 @@ def test_generator_follows_the_layout():
     assert keygen.complex_record_key(keygen.COMPLEX, ["id"], ["region", "day"])
 
 
-@pytest.mark.parametrize("pattern, expected", [
-    ("yyyy/MM/dd", "%Y/%m/%d"), ("yyyy-MM-dd-HH", "%Y-%m-%d-%H"), ("yyyyMMdd", "%Y%m%d"),
-    ("yyyy-MM-dd HH:mm:ss", "%Y-%m-%d %H:%M:%S"), ("'dt='yyyy-MM-dd", "dt=%Y-%m-%d"), ("yy_MM", "%y_%m"),
+@pytest.mark.parametrize("pattern, expected", [   # 2024-03-05 07:08:09.123 UTC, printed as Joda-Time does
+    ("yyyy/MM/dd", "2024/03/05"), ("yyyy-MM-dd-HH", "2024-03-05-07"), ("yyyyMMdd", "20240305"),
+    ("yyyy-MM-dd HH:mm:ss", "2024-03-05 07:08:09"), ("'dt='yyyy-MM-dd", "dt=2024-03-05"), ("yy_MM", "24_03"),
+    ("yyyy-MM-dd'T'HH:mm:ss.SSSZ", "2024-03-05T07:08:09.123+0000"), ("ss.S|SSSSS", "09.1|12300"),
+    ("ZZ ZZZ", "+00:00 UTC"), ("EEE EEEE MMM MMMM", "Tue Tuesday Mar March"), ("h a D M/d", "7 AM 65 3/5"),
+    ("'o''clock' HH", "o'clock 07"), ("''HH", "'07"),
 ])
 def test_joda_patterns(pattern, expected):
-    assert keygen.joda_to_strftime(pattern) == expected
+    assert joda.print_instants(pa.array([1709622489123]), "UTC", pattern).to_pylist() == [expected]
+
+
+@pytest.mark.parametrize("text, patterns, millis, zone", [
+    ("2024-03-05 07:08:09", ["yyyy-MM-dd HH:mm:ss"], 1709622489000, None),
+    ("2024-03-05T07:08:09.1Z", ["yyyy-MM-dd'T'HH:mm:ss.SSSZ"], 1709622489100, "UTC"),
+    ("2024-03-05T12:38:09.123+0530", ["yyyy-MM-dd'T'HH:mm:ss.SSSZ"], 1709622489123, "+05:30"),
+    ("2024-03-05T02:08:09-05:00", ["yyyy-MM-dd'T'HH:mm:ssZZ"], 1709622489000, "-05:00"),
+    ("2024-03-05 08:08:09 Europe/Paris", ["yyyy-MM-dd HH:mm:ss ZZZ"], 1709622489000, "Europe/Paris"),
+    ("20240305", ["yyyy-MM-dd", "yyyyMMdd"], 1709596800000, None),      # the first pattern that reads it all
+    ("Tue, 5 mar 2024 7:08 AM", ["EEE, d MMM yyyy h:mm a"], 1709622480000, None),
+])
+def test_joda_parsing(text, patterns, millis, zone):
+    assert joda.parse(text, patterns, "UTC") == joda.Parsed(millis, zone)
 
 
 @pytest.mark.parametrize("pattern, message", [
-    ("yyyy-MM-dd EEE", "'EEE'"), ("yyyy/ww", "'ww'"), ("", "empty"), ("yyyy'", "unterminated"),
+    ("yyyy/zzz", "'zzz'"), ("", "empty"), ("yyyy'", "unterminated"), ("CC yyyy", "'CC'"),
 ])
 def test_unsupported_joda_patterns_are_named(pattern, message):
     with pytest.raises(ValueError, match=message):
-        keygen.joda_to_strftime(pattern)
+        joda.check(pattern)
 
 
 def test_timestamp_field_of_custom_tables():

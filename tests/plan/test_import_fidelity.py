@@ -77,6 +77,20 @@ LAYOUTS = {
   partitioning: {fields: [region, ts], hiveStyle: false, urlEncode: true}
   index: {type: BLOOM}
 """,
+    "scalar-zones": """  recordKey: {fields: [id]}
+  partitioning:
+    fields: [ts]
+    timestamp: {field: ts, input: scalar, unit: MINUTES, outputFormat: "yyyy-MM-dd'T'HH",
+                inputTimeZone: America/New_York, outputTimeZone: Asia/Tokyo}
+  index: {type: SIMPLE}
+""",
+    "string-patterns": """  recordKey: {fields: [id]}
+  partitioning:
+    fields: [region]
+    timestamp: {field: region, input: mixed, inputFormat: "yyyy-MM-dd'T'HH:mm:ss.SSSZ; yyyyMMdd",
+                inputFormatDelimiter: ";", outputFormat: yyyy/MM/dd, timeZone: Europe/Berlin}
+  index: {type: SIMPLE}
+""",
     "auto-keys": """  recordKey: {autoGenerate: true}
   partitioning: {fields: [region]}
   index: {type: SIMPLE}
@@ -126,7 +140,9 @@ NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom",
                 "spec.index.recordLevel.maxFilesPerBucket"}      # deprecated: the metadata table compacts itself
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
-                     "spec.partitioning.timestamp.timeZone"}
+                     "spec.partitioning.timestamp.timeZone", "spec.partitioning.timestamp.unit",
+                     "spec.partitioning.timestamp.inputFormatDelimiter", "spec.partitioning.timestamp.inputTimeZone",
+                     "spec.partitioning.timestamp.outputTimeZone"}
 
 
 def test_every_spec_field_is_a_registry_setting():
@@ -143,3 +159,31 @@ def test_spec_document_validates_for_every_layout(tmp_path):
         location = table_location(str(tmp_path), spec.spec.location)
         create_table(HudiTable.open(location), spec)
         assert TableSpec.model_validate(spec_document(observe(HudiTable.open(location)), Location.parse(str(tmp_path)))) == spec
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("hoodie.keygen.timebased.output.dateformat", "yyyy/MM/dd zzz",
+     "hoodie.keygen.timebased.output.dateformat=yyyy/MM/dd zzz (spec.partitioning.timestamp.outputFormat): 'zzz' in "
+     "date format 'yyyy/MM/dd zzz' is not supported"),
+    ("hoodie.keygen.timebased.input.dateformat", "yyyy-MM-dd;CC",
+     "(spec.partitioning.timestamp.inputFormat): 'CC' in date format 'CC' is not supported"),
+    ("hoodie.keygen.timebased.output.timezone", "GMT+8", "(spec.partitioning.timestamp.outputTimeZone)"),
+])
+def test_a_timestamp_setting_tablespec_cannot_read_is_named_at_import(tmp_path, key, value, message):
+    """Hudi accepts it; tablespec refuses the import in one line naming the setting, the table untouched."""
+    from tablespec.errors import UnsupportedTableError
+    from tablespec.hudi.properties import format_properties, parse_properties
+
+    text = HEAD + LAYOUTS["string-patterns"].replace(", timeZone: Europe/Berlin", "") + TAIL
+    _, spec = _plan(text, tmp_path)
+    location = table_location(str(tmp_path), spec.spec.location)
+    create_table(HudiTable.open(location), spec)
+    props_file = tmp_path / "lake" / "everything" / ".hoodie" / "hoodie.properties"
+    props = parse_properties(props_file.read_text())
+    props.pop("hoodie.keygen.timebased.timezone")   # it would override an output.timezone
+    props_file.write_text(format_properties({**props, key: value}))
+    before = props_file.read_bytes()
+    with pytest.raises(UnsupportedTableError) as info:
+        import_yaml(observe(HudiTable.open(location)), Location.parse(str(tmp_path)))
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert props_file.read_bytes() == before

@@ -42,18 +42,23 @@ def test_a_second_partition_field_maps_to_custom_generator(valid_text, messages)
      "t.yaml:19:17: spec.partitioning.timestamp.field: timestamp field 'order_id' is not one of the partition "
      "fields (order_date)"),
     ("    timestamp: {field: order_date, input: epochMillis, outputFormat: yyyy/MM}\n",
-     "t.yaml:19:36: spec.partitioning.timestamp.input: input epochMillis reads int or long columns, "
+     "t.yaml:19:36: spec.partitioning.timestamp.input: input epochMillis reads int, long, float, double or string columns, "
      "but 'order_date' is date"),
-    ("    timestamp: {field: order_date, input: date, outputFormat: yyyy/ww}\n",
-     "t.yaml:19:49: spec.partitioning.timestamp.outputFormat: 'ww' in date format 'yyyy/ww' is not supported; "
-     "use yyyy, yy, MM, dd, HH, mm, ss, separators and 'quoted text'"),
+    ("    timestamp: {field: order_date, input: date, outputFormat: yyyy/zzz}\n",
+     "t.yaml:19:49: spec.partitioning.timestamp.outputFormat: 'zzz' in date format 'yyyy/zzz' is not supported; "
+     "use Joda-Time letters y, Y, x, w, G, M, d, H, h, K, k, a, m, s, S, E, e, D, Z, separators and 'quoted text'"),
     ("    timestamp: {field: order_date, input: date, outputFormat: yyyy, timeZone: Mars/Base}\n",
      "t.yaml:19:69: spec.partitioning.timestamp.timeZone: unknown time zone 'Mars/Base'; use an IANA name such "
      "as UTC or Europe/Berlin"),
     ("    timestamp: {field: order_date, input: dateString, outputFormat: yyyy}\n",
      "t.yaml:19:5: spec.partitioning.timestamp.inputFormat: input dateString needs inputFormat"),
     ("    timestamp: {field: order_date, input: date, inputFormat: yyyy, outputFormat: yyyy}\n",
-     "t.yaml:19:49: spec.partitioning.timestamp.inputFormat: inputFormat is for input dateString, not date"),
+     "t.yaml:19:49: spec.partitioning.timestamp.inputFormat: inputFormat is for input dateString or mixed, not date"),
+    ("    timestamp: {field: order_date, input: date, unit: DAYS, outputFormat: yyyy}\n",
+     "t.yaml:19:49: spec.partitioning.timestamp.unit: unit is for input scalar, not date"),
+    ("    timestamp: {field: order_date, input: date, outputFormat: yyyy, timeZone: UTC, outputTimeZone: UTC}\n",
+     "t.yaml:19:69: spec.partitioning.timestamp.timeZone: timeZone sets both the input and the output zone (Hudi then "
+     "ignores inputTimeZone and outputTimeZone): give one or the others"),
 ])
 def test_mistakes_are_located(valid_text, messages, block, expected):
     msgs = messages(_timestamp(valid_text, PARTITIONING + block))
