@@ -33,7 +33,7 @@ def _group_key(instant: Instant) -> tuple[str, str]:
 
 def parse_instants(listed, layout: int = 1) -> list[Instant]:
     """The instants among the entries of a timeline folder's listing (`layout`: see Instant.parse)."""
-    return [i for i in (Instant.parse(f.name, layout) for f in listed if not f.is_dir) if i is not None]
+    return [i for i in (Instant.parse(f.name, layout, f.path) for f in listed if not f.is_dir) if i is not None]
 
 
 def _list_instants(storage: Storage, meta: str) -> list[Instant]:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import META_FOLDER, TableConfig, timeline_layout
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import LogBlock
@@ -128,13 +129,17 @@ def timeline(storage: Storage, base: str, fmt: Format = V1) -> list[MetaInstant]
     order = {"requested": 0, "inflight": 1, "completed": 2}
     latest: dict[str, MetaInstant] = {}
     for info in storage.list_dir(timeline_path(base, fmt)):
-        m = _INSTANT.fullmatch(info.name) if not info.is_dir else None
-        if m is None or bool(m["completion"]) != (fmt.is_1x and not m["state"]):
+        if info.is_dir:
+            continue
+        m = _INSTANT.fullmatch(info.name)
+        if (m is None or bool(m["completion"]) != (fmt.is_1x and not m["state"])
+                or (m["action"] == "inflight" and not m["state"])):   # `T.inflight` is a data-table commit name only
+            if info.name[:1].isdigit():   # skipped, a completed instant would read as pending: refused
+                raise HudiFormatError(f"{info.path}: not a metadata table timeline file name; restore its name "
+                                      "or move it out of the timeline")
             continue
         state = m["state"] or "completed"
         action = m["action"]
-        if action == "inflight" and state == "completed":      # `T.inflight` is a data-table commit name only
-            continue
         instant = MetaInstant(m["ts"], COMPACTION if action == COMMIT else action, state, m["completion"])
         old = latest.get(instant.timestamp)
         if old is None or order[state] > order[old.state]:
