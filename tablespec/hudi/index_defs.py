@@ -11,14 +11,15 @@ from typing import Any
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.config import TableConfig
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import Storage, join_inside
 
 RECORD_INDEX_DEFINITION = {"indexName": "record_index", "indexType": "record_index", "indexFunction": "",
                            "sourceFields": [], "indexOptions": {"isPartitioned": "false"}, "version": "V1"}
 
 
 def _path(base: str, config: TableConfig) -> str:
-    return join(base, keys.INDEX_DEFS_PATH.value(config.extra) or keys.INDEX_DEFS_PATH.default or "")
+    return join_inside(base, keys.INDEX_DEFS_PATH.value(config.extra) or keys.INDEX_DEFS_PATH.default or "",
+                       origin=f"{keys.PROPERTIES_FILE} {keys.INDEX_DEFS_PATH.name}")
 
 
 def _read(storage: Storage, path: str) -> dict[str, Any]:

@@ -142,9 +142,12 @@ class Timeline:
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         data = self.read_metadata(instant)
-        if self.read_bytes(instant).startswith(_AVRO_MAGIC):   # versions 8 and 9
-            return CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
-        return CommitMetadata.from_dict(data)
+        try:
+            if self.read_bytes(instant).startswith(_AVRO_MAGIC):   # versions 8 and 9
+                return CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
+            return CommitMetadata.from_dict(data)
+        except HudiFormatError as e:
+            raise HudiFormatError(f"{join(self.meta, instant.file_name)}: {e}") from None
 
     def replaced_file_ids(self, as_of: str | None = None) -> dict[str, set[str]]:
         """File groups that completed replacecommits (up to `as_of`) took out of the table."""

@@ -80,3 +80,27 @@ def test_a_malformed_completion_time_is_refused_not_rolled_back(project, capsys,
     damaged = done.with_name(f"{done.name.split('_')[0]}_{completion}.commit")
     done.rename(damaged)
     refused_untouched(capsys, project, str(damaged), "not a timeline file name")
+
+
+def edit_properties(project: Path, key: str, value: str) -> None:
+    """Set `key` in the table's hoodie.properties, as someone who can edit that one file would."""
+    props = project / "wh" / "orders" / ".hoodie" / "hoodie.properties"
+    lines = [line for line in props.read_text().splitlines() if not line.startswith(key + "=")]
+    props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")
+
+
+@pytest.mark.parametrize(("key", "value", "version"), [
+    ("hoodie.table.metadata.partitions", "files,../../../other", None),
+    ("hoodie.table.metadata.partitions.inflight", "../../../other", None),
+    ("hoodie.table.index.defs.path", "../other/keep.txt", 9),
+    ("hoodie.timeline.history.path", "../../../other", 9),
+    ("hoodie.archivelog.folder", "../../other", 6),
+])
+def test_a_path_in_hoodie_properties_leading_outside_is_refused(project, capsys, key, value, version):
+    """Whoever can edit one table's hoodie.properties cannot steer `apply` to delete or rewrite the
+    folders beside it: the key is refused in one line, and the folder beside the table is untouched."""
+    is_v9 = (project / "wh" / "orders" / ".hoodie" / "timeline").is_dir()
+    if version is not None and version != (9 if is_v9 else 6):
+        pytest.skip(f"a version {version} key")
+    edit_properties(project, key, value)
+    refused_untouched(capsys, project, "hoodie.properties", key)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import META_FOLDER, TableConfig, timeline_layout
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import Storage, join, join_inside
 from tablespec.hudi.logfile import LogBlock
 from tablespec.hudi.naming import LogFileName
 
@@ -75,7 +75,8 @@ def timeline_path(base: str, fmt: Format = V1) -> str:
 
 
 def partition_path(base: str, partition: str = FILES) -> str:
-    return join(table_path(base), partition)
+    """A metadata partition's folder; its name may come from hoodie.properties: kept inside the metadata table."""
+    return join_inside(table_path(base), partition, origin=f"metadata table partition {partition!r}")
 
 
 def instant_file(timestamp: str, action: str, state: str = "completed", completion: str | None = None) -> str:
