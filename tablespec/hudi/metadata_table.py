@@ -82,6 +82,7 @@ def drop_partitions(table: HudiTable, partitions: tuple[str, ...]) -> tuple[str,
     props = config.to_properties()
     ready, inflight = _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY))
     named_ = [p for p in partitions if p in ready or p in inflight]
+    index_defs.check(table.storage, table.base, config)   # refused before hoodie.properties changes
     if named_:
         table.wrote_config(write_table_config(table.storage, table.base, config.with_updates(extra={
             **config.extra, PARTITIONS_KEY: ",".join(p for p in ready if p not in partitions),

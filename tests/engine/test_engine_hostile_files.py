@@ -32,7 +32,7 @@ spec:
 def tree(root: Path) -> dict[str, tuple[int, str]]:
     """Every file below `root` (lock files aside): size and SHA-256."""
     return {str(p.relative_to(root)): (p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(root.rglob("*")) if p.is_file() and "lock" not in p.name}
+            for p in sorted(root.rglob("*")) if p.is_file() and not any("lock" in part for part in p.relative_to(root).parts)}
 
 
 @pytest.fixture(scope="module", params=[9, 6])
@@ -59,10 +59,10 @@ def project(written, tmp_path, monkeypatch, capsys) -> Path:
     return tmp_path
 
 
-def refused_untouched(capsys, root: Path, *needles: str) -> None:
-    """`plan` and `apply` both refuse in one line holding `needles`; no file under `root` changed."""
+def refused_untouched(capsys, root: Path, *needles: str, commands=("plan", "apply")) -> None:
+    """`commands` (`plan`, `apply`) each refuse in one line holding `needles`; no file under `root` changed."""
     before = tree(root)
-    for argv in (("plan", "specs"), ("apply", "specs", "--auto-approve")):
+    for argv in [("plan", "specs"), ("apply", "specs", "--auto-approve")][2 - len(commands):]:
         code, out, err = cli(capsys, *argv)
         lines = err.strip().splitlines()
         assert code == 1 and len(lines) == 1 and "Traceback" not in err, (argv, out, err)
@@ -104,3 +104,21 @@ def test_a_path_in_hoodie_properties_leading_outside_is_refused(project, capsys,
         pytest.skip(f"a version {version} key")
     edit_properties(project, key, value)
     refused_untouched(capsys, project, "hoodie.properties", key)
+
+
+@pytest.mark.parametrize("content", ['{"indexDefinitions": 5}', '{"indexDefinitions": {"x": [1]}}', "[]",
+                                     '{"indexDefinitions": {}, "since": 1e999}', '{"indexDefinitions": {}, "n": NaN}'])
+def test_crafted_index_definitions_refuse_an_index_change_before_any_change(project, capsys, content):
+    """Version 9: an index change rewrites .hoodie/.index_defs/index.json; a file that holds no index
+    definitions (or numbers strict JSON has not) is refused before hoodie.properties changes."""
+    table = project / "wh" / "orders"
+    if not (table / ".hoodie" / "timeline").is_dir():
+        pytest.skip("version 9 only (index definitions are Hudi 1.x's)")
+    defs = table / ".hoodie" / ".index_defs" / "index.json"
+    defs.parent.mkdir(exist_ok=True)
+    defs.write_text(content)
+    spec = project / "specs" / "orders.yaml"
+    spec.write_text(spec.read_text() + "  index: {type: RECORD_LEVEL}\n")
+    refused_untouched(capsys, project, str(defs), commands=("apply",))
+    code, out, _ = cli(capsys, "plan", "specs")
+    assert code == 0 and "Plan: 0 to create, 1 to update" in out   # the change is still to do
