@@ -53,8 +53,9 @@ def avro_content(raw: bytes, where: str) -> dict[str, Any]:
     in versions 8 and 9) as a dict; {} when it holds none."""
     try:
         records = list(fastavro.reader(io.BytesIO(raw)))
-    except (ValueError, EOFError, KeyError) as e:
-        raise HudiFormatError(f"{where}: unreadable metadata: {e}") from None
+    except Exception as e:   # damaged bytes fail anywhere in fastavro (its schema parser, codecs, decoders)
+        reason = " ".join(str(e).split())[:200]   # one line, however the library words it
+        raise HudiFormatError(f"{where}: unreadable metadata: {type(e).__name__}: {reason}") from None
     return cast(dict[str, Any], records[0]) if records else {}
 
 
