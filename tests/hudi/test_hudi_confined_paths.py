@@ -1,5 +1,6 @@
 """Paths read from a table's own files stay inside the table: hoodie.properties keys, partition
-paths and files in commit metadata, the files clean and rollback plans delete. Each crafted path is
+paths and files in commit metadata, the files clean and rollback plans delete, the slices
+clustering plans rewrite. Each crafted path is
 refused in one line naming the file (and key), before anything changes; the folder beside the table
 is untouched."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ from test_hudi_rollback import ST, _fail, _make_table
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.clean import resume_pending_cleans
 from tablespec.hudi.clean_format import CLEANER_PLAN_SCHEMA, POLICY, VERSION
+from tablespec.hudi.clustering import decode_plan
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import join_inside, path_inside
@@ -135,3 +137,14 @@ def test_a_clean_plan_naming_files_outside_the_table_is_refused_before_any_chang
     with pytest.raises(TablespecError, match=rf"^{base}/.hoodie/{requested.file_name}: .*"):
         resume_pending_cleans(HudiTable.open(base))
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(("partition", "path"), [("../other", "p/f1_0-1-2_20250101000000001.parquet"),
+                                                 ("p", "p/../../other/f1_0-1-2_20250101000000001.parquet"),
+                                                 ("/abs", "f.parquet")])
+def test_a_clustering_plan_naming_a_slice_outside_the_table_is_refused(partition, path):
+    """Clustering rewrites the slices its plan names, into their partitions: both stay inside."""
+    plan = {"clusteringPlan": {"inputGroups": [{"slices": [{"fileId": "f1", "partitionPath": partition,
+                                                            "dataFilePath": path}]}]}}
+    with pytest.raises(HudiFormatError, match=r"^/t/.hoodie/T.replacecommit.requested: slice 'f1' .* leads outside"):
+        decode_plan(plan, "/t/.hoodie/T.replacecommit.requested")
