@@ -40,7 +40,7 @@ from tablespec.hudi.instant import (
     Instant,
     new_instant_time,
 )
-from tablespec.hudi.io import join
+from tablespec.hudi.io import join, join_inside
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
@@ -223,6 +223,9 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     started = time.monotonic()
     requested = clean.to("requested")
     plan = timeline.read_metadata(requested)
+    origin = join(timeline.meta, requested.file_name)   # the plan's paths are checked before anything changes
+    planned = planned_files(base, plan, origin)
+    dropped = {p: join_inside(base, p, origin=origin) for p in plan.get("partitionsToBeDeleted") or ()}  # Hudi's plans
     writer = TimelineWriter.of(timeline)
     # the inflight file repeats the plan (Hudi 0.x); Hudi 1.x leaves it empty
     inflight = clean if clean.state == "inflight" else writer.start(
@@ -231,7 +234,7 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
     failed: list[str] = []
     freed = 0
     partitions: dict[str, dict[str, Any]] = {}
-    for partition, paths in sorted(planned_files(base, plan).items()):
+    for partition, paths in sorted(planned.items()):
         meta = partitions[partition] = {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
                                         "deletePathPatterns": [], "successDeleteFiles": [], "failedDeleteFiles": [],
                                         "isPartitionDeleted": False}
@@ -257,8 +260,8 @@ def _run(table: HudiTable, timeline: Timeline, clean: Instant) -> CleanResult:
             deleted.append(path)
             freed += sizes.get(path, 0)
             meta["successDeleteFiles"].append(name)
-    for partition in plan.get("partitionsToBeDeleted") or ():  # only in plans Hudi wrote
-        storage.delete_tree(join(base, partition))
+    for partition, path in dropped.items():
+        storage.delete_tree(path)
         partitions.setdefault(partition, {"partitionPath": partition, "policy": plan.get("policy") or POLICY,
                                           "deletePathPatterns": [], "successDeleteFiles": [],
                                           "failedDeleteFiles": []})["isPartitionDeleted"] = True

@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 import fastavro
 
-from tablespec.hudi.io import join
+from tablespec.hudi.io import join_inside, path_inside
 
 POLICY = "KEEP_LATEST_COMMITS"
 VERSION = 2  # cleaner plan and clean metadata version of Hudi 0.14/0.15 (full paths per file)
@@ -68,10 +68,18 @@ def _storage_path(path: str) -> str:
     return urlparse(path).path if path.startswith("file:") else path
 
 
-def planned_files(base: str, plan: dict[str, Any]) -> dict[str, list[str]]:
-    """Partition -> storage paths to delete; version 1 plans (Hudi < 0.8) list file names."""
+def planned_files(base: str, plan: dict[str, Any], origin: str) -> dict[str, list[str]]:
+    """Partition -> storage paths to delete; version 1 plans (Hudi < 0.8) list file names. Every
+    path must be a file below the table (`origin`: the plan's file, named when one is not)."""
     if plan.get("filePathsToBeDeletedPerPartition"):
-        return {p: [_storage_path(f["filePath"]) for f in infos if f.get("filePath")]
+        return {_partition(base, p, origin): [path_inside(base, _storage_path(f["filePath"]), origin)
+                                              for f in infos if f.get("filePath")]
                 for p, infos in plan["filePathsToBeDeletedPerPartition"].items()}
-    return {p: [join(base, p, name) for name in names]
+    return {_partition(base, p, origin): [join_inside(base, p, name, origin=origin) for name in names]
             for p, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()}
+
+
+def _partition(base: str, partition: str, origin: str) -> str:
+    """A partition path a plan names, once checked to stay inside the table."""
+    join_inside(base, partition, origin=origin)
+    return partition

@@ -24,7 +24,7 @@ import fastavro
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys
 from tablespec.hudi.instant import CLUSTERING, REPLACE_COMMIT, Instant
-from tablespec.hudi.io import join
+from tablespec.hudi.io import join, outside_reason
 from tablespec.hudi.rollback import is_clustering_plan
 from tablespec.hudi.timeline import Timeline, avro_record
 
@@ -203,6 +203,19 @@ def encode_plan(plan: ClusteringPlan) -> bytes:
     return avro_record(REQUESTED_REPLACE_SCHEMA, record)
 
 
+def _inside(slice_info: dict[str, Any], where: str) -> None:
+    """A slice's partition and file stay inside the table (clustering rewrites what they name):
+    the partition a relative path, the file (a full path in Hudi's plans) without a `..`."""
+    partition, path, file_id = (slice_info.get(k) for k in ("partitionPath", "dataFilePath", "fileId"))
+    reasons = [outside_reason(partition or ""), None if isinstance(path, str) else "not a path",
+               None if isinstance(file_id, str) and "/" not in file_id else "not a file group id"]
+    if isinstance(path, str) and (reason := outside_reason(path)) is not None and not reason.startswith("an absolute"):
+        reasons.append(reason)
+    if any(reasons):
+        raise HudiFormatError(f"{where}: slice {file_id!r} ({partition!r}, {path!r}) leads outside the table "
+                              f"({next(r for r in reasons if r)}); refused")
+
+
 def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
     """A clustering plan from a requested replacecommit's content (as Timeline.read_metadata
     returns it); `where` names the file in errors."""
@@ -218,6 +231,7 @@ def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
                                       "tablespec clusters copy-on-write tables only")
             if not s.get("fileId") or not s.get("dataFilePath"):
                 raise HudiFormatError(f"{where}: group {i} has a slice without fileId or dataFilePath")
+            _inside(s, where)
             slices.append(SliceInfo(s.get("partitionPath") or "", s["fileId"], s["dataFilePath"]))
         groups.append(ClusteringGroup(tuple(slices), int(group.get("numOutputFileGroups") or 1)))
     strategy = plan.get("strategy") or {}

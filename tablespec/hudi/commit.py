@@ -13,6 +13,7 @@ from typing import Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.avro import without_meta_fields
+from tablespec.hudi.io import outside_reason
 
 # HoodieWriteStat's JSON keys in Jackson's order, with the Python attribute and default of each.
 _STAT_FIELDS: tuple[tuple[str, str, Any], ...] = (
@@ -41,6 +42,25 @@ _STAT_FIELDS: tuple[tuple[str, str, Any], ...] = (
     ("runtimeStats", "runtime_stats", None),
 )
 _STAT_KEYS = {key for key, _, _ in _STAT_FIELDS}
+_STAT_PATHS = {"path", "tempPath", "partitionPath"}
+
+
+def _path(value: Any, what: str, relative: bool = False) -> Any:
+    """A path commit metadata records (partition, file), refused when it could lead outside the
+    table: a `..` segment, a backslash or NUL (`relative`: also an absolute path or URI; write
+    stats of some Hudi versions hold full paths, resolved below the table by their readers)."""
+    if value is None:
+        return None
+    reason = outside_reason(value) if isinstance(value, str) else "not a string"
+    if reason is not None and not (reason.startswith("an absolute") and not relative):
+        raise HudiFormatError(f"{what} {value!r}: {reason}")
+    return value
+
+
+def _typed(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise HudiFormatError(f"{what} is {type(value).__name__}, not {getattr(kind, '__name__', kind)}")
+    return value
 
 
 @dataclass
@@ -82,6 +102,14 @@ class WriteStat:
         if not isinstance(data, dict):
             raise HudiFormatError(f"write stat must be a JSON object, found {type(data).__name__}")
         values = {attr: data.get(key, default) for key, attr, default in _STAT_FIELDS}
+        for key, attr, default in _STAT_FIELDS:
+            if key in _STAT_PATHS:
+                _path(values[attr], f"write stat {key}")
+            elif isinstance(default, int) and values[attr] is not None:
+                _typed(values[attr], int, f"write stat {key}")
+        if "/" in _typed(values["file_id"], str, "write stat fileId"):
+            raise HudiFormatError(f"write stat fileId {values['file_id']!r}: not a file group id")
+        _typed(values["prev_commit"], str, "write stat prevCommit")
         return cls(**values, extra={k: v for k, v in data.items() if k not in _STAT_KEYS})
 
 
@@ -129,15 +157,15 @@ class CommitMetadata:
     def from_dict(cls, data: dict[str, Any]) -> CommitMetadata:
         if not isinstance(data, dict):
             raise HudiFormatError("commit metadata must be a JSON object")
-        stats = data.get("partitionToWriteStats") or {}
-        replaced = data.get("partitionToReplaceFileIds")
+        stats, replaced = _partitions(data, "partitionToWriteStats") or {}, _partitions(data, "partitionToReplaceFileIds")
         return cls(
-            partition_to_write_stats={p: [WriteStat.from_dict(s) for s in (lst or [])] for p, lst in stats.items()},
+            partition_to_write_stats={p: [WriteStat.from_dict(s) for s in lst] for p, lst in stats.items()},
             compacted=bool(data.get("compacted", False)),
-            extra_metadata=dict(data.get("extraMetadata") or {}),
-            operation_type=data.get("operationType"),
+            extra_metadata=_extra_metadata(data),
+            operation_type=_typed(data.get("operationType"), (str, type(None)), "operationType"),
             partition_to_replace_file_ids=(None if replaced is None
-                                           else {p: list(ids or []) for p, ids in replaced.items()}),
+                                           else {p: [_typed(i, str, "a replaced file id") for i in ids]
+                                                 for p, ids in replaced.items()}),
             extra={k: v for k, v in data.items() if k not in _TOP_KEYS},
         )
 
@@ -146,16 +174,17 @@ class CommitMetadata:
         """The Avro form (HoodieCommitMetadata / HoodieReplaceCommitMetadata records) in this shape:
         fields the Avro write stat has and the JSON one lacks, left null, are dropped. `replace`:
         whether it is a replacecommit's (default: whether it holds partitionToReplaceFileIds)."""
-        replaced = record.get("partitionToReplaceFileIds")
+        replaced = _partitions(record, "partitionToReplaceFileIds")
         if replace is None:
             replace = replaced is not None
-        stats = record.get("partitionToWriteStats") or {}
+        stats = _partitions(record, "partitionToWriteStats") or {}
         return cls(
-            partition_to_write_stats={p: [WriteStat.from_dict({k: v for k, v in s.items() if v is not None})
-                                          for s in (lst or [])] for p, lst in stats.items()},
+            partition_to_write_stats={p: [WriteStat.from_dict({k: v for k, v in _typed(s, dict, "a write stat").items()
+                                                               if v is not None})
+                                          for s in lst] for p, lst in stats.items()},
             compacted=bool(record.get("compacted") or False),
-            extra_metadata=dict(record.get("extraMetadata") or {}),
-            operation_type=record.get("operationType"),
+            extra_metadata=_extra_metadata(record),
+            operation_type=_typed(record.get("operationType"), (str, type(None)), "operationType"),
             partition_to_replace_file_ids=({p: list(ids or []) for p, ids in (replaced or {}).items()}
                                            if replace else None),
         )
@@ -178,6 +207,23 @@ class CommitMetadata:
 
 
 _JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _partitions(data: dict[str, Any], key: str) -> dict[str, list[Any]] | None:
+    """`key`'s map of partition path -> list, checked (partition paths stay inside the table)."""
+    found = data.get(key)
+    if found is None:
+        return None
+    for partition, items in _typed(found, dict, key).items():
+        _path(partition, f"{key} partition", relative=True)
+        _typed(items if items is not None else [], list, f"{key}[{partition!r}]")
+    return {p: items or [] for p, items in found.items()}
+
+
+def _extra_metadata(data: dict[str, Any]) -> dict[str, str]:
+    found = _typed(data.get("extraMetadata") or {}, dict, "extraMetadata")
+    _typed(found.get("schema", ""), str, "extraMetadata schema")
+    return dict(found)
 
 
 def _string(s: str) -> str:

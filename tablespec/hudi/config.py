@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from typing import Any
 
 from tablespec.errors import HudiFormatError, UnsupportedTableError
 from tablespec.hudi import keygen, keys
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import Storage, join, outside_reason
 from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
 
 META_FOLDER = ".hoodie"
@@ -173,6 +174,29 @@ KEYS_BY_ATTR = {k.attr: k for k in KNOWN_KEYS}
 KEYS_BY_NAME = {k.key: k for k in KNOWN_KEYS}
 
 
+# The metadata table partitions Hudi writes: its own, and one per expression or secondary index.
+METADATA_PARTITION_NAME = re.compile(r"files|column_stats|bloom_filters|record_index|partition_stats"
+                                     r"|(?:expr_index|func_index|secondary_index)_[A-Za-z0-9_\-]+")
+# Keys naming a folder or file of the table, joined to its path (each must stay inside the table).
+PATH_KEYS = (keys.ARCHIVELOG_FOLDER, keys.TIMELINE_PATH, keys.TIMELINE_HISTORY_PATH, keys.INDEX_DEFS_PATH)
+
+
+def check_table_paths(props: Mapping[str, str]) -> None:
+    """Refuse keys whose values tablespec joins to the table's path (folders, files, metadata
+    partitions it deletes) unless they stay inside the table: whoever can edit one table's
+    hoodie.properties must not steer an `apply` to another table's files."""
+    for key in PATH_KEYS:
+        value = props.get(key.name)
+        if value is not None and (reason := outside_reason(value.strip())) is not None:
+            raise HudiFormatError(f"{key.name}={value} leads outside the table ({reason}); refused")
+    for key in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT):
+        for name in (props.get(key.name) or "").split(","):
+            if name.strip() and not METADATA_PARTITION_NAME.fullmatch(name.strip()):
+                raise HudiFormatError(f"{key.name} names {name.strip()!r}: not a metadata table partition Hudi "
+                                      "writes (files, column_stats, bloom_filters, record_index, partition_stats, "
+                                      "expr_index_<name>, secondary_index_<name>); refused")
+
+
 def canonical_spelling(props: Mapping[str, str]) -> dict[str, str]:
     """`props` with every alias read into its known key (the spelling all of tablespec reads);
     refuses a file whose spellings of one setting disagree."""
@@ -244,6 +268,7 @@ class TableConfig:
         """Build from a parsed hoodie.properties (either spelling of aliased keys); the checksum is
         derived, not stored."""
         props = canonical_spelling(props)
+        check_table_paths(props)
         values: dict[str, Any] = {}
         for key, raw in props.items():
             known = KEYS_BY_NAME.get(key)

@@ -6,34 +6,57 @@ tablespec does the same, so a table reads as one Hudi 1.2 kept. Version 6 tables
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.config import TableConfig
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import Storage, join_inside
 
 RECORD_INDEX_DEFINITION = {"indexName": "record_index", "indexType": "record_index", "indexFunction": "",
                            "sourceFields": [], "indexOptions": {"isPartitioned": "false"}, "version": "V1"}
 
 
 def _path(base: str, config: TableConfig) -> str:
-    return join(base, keys.INDEX_DEFS_PATH.value(config.extra) or keys.INDEX_DEFS_PATH.default or "")
+    return join_inside(base, keys.INDEX_DEFS_PATH.value(config.extra) or keys.INDEX_DEFS_PATH.default or "",
+                       origin=f"{keys.PROPERTIES_FILE} {keys.INDEX_DEFS_PATH.name}")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _refused(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _read(storage: Storage, path: str) -> dict[str, Any]:
+    """The file's content, checked: an object whose `indexDefinitions` maps names to objects, with
+    finite numbers only (strict JSON is what it is written back as)."""
     if not storage.exists(path):
         return {"indexDefinitions": {}}
     try:
-        found = json.loads(storage.read_bytes(path))
-        found.setdefault("indexDefinitions", {})
-        return found
-    except (ValueError, AttributeError) as e:
+        found = json.loads(storage.read_bytes(path), parse_float=_finite, parse_constant=_refused)
+    except (ValueError, RecursionError) as e:
         raise HudiFormatError(f"{path}: unreadable index definitions: {e}") from None
+    definitions = found.setdefault("indexDefinitions", {}) if isinstance(found, dict) else None
+    if not isinstance(definitions, dict) or not all(isinstance(d, dict) for d in definitions.values()):
+        raise HudiFormatError(f"{path}: not index definitions: expected {{\"indexDefinitions\": {{<name>: {{...}}}}}}")
+    return found
 
 
 def _write(storage: Storage, path: str, content: dict[str, Any]) -> None:
-    storage.write_atomic(path, json.dumps(content, indent=2).encode())
+    storage.write_atomic(path, json.dumps(content, indent=2, allow_nan=False).encode())
+
+
+def check(storage: Storage, base: str, config: TableConfig) -> None:
+    """Read the table's index definitions (where there are any), refusing a file that holds none:
+    call before the first change of an action that may rewrite them."""
+    _read(storage, _path(base, config))
 
 
 def with_record_index(storage: Storage, base: str, config: TableConfig) -> TableConfig:
@@ -58,4 +81,4 @@ def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, .
         _write(storage, path, content)
 
 
-__all__ = ["RECORD_INDEX_DEFINITION", "remove", "with_record_index"]
+__all__ = ["RECORD_INDEX_DEFINITION", "check", "remove", "with_record_index"]

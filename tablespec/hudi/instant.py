@@ -105,16 +105,21 @@ class Instant:
         return Instant(self.timestamp, action, state)
 
     @classmethod
-    def parse(cls, file_name: str, layout: int = 1) -> Instant | None:
+    def parse(cls, file_name: str, layout: int = 1, where: str | None = None) -> Instant | None:
         """The instant a file name of a timeline in `layout` (1: .hoodie/ of version 6; 2:
-        .hoodie/timeline/ of versions 8 and 9) denotes, or None for anything else
-        (hoodie.properties, temp files)."""
+        .hoodie/timeline/ of versions 8 and 9) denotes, or None for a name that is no instant's
+        (hoodie.properties, dot files: temp files, checksums). A name starting with a digit that
+        does not parse is refused (`where`: its path, for the message): skipped, a completed
+        instant with a damaged name would read as pending and be rolled back."""
         stem, dot, rest = file_name.partition(".")
         ts, _, completion = stem.partition("_") if layout >= 2 else (stem, "", "")
-        if not dot or not _TIMESTAMP.fullmatch(ts) or (completion and not _TIMESTAMP.fullmatch(completion)):
-            return None
-        key = _BY_SUFFIX.get("." + rest)
-        if key is None or (completion and key[1] != "completed"):
+        key = _BY_SUFFIX.get("." + rest) if dot else None
+        if (key is None or not _TIMESTAMP.fullmatch(ts) or (completion and not _TIMESTAMP.fullmatch(completion))
+                or (completion and key[1] != "completed")):
+            if file_name[:1].isdigit():
+                raise HudiFormatError(f"{where or file_name}: not a timeline file name (<requested time>"
+                                      f"{'[_<completion time>]' if layout >= 2 else ''}.<action>[.<state>], "
+                                      "times of 17 digits); restore its name or move it out of the timeline")
             return None
         return cls(ts, key[0], key[1], completion or None)  # type: ignore[arg-type]
 

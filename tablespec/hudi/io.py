@@ -45,6 +45,40 @@ def join(base: str, *parts: str) -> str:
     return out
 
 
+def outside_reason(relative: str) -> str | None:
+    """Why `relative`, a path read from a table's own files, could lead outside the folder it is
+    joined to (absolute, a URI scheme, a `..` segment, a backslash or NUL), or None."""
+    if not isinstance(relative, str):
+        return "not a path"
+    if relative.startswith("/") or re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:/", relative):
+        return "an absolute path or URI"
+    if "\\" in relative or "\0" in relative:
+        return "a backslash or NUL in a path"
+    if ".." in relative.split("/"):
+        return "a '..' segment"
+    return None
+
+
+def join_inside(base: str, *relative: str, origin: str) -> str:
+    """`base` joined with paths read from the table's files (hoodie.properties keys, commit metadata,
+    plans): refused, naming `origin` (the file and key or field), unless they stay below `base`."""
+    for part in relative:
+        reason = outside_reason(part)
+        if reason is not None:
+            raise TablespecError(f"{origin}: {part!r} leads outside the table ({reason}); refused")
+    return join(base, *relative)
+
+
+def path_inside(base: str, path: str, origin: str) -> str:
+    """`path`, a full path a table's plan lists (Hudi's clean and rollback plans name files so),
+    refused naming `origin` unless it is below `base` (s3a:// read as s3://)."""
+    plain = re.sub(r"^s3a://", "s3://", path) if isinstance(path, str) else ""
+    if not plain or ".." in plain.split("/") or "\\" in plain or "\0" in plain or not within(plain, base) \
+            or plain.rstrip("/") == base.rstrip("/"):
+        raise TablespecError(f"{origin}: {path!r} is not a file of the table at {base}; refused")
+    return plain
+
+
 class Storage(ABC):
     """The file operations tablespec needs from a table's storage."""
 

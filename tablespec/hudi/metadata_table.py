@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablespec.hudi import index_defs, keys
-from tablespec.hudi.config import META_FOLDER, write_table_config
-from tablespec.hudi.io import join
+from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, write_table_config
+from tablespec.hudi.io import join, join_inside
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -82,13 +82,15 @@ def drop_partitions(table: HudiTable, partitions: tuple[str, ...]) -> tuple[str,
     props = config.to_properties()
     ready, inflight = _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY))
     named_ = [p for p in partitions if p in ready or p in inflight]
+    index_defs.check(table.storage, table.base, config)   # refused before hoodie.properties changes
     if named_:
         table.wrote_config(write_table_config(table.storage, table.base, config.with_updates(extra={
             **config.extra, PARTITIONS_KEY: ",".join(p for p in ready if p not in partitions),
             INFLIGHT_KEY: ",".join(p for p in inflight if p not in partitions)})))
     index_defs.remove(table.storage, table.base, config, partitions)   # Hudi 1.x: their definitions too
-    present = [p for p in partitions if table.storage.is_dir(join(folder(table.base), p))]
+    paths = {p: join_inside(folder(table.base), p, origin=f"{PROPERTIES_FILE} {PARTITIONS_KEY}") for p in partitions}
+    present = [p for p in partitions if table.storage.is_dir(paths[p])]
     for partition in present:
-        table.storage.delete_tree(join(folder(table.base), partition))
+        table.storage.delete_tree(paths[partition])
     return tuple(dict.fromkeys(named_ + present))
 

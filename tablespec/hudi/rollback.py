@@ -35,7 +35,7 @@ from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableEr
 from tablespec.hudi import partition_buckets
 from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
 from tablespec.hudi.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import Storage, join, path_inside
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
@@ -138,11 +138,11 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
                               f"completed: the table was written without its lock. Inspect it; delete "
                               f"{join(meta, rollback.file_name)} only if that commit is valid")
     last_seen = next((i for i in (target.to("inflight"), target) if storage.exists(join(meta, i.file_name))), target)
-    inflight = rollback if rollback.state == "inflight" else writer.start(rollback)
-
     plan = timeline.read_metadata(rollback.to("requested"))
-    files = {_storage_path(path): req["partitionPath"]
+    origin = join(meta, rollback.to("requested").file_name)   # its files are checked before anything changes
+    files = {path_inside(base, _storage_path(path), origin): req["partitionPath"]
              for req in plan.get("RollbackRequests") or () for path in req["filesToBeDeleted"]}
+    inflight = rollback if rollback.state == "inflight" else writer.start(rollback)
     files.update(_instant_files(storage, base, target.timestamp))  # also files written after planning
     # a discarded clustering plan lists its own requested file among the files to delete
     discard = join(meta, target.to("requested").file_name) in files

@@ -33,7 +33,7 @@ def _group_key(instant: Instant) -> tuple[str, str]:
 
 def parse_instants(listed, layout: int = 1) -> list[Instant]:
     """The instants among the entries of a timeline folder's listing (`layout`: see Instant.parse)."""
-    return [i for i in (Instant.parse(f.name, layout) for f in listed if not f.is_dir) if i is not None]
+    return [i for i in (Instant.parse(f.name, layout, f.path) for f in listed if not f.is_dir) if i is not None]
 
 
 def _list_instants(storage: Storage, meta: str) -> list[Instant]:
@@ -53,8 +53,9 @@ def avro_content(raw: bytes, where: str) -> dict[str, Any]:
     in versions 8 and 9) as a dict; {} when it holds none."""
     try:
         records = list(fastavro.reader(io.BytesIO(raw)))
-    except (ValueError, EOFError, KeyError) as e:
-        raise HudiFormatError(f"{where}: unreadable metadata: {e}") from None
+    except Exception as e:   # damaged bytes fail anywhere in fastavro (its schema parser, codecs, decoders)
+        reason = " ".join(str(e).split())[:200]   # one line, however the library words it
+        raise HudiFormatError(f"{where}: unreadable metadata: {type(e).__name__}: {reason}") from None
     return cast(dict[str, Any], records[0]) if records else {}
 
 
@@ -142,9 +143,12 @@ class Timeline:
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         data = self.read_metadata(instant)
-        if self.read_bytes(instant).startswith(_AVRO_MAGIC):   # versions 8 and 9
-            return CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
-        return CommitMetadata.from_dict(data)
+        try:
+            if self.read_bytes(instant).startswith(_AVRO_MAGIC):   # versions 8 and 9
+                return CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
+            return CommitMetadata.from_dict(data)
+        except HudiFormatError as e:
+            raise HudiFormatError(f"{join(self.meta, instant.file_name)}: {e}") from None
 
     def replaced_file_ids(self, as_of: str | None = None) -> dict[str, set[str]]:
         """File groups that completed replacecommits (up to `as_of`) took out of the table."""

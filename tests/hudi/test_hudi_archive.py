@@ -557,3 +557,39 @@ def test_a_summary_that_does_not_describe_the_archive_is_not_used(tmp_path):
     active = Timeline.load(storage, base)
     assert read_summary(storage, base, "archived", archive_files(storage, base)) == \
         ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)
+
+
+def _edits(summary: dict) -> list[dict]:
+    """Edits of a summary tablespec wrote: invented or reordered clusterings, counts out of range or
+    of the wrong type, a wrong shape; with its digest kept, or (the shape and ranges checked on
+    their own) recomputed."""
+    from tablespec.hudi.archive.summary import _digest
+    body = {k: v for k, v in summary.items() if k != "digest"}
+    changed = [
+        {**body, "clusterings": [*body["clusterings"], ["29991231000000000", "HILBERT", ["id"]]]},
+        {**body, "clusterings": body["clusterings"][::-1]},
+        {**body, "commitsSinceClustering": 10 ** 400},
+        {**body, "commitsSinceClustering": -1},
+        {**body, "commitsSinceClustering": True},
+        {**body, "clusterings": [["2026", "SORT", ["id"]]]},
+        {**body, "clusterings": [[ts(50), "SORT", [5]]]},
+        {**body, "clusterings": {"a": 1}},
+    ]
+    return [{**c, "digest": summary["digest"]} for c in changed] + [{**c, "digest": _digest(c)} for c in changed[1:]]
+
+
+def test_an_edited_summary_is_not_trusted_and_the_archive_is_read(tmp_path):
+    """An edit of the summary (invented clusterings, an overflowing count, a wrong shape) is noticed:
+    the archive is read instead, never a traceback, never the invented history."""
+    import json
+    storage, base, active = _clustered_history(tmp_path, 25)
+    full = ArchivedClusterings.of(ArchivedTimeline.load(storage, base), active)
+    path = join(folder_path(base), ".tablespec_history.json")
+    written = json.loads(storage.read_bytes(path))
+    texts = [json.dumps(e).encode() for e in _edits(written)]
+    texts += [storage.read_bytes(path).replace(b'"commitsSinceClustering":', b'"commitsSinceClustering":1e999,"x":'),
+              b'{"version": 2, "files": NaN}', b"[" * 100_000, b"\xff"]
+    for text in texts:
+        storage.write_bytes(path, text)
+        assert read_summary(storage, base, "archived", archive_files(storage, base)) is None, text[:200]
+        assert archived_clusterings(storage, base, "archived", active) == full

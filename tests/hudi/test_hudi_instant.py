@@ -41,11 +41,19 @@ def test_parse_and_format_round_trip(name, action, state):
 
 @pytest.mark.parametrize("name", [
     "hoodie.properties", "hoodie.properties.backup", "archived", ".aux", f".{T}.commit.abc.tmp",
-    f"{T}.commit.inflight", f"{T}.compaction", f"{T}.savepoint.requested", f"{T}.unknown",
-    f"{T}", "2024041817280226.commit", f"{T}_20240418172802999.commit",
 ])
 def test_parse_ignores_non_timeline_files(name):
     assert Instant.parse(name) is None
+
+
+@pytest.mark.parametrize("name", [
+    f"{T}.commit.inflight", f"{T}.compaction", f"{T}.savepoint.requested", f"{T}.unknown",
+    f"{T}", "2024041817280226.commit", f"{T}_20240418172802999.commit", "2026112800182X509.commit",
+])
+def test_a_damaged_timeline_file_name_is_refused_naming_the_file(name):
+    """Skipped, a completed instant whose name was damaged would read as pending (and be rolled back)."""
+    with pytest.raises(HudiFormatError, match=rf"^/t/.hoodie/{name}: not a timeline file name"):
+        Instant.parse(name, where=f"/t/.hoodie/{name}")
 
 
 def test_every_fixture_timeline_file_parses_and_formats_back(fixture_table, any_name):

@@ -130,7 +130,15 @@ def test_layout_2_file_names(name, action, state, completion):
 
 
 @pytest.mark.parametrize("name", [f"{T1}_{T2}.commit.requested", f"{T1}_{T2}.inflight", f"{T1}_2025.commit",
-                                  f"{T1}_{T2}", "history", f"{T1}.clustering"])
+                                  f"{T1}_{T2}", f"{T1}.clustering", f"{T1}_2026112800182X509.commit",
+                                  f"{T1}_2026112800182350.commit"])
+def test_layout_2_refuses_damaged_instant_names(name):
+    """A completed instant with a malformed completion time is no pending instant: refused."""
+    with pytest.raises(HudiFormatError, match="not a timeline file name"):
+        Instant.parse(name, layout=2)
+
+
+@pytest.mark.parametrize("name", ["history", "hoodie.properties", f".{T1}_{T2}.commit.crc"])
 def test_layout_2_ignores_other_names(name):
     assert Instant.parse(name, layout=2) is None
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import io
 
 import fastavro
+import pytest
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.instant import COMMIT, Instant, new_instant_time
@@ -187,3 +189,20 @@ def test_commit_bytes_are_avro_on_1x_and_json_on_0_15():
     assert avro_content(instants.commit_bytes(metadata, layout.V2), "1.x") == avro_content(
         encode_commit_metadata(metadata, replace=False), "expected")
     assert instants.commit_bytes(metadata, layout.V1) == metadata.to_json()
+
+
+def test_a_damaged_metadata_timeline_file_name_is_refused_not_read_as_pending(tmp_path):
+    """The metadata table's completed deltacommit with a malformed completion time (or none, in 1.x)
+    would read as pending and be rolled back: refused in one line naming the file."""
+    base = _table(tmp_path)
+    folder = layout.timeline_path(base, layout.V2)
+    [done] = [i for i in layout.timeline(ST, base, layout.V2) if i.completed]
+    for damaged in (f"{INIT}_2026112800182X509.deltacommit", f"{INIT}_2026112800182350.deltacommit",
+                    f"{INIT}.deltacommit"):
+        ST.write_bytes(join(folder, damaged), ST.read_bytes(join(folder, done.file_name)))
+        ST.delete(join(folder, done.file_name))
+        with pytest.raises(HudiFormatError, match=rf"^{join(folder, damaged)}: not a metadata table timeline file"):
+            layout.timeline(ST, base, layout.V2)
+        ST.write_bytes(join(folder, done.file_name), ST.read_bytes(join(folder, damaged)))
+        ST.delete(join(folder, damaged))
+    assert layout.timeline(ST, base, layout.V2)[-1].completed

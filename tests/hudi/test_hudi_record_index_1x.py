@@ -10,8 +10,10 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from test_hudi_mdt_1x import ST, TIMELINE, _metadata_timeline, _start, _table
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.io import join
@@ -108,3 +110,30 @@ def test_a_build_that_died_is_redone_at_the_same_instant(tmp_path):
     assert instant == "00000000000000001"
     assert not ST.exists(join(layout.partition_path(base, RECORD_INDEX), "junk"))
     assert record_index_reader.scan(HudiTable.open(base)) == {"a": Location("p1", FG, "20240101000000000")}
+
+
+def _files(base) -> dict[str, bytes]:
+    return {f.path: ST.read_bytes(f.path) for f in ST.walk_files(base) if "lock" not in f.path}
+
+
+def test_index_definitions_that_are_none_refuse_the_build_and_the_drop_before_any_change(tmp_path):
+    """A crafted index.json fails before hoodie.properties or the metadata table change (it was a
+    traceback after hoodie.properties had been rewritten); non-finite numbers are no strict JSON."""
+    base = _table(tmp_path)
+    defs = join(base, ".hoodie", ".index_defs", "index.json")
+    for content in (b'{"indexDefinitions": 5}', b'{"indexDefinitions": {"x": 1}}', b'{"n": 1e999}', b'{"n": NaN}'):
+        ST.write_bytes(defs, content)
+        before = _files(base)
+        with pytest.raises(HudiFormatError, match=rf"^{defs}: "):
+            record_index_writer.initialize(HudiTable.open(base), [("a", "p1", FG, "20240101000000000")])
+        assert _files(base) == before
+    ST.write_bytes(defs, b'{"indexDefinitions": {}, "since": 1.5e3}')
+    record_index_writer.initialize(HudiTable.open(base), [])
+    table = HudiTable.open(base)
+    assert json.loads(ST.read_bytes(defs)) == {"indexDefinitions": {"record_index": RECORD_INDEX_DEFINITION},
+                                               "since": 1500.0}
+    ST.write_bytes(defs, b'{"indexDefinitions": [1]}')
+    before = _files(base)
+    with pytest.raises(HudiFormatError, match=rf"^{defs}: "):
+        drop_partitions(table, (RECORD_INDEX,))
+    assert _files(base) == before

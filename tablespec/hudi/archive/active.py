@@ -38,7 +38,7 @@ def state_files(storage: Storage, base: str, instants: Iterable[Instant], folder
     by_key: dict[tuple[str, str], list[StateFile]] = {}
     layout = 1 if folder == META_FOLDER else 2
     for info in storage.list_dir(join(base, folder)):
-        instant = None if info.is_dir else Instant.parse(info.name, layout)
+        instant = None if info.is_dir else Instant.parse(info.name, layout, info.path)
         if instant is not None:
             by_key.setdefault(instant_key(instant), []).append(StateFile(instant, info))
     return [f for i in instants for f in sorted(by_key.get(instant_key(i), []), key=lambda f: f.instant)]

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi import keys
 from tablespec.hudi.archive.entry import ENTRY_SCHEMA
-from tablespec.hudi.config import META_FOLDER, archive_folder
-from tablespec.hudi.io import FileInfo, Storage, join
+from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, archive_folder
+from tablespec.hudi.io import FileInfo, Storage, join, join_inside
 from tablespec.hudi.logfile import BlockType, avro_block, avro_records, encode_block, read_blocks
 
 DEFAULT_FOLDER = "archived"      # hoodie.archivelog.folder
@@ -38,7 +39,7 @@ class ArchiveFile:
 
 def folder_path(base: str, folder: str = DEFAULT_FOLDER) -> str:
     """The archive folder of the table at `base` (`folder` is hoodie.archivelog.folder)."""
-    return join(base, META_FOLDER, folder)
+    return join_inside(join(base, META_FOLDER), folder, origin=f"{PROPERTIES_FILE} {keys.ARCHIVELOG_FOLDER.name}")
 
 
 def folder_of(config: Any) -> str:

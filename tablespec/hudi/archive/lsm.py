@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.config import META_FOLDER, archive_folder
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi import keys
+from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, archive_folder
+from tablespec.hudi.io import Storage, join, join_inside
 
 VERSION_FILE = "_version_"
 MANIFEST_PREFIX = "manifest_"
@@ -27,7 +28,8 @@ COLUMNS = ["instantTime", "completionTime", "action", "metadata", "plan"]
 
 def history_folder(table: Any) -> str:
     """The LSM history's folder of a `HudiTable` of version 8 or 9."""
-    return join(table.base, META_FOLDER, archive_folder(table.config))
+    return join_inside(join(table.base, META_FOLDER), archive_folder(table.config),
+                       origin=f"{PROPERTIES_FILE} {keys.TIMELINE_HISTORY_PATH.name}")
 
 
 def manifest_files(storage: Storage, folder: str) -> list[str]:

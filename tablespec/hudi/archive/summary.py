@@ -11,23 +11,28 @@ files there), with the names and sizes of the archive files they describe. A rea
 summary only while those are exactly the files listed; otherwise (Hudi archived or merged
 since, a run died before writing it, an older table) it reads the archive as before, and the
 next tablespec run writes the summary anew. Commits are archived oldest first, so archived
-commits all precede the active ones.
+commits all precede the active ones. The summary carries a digest of its content: an edited one
+(or one of the wrong shape, types or ranges) is not used either, and the archive is read.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive.log import ArchiveFile, archive_files, archive_files_of, folder_path
 from tablespec.hudi.archive.timeline import ArchivedTimeline
-from tablespec.hudi.clustering import Layout, archived_layouts
-from tablespec.hudi.instant import REPLACE_COMMIT
+from tablespec.hudi.clustering import LAYOUTS, Layout, archived_layouts
+from tablespec.hudi.instant import REPLACE_COMMIT, validate_timestamp
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.timeline import Timeline
 
 SUMMARY_NAME = ".tablespec_history.json"
-VERSION = 1
+VERSION = 2               # 2: with the digest of its content
+_MAX_COUNT = 10 ** 12     # far beyond any archive; larger counts are no count tablespec wrote
 
 
 @dataclass(frozen=True)
@@ -51,10 +56,52 @@ class ArchivedClusterings:
         return ArchivedClusterings(self.clusterings, self.commits_since + newer.commits_since)
 
     def to_json(self, files: Sequence[ArchiveFile]) -> bytes:
-        return json.dumps({
-            "version": VERSION, "files": {f.info.name: f.info.size for f in files},
-            "clusterings": [[ts, layout.strategy, list(layout.columns)] for ts, layout in self.clusterings],
-            "commitsSinceClustering": self.commits_since}, separators=(",", ":")).encode()
+        content = {"version": VERSION, "files": {f.info.name: f.info.size for f in files},
+                   "clusterings": [[ts, layout.strategy, list(layout.columns)] for ts, layout in self.clusterings],
+                   "commitsSinceClustering": self.commits_since}
+        return json.dumps({**content, "digest": _digest(content)}, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _digest(content: dict) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _is_time(value: str) -> bool:
+    try:
+        return bool(validate_timestamp(value))
+    except HudiFormatError:
+        return False
+
+
+def _checked(data: object, files: dict[str, int]) -> ArchivedClusterings | None:
+    """The summary's facts when it is one tablespec wrote of exactly `files` (names and sizes, as
+    just listed) and unedited since: its shape, types, ranges and digest check out; else None."""
+    if not isinstance(data, dict) or set(data) != {"version", "files", "clusterings", "commitsSinceClustering",
+                                                   "digest"}:
+        return None
+    digest = data.pop("digest")
+    if data["version"] != VERSION or data["files"] != files or digest != _digest(data):
+        return None
+    count, listed = data["commitsSinceClustering"], data["clusterings"]
+    if type(count) is not int or not 0 <= count <= _MAX_COUNT or not isinstance(listed, list):
+        return None
+    clusterings: list[tuple[str, Layout]] = []
+    for entry in listed:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                and _is_time(entry[0]) and entry[1] in LAYOUTS.keys() | {"NONE"}
+                and isinstance(entry[2], list) and all(isinstance(c, str) and c for c in entry[2])):
+            return None
+        if clusterings and entry[0] <= clusterings[-1][0]:   # oldest first, each once
+            return None
+        clusterings.append((entry[0], Layout(entry[1], tuple(entry[2]))))
+    return ArchivedClusterings(tuple(clusterings), count)
 
 
 def _commits_after(archived: ArchivedTimeline, active: Timeline, after: str | None) -> int:
@@ -71,19 +118,11 @@ def read_summary(storage: Storage, base: str, folder: str,
                  files: Sequence[ArchiveFile]) -> ArchivedClusterings | None:
     """The recorded facts, if they describe exactly `files` (the archive as just listed)."""
     try:
-        data = json.loads(storage.read_bytes(summary_path(base, folder)))
-    except (FileNotFoundError, ValueError):
+        data = json.loads(storage.read_bytes(summary_path(base, folder)), parse_float=_finite,
+                          parse_constant=_finite)
+    except (FileNotFoundError, ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        return None
-    if data.get("files") != {f.info.name: f.info.size for f in files}:
-        return None
-    try:
-        clusterings = tuple((str(ts), Layout(str(strategy), tuple(columns)))
-                            for ts, strategy, columns in data["clusterings"])
-        return ArchivedClusterings(clusterings, int(data["commitsSinceClustering"]))
-    except (KeyError, TypeError, ValueError):
-        return None
+    return _checked(data, {f.info.name: f.info.size for f in files})
 
 
 def archived_clusterings(storage: Storage, base: str, folder: str, active: Timeline) -> ArchivedClusterings:

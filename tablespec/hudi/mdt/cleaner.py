@@ -176,7 +176,8 @@ def _run_clean(storage: Storage, base: str, ts: str, plan: dict[str, Any], fmt: 
     if not storage.exists(inflight):   # 0.15 repeats the plan in it, 1.x leaves it empty
         storage.write_bytes(inflight, b"" if fmt.is_1x else
                             storage.read_bytes(join(meta, layout.instant_file(ts, CLEAN, "requested"))))
-    planned = planned_files(layout.table_path(base), plan)   # Hudi's plans too (full URIs)
+    planned = planned_files(layout.table_path(base), plan,   # Hudi's plans too (full URIs)
+                            join(meta, layout.instant_file(ts, CLEAN, "requested")))
     paths = [p for ps in planned.values() for p in ps]
     storage.delete_files(paths)            # idempotent: a resumed clean deletes what is left
     crash_point("mdt_clean_deleted")

@@ -19,8 +19,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import META_FOLDER, TableConfig, timeline_layout
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import Storage, join, join_inside
 from tablespec.hudi.logfile import LogBlock
 from tablespec.hudi.naming import LogFileName
 
@@ -74,7 +75,8 @@ def timeline_path(base: str, fmt: Format = V1) -> str:
 
 
 def partition_path(base: str, partition: str = FILES) -> str:
-    return join(table_path(base), partition)
+    """A metadata partition's folder; its name may come from hoodie.properties: kept inside the metadata table."""
+    return join_inside(table_path(base), partition, origin=f"metadata table partition {partition!r}")
 
 
 def instant_file(timestamp: str, action: str, state: str = "completed", completion: str | None = None) -> str:
@@ -128,13 +130,17 @@ def timeline(storage: Storage, base: str, fmt: Format = V1) -> list[MetaInstant]
     order = {"requested": 0, "inflight": 1, "completed": 2}
     latest: dict[str, MetaInstant] = {}
     for info in storage.list_dir(timeline_path(base, fmt)):
-        m = _INSTANT.fullmatch(info.name) if not info.is_dir else None
-        if m is None or bool(m["completion"]) != (fmt.is_1x and not m["state"]):
+        if info.is_dir:
+            continue
+        m = _INSTANT.fullmatch(info.name)
+        if (m is None or bool(m["completion"]) != (fmt.is_1x and not m["state"])
+                or (m["action"] == "inflight" and not m["state"])):   # `T.inflight` is a data-table commit name only
+            if info.name[:1].isdigit():   # skipped, a completed instant would read as pending: refused
+                raise HudiFormatError(f"{info.path}: not a metadata table timeline file name; restore its name "
+                                      "or move it out of the timeline")
             continue
         state = m["state"] or "completed"
         action = m["action"]
-        if action == "inflight" and state == "completed":      # `T.inflight` is a data-table commit name only
-            continue
         instant = MetaInstant(m["ts"], COMPACTION if action == COMMIT else action, state, m["completion"])
         old = latest.get(instant.timestamp)
         if old is None or order[state] > order[old.state]:

@@ -112,6 +112,7 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
         raise HudiFormatError(f"{base}: cannot build the record index while instants are pending: "
                               + ", ".join(str(i) for i in table.timeline.pending()))
     fmt = Format.of(config)
+    index_defs.check(storage, base, config)   # refused before the first change
     _drop_leftover(table, fmt)
     head = table.timeline.head
     instant = _init_instant(head.timestamp if head else None,
