@@ -87,13 +87,13 @@ LOCK_FILES = (".hoodie/.tablespec/lock/", ".hoodie/lock", ".hoodie/.lock")   # t
 
 
 def table_files(root) -> dict[str, tuple[int, str]]:
-    """Every file under `root` but the lock files: relative path -> (size, sha256). Equal before and
-    after a refusal: the refusal changed nothing."""
+    """Every file under `root` (a table, or a folder of tables) but the lock files: relative path ->
+    (size, sha256). Equal before and after a refusal: the refusal changed nothing."""
     import hashlib
     out = {}
     for path in sorted(Path(root).rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if path.is_file() and not rel.startswith(LOCK_FILES):
+        if path.is_file() and not any(f"/{lock}" in f"/{rel}" for lock in LOCK_FILES):
             data = path.read_bytes()
             out[rel] = (len(data), hashlib.sha256(data).hexdigest())
     return out

@@ -4,12 +4,11 @@ line naming the file, and every file of the table (and of the folders beside it)
 afterwards."""
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 import pytest
-from _support import cli, scratch_project
+from _support import cli, scratch_project, table_files
 from helpers import make_table
 
 pytestmark = pytest.mark.spark
@@ -27,12 +26,6 @@ spec:
   recordKey: {{fields: [id]}}
   partitioning: {{fields: [p]}}
 """
-
-
-def tree(root: Path) -> dict[str, tuple[int, str]]:
-    """Every file below `root` (lock files aside): size and SHA-256."""
-    return {str(p.relative_to(root)): (p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(root.rglob("*")) if p.is_file() and not any("lock" in part for part in p.relative_to(root).parts)}
 
 
 @pytest.fixture(scope="module", params=[9, 6])
@@ -61,21 +54,20 @@ def project(written, tmp_path, monkeypatch, capsys) -> Path:
 
 def refused_untouched(capsys, root: Path, *needles: str, commands=("plan", "apply")) -> None:
     """`commands` (`plan`, `apply`) each refuse in one line holding `needles`; no file under `root` changed."""
-    before = tree(root)
+    before = table_files(root)
     for argv in [("plan", "specs"), ("apply", "specs", "--auto-approve")][2 - len(commands):]:
         code, out, err = cli(capsys, *argv)
         lines = err.strip().splitlines()
         assert code == 1 and len(lines) == 1 and "Traceback" not in err, (argv, out, err)
         assert all(n in lines[0] for n in needles), (argv, lines[0])
-    assert tree(root) == before
+    assert table_files(root) == before
 
 
+@pytest.mark.parametrize("written", [9], indirect=True)   # layout-2 names carry a completion time
 @pytest.mark.parametrize("completion", ["2026112800182X509", "2026112800182350"])
 def test_a_malformed_completion_time_is_refused_not_rolled_back(project, capsys, completion):
     """A completed version 9 commit whose completion time was damaged is no pending write to roll back."""
     timeline = project / "wh" / "orders" / ".hoodie" / "timeline"
-    if not timeline.is_dir():
-        pytest.skip("version 9 only (layout-2 names carry a completion time)")
     done = sorted(p for p in timeline.iterdir() if p.name.endswith(".commit") and "_" in p.name)[-1]
     damaged = done.with_name(f"{done.name.split('_')[0]}_{completion}.commit")
     done.rename(damaged)
@@ -89,31 +81,29 @@ def edit_properties(project: Path, key: str, value: str) -> None:
     props.write_text("\n".join([*lines, f"{key}={value}"]) + "\n")
 
 
-@pytest.mark.parametrize(("key", "value", "version"), [
-    ("hoodie.table.metadata.partitions", "files,../../../other", None),
-    ("hoodie.table.metadata.partitions.inflight", "../../../other", None),
-    ("hoodie.table.index.defs.path", "../other/keep.txt", 9),
-    ("hoodie.timeline.history.path", "../../../other", 9),
-    ("hoodie.archivelog.folder", "../../other", 6),
-])
-def test_a_path_in_hoodie_properties_leading_outside_is_refused(project, capsys, key, value, version):
+@pytest.mark.parametrize(("written", "key", "value"), [
+    (6, "hoodie.table.metadata.partitions", "files,../../../other"),
+    (9, "hoodie.table.metadata.partitions", "files,../../../other"),
+    (6, "hoodie.table.metadata.partitions.inflight", "../../../other"),
+    (9, "hoodie.table.metadata.partitions.inflight", "../../../other"),
+    (9, "hoodie.table.index.defs.path", "../other/keep.txt"),
+    (9, "hoodie.timeline.history.path", "../../../other"),
+    (6, "hoodie.archivelog.folder", "../../other"),
+], indirect=["written"])
+def test_a_path_in_hoodie_properties_leading_outside_is_refused(project, capsys, key, value):
     """Whoever can edit one table's hoodie.properties cannot steer `apply` to delete or rewrite the
     folders beside it: the key is refused in one line, and the folder beside the table is untouched."""
-    is_v9 = (project / "wh" / "orders" / ".hoodie" / "timeline").is_dir()
-    if version is not None and version != (9 if is_v9 else 6):
-        pytest.skip(f"a version {version} key")
     edit_properties(project, key, value)
     refused_untouched(capsys, project, "hoodie.properties", key)
 
 
+@pytest.mark.parametrize("written", [9], indirect=True)   # index definitions are Hudi 1.x's
 @pytest.mark.parametrize("content", ['{"indexDefinitions": 5}', '{"indexDefinitions": {"x": [1]}}', "[]",
                                      '{"indexDefinitions": {}, "since": 1e999}', '{"indexDefinitions": {}, "n": NaN}'])
 def test_crafted_index_definitions_refuse_an_index_change_before_any_change(project, capsys, content):
     """Version 9: an index change rewrites .hoodie/.index_defs/index.json; a file that holds no index
     definitions (or numbers strict JSON has not) is refused before hoodie.properties changes."""
     table = project / "wh" / "orders"
-    if not (table / ".hoodie" / "timeline").is_dir():
-        pytest.skip("version 9 only (index definitions are Hudi 1.x's)")
     defs = table / ".hoodie" / ".index_defs" / "index.json"
     defs.parent.mkdir(exist_ok=True)
     defs.write_text(content)
