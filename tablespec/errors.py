@@ -40,7 +40,7 @@ class MetadataTableDamaged(HudiFormatError):
     `plan` proposes rebuilding the partition. `partition` is the metadata partition (`files`,
     `record_index`)."""
 
-    def __init__(self, partition: str, message: str):
+    def __init__(self, partition: str, message: str, *, explained: bool = False):
         self.partition = partition
-        super().__init__(f"{message}; the metadata table's {partition} partition is damaged "
-                         "(`tablespec plan` proposes rebuilding it)")
+        super().__init__(message if explained else f"{message}; the metadata table's {partition} partition is "
+                                                   "damaged (`tablespec plan` proposes rebuilding it)")

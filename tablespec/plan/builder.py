@@ -50,7 +50,7 @@ from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_bucke
 from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.locations import occupied_message
-from tablespec.plan.metadata_table import metadata_table_actions
+from tablespec.plan.metadata_table import metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
     HASH_FIELDS,
     LABEL_PREFIX,
@@ -414,12 +414,14 @@ def _record_index_build(spec, state: TableState) -> list[Action]:
     private index. Version 8 tables (read only) keep what their Hudi writers keep."""
     if spec.spec.index.type != "RECORD_LEVEL" or state.table_config.version == 8:
         return []
-    built = RECORD_INDEX in state.metadata_table.partitions
+    built = RECORD_INDEX in state.metadata_table.partitions and RECORD_INDEX not in rebuilt(state)
     if built and not state.private_index:
         return []
     reasons = [] if built else [
         "migrates tablespec's private record-level index to Apache Hudi's record index (the metadata table's "
         "record_index partition), built from the table's keys" if state.private_index else
+        "rebuilds Hudi's record index from the table's keys: the metadata table's record_index partition is "
+        "dropped as damaged" if RECORD_INDEX in rebuilt(state) else
         "the metadata table has no record_index partition (Hudi wrote the table without "
         f"{METADATA_RECORD_INDEX_ENABLE.name}): Hudi's record index is built from the table's keys"]
     return [RecordIndexBuild(reasons=reasons + _private_index_reason(state),

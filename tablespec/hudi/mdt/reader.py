@@ -102,23 +102,25 @@ def block_schema(partition: str, path: str, block: LogBlock) -> str:
                                           "Avro schema in its header")
 
 
-def written_ranges(storage: Storage, base: str, partition: str, name: str,
-                   valid: set[str]) -> list[tuple[int, int, str]]:
-    """(start, end, instant) of the bytes of log file `partition/name` that completed deltacommits
-    in `valid` wrote, as their write stats say (log offset, file size)."""
+def written_ranges(storage: Storage, base: str, valid: set[str]) -> dict[str, list[tuple[int, int, str]]]:
+    """Log file (`partition/name`) -> (start, end, instant) of the bytes completed deltacommits in
+    `valid` wrote in it, as their write stats say (log offset, file size)."""
     fmt = layout.Format.of(read_table_config(storage, base))
-    wanted = f"{partition}/{name}"
-    out = []
+    out: dict[str, list[tuple[int, int, str]]] = {}
     for instant in layout.timeline(storage, base, fmt):
         if instant.completed and instant.action == layout.DELTA_COMMIT and instant.timestamp in valid:
-            out += [(int(s.extra.get("logOffset") or 0), s.file_size_in_bytes, instant.timestamp)
-                    for s in write_stats(storage, base, instant, fmt) if s.path == wanted]
+            for stat in write_stats(storage, base, instant, fmt):
+                if stat.path:
+                    out.setdefault(stat.path, []).append(
+                        (int(stat.extra.get("logOffset") or 0), stat.file_size_in_bytes, instant.timestamp))
     return out
 
 
 def _skipped(block: LogBlock) -> str:
     if block.type == BlockType.CORRUPT:
         return f"a corrupt log block at byte {block.offset}"
+    if block.type == BlockType.COMMAND:
+        return f"a rollback command block at byte {block.offset}"
     if block.type in (BlockType.HFILE_DATA, BlockType.DELETE):
         return f"a {block.type.name} block at byte {block.offset} naming instant {block.instant}, which does not count"
     return f"a {block.type.name} block at byte {block.offset}, a type the metadata table does not write"
@@ -129,22 +131,25 @@ def log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[st
     order: those of `valid` instants, less those a later rollback command block targets. A block
     skipped inside what a valid deltacommit wrote is refused (see the module doc)."""
     blocks: list[tuple[str, LogBlock]] = []
+    ranges: dict[str, list[tuple[int, int, str]]] | None = None       # read only once a block is skipped
     for log, _ in current.log_files:
         path = join(layout.partition_path(base, current.partition), log.format())
-        written: list[tuple[int, int, str]] | None = None      # read only once a block is skipped
+        written: list[tuple[int, int, str]] | None = None
         for block in read_log_blocks(storage.read_bytes(path)):
+            if block.type in (BlockType.HFILE_DATA, BlockType.DELETE) and block.instant in valid:
+                blocks.append((path, block))
+                continue
+            # a rollback's command block, or one readers skip: never inside what a deltacommit wrote
+            if written is None:
+                ranges = written_ranges(storage, base, valid) if ranges is None else ranges
+                written = ranges.get(f"{current.partition}/{log.format()}", [])
+            for start, end, instant in written:
+                if start <= block.offset < end:
+                    raise MetadataTableDamaged(current.partition, f"{path}: {_skipped(block)}, in the bytes "
+                                                                  f"completed deltacommit {instant} wrote")
             if block.type == BlockType.COMMAND:
                 target = block.header.get(Header.TARGET_INSTANT_TIME)
                 blocks = [(p, b) for p, b in blocks if b.instant != target]
-            elif block.type in (BlockType.HFILE_DATA, BlockType.DELETE) and block.instant in valid:
-                blocks.append((path, block))
-            else:
-                if written is None:
-                    written = written_ranges(storage, base, current.partition, log.format(), valid)
-                for start, end, instant in written:
-                    if start <= block.offset < end:
-                        raise MetadataTableDamaged(current.partition, f"{path}: {_skipped(block)}, in the bytes "
-                                                                      f"completed deltacommit {instant} wrote")
     return blocks
 
 

@@ -369,6 +369,12 @@ def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[by
     return {k: c for k, c in merged.items() if c is not None}
 
 
+def log_entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> int:
+    """How many keys the file group's log blocks that count settle (each block decoded: a check)."""
+    return len(reader.damaged_if_unreadable(RECORD_INDEX, lambda: _log_cells(
+        table.storage, table.base, current, valid, None)))
+
+
 def entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[str, dict[str, Any]]:
     """Every key of one file group with its merged record (base file and valid log blocks): what
     compaction writes."""
@@ -383,4 +389,4 @@ def scan(table: HudiTable) -> dict[str, Location]:
         k.decode(): _location(c) for current in found for k, c in _merged(table, current, valid).items()})
 
 
-__all__ = ["clear_cache", "entries", "lookup", "lookup_file_group", "scan", "slices"]
+__all__ = ["clear_cache", "entries", "log_entries", "lookup", "lookup_file_group", "scan", "slices"]
