@@ -377,7 +377,10 @@ class HFileReader:
         if size < TRAILER_SIZE:
             raise HudiFormatError(f"{path}: {size} bytes is too short for an HFile")
         tail = storage.read_range(path, size - TRAILER_SIZE, TRAILER_SIZE)
-        trailer = Trailer.decode(tail)
+        try:
+            trailer = Trailer.decode(tail)
+        except HudiFormatError as e:
+            raise HudiFormatError(f"{path}: {e}") from None
         start = trailer.load_on_open_offset
         if 0 <= start < size - TRAILER_SIZE:
             ranges.spans = [(start, storage.read_range(path, start, size - TRAILER_SIZE - start) + tail)]
