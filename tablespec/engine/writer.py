@@ -135,6 +135,8 @@ class TableWriter:
             raise WriteRefused(f"table {name} at {self.base}: {why}")
         if not state.exists:
             raise WriteRefused(f"table {name} does not exist at {self.base}; run `tablespec plan` and `tablespec apply` first")
+        if state.metadata_damage:   # an index that lost entries would make the write insert keys again
+            raise WriteRefused(state.metadata_damage[0].message)
         pending = table_actions(self.spec, state)
         if pending:
             kinds = ", ".join(a.kind for a in pending)

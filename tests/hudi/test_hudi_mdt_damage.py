@@ -5,10 +5,10 @@ died is still skipped; a `files` partition whose listing differs from the storag
 `verify` reports both and `plan` drops and builds the damaged partitions again."""
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
+from _support import schema_key_offset
 from test_hudi_mdt import ST, _commit, _files, _start
 from test_hudi_mdt_record_index import _indexed_table
 
@@ -63,14 +63,6 @@ def flipped(path: Path, at: int, mask: int = 0x01) -> None:
 
 def lookup_all(base: str, keys) -> dict[str, Location]:
     return rli_reader.lookup(HudiTable.open(base), keys)
-
-
-def schema_key_offset(data: bytes) -> int:
-    """Where the first block's SCHEMA header key (ordinal 2) is: after magic, length, version, type,
-    the header count, and the INSTANT_TIME entry."""
-    at = 6 + 8 + 4 + 4 + 4
-    (length,) = struct.unpack_from(">i", data, at + 4)
-    return at + 8 + length
 
 
 @pytest.mark.parametrize("damaged", ["block length", "schema header key", "block type", "hfile content"])

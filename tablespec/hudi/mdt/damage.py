@@ -12,6 +12,7 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
@@ -129,6 +130,5 @@ def _record_index(table: HudiTable) -> str | None:
         record_index_reader.log_entries(table, current, valid)
         if current.base_file:
             path = join(folder, current.base_file)
-            reader.damaged_if_unreadable(RECORD_INDEX, lambda p=path, z=current.base_size:
-                                         HFileReader.open(table.storage, p, z))
+            reader.damaged_if_unreadable(RECORD_INDEX, partial(HFileReader.open, table.storage, path, current.base_size))
     return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import fastavro
@@ -69,14 +70,16 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
         return
     if current.base_file:
         path = join(layout.partition_path(base), current.base_file)
-        yield from damaged_if_unreadable(layout.FILES, lambda: list(metadata_records(
-            HFileReader(storage.read_bytes(path), path))))
+        yield from damaged_if_unreadable(layout.FILES, partial(_decoded, storage.read_bytes(path), path, None))
     valid = valid_instants(table.timeline, metadata) & set(completed)
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
             schema = json.loads(block_schema(layout.FILES, path, block))
-            yield from damaged_if_unreadable(layout.FILES, lambda: list(metadata_records(
-                HFileReader(block.content, path), schema)))
+            yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
+
+
+def _decoded(data: bytes, path: str, schema: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    return list(metadata_records(HFileReader(data, path), schema))
 
 
 def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:

@@ -99,7 +99,7 @@ def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[st
     out: dict[bytes, Cell | None] = {}
     keys: set[bytes] | None = None
     for path, block in reader.log_blocks(storage, base, current, valid):
-        deleted = reader.damaged_if_unreadable(RECORD_INDEX, lambda: _deleted(path, block)) \
+        deleted = reader.damaged_if_unreadable(RECORD_INDEX, functools.partial(_deleted, path, block)) \
             if block.type == BlockType.DELETE else None
         if deleted == []:
             continue                               # a log file's first block: nothing in it
