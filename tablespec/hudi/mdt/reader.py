@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import fastavro
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
-from tablespec.hudi.config import read_table_config
 from tablespec.hudi.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.instant import RESTORE, ROLLBACK
 from tablespec.hudi.io import Storage, join
@@ -108,7 +107,7 @@ def block_schema(partition: str, path: str, block: LogBlock) -> str:
 def written_ranges(storage: Storage, base: str, valid: set[str]) -> dict[str, list[tuple[int, int, str]]]:
     """Log file (`partition/name`) -> (start, end, instant) of the bytes completed deltacommits in
     `valid` wrote in it, as their write stats say (log offset, file size)."""
-    fmt = layout.Format.of(read_table_config(storage, base))
+    fmt = layout.stored_format(storage, base)
     out: dict[str, list[tuple[int, int, str]]] = {}
     for instant in layout.timeline(storage, base, fmt):
         if instant.completed and instant.action == layout.DELTA_COMMIT and instant.timestamp in valid:
