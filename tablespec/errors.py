@@ -32,3 +32,15 @@ class PlanError(TablespecError):
 
 class StalePlanError(PlanError):
     """The table or spec changed since the plan was made."""
+
+
+class MetadataTableDamaged(HudiFormatError):
+    """A file of Hudi's metadata table a completed instant wrote is damaged (a corrupt or altered log
+    block, an HFile that does not decode): readers would miss entries, so writes are refused and
+    `plan` proposes rebuilding the partition. `partition` is the metadata partition (`files`,
+    `record_index`)."""
+
+    def __init__(self, partition: str, message: str, *, explained: bool = False):
+        self.partition = partition
+        super().__init__(message if explained else f"{message}; the metadata table's {partition} partition is "
+                                                   "damaged (`tablespec plan` proposes rebuilding it)")

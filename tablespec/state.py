@@ -29,6 +29,8 @@ from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
 from tablespec.hudi.instant import WRITE_ACTIONS, Instant
 from tablespec.hudi.io import map_locations
 from tablespec.hudi.lock import read_lock
+from tablespec.hudi.mdt import damage
+from tablespec.hudi.mdt.damage import Damage
 from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.restore import PendingRestore, pending_restore
@@ -87,6 +89,7 @@ class TableState:
     partitions: tuple[str, ...] = field(default=())
     private_index: bool = False   # tablespec's earlier private record-level index folder is there (hudi/private_index)
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
+    metadata_damage: tuple[Damage, ...] = ()   # its damaged partitions (hudi/mdt/damage.py): plan rebuilds them
     data_files: tuple[int, int] = (0, 0)   # base files of every slice in the file-system view: (files, bytes)
     contents: tuple[str, ...] = ()   # no table: the first files already in the directory (relative paths)
     upgrade_leftovers: int = 0   # version 8/9: version-6 instant files an upgrade that stopped left in .hoodie/
@@ -226,6 +229,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         count_rows=functools.partial(_rows, timeline, view, table),
         private_index=table.lists_folder(private_index.PARENT) and private_index.present(table.storage, table.base),
         metadata_table=metadata_table.describe(table),
+        metadata_damage=tuple(damage.find(table)),
         data_files=_data_files(view),
         upgrade_leftovers=len(table.upgrade_leftovers),
         table=table,

@@ -8,7 +8,9 @@ Files (every table, hudi/check.py): base files a completed commit wrote that rea
 but storage lacks (`missing`), that differ from what the commit recorded (`truncated`), and data
 files no completed commit wrote (`orphan`). The index (`index`): a BUCKET table's file groups
 against its bucket layout; a RECORD_LEVEL table's index (Hudi's record index) against its data (index.py's comparison,
-which reads key columns with pyarrow: no Spark either). Other indexes keep no state to check.
+which reads key columns with pyarrow: no Spark either). Other indexes keep no state to check. Hudi's metadata table
+(`metadata`): its `files` and `record_index` partitions decode, and the listing matches the storage
+(hudi/mdt/damage.py); `plan` rebuilds a damaged one.
 """
 from __future__ import annotations
 
@@ -17,9 +19,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.check import INDEX, Finding, check_buckets, check_files
+from tablespec.hudi.check import INDEX, METADATA, Finding, check_buckets, check_files
 from tablespec.hudi.config import RECORD_LEVEL, archive_folder, table_index_type
-from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt import damage, layout
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
@@ -85,8 +87,24 @@ def verify_table(table: HudiTable) -> TableReport:
         findings += check_buckets(view, layout.buckets_for if layout else None)
         counts = "" if layout else ", bucket counts not recorded in hoodie.properties"
         checked.append(f"bucket index: {len(view.file_groups())} file group(s){counts}")
+    damaged = _metadata_table(table, findings, checked)
+    if index == RECORD_LEVEL and RECORD_INDEX in damaged:
+        checked.append("record-level index not compared (damaged)")
     elif index == RECORD_LEVEL:
         found, note = _record_index(table)
         findings += found
         checked.append(note)
     return TableReport(base, findings, checked)
+
+
+def _metadata_table(table: HudiTable, findings: list[Finding], checked: list[str]) -> set[str]:
+    """Add what is damaged in Hudi's metadata table; returns the damaged partitions."""
+    named = damage.checked(table)
+    if not named:
+        return set()
+    found = damage.find(table)
+    rel = lambda p: layout.partition_path(table.base, p)[len(table.base.rstrip('/')) + 1:]  # noqa: E731
+    findings += [Finding(METADATA, "", rel(d.partition), None, d.message) for d in found]
+    checked.append(f"metadata table: {', '.join(named)} "
+                   + ("damaged" if found else "decode" + (", listing matches the storage" if layout.FILES in named else "")))
+    return {d.partition for d in found}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import zipfile
 from pathlib import Path
 
@@ -124,3 +125,11 @@ def scratch_project(root: Path, monkeypatch, specs: dict[str, str] | Path, setti
     monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
     monkeypatch.delenv("TABLESPEC_CATALOG", raising=False)
     return root
+
+
+def schema_key_offset(log: bytes) -> int:
+    """Where a log file's first block has its SCHEMA header key (ordinal 2): after the magic, length,
+    version, type, header count and the INSTANT_TIME entry (tests damage it)."""
+    at = 6 + 8 + 4 + 4 + 4
+    (length,) = struct.unpack_from(">i", log, at + 4)
+    return at + 8 + length

@@ -30,7 +30,7 @@ from tablespec.errors import TablespecError
 from tablespec.hudi import private_index
 from tablespec.hudi.base_keys import base_file_keys
 from tablespec.hudi.clustering import ClusteringPending, pending_plans
-from tablespec.hudi.mdt import record_index_reader, record_index_writer
+from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
 from tablespec.hudi.mdt.layout import Slice
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_indices
 from tablespec.hudi.table import AtLocation, HudiTable, Location
@@ -60,6 +60,7 @@ def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
     if not record_index_writer.is_enabled(table):
         raise IndexMissing(f"{table.base}: the table is RECORD_LEVEL but its metadata table has no record index; "
                            "run `tablespec plan` and `tablespec apply` to build it (record_index_build)")
+    damage.require_intact(table, RECORD_INDEX)   # a lookup missing keys would insert them again
     found, valid = record_index_reader.slices(table)
     if not found:
         raise IndexMissing(f"{table.base}: Hudi's record index has no file groups; the metadata table is damaged")

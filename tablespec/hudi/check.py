@@ -45,8 +45,8 @@ from tablespec.hudi.partition import PARTITION_METAFILE, discover_partitions, ha
 from tablespec.hudi.rollback import rollback_target
 from tablespec.hudi.timeline import Timeline
 
-MISSING, TRUNCATED, ORPHAN, INDEX = "missing", "truncated", "orphan", "index"
-KINDS = (MISSING, TRUNCATED, ORPHAN, INDEX)
+MISSING, TRUNCATED, ORPHAN, INDEX, METADATA = "missing", "truncated", "orphan", "index", "metadata"
+KINDS = (MISSING, TRUNCATED, ORPHAN, INDEX, METADATA)
 PARQUET_MAGIC = b"PAR1"
 _WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION, CLUSTERING}
 

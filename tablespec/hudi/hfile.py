@@ -377,7 +377,10 @@ class HFileReader:
         if size < TRAILER_SIZE:
             raise HudiFormatError(f"{path}: {size} bytes is too short for an HFile")
         tail = storage.read_range(path, size - TRAILER_SIZE, TRAILER_SIZE)
-        trailer = Trailer.decode(tail)
+        try:
+            trailer = Trailer.decode(tail)
+        except HudiFormatError as e:
+            raise HudiFormatError(f"{path}: {e}") from None
         start = trailer.load_on_open_offset
         if 0 <= start < size - TRAILER_SIZE:
             ranges.spans = [(start, storage.read_range(path, start, size - TRAILER_SIZE - start) + tail)]
@@ -397,7 +400,7 @@ class HFileReader:
         t = self.trailer
         pos = t.load_on_open_offset
         root = self._block_at(pos, ROOT_INDEX)
-        index = _root_entries(root.data, t.data_index_count)
+        index = _root_entries(root.data, t.data_index_count, (0, MID_KEY_METADATA_SIZE))
         for level in range(t.data_index_levels - 1, 0, -1):     # down to the leaf level, in full
             magic = LEAF_INDEX if level == 1 else INTERMEDIATE_INDEX
             index = [e for offset, _, _ in index for e in _non_root_entries(self._block_at(offset, magic).data)]
@@ -541,7 +544,12 @@ def _comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def _root_entries(data: bytes, count: int) -> list[tuple[int, int, bytes]]:
+MID_KEY_METADATA_SIZE = 16           # what a multi-level data index's root may hold after its entries
+
+
+def _root_entries(data: bytes, count: int, tail: tuple[int, ...] = (0,)) -> list[tuple[int, int, bytes]]:
+    """A root index block's `count` entries (the trailer's count), which fill the block but for
+    `tail` bytes: a count the trailer misstates (it has no checksum) is caught here."""
     entries, pos = [], 0
     try:
         for _ in range(count):
@@ -553,6 +561,9 @@ def _root_entries(data: bytes, count: int) -> list[tuple[int, int, bytes]]:
             pos += length
     except struct.error:
         raise HudiFormatError("root index block is shorter than its entry count") from None
+    if len(data) - pos not in tail:
+        raise HudiFormatError(f"root index block holds {len(data) - pos} bytes after the {count} entries the "
+                              "trailer counts (the file is corrupt)")
     return entries
 
 
@@ -816,7 +827,10 @@ def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = Non
     schema = schema if schema is not None else reader.schema
     if schema is None:
         raise HudiFormatError(f"{reader.source}: no Avro schema (file info has no `schema`)")
-    parsed = fastavro.parse_schema(dict(schema))
+    try:
+        parsed = fastavro.parse_schema(dict(schema))
+    except Exception as e:  # fastavro raises several types for a schema it cannot parse
+        raise HudiFormatError(f"{reader.source}: not an Avro schema: {type(e).__name__}: {e}") from None
     for key, value in reader.records() if cells is None else cells:
         try:
             record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None)

@@ -50,7 +50,7 @@ from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_bucke
 from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.locations import occupied_message
-from tablespec.plan.metadata_table import metadata_table_actions
+from tablespec.plan.metadata_table import metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
     HASH_FIELDS,
     LABEL_PREFIX,
@@ -222,6 +222,8 @@ def write_refusal(spec, state: TableState) -> str | None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
         return state.pending_restore.refusal(state.location)
+    if state.metadata_damage:   # an index that lost entries would make the write insert its keys again
+        return state.metadata_damage[0].message
     pending = [a for a in table_actions(spec, state)
                if not (isinstance(a, UpdateSettings) and not any(shapes_rows(c.property) for c in a.changes))]
     if pending:
@@ -448,12 +450,14 @@ def _record_index_build(spec, state: TableState) -> list[Action]:
     private index. Version 8 tables (read only) keep what their Hudi writers keep."""
     if spec.spec.index.type != "RECORD_LEVEL" or state.table_config.version == 8:
         return []
-    built = RECORD_INDEX in state.metadata_table.partitions
+    built = RECORD_INDEX in state.metadata_table.partitions and RECORD_INDEX not in rebuilt(state)
     if built and not state.private_index:
         return []
     reasons = [] if built else [
         "migrates tablespec's private record-level index to Apache Hudi's record index (the metadata table's "
         "record_index partition), built from the table's keys" if state.private_index else
+        "rebuilds Hudi's record index from the table's keys: the metadata table's record_index partition is "
+        "dropped as damaged" if RECORD_INDEX in rebuilt(state) else
         "the metadata table has no record_index partition (Hudi wrote the table without "
         f"{METADATA_RECORD_INDEX_ENABLE.name}): Hudi's record index is built from the table's keys"]
     return [RecordIndexBuild(reasons=reasons + _private_index_reason(state),

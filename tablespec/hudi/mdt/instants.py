@@ -3,12 +3,13 @@ JSON commit metadata, or Hudi 1.x's `<requested>_<completion>.<action>` complete
 from __future__ import annotations
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.layout import V1, Format, MetaInstant
+from tablespec.hudi.timeline import avro_content
 
 
 def write_instant_file(storage: Storage, base: str, name: str, content: bytes = b"", fmt: Format = V1) -> None:
@@ -35,3 +36,13 @@ def complete_instant(storage: Storage, base: str, timestamp: str, action: str, c
         completion = new_instant_time(after=max(times, default=None))
     write_instant_file(storage, base, layout.instant_file(timestamp, action, completion=completion), content, fmt)
     return MetaInstant(timestamp, action, "completed", completion)
+
+
+def write_stats(storage: Storage, base: str, instant: MetaInstant, fmt: Format = V1) -> list[WriteStat]:
+    """The write stats of a completed metadata instant (what files it wrote, how many bytes)."""
+    path = join(layout.timeline_path(base, fmt), instant.file_name)
+    raw = storage.read_bytes(path)
+    try:
+        return (CommitMetadata.from_avro(avro_content(raw, path)) if fmt.is_1x else CommitMetadata.from_json(raw)).write_stats()
+    except (HudiFormatError, UnicodeDecodeError, TypeError, AttributeError, ValueError) as e:
+        raise HudiFormatError(f"{path}: unreadable commit metadata: {e}") from None

@@ -148,6 +148,12 @@ def timeline(storage: Storage, base: str, fmt: Format = V1) -> list[MetaInstant]
     return sorted(latest.values(), key=lambda i: i.timestamp)
 
 
+def stored_format(storage: Storage, base: str) -> Format:
+    """The metadata table's format from its own files (Hudi 1.x's timeline folder holds instants),
+    for readers given plain arguments (executors) rather than the table's config."""
+    return V2 if timeline(storage, base, V2) else V1
+
+
 @dataclass(frozen=True)
 class Slice:
     """The latest file slice of a metadata file group: its base file (name, size) and log files

@@ -6,19 +6,30 @@ a data instant a completed rollback or restore rolled back, or one of the metada
 suffixed instants (20 digits: initialization, compaction, ...), or one starting with
 `00000000000000`. So a metadata deltacommit written for a data instant that has not completed
 is not read. A rollback command block drops the blocks of the instant it targets.
+
+A block readers skip (corrupt, of an unknown type, of an instant that does not count) is a torn
+append or a failed writer's, unless it lies in the bytes a completed deltacommit that counts
+wrote (its write stat's log offset to file size): then the file is damaged and reading it is
+refused (`MetadataTableDamaged`), as a lookup that silently misses keys would make writers insert
+them again. A block that counts but cannot be decoded is refused too.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import fastavro
+
+from tablespec.errors import HudiFormatError, MetadataTableDamaged
 from tablespec.hudi.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.instant import RESTORE, ROLLBACK
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.logfile import BlockType, Header, LogBlock
 from tablespec.hudi.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt.instants import write_stats
 from tablespec.hudi.mdt.records import partition_of
 from tablespec.hudi.timeline import Timeline
 
@@ -26,6 +37,7 @@ if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
 SUFFIXED_LENGTH = 20
+T = TypeVar("T")
 
 
 def valid_instants(data: Timeline, metadata: list[layout.MetaInstant]) -> set[str]:
@@ -57,25 +69,89 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
         return
     if current.base_file:
         path = join(layout.partition_path(base), current.base_file)
-        yield from metadata_records(HFileReader(storage.read_bytes(path), path))
+        yield from damaged_if_unreadable(layout.FILES, partial(_decoded, storage.read_bytes(path), path, None))
     valid = valid_instants(table.timeline, metadata) & set(completed)
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
-            yield from metadata_records(HFileReader(block.content, path), json.loads(block.header[Header.SCHEMA]))
+            schema = json.loads(block_schema(layout.FILES, path, block))
+            yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
+
+
+def _decoded(data: bytes, path: str, schema: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    return list(metadata_records(HFileReader(data, path), schema))
+
+
+def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:
+    """`read()` of a metadata file that counts; a decoding failure (it names the file) is damage."""
+    try:
+        return read()
+    except MetadataTableDamaged:
+        raise
+    except HudiFormatError as e:
+        raise MetadataTableDamaged(partition, str(e)) from None
+
+
+def block_schema(partition: str, path: str, block: LogBlock) -> str:
+    """The Avro schema (JSON) in the SCHEMA header of a data block that counts."""
+    schema = block.header.get(Header.SCHEMA)
+    try:
+        if schema is not None and isinstance(parsed := json.loads(schema), dict):
+            fastavro.parse_schema(parsed)
+            return schema
+    except Exception:  # noqa: BLE001 - json and fastavro raise several types for what is no schema
+        pass
+    raise MetadataTableDamaged(partition, f"{path}: the data block at byte {block.offset} has no readable "
+                                          "Avro schema in its header")
+
+
+def written_ranges(storage: Storage, base: str, valid: set[str]) -> dict[str, list[tuple[int, int, str]]]:
+    """Log file (`partition/name`) -> (start, end, instant) of the bytes completed deltacommits in
+    `valid` wrote in it, as their write stats say (log offset, file size)."""
+    fmt = layout.stored_format(storage, base)
+    out: dict[str, list[tuple[int, int, str]]] = {}
+    for instant in layout.timeline(storage, base, fmt):
+        if instant.completed and instant.action == layout.DELTA_COMMIT and instant.timestamp in valid:
+            for stat in write_stats(storage, base, instant, fmt):
+                if stat.path:
+                    out.setdefault(stat.path, []).append(
+                        (int(stat.extra.get("logOffset") or 0), stat.file_size_in_bytes, instant.timestamp))
+    return out
+
+
+def _skipped(block: LogBlock) -> str:
+    if block.type == BlockType.CORRUPT:
+        return f"a corrupt log block at byte {block.offset}"
+    if block.type == BlockType.COMMAND:
+        return f"a rollback command block at byte {block.offset}"
+    if block.type in (BlockType.HFILE_DATA, BlockType.DELETE):
+        return f"a {block.type.name} block at byte {block.offset} naming instant {block.instant}, which does not count"
+    return f"a {block.type.name} block at byte {block.offset}, a type the metadata table does not write"
 
 
 def log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[str]) -> list[tuple[str, LogBlock]]:
     """(path, block) of the data and delete blocks of a slice's log files that readers merge, in
-    order: those of `valid` instants, less those a later rollback command block targets."""
+    order: those of `valid` instants, less those a later rollback command block targets. A block
+    skipped inside what a valid deltacommit wrote is refused (see the module doc)."""
     blocks: list[tuple[str, LogBlock]] = []
+    ranges: dict[str, list[tuple[int, int, str]]] | None = None       # read only once a block is skipped
     for log, _ in current.log_files:
         path = join(layout.partition_path(base, current.partition), log.format())
+        written: list[tuple[int, int, str]] | None = None
         for block in read_log_blocks(storage.read_bytes(path)):
+            if block.type in (BlockType.HFILE_DATA, BlockType.DELETE) and block.instant in valid:
+                blocks.append((path, block))
+                continue
+            # a rollback's command block, or one readers skip: never inside what a deltacommit wrote
+            if written is None:
+                ranges = written_ranges(storage, base, valid) if ranges is None else ranges
+                written = ranges.get(f"{current.partition}/{log.format()}", [])
+            for start, end, instant in written:
+                if start <= block.offset < end:
+                    raise MetadataTableDamaged(current.partition, f"{path}: {_skipped(block)}, in the bytes "
+                                                                  f"completed deltacommit {instant} wrote")
             if block.type == BlockType.COMMAND:
                 target = block.header.get(Header.TARGET_INSTANT_TIME)
                 blocks = [(p, b) for p, b in blocks if b.instant != target]
-            elif block.type in (BlockType.HFILE_DATA, BlockType.DELETE) and block.instant in valid:
-                blocks.append((path, block))
     return blocks
 
 

@@ -187,11 +187,14 @@ def location_of(record: Mapping[str, Any]) -> Location:
     info = record.get("recordIndexMetadata")
     if record.get("type") != RECORD_INDEX_TYPE or not info:
         raise HudiFormatError(f"record {record.get('key')!r} is not a record-index record (type {record.get('type')})")
-    if info.get("fileIdEncoding", 0) == UUID_ENCODING:
-        file_id = _uuid_file_id(info["fileIdHighBits"], info["fileIdLowBits"], info["fileIndex"])
-    else:
-        file_id = info["fileId"]
-    return Location(info.get("partitionName") or "", file_id, instant_of_millis(info["instantTime"]))
+    try:
+        if info["fileIdEncoding"] == UUID_ENCODING:
+            file_id = _uuid_file_id(info["fileIdHighBits"], info["fileIdLowBits"], info["fileIndex"])
+        else:
+            file_id = info["fileId"]
+        return Location(info["partitionName"] or "", file_id, instant_of_millis(info["instantTime"]))
+    except (KeyError, TypeError, ValueError) as e:   # a schema without the field, or a value of another type
+        raise HudiFormatError(f"record {record.get('key')!r} is not a record-index record: no usable {e}") from None
 
 
 @functools.lru_cache(maxsize=65536)

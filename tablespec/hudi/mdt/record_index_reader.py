@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, clear_hfile_heads, metadata_records
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.logfile import BlockType, Header, deleted_keys
+from tablespec.hudi.logfile import BlockType, LogBlock, deleted_keys
 from tablespec.hudi.mdt import layout, reader
 from tablespec.hudi.mdt.record_index import (
     RECORD_INDEX,
@@ -83,7 +84,12 @@ def _record(cell: Cell) -> dict[str, Any]:
 
 def _location(cell: Cell) -> Location:
     fast = decode_location(cell[2]) if _stored_layout(cell[1]) else None
-    return fast if fast is not None else location_of(_record(cell))
+    if fast is not None:
+        return fast
+    try:
+        return location_of(_record(cell))
+    except HudiFormatError as e:
+        raise HudiFormatError(f"{cell[0].source}: {e}" if cell[0].source not in str(e) else str(e)) from None
 
 
 def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[str],
@@ -93,7 +99,8 @@ def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[st
     out: dict[bytes, Cell | None] = {}
     keys: set[bytes] | None = None
     for path, block in reader.log_blocks(storage, base, current, valid):
-        deleted = deleted_keys(block) if block.type == BlockType.DELETE else None
+        deleted = reader.damaged_if_unreadable(RECORD_INDEX, functools.partial(_deleted, path, block)) \
+            if block.type == BlockType.DELETE else None
         if deleted == []:
             continue                               # a log file's first block: nothing in it
         if wanted is not None and keys is None:
@@ -104,11 +111,18 @@ def _log_cells(storage: Storage, base: str, current: layout.Slice, valid: set[st
                 if keys is None or raw in keys:
                     out[raw] = None
             continue
+        schema = reader.block_schema(RECORD_INDEX, path, block)
         hfile = HFileReader(block.content, path)
-        schema = block.header[Header.SCHEMA]
         cells = hfile.records() if keys is None else hfile.get_many(keys)
         out.update((k, (hfile, schema, v)) for k, v in cells)
     return out
+
+
+def _deleted(path: str, block: LogBlock) -> list[tuple[str, str | None]]:
+    try:
+        return deleted_keys(block)
+    except HudiFormatError as e:
+        raise HudiFormatError(f"{path}: the delete block at byte {block.offset}: {e}") from None
 
 
 def _base_cells(storage: Storage, base: str, current: layout.Slice) -> Iterator[tuple[bytes, Cell]]:
@@ -309,7 +323,12 @@ def _objects(keys: list[str]) -> np.ndarray:
 def _in_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: np.ndarray,
                    raw: np.ndarray, subset: np.ndarray) -> dict[str, Location]:
     """Key -> location of the `keys` (an object array of str) at `subset` (their UTF-8 in `raw`)
-    that file group `current` holds."""
+    that file group `current` holds; a file of it that does not decode is damage."""
+    return reader.damaged_if_unreadable(RECORD_INDEX, lambda: _found_in(storage, base, current, valid, keys, raw, subset))
+
+
+def _found_in(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: np.ndarray,
+              raw: np.ndarray, subset: np.ndarray) -> dict[str, Location]:
     logged = _log_cells(storage, base, current, valid, lambda: set(raw[subset].tolist())) if current.log_files else {}
     if logged:
         subset = subset[np.fromiter((k not in logged for k in raw[subset].tolist()), bool, len(subset))]
@@ -350,16 +369,24 @@ def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[by
     return {k: c for k, c in merged.items() if c is not None}
 
 
+def log_entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> int:
+    """How many keys the file group's log blocks that count settle (each block decoded: a check)."""
+    return len(reader.damaged_if_unreadable(RECORD_INDEX, lambda: _log_cells(
+        table.storage, table.base, current, valid, None)))
+
+
 def entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[str, dict[str, Any]]:
     """Every key of one file group with its merged record (base file and valid log blocks): what
     compaction writes."""
-    return {k.decode(): _record(c) for k, c in _merged(table, current, valid).items()}
+    return reader.damaged_if_unreadable(RECORD_INDEX, lambda: {
+        k.decode(): _record(c) for k, c in _merged(table, current, valid).items()})
 
 
 def scan(table: HudiTable) -> dict[str, Location]:
     """The whole record index: key -> location."""
     found, valid = slices(table)
-    return {k.decode(): _location(c) for current in found for k, c in _merged(table, current, valid).items()}
+    return reader.damaged_if_unreadable(RECORD_INDEX, lambda: {
+        k.decode(): _location(c) for current in found for k, c in _merged(table, current, valid).items()})
 
 
-__all__ = ["clear_cache", "entries", "lookup", "lookup_file_group", "scan", "slices"]
+__all__ = ["clear_cache", "entries", "log_entries", "lookup", "lookup_file_group", "scan", "slices"]

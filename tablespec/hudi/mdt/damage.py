@@ -1,0 +1,134 @@
+"""Damage to Hudi's metadata table, found from its files and the storage (no Spark): what `verify`
+reports and `plan` rebuilds. A damaged partition is worse than none: readers trusting it miss
+files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
+
+- `files`: every block that counts decoded (`reader.listing`), and the listing it gives compared
+  with the storage, as Hudi's `validate_metadata_table_files` compares them: the data (base) files
+  of instants that are not pending, per partition, by name and size. Skipped while a clean,
+  rollback or restore is pending (they are deleting files).
+- `record_index`: every log block that counts decoded, and each base file's trailer and index read.
+- both: each log file as long as the completed deltacommits' write stats say they made it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from tablespec.errors import HudiFormatError, MetadataTableDamaged
+from tablespec.hudi.hfile import HFileReader
+from tablespec.hudi.instant import CLEAN, RESTORE, ROLLBACK
+from tablespec.hudi.io import join
+from tablespec.hudi.mdt import layout, reader, record_index_reader
+from tablespec.hudi.mdt.record_index import RECORD_INDEX
+from tablespec.hudi.metadata_table import PARTITIONS_KEY
+from tablespec.hudi.naming import BaseFileName
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
+
+EXAMPLES = 3
+CHECKED = (layout.FILES, RECORD_INDEX)
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A damaged metadata partition and one line saying why, naming the file."""
+    partition: str
+    message: str
+
+
+def checked(table: HudiTable) -> list[str]:
+    """The partitions `find` checks: those of `CHECKED` hoodie.properties name as ready."""
+    config = table.config
+    named = {p.strip() for p in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
+    return [p for p in CHECKED if p in named]
+
+
+def find(table: HudiTable) -> list[Damage]:
+    """The damaged partitions among those hoodie.properties name as ready (`files`, `record_index`)."""
+    return [d for p in checked(table) if (d := _damage(table, p)) is not None]
+
+
+def require_intact(table: HudiTable, partition: str) -> None:
+    """Refuse (MetadataTableDamaged, one line naming the file) when `partition` is damaged: a write
+    must not build on an index that lost entries."""
+    found = _damage(table, partition) if partition in checked(table) else None
+    if found is not None:
+        raise MetadataTableDamaged(partition, found.message, explained=True)
+
+
+def _damage(table: HudiTable, partition: str) -> Damage | None:
+    check = _files if partition == layout.FILES else _record_index
+    try:
+        why = _short_logs(table, partition) or check(table)
+        if why is None:
+            return None
+        raise MetadataTableDamaged(partition, why)
+    except MetadataTableDamaged as e:
+        return Damage(partition, str(e))
+    except HudiFormatError as e:   # a file of it that does not decode
+        return Damage(partition, str(MetadataTableDamaged(partition, str(e))))
+
+
+def _short_logs(table: HudiTable, partition: str) -> str | None:
+    """A log file of the partition's latest slices shorter than the deltacommits that wrote it say."""
+    fmt = layout.Format.of(table.config)
+    metadata = layout.timeline(table.storage, table.base, fmt)
+    completed = layout.completions(metadata)
+    valid = reader.valid_instants(table.timeline, metadata) & set(completed)
+    ranges: dict[str, list[tuple[int, int, str]]] | None = None
+    for current in layout.latest_slices(table.storage, table.base, completed, partition, fmt):
+        for log, size in current.log_files:
+            ranges = reader.written_ranges(table.storage, table.base, valid) if ranges is None else ranges
+            for _, end, instant in ranges.get(f"{partition}/{log.format()}", []):
+                if size < end:
+                    path = join(layout.partition_path(table.base, partition), log.format())
+                    return f"{path}: {size} bytes, completed deltacommit {instant} wrote {end}"
+    return None
+
+
+def _files(table: HudiTable) -> str | None:
+    """How the `files` partition's listing differs from the storage, or None."""
+    from tablespec.hudi.mdt.writer import list_data_files
+    timeline = table.timeline
+    pending = timeline.pending()
+    if any(i.action in (CLEAN, ROLLBACK, RESTORE) for i in pending):
+        return None
+    listed = reader.listing(table)
+    done = [i.timestamp for i in timeline.instants if i.is_completed]
+    skip = {i.timestamp for i in pending}
+    stored = list_data_files(table.storage, table.base, max(done, default=None))
+    unlisted, absent, resized = [], [], []
+    for partition in sorted(set(stored) | set(listed.files)):
+        on_storage = {n: z for n, z in stored.get(partition, {}).items() if _instant(n) not in skip}
+        in_table = {n: z for n, z in listed.files.get(partition, {}).items() if _instant(n) is not None
+                    and _instant(n) not in skip}
+        where = (lambda n, p=partition: f"{p}/{n}" if p else n)   # noqa: E731
+        unlisted += [where(n) for n in sorted(set(on_storage) - set(in_table))]
+        absent += [where(n) for n in sorted(set(in_table) - set(on_storage))]
+        resized += [where(n) for n in sorted(set(on_storage) & set(in_table)) if on_storage[n] != in_table[n]]
+    parts = [f"{len(found)} data file(s) {what} (e.g. {', '.join(found[:EXAMPLES])})"
+             for found, what in ((unlisted, "on storage it does not list"), (absent, "it lists that storage lacks"),
+                                 (resized, "it lists with another size")) if found]
+    if not parts:
+        return None
+    return (f"{layout.partition_path(table.base)}: the metadata table's listing differs from the storage: "
+            f"{'; '.join(parts)}")
+
+
+def _instant(name: str) -> str | None:
+    parsed = BaseFileName.parse(name)
+    return parsed.instant if parsed is not None else None
+
+
+def _record_index(table: HudiTable) -> str | None:
+    """Every record-index log block that counts decoded, every base file's head read; None when they are."""
+    found, valid = record_index_reader.slices(table)
+    folder = layout.partition_path(table.base, RECORD_INDEX)
+    for current in found:
+        record_index_reader.log_entries(table, current, valid)
+        if current.base_file:
+            path = join(folder, current.base_file)
+            reader.damaged_if_unreadable(RECORD_INDEX, partial(HFileReader.open, table.storage, path, current.base_size))
+    return None
