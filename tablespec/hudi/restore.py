@@ -3,8 +3,8 @@
 Hudi's `rollback_to_savepoint` writes `R.restore.requested` (a HoodieRestorePlan: the savepoint and
 the instants after it to roll back), `R.restore.inflight`, rolls those instants back one by one and
 completes `R.restore` last. A restore that stopped half-way leaves the table between the two: some
-of the instants rolled back, the restore pending. Apache Hudi 0.15's writers refuse such a table
-("Found pending restore in active timeline. Please complete the restore fully before proceeding"),
+of the instants rolled back, the restore pending. Apache Hudi 0.15's and 1.2's writers refuse such a
+table ("Found pending restore in active timeline. Please complete the restore fully before proceeding"),
 and running the same restore again finishes it (Hudi resumes the pending plan): a commit on top of
 it would be rolled back by that retry, so tablespec refuses too, and says how to finish it.
 """

@@ -49,6 +49,12 @@ def sql_step(statement: str) -> dict:
     return {"op": "sql", "statement": statement}
 
 
+def failing(step: dict) -> dict:
+    """`step`, expected to fail: its result is Hudi's error message (None if it did not fail), and the
+    steps after it still run."""
+    return {**step, "may_fail": True}
+
+
 # --- the parent side -------------------------------------------------------------------------
 
 class HudiProcessError(AssertionError):
@@ -148,6 +154,12 @@ def _rows(df) -> list[dict]:
 
 
 def _step(spark, step: dict):
+    if step.get("may_fail"):
+        try:
+            _step(spark, {k: v for k, v in step.items() if k != "may_fail"})
+        except Exception as e:  # noqa: BLE001 - the failure is the result
+            return str(e)
+        return None
     if step["op"] == "write":
         df = spark.createDataFrame([tuple(r) for r in step["rows"]], step["schema"])
         df.write.format("hudi").options(**step["options"]).mode(step["mode"]).save(step["path"])

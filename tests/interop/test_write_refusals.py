@@ -8,14 +8,14 @@ does not stop it; a restore Apache Hudi left pending is noticed.
   the table it registers: the table's database stands where the spec names none, and a name never
   stops a write.
 - Hudi's `rollback_to_savepoint` that stopped half-way leaves `R.restore.inflight`: Hudi 0.15's
-  writers refuse the table until the restore is run again, and so do `plan` and writes here.
+  and 1.2's writers refuse the table until the restore is run again, and so do `plan` and writes here.
 """
 from __future__ import annotations
 
 import pytest
 from _support import table_files
 from helpers import make_table
-from hudi_process import Batch
+from hudi_process import Batch, failing, sql_step, write_step
 from interop_support import HISTORY_DDL, cli, history_spec, hudi_write, save_spec
 from test_hudi_1x_tables import SIMPLE_V6, _properties
 from test_hudi_tables import FIRST, KEYED, SCHEMA, _df, _import, _options, _table
@@ -42,6 +42,9 @@ spec:
   orderingField: ts
 """
 MORE = [("d", 4, "2024-01-02", 2)]
+# Hudi 1.2 at its defaults but column statistics (which tablespec drops before a write: see above)
+RESTORED_V9 = {**_options("restored9"), "hoodie.metadata.index.column.stats.enable": "false",
+               "hoodie.metadata.index.partition.stats.enable": "false"}
 # Hudi's own cleaning and archiving: Spark SQL's CREATE TABLE rewrites hoodie.properties without the
 # writer settings tablespec keeps there, and a table at Hudi's defaults loses nothing by that
 HUDI_RETENTION = "{keepCommits: 10}"
@@ -164,4 +167,53 @@ def test_a_pending_restore_is_shown_and_refused_untouched(hudi, tmp_path, capsys
     assert (meta / completed.name).exists()
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
     assert code == 0 and out.startswith("No changes.") and "is pending" not in err, out + err
+    assert table.write(_df(hudi, MORE)).inserted == 1
+
+
+def test_a_pending_restore_hudi_1x_left_is_refused_untouched(hudi, hudi1, tmp_path, capsys):
+    """The same on a version 9 table Hudi 1.2 wrote and restored (`R_C.restore` under .hoodie/timeline/
+    gone): Hudi 1.2's writer refuses it too, and its restore run again finishes it."""
+    location, _ = hudi1.copy((Batch.of(RESTORED_V9, SCHEMA, FIRST),), tmp_path / "restored9")
+    savepoint = HudiTable.open(str(location)).timeline.commits()[0].timestamp
+    hudi1.process.run([write_step(location, RESTORED_V9, SCHEMA, [("a", 10, "2024-01-01", 2)]),
+                       sql_step(f"CALL create_savepoint(path => '{location}', commit_time => '{savepoint}')"),
+                       sql_step(f"CALL rollback_to_savepoint(path => '{location}', instant_time => '{savepoint}')")])
+    # Hudi 1.2's savepoint and restore procedures run at its defaults: they build column_stats, which
+    # the writes had off (tablespec drops it before a write of its own, once the restore is done)
+    assert _properties(location)["hoodie.table.metadata.partitions"] == "column_stats,files"
+    timeline = location / ".hoodie" / "timeline"
+    completed = next(timeline.glob("*_*.restore"))
+    restore = completed.name.split("_")[0]
+    completed.unlink()
+    (timeline / f".{completed.name}.crc").unlink(missing_ok=True)
+
+    doc = spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path)))
+    spec_file = tmp_path / "restored9.yaml"
+    save_spec(doc, spec_file)
+    before = table_files(location)
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
+    line = err.strip().splitlines()[-1]
+    assert code == 1 and not out and "Traceback" not in err, err
+    assert f"Apache Hudi's restore {restore} to savepoint {savepoint} is pending ({restore}.restore.inflight)" in line
+    finish = f"CALL rollback_to_savepoint(path => '{location}', instant_time => '{savepoint}')"
+    assert finish in line
+    table = _table(hudi, doc, location)
+    with pytest.raises(WriteRefused) as refused:
+        table.write(_df(hudi, MORE))
+    assert f"error: {refused.value}" == line
+    assert _ingest(capsys, tmp_path, spec_file) == (1, line)
+    assert table_files(location) == before
+
+    # what tablespec does is what Hudi 1.2's writer does (it leaves nothing); the restore run again finishes it
+    listed = {p.name for p in timeline.iterdir()}
+    refusal, _ = hudi1.process.run([failing(write_step(location, RESTORED_V9, SCHEMA, MORE)), sql_step(finish)])
+    assert refusal == ("Found pending restore in active timeline. Please complete the restore fully before "
+                       "proceeding. As of now, table could be in an inconsistent state. "
+                       f"Pending restores: [{restore}]")
+    assert {p.name.lstrip(".").split("_")[0] for p in timeline.iterdir() if p.name not in listed} == {restore}
+    assert [p.name.split("_")[0] for p in timeline.glob("*_*.restore")] == [restore]
+    code, out, err = cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
+    assert code == 0 and "drop_metadata_partitions" in out and "is pending" not in err, out + err
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--detailed-exitcode")
+    assert code == 0 and out.startswith("No changes."), out + err
     assert table.write(_df(hudi, MORE)).inserted == 1
