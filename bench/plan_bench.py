@@ -45,6 +45,7 @@ from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import read_table_config
 from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, table_location
+from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable, Location  # noqa: E402
@@ -101,8 +102,9 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
             size = os.path.getsize(f"{location}/{part}/{name}")
             stats[part] = [WriteStat(file_id=fid, path=f"{part}/{name}", num_writes=1, num_inserts=1,
                                      total_write_bytes=size, file_size_in_bytes=size, partition_path=part)]
-        writer.complete(instant, CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT",
-                                                  extra_metadata={"schema": schema}).to_json())
+        metadata = CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT", extra_metadata={"schema": schema})
+        recorded = mdt_sync.record_commit(HudiTable.open(location), ts, metadata)   # Hudi's metadata table first, as writers do
+        writer.complete(instant, metadata.to_json(), after=mdt_sync.completed_by(recorded))
 
 
 def plan_cli(specs_dir: Path, warehouse: Path) -> None:

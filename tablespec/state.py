@@ -140,16 +140,21 @@ class TableState:
         return {"exists": self.exists, "properties": self.properties_fingerprint, "head": self.head}
 
 
-def observe(table: HudiTable, keep_commits: int | None = None, archive: ArchiveSettings | None = None) -> TableState:
+def observe(table: HudiTable, keep_commits: int | None = None, archive: ArchiveSettings | None = None,
+            check_metadata: bool = True) -> TableState:
     """Read a table's state from hoodie.properties, the timeline and file listings (the handle's
     cached reads: a caller that changed the table since refreshes the handle first).
 
     `keep_commits` (a spec's retention) also works out what a clean would delete; without it
     the table's own `hoodie.cleaner.commits.retained` (default 10) is used. `archive` (a spec's
     archiving) also works out what an archiving run would move, when the active timeline holds
-    more than its maxCommits."""
+    more than its maxCommits.
+
+    `check_metadata` looks for damage in Hudi's metadata table (hudi/mdt/damage.py: its files read,
+    its listing compared with the storage) for `plan` to rebuild; writes leave it to the readers,
+    which refuse a damaged block as they meet it, and read nothing more."""
     with table.listing_snapshot():   # object stores: one LIST of the table, not one per folder
-        return _observe(table, keep_commits, archive)
+        return _observe(table, keep_commits, archive, check_metadata)
 
 
 def _archivable(table: HudiTable, settings: ArchiveSettings | None) -> dict:
@@ -178,7 +183,8 @@ def _archived_if_needed(table: HudiTable, timeline: Timeline, groups, clustered:
     return archived_clusterings(table.storage, table.base, folder, timeline)
 
 
-def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSettings | None = None) -> TableState:
+def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSettings | None = None,
+             check_metadata: bool = True) -> TableState:
     storage, location, config = table.storage, table.base, table.config
     if config is None:
         if storage.exists(location) and not storage.is_dir(location):
@@ -229,7 +235,7 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         count_rows=functools.partial(_rows, timeline, view, table),
         private_index=table.lists_folder(private_index.PARENT) and private_index.present(table.storage, table.base),
         metadata_table=metadata_table.describe(table),
-        metadata_damage=tuple(damage.find(table)),
+        metadata_damage=tuple(damage.find(table)) if check_metadata else (),
         data_files=_data_files(view),
         upgrade_leftovers=len(table.upgrade_leftovers),
         table=table,

@@ -29,6 +29,8 @@ from tablespec.hudi.conflict import ALL_PARTITIONS
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.lock import TableLock
+from tablespec.hudi.mdt import record_index_writer
+from tablespec.hudi.mdt.damage import record_index_damage
 from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline import Timeline
@@ -95,7 +97,7 @@ class TableWriter:
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
-        state = self._refuse(observe(self.table.refresh()))  # before the lock, the table as it is now
+        state = self._refuse(observe(self.table.refresh(), check_metadata=False))  # before the lock, the table as it is now
         lock = table_lock(self.table, "writer", self.lock_timeout)
         try:
             # Refusals come before anything changes: `locked` drops metadata-table partitions tablespec
@@ -105,11 +107,11 @@ class TableWriter:
             self.table.fresh_timeline()
             self.table.fresh_config()
             if self.table.generation != generation or state.pending:
-                self._refuse(observe(self.table.refresh()))
+                self._refuse(observe(self.table.refresh(), check_metadata=False))
             checked = self.table.generation
             with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance, held=lock) as lock:
                 if self.table.generation != checked:  # recovery changed the table: checked again as it left it
-                    self._refuse(observe(self.table))
+                    self._refuse(observe(self.table, check_metadata=False))
                 seen = self.table.timeline  # as `locked` read it
                 result = self._write_locked(df, operation, lock)
                 if result.instant is not None:  # the write added a commit: archive as the spec says, if due
@@ -125,6 +127,8 @@ class TableWriter:
         or when its stored rows contradict a timestamp partitioning hoodie.properties does not record."""
         from tablespec.stored_paths import unconfirmed, unrecorded
         why = write_refusal(self.spec, state)
+        if why is None and self.spec.spec.index.type == "RECORD_LEVEL" and record_index_writer.is_enabled(self.table):
+            why = record_index_damage(self.table)   # its keys are looked up: one lost would be inserted again
         if why is None and unrecorded(self.spec, state.table_config.to_properties()):  # reads a few files: only then
             why = unconfirmed(self.spec, state)
             why = why and f"table {self.spec.qualified_name} at {self.base}: {why}"

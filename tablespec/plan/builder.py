@@ -222,8 +222,6 @@ def write_refusal(spec, state: TableState) -> str | None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
         return state.pending_restore.refusal(state.location)
-    if state.metadata_damage:   # an index that lost entries would make the write insert its keys again
-        return state.metadata_damage[0].message
     pending = [a for a in table_actions(spec, state)
                if not (isinstance(a, UpdateSettings) and not any(shapes_rows(c.property) for c in a.changes))]
     if pending:

@@ -58,6 +58,13 @@ def require_intact(table: HudiTable, partition: str) -> None:
         raise MetadataTableDamaged(partition, found.message, explained=True)
 
 
+def record_index_damage(table: HudiTable) -> str | None:
+    """Why Hudi's record index must not be looked up (one line naming the file), or None: what a
+    write asks before it changes anything."""
+    found = _damage(table, RECORD_INDEX) if RECORD_INDEX in checked(table) else None
+    return found.message if found is not None else None
+
+
 def _damage(table: HudiTable, partition: str) -> Damage | None:
     check = _files if partition == layout.FILES else _record_index
     try:
