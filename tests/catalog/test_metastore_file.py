@@ -15,23 +15,10 @@ from pathlib import Path
 import pytest
 from _support import ROOT, scratch_project
 from _support import cli as run
+from test_catalog import SPEC
 
 from tablespec.catalog import EmbeddedMetastore
 from tablespec.catalog.metastore import schema_statements, schema_tables, spark_conf
-
-SPEC = """\
-apiVersion: tablespec/v1
-kind: HudiTable
-metadata: {{name: {name}}}
-spec:
-  location: sales/{name}
-  columns:
-    - {{name: id, type: long, nullable: false}}
-    - {{name: day, type: string}}
-  recordKey: {{fields: [id]}}
-  partitioning: {{fields: [day]}}
-  catalog: {{database: sales}}
-"""
 
 
 def project_at(root: Path, monkeypatch) -> Path:

@@ -123,6 +123,27 @@ def _table_with(spark, spec_file, location):
     return Table(load_spec_text(spec_file.read_text(), spec_file.name).specs[0].spec, str(location), spark)
 
 
+def _restore_refused(hudi, capsys, tmp_path, location, name, restore, savepoint):
+    """`plan`, a write and `ingest` refuse the table with Hudi's restore pending in one and the same line
+    saying how to finish it: (spec file, table, that line, the CALL that finishes it, the files before)."""
+    doc = spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path)))
+    spec_file = tmp_path / f"{name}.yaml"
+    save_spec(doc, spec_file)
+    before = table_files(location)
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
+    line = err.strip().splitlines()[-1]
+    assert code == 1 and not out and "Traceback" not in err, err
+    assert f"Apache Hudi's restore {restore} to savepoint {savepoint} is pending ({restore}.restore.inflight)" in line
+    finish = f"CALL rollback_to_savepoint(path => '{location}', instant_time => '{savepoint}')"
+    assert finish in line
+    table = _table(hudi, doc, location)
+    with pytest.raises(WriteRefused) as refused:
+        table.write(_df(hudi, MORE))
+    assert f"error: {refused.value}" == line
+    assert _ingest(capsys, tmp_path, spec_file) == (1, line)
+    return spec_file, table, line, finish, before
+
+
 def test_a_pending_restore_is_shown_and_refused_untouched(hudi, tmp_path, capsys):
     """Savepoint, restore, and the restore's completed file gone (Hudi stopped before it): Hudi 0.15's
     own writer refuses the table, and so do `plan`, `apply` and a write, in one line saying how to finish it;
@@ -140,22 +161,8 @@ def test_a_pending_restore_is_shown_and_refused_untouched(hudi, tmp_path, capsys
     completed.unlink()
     (meta / f".{completed.name}.crc").unlink(missing_ok=True)
 
-    doc = spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path)))
-    spec_file = tmp_path / "restored.yaml"
-    save_spec(doc, spec_file)
-    before = table_files(location)
-    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
-    line = err.strip().splitlines()[-1]
-    assert code == 1 and not out and "Traceback" not in err, err
-    assert f"Apache Hudi's restore {restore} to savepoint {savepoint} is pending ({restore}.restore.inflight)" in line
+    spec_file, table, line, finish, before = _restore_refused(hudi, capsys, tmp_path, location, "restored", restore, savepoint)
     assert "the instants after the savepoint are rolled back already; finishing it records the restore" in line
-    finish = f"CALL rollback_to_savepoint(path => '{location}', instant_time => '{savepoint}')"
-    assert finish in line
-    table = _table(hudi, doc, location)
-    with pytest.raises(WriteRefused) as refused:
-        table.write(_df(hudi, MORE))
-    assert f"error: {refused.value}" == line
-    assert _ingest(capsys, tmp_path, spec_file) == (1, line)
     code, out, err = cli(capsys, "apply", str(spec_file), "--warehouse", str(tmp_path), "--auto-approve")
     assert code == 1 and err.strip().splitlines()[-1] == line
     assert table_files(location) == before
@@ -187,21 +194,7 @@ def test_a_pending_restore_hudi_1x_left_is_refused_untouched(hudi, hudi1, tmp_pa
     completed.unlink()
     (timeline / f".{completed.name}.crc").unlink(missing_ok=True)
 
-    doc = spec_document(observe(HudiTable.open(str(location))), Location.parse(str(tmp_path)))
-    spec_file = tmp_path / "restored9.yaml"
-    save_spec(doc, spec_file)
-    before = table_files(location)
-    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
-    line = err.strip().splitlines()[-1]
-    assert code == 1 and not out and "Traceback" not in err, err
-    assert f"Apache Hudi's restore {restore} to savepoint {savepoint} is pending ({restore}.restore.inflight)" in line
-    finish = f"CALL rollback_to_savepoint(path => '{location}', instant_time => '{savepoint}')"
-    assert finish in line
-    table = _table(hudi, doc, location)
-    with pytest.raises(WriteRefused) as refused:
-        table.write(_df(hudi, MORE))
-    assert f"error: {refused.value}" == line
-    assert _ingest(capsys, tmp_path, spec_file) == (1, line)
+    spec_file, table, line, finish, before = _restore_refused(hudi, capsys, tmp_path, location, "restored9", restore, savepoint)
     assert table_files(location) == before
 
     # what tablespec does is what Hudi 1.2's writer does (it leaves nothing); the restore run again finishes it
