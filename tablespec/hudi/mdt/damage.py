@@ -106,11 +106,15 @@ def _files(table: HudiTable) -> str | None:
     done = [i.timestamp for i in timeline.instants if i.is_completed]
     skip = {i.timestamp for i in pending}
     stored = list_data_files(table.storage, table.base, max(done, default=None))
+    # file groups a completed replacecommit replaced are no longer read (their files may be gone
+    # before a clean records it): compared on neither side, as Hudi compares latest file slices
+    replaced = timeline.replaced_file_ids()
     unlisted, absent, resized = [], [], []
     for partition in sorted(set(stored) | set(listed.files)):
-        on_storage = {n: z for n, z in stored.get(partition, {}).items() if _instant(n) not in skip}
-        in_table = {n: z for n, z in listed.files.get(partition, {}).items() if _instant(n) is not None
-                    and _instant(n) not in skip}
+        gone = replaced.get(partition, ())
+        on_storage = {n: z for n, z in stored.get(partition, {}).items() if _compared(n, skip, gone)}
+        in_table = {n: z for n, z in listed.files.get(partition, {}).items()
+                    if _instant(n) is not None and _compared(n, skip, gone)}
         where = (lambda n, p=partition: f"{p}/{n}" if p else n)   # noqa: E731
         unlisted += [where(n) for n in sorted(set(on_storage) - set(in_table))]
         absent += [where(n) for n in sorted(set(in_table) - set(on_storage))]
@@ -127,6 +131,12 @@ def _files(table: HudiTable) -> str | None:
 def _instant(name: str) -> str | None:
     parsed = BaseFileName.parse(name)
     return parsed.instant if parsed is not None else None
+
+
+def _compared(name: str, pending: set[str], replaced) -> bool:
+    """A data file both sides must agree on: not written by a pending instant, not of a replaced file group."""
+    parsed = BaseFileName.parse(name)
+    return parsed is None or (parsed.instant not in pending and parsed.file_id not in replaced)
 
 
 def _record_index(table: HudiTable) -> str | None:
