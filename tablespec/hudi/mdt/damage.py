@@ -109,7 +109,9 @@ def _files(table: HudiTable) -> str | None:
     # file groups a completed replacecommit replaced are no longer read (their files may be gone
     # before a clean records it): compared on neither side, as Hudi compares latest file slices
     replaced = timeline.replaced_file_ids()
-    unlisted, absent, resized = [], [], []
+    # a file it lists that storage lacks is a lost data file, not damage here: fs_view's
+    # refuse_missing_latest and verify name it, and a rebuild from the storage would hide the loss
+    unlisted, resized = [], []
     for partition in sorted(set(stored) | set(listed.files)):
         gone = replaced.get(partition, ())
         on_storage = {n: z for n, z in stored.get(partition, {}).items() if _compared(n, skip, gone)}
@@ -117,10 +119,9 @@ def _files(table: HudiTable) -> str | None:
                     if _instant(n) is not None and _compared(n, skip, gone)}
         where = (lambda n, p=partition: f"{p}/{n}" if p else n)   # noqa: E731
         unlisted += [where(n) for n in sorted(set(on_storage) - set(in_table))]
-        absent += [where(n) for n in sorted(set(in_table) - set(on_storage))]
         resized += [where(n) for n in sorted(set(on_storage) & set(in_table)) if on_storage[n] != in_table[n]]
     parts = [f"{len(found)} data file(s) {what} (e.g. {', '.join(found[:EXAMPLES])})"
-             for found, what in ((unlisted, "on storage it does not list"), (absent, "it lists that storage lacks"),
+             for found, what in ((unlisted, "on storage it does not list"),
                                  (resized, "it lists with another size")) if found]
     if not parts:
         return None
