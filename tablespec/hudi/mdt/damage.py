@@ -11,6 +11,7 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -109,8 +110,11 @@ def _files(table: HudiTable) -> str | None:
     # file groups a completed replacecommit replaced are no longer read (their files may be gone
     # before a clean records it): compared on neither side, as Hudi compares latest file slices
     replaced = timeline.replaced_file_ids()
-    # a file it lists that storage lacks is a lost data file, not damage here: fs_view's
-    # refuse_missing_latest and verify name it, and a rebuild from the storage would hide the loss
+    # a file it lists that storage lacks, or holds at another size than its commit wrote, is a lost or
+    # truncated data file, not damage here: verify and fs_view's refuse_missing_latest name it, and a
+    # rebuild from the storage would hide the loss
+    # and a file no completed commit records (an orphan: verify names it) is none of its business
+    recorded = functools.partial(_recorded_size, timeline, {})
     unlisted, resized = [], []
     for partition in sorted(set(stored) | set(listed.files)):
         gone = replaced.get(partition, ())
@@ -118,8 +122,9 @@ def _files(table: HudiTable) -> str | None:
         in_table = {n: z for n, z in listed.files.get(partition, {}).items()
                     if _instant(n) is not None and _compared(n, skip, gone)}
         where = (lambda n, p=partition: f"{p}/{n}" if p else n)   # noqa: E731
-        unlisted += [where(n) for n in sorted(set(on_storage) - set(in_table))]
-        resized += [where(n) for n in sorted(set(on_storage) & set(in_table)) if on_storage[n] != in_table[n]]
+        unlisted += [where(n) for n in sorted(set(on_storage) - set(in_table)) if recorded(partition, n) is not None]
+        resized += [where(n) for n in sorted(set(on_storage) & set(in_table))
+                    if on_storage[n] != in_table[n] and on_storage[n] == recorded(partition, n)]
     parts = [f"{len(found)} data file(s) {what} (e.g. {', '.join(found[:EXAMPLES])})"
              for found, what in ((unlisted, "on storage it does not list"),
                                  (resized, "it lists with another size")) if found]
@@ -132,6 +137,20 @@ def _files(table: HudiTable) -> str | None:
 def _instant(name: str) -> str | None:
     parsed = BaseFileName.parse(name)
     return parsed.instant if parsed is not None else None
+
+
+def _recorded_size(timeline, read: dict, partition: str, name: str) -> int | None:
+    """The size the completed commit on the active timeline that wrote data file `name` recorded for
+    it (None: no such commit records it); `read` keeps each commit's sizes once read."""
+    ts = _instant(name)
+    if ts not in read:
+        instant = next((i for i in timeline.instants if i.is_completed and i.timestamp == ts), None)
+        try:
+            stats = timeline.commit_metadata(instant).write_stats() if instant is not None else []
+        except HudiFormatError:
+            stats = []
+        read[ts] = {s.path: s.file_size_in_bytes for s in stats}
+    return read[ts].get(f"{partition}/{name}" if partition else name)
 
 
 def _compared(name: str, pending: set[str], replaced) -> bool:
