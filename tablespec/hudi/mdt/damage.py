@@ -4,8 +4,8 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
 
 - `files`: every block that counts decoded (`reader.listing`), and the listing it gives compared
   with the storage, as Hudi's `validate_metadata_table_files` compares them: the data (base) files
-  of instants that are not pending, per partition, by name and size. Skipped while a clean,
-  rollback or restore is pending (they are deleting files).
+  of live file groups that completed commits record, per partition, by name and size. Skipped while
+  a clean, rollback or restore is pending (they are deleting files).
 - `record_index`: every log block that counts decoded, and each base file's trailer and index read.
 - both: each log file as long as the completed deltacommits' write stats say they made it.
 """
