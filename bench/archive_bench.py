@@ -135,9 +135,9 @@ def unarchive(base: str) -> int:
     was archived from, and remove the archive; returns the instants restored (see the docstring)."""
     from tablespec.hudi.archive import ArchivedTimeline
     from tablespec.hudi.archive.entry import commit_metadata
-    from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
     from tablespec.hudi.io import LocalStorage
-    from tablespec.hudi.timeline import avro_record
+    from tablespec.hudi.services.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+    from tablespec.hudi.timeline.active import avro_record
     storage = LocalStorage()
     meta = os.path.join(base, ".hoodie")
     archived = ArchivedTimeline.load(storage, base)

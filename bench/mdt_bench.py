@@ -59,8 +59,10 @@ from _common import add_hudi_arguments, hudi_options, hudi_write, make_table, or
 from handle_bench import RequestLog, git_commit  # also puts tests/ on sys.path
 from s3server import S3Server
 
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table, read_table_config, write_table_config
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import BaseFileName
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import LOCAL, join
 from tablespec.hudi.mdt import reader as mdt_reader
 from tablespec.hudi.mdt import record_index_reader as rli_reader
@@ -68,10 +70,8 @@ from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.mdt import writer as mdt_writer
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
-from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table
 

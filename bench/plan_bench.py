@@ -41,15 +41,15 @@ import pyarrow.parquet as pq
 
 from tablespec.actions.metadata import create_table
 from tablespec.cli import main as cli
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import read_table_config
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import LocalStorage, table_location
 from tablespec.hudi.mdt import sync as mdt_sync
-from tablespec.hudi.naming import BaseFileName, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable, Location  # noqa: E402
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
+from tablespec.hudi.timeline.instant import new_instant_time
 from tablespec.plan.builder import build_plan
 from tablespec.plan.render import render
 from tablespec.spec.loader import load_specs

@@ -37,16 +37,16 @@ from s3server import S3Server  # noqa: E402
 
 from tablespec.actions.metadata import create_table  # noqa: E402
 from tablespec.cli import main as cli  # noqa: E402
-from tablespec.hudi.commit import CommitMetadata, WriteStat  # noqa: E402
-from tablespec.hudi.instant import new_instant_time  # noqa: E402
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat  # noqa: E402
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id  # noqa: E402
+from tablespec.hudi.formats.partition import write_partition_metadata  # noqa: E402
 from tablespec.hudi.io import (  # noqa: E402
     join,
     table_location,  # noqa: E402
 )
-from tablespec.hudi.naming import BaseFileName, new_file_id  # noqa: E402
-from tablespec.hudi.partition import write_partition_metadata  # noqa: E402
 from tablespec.hudi.table import HudiTable, Location  # noqa: E402
-from tablespec.hudi.timeline import TimelineWriter  # noqa: E402
+from tablespec.hudi.timeline.active import TimelineWriter  # noqa: E402
+from tablespec.hudi.timeline.instant import new_instant_time  # noqa: E402
 from tablespec.spec.loader import load_specs  # noqa: E402
 
 SPEC = (Path(__file__).parent / "plan_bench.py").read_text().split('SPEC = """', 1)[1].split('"""', 1)[0]
@@ -103,7 +103,7 @@ def data_action(server: S3Server, warehouse: str, tmp: str) -> dict:
     against the bytes of the files the commit wrote and the base files it rewrote."""
     from tablespec.engine.session import get_spark
     from tablespec.hudi.fs_view import FileSystemView
-    from tablespec.hudi.timeline import Timeline
+    from tablespec.hudi.timeline.active import Timeline
     from tablespec.table import Table
     spec_text = SPEC.format(i=9999, buckets=4, keep=10)
     spec_file = Path(tmp, "data.yaml")

@@ -91,7 +91,7 @@ from _common import (
     write_report,
 )
 
-from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.table import Table
 
 

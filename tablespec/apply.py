@@ -21,13 +21,13 @@ from tablespec.engine.commit import locked, table_lock
 from tablespec.errors import PlanError, StalePlanError
 from tablespec.hudi.archive import housekeep
 from tablespec.hudi.config import RECORD_LEVEL, WRITTEN_1X_VERSION, table_index_type, unwritable_version
-from tablespec.hudi.instant import Instant, plan_action
 from tablespec.hudi.layout_switch import SWITCHED_KEY
-from tablespec.hudi.lock import TableLock
 from tablespec.hudi.mdt.layout import FILES
-from tablespec.hudi.rollback import rollback
+from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import Instant, plan_action
+from tablespec.hudi.timeline.lock import TableLock
 from tablespec.plan.actions import (
     KINDS,
     Action,
@@ -373,7 +373,7 @@ class Applier:
     def visit_upgrade_table(self, t: TablePlan, a: UpgradeTable, spec: TableSpec) -> Upgraded:
         """The table to the spec's version as Hudi 1.x upgrades it (hudi/upgrade.py), under Hudi's
         transaction lock (no Hudi writer starts a commit meanwhile), once recovery rolled back dead writes."""
-        from tablespec.hudi.upgrade import upgrade
+        from tablespec.hudi.services.upgrade import upgrade
         table = self.table(t)
         with self._locked(t, changes_files=False), table.transaction_lock("upgrade"):
             done = upgrade(table, a.params.to)
@@ -495,7 +495,7 @@ class Applier:
 
     def visit_clean(self, t: TablePlan, a: Clean, spec: TableSpec) -> Cleaned:
         """Delete file versions out of retention as a `clean` instant, re-planned under the lock."""
-        from tablespec.hudi.clean import finish_clean, plan_clean, schedule_clean
+        from tablespec.hudi.services.clean import finish_clean, plan_clean, schedule_clean
         table = self.table(t)
         with self._locked(t):  # recovery finishes an interrupted clean first
             with table.transaction_lock("clean"):  # planned and scheduled as Hudi does: under its lock

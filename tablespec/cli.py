@@ -487,7 +487,7 @@ def cmd_hudi_options(ctx: _Context) -> int:
 
 def cmd_catalog(ctx: _Context) -> int:
     from tablespec.engine.catalog_conf import catalog_spark_conf
-    from tablespec.hudi.properties import format_properties
+    from tablespec.hudi.formats.properties import format_properties
     from tablespec.spec.project import catalog_or_default
     setting = catalog_or_default(ctx.project)
     text = format_properties(catalog_spark_conf(setting), (f"Spark settings for the catalog {setting.uri} ({setting.origin})",),

@@ -21,7 +21,7 @@ from tablespec.hudi import keygen, keys, partition_buckets
 from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
 from tablespec.hudi.layout_switch import unswitched_rewrite
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.txn_lock import PROVIDER, expire_minutes, lock_folder
+from tablespec.hudi.timeline.txn_lock import PROVIDER, expire_minutes, lock_folder
 from tablespec.plan.locations import refusal
 from tablespec.plan.settings import REGISTRY
 from tablespec.spec.diagnostics import Diagnostic
@@ -305,5 +305,5 @@ def table_options(state, wanted: dict[str, str], timestamp: dict[str, str] | Non
 
 def render_properties(options: dict[str, str]) -> str:
     """Java properties text (HoodieStreamer --props, spark-submit --properties-file)."""
-    from tablespec.hudi.properties import format_properties
+    from tablespec.hudi.formats.properties import format_properties
     return format_properties(options, ("Apache Hudi writer options from tablespec hudi-options",), dated=False)

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.base_keys import base_file_keys
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
+from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import record_index_reader, record_index_writer
 from tablespec.hudi.mdt.record_index import Location
 from tablespec.hudi.table import HudiTable

@@ -20,26 +20,26 @@ from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, p
 from tablespec.hudi.archive.log import folder_of
 from tablespec.hudi.archive.plan import archive_due, read_bounds
 from tablespec.hudi.archive.summary import ArchivedClusterings, archived_clusterings
-from tablespec.hudi.avro import from_avro_schema
-from tablespec.hudi.clean import plan_clean
-from tablespec.hudi.clustering import Layout, layout_history, pending_plans
 from tablespec.hudi.config import TableConfig, fingerprint
+from tablespec.hudi.formats.avro import from_avro_schema
+from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.heartbeat import last_heartbeat, tolerance_seconds
-from tablespec.hudi.instant import WRITE_ACTIONS, Instant
 from tablespec.hudi.io import map_locations
-from tablespec.hudi.lock import read_lock
 from tablespec.hudi.mdt import damage
 from tablespec.hudi.mdt.damage import Damage
 from tablespec.hudi.metadata_table import MetadataTable
-from tablespec.hudi.naming import bucket_of
 from tablespec.hudi.restore import PendingRestore, pending_restore
-from tablespec.hudi.rollback import pending_to_roll_back
+from tablespec.hudi.services.clean import plan_clean
+from tablespec.hudi.services.clustering import Layout, layout_history, pending_plans
+from tablespec.hudi.services.rollback import pending_to_roll_back
+from tablespec.hudi.services.upgrade import UpgradeWork
+from tablespec.hudi.services.upgrade import work as upgrade_work
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
-from tablespec.hudi.txn_lock import lock_path, read_holder
-from tablespec.hudi.upgrade import UpgradeWork
-from tablespec.hudi.upgrade import work as upgrade_work
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.heartbeat import last_heartbeat, tolerance_seconds
+from tablespec.hudi.timeline.instant import WRITE_ACTIONS, Instant
+from tablespec.hudi.timeline.lock import read_lock
+from tablespec.hudi.timeline.txn_lock import lock_path, read_holder
 from tablespec.types import DataType
 
 

@@ -31,7 +31,7 @@ def mismatch(state: TableState, ts: keygen.TimestampPartitioning, fields: list[s
              url_encode: bool = False) -> str | None:
     """None when `ts` (with `fields`, `hive_style` and `url_encode`) gives every sampled row its
     file's partition path, else the first disagreement."""
-    from tablespec.engine.arrow.keys import partition_paths
+    from tablespec.arrow.keys import partition_paths
 
     for partition, rows in _sample_rows(state, fields):
         try:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.check import INDEX, METADATA, Finding, check_buckets, check_files
 from tablespec.hudi.config import RECORD_LEVEL, archive_folder, table_index_type
 from tablespec.hudi.mdt import damage, layout
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
+from tablespec.hudi.services.check import INDEX, METADATA, Finding, check_buckets, check_files
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 

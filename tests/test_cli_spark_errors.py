@@ -15,7 +15,7 @@ from _support import ROOT
 from tablespec.cli import main as cli
 from tablespec.hudi.config import read_table_config, table_index_type
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 pytestmark = pytest.mark.spark  # a JVM starts (in a subprocess)
 

@@ -9,13 +9,13 @@ import json
 
 from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi import keys, partition_buckets
-from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import TableConfig, init_table, write_table_config
+from tablespec.hudi.formats.avro import to_avro_schema
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt import writer as mdt_writer
 from tablespec.hudi.mdt.record_index import file_group_count
+from tablespec.hudi.services.upgrade import new_table_properties
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.upgrade import new_table_properties
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.columns import spec_columns
 from tablespec.plan.locations import occupied_message

@@ -17,11 +17,11 @@ import json
 
 from tablespec.engine.commit import Transaction, locked
 from tablespec.errors import StalePlanError
-from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.instant import COMMIT
-from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.formats.avro import to_avro_schema
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.instant import COMMIT
+from tablespec.hudi.timeline.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.plan.columns import diff_columns, spec_columns
 from tablespec.state import observe
 

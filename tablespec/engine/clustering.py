@@ -26,21 +26,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tablespec.arrow.align import align_to_schema
+from tablespec.arrow.basefile import write_base_file
+from tablespec.arrow.layout import layout_indices
 from tablespec.engine import tasks
-from tablespec.engine.arrow.align import align_to_schema
-from tablespec.engine.arrow.basefile import write_base_file
-from tablespec.engine.arrow.layout import layout_indices
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
-from tablespec.hudi.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
 from tablespec.hudi.config import bloom_filters_expected, table_index_type
+from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, bucket_of
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
-from tablespec.hudi.instant import Instant, new_instant_time, plan_action
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.naming import BaseFileName, bucket_file_id, bucket_of
+from tablespec.hudi.services.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
+from tablespec.hudi.timeline.instant import Instant, new_instant_time, plan_action
 from tablespec.results import Clustered
 from tablespec.types import Array, Map, Struct
 

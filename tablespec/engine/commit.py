@@ -8,20 +8,20 @@ from contextlib import contextmanager
 
 from tablespec.faults import crash_point
 from tablespec.hudi.archive.archiver import finish_archive, interrupted
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import table_index_type
-from tablespec.hudi.conflict import Footprint, WriteConflictError, find_conflicts
-from tablespec.hudi.heartbeat import Heartbeat, tolerance_seconds
-from tablespec.hudi.instant import Instant, new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import BaseFileName
+from tablespec.hudi.formats.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.io import join
-from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.metadata_table import drop_partitions, unmaintained
-from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
-from tablespec.hudi.rollback import recover, rollback
+from tablespec.hudi.services.rollback import recover, rollback
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.conflict import Footprint, WriteConflictError, find_conflicts
+from tablespec.hudi.timeline.heartbeat import Heartbeat, tolerance_seconds
+from tablespec.hudi.timeline.instant import Instant, new_instant_time
+from tablespec.hudi.timeline.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 
 
 def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:

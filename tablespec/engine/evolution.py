@@ -12,11 +12,11 @@ from functools import reduce
 
 import pyarrow.parquet as pq
 
-from tablespec.engine.arrow.basefile import AVRO_SCHEMA
+from tablespec.arrow.basefile import AVRO_SCHEMA
 from tablespec.engine.parquet import read_parquet
 from tablespec.engine.schema import META_FIELDS
-from tablespec.hudi.avro import from_avro_schema, to_avro_schema
-from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.formats.avro import from_avro_schema, to_avro_schema
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.columns import spec_columns
 from tablespec.types import Array, DataType, Map, Struct

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tablespec.engine.arrow.keys import record_keys
+from tablespec.arrow.keys import record_keys
 from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
 from tablespec.errors import TablespecError
 from tablespec.hudi.archive import ArchivedTimeline
-from tablespec.hudi.avro import from_avro_schema
-from tablespec.hudi.clean import earliest_readable_instant
+from tablespec.hudi.formats.avro import from_avro_schema
+from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.hashing import record_key_hashes
-from tablespec.hudi.instant import SAVEPOINT, Instant
-from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import SAVEPOINT, Instant
 from tablespec.plan.buckets import BucketLayout
 from tablespec.types import parse_type, stored
 

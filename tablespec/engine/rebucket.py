@@ -22,18 +22,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tablespec.arrow.align import align_to_schema
+from tablespec.arrow.basefile import write_base_file
 from tablespec.engine import tasks
-from tablespec.engine.arrow.align import align_to_schema
-from tablespec.engine.arrow.basefile import write_base_file
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi import partition_buckets
-from tablespec.hudi.clustering import refuse_replacing_planned
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import join
 from tablespec.hudi.layout_switch import REWRITE_MARK
-from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.services.clustering import refuse_replacing_planned
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.plan.buckets import BucketLayout
 from tablespec.results import Rebucketed

@@ -28,11 +28,11 @@ from tablespec.engine import tasks
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
 from tablespec.hudi import private_index
-from tablespec.hudi.base_keys import base_file_keys
-from tablespec.hudi.clustering import ClusteringPending, pending_plans
+from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
 from tablespec.hudi.mdt.layout import Slice
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_indices
+from tablespec.hudi.services.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.results import IndexDropped, IndexResult
 

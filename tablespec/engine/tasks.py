@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablespec.engine.arrow.align import align_to_schema
-from tablespec.engine.arrow.basefile import (
+from tablespec.arrow.align import align_to_schema
+from tablespec.arrow.basefile import (
     ROW_GROUP_BYTES,
     BaseFileWriter,
     java_sort_indices,
@@ -29,13 +29,13 @@ from tablespec.engine.arrow.basefile import (
     within_java_range,
     write_base_file,
 )
-from tablespec.engine.arrow.bloom import read_bloom_filter
-from tablespec.engine.arrow.keys import auto_keys, partition_paths, record_keys
-from tablespec.hudi.base_keys import base_file_keys
+from tablespec.arrow.bloom import read_bloom_filter
+from tablespec.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.hudi.formats.base_keys import base_file_keys
+from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
-from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.table import AtLocation, Location
 from tablespec.plan.buckets import BucketLayout
 

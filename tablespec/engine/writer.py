@@ -22,18 +22,18 @@ from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi.archive import housekeep
-from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.config import bloom_filters_expected
-from tablespec.hudi.conflict import ALL_PARTITIONS
+from tablespec.hudi.formats.avro import to_avro_schema
+from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.layout_switch import REWRITE_MARK
-from tablespec.hudi.lock import TableLock
 from tablespec.hudi.mdt import record_index_writer
 from tablespec.hudi.mdt.damage import record_index_damage
-from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.services.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.conflict import ALL_PARTITIONS
+from tablespec.hudi.timeline.lock import TableLock
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import write_refusal
 from tablespec.plan.columns import spec_columns

@@ -1,11 +1,11 @@
-"""The Hudi table format (table version 6), implemented in Python: no Spark, no JVM.
+"""The Hudi table format (table versions 6 and 9; 8 read and upgraded), in Python: no Spark, no JVM.
 
-Config (hoodie.properties), timeline (instants and their transitions), commit metadata,
-file naming, partitions, the file-system view and Avro schemas. Tables written by Apache
+The table handle (`table`), its config (`config`, keys from `keys`), storage (`io`, `s3`) and
+file-system view (`fs_view`) sit here; the bytes on storage in `formats/`, the active timeline
+in `timeline/`, table services in `services/`, the metadata table in `mdt/` and the archived
+timeline in `archive/`. Tables written by Apache
 Hudi read correctly here, and tables written here read correctly in Apache Hudi and hudi-rs.
 """
-from tablespec.hudi.avro import Column, decimal_fixed_size, from_avro_schema, to_avro_schema
-from tablespec.hudi.commit import CommitMetadata, WriteStat, to_hudi_json
 from tablespec.hudi.config import (
     KNOWN_KEYS,
     TableConfig,
@@ -15,10 +15,9 @@ from tablespec.hudi.config import (
     read_table_config,
     write_table_config,
 )
-from tablespec.hudi.fs_view import BaseFile, FileGroup, FileSlice, FileSystemView, LogFile
-from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import FileInfo, LocalStorage, Storage, join
-from tablespec.hudi.naming import (
+from tablespec.hudi.formats.avro import Column, decimal_fixed_size, from_avro_schema, to_avro_schema
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat, to_hudi_json
+from tablespec.hudi.formats.naming import (
     META_COLUMNS,
     BaseFileName,
     LogFileName,
@@ -27,7 +26,7 @@ from tablespec.hudi.naming import (
     new_file_id,
     write_token,
 )
-from tablespec.hudi.partition import (
+from tablespec.hudi.formats.partition import (
     DEFAULT_PARTITION,
     discover_partitions,
     parse_partition_path,
@@ -35,9 +34,12 @@ from tablespec.hudi.partition import (
     read_partition_metadata,
     write_partition_metadata,
 )
-from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
+from tablespec.hudi.formats.properties import format_properties, parse_properties, table_checksum
+from tablespec.hudi.fs_view import BaseFile, FileGroup, FileSlice, FileSystemView, LogFile
+from tablespec.hudi.io import FileInfo, LocalStorage, Storage, join
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import Instant, new_instant_time
 
 __all__ = [
     "BaseFile", "BaseFileName", "Column", "CommitMetadata", "DEFAULT_PARTITION", "FileGroup", "FileInfo",

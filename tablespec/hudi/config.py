@@ -20,8 +20,8 @@ from typing import Any
 
 from tablespec.errors import HudiFormatError, UnsupportedTableError
 from tablespec.hudi import keygen, keys
+from tablespec.hudi.formats.properties import format_properties, parse_properties, table_checksum
 from tablespec.hudi.io import Storage, join, outside_reason
-from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
 
 META_FOLDER = ".hoodie"
 PROPERTIES_FILE = keys.PROPERTIES_FILE

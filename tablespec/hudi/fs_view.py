@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.instant import COMPACTION, LOG_COMPACTION, WRITE_ACTIONS
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName
+from tablespec.hudi.formats.partition import discover_partitions
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.naming import BaseFileName, LogFileName
-from tablespec.hudi.partition import discover_partitions
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import COMPACTION, LOG_COMPACTION, WRITE_ACTIONS
 
 _WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tablespec.hudi.instant import Instant
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import Instant
 
 REWRITE_MARK = "tablespec.layout.rewrite"   # commit extra metadata: hoodie.properties switches after this commit
 SWITCHED_KEY = "tablespec.layout.instant"   # hoodie.properties: the rewrite whose layout it describes

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tablespec.hudi import index_defs, keys
+from tablespec.hudi import keys
 from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, write_table_config
+from tablespec.hudi.formats import index_defs
 from tablespec.hudi.io import join, join_inside
 
 if TYPE_CHECKING:

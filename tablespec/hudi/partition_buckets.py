@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.config import META_FOLDER, TableConfig, timeline_folder, timeline_layout
-from tablespec.hudi.instant import REPLACE_COMMIT, Instant, new_instant_time
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.timeline import parse_instants
+from tablespec.hudi.timeline.active import parse_instants
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT, Instant, new_instant_time
 
 CONFIGS_FOLDER = f"{META_FOLDER}/.bucket_index/partition_bucket_index_meta/configs"
 SUFFIX = ".hashing_config"

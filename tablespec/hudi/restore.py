@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tablespec.hudi.instant import RESTORE, Instant
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import RESTORE, Instant
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi import partition_buckets
 from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config, timeline_folder, timeline_layout
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import (
     LOCAL,
     Storage,
@@ -27,10 +26,11 @@ from tablespec.hudi.io import (
     parent_location,
     table_location,
 )
-from tablespec.hudi.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
 from tablespec.hudi.s3 import S3Config, S3Storage
-from tablespec.hudi.timeline import Timeline, parse_instants
-from tablespec.hudi.txn_lock import TransactionLock
+from tablespec.hudi.timeline.active import Timeline, parse_instants
+from tablespec.hudi.timeline.instant import Instant
+from tablespec.hudi.timeline.lock import DEFAULT_TIMEOUT_SECONDS, TableLock
+from tablespec.hudi.timeline.txn_lock import TransactionLock
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from tablespec.hudi.config import table_index_type, unmanaged_layout, unwritable
 from tablespec.hudi.keys import METADATA_RECORD_INDEX_ENABLE, TABLE_VERSION
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.private_index import FOLDER as PRIVATE_INDEX
+from tablespec.hudi.services.upgrade import CREATED
+from tablespec.hudi.services.upgrade import refusal as version_refusal
 from tablespec.hudi.table import Location
-from tablespec.hudi.upgrade import CREATED
-from tablespec.hudi.upgrade import refusal as version_refusal
 from tablespec.plan.actions import (
     Action,
     Archive,

@@ -40,8 +40,8 @@ from __future__ import annotations
 import math
 import re
 
-from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
 from tablespec.hudi.io import join
+from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
 from tablespec.plan.actions import Clustering as ClusteringAction
 from tablespec.plan.actions import ClusteringEstimate, ClusteringParams, DiscardPlans, GroupSummary, Rollback, Step
 from tablespec.plan.settings import REGISTRY, effective

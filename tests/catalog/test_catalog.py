@@ -300,7 +300,7 @@ def test_catalog_conf_prints_the_spark_settings_that_open_the_catalog(project, c
     """`tablespec catalog conf`: a properties file for `spark-sql --properties-file` (the demo's last
     command; tests/interop/test_catalog_hive.py runs it). No JVM: the jars come from the cache."""
     from tablespec.engine.hudi_bundle import HudiBundleUnavailable, bundle_jar, sqlite_jdbc_jar
-    from tablespec.hudi.properties import parse_properties
+    from tablespec.hudi.formats.properties import parse_properties
     try:
         jars = f"{bundle_jar(fetch=False)}:{sqlite_jdbc_jar(fetch=False)}"
     except HudiBundleUnavailable as e:

@@ -18,11 +18,11 @@ from helpers import assert_hudi_rs_agrees, hudi_rs_table, make_table
 
 from tablespec.apply import Applier
 from tablespec.engine.writer import WriteRefused
-from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.services.clustering import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
 from tablespec.state import observe, observe_specs
@@ -218,8 +218,8 @@ def test_write_to_file_group_under_pending_plan_is_refused_until_it_ran(spark, t
 
 def request_hudi_plan(location: str, slices, params: dict, outputs: int = 1) -> str:
     """Schedule a plan the way Apache Hudi writes it (full URIs, Hudi's params and metrics); its instant."""
-    from tablespec.hudi.instant import new_instant_time
-    from tablespec.hudi.timeline import TimelineWriter
+    from tablespec.hudi.timeline.active import TimelineWriter
+    from tablespec.hudi.timeline.instant import new_instant_time
     group = {"slices": [{"dataFilePath": "file:" + s.base_file.path, "deltaFilePaths": [], "fileId": s.file_id,
                          "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in slices],
              "metrics": {"TOTAL_IO_READ_MB": 0.0, "TOTAL_IO_WRITE_MB": 0.0, "TOTAL_IO_MB": 0.0,
@@ -359,7 +359,7 @@ def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spa
     from tablespec.engine.clustering import schedule
     from tablespec.engine.commit import locked
     from tablespec.engine.writer import TableWriter
-    from tablespec.hudi.clustering import ClusteringPending
+    from tablespec.hudi.services.clustering import ClusteringPending
     from tablespec.plan.clustering import clustering_plan
     text = spec_text("{strategy: SORT, sortColumns: [customer_id], everyNCommits: 3}")
     table = small_table(spark, tmp_path, text)

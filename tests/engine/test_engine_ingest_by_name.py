@@ -7,7 +7,7 @@ from helpers import make_table
 
 from tablespec.cli import main
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 pytestmark = pytest.mark.spark
 

@@ -13,7 +13,7 @@ from helpers import make_table
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 pytestmark = pytest.mark.spark
 
@@ -104,9 +104,9 @@ def test_rewrites_over_a_missing_latest_base_file_are_refused(spark, tmp_path, c
 
 def test_clustering_over_a_missing_latest_base_file_is_neither_scheduled_nor_run(spark, tmp_path):
     from tablespec.apply import Applier
-    from tablespec.hudi.clustering import encode_plan
-    from tablespec.hudi.instant import new_instant_time
-    from tablespec.hudi.timeline import TimelineWriter
+    from tablespec.hudi.services.clustering import encode_plan
+    from tablespec.hudi.timeline.active import TimelineWriter
+    from tablespec.hudi.timeline.instant import new_instant_time
     from tablespec.plan.clustering import clustering_plan
     from tablespec.state import observe
     text = SIMPLE + "  clustering: {strategy: SORT, sortColumns: [customer_id], everyNCommits: 2}\n"

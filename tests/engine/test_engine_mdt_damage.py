@@ -14,7 +14,7 @@ from test_engine_rebucket import plan_for
 from test_engine_record_index import DDL, SPEC, assert_consistent
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.logfile import BlockType, read_blocks
+from tablespec.hudi.formats.logfile import BlockType, read_blocks
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt.record_index import RECORD_INDEX

@@ -13,7 +13,7 @@ from test_engine_archive import batch
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 pytestmark = pytest.mark.spark
 PLAIN = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")

@@ -13,10 +13,10 @@ import pytest
 from _support import ORDERS_SPEC, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table, rows, tablespec_rows
 
-from tablespec.engine.arrow.basefile import read_footer_keys
+from tablespec.arrow.basefile import read_footer_keys
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.table import Table
 
 pytestmark = pytest.mark.spark

@@ -21,8 +21,8 @@ from helpers import rows, run_script, tablespec_rows
 from tablespec.apply import Applier
 from tablespec.cli import main
 from tablespec.hudi.io import join, table_location
-from tablespec.hudi.lock import LockTimeoutError, TableLock, read_lock
 from tablespec.hudi.table import HudiTable, Location
+from tablespec.hudi.timeline.lock import LockTimeoutError, TableLock, read_lock
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe, observe_specs
@@ -155,7 +155,7 @@ def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monk
 
 _HOLDER = """
 import sys
-from tablespec.hudi.lock import TableLock
+from tablespec.hudi.timeline.lock import TableLock
 from tablespec.hudi.table import HudiTable
 table = HudiTable.open(sys.argv[1])
 lock = TableLock(table.storage, table.base, owner="other-process", lease_seconds=float(sys.argv[2]), auto_renew=True)

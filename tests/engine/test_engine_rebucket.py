@@ -15,7 +15,7 @@ from test_engine_write import java_bucket
 from tablespec.apply import Applier
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text, load_specs
 from tablespec.state import observe, observe_specs
@@ -158,8 +158,8 @@ def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, warehouse, monk
 
 
 def test_plan_proposes_rollback_of_dead_write_and_apply_runs_it(spark, tmp_path, monkeypatch):
-    from tablespec.hudi.instant import new_instant_time
-    from tablespec.hudi.timeline import TimelineWriter
+    from tablespec.hudi.timeline.active import TimelineWriter
+    from tablespec.hudi.timeline.instant import new_instant_time
     table = make_table(spark, tmp_path, ORDERS_SPEC)
     load_orders(spark, table, n=20, days=2)
     before = content(table)
@@ -167,7 +167,7 @@ def test_plan_proposes_rollback_of_dead_write_and_apply_runs_it(spark, tmp_path,
     writer = TimelineWriter(storage, table.location)
     ts = new_instant_time(after=Timeline.load(storage, table.location).instants[-1].timestamp)
     writer.start(writer.request("commit", ts))
-    from tablespec.hudi.heartbeat import heartbeat_path
+    from tablespec.hudi.timeline.heartbeat import heartbeat_path
     storage.touch(heartbeat_path(table.location, ts))  # its writer beat a moment ago, then died
     plan, _ = plan_for(ORDERS_SPEC, tmp_path)
     assert not plan.has_changes and "pending instants" in plan.tables[0].warnings[0]  # heartbeat not yet expired

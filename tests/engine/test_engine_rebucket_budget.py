@@ -14,9 +14,9 @@ from test_engine_rebucket import SCHEMA, SIMPLE, T0, apply_spec, content
 from test_engine_schema_evolution import NESTED, NESTED_EVOLVED
 from test_engine_write import java_bucket
 
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.io import join
-from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.table import Table
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.index import verify
 
 pytestmark = pytest.mark.spark

@@ -22,17 +22,17 @@ from helpers import assert_hudi_rs_agrees, make_table
 from tablespec.actions.metadata import create_table
 from tablespec.actions.schema import evolve_schema
 from tablespec.apply import Applier
+from tablespec.arrow.align import align_to_schema
 from tablespec.cli import main
-from tablespec.engine.arrow.align import align_to_schema
 from tablespec.engine.evolution import written_columns
 from tablespec.engine.reader import snapshot_files
 from tablespec.errors import StalePlanError
-from tablespec.hudi.avro import to_avro_schema
 from tablespec.hudi.config import read_table_config
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.formats.avro import to_avro_schema
 from tablespec.hudi.io import LocalStorage, table_location
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import new_instant_time
 from tablespec.plan.builder import build_plan
 from tablespec.plan.columns import spec_columns
 from tablespec.spec.loader import load_spec_text

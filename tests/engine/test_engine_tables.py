@@ -7,11 +7,11 @@ import pytest
 from _support import storage_and_base
 from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
 
-from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import join
-from tablespec.hudi.lock import LockTimeoutError, TableLock
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import new_instant_time
+from tablespec.hudi.timeline.lock import LockTimeoutError, TableLock
 from tablespec.importer import spec_document
 from tablespec.spec.model import TableSpec
 from tablespec.state import observe

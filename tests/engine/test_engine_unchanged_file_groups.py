@@ -13,10 +13,10 @@ import pytest
 from _support import ORDERS_SPEC, storage_and_base
 from helpers import assert_hudi_rs_agrees, make_table
 
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.lock import read_lock
-from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.lock import read_lock
 
 pytestmark = pytest.mark.spark
 

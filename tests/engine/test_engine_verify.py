@@ -16,13 +16,13 @@ from test_engine_record_index import _rebuild_index
 from tablespec.actions.metadata import update_settings
 from tablespec.apply import Applier
 from tablespec.cli import main
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.mdt import record_index_reader as rli_reader
-from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import new_instant_time
 
 pytestmark = pytest.mark.spark
 SIMPLE = (ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")

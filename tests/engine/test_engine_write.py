@@ -15,7 +15,7 @@ from tablespec.engine.schema import DataSchemaError
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 pytestmark = pytest.mark.spark
 
@@ -225,7 +225,7 @@ def test_ingest_cli_malformed_input_is_a_clear_error(spark, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 1 and "column 'customer_id': cannot parse 'not a number' as long" in err and "Traceback" not in err
     from tablespec.hudi.io import LocalStorage
-    from tablespec.hudi.timeline import Timeline
+    from tablespec.hudi.timeline.active import Timeline
     assert not Timeline.load(LocalStorage(), str(tmp_path / "wh" / "sales" / "orders")).commits()
 
 

@@ -14,10 +14,10 @@ from test_hudi_mdt import ST, _commit
 from test_hudi_mdt_damage import NEW_KEYS, files_log, indexed_with_upserts
 
 from tablespec.errors import TablespecError
+from tablespec.hudi.formats.naming import new_file_id
 from tablespec.hudi.mdt import damage, layout, reader
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
-from tablespec.hudi.naming import new_file_id
 from tablespec.hudi.table import HudiTable
 
 FUZZ = settings(max_examples=60, deadline=None, database=None,

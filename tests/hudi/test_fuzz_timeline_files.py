@@ -19,10 +19,10 @@ from test_hudi_layout2 import _version_9_table
 from test_hudi_rollback import ST, _make_table, _write
 
 from tablespec.errors import TablespecError
-from tablespec.hudi import index_defs
-from tablespec.hudi.clean import execute_clean, plan_clean
+from tablespec.hudi.formats import index_defs
+from tablespec.hudi.formats.naming import new_file_id
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.naming import new_file_id
+from tablespec.hudi.services.clean import execute_clean, plan_clean
 from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
 

@@ -29,14 +29,14 @@ from tablespec.hudi.archive.log import ArchiveFile, archive_files, folder_path, 
 from tablespec.hudi.archive.merge import PLAN_NAME, MergeSettings, finish_merge, merge_candidates, merge_small_files
 from tablespec.hudi.archive.plan import archive_due
 from tablespec.hudi.archive.summary import ArchivedClusterings, archived_clusterings, read_summary
-from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
-from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo, encode_plan
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.logfile import MAGIC
 from tablespec.hudi.io import FileInfo, LocalStorage, join
-from tablespec.hudi.logfile import MAGIC
+from tablespec.hudi.services.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo, encode_plan
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.instant import Instant
 
 SCHEMA = '{"type":"record","name":"t_record","namespace":"hoodie.t","fields":[{"name":"id","type":"string"}]}'
 SETTINGS = ArchiveSettings(min_commits=2, max_commits=3, cleaner_commits_retained=1)
@@ -359,7 +359,7 @@ def test_archiving_on_an_object_store_survives_a_killed_archiver(s3_bucket):
     _build(storage, base)
     expected = Timeline.load(storage, base).instants
     code = ("import os, signal; from tablespec.hudi.table import Location; "
-            "from tablespec.hudi.timeline import Timeline; "
+            "from tablespec.hudi.timeline.active import Timeline; "
             "from tablespec.hudi.archive import ArchiveSettings, plan_archive; "
             "from tablespec.hudi.archive.active import state_files; from tablespec.hudi.archive.archiver import write_archive; "
             f"at = Location.parse({s3_bucket + '/t'!r}); storage, base = at.storage, at.uri; "

@@ -4,10 +4,10 @@ import hudi
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.avro import Column, decimal_fixed_size, from_avro_schema, to_avro_schema
 from tablespec.hudi.config import read_table_config
+from tablespec.hudi.formats.avro import Column, decimal_fixed_size, from_avro_schema, to_avro_schema
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.types import Array, Decimal, Field, Map, Primitive, Struct, parse_type
 
 ST = LocalStorage()
@@ -113,9 +113,9 @@ def test_nested_struct_and_array_types_round_trip():
 
 def test_commit_schema_without_meta_columns():
     """Hudi 0.15's delete_partition and delete record the meta columns in the commit schema."""
-    from tablespec.hudi.avro import without_meta_fields
-    from tablespec.hudi.commit import CommitMetadata
-    from tablespec.hudi.naming import META_COLUMNS
+    from tablespec.hudi.formats.avro import without_meta_fields
+    from tablespec.hudi.formats.commit import CommitMetadata
+    from tablespec.hudi.formats.naming import META_COLUMNS
 
     data = to_avro_schema([("id", Primitive("string"), False)], "t")
     with_meta = {**data, "fields": [{"name": m, "type": ["null", "string"], "default": None} for m in META_COLUMNS]

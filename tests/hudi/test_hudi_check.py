@@ -5,7 +5,11 @@ import os
 from _support import storage_and_base
 from test_hudi_clean import ST, A, B, _plan, _table, _updates, _write
 
-from tablespec.hudi.check import (
+from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, new_file_id, write_token
+from tablespec.hudi.formats.partition import PARTITION_METAFILE, write_partition_metadata
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import join
+from tablespec.hudi.services.check import (
     INDEX,
     MISSING,
     ORPHAN,
@@ -13,15 +17,11 @@ from tablespec.hudi.check import (
     check_buckets,
     check_files,
 )
-from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, execute_clean
-from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import join
-from tablespec.hudi.naming import BaseFileName, bucket_file_id, new_file_id, write_token
-from tablespec.hudi.partition import PARTITION_METAFILE, write_partition_metadata
-from tablespec.hudi.rollback import rollback
+from tablespec.hudi.services.clean import CLEAN_METADATA_SCHEMA, execute_clean
+from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.instant import Instant, new_instant_time
 
 
 def check(base):

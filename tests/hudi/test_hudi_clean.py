@@ -10,8 +10,14 @@ import pytest
 
 from tablespec.engine.reader import ReadError, snapshot_files
 from tablespec.errors import StalePlanError, TablespecError
-from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.clean import (
+from tablespec.hudi.config import TableConfig, init_table
+from tablespec.hudi.formats.avro import to_avro_schema
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import META_COLUMNS, BaseFileName, new_file_id, write_token
+from tablespec.hudi.formats.partition import write_partition_metadata
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.services.clean import (
     CLEAN_METADATA_SCHEMA,
     CLEANER_PLAN_SCHEMA,
     CleanPlan,
@@ -22,15 +28,9 @@ from tablespec.hudi.clean import (
     resume_pending_cleans,
     schedule_clean,
 )
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.config import TableConfig, init_table
-from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.instant import Instant, new_instant_time
-from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.naming import META_COLUMNS, BaseFileName, new_file_id, write_token
-from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import Instant, new_instant_time
 from tablespec.types import parse_type
 
 ST = LocalStorage()

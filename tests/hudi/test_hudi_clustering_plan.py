@@ -5,7 +5,7 @@ import json
 
 import fastavro
 
-from tablespec.hudi.clustering import (
+from tablespec.hudi.services.clustering import (
     ClusteringGroup,
     ClusteringPlan,
     Layout,

@@ -1,6 +1,6 @@
 import json
 
-from tablespec.hudi.commit import CommitMetadata, WriteStat, to_hudi_json
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat, to_hudi_json
 
 
 def _metadata_files(base):

@@ -11,8 +11,8 @@ from tablespec.hudi.config import (
     read_table_config,
     write_table_config,
 )
+from tablespec.hudi.formats.properties import format_properties, parse_properties, table_checksum
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
 
 ST = LocalStorage()
 

@@ -13,15 +13,15 @@ import pytest
 from test_hudi_rollback import ST, _fail, _make_table
 
 from tablespec.errors import HudiFormatError, TablespecError
-from tablespec.hudi.clean import resume_pending_cleans
-from tablespec.hudi.clean_format import CLEANER_PLAN_SCHEMA, POLICY, VERSION
-from tablespec.hudi.clustering import decode_plan
 from tablespec.hudi.config import read_table_config
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.formats.clean_format import CLEANER_PLAN_SCHEMA, POLICY, VERSION
 from tablespec.hudi.io import join_inside, path_inside
-from tablespec.hudi.rollback import ROLLBACK_PLAN_SCHEMA, resume_pending_rollbacks
+from tablespec.hudi.services.clean import resume_pending_cleans
+from tablespec.hudi.services.clustering import decode_plan
+from tablespec.hudi.services.rollback import ROLLBACK_PLAN_SCHEMA, resume_pending_rollbacks
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import new_instant_time
 
 
 @pytest.mark.parametrize("part", ["../x", "a/../../x", "/etc", "s3://other/x", "a\\..\\x", "..", "a\0b"])

@@ -1,9 +1,9 @@
 """The optimistic conflict check: which commits completed since an action's basis touch its file groups."""
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.conflict import ALL_PARTITIONS, Footprint, WriteConflictError, find_conflicts
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import bucket_file_id
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.naming import bucket_file_id
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.conflict import ALL_PARTITIONS, Footprint, WriteConflictError, find_conflicts
 
 ST = LocalStorage()
 

@@ -8,15 +8,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, ensure_supported, init_table, read_table_config
+from tablespec.hudi.formats.avro import to_avro_schema
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import META_COLUMNS, BaseFileName, new_file_id, write_token
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.fs_view import FileSystemView, missing_latest_base_files, refuse_missing_latest
-from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.naming import META_COLUMNS, BaseFileName, new_file_id, write_token
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import new_instant_time
 from tablespec.types import parse_type
 
 ST = LocalStorage()

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from tablespec.errors import HudiFormatError, TablespecError
-from tablespec.hudi.heartbeat import Heartbeat, heartbeat_expired, heartbeat_path, last_heartbeat
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.timeline.heartbeat import Heartbeat, heartbeat_expired, heartbeat_path, last_heartbeat
 
 ST = LocalStorage()
 T1 = "20240101000000001"

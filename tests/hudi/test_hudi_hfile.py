@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.hfile import (
+from tablespec.hudi.formats.hfile import (
     CODECS,
     COMPARATOR,
     DATA,

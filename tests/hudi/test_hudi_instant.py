@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.instant import Instant, format_instant_time, new_instant_time, parse_instant_time
+from tablespec.hudi.timeline.instant import Instant, format_instant_time, new_instant_time, parse_instant_time
 
 T = "20240418172802262"
 

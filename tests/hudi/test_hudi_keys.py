@@ -13,8 +13,8 @@ import tablespec
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.config import DEFAULT_INDEX_TYPE, KNOWN_KEYS, TableConfig, read_table_config
+from tablespec.hudi.formats.properties import format_properties, table_checksum
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.properties import format_properties, table_checksum
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import RENAMED, hudi_write_options
 from tablespec.plan.settings import REGISTRY

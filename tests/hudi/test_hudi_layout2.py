@@ -17,12 +17,20 @@ import pytest
 
 from tablespec.errors import HudiFormatError, UnsupportedTableError
 from tablespec.hudi.archive import History
-from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo, encode_plan, layout_history, pending_plans
 from tablespec.hudi.config import TableConfig, archive_folder, read_table_config, unwritable_version
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.formats.properties import format_properties
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.properties import format_properties
+from tablespec.hudi.services.clustering import (
+    ClusteringGroup,
+    ClusteringPlan,
+    Layout,
+    SliceInfo,
+    encode_plan,
+    layout_history,
+    pending_plans,
+)
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.instant import Instant
 
 ST = LocalStorage()
 NS = "org.apache.hudi.avro.model"

@@ -14,12 +14,12 @@ import pytest
 from test_hudi_layout2 import T5, _version_9_table
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.clean import CleanFile, CleanPlan, execute_clean
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.commit_avro import encode_commit_metadata
-from tablespec.hudi.instant import CLUSTERING, Instant, new_instant_time, plan_action
-from tablespec.hudi.rollback import rollback
-from tablespec.hudi.timeline import TimelineWriter, avro_content
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.commit_avro import encode_commit_metadata
+from tablespec.hudi.services.clean import CleanFile, CleanPlan, execute_clean
+from tablespec.hudi.services.rollback import rollback
+from tablespec.hudi.timeline.active import TimelineWriter, avro_content
+from tablespec.hudi.timeline.instant import CLUSTERING, Instant, new_instant_time, plan_action
 
 SCHEMA = '{"type":"record","name":"orders_record","fields":[{"name":"id","type":"string"}]}'
 

@@ -11,7 +11,7 @@ from _support import ROOT
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.lock import RELEASED, LockInfo, LockLostError, LockTimeoutError, TableLock, lock_dir, read_lock
+from tablespec.hudi.timeline.lock import RELEASED, LockInfo, LockLostError, LockTimeoutError, TableLock, lock_dir, read_lock
 
 ST = LocalStorage()
 
@@ -206,7 +206,7 @@ def test_lock_info_round_trips():
 _HOLDER = """
 import sys, time
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.lock import TableLock
+from tablespec.hudi.timeline.lock import TableLock
 lock = TableLock(LocalStorage(), sys.argv[1], owner="other-process", lease_seconds=float(sys.argv[2]), auto_renew=True)
 lock.acquire(timeout_seconds=5)
 print("held", flush=True)

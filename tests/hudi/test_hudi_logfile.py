@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.logfile import MAGIC, BlockType, Header, LogBlock, avro_block, avro_records, encode_block, read_blocks
+from tablespec.hudi.formats.logfile import MAGIC, BlockType, Header, LogBlock, avro_block, avro_records, encode_block, read_blocks
 
 SCHEMA = {"type": "record", "name": "Entry", "namespace": "t",
           "fields": [{"name": "commitTime", "type": "string"},

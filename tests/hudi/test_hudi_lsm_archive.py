@@ -18,13 +18,13 @@ from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, a
 from tablespec.hudi.archive.lsm import history_folder, lsm_rows
 from tablespec.hudi.archive.lsm_write import compact_and_clean, current_version, read_manifest, write_batch
 from tablespec.hudi.archive.plan import Bounds
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig
-from tablespec.hudi.instant import Instant, new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.properties import format_properties
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.properties import format_properties
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import Instant, new_instant_time
 
 SETTINGS = ArchiveSettings(min_commits=3, max_commits=5, cleaner_commits_retained=2)
 SCHEMA = '{"type":"record","name":"orders_record","fields":[{"name":"id","type":"string"}]}'

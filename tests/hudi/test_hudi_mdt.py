@@ -10,21 +10,21 @@ import fastavro
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.clean import execute_clean, plan_clean
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table, read_table_config
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.hfile import ALL_PARTITIONS_KEY, HFileReader
+from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.hfile import ALL_PARTITIONS_KEY, HFileReader
-from tablespec.hudi.instant import COMMIT, REPLACE_COMMIT, Instant, new_instant_time
 from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.mdt import compaction, layout, reader, writer
 from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, FilesChange, from_clean, from_commit
-from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.rollback import rollback
+from tablespec.hudi.services.clean import execute_clean, plan_clean
+from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.instant import COMMIT, REPLACE_COMMIT, Instant, new_instant_time
 
 ST = LocalStorage()
 

@@ -14,20 +14,20 @@ import fastavro
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.commit_avro import encode_commit_metadata
-from tablespec.hudi.instant import COMMIT, Instant, new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.commit_avro import encode_commit_metadata
+from tablespec.hudi.formats.logfile import delete_block, encode_block
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
+from tablespec.hudi.formats.properties import format_properties
 from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.logfile import delete_block, encode_block
 from tablespec.hudi.mdt import compaction, instants, layout, reader, writer
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.mdt.records import SCHEMA_JSON, base_hfile, from_commit, listing_records
-from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.properties import format_properties
-from tablespec.hudi.rollback import rollback
+from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_content
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_content
+from tablespec.hudi.timeline.instant import COMMIT, Instant, new_instant_time
 
 ST = LocalStorage()
 INIT = "00000000000000000"

@@ -22,13 +22,13 @@ from tablespec.hudi.archive.lsm import manifest_files
 from tablespec.hudi.archive.lsm_write import read_file_rows
 from tablespec.hudi.archive.plan import ArchiveSettings
 from tablespec.hudi.config import timeline_layout
+from tablespec.hudi.formats.naming import new_file_id
+from tablespec.hudi.formats.properties import format_properties, parse_properties
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import cleaner, layout, lsm_archiver, sync, writer
 from tablespec.hudi.mdt.archiver import MetaLimits
-from tablespec.hudi.naming import new_file_id
-from tablespec.hudi.properties import format_properties, parse_properties
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter, avro_content
+from tablespec.hudi.timeline.active import TimelineWriter, avro_content
 
 V9 = {"hoodie.table.name": "t", "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "9",
       "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
@@ -157,8 +157,8 @@ def test_slices_to_clean_assigns_log_files_by_completion_time_on_1x():
 
 
 def test_metadata_archive_plan_follows_the_bounds():
-    from tablespec.hudi.instant import Instant
-    from tablespec.hudi.timeline import Timeline
+    from tablespec.hudi.timeline.active import Timeline
+    from tablespec.hudi.timeline.instant import Instant
     times = [f"202601010000{n:02d}000" for n in range(40)]
     meta = [Instant(t, "deltacommit", "completed", completion=t[:-3] + "500") for t in times]
     meta[20] = Instant(times[20], "commit", "completed", completion=times[20][:-3] + "500")   # a compaction
@@ -232,7 +232,7 @@ def _built(tmp_path) -> str:
 def _killed_at(base: str, point: str) -> None:
     """Write (with SETTINGS) in a subprocess killed at `point`."""
     script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-              "from test_hudi_mdt_1x_housekeeping import SETTINGS, _write; from tablespec.hudi.naming import new_file_id; "
+              "from test_hudi_mdt_1x_housekeeping import SETTINGS, _write; from tablespec.hudi.formats.naming import new_file_id; "
               f"[_write({base!r}, {{('a', new_file_id()): n + 1}}, SETTINGS) for n in range(120)]")
     done = subprocess.run([sys.executable, "-c", script], env={**os.environ, CRASH_ENV: point}, check=False)
     assert done.returncode == -signal.SIGKILL, point

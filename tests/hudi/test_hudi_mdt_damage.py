@@ -13,15 +13,15 @@ from test_hudi_mdt import ST, _commit, _files, _start
 from test_hudi_mdt_record_index import _indexed_table
 
 from tablespec.errors import MetadataTableDamaged
+from tablespec.hudi.formats.logfile import BlockType, read_blocks
+from tablespec.hudi.formats.naming import new_file_id
 from tablespec.hudi.io import join
-from tablespec.hudi.logfile import BlockType, read_blocks
 from tablespec.hudi.mdt import damage, layout, reader, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange
 from tablespec.hudi.mdt.records import from_commit
-from tablespec.hudi.naming import new_file_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
 from tablespec.plan.metadata_table import metadata_table_actions
 from tablespec.state import observe
 from tablespec.verify import verify_table

@@ -13,19 +13,19 @@ import pytest
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive import ArchiveSettings, archive
 from tablespec.hudi.archive.log import archive_files, read_records
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table
-from tablespec.hudi.instant import COMMIT, new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.mdt import archiver, cleaner, layout, reader, sync, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange, file_group_id
 from tablespec.hudi.mdt.records import from_commit
-from tablespec.hudi.naming import BaseFileName, LogFileName, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_content
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_content
+from tablespec.hudi.timeline.instant import COMMIT, new_instant_time
 
 ST = LocalStorage()
 SETTINGS = ArchiveSettings(3, 5, 2)     # data: keep 3..5 commits; the metadata table 4..6

@@ -11,11 +11,12 @@ import pytest
 from test_hudi_mdt import ST, _commit, _files, _start, _table
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.config import read_table_config, write_table_config
-from tablespec.hudi.hfile import HFileReader
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.hfile import HFileReader
+from tablespec.hudi.formats.logfile import BlockType, deleted_keys, read_blocks
+from tablespec.hudi.formats.naming import new_file_id
 from tablespec.hudi.io import join
-from tablespec.hudi.logfile import BlockType, deleted_keys, read_blocks
 from tablespec.hudi.mdt import compaction, layout, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
@@ -34,9 +35,8 @@ from tablespec.hudi.mdt.record_index import (
     location_of,
 )
 from tablespec.hudi.mdt.records import encode, from_commit
-from tablespec.hudi.naming import new_file_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
 
 INSTANT = "20250101120000123"
 

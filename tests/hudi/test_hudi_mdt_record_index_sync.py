@@ -9,20 +9,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from test_hudi_mdt import ST, _start, _table
 
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.instant import REPLACE_COMMIT, new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.logfile import read_blocks
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import join
-from tablespec.hudi.logfile import read_blocks
 from tablespec.hudi.mdt import layout, sync, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange
 from tablespec.hudi.mdt.record_index_changes import from_commit
 from tablespec.hudi.mdt.records import from_commit as files_change
-from tablespec.hudi.naming import BaseFileName, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT, new_instant_time
 
 
 def _write(base: str, ts: str, groups: dict[tuple[str, str], list[str]], prev: dict[str, str] | None = None,

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from tablespec.hudi.naming import (
+from tablespec.hudi.formats.naming import (
     BaseFileName,
     LogFileName,
     bucket_file_id,
@@ -73,7 +73,7 @@ def test_write_token():
 def test_hadoop_checksum_sidecars_are_no_table_files():
     """Hudi on a local disk leaves `.NAME.crc` beside every file (names seen in a real table):
     the timeline, file-system view, clean and rollback must never take one for a table file."""
-    from tablespec.hudi.instant import Instant
+    from tablespec.hudi.timeline.instant import Instant
     assert Instant.parse(".20261123102728963.commit.crc") is None
     assert Instant.parse(".hoodie.properties.crc") is None
     assert BaseFileName.parse(".b001d23b-dce5-4a83-9c89-4bad8e0c8d21-0_1-22-27_20261123102728963.parquet.crc") is None

@@ -1,8 +1,7 @@
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.partition import (
+from tablespec.hudi.formats.partition import (
     DEFAULT_PARTITION,
     discover_partitions,
     escape_partition_value,
@@ -12,6 +11,7 @@ from tablespec.hudi.partition import (
     unescape_partition_value,
     write_partition_metadata,
 )
+from tablespec.hudi.io import LocalStorage
 
 ST = LocalStorage()
 EXPECTED_PARTITIONS = {

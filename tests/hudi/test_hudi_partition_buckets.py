@@ -14,10 +14,10 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi import partition_buckets as pb
 from tablespec.hudi.config import TableConfig
-from tablespec.hudi.instant import REPLACE_COMMIT, Instant, new_instant_time
-from tablespec.hudi.rollback import rollback
+from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter
+from tablespec.hudi.timeline.active import TimelineWriter
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT, Instant, new_instant_time
 from tablespec.plan.buckets import BucketLayout
 
 HUDI_1_2_CONFIG = (b'{\n  "expressions" : "^(?:2024-01-0[12])$,3",\n  "defaultBucketNumber" : 2,\n'

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.properties import format_properties, parse_properties, table_checksum
+from tablespec.hudi.formats.properties import format_properties, parse_properties, table_checksum
 
 CHECKSUMS = {
     "cow_v6_complexkeygen_hivestyle": 281415413,

@@ -14,17 +14,17 @@ import pytest
 from test_hudi_mdt_1x import ST, TIMELINE, _metadata_timeline, _start, _table
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.index_defs import RECORD_INDEX_DEFINITION
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import layout, record_index_reader, record_index_writer, sync
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, file_group_id
 from tablespec.hudi.mdt.records import SCHEMA_JSON
 from tablespec.hudi.metadata_table import drop_partitions
-from tablespec.hudi.naming import BaseFileName, new_file_id
-from tablespec.hudi.partition import write_partition_metadata
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import TimelineWriter, avro_content
+from tablespec.hudi.timeline.active import TimelineWriter, avro_content
 
 FG = new_file_id()
 

@@ -11,16 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.avro import to_avro_schema
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table
+from tablespec.hudi.formats.avro import to_avro_schema
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id, write_token
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.heartbeat import Heartbeat, heartbeat_path
-from tablespec.hudi.instant import Instant, new_instant_time
 from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.naming import BaseFileName, new_file_id, write_token
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.rollback import (
+from tablespec.hudi.services.rollback import (
     ROLLBACK_PLAN_SCHEMA,
     RollbackResult,
     pending_to_roll_back,
@@ -29,7 +27,9 @@ from tablespec.hudi.rollback import (
     rollback,
 )
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.heartbeat import Heartbeat, heartbeat_path
+from tablespec.hudi.timeline.instant import Instant, new_instant_time
 from tablespec.types import parse_type
 
 ST = LocalStorage()

@@ -6,10 +6,10 @@ import hudi
 import pytest
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import Instant
 
 ST = LocalStorage()
 T1, T2, T3 = "20240101000000001", "20240101000000002", "20240101000000003"

@@ -12,7 +12,7 @@ from _support import ROOT
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, expire_minutes, lock_path, read_holder
+from tablespec.hudi.timeline.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, expire_minutes, lock_path, read_holder
 
 ST = LocalStorage()
 
@@ -87,7 +87,7 @@ def test_expiry_zero_never_expires(tmp_path):
 def test_a_killed_tablespec_holder_is_taken_over_at_once(tmp_path):
     base = str(tmp_path)
     code = ("import sys, os, signal; from tablespec.hudi.io import LocalStorage; "
-            "from tablespec.hudi.txn_lock import TransactionLock; "
+            "from tablespec.hudi.timeline.txn_lock import TransactionLock; "
             f"TransactionLock(LocalStorage(), {base!r}, 'victim').acquire(); os.kill(os.getpid(), signal.SIGKILL)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True)
     assert proc.returncode == -9

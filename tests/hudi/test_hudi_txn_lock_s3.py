@@ -7,7 +7,7 @@ import time
 import pytest
 from _support import ROOT, storage_and_base
 
-from tablespec.hudi.txn_lock import TransactionLock, TransactionLockTimeout, lock_path, read_holder
+from tablespec.hudi.timeline.txn_lock import TransactionLock, TransactionLockTimeout, lock_path, read_holder
 
 
 def test_transaction_lock_on_s3(s3_bucket):
@@ -32,7 +32,7 @@ def test_refresh_moves_the_modification_time_on_s3(s3_bucket):
 def test_a_killed_holder_is_taken_over_on_s3(s3_bucket):
     storage, base = storage_and_base(s3_bucket + "/t")
     code = ("import os, signal; from tablespec.hudi.table import HudiTable; "
-            "from tablespec.hudi.txn_lock import TransactionLock; "
+            "from tablespec.hudi.timeline.txn_lock import TransactionLock; "
             f"HudiTable.open({base!r}).transaction_lock('victim').acquire(); os.kill(os.getpid(), signal.SIGKILL)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True).returncode == -9
     assert read_holder(storage, base).expired

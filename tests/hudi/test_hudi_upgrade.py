@@ -21,12 +21,12 @@ from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.archive.archiver import execute
 from tablespec.hudi.archive.lsm_write import lsm_file
 from tablespec.hudi.archive.plan import ArchivePlan
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.formats.properties import parse_properties
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.properties import parse_properties
+from tablespec.hudi.services.upgrade import converted_instant, properties_at, refusal, upgrade
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import parse_instants
-from tablespec.hudi.upgrade import converted_instant, properties_at, refusal, upgrade
+from tablespec.hudi.timeline.active import parse_instants
+from tablespec.hudi.timeline.instant import Instant
 
 FIXTURE = "cow_v6_complexkeygen_hivestyle"
 POINTS = ["upgrade.metadata_table.unnamed", "upgrade.metadata_table", "upgrade.timeline", "upgrade.history",
@@ -158,7 +158,7 @@ def test_an_upgrade_killed_at_each_step_leaves_the_table_before_or_after(real_ta
     version 9 after it; running the upgrade again finishes it, whatever the step."""
     base = real_table(FIXTURE)
     before, files = hudi_rs_rows(str(base)), _layout1_files(base)
-    script = ("from tablespec.hudi.table import HudiTable\nfrom tablespec.hudi.upgrade import upgrade\n"
+    script = ("from tablespec.hudi.table import HudiTable\nfrom tablespec.hudi.services.upgrade import upgrade\n"
               f"upgrade(HudiTable.open({str(base)!r}), 9)\n")
     died = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT), CRASH_ENV: point})

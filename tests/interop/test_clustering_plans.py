@@ -8,7 +8,7 @@ from test_engine_clustering import batch, content, plan_for, spec_text
 
 from tablespec.apply import Applier
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 # Hudi's procedures start a write client; like a Hudi job configured by `tablespec hudi-options`,
 # it keeps the metadata table off.

@@ -26,8 +26,8 @@ from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
-from tablespec.hudi.instant import REPLACE_COMMIT
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT
 from tablespec.hudi_options import hudi_write_options
 
 DEFAULTS = {"hoodie.table.name": "orders_a9", **KEYED}          # Hudi 1.2's defaults: metadata table on

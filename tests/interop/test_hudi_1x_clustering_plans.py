@@ -12,8 +12,8 @@ from interop_support import HISTORY_DDL, history_spec
 from test_engine_clustering import plan_for
 
 from tablespec.apply import Applier
-from tablespec.hudi.instant import REPLACE_COMMIT
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT
 from tablespec.hudi_options import hudi_write_options
 
 

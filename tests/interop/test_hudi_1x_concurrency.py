@@ -19,9 +19,9 @@ from test_hudi_concurrency import DDL, HUDI_JOB, SPEC, _data, _plan, job_outcome
 
 from tablespec.apply import Applier
 from tablespec.errors import StalePlanError
-from tablespec.hudi.conflict import WriteConflictError
-from tablespec.hudi.heartbeat import TOLERANCE_ENV
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.conflict import WriteConflictError
+from tablespec.hudi.timeline.heartbeat import TOLERANCE_ENV
 
 HUDI_1_2 = "1.2.0"
 

@@ -12,7 +12,7 @@ from test_hudi_1x_versions import V9
 from test_hudi_metadata_table import METADATA_ON, assert_listing_is_storage, hudi_validates
 from test_hudi_tables import _df, _import, _table
 
-from tablespec.hudi.hfile import CHECKSUM_NULL, HFileReader, metadata_records
+from tablespec.hudi.formats.hfile import CHECKSUM_NULL, HFileReader, metadata_records
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.table import HudiTable

@@ -17,7 +17,7 @@ from test_hudi_1x_writes import V9_NO_MDT
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.engine.reader import incremental_commits, to_arrow
-from tablespec.hudi.clean import earliest_readable_instant
+from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
 
 # More upserts into a table Hudi 1.x wrote, every one kept by the cleaner and the archiver.

@@ -23,7 +23,7 @@ from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.mdt.writer import list_data_files
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import avro_content
+from tablespec.hudi.timeline.active import avro_content
 from tablespec.state import observe
 
 DEFAULTS = {"hoodie.table.name": "orders_m9", **KEYED}          # Hudi 1.2's defaults: metadata table on

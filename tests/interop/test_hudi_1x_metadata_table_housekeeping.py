@@ -22,7 +22,7 @@ from tablespec.hudi.io import LocalStorage, join
 from tablespec.hudi.mdt import layout, lsm_archiver
 from tablespec.hudi.mdt.cleaner import CLEANER_COMMITS_RETAINED_1X
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import avro_content
+from tablespec.hudi.timeline.active import avro_content
 
 WRITES = 45    # enough for the metadata table to retain more than its cleaner's 20 commits and archive
 

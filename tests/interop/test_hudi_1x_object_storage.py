@@ -15,10 +15,10 @@ from tablespec.hudi import partition_buckets as pb
 from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.archive.lsm import history_folder
 from tablespec.hudi.archive.lsm_write import current_version, read_manifest
-from tablespec.hudi.clean import earliest_readable_instant
+from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.hashing import bucket_ids
 from tablespec.hudi.io import table_location
-from tablespec.hudi.naming import bucket_of
+from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 from tablespec.spec.loader import load_spec_text

@@ -19,7 +19,7 @@ from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _assert_validated, _by
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
-from tablespec.hudi.index_defs import RECORD_INDEX_DEFINITION
+from tablespec.hudi.formats.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.table import HudiTable

@@ -15,8 +15,8 @@ from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import KEYED, SCHEMA, _df, _import, _table
 
 from tablespec.hudi.config import read_table_config
+from tablespec.hudi.formats.properties import parse_properties
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.properties import parse_properties
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
 

@@ -20,7 +20,7 @@ from interop_support import apply_until_done, cli, history_spec
 
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive import ArchivedTimeline
-from tablespec.hudi.properties import parse_properties
+from tablespec.hudi.formats.properties import parse_properties
 from tablespec.hudi.table import HudiTable
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table

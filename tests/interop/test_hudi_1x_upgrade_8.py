@@ -16,7 +16,7 @@ from interop_support import apply_until_done, cli, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
-from tablespec.hudi.properties import parse_properties
+from tablespec.hudi.formats.properties import parse_properties
 
 V8 = tuple(Batch.of({"hoodie.table.name": "orders_v8", **KEYED, "hoodie.datasource.write.operation": op}, SCHEMA, b)
            for op, b in [("upsert", [("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-02", 1)]),

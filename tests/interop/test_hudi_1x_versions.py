@@ -22,9 +22,9 @@ from test_hudi_tables import KEYED, SCHEMA, _import, _table
 from tablespec.engine.reader import ReadError
 from tablespec.engine.writer import WriteRefused
 from tablespec.hudi.archive import History
-from tablespec.hudi.clean import earliest_readable_instant
-from tablespec.hudi.instant import CLUSTERING, REPLACE_COMMIT
+from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.instant import CLUSTERING, REPLACE_COMMIT
 from tablespec.table import Table
 
 SMALL_HISTORY = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1",

@@ -19,13 +19,13 @@ from interop_support import apply_until_done, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
-from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.commit_avro import encode_commit_metadata
-from tablespec.hudi.instant import REPLACE_COMMIT
-from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA, rollback_target
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.commit_avro import encode_commit_metadata
+from tablespec.hudi.services.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+from tablespec.hudi.services.rollback import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA, rollback_target
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import avro_content
+from tablespec.hudi.timeline.active import avro_content
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT
 
 NO_MDT = {"hoodie.table.name": "orders_w9", **KEYED, "hoodie.metadata.enable": "false"}
 V9_NO_MDT = tuple(Batch.of({**NO_MDT, "hoodie.datasource.write.operation": op}, SCHEMA, batch) for op, batch in [

@@ -14,11 +14,11 @@ from interop_support import history_spec, hudi_df, hudi_rows, hudi_write
 from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, History, archive, plan_archive
 from tablespec.hudi.archive.log import archive_files
 from tablespec.hudi.archive.plan import read_bounds
-from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import compaction
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi_options import hudi_write_options
 
 ARCHIVING = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"}

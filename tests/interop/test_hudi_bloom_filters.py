@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tablespec.engine.arrow.bloom import build_bloom_filter, parse_bloom_filter
+from tablespec.arrow.bloom import build_bloom_filter, parse_bloom_filter
 
 KEYS = ["a", "a1", "abc", "abcd", "abcde", "o00", "k0100x", "id:1,name:Alice", "héllo😀x", "\x80\xff"]
 

@@ -12,7 +12,7 @@ from interop_support import apply_until_done, cli, hudi_write, save_spec
 
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.importer import spec_document
 from tablespec.state import observe
 

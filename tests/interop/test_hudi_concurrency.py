@@ -13,11 +13,11 @@ from interop_support import assert_readers_agree
 from tablespec.apply import Applier
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.config import read_table_config, table_index_type
-from tablespec.hudi.conflict import WriteConflictError
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import Timeline
-from tablespec.hudi.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, lock_path, read_holder
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.conflict import WriteConflictError
+from tablespec.hudi.timeline.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, lock_path, read_holder
 from tablespec.hudi_options import hudi_write_options
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
@@ -288,7 +288,7 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
     from _support import ROOT
 
     from tablespec.errors import StalePlanError
-    from tablespec.hudi.heartbeat import TOLERANCE_ENV
+    from tablespec.hudi.timeline.heartbeat import TOLERANCE_ENV
 
     monkeypatch.setenv(TOLERANCE_ENV, "15")  # the job beats every second: a stalled write is dead after 15 s
     def spec_text(buckets, clustering=True):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from interop_support import hudi_write
 
-from tablespec.hudi.hfile import HFileReader, merge_files_records, metadata_records, write_hfile
-from tablespec.hudi.logfile import BlockType, Header, encode_block, read_blocks
+from tablespec.hudi.formats.hfile import HFileReader, merge_files_records, metadata_records, write_hfile
+from tablespec.hudi.formats.logfile import BlockType, Header, encode_block, read_blocks
 
 OPTIONS = {"hoodie.table.name": "mdt_hfiles", "hoodie.datasource.write.recordkey.field": "id",
            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",

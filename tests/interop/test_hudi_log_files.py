@@ -8,8 +8,8 @@ from pathlib import Path
 from _support import storage_and_base
 from interop_support import hudi_write
 
-from tablespec.hudi.logfile import BlockType, Header, avro_content, avro_records, encode_block, read_blocks
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.formats.logfile import BlockType, Header, avro_content, avro_records, encode_block, read_blocks
+from tablespec.hudi.timeline.active import Timeline
 
 OPTIONS = {"hoodie.table.name": "archived", "hoodie.datasource.write.recordkey.field": "id",
            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "p",

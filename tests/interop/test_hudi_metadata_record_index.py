@@ -14,21 +14,21 @@ from interop_support import hudi_df, hudi_write
 from test_hudi_metadata_table import METADATA_ON, hudi_validates, written_table
 from test_hudi_reads import batch
 
-from tablespec.engine.arrow.basefile import write_base_file
-from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.arrow.basefile import write_base_file
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.hfile import HFileReader, metadata_records
+from tablespec.hudi.formats.logfile import BlockType, Header, delete_block, deleted_keys, read_blocks
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.hfile import HFileReader, metadata_records
-from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LOCAL, join
-from tablespec.hudi.logfile import BlockType, Header, delete_block, deleted_keys, read_blocks
 from tablespec.hudi.mdt import compaction, layout, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange
 from tablespec.hudi.mdt.records import encode, from_commit
-from tablespec.hudi.naming import BaseFileName, new_file_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import COMMIT, new_instant_time
 from tablespec.hudi_options import hudi_write_options
 
 RECORD_INDEX_ON = {**METADATA_ON, "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true",

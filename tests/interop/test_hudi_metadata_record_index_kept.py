@@ -21,7 +21,7 @@ from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt.record_index import Location
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi_options import hudi_write_options
 from tablespec.spec.loader import load_spec_text
 

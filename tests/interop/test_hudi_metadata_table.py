@@ -16,20 +16,20 @@ from helpers import make_table, tablespec_rows
 from interop_support import hudi_rows, hudi_write
 from test_hudi_reads import batch
 
-from tablespec.engine.arrow.basefile import write_base_file
-from tablespec.hudi.commit import CommitMetadata, WriteStat
+from tablespec.arrow.basefile import write_base_file
 from tablespec.hudi.config import read_table_config
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.hfile import HFileReader, metadata_records
+from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.hfile import HFileReader, metadata_records
-from tablespec.hudi.instant import COMMIT, new_instant_time
 from tablespec.hudi.io import LOCAL, join
-from tablespec.hudi.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.mdt import compaction, layout, reader, writer
 from tablespec.hudi.mdt.records import encode, from_commit
 from tablespec.hudi.metadata_table import drop_partitions
-from tablespec.hudi.naming import BaseFileName
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, TimelineWriter
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.instant import COMMIT, new_instant_time
 from tablespec.hudi_options import hudi_write_options
 
 SPEC = ORDERS_SPEC.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")

@@ -21,7 +21,7 @@ from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_id
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline, avro_content
+from tablespec.hudi.timeline.active import Timeline, avro_content
 from tablespec.hudi_options import hudi_write_options
 
 ARCHIVING = "  retention: {keepCommits: 1, archive: {minCommits: 2, maxCommits: 3}}\n"

@@ -24,7 +24,7 @@ from tablespec.faults import CRASH_ENV
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt import layout, writer
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi_options import hudi_write_options
 from tablespec.spec.loader import load_spec_text
 from tablespec.table import Table

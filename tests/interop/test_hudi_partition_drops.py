@@ -13,7 +13,7 @@ from test_hudi_tables import KEYED, _df, _import, _table
 from tablespec.engine.schema import META_FIELDS
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi_options import hudi_write_options
 
 FIRST = [("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-02", 1), ("c", 3, "2024-01-03", 1)]

@@ -14,7 +14,7 @@ from test_engine_rebucket import apply_spec
 
 from tablespec.engine.reader import to_arrow
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
 
 SCHEMA = "order_id string, customer_id bigint, amount decimal(12,2), updated_at timestamp, order_date date"
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)

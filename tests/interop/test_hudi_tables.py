@@ -202,5 +202,5 @@ def test_clustered_cleaned_rolled_back_table(hudi, tmp_path, capsys):
 
 
 def _timeline(location):
-    from tablespec.hudi.timeline import Timeline
+    from tablespec.hudi.timeline.active import Timeline
     return Timeline.load(LocalStorage(), str(location)).instants

@@ -12,7 +12,7 @@ from helpers import hudi_rs_rows, hudi_rs_table, tablespec_rows
 from hudi_process import read_step, sql_step, write_step
 from interop_support import cli, hudi_write
 
-from tablespec.engine.arrow.keys import partition_paths
+from tablespec.arrow.keys import partition_paths
 from tablespec.hudi import keygen
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.importer import spec_document

@@ -116,8 +116,8 @@ def test_escaping_matches_hudis_partition_path_encoding(hudi):
     """Every ASCII character and a few beyond, escaped by Apache Hudi's own PartitionPathEncodeUtils."""
     import pyarrow as pa
 
-    from tablespec.engine.arrow.keys import escape_path_name
-    from tablespec.hudi.partition import escape_partition_value, unescape_partition_value
+    from tablespec.arrow.keys import escape_path_name
+    from tablespec.hudi.formats.partition import escape_partition_value, unescape_partition_value
     encode = hudi._jvm.org.apache.hudi.common.util.PartitionPathEncodeUtils
     values = [chr(c) for c in range(1, 128)] + ["é/ü", "a b%2F", "100%"]
     theirs = [encode.escapePathName(v) for v in values]

@@ -10,8 +10,8 @@ from _support import ORDERS_SPEC
 from tablespec.actions.metadata import creation_properties
 from tablespec.errors import UnsupportedTableError
 from tablespec.hudi import metadata_table
-from tablespec.hudi.avro import from_avro_schema
 from tablespec.hudi.config import TableConfig
+from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.table import Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text

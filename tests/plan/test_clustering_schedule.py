@@ -5,8 +5,8 @@ import dataclasses
 
 from test_builder import BASE, actions, load, state_for
 
-from tablespec.hudi.clustering import Layout
-from tablespec.hudi.instant import Instant
+from tablespec.hudi.services.clustering import Layout
+from tablespec.hudi.timeline.instant import Instant
 from tablespec.plan.clustering import clustering_plan, describe_coverage, spec_coverage
 from tablespec.state import FileGroupState
 

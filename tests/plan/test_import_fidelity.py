@@ -172,7 +172,7 @@ def test_spec_document_validates_for_every_layout(tmp_path):
 def test_a_timestamp_setting_tablespec_cannot_read_is_named_at_import(tmp_path, key, value, message):
     """Hudi accepts it; tablespec refuses the import in one line naming the setting, the table untouched."""
     from tablespec.errors import UnsupportedTableError
-    from tablespec.hudi.properties import format_properties, parse_properties
+    from tablespec.hudi.formats.properties import format_properties, parse_properties
 
     text = HEAD + LAYOUTS["string-patterns"].replace(", timeZone: Europe/Berlin", "") + TAIL
     _, spec = _plan(text, tmp_path)

@@ -1,13 +1,13 @@
 """`plan` shows what other writers are doing: their pending instants with heartbeat age, and who holds
 tablespec's table lock and Hudi's transaction lock."""
 from tablespec.actions.metadata import create_table
-from tablespec.hudi.heartbeat import Heartbeat
-from tablespec.hudi.instant import new_instant_time
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.lock import TableLock
 from tablespec.hudi.table import HudiTable, Location
-from tablespec.hudi.timeline import TimelineWriter
-from tablespec.hudi.txn_lock import TransactionLock
+from tablespec.hudi.timeline.active import TimelineWriter
+from tablespec.hudi.timeline.heartbeat import Heartbeat
+from tablespec.hudi.timeline.instant import new_instant_time
+from tablespec.hudi.timeline.lock import TableLock
+from tablespec.hudi.timeline.txn_lock import TransactionLock
 from tablespec.plan.builder import build_plan
 from tablespec.plan.render import render
 from tablespec.spec.loader import load_spec_text

@@ -115,7 +115,7 @@ def test_docs_plan_json_example_has_the_fields_plans_have(workdir):
 @pytest.mark.parametrize("fmt, ext", [("text", "txt"), ("markdown", "md")])
 def test_render_clustering_golden(workdir, fmt, ext):
     """A clustering action shows its layout, its groups and their sizes."""
-    from tablespec.hudi.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
+    from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
     from tablespec.plan.clustering import _action, group_summary
     Applier().apply(make_plan())
     plan = make_plan()

@@ -23,10 +23,10 @@ from tablespec.hudi.archive.merge import MergeSettings, finish_merge, merge_smal
 from tablespec.hudi.archive.plan import ArchivePlan, ArchiveSettings, archive_due, plan_archive, read_bounds
 from tablespec.hudi.archive.summary import ArchivedClusterings, read_summary, record_summary
 from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
-from tablespec.hudi.instant import Instant, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage
 from tablespec.hudi.mdt import archiver as mdt_archiver
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import Instant, format_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

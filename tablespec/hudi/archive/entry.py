@@ -29,11 +29,11 @@ from typing import Any, cast
 import fastavro
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
-from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, Instant
-from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA
+from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
+from tablespec.hudi.formats.clustering_format import REQUESTED_REPLACE_SCHEMA
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA
+from tablespec.hudi.timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, Instant
 
 NAMESPACE = "org.apache.hudi.avro.model"
 ROLLING_STAT = "ROLLING_STAT"   # the extra-metadata key Hudi's archiver adds, always empty

@@ -18,8 +18,8 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.archive.entry import ENTRY_SCHEMA
 from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, archive_folder
+from tablespec.hudi.formats.logfile import BlockType, avro_block, avro_records, encode_block, read_blocks
 from tablespec.hudi.io import FileInfo, Storage, join, join_inside
-from tablespec.hudi.logfile import BlockType, avro_block, avro_records, encode_block, read_blocks
 
 DEFAULT_FOLDER = "archived"      # hoodie.archivelog.folder
 WRITE_TOKEN = "1-0-1"            # Hudi's write token for logs written outside a Spark task

@@ -27,9 +27,9 @@ from tablespec.hudi.archive.lsm_write import (
 )
 from tablespec.hudi.archive.plan import ArchiveSettings, plan_archive, read_bounds
 from tablespec.hudi.archive.timeline import instant_key
-from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import Instant
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

@@ -24,7 +24,7 @@ from tablespec.faults import crash_point
 from tablespec.hudi import keys
 from tablespec.hudi.archive.log import ArchiveFile, archive_files, encode, file_name, folder_path, read_records
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.timeline import avro_record
+from tablespec.hudi.timeline.active import avro_record
 
 PLAN_NAME = "mergeArchivePlan"   # HoodieArchivedTimeline.MERGE_ARCHIVE_PLAN_NAME
 PLAN_SCHEMA = fastavro.parse_schema({

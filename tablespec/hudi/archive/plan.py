@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys, metadata_table
-from tablespec.hudi.clean import earliest_commit_to_retain
-from tablespec.hudi.instant import (
+from tablespec.hudi.mdt import layout as mdt_layout
+from tablespec.hudi.services.clean import earliest_commit_to_retain
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import (
     CLEAN,
     COMPACTION,
     LOG_COMPACTION,
@@ -32,8 +34,6 @@ from tablespec.hudi.instant import (
     WRITE_ACTIONS,
     Instant,
 )
-from tablespec.hudi.mdt import layout as mdt_layout
-from tablespec.hudi.timeline import Timeline
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive.log import ArchiveFile, archive_files, archive_files_of, folder_path
 from tablespec.hudi.archive.timeline import ArchivedTimeline
-from tablespec.hudi.clustering import LAYOUTS, Layout, archived_layouts
-from tablespec.hudi.instant import REPLACE_COMMIT, validate_timestamp
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.services.clustering import LAYOUTS, Layout, archived_layouts
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import REPLACE_COMMIT, validate_timestamp
 
 SUMMARY_NAME = ".tablespec_history.json"
 VERSION = 2               # 2: with the digest of its content

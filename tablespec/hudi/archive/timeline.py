@@ -14,10 +14,10 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive.entry import COMPLETED_FIELD, REQUESTED_REPLACE_FIELD, commit_metadata, record_instant
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, ArchiveFile, archive_files, folder_of, read_records
 from tablespec.hudi.archive.lsm import lsm_rows
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, WRITE_ACTIONS, Instant
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.io import Storage
-from tablespec.hudi.timeline import Timeline, avro_content
+from tablespec.hudi.timeline.active import Timeline, avro_content
+from tablespec.hudi.timeline.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, WRITE_ACTIONS, Instant
 
 Key = tuple[str, str]
 

@@ -26,12 +26,12 @@ from tablespec.hudi.archive.entry import entry_record
 from tablespec.hudi.archive.log import DEFAULT_FOLDER, archive_files, read_records, write_version
 from tablespec.hudi.archive.merge import finish_merge, merge_small_files
 from tablespec.hudi.archive.plan import ArchiveSettings
-from tablespec.hudi.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, format_instant_time
 from tablespec.hudi.io import FileInfo, Storage
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.cleaner import COMMIT_ACTIONS
 from tablespec.hudi.mdt.layout import COMMIT, COMPACTION, MetaInstant
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, format_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

@@ -24,14 +24,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
-from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
-from tablespec.hudi.instant import CLEAN, new_instant_time
+from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
+from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import instants, layout
 from tablespec.hudi.mdt.layout import COMMIT, COMPACTION, DELTA_COMMIT, FILES, V1, Format, MetaInstant
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
-from tablespec.hudi.naming import LogFileName
-from tablespec.hudi.timeline import avro_content, avro_record
+from tablespec.hudi.timeline.active import avro_content, avro_record
+from tablespec.hudi.timeline.instant import CLEAN, new_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

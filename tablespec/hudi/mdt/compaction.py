@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.faults import crash_point
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout, reader, record_index_reader
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant
 from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, V1, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.mdt.records import base_hfile, listing_records, schema_json
-from tablespec.hudi.timeline import Timeline, avro_record
+from tablespec.hudi.timeline.active import Timeline, avro_record
+from tablespec.hudi.timeline.instant import new_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

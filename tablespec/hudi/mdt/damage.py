@@ -17,13 +17,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
-from tablespec.hudi.hfile import HFileReader
-from tablespec.hudi.instant import CLEAN, RESTORE, ROLLBACK
+from tablespec.hudi.formats.hfile import HFileReader
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import layout, reader, record_index_reader
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
-from tablespec.hudi.naming import BaseFileName
+from tablespec.hudi.timeline.instant import CLEAN, RESTORE, ROLLBACK
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

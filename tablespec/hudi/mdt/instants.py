@@ -3,13 +3,13 @@ JSON commit metadata, or Hudi 1.x's `<requested>_<completion>.<action>` complete
 from __future__ import annotations
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata, WriteStat
-from tablespec.hudi.commit_avro import encode_commit_metadata
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.commit_avro import encode_commit_metadata
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.layout import V1, Format, MetaInstant
-from tablespec.hudi.timeline import avro_content
+from tablespec.hudi.timeline.active import avro_content
+from tablespec.hudi.timeline.instant import new_instant_time
 
 
 def write_instant_file(storage: Storage, base: str, name: str, content: bytes = b"", fmt: Format = V1) -> None:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import META_FOLDER, TableConfig, timeline_layout
+from tablespec.hudi.formats.logfile import LogBlock
+from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import Storage, join, join_inside
-from tablespec.hudi.logfile import LogBlock
-from tablespec.hudi.naming import LogFileName
 
 FOLDER = "metadata"
 FILES = "files"

@@ -23,12 +23,12 @@ from tablespec.hudi.archive.lsm_archiver import history_rows, interrupted_in
 from tablespec.hudi.archive.lsm_write import compact_and_clean, write_batch
 from tablespec.hudi.archive.plan import ArchiveSettings
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.instant import CLEAN, COMMIT, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.archiver import MetaLimits, data_bound
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
-from tablespec.hudi.timeline import Timeline, parse_instants
+from tablespec.hudi.timeline.active import Timeline, parse_instants
+from tablespec.hudi.timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import fastavro
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
-from tablespec.hudi.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
-from tablespec.hudi.instant import RESTORE, ROLLBACK
+from tablespec.hudi.formats.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
+from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock
+from tablespec.hudi.formats.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.logfile import BlockType, Header, LogBlock
-from tablespec.hudi.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.instants import write_stats
 from tablespec.hudi.mdt.records import partition_of
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import RESTORE, ROLLBACK
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

@@ -26,10 +26,10 @@ import numpy as np
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
-from tablespec.hudi.instant import format_instant_time, parse_instant_time
-from tablespec.hudi.logfile import delete_block
+from tablespec.hudi.formats.logfile import delete_block
 from tablespec.hudi.mdt.layout import LogAppend, Slice
 from tablespec.hudi.mdt.records import data_block
+from tablespec.hudi.timeline.instant import format_instant_time, parse_instant_time
 
 RECORD_INDEX = "record_index"                 # the metadata table's partition (and its name in hoodie.properties)
 RECORD_INDEX_TYPE = 5

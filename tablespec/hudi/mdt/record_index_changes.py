@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.base_keys import base_file_keys
+from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 
 if TYPE_CHECKING:
-    from tablespec.hudi.commit import CommitMetadata
+    from tablespec.hudi.formats.commit import CommitMetadata
     from tablespec.hudi.fs_view import FileSlice
     from tablespec.hudi.table import HudiTable
 

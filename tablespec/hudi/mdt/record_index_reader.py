@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, clear_hfile_heads, metadata_records
+from tablespec.hudi.formats.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, clear_hfile_heads, metadata_records
+from tablespec.hudi.formats.logfile import BlockType, LogBlock, deleted_keys
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.logfile import BlockType, LogBlock, deleted_keys
 from tablespec.hudi.mdt import layout, reader
 from tablespec.hudi.mdt.record_index import (
     RECORD_INDEX,

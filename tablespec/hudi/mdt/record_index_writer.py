@@ -18,12 +18,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi import index_defs
-from tablespec.hudi.commit import CommitMetadata
 from tablespec.hudi.config import write_table_config
-from tablespec.hudi.hfile import write_hfile
+from tablespec.hudi.formats import index_defs
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.hfile import write_hfile
+from tablespec.hudi.formats.logfile import delete_block, encode_block
+from tablespec.hudi.formats.naming import LogFileName
+from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import join
-from tablespec.hudi.logfile import delete_block, encode_block
 from tablespec.hudi.mdt import layout, writer
 from tablespec.hudi.mdt.instants import complete_instant, write_instant_file
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, INIT_SUFFIX, SOLO_COMMIT_TIMESTAMP, WRITE_TOKEN, Format
@@ -37,9 +39,7 @@ from tablespec.hudi.mdt.record_index import (
 )
 from tablespec.hudi.mdt.records import stored_schema_json
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
-from tablespec.hudi.naming import LogFileName
-from tablespec.hudi.partition import write_partition_metadata
-from tablespec.hudi.timeline import avro_content
+from tablespec.hudi.timeline.active import avro_content
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

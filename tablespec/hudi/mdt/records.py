@@ -22,9 +22,9 @@ from typing import Any
 
 import fastavro
 
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.hfile import ALL_PARTITIONS_KEY, write_hfile
-from tablespec.hudi.logfile import WRAPPERS, BlockType, Header, LogBlock
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.hfile import ALL_PARTITIONS_KEY, write_hfile
+from tablespec.hudi.formats.logfile import WRAPPERS, BlockType, Header, LogBlock
 
 PARTITION_LIST, FILE_LIST = 1, 2
 NON_PARTITIONED_KEY = "."

@@ -26,16 +26,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.instant import new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.naming import LogFileName
+from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import cleaner, compaction, instants, layout, record_index_changes, record_index_writer, records, writer
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange
 from tablespec.hudi.mdt.records import FilesChange
-from tablespec.hudi.naming import LogFileName
-from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
-from tablespec.hudi.timeline import avro_content, avro_record
+from tablespec.hudi.timeline.active import avro_content, avro_record
+from tablespec.hudi.timeline.instant import new_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

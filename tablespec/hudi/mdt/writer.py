@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
-from tablespec.hudi.commit import CommitMetadata, WriteStat
 from tablespec.hudi.config import TableConfig, init_table, write_table_config
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.logfile import BlockType, delete_block, encode_block, read_blocks
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName
+from tablespec.hudi.formats.partition import discover_partitions, write_partition_metadata
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.logfile import BlockType, delete_block, encode_block, read_blocks
 from tablespec.hudi.mdt import compaction, layout
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant, write_instant_file
 from tablespec.hudi.mdt.layout import FILE_ID, FILES, V1, WRITE_TOKEN, Format, LogAppend, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange, log_appends
 from tablespec.hudi.mdt.records import FilesChange, base_hfile, data_block, listing_records, schema_json
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
-from tablespec.hudi.naming import BaseFileName, LogFileName
-from tablespec.hudi.partition import discover_partitions, write_partition_metadata
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

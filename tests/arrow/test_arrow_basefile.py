@@ -11,15 +11,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tablespec.engine.arrow.basefile import (
+from tablespec.arrow.basefile import (
     META_COLUMNS,
     hudi_type,
     java_sort_indices,
     read_footer_keys,
     write_base_file,
 )
-from tablespec.engine.arrow.bloom import read_bloom_filter
-from tablespec.engine.arrow.keys import partition_paths, record_keys
+from tablespec.arrow.bloom import read_bloom_filter
+from tablespec.arrow.keys import partition_paths, record_keys
 
 INSTANT = "20260102030405678"
 UTC = dt.UTC

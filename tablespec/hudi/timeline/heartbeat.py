@@ -23,8 +23,8 @@ import time
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.instant import validate_timestamp
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.timeline.instant import validate_timestamp
 
 HEARTBEAT_FOLDER = ".heartbeat"
 DEFAULT_INTERVAL_SECONDS = 10.0

@@ -19,14 +19,13 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import fastavro
-
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys
-from tablespec.hudi.instant import CLUSTERING, REPLACE_COMMIT, Instant
+from tablespec.hudi.formats.clustering_format import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.io import join, outside_reason
-from tablespec.hudi.rollback import is_clustering_plan
-from tablespec.hudi.timeline import Timeline, avro_record
+from tablespec.hudi.services.rollback import is_clustering_plan
+from tablespec.hudi.timeline.active import Timeline, avro_record
+from tablespec.hudi.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant
 
 if TYPE_CHECKING:
     from tablespec.hudi.archive.timeline import ArchivedTimeline
@@ -47,54 +46,6 @@ LAYOUTS = {"SORT": "linear", "ZORDER": "z-order", "HILBERT": "hilbert"}
 METRIC_READ_MB, METRIC_WRITE_MB, METRIC_IO_MB = "TOTAL_IO_READ_MB", "TOTAL_IO_WRITE_MB", "TOTAL_IO_MB"
 METRIC_LOG_SIZE, METRIC_LOG_FILES = "TOTAL_LOG_FILE_SIZE", "TOTAL_LOG_FILES"
 
-# The Avro schemas of Apache Hudi 0.14/0.15 (namespace org.apache.hudi.avro.model), field for field.
-_NAMESPACE = "org.apache.hudi.avro.model"
-_STRING_MAP = ["null", {"type": "map", "values": "string"}]
-_SLICE_INFO = {
-    "type": "record", "name": "HoodieSliceInfo", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "dataFilePath", "type": ["null", "string"], "default": None},
-        {"name": "deltaFilePaths", "type": ["null", {"type": "array", "items": "string"}], "default": None},
-        {"name": "fileId", "type": ["null", "string"]},
-        {"name": "partitionPath", "type": ["null", "string"], "default": None},
-        {"name": "bootstrapFilePath", "type": ["null", "string"], "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-    ]}
-_CLUSTERING_GROUP = {
-    "type": "record", "name": "HoodieClusteringGroup", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "slices", "type": ["null", {"type": "array", "items": _SLICE_INFO}], "default": None},
-        {"name": "metrics", "type": ["null", {"type": "map", "values": "double"}], "default": None},
-        {"name": "numOutputFileGroups", "type": ["int", "null"], "default": 1},
-        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},  # set by consistent-hashing plans
-        {"name": "version", "type": ["int", "null"], "default": 1},
-    ]}
-_CLUSTERING_STRATEGY = {
-    "type": "record", "name": "HoodieClusteringStrategy", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "strategyClassName", "type": ["null", "string"], "default": None},
-        {"name": "strategyParams", "type": _STRING_MAP, "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-    ]}
-_CLUSTERING_PLAN = {
-    "type": "record", "name": "HoodieClusteringPlan", "namespace": _NAMESPACE,
-    "fields": [
-        {"name": "inputGroups", "type": ["null", {"type": "array", "items": _CLUSTERING_GROUP}], "default": None},
-        {"name": "strategy", "type": ["null", _CLUSTERING_STRATEGY], "default": None},
-        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "preserveHoodieMetadata", "type": ["null", "boolean"], "default": None},
-    ]}
-REQUESTED_REPLACE_SCHEMA = fastavro.parse_schema({
-    "type": "record", "name": "HoodieRequestedReplaceMetadata", "namespace": _NAMESPACE,
-    "fields": [
-        # Hudi declares these two defaults as written here, although they do not match the
-        # first union branch; a default is never written, only used for missing fields.
-        {"name": "operationType", "type": ["null", "string"], "default": ""},
-        {"name": "clusteringPlan", "type": [_CLUSTERING_PLAN, "null"], "default": None},
-        {"name": "extraMetadata", "type": _STRING_MAP, "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-    ]}, _ignore_default_error=True)
 
 
 @dataclass(frozen=True)

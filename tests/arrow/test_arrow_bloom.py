@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablespec.engine.arrow.bloom import (
+from tablespec.arrow.bloom import (
     ENTRIES_PER_ROW,
     _bit_positions,
     build_bloom_filter,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.avro import without_meta_fields
+from tablespec.hudi.formats.avro import without_meta_fields
 from tablespec.hudi.io import outside_reason
 
 # HoodieWriteStat's JSON keys in Jackson's order, with the Python attribute and default of each.

@@ -5,7 +5,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tablespec.engine.arrow.layout import hilbert_values, layout_indices, z_values
+from tablespec.arrow.layout import hilbert_values, layout_indices, z_values
 
 
 def grid(dims: int, bits: int) -> np.ndarray:

@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tablespec.errors import TablespecError
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.naming import bucket_of
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.naming import bucket_of
+from tablespec.hudi.timeline.active import Timeline
 
 ALL_PARTITIONS = "*"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import fastavro
 
-from tablespec.hudi.commit import CommitMetadata
+from tablespec.hudi.formats.commit import CommitMetadata
 
 _NAMESPACE = "org.apache.hudi.avro.model"
 _STRING = {"type": "string", "avro.java.string": "String"}

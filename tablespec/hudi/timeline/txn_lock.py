@@ -36,7 +36,7 @@ from datetime import datetime
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.lock import process_alive
+from tablespec.hudi.timeline.lock import process_alive
 
 LOCK_FILE = "lock"
 PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.naming import META_COLUMNS
 from tablespec.hudi.keys import AVRO_NAMESPACE
-from tablespec.hudi.naming import META_COLUMNS
 from tablespec.types import Array, DataType, Decimal, Field, Map, Primitive, Struct
 
 

@@ -35,15 +35,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from tablespec.hudi.clean import earliest_readable_instant, retained_instants, savepoint_times
 from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.formats.naming import BaseFileName, bucket_of
+from tablespec.hudi.formats.partition import PARTITION_METAFILE, discover_partitions, has_partition_metadata
 from tablespec.hudi.fs_view import BaseFile, FileGroup, FileSlice, FileSystemView
-from tablespec.hudi.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, WRITE_ACTIONS
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.naming import BaseFileName, bucket_of
-from tablespec.hudi.partition import PARTITION_METAFILE, discover_partitions, has_partition_metadata
-from tablespec.hudi.rollback import rollback_target
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.services.clean import earliest_readable_instant, retained_instants, savepoint_times
+from tablespec.hudi.services.rollback import rollback_target
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, WRITE_ACTIONS
 
 MISSING, TRUNCATED, ORPHAN, INDEX, METADATA = "missing", "truncated", "orphan", "index", "metadata"
 KINDS = (MISSING, TRUNCATED, ORPHAN, INDEX, METADATA)

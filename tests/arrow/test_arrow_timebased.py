@@ -6,8 +6,8 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from tablespec.engine.arrow.keys import partition_paths
-from tablespec.engine.arrow.timebased import timestamp_segments
+from tablespec.arrow.keys import partition_paths
+from tablespec.arrow.timebased import timestamp_segments
 from tablespec.errors import TablespecError
 from tablespec.hudi.keygen import TimestampPartitioning as TP
 

@@ -28,9 +28,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import StalePlanError, TablespecError
-from tablespec.hudi.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
+from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
 from tablespec.hudi.fs_view import FileGroup, FileSlice, FileSystemView
-from tablespec.hudi.instant import (
+from tablespec.hudi.io import join, join_inside
+from tablespec.hudi.mdt import sync as mdt_sync
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.instant import (
     CLEAN,
     COMPACTION,
     LOG_COMPACTION,
@@ -40,9 +43,6 @@ from tablespec.hudi.instant import (
     Instant,
     new_instant_time,
 )
-from tablespec.hudi.io import join, join_inside
-from tablespec.hudi.mdt import sync as mdt_sync
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable

@@ -28,10 +28,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablespec.engine.arrow.timebased import timestamp_segments
+from tablespec.arrow.timebased import timestamp_segments
 from tablespec.errors import TablespecError
+from tablespec.hudi.formats.partition import DEFAULT_PARTITION, ESCAPED_CHARACTERS
 from tablespec.hudi.keygen import EMPTY_PLACEHOLDER, NULL_PLACEHOLDER, TimestampPartitioning
-from tablespec.hudi.partition import DEFAULT_PARTITION, ESCAPED_CHARACTERS
 
 # `%` first, so that the escapes added later are not escaped again
 _ESCAPED = ["%", *sorted(ESCAPED_CHARACTERS - {"%"})]

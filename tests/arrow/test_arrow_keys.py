@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablespec.engine.arrow.keys import (
+from tablespec.arrow.keys import (
     auto_keys,
     escape_path_name,
     partition_paths,

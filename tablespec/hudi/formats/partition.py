@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.properties import format_properties, parse_properties
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.properties import format_properties, parse_properties
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablespec.engine.arrow import bloom
+from tablespec.arrow import bloom
 from tablespec.hudi.io import LOCAL, Storage
 
 META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",

@@ -33,13 +33,13 @@ from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
 from tablespec.hudi import partition_buckets
-from tablespec.hudi.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
-from tablespec.hudi.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
+from tablespec.hudi.formats.naming import BaseFileName
+from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.io import Storage, join, path_inside
 from tablespec.hudi.mdt import sync as mdt_sync
-from tablespec.hudi.naming import BaseFileName
-from tablespec.hudi.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
-from tablespec.hudi.timeline import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
+from tablespec.hudi.timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -271,7 +271,7 @@ def recover(table: HudiTable, tolerance_seconds: float = DEFAULT_TOLERANCE_SECON
     """What every writer (and apply) runs first, holding the table lock: finish interrupted
     rollbacks and cleans, then roll back the writes that died. Starts from the handle's timeline
     (read under the lock); each step that changes the table refreshes the handle."""
-    from tablespec.hudi.clean import resume_pending_cleans  # clean builds on the timeline, not on rollback
+    from tablespec.hudi.services.clean import resume_pending_cleans  # clean builds on the timeline, not on rollback
     results = resume_pending_rollbacks(table)
     resume_pending_cleans(table)
     return results + [rollback(table, i) for i in pending_to_roll_back(table, tolerance_seconds, now)]

@@ -17,12 +17,12 @@ from typing import Any, cast
 import fastavro
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.commit import CommitMetadata, to_hudi_json
-from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.config import META_FOLDER
-from tablespec.hudi.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, SUFFIXES, WRITE_ACTIONS, Instant, new_instant_time
+from tablespec.hudi.formats.commit import CommitMetadata, to_hudi_json
+from tablespec.hudi.formats.commit_avro import encode_commit_metadata
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.txn_lock import TransactionLock
+from tablespec.hudi.timeline.instant import COMPLETES_AS, REPLACE_COMMIT, STATE_ORDER, SUFFIXES, WRITE_ACTIONS, Instant, new_instant_time
+from tablespec.hudi.timeline.txn_lock import TransactionLock
 
 _AVRO_MAGIC = b"Obj\x01"
 

@@ -32,9 +32,6 @@ from tablespec.faults import crash_point
 from tablespec.hudi import keygen, keys
 from tablespec.hudi.archive.lsm_write import write_batch
 from tablespec.hudi.archive.timeline import ArchivedTimeline
-from tablespec.hudi.clean import CLEAN_METADATA_SCHEMA
-from tablespec.hudi.commit import CommitMetadata
-from tablespec.hudi.commit_avro import encode_commit_metadata
 from tablespec.hudi.config import (
     META_FOLDER,
     TableConfig,
@@ -42,7 +39,13 @@ from tablespec.hudi.config import (
     timeline_folder,
     write_table_config,
 )
-from tablespec.hudi.instant import (
+from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA
+from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.commit_avro import encode_commit_metadata
+from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA
+from tablespec.hudi.io import join
+from tablespec.hudi.timeline.active import avro_record, parse_instants
+from tablespec.hudi.timeline.instant import (
     CLEAN,
     CLUSTERING,
     COMMIT,
@@ -52,9 +55,6 @@ from tablespec.hudi.instant import (
     Instant,
     format_instant_time,
 )
-from tablespec.hudi.io import join
-from tablespec.hudi.rollback import ROLLBACK_METADATA_SCHEMA
-from tablespec.hudi.timeline import avro_record, parse_instants
 
 UPGRADABLE = {6: (8, 9), 8: (9,)}   # from -> the versions tablespec upgrades it to
 TIMELINE_PATH, HISTORY_PATH = str(keys.TIMELINE_PATH.default), str(keys.TIMELINE_HISTORY_PATH.default)
@@ -184,7 +184,7 @@ def _lsm_row(archived: ArchivedTimeline, instant: Instant) -> dict[str, Any] | N
         return None
     plan = None
     if instant.action == REPLACE_COMMIT and (requested := archived.requested_content(instant)):
-        from tablespec.hudi.clustering import REQUESTED_REPLACE_SCHEMA
+        from tablespec.hudi.formats.clustering_format import REQUESTED_REPLACE_SCHEMA
         plan = avro_record(REQUESTED_REPLACE_SCHEMA, requested)
     completion = record.get("stateTransitionTime") or instant.timestamp
     return {"instantTime": instant.timestamp, "completionTime": max(completion, instant.timestamp),

@@ -4,9 +4,9 @@ included on both; checked against Hudi in tests/interop/test_hudi_1x_incremental
 from __future__ import annotations
 
 from tablespec.engine.reader import incremental_commits
-from tablespec.hudi.instant import Instant
 from tablespec.hudi.io import LocalStorage
-from tablespec.hudi.timeline import Timeline
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.instant import Instant
 
 A, B, C, D = "20250101000000010", "20250101000000020", "20250101000000030", "20250101000000040"
 
