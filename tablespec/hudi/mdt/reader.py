@@ -24,7 +24,7 @@ import fastavro
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
 from tablespec.hudi.formats.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
-from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock
+from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock, deleted_keys
 from tablespec.hudi.formats.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout
@@ -77,8 +77,9 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
 
 
-def _decoded(data: bytes, path: str, schema: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-    return list(metadata_records(HFileReader(data, path), schema))
+def _decoded(data: bytes, path: str, schema: dict[str, Any] | None,
+             named: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    return list(metadata_records(HFileReader(data, path), schema, named=named))
 
 
 def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:
@@ -153,6 +154,23 @@ def log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[st
                 target = block.header.get(Header.TARGET_INSTANT_TIME)
                 blocks = [(p, b) for p, b in blocks if b.instant != target]
     return blocks
+
+
+def slice_records(storage: Storage, base: str, current: layout.Slice,
+                  valid: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every record of one file slice readers merge, oldest first: its base file's, then its valid
+    log blocks' (a delete block's keys as records without a payload: `{"isDeleted": True}`), with
+    unions of records named (`metadata_records`), so they encode back as they were."""
+    folder = layout.partition_path(base, current.partition)
+    if current.base_file:
+        path = join(folder, current.base_file)
+        yield from damaged_if_unreadable(current.partition, partial(_decoded, storage.read_bytes(path), path, None, True))
+    for path, block in log_blocks(storage, base, current, valid):
+        if block.type == BlockType.HFILE_DATA:
+            schema = json.loads(block_schema(current.partition, path, block))
+            yield from damaged_if_unreadable(current.partition, partial(_decoded, block.content, path, schema, True))
+        else:
+            yield from ((key, {"isDeleted": True}) for key, _ in deleted_keys(block))
 
 
 def listing(table: HudiTable) -> FilesListing:
