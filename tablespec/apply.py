@@ -537,12 +537,12 @@ class Applier:
                                        spec: TableSpec) -> MetadataDropped:
         """Drop the metadata-table partitions tablespec does not maintain (as named under Hudi's lock)."""
         from tablespec.hudi.mdt.record_index import RECORD_INDEX
-        from tablespec.hudi.mdt.sync import MAINTAINED
+        from tablespec.hudi.mdt.sync import maintained_partitions
         from tablespec.hudi.metadata_table import drop_partitions, unmaintained
         from tablespec.plan.metadata_table import rebuilt
         table = self.table(t)
         with self._locked(t, changes_files=False), table.transaction_lock("metadata table"):
-            dropped = unmaintained(table.fresh_config(), MAINTAINED)
+            dropped = unmaintained(config := table.fresh_config(), maintained_partitions(config))
             if RECORD_INDEX in a.params.partitions and spec.spec.index.type != RECORD_LEVEL:  # Hudi's writers drop it
                 dropped += (RECORD_INDEX,)
             dropped += tuple(p for p in rebuilt(self._observe(t)) if p in a.params.partitions)   # damaged, as now

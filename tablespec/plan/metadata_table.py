@@ -5,7 +5,7 @@ from __future__ import annotations
 from tablespec.hudi.config import unwritable_version
 from tablespec.hudi.keys import METADATA_ENABLE
 from tablespec.hudi.mdt.layout import FILES
-from tablespec.hudi.mdt.sync import MAINTAINED
+from tablespec.hudi.mdt.sync import maintained_partitions
 from tablespec.hudi.metadata_table import unmaintained
 from tablespec.plan.actions import (
     BuildMetadataTable,
@@ -21,7 +21,7 @@ def metadata_table_actions(state: TableState) -> list:
     if not state.exists or unwritable_version(state.table_config) is not None:
         return []  # a table tablespec does not write keeps what its Hudi writers keep
     actions: list = []
-    dropped = unmaintained(state.config, MAINTAINED)
+    dropped = unmaintained(state.config, maintained_partitions(state.config))
     if dropped:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(dropped)), reasons=[
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "

@@ -46,16 +46,17 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
     assert listed.files == on_storage and listed.partitions == set(on_storage)
     assert _plan(capsys, "t.yaml", warehouse) == []
 
-    # a Hudi writer enabled column stats and was building bloom filters: both dropped, files kept
+    # a Hudi writer enabled bloom filters and was building column stats: both dropped, files kept
+    # (column stats a Hudi writer finished are kept: tests/interop/test_hudi_data_skipping.py)
     config = table.table_config
     write_table_config(storage, str(base), config.with_updates(extra={
-        **config.extra, PARTITIONS_KEY: "files,column_stats", INFLIGHT_KEY: "bloom_filters"}))
+        **config.extra, PARTITIONS_KEY: "files,bloom_filters", INFLIGHT_KEY: "column_stats"}))
     for partition in ("column_stats", "bloom_filters"):
         storage.write_bytes(layout.partition_path(str(base), partition) + "/x.hfile", b"stale")
     [drop] = _plan(capsys, "t.yaml", warehouse)
-    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["column_stats",
-                                                                                           "bloom_filters"]}
-    assert "tablespec does not maintain (column_stats, bloom_filters)" in drop["reasons"][0]
+    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["bloom_filters",
+                                                                                           "column_stats"]}
+    assert "tablespec does not maintain (bloom_filters, column_stats)" in drop["reasons"][0]
     assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0
     props = HudiTable.open(str(base)).table_config.to_properties()
     assert props[PARTITIONS_KEY] == "files" and props[INFLIGHT_KEY] == ""

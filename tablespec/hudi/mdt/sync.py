@@ -49,10 +49,16 @@ from tablespec.hudi.timeline.active import avro_content, avro_record
 from tablespec.hudi.timeline.instant import new_instant_time
 
 if TYPE_CHECKING:
+    from tablespec.hudi.config import TableConfig
     from tablespec.hudi.table import HudiTable
 
-# metadata-table partitions tablespec keeps true (partition_stats: on version 9 only, see `unmaintained`)
-MAINTAINED = frozenset({FILES, RECORD_INDEX, COLUMN_STATS, PARTITION_STATS})
+MAINTAINED = frozenset({FILES, RECORD_INDEX, COLUMN_STATS})   # metadata-table partitions tablespec keeps true
+MAINTAINED_1X = MAINTAINED | {PARTITION_STATS}                # and on Hudi 1.x's tables (versions 8, 9)
+
+
+def maintained_partitions(config: TableConfig | None) -> frozenset[str]:
+    """The metadata partitions tablespec keeps true on a table with `config` (its hoodie.properties)."""
+    return MAINTAINED_1X if config is not None and config.version >= 8 else MAINTAINED
 ROLLBACK_SUFFIX = "006"                  # Hudi's suffix of a metadata-table rollback instant
 
 
