@@ -539,13 +539,14 @@ class Applier:
         from tablespec.hudi.mdt.record_index import RECORD_INDEX
         from tablespec.hudi.mdt.sync import maintained_partitions
         from tablespec.hudi.metadata_table import drop_partitions, unmaintained
-        from tablespec.plan.metadata_table import rebuilt
+        from tablespec.plan.metadata_table import rebuilt, undeclared_indexes
         table = self.table(t)
         with self._locked(t, changes_files=False), table.transaction_lock("metadata table"):
             dropped = unmaintained(config := table.fresh_config(), maintained_partitions(config))
             if RECORD_INDEX in a.params.partitions and spec.spec.index.type != RECORD_LEVEL:  # Hudi's writers drop it
                 dropped += (RECORD_INDEX,)
             dropped += tuple(p for p in rebuilt(self._observe(t)) if p in a.params.partitions)   # damaged, as now
+            dropped += tuple(p for p in undeclared_indexes(spec, config) if p in a.params.partitions)
             return MetadataDropped(partitions=list(drop_partitions(table, dropped)))
 
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:

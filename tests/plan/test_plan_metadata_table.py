@@ -64,3 +64,42 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
     assert not storage.is_dir(layout.partition_path(str(base), "bloom_filters"))
     assert reader.listing(HudiTable.open(str(base))).files == on_storage
     assert _plan(capsys, "t.yaml", warehouse) == []
+
+
+def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, capsys, monkeypatch):
+    """A table whose metadata table has column_stats: import declares it (spec.dataSkipping) and plans
+    clean; a spec without the section keeps it; one whose section leaves it out drops it; one declaring
+    an index the table lacks, or bloom filters, is refused in one line naming the file and line."""
+    base = real_table(TABLE)
+    monkeypatch.chdir(tmp_path)
+    warehouse = str(base.parent)
+    assert _cli(capsys, "import", str(base))[0] == 0
+    (tmp_path / "t.yaml").write_text(_cli(capsys, "import", str(base))[1])
+    assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0   # builds `files`
+    config = HudiTable.open(str(base)).table_config
+    write_table_config(LocalStorage(), str(base), config.with_updates(extra={**config.extra,
+                                                                           PARTITIONS_KEY: "column_stats,files"}))
+    code, out, err = _cli(capsys, "import", str(base))
+    assert code == 0 and "dataSkipping:\n    columnStats: {}\n" in out, out + err
+    (tmp_path / "t.yaml").write_text(out)
+    assert _plan(capsys, "t.yaml", warehouse) == []
+    without = out.replace("  dataSkipping:\n    columnStats: {}\n", "")
+    assert without != out
+    (tmp_path / "t.yaml").write_text(without)
+    assert _plan(capsys, "t.yaml", warehouse) == []                 # no section: what the table has is kept
+    (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    partitionStats: false\n"))
+    [drop] = _plan(capsys, "t.yaml", warehouse)
+    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["column_stats"]}
+    assert "does not declare column_stats" in drop["reasons"][0]
+    assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0
+    assert HudiTable.open(str(base)).table_config.to_properties()[PARTITIONS_KEY] == "files"
+
+    (tmp_path / "t.yaml").write_text(out)                           # declared, but the table lacks it now
+    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
+    assert code == 1 and "declares column_stats, which its metadata table does not have" in err
+    assert len([n for n in err.splitlines() if ": warning:" not in n]) == 1 and "Traceback" not in err
+    lines = out.splitlines()
+    at = lines.index("    columnStats: {}") + 2
+    (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    columnStats: {}\n    bloomFilters: true\n"))
+    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
+    assert code != 0 and f"t.yaml:{at}" in err and "bloom_filters partition is not kept by tablespec" in err, err

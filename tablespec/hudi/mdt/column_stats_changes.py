@@ -23,6 +23,7 @@ from tablespec.hudi.mdt.record_index import HashedChange
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
 
 if TYPE_CHECKING:
+    from tablespec.hudi.config import TableConfig
     from tablespec.hudi.formats.commit import CommitMetadata
     from tablespec.hudi.mdt.records import FilesChange
     from tablespec.hudi.table import HudiTable
@@ -34,7 +35,11 @@ META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_k
 def kept(table: HudiTable) -> tuple[str, ...]:
     """The data-skipping partitions the table's hoodie.properties name (ready) that tablespec keeps:
     `column_stats`, and `partition_stats` on a version 9 table."""
-    config = table.config
+    return kept_in(table.config)
+
+
+def kept_in(config: TableConfig | None) -> tuple[str, ...]:
+    """`kept` of a table with `config` (its hoodie.properties)."""
     names = {n.strip() for n in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
     one_x = config is not None and config.version >= 8
     return tuple(p for p in (COLUMN_STATS, PARTITION_STATS) if p in names and (p == COLUMN_STATS or one_x))
@@ -108,4 +113,4 @@ def from_removed(table: HudiTable, change: FilesChange, partitions: Collection[s
     return {COLUMN_STATS: HashedChange(records=[column_stats.deleted_record(p, n, c, False) for p, n, c in gone])}
 
 
-__all__ = ["from_commit", "from_removed", "indexed_columns", "kept"]
+__all__ = ["from_commit", "from_removed", "indexed_columns", "kept", "kept_in"]
