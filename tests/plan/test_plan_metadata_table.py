@@ -83,6 +83,12 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     assert code == 0 and "dataSkipping:\n    columnStats: {}\n" in out, out + err
     (tmp_path / "t.yaml").write_text(out)
     assert _plan(capsys, "t.yaml", warehouse) == []
+    LocalStorage().write_bytes(layout.partition_path(str(base), "column_stats") + "/.col-stats-0000-0_0.log.1_0-0-0",
+                               b"x" * 2048)
+    code, shown, _ = _cli(capsys, "show", str(base))
+    assert code == 0 and "; data-skipping indexes column_stats 2.0 KiB" in shown, shown
+    code, shown, _ = _cli(capsys, "show", str(base), "--format", "json")
+    assert json.loads(shown)["metadataTable"]["partitionBytes"]["column_stats"] == 2048
     without = out.replace("  dataSkipping:\n    columnStats: {}\n", "")
     assert without != out
     (tmp_path / "t.yaml").write_text(without)
