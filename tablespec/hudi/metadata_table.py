@@ -2,8 +2,9 @@
 tablespec does not maintain.
 
 Apache Hudi writers keep a metadata table (file listings, maybe column stats, bloom filters, a
-record index) and list files through it. tablespec keeps its `files` partition in every change
-(mdt/sync.py); a partition it does not maintain would go stale, so before tablespec changes
+record index) and list files through it. tablespec keeps its `files`, `record_index`,
+`column_stats` and (version 9) `partition_stats` partitions in every change (mdt/sync.py); a
+partition it does not maintain would go stale, so before tablespec changes
 files it drops such partitions the way Hudi does: hoodie.properties first stops naming them
 (readers stop using them), then their folders go. A crash in between leaves folders the
 properties do not name, which Hudi ignores (a writer enabling the partition rebuilds it).
