@@ -92,11 +92,21 @@ def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:
         raise MetadataTableDamaged(partition, str(e)) from None
 
 
+def _is_metadata_record(schema: dict[str, Any]) -> bool:
+    """Whether a schema names the HoodieMetadataRecord fields readers take values from (a schema
+    that parses but misnames them, say a flipped byte, would decode records without them)."""
+    fields = {f.get("name"): f for f in schema.get("fields") or [] if isinstance(f, dict)}
+    if not {"key", "type", "filesystemMetadata"} <= set(fields):
+        return False
+    info = json.dumps(fields["filesystemMetadata"].get("type"))
+    return '"size"' in info and '"isDeleted"' in info
+
+
 def block_schema(partition: str, path: str, block: LogBlock) -> str:
     """The Avro schema (JSON) in the SCHEMA header of a data block that counts."""
     schema = block.header.get(Header.SCHEMA)
     try:
-        if schema is not None and isinstance(parsed := json.loads(schema), dict):
+        if schema is not None and isinstance(parsed := json.loads(schema), dict) and _is_metadata_record(parsed):
             fastavro.parse_schema(parsed)
             return schema
     except Exception:  # noqa: BLE001 - json and fastavro raise several types for what is no schema
