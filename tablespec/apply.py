@@ -536,6 +536,7 @@ class Applier:
     def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
                                        spec: TableSpec) -> MetadataDropped:
         """Drop the metadata-table partitions tablespec does not maintain (as named under Hudi's lock)."""
+        from tablespec.hudi.mdt.column_stats_changes import half_built
         from tablespec.hudi.mdt.record_index import RECORD_INDEX
         from tablespec.hudi.mdt.sync import maintained_partitions
         from tablespec.hudi.metadata_table import drop_partitions, unmaintained
@@ -547,6 +548,7 @@ class Applier:
                 dropped += (RECORD_INDEX,)
             dropped += tuple(p for p in rebuilt(self._observe(t)) if p in a.params.partitions)   # damaged, as now
             dropped += tuple(p for p in undeclared_indexes(spec, config) if p in a.params.partitions)
+            dropped += tuple(p for p in half_built(table) if p in a.params.partitions and p not in dropped)
             return MetadataDropped(partitions=list(drop_partitions(table, dropped)))
 
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:

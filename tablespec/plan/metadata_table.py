@@ -6,7 +6,7 @@ from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
 from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
-from tablespec.hudi.mdt.column_stats_changes import indexed_columns, kept_in
+from tablespec.hudi.mdt.column_stats_changes import half_built, indexed_columns, kept_in
 from tablespec.hudi.mdt.layout import FILES
 from tablespec.hudi.mdt.sync import maintained_partitions
 from tablespec.hudi.metadata_table import unmaintained
@@ -30,6 +30,12 @@ def metadata_table_actions(state: TableState) -> list:
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
+    unbuilt = half_built(state.handle)
+    if unbuilt:
+        actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(unbuilt)), reasons=[
+            f"Hudi's metadata table names {', '.join(unbuilt)} but holds no completed file group of it (a restore "
+            "rolled back its build, or it was never finished): dropped, never trusted; Hudi rebuilds it when a "
+            "writer enables it again"]))
     damaged = rebuilt(state)
     if damaged:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(damaged)), reasons=[

@@ -9,6 +9,7 @@ import json
 from _support import cli as _cli
 
 from tablespec.hudi.config import write_table_config
+from tablespec.hudi.formats.logfile import delete_block, encode_block
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import layout, reader, writer
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
@@ -82,13 +83,18 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     code, out, err = _cli(capsys, "import", str(base))
     assert code == 0 and "dataSkipping:\n    columnStats: {}\n" in out, out + err
     (tmp_path / "t.yaml").write_text(out)
+    [drop] = _plan(capsys, "t.yaml", warehouse)        # named, but no file group of it: never trusted
+    assert drop["params"] == {"partitions": ["column_stats"]} and "no completed file group" in drop["reasons"][0]
+    # its file groups as Hudi starts them: a first log file (an empty delete block) at a completed instant
+    built = layout.timeline(LocalStorage(), str(base))[0].timestamp
+    for n in range(2):
+        LocalStorage().write_bytes(layout.partition_path(str(base), "column_stats") +
+                                   f"/.col-stats-000{n}-0_{built}.log.1_0-0-0", encode_block(delete_block(built, ())))
     assert _plan(capsys, "t.yaml", warehouse) == []
-    LocalStorage().write_bytes(layout.partition_path(str(base), "column_stats") + "/.col-stats-0000-0_0.log.1_0-0-0",
-                               b"x" * 2048)
     code, shown, _ = _cli(capsys, "show", str(base))
-    assert code == 0 and "; data-skipping indexes column_stats 2.0 KiB" in shown, shown
+    assert code == 0 and "; data-skipping indexes column_stats 166 B" in shown, shown
     code, shown, _ = _cli(capsys, "show", str(base), "--format", "json")
-    assert json.loads(shown)["metadataTable"]["partitionBytes"]["column_stats"] == 2048
+    assert json.loads(shown)["metadataTable"]["partitionBytes"]["column_stats"] == 166
     without = out.replace("  dataSkipping:\n    columnStats: {}\n", "")
     assert without != out
     (tmp_path / "t.yaml").write_text(without)

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from tablespec.hudi.formats import index_defs
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import column_stats
+from tablespec.hudi.mdt import column_stats, layout
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
 from tablespec.hudi.mdt.record_index import HashedChange
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
@@ -43,6 +43,19 @@ def kept_in(config: TableConfig | None) -> tuple[str, ...]:
     names = {n.strip() for n in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
     one_x = config is not None and config.version >= 8
     return tuple(p for p in (COLUMN_STATS, PARTITION_STATS) if p in names and (p == COLUMN_STATS or one_x))
+
+
+def half_built(table: HudiTable) -> tuple[str, ...]:
+    """The kept data-skipping partitions hoodie.properties name that have no completed file group
+    (a Hudi restore can roll back the instant that built one): nothing to append to, so they are
+    dropped like a partition tablespec does not maintain, never trusted."""
+    found = kept(table)
+    if not found:
+        return ()
+    fmt = layout.Format.of(table.config)
+    completed = layout.completions(layout.timeline(table.storage, table.base, fmt))
+    return tuple(p for p in found if not table.storage.is_dir(layout.partition_path(table.base, p))
+                 or not layout.latest_slices(table.storage, table.base, completed, p, fmt))
 
 
 def indexed_columns(table: HudiTable) -> Collection[str] | None:
@@ -113,4 +126,4 @@ def from_removed(table: HudiTable, change: FilesChange, partitions: Collection[s
     return {COLUMN_STATS: HashedChange(records=[column_stats.deleted_record(p, n, c, False) for p, n, c in gone])}
 
 
-__all__ = ["from_commit", "from_removed", "indexed_columns", "kept", "kept_in"]
+__all__ = ["from_commit", "from_removed", "half_built", "indexed_columns", "kept", "kept_in"]
