@@ -231,10 +231,10 @@ def _set(doc: dict, path: str, value) -> None:
 def observed_data_skipping(state: TableState) -> dict | None:
     """The `dataSkipping` section of the data-skipping partitions the table has that tablespec keeps
     (column statistics with the columns its index definition lists; partition statistics), None
-    without any."""
+    without any; a half-built one is not declared (plan drops it)."""
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
-    from tablespec.hudi.mdt.column_stats_changes import indexed_columns, kept_in
-    found = kept_in(state.config)
+    from tablespec.hudi.mdt.column_stats_changes import half_built, indexed_columns, kept_in
+    found = [p for p in kept_in(state.config) if p not in half_built(state.handle)]   # a half-built one is dropped
     if COLUMN_STATS not in found:
         return None
     columns = indexed_columns(state.handle)

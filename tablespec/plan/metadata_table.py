@@ -30,7 +30,7 @@ def metadata_table_actions(state: TableState) -> list:
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
-    unbuilt = half_built(state.handle)
+    unbuilt = half_built(state.table) if state.table is not None and kept_in(state.config) else ()
     if unbuilt:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(unbuilt)), reasons=[
             f"Hudi's metadata table names {', '.join(unbuilt)} but holds no completed file group of it (a restore "
