@@ -31,6 +31,7 @@ from typing import Any, cast
 import fastavro
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.avro import parsed_schema
 
 MAGIC = b"#HUDI#"
 FORMAT_VERSION = 1
@@ -191,7 +192,7 @@ def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None
         raise HudiFormatError(f"not an Avro data block: {block.type.name}")
     if Header.SCHEMA not in block.header:
         raise HudiFormatError("Avro data block without a SCHEMA header")
-    writer = fastavro.parse_schema(json.loads(block.header[Header.SCHEMA]))
+    writer = parsed_schema(block.header[Header.SCHEMA])
     reader = fastavro.parse_schema(dict(reader_schema)) if reader_schema is not None else None
     c = _Cursor(block.content, 0, len(block.content))
     c.int32()                                   # the block's own version: every version lays out records alike

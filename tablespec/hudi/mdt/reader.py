@@ -15,14 +15,12 @@ them again. A block that counts but cannot be decoded is refused too.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import fastavro
-
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
+from tablespec.hudi.formats.avro import parsed_schema
 from tablespec.hudi.formats.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock
 from tablespec.hudi.formats.logfile import read_blocks as read_log_blocks
@@ -73,11 +71,11 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
     valid = valid_instants(table.timeline, metadata) & set(completed)
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
-            schema = json.loads(block_schema(layout.FILES, path, block))
+            schema = block_schema(layout.FILES, path, block)
             yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
 
 
-def _decoded(data: bytes, path: str, schema: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+def _decoded(data: bytes, path: str, schema: str | None) -> list[tuple[str, dict[str, Any]]]:
     return list(metadata_records(HFileReader(data, path), schema))
 
 
@@ -95,8 +93,7 @@ def block_schema(partition: str, path: str, block: LogBlock) -> str:
     """The Avro schema (JSON) in the SCHEMA header of a data block that counts."""
     schema = block.header.get(Header.SCHEMA)
     try:
-        if schema is not None and isinstance(parsed := json.loads(schema), dict):
-            fastavro.parse_schema(parsed)
+        if schema is not None and isinstance(parsed_schema(schema), dict):
             return schema
     except Exception:  # noqa: BLE001 - json and fastavro raise several types for what is no schema
         pass
