@@ -235,10 +235,11 @@ def _small_files_below_target(clustering: Clustering) -> list[Problem]:
 
 @_compaction_rule
 def _target_io_in_mib(compaction: Compaction) -> list[Problem]:
+    from tablespec.hudi.keys import COMPACTION_TARGET_IO
     from tablespec.spec.sizes import MiB
     if compaction.target_io % MiB:
         return [(("targetIO",), f"targetIO ({compaction.target_io} bytes) must be a whole number of MiB: Apache Hudi "
-                                "counts it in MB (hoodie.compaction.target.io)")]
+                                f"counts it in MB ({COMPACTION_TARGET_IO.name})")]
     return []
 
 
