@@ -13,7 +13,7 @@ from interop_support import hudi_rows, hudi_write
 from test_hudi_tables import KEYED, SCHEMA
 
 from tablespec.hudi import keys
-from tablespec.hudi.formats.compaction_format import decode_plan, plan_record
+from tablespec.hudi.formats.compaction_format import plan_record
 from tablespec.hudi.services.compaction import CompactionRefused, pending_plans, schedule
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
