@@ -47,6 +47,7 @@ STRATEGIES = {name: _STRATEGY_PACKAGE + cls for name, cls in (
     ("UNBOUNDED", "UnBoundedCompactionStrategy"),
 )}
 # spec trigger -> Hudi's trigger strategy
+SLICED_BY_COMPLETION = 8   # table versions whose log files are named by deltacommit, sliced by completion time
 REASONS_KEY = "tablespec.compaction.reasons"   # the plan's extra metadata: why it was scheduled
 TRIGGERS = {"DELTA_COMMITS": "NUM_COMMITS", "ELAPSED_TIME": "TIME_ELAPSED", "EITHER": "NUM_OR_TIME",
             "BOTH": "NUM_AND_TIME"}
@@ -175,6 +176,10 @@ def schedule(table: HudiTable, policy: Policy, clustering: set[tuple[str, str]],
     instant time after every other, `T.compaction.requested` holding the plan. Refused before any
     change while a write is pending or a compaction is pending already. The metadata table records
     no requested instant (Hudi records a compaction when it completes)."""
+    if table.table_config.version >= SLICED_BY_COMPLETION:
+        raise CompactionRefused(f"{table.base}: compaction not scheduled: table version {table.table_config.version} "
+                                "slices log files by completion time, which tablespec's file-system view does not "
+                                "yet; nothing was written")
     with table.transaction_lock("compaction"):
         timeline = table.fresh_timeline()
         if (waits := waiting_for(timeline)):
