@@ -92,15 +92,15 @@ def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
     path = tmp_path / "scheduled_by_tablespec"
     _write(hudi, path, [FIRST, *UPDATES], **{"hoodie.compact.inline": "false"})
     before = hudi_rows(hudi, path)
-    spec = _spec(path.name, "{runBy: tablespec, deltaCommits: 3, strategy: LOG_FILE_COUNT}")
+    spec = _spec(path.name, "{runBy: tablespec, deltaCommits: 4, strategy: LOG_FILE_COUNT}")
     table = HudiTable.open(str(path))
     state = observe(table)
-    # two deltacommits after the first: not due at 3 ...
+    # three deltacommits (the insert counts, as Hudi counts it): not due at 4 ...
     assert compaction_actions(spec, state) == ([], [])
-    # ... due at 2: both file groups have log files (one each from the first update, one more in 2024-01-01)
-    due = _spec(path.name, "{runBy: tablespec, deltaCommits: 2, strategy: LOG_FILE_COUNT}")
+    # ... due at 3: both file groups have log files (one each from the first update, one more in 2024-01-01)
+    due = _spec(path.name, "{runBy: tablespec, deltaCommits: 3, strategy: LOG_FILE_COUNT}")
     [action], warnings = compaction_actions(due, state, now=datetime.now(UTC))
-    assert warnings == [] and action.reasons == ["2 deltacommit(s) and no compaction yet; deltaCommits is 2"]
+    assert warnings == [] and action.reasons == ["3 deltacommit(s) and no compaction yet; deltaCommits is 3"]
     est = action.estimate
     assert (est.file_slices, est.partitions, est.log_files, est.log_records) == (2, 2, 3, 3)
     assert est.base_bytes == sum(fg.size for fg in state.file_groups) and est.log_bytes > 0

@@ -6,6 +6,7 @@ Hudi's names (measured in Hudi 0.15's and 1.2's bundles, the same in both): the 
 """
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from tablespec.hudi.formats.compaction_format import (
     decode_plan,
     plan_record,
 )
+from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import join
 from tablespec.hudi.services.rollback import is_clustering_plan
@@ -111,6 +113,8 @@ def backlog(timeline: Timeline, view: FileSystemView, clustering: set[tuple[str,
     for instant in (i for i in deltas if i.timestamp in since):
         for partition, stats in timeline.commit_metadata(instant).partition_to_write_stats.items():
             for st in stats:
+                if LogFileName.parse(posixpath.basename(st.path or "")) is None:
+                    continue   # a base file the deltacommit wrote (inserts): no log records
                 key = (st.partition_path if st.partition_path is not None else partition, st.file_id)
                 records[key] = records.get(key, 0) + st.num_writes + st.num_deletes
     return Backlog(last, since, deltas[0].timestamp if deltas else None, tuple(pending.items()), operations, records)
