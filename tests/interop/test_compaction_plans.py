@@ -12,12 +12,14 @@ from _support import table_files
 from interop_support import hudi_rows, hudi_write
 from test_hudi_tables import KEYED, SCHEMA
 
+from tablespec.apply import Applier
 from tablespec.hudi import keys
 from tablespec.hudi.formats.compaction_format import plan_record
-from tablespec.hudi.services.compaction import CompactionRefused, pending_plans, schedule
+from tablespec.hudi.services.compaction import REASONS_KEY, CompactionRefused, pending_plans, schedule
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
 from tablespec.hudi_options import hudi_write_options
+from tablespec.plan.actions import TablePlan
 from tablespec.plan.compaction import compaction_actions, pending_notes, policy
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
@@ -88,10 +90,15 @@ def test_hudi_plans_read_as_the_view_and_write_back_field_for_field(hudi, tmp_pa
     assert compaction_actions(_spec("scheduled_by_hudi", "{runBy: tablespec, deltaCommits: 1}"), state) == ([], [])
 
 
+def _rows(spark, path, **options: str) -> list[tuple]:
+    """Hudi's rows but the file name (a merged log record names its file group, a compacted one its base file)."""
+    return [tuple(kv for kv in row if kv[0] != "_hoodie_file_name") for row in hudi_rows(spark, path, **options)]
+
+
 def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
     path = tmp_path / "scheduled_by_tablespec"
     _write(hudi, path, [FIRST, *UPDATES], **{"hoodie.compact.inline": "false"})
-    before = hudi_rows(hudi, path)
+    before = _rows(hudi, path)
     spec = _spec(path.name, "{runBy: tablespec, deltaCommits: 4, strategy: LOG_FILE_COUNT}")
     table = HudiTable.open(str(path))
     state = observe(table)
@@ -105,19 +112,25 @@ def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
     assert (est.file_slices, est.partitions, est.log_files, est.log_records) == (2, 2, 3, 3)
     assert est.base_bytes == sum(fg.size for fg in state.file_groups) and est.log_bytes > 0
 
-    instant, plan = schedule(table, policy(due), set(), action.reasons)
+    planned = TablePlan(name=path.name, location=str(path), spec_file="t.yaml", spec_digest="-", spec={}, observed={},
+                        actions=[action])
+    done = Applier().visit_compaction(planned, action, due)   # apply's step: scheduled under the locks
+    assert done.file_slices == 2 and done.run_by.startswith("Apache Hudi runs it")
+    [(instant, plan)] = pending_plans(HudiTable.open(str(path)).timeline).items()
+    assert instant.timestamp == done.scheduled and plan.extra_metadata == {REASONS_KEY: action.reasons[0]}
     assert [op.partition for op in plan.operations] == ["2024-01-01", "2024-01-02"]   # most log files first
-    with pytest.raises(CompactionRefused, match="is pending already"):   # one at a time; nothing written
-        files = table_files(path)
+    files = table_files(path)
+    assert Applier().visit_compaction(planned, action, due).scheduled is None   # pending: not planned again
+    with pytest.raises(CompactionRefused, match="is pending already"):   # nor scheduled beside it
         schedule(table.refresh(), policy(due), set(), action.reasons)
     assert table_files(path) == files
     # Hudi runs tablespec's plan: a commit at its instant, the log files merged into new base files
     hudi.sql(f"call run_compaction(op => 'run', path => '{path}')").collect()
     assert f"{instant.timestamp}.commit" in _instants(path)
-    assert hudi_rows(hudi, path) == before
+    assert _rows(hudi, path) == before
     compacted = HudiTable.open(str(path))
     assert {s.base_instant for s in compacted.view.latest_slices()} == {instant.timestamp}
-    assert hudi_rows(hudi, path, **{"hoodie.datasource.query.type": "read_optimized"}) == before
+    assert _rows(hudi, path, **{"hoodie.datasource.query.type": "read_optimized"}) == before   # all in base files
     assert observe(compacted).compaction.delta_commits == ()
 
 
