@@ -262,8 +262,8 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     labels = {k[len(LABEL_PREFIX):]: v for k, v in props.items() if k.startswith(LABEL_PREFIX)}
     if labels:
         doc["metadata"]["labels"] = labels
-    order = ("location", "tableType", "columns", "recordKey", "partitioning", "orderingField", "index", "compaction",
-             "clustering", "retention", "protection")
+    order = ("location", "tableType", "columns", "recordKey", "partitioning", "orderingField", "index",
+             "clustering", "compaction", "retention", "protection")
     doc["spec"] = {k: body[k] for k in order if k in body}
     TableSpec.model_validate(doc)  # an import that would not validate is a bug, not a user error
     return doc

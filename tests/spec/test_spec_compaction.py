@@ -86,3 +86,17 @@ def test_spec_without_compaction_keeps_its_digest(valid_text, edit):
     """A copy-on-write spec dumps (and digests) as before the section existed."""
     loaded = load_spec_text(valid_text, "t.yaml").specs[0]
     assert "compaction" not in loaded.spec.model_dump(by_alias=True)["spec"]
+
+
+def test_recorded_values_read_back_as_the_spec_states_them(valid_text, edit):
+    """What `import` writes from hoodie.properties is what the spec said (Hudi's class and trigger
+    names, MB, back to the spec's words and sizes)."""
+    from tablespec.plan.settings import REGISTRY, spec_value
+    loaded = load_spec_text(edit(valid_text, MOR, _section(
+        "{runBy: tablespec, trigger: BOTH, deltaCommits: 3, elapsedSeconds: 600, strategy: DAY_BASED, "
+        "latestPartitions: 2, targetIO: 1GiB}")), "t.yaml")
+    spec = loaded.specs[0].spec
+    props = desired_properties(spec)
+    read = {s.path.removeprefix("spec.compaction."): spec_value(s, props[s.prop])
+            for s in REGISTRY if s.path.startswith("spec.compaction.")}
+    assert read == spec.spec.compaction.model_dump(by_alias=True) | {"targetIO": "1GiB"}
