@@ -200,7 +200,7 @@ REGISTRY: tuple[Setting, ...] = (
     Setting(keys.COMPACTION_RUN_BY.name, "spec.compaction.runBy", "settings", _compaction(lambda c: c.run_by),
             keys.COMPACTION_RUN_BY.default, import_default=False, shapes_rows=False),
     Setting(keys.COMPACT_TRIGGER.name, "spec.compaction.trigger", "settings", _compaction(lambda c: TRIGGERS[c.trigger]),
-            keys.COMPACT_TRIGGER.default, import_default=False, shapes_rows=False, to_spec=lambda v: _SPEC_TRIGGER[v]),
+            keys.COMPACT_TRIGGER.default, import_default=False, shapes_rows=False, to_spec=lambda v: _SPEC_TRIGGER.get(v, v)),
     Setting(keys.COMPACT_MAX_DELTA_COMMITS.name, "spec.compaction.deltaCommits", "settings",
             _compaction(lambda c: _num(c.delta_commits)), keys.COMPACT_MAX_DELTA_COMMITS.default, kind="int",
             import_default=False, shapes_rows=False),
@@ -209,10 +209,10 @@ REGISTRY: tuple[Setting, ...] = (
             import_default=False, shapes_rows=False),
     Setting(keys.COMPACTION_STRATEGY.name, "spec.compaction.strategy", "settings",
             _compaction(lambda c: STRATEGIES[c.strategy]), keys.COMPACTION_STRATEGY.default, kind="class",
-            import_default=False, shapes_rows=False, to_spec=lambda v: _SPEC_STRATEGY[v]),
+            import_default=False, shapes_rows=False, to_spec=lambda v: _SPEC_STRATEGY.get(v, v)),
     Setting(keys.COMPACTION_TARGET_IO.name, "spec.compaction.targetIO", "settings",
             _compaction(lambda c: _num(c.target_io // _MIB)), keys.COMPACTION_TARGET_IO.default, kind="int",
-            import_default=False, shapes_rows=False, to_spec=lambda v: size_text(int(v) * _MIB)),
+            import_default=False, shapes_rows=False, to_spec=lambda v: size_text(int(v) * _MIB) if v.isdigit() else v),
     Setting(keys.COMPACTION_DAYBASED_PARTITIONS.name, "spec.compaction.latestPartitions", "settings",
             _compaction(lambda c: _num(c.latest_partitions)), kind="int", import_default=False, shapes_rows=False),
     Setting(KEEP_COMMITS, "spec.retention.keepCommits", "settings",
@@ -247,6 +247,8 @@ def display(prop: str | None, value: str | None) -> str | int | None:
     setting = BY_PROP.get(prop) if prop else None
     if value is None or setting is None:
         return value
+    if setting.to_spec is not None:   # in the spec's words (Hudi's own where the spec has none)
+        return setting.to_spec(value)   # type: ignore[return-value]
     if setting.kind == "size" and value.isdigit():
         return size_text(int(value))
     if setting.kind == "class":
