@@ -76,7 +76,7 @@ CONCURRENCY = {
 BUCKET_CONFLICTS = {keys.CONFLICT_RESOLUTION_STRATEGY.name:
                     "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy"}
 # Who compacts a merge-on-read table (spec.compaction.runBy): Hudi's jobs (inline after a batch
-# deltacommit; a streaming job asynchronously, which turns inline off), or tablespec, which schedules
+# deltacommit; a streaming job by Hudi's asynchronous compaction switch), or tablespec, which schedules
 # the plans (the jobs neither schedule nor run compactions then).
 COMPACTION_BY = {
     "hudi": {keys.COMPACT_INLINE.name: "true", keys.COMPACT_SCHEDULE_INLINE.name: "false",

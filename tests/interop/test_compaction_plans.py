@@ -145,3 +145,17 @@ def test_hudi_jobs_compact_by_the_specs_policy_or_not_at_all(hudi, tmp_path, run
     actions = {name.split(".", 1)[1] for name in _instants(path)}
     assert ("commit" in actions) == compacted, actions      # a completed compaction
     assert compacted or not {a for a in actions if a.startswith("compaction")}, actions   # none scheduled either
+
+
+def test_hudi_jobs_follow_the_policy_recorded_in_hoodie_properties(hudi, tmp_path):
+    """A Hudi job whose options name no compaction policy (only hoodie.compact.inline) compacts by the
+    one tablespec recorded in hoodie.properties (deltaCommits 2; Hudi's default is 5)."""
+    from tablespec.actions.metadata import create_table
+    path = tmp_path / "recorded"
+    spec = _spec(path.name, "{deltaCommits: 2, strategy: UNBOUNDED}")
+    table = HudiTable.open(str(path))
+    create_table(table, spec)
+    options = {k: v for k, v in hudi_write_options(spec, table).items() if "compact" not in k and k != "path"}
+    for rows in [FIRST, UPDATES[0]]:
+        hudi_write(hudi.createDataFrame(rows, SCHEMA), path, {**options, "hoodie.compact.inline": "true"})
+    assert "commit" in {name.split(".", 1)[1] for name in _instants(path)}, _instants(path)
