@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen, keys, partition_buckets
-from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
+from tablespec.hudi.config import KEYS_BY_ATTR, ORDERED_PAYLOAD, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
 from tablespec.hudi.layout_switch import unswitched_rewrite
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline.txn_lock import PROVIDER, expire_minutes, lock_folder
@@ -35,9 +35,6 @@ SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle"
 RENAMED = {writer: str(key.spec) for writer, key in keys.writer_spellings().items()}
 # Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
 FIXED_LAYOUT = ("drop_partition_columns", "populate_meta_fields")
-# Ordering: the greater orderingField value wins, also against the stored record (ties: incoming);
-# Hudi's default payload would overwrite the stored record whatever its ordering value.
-ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 WRITER = {
     # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table
     # (VERSION_PINS).

@@ -21,17 +21,20 @@ from tablespec.state import observe
 NOW = datetime(2025, 1, 21, 1, 0, 0, tzinfo=UTC)   # an hour after the fixture's deltacommits
 
 
-def _spec(compaction: str):
-    return load_spec_text(f"""apiVersion: tablespec/v1
+SPEC_TEXT = """apiVersion: tablespec/v1
 kind: HudiTable
-metadata: {{name: t}}
+metadata: {name: t}
 spec:
   location: t
   tableType: MERGE_ON_READ
-  columns: [{{name: id, type: int}}]
-  recordKey: {{fields: [id]}}
-  compaction: {compaction}
-""", "t.yaml").specs[0].spec
+  columns: [{name: id, type: int, nullable: false}]
+  recordKey: {fields: [id]}
+  compaction: {}
+"""
+
+
+def _spec(compaction: str):
+    return load_spec_text(SPEC_TEXT.replace("compaction: {}", f"compaction: {compaction}"), "t.yaml").specs[0].spec
 
 
 @pytest.fixture
@@ -81,3 +84,17 @@ def test_scheduled_plan_and_refusals(table):
     # pending now: shown, not planned again
     state = observe(table.refresh())
     assert compaction_actions(spec, state, NOW) == ([], [])
+
+
+def test_created_tables_name_the_payload_compaction_merges_with():
+    """Hudi's compaction loads hoodie.compaction.payload.class from hoodie.properties (without it Hudi
+    0.15's inline compaction of a table tablespec created failed with a NullPointerException):
+    the payload its writers use (hudi-options), ordered where the spec has an ordering field."""
+    from tablespec.actions.metadata import creation_properties
+    key = "hoodie.compaction.payload.class"
+    ordered = load_spec_text(SPEC_TEXT.replace("{fields: [id]}", "{fields: [id]}\n  orderingField: id"), "t.yaml")
+    assert creation_properties(ordered.specs[0].spec)[key] == "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+    assert creation_properties(_spec("{}"))[key] == "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+    cow = load_spec_text(SPEC_TEXT.replace("  tableType: MERGE_ON_READ\n", "").replace("  compaction: {}\n", ""),
+                         "t.yaml").specs[0].spec
+    assert key not in creation_properties(cow)
