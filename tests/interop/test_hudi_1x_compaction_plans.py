@@ -6,7 +6,7 @@ files are sliced by completion time)."""
 from __future__ import annotations
 
 import pytest
-from hudi_process import write_step
+from hudi_process import read_step, sql_step, write_step
 from test_compaction_plans import FIRST, MOR, SCHEMA, UPDATES, _spec
 
 from tablespec.hudi import keys
@@ -45,3 +45,25 @@ def test_hudi_1_2_plans_read_back_field_for_field(hudi1, tmp_path):
     assert compaction_actions(spec, state) == ([], [])
     with pytest.raises(CompactionRefused, match="table version 9 slices log files by completion time"):
         schedule(table, policy(spec), set(), [])
+
+
+def test_hudi_1_2_runs_a_plan_tablespec_scheduled_on_version_6(hudi, hudi1, tmp_path):
+    """Hudi 0.15 writes a version 6 table; tablespec schedules its compaction; Hudi 1.2's
+    run_compaction (the table kept at version 6) runs the plan, and both Hudi lines read the same."""
+    from test_compaction_plans import _rows, _write
+
+    from tablespec.hudi.timeline.instant import Instant
+    path = tmp_path / "mor6"
+    _write(hudi, path, [FIRST, *UPDATES], **{"hoodie.compact.inline": "false"})
+    before = _rows(hudi, path)
+    spec = _spec(path.name, "{runBy: tablespec, deltaCommits: 3, strategy: UNBOUNDED}")
+    instant, plan = schedule(HudiTable.open(str(path)), policy(spec), set(), ["test"])
+    pin = "hoodie.write.table.version=6,hoodie.write.auto.upgrade=false"
+    _, read = hudi1.process.run([sql_step(f"call run_compaction(op => 'run', path => '{path}', options => '{pin}')"),
+                                 read_step(path)])
+    table = HudiTable.open(str(path))
+    assert table.table_config.version == 6 and table.timeline.contains_completed(instant.timestamp)
+    assert Instant(instant.timestamp, "commit") in table.timeline.commits()
+    assert {s.base_instant for s in table.view.latest_slices()} == {instant.timestamp} and len(plan.operations) == 2
+    assert _rows(hudi, path) == before
+    assert sorted((r["id"], r["v"]) for r in read) == sorted((dict(r)["id"], dict(r)["v"]) for r in before)
