@@ -583,10 +583,9 @@ class Applier:
             state = self._observe(t)
             if not compaction_actions(spec, state)[0]:
                 return CompactionScheduled()
-            clustering = {fg for plan in state.pending_clustering.values() for fg in plan.file_ids()}
             wanted = policy(spec)
             assert wanted is not None   # planned: a MERGE_ON_READ spec
-            instant, plan = schedule(self.table(t), wanted, clustering, a.reasons)
+            instant, plan = schedule(self.table(t), wanted, a.reasons)
         return CompactionScheduled(scheduled=instant.timestamp, file_slices=len(plan.operations), run_by=RUN_BY_HUDI)
 
     def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:

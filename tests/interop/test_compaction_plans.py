@@ -122,7 +122,7 @@ def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
     files = table_files(path)
     assert Applier().visit_compaction(planned, action, due).scheduled is None   # pending: not planned again
     with pytest.raises(CompactionRefused, match="is pending already"):   # nor scheduled beside it
-        schedule(table.refresh(), policy(due), set(), action.reasons)
+        schedule(table.refresh(), policy(due), action.reasons)
     assert table_files(path) == files
     # Hudi runs tablespec's plan: a commit at its instant, the log files merged into new base files
     hudi.sql(f"call run_compaction(op => 'run', path => '{path}')").collect()

@@ -44,7 +44,7 @@ def test_hudi_1_2_plans_read_back_field_for_field(hudi1, tmp_path):
     spec = _spec("mor9", "{runBy: tablespec, deltaCommits: 1}")
     assert compaction_actions(spec, state) == ([], [])
     with pytest.raises(CompactionRefused, match="table version 9 slices log files by completion time"):
-        schedule(table, policy(spec), set(), [])
+        schedule(table, policy(spec), [])
 
 
 def test_hudi_1_2_runs_a_plan_tablespec_scheduled_on_version_6(hudi, hudi1, tmp_path):
@@ -57,7 +57,7 @@ def test_hudi_1_2_runs_a_plan_tablespec_scheduled_on_version_6(hudi, hudi1, tmp_
     _write(hudi, path, [FIRST, *UPDATES], **{"hoodie.compact.inline": "false"})
     before = _rows(hudi, path)
     spec = _spec(path.name, "{runBy: tablespec, deltaCommits: 3, strategy: UNBOUNDED}")
-    instant, plan = schedule(HudiTable.open(str(path)), policy(spec), set(), ["test"])
+    instant, plan = schedule(HudiTable.open(str(path)), policy(spec), ["test"])
     pin = "hoodie.write.table.version=6,hoodie.write.auto.upgrade=false"
     _, read = hudi1.process.run([sql_step(f"call run_compaction(op => 'run', path => '{path}', options => '{pin}')"),
                                  read_step(path)])

@@ -72,10 +72,10 @@ def test_scheduled_plan_and_refusals(table):
         "earlier writes complete")
     before = table_files(table.base)
     with pytest.raises(CompactionRefused, match=re.escape(f"pending write(s) {pending} started before it")):
-        schedule(table, policy(spec), set(), ["due"])
+        schedule(table, policy(spec), ["due"])
     assert table_files(table.base) == before
     TimelineWriter.of(table.timeline).delete_instant(pending)
-    instant, plan = schedule(table.refresh(), policy(spec), set(), ["due"])
+    instant, plan = schedule(table.refresh(), policy(spec), ["due"])
     assert instant.timestamp > pending.timestamp and instant.state == "requested"
     [op] = plan.operations
     assert (op.partition, op.base_file, len(op.log_files)) == ("10", next(

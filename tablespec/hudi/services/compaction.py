@@ -24,6 +24,7 @@ from tablespec.hudi.formats.compaction_format import (
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import join
+from tablespec.hudi.services.clustering import planned_file_groups
 from tablespec.hudi.services.rollback import is_clustering_plan
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
 from tablespec.hudi.timeline.instant import (
@@ -48,9 +49,9 @@ STRATEGIES = {name: _STRATEGY_PACKAGE + cls for name, cls in (
     ("DAY_BASED", "DayBasedCompactionStrategy"),
     ("UNBOUNDED", "UnBoundedCompactionStrategy"),
 )}
-# spec trigger -> Hudi's trigger strategy
 SLICED_BY_COMPLETION = 8   # table versions whose log files are named by deltacommit, sliced by completion time
 REASONS_KEY = "tablespec.compaction.reasons"   # the plan's extra metadata: why it was scheduled
+# spec trigger -> Hudi's trigger strategy
 TRIGGERS = {"DELTA_COMMITS": "NUM_COMMITS", "ELAPSED_TIME": "TIME_ELAPSED", "EITHER": "NUM_OR_TIME",
             "BOTH": "NUM_AND_TIME"}
 
@@ -173,8 +174,7 @@ class CompactionRefused(TablespecError):
     """A compaction that cannot be scheduled now (nothing was written)."""
 
 
-def schedule(table: HudiTable, policy: Policy, clustering: set[tuple[str, str]],
-             reasons: list[str]) -> tuple[Instant, CompactionPlan]:
+def schedule(table: HudiTable, policy: Policy, reasons: list[str]) -> tuple[Instant, CompactionPlan]:
     """Schedule a compaction by `policy` as Hudi does: under Hudi's transaction lock, from the timeline
     and file slices as they are now (a deltacommit completed since `plan` adds its log files), a new
     instant time after every other, `T.compaction.requested` holding the plan. Refused before any
@@ -190,7 +190,7 @@ def schedule(table: HudiTable, policy: Policy, clustering: set[tuple[str, str]],
             raise CompactionRefused(f"{table.base}: compaction not scheduled: pending write(s) "
                                     f"{', '.join(str(i) for i in waits)} started before it (Hudi schedules a "
                                     "compaction only after earlier writes complete); run `tablespec apply` again later")
-        found = backlog(timeline, table.view_of(timeline), clustering)
+        found = backlog(timeline, table.view_of(timeline), planned_file_groups(timeline))
         if found.pending:
             raise CompactionRefused(f"{table.base}: compaction {found.pending[0][0].timestamp} is pending already; "
                                     "Apache Hudi runs it (run_compaction), then the next one is planned")
