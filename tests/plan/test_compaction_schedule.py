@@ -98,3 +98,20 @@ def test_created_tables_name_the_payload_compaction_merges_with():
     cow = load_spec_text(SPEC_TEXT.replace("  tableType: MERGE_ON_READ\n", "").replace("  compaction: {}\n", ""),
                          "t.yaml").specs[0].spec
     assert key not in creation_properties(cow)
+
+
+def test_file_groups_under_pending_clustering_are_not_compacted(table):
+    """RFC-19: a file group a pending clustering plan takes gets no compaction."""
+    from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, SliceInfo, encode_plan
+    from tablespec.hudi.timeline.instant import plan_action
+    spec = _spec("{runBy: tablespec, deltaCommits: 2}")
+    state = observe(table)
+    [op] = compaction_actions(spec, state, NOW)[0] and state.compaction.operations
+    timeline = table.fresh_timeline()
+    clustered = ClusteringPlan((ClusteringGroup((SliceInfo(op.partition, op.file_id, op.base_file),)),))
+    TimelineWriter.of(timeline).request(plan_action(timeline.layout), new_instant_time(after=timeline.latest_time),
+                                        encode_plan(clustered))
+    state = observe(table.refresh())
+    assert state.compaction.operations == () and compaction_actions(spec, state, NOW) == ([], [])
+    with pytest.raises(CompactionRefused, match="no file slice has log files outside pending compactions and clusterings"):
+        schedule(table, policy(spec), ["due"])

@@ -196,7 +196,8 @@ def schedule(table: HudiTable, policy: Policy, reasons: list[str]) -> tuple[Inst
                                     "Apache Hudi runs it (run_compaction), then the next one is planned")
         operations = select(policy, found.operations)
         if not operations:
-            raise CompactionRefused(f"{table.base}: compaction not scheduled: no file slice has log files")
+            raise CompactionRefused(f"{table.base}: compaction not scheduled: no file slice has log files outside "
+                                    "pending compactions and clusterings")
         plan = CompactionPlan(operations, {REASONS_KEY: "; ".join(reasons)})
         one_x = timeline.layout >= 2
         content = avro_record(PLAN_SCHEMA_1X if one_x else PLAN_SCHEMA, plan_record(plan, one_x))
