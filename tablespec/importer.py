@@ -263,7 +263,7 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     if labels:
         doc["metadata"]["labels"] = labels
     order = ("location", "tableType", "columns", "recordKey", "partitioning", "orderingField", "index",
-             "clustering", "retention", "protection")
+             "clustering", "compaction", "retention", "protection")
     doc["spec"] = {k: body[k] for k in order if k in body}
     TableSpec.model_validate(doc)  # an import that would not validate is a bug, not a user error
     return doc

@@ -49,6 +49,7 @@ from tablespec.plan.actions import (
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
+from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.metadata_table import metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
@@ -261,20 +262,24 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         actions.append(Archive(estimate=estimate, reasons=[
             f"{estimate.active_commits} completed commits on the active timeline, more than "
             f"retention.archive.maxCommits ({spec.archive_settings.max_commits}); no action or write archived them"]))
+    warnings = []
     if all(a.housekeeping for a in actions):
         actions += clustering_actions(spec, state)  # housekeeping: only on a table that matches its spec
+        compactions, waiting = compaction_actions(spec, state)
+        actions += compactions
+        warnings += waiting
     elif state.exists and (runs := pending_runs(state)):  # a pending plan runs before the table is rewritten
         at = next(i for i, a in enumerate(actions) if not a.housekeeping)
         actions[at:at] = runs
     if spec.catalog_name is not None and state.catalog is not None and (actions or not state.catalog.in_sync):
         actions.append(catalog_action(state.catalog, bool(actions)))
-    warnings = []
-    live = [i for i in state.pending if i not in state.expired
+    live = [i for i in state.pending if i not in state.expired and i.action != "compaction"  # noted below
             and not (i.state == "requested" and i in state.pending_clustering)]  # scheduled plans are actions
     if live:
         listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state}{_beat(state, i)})" for i in live)
         warnings.append(f"other writers' pending instants: {listed}; a writer is running, or crashed less than "
                         "the heartbeat tolerance ago. Their commits are checked against ours at commit time")
+    warnings += pending_notes(state) if state.exists else []
     warnings += [f"locked: {holder}" for holder in state.lock_holders]
     return _table_plan(loaded, state, actions, warnings)
 
