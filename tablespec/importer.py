@@ -233,9 +233,9 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     the table holds (or defaults) at its spec path, then what import derives (keys, timestamps)."""
     if not state.exists:
         raise TablespecError(f"{state.location}: no Hudi table there (no .hoodie/hoodie.properties)")
-    if state.table_config.table_type != "COPY_ON_WRITE":
+    if state.table_config.table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         raise UnsupportedTableError(f"{state.location}: is a {state.table_config.table_type} table; "
-                                    "tablespec manages COPY_ON_WRITE tables only for now")
+                                    "tablespec manages COPY_ON_WRITE and MERGE_ON_READ tables")
     props = state.table_config.to_properties()
     _refuse_unrecorded_buckets(state, props)
     _refuse_unexpressed(state, props)

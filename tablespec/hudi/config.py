@@ -379,10 +379,7 @@ def ensure_supported(config: TableConfig) -> None:
         raise UnsupportedTableError(
             f"table {config.name!r} has table version {config.version}; tablespec supports Hudi table "
             f"versions {', '.join(map(str, READ_VERSIONS))}")
-    if config.table_type == "MERGE_ON_READ":
-        raise UnsupportedTableError(
-            f"table {config.name!r} is a MERGE_ON_READ table; tablespec supports COPY_ON_WRITE only for now")
-    if config.table_type != "COPY_ON_WRITE":
+    if config.table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         raise UnsupportedTableError(f"table {config.name!r} has unknown table type {config.table_type!r}")
     if config.base_file_format != "PARQUET":
         raise UnsupportedTableError(

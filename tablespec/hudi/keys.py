@@ -377,8 +377,8 @@ CLUSTERING_STRATEGY = _own("tablespec.clustering.strategy", "The layout clusteri
                            spec="spec.clustering.strategy")
 CLUSTERING_MAX_SMALL_FILES = _own("tablespec.clustering.max.small.files", "Small files that make clustering due.",
                                   minimum=1, spec="spec.clustering.maxSmallFiles")
-COMPACTION_RUN_BY = _own("tablespec.compaction.run.by", "Who schedules and runs compaction: Hudi's writers or tablespec.",
-                         allowed=("hudi", "tablespec"), spec="spec.compaction.runBy")
+COMPACTION_RUN_BY = _own("tablespec.compaction.run.by", "Who schedules and runs compaction: Hudi's writers (also if absent) or tablespec.",
+                         allowed=("hudi", "tablespec"), default="hudi", spec="spec.compaction.runBy")
 PREVENT_DESTROY = _own("tablespec.protection.prevent.destroy", "Refuse plans that drop or replace the table.",
                        allowed=_BOOL, spec="spec.protection.preventDestroy")
 

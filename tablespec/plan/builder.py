@@ -141,6 +141,9 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
     if not state.exists:
         if state.contents:
             return [at("spec.location", occupied_message(state.location, state.contents))]
+        if spec.spec.table_type == MERGE_ON_READ:
+            return [at("spec.tableType", "tablespec does not create MERGE_ON_READ tables yet (it reads, imports and "
+                                         "plans merge-on-read tables Apache Hudi writes); use COPY_ON_WRITE")]
         if loaded.new_table_version not in CREATED:
             path = "spec.tableVersion" if spec.spec.table_version else "spec"
             return [at(path, f"tablespec creates tables at Hudi table version {' or '.join(map(str, CREATED))}, not "
@@ -196,13 +199,23 @@ def _beat(state: TableState, instant) -> str:
     return ", no heartbeat" if age is None else f", heartbeat {age:.0f}s ago"
 
 
+MERGE_ON_READ = "MERGE_ON_READ"
+# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry and the
+# scheduling of compaction (a plan Hudi's writers or `run_compaction` execute).
+MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction"})
+
+
 def unmanaged(spec, state: TableState) -> str | None:
     """Why tablespec does not manage the existing table at the spec's location (its type, virtual
     keys), or None: the one line plan, apply and writes refuse it with."""
     config = state.table_config
-    if config.table_type != "COPY_ON_WRITE":
+    if config.table_type not in ("COPY_ON_WRITE", MERGE_ON_READ):
         return (f"{state.location}: table {display_name(spec)} is a {config.table_type} table; "
-                "tablespec manages COPY_ON_WRITE tables only for now")
+                "tablespec manages COPY_ON_WRITE and MERGE_ON_READ tables")
+    if config.table_type == MERGE_ON_READ and spec.spec.table_type != MERGE_ON_READ:
+        return (f"{state.location}: table {display_name(spec)} is a MERGE_ON_READ table and its spec says "
+                f"{spec.spec.table_type}: tablespec does not convert between table types; set "
+                "spec.tableType: MERGE_ON_READ (tablespec reads, imports and plans merge-on-read tables)")
     if (why := unmanaged_layout(config)) is not None:
         return f"{state.location}: table {display_name(spec)}: {why}"
     return None
@@ -219,6 +232,9 @@ def write_refusal(spec, state: TableState) -> str | None:
                 "run `tablespec plan` and `tablespec apply` first")
     if (why := unmanaged(spec, state)) is not None:
         return why
+    if state.table_config.table_type == MERGE_ON_READ:
+        return (f"table {display_name(spec)} at {state.location} is a MERGE_ON_READ table: tablespec reads, "
+                "imports and plans it, and does not write deltacommits yet; write it with Apache Hudi")
     if (why := unwritable_version(state.table_config)) is not None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
@@ -284,8 +300,27 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     return _table_plan(loaded, state, actions, warnings)
 
 
+def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[list[Action], list[str]]:
+    """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
+    for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
+    of the table's data or layout, which would need its log files merged."""
+    changing = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS and not a.housekeeping]
+    if changing:
+        raise UnsupportedTableError(
+            f"{state.location}: the spec asks for {', '.join(dict.fromkeys(changing))} on a MERGE_ON_READ table; "
+            "tablespec does not rewrite merge-on-read tables yet (it reads, imports and plans them): change the "
+            "table with Apache Hudi, or the spec to match it")
+    left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
+    warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
+                "(on merge-on-read tables tablespec schedules compaction and runs no other table service yet)"] if left else []
+    return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
+
+
 def _table_plan(loaded: LoadedSpec, state: TableState, actions: list[Action], warnings: list[str]) -> TablePlan:
     spec = loaded.spec
+    if state.exists and state.table_config.table_type == MERGE_ON_READ:
+        actions, left = _merge_on_read_actions(actions, state)
+        warnings = warnings + left
     return TablePlan(
         name=display_name(spec),
         location=state.location,

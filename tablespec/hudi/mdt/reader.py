@@ -76,7 +76,16 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _decoded(data: bytes, path: str, schema: str | None) -> list[tuple[str, dict[str, Any]]]:
-    return list(metadata_records(HFileReader(data, path), schema))
+    """The `files` records of one HFile (base file or log block), each checked for the fields the
+    listing merges: a schema whose field names were changed decodes, but into other fields."""
+    found = list(metadata_records(HFileReader(data, path), schema))
+    for key, record in found:
+        entries = record.get("filesystemMetadata") or {}
+        if not isinstance(entries, dict) or not all(
+                isinstance(e, dict) and isinstance(e.get("size"), int) and isinstance(e.get("isDeleted"), bool)
+                for e in entries.values()):
+            raise HudiFormatError(f"{path}: the `files` record of {key!r} lacks a file's size or isDeleted")
+    return found
 
 
 def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:
