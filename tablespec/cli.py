@@ -473,8 +473,9 @@ def _report_targets(ctx: _Context) -> tuple[list, str | None]:
             targets.append(Target(table))
         elif path.endswith((".yaml", ".yml")) or (os.path.isdir(path) and _holds_specs(Path(path))):
             spec_paths.append(path)
-        elif os.path.isdir(path):
-            targets += [Target(t) for t in tables_under(Location.parse(os.path.abspath(path), ctx.options))]
+        elif os.path.isdir(path):   # a folder of tables; holding none, it is reported as no table
+            found = tables_under(Location.parse(os.path.abspath(path), ctx.options))
+            targets += [Target(t) for t in found] or [Target(table)]
         else:
             raise TablespecError(f"{path}: no Hudi table there (no .hoodie/), no spec file and no folder of either")
     if spec_paths:

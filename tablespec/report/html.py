@@ -1,8 +1,10 @@
 """The report as one self-contained HTML page: the figures (report/warehouse.py) in the template
 `report.html.j2`, charts drawn by pygal as inline SVG (no script: pygal's tooltip script would be
-fetched from the network, so charts are static and every number is also in a table beside)."""
+fetched from the network, so charts are static and every number is also in a table beside): the
+page holds no script at all."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import pygal
@@ -19,12 +21,14 @@ STYLE = Style(background="white", plot_background="white", foreground="#333", fo
 COMMON = {"style": STYLE, "js": [], "width": 640, "height": 300, "disable_xml_declaration": True,
           "show_y_guides": True, "legend_at_bottom": True, "truncate_label": 18, "x_label_rotation": 30,
           "print_values": False, "margin": 8}
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S)
 MOST = 30   # partitions and days a chart shows (the largest partitions, the latest days)
 
 
 def _svg(chart) -> str:
-    """The chart as inline SVG (the template marks it safe: pygal escapes the labels it draws)."""
-    return chart.render(is_unicode=True)
+    """The chart as inline SVG (the template marks it safe: pygal escapes the text it draws), less
+    the script pygal adds for its tooltips (their configuration: nothing runs it without them)."""
+    return _SCRIPT.sub("", chart.render(is_unicode=True))
 
 
 def _size_range(b: dict) -> str:
