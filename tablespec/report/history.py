@@ -21,19 +21,27 @@ RECENT = 50           # commits listed one by one (the JSON's `recent`, the per-
 SliceKey = tuple[str, str, str]   # (partition, file id, base instant)
 
 
+def _moment(timestamp: str) -> datetime:
+    """An instant time (validated: 14 or 17 digits) as a UTC datetime; strptime is too slow for a
+    timeline of thousands of instants."""
+    t = timestamp
+    return datetime(int(t[:4]), int(t[4:6]), int(t[6:8]), int(t[8:10]), int(t[10:12]), int(t[12:14]),
+                    int(t[14:17] or 0) * 1000, tzinfo=UTC)
+
+
 def _seconds(instant: Instant, finished: datetime | None) -> float | None:
     if finished is None:
         return None
-    took = (finished - parse_instant_time(instant.timestamp)).total_seconds()
+    took = (finished - _moment(instant.timestamp)).total_seconds()
     return round(took, 3) if took >= 0 else None
 
 
-def _finished(instant: Instant, history: History, mtimes: dict[str, int]) -> datetime | None:
-    """When `instant` completed, as far as the metadata tells."""
+def _finished(instant: Instant, archived: ArchivedTimeline | None, mtimes: dict[str, int]) -> datetime | None:
+    """When `instant` completed, as far as the metadata tells (`archived`: the archive it is read from)."""
     if instant.completion:
-        return parse_instant_time(instant.completion)
-    if history.is_archived(instant):
-        when = history.archived.records.get(instant, {}).get("stateTransitionTime")
+        return _moment(instant.completion)
+    if archived is not None:
+        when = archived.records.get(instant, {}).get("stateTransitionTime")
         return parse_instant_time(when) if isinstance(when, str) and when.isdigit() and len(when) in (14, 17) else None
     ms = mtimes.get(instant.file_name)
     return datetime.fromtimestamp(ms / 1000, UTC) if ms is not None else None
@@ -63,13 +71,16 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
     commits: list[dict] = []
     durations: list[float] = []
     cleans, files_cleaned, last_clean, rollbacks = 0, 0, None, 0
+    archived_only = set(history.instants).difference(timeline.instants)   # History.is_archived, as a set
     for instant in history.completed():
+        source = archived if instant in archived_only else timeline
         by_action[instant.action] += 1
-        day = parse_instant_time(instant.timestamp).date().isoformat()
+        ts = instant.timestamp
+        day = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}"
         by_day.setdefault(day, Counter())[instant.action] += 1
-        seconds = _seconds(instant, _finished(instant, history, mtimes))
+        seconds = _seconds(instant, _finished(instant, archived if source is archived else None, mtimes))
         if instant.action in WRITE_ACTIONS:
-            meta = history.commit_metadata(instant)
+            meta = source.commit_metadata(instant)
             stats = meta.write_stats()
             operation = meta.operation_type or "UNKNOWN"
             by_operation[operation] += 1
@@ -81,11 +92,11 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
                             "updates": sum(s.num_update_writes for s in stats),
                             "deletes": sum(s.num_deletes for s in stats),
                             "bytes": sum(s.total_write_bytes for s in stats), "files": len(stats),
-                            "seconds": seconds, "archived": history.is_archived(instant)})
+                            "seconds": seconds, "archived": source is archived})
             if seconds is not None:
                 durations.append(seconds)
         elif instant.action == CLEAN:
-            deleted = history.read_metadata(instant).get("totalFilesDeleted")
+            deleted = source.read_metadata(instant).get("totalFilesDeleted")
             cleans += 1
             files_cleaned += deleted if isinstance(deleted, int) else 0
             last_clean = instant.timestamp

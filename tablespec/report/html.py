@@ -12,6 +12,7 @@ from jinja2 import Environment, StrictUndefined, select_autoescape
 from pygal.style import Style
 
 from tablespec.plan.render import template_loader
+from tablespec.report.warehouse import map_tables
 from tablespec.spec.sizes import human_bytes
 
 STYLE = Style(background="white", plot_background="white", foreground="#333", foreground_strong="#111",
@@ -132,6 +133,7 @@ def _env() -> Environment:
 def render_html(report: dict) -> str:
     """The page: the overview, then one section per table (worst score first)."""
     tables = sorted(report["tables"], key=lambda t: (t["score"], t["name"]))
+    drawn = map_tables(charts, tables, tables[0]["location"]) if tables else []
     return _env().get_template("report.html.j2").render(
-        report=report, overview=report["overview"], tables=[(t, charts(t)) for t in tables],
+        report=report, overview=report["overview"], tables=list(zip(tables, drawn)),
         score_chart=score_chart(report["tables"]) if report["tables"] else None)

@@ -212,3 +212,20 @@ def test_bad_arguments_are_one_line_errors(warehouse, capsys):
     os.makedirs(wh.parent / "nothing")
     code, _, err = cli(capsys, "report", "--warehouse", str(wh.parent / "nothing"), "--out", "r.html")
     assert code == 1 and "no tables to report on" in err
+
+
+def test_tables_read_in_worker_processes_report_what_one_process_does(warehouse, capsys, monkeypatch):
+    """Many tables on local disk are read (and charted) by one worker process per core: the same report."""
+    from tablespec.report import warehouse as report_warehouse
+    specs, wh = warehouse
+    for n in range(8):
+        shutil.copytree(wh / "ops/logs", wh / f"many/logs{n}")
+    shutil.rmtree(specs)
+    argv = ("--warehouse", str(wh))
+    assert (os.cpu_count() or 1) < 2 or 11 // report_warehouse.TABLES_PER_WORKER >= 2   # two workers, here
+    _, spread, _ = _report_json(capsys, *argv)
+    monkeypatch.setattr(report_warehouse, "TABLES_PER_WORKER", 10**6)
+    _, alone, _ = _report_json(capsys, *argv)
+    for r in (spread, alone):
+        del r["createdAt"]
+    assert spread == alone and spread["overview"]["tables"] == 11
