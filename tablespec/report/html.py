@@ -104,6 +104,14 @@ def score_chart(tables: list[dict]) -> str:
     return _svg(chart)
 
 
+def activity_chart(overview: dict) -> str:
+    days = overview["instantsByDay"][-MOST:]
+    chart = pygal.Bar(title="Completed instants per day, all tables", show_legend=False, **COMMON)
+    chart.x_labels = [d["day"] for d in days]
+    chart.add("instants", [d["instants"] for d in days])
+    return _svg(chart)
+
+
 def charts(entry: dict) -> dict[str, str]:
     """A table's charts by section (none for an unreadable table, none where there is nothing to draw)."""
     if entry["error"]:
@@ -136,4 +144,5 @@ def render_html(report: dict) -> str:
     drawn = map_tables(charts, tables, tables[0]["location"]) if tables else []
     return _env().get_template("report.html.j2").render(
         report=report, overview=report["overview"], tables=list(zip(tables, drawn)),
-        score_chart=score_chart(report["tables"]) if report["tables"] else None)
+        score_chart=score_chart(report["tables"]) if report["tables"] else None,
+        activity_chart=activity_chart(report["overview"]) if report["overview"]["instantsByDay"] else None)

@@ -229,3 +229,34 @@ def test_tables_read_in_worker_processes_report_what_one_process_does(warehouse,
     for r in (spread, alone):
         del r["createdAt"]
     assert spread == alone and spread["overview"]["tables"] == 11
+
+
+def test_on_s3_the_report_reads_what_plan_reads_plus_the_instants_it_sums(written, s3_bucket, s3_server, capsys,
+                                                                         tmp_path, monkeypatch):
+    """On the loopback S3 server the report makes the requests `plan` makes (its listings served
+    from one listing of each table) and one GET more at most per completed instant it sums
+    (counted at the server); it writes nothing."""
+    import boto3
+    specs, local = written
+    bucket = s3_bucket.removeprefix("s3://")
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint, region_name="us-east-1")
+    for path in local.rglob("*"):
+        if path.is_file():
+            client.upload_file(str(path), bucket, f"wh/{path.relative_to(local).as_posix()}")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TABLESPEC_WAREHOUSE", raising=False)
+    warehouse = f"{s3_bucket}/wh"
+    s3_server.requests(reset=True)
+    code, _, err = cli(capsys, "plan", str(specs), "--warehouse", warehouse)
+    assert code == 0, err
+    planned = s3_server.requests()
+    s3_server.requests(reset=True)
+    code, out, err = cli(capsys, "report", str(specs), "--warehouse", warehouse, "--format", "json")
+    assert code == 0, err
+    reported = s3_server.requests()
+    tables = {t["name"]: t for t in json.loads(out)["tables"]}
+    assert all(t["error"] is None for t in tables.values()) and tables["sales.orders"]["files"]["count"] == 8
+    read = [p for rel in ("sales/orders", "web/events") for p in (local / rel / ".hoodie").iterdir()
+            if re.fullmatch(r"\d{17}\.(commit|replacecommit|clean)", p.name)]
+    assert not reported.get("PUT") and not reported.get("DELETE") and not reported.get("POST")
+    assert reported["total"] <= planned["total"] + len(read), (planned, reported, len(read))

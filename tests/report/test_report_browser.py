@@ -64,7 +64,7 @@ def test_the_report_renders_without_a_console_error_and_its_charts_are_drawn(bro
     kinds = {(table, kind) for table, kind, *_ in charts}
     for table in ("sales.orders", "web.events", "logs"):
         assert {(table, k) for k in ("files", "partitions", "instants", "commits")} <= kinds
-    assert ("sales.orders", "buckets") in kinds and ("overview", "scores") in kinds
+    assert {("sales.orders", "buckets"), ("overview", "scores"), ("overview", "activity")} <= kinds
     for table, kind, x, y, width, height in charts:
         assert width > 300 and height > 120, (table, kind, width, height)
         share, colours = drawn(browser.screenshot(x, y, width, height))
