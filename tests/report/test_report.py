@@ -260,3 +260,26 @@ def test_on_s3_the_report_reads_what_plan_reads_plus_the_instants_it_sums(writte
             if re.fullmatch(r"\d{17}\.(commit|replacecommit|clean)", p.name)]
     assert not reported.get("PUT") and not reported.get("DELETE") and not reported.get("POST")
     assert reported["total"] <= planned["total"] + len(read), (planned, reported, len(read))
+
+
+def test_a_version_9_table_times_its_commits_by_the_completion_times_in_their_names(tmp_path, capsys, monkeypatch):
+    from report_support import EVENTS, commit
+
+    from tablespec.actions.metadata import create_table
+    from tablespec.hudi.formats.naming import new_file_id
+    from tablespec.hudi.table import HudiTable
+    from tablespec.hudi.timeline.instant import parse_instant_time
+    from tablespec.spec.loader import load_spec_text
+    spec = load_spec_text(EVENTS.replace("location: web/events", "location: web/events\n  tableVersion: 9"), "e.yaml").specs[0]
+    table = HudiTable.open(str(tmp_path / "events9"))
+    create_table(table, spec.spec)
+    for n in range(3):
+        commit(table, {("day=2026-11-01", new_file_id()): 3 + n}, operation="INSERT")
+    monkeypatch.chdir(tmp_path)
+    code, report, err = _report_json(capsys, str(tmp_path / "events9"))
+    assert code == 0, err
+    (t,) = report["tables"]
+    assert t["summary"]["tableVersion"] == 9 and t["partitions"]["rows"] == 3 + 4 + 5
+    names = sorted(f.name for f in (tmp_path / "events9/.hoodie/timeline").iterdir() if f.name.endswith(".commit"))
+    took = [round((parse_instant_time(n[18:35]) - parse_instant_time(n[:17])).total_seconds(), 3) for n in names]
+    assert [c["seconds"] for c in t["timeline"]["recent"]] == took
