@@ -85,7 +85,9 @@ def _figures(target: Target, warehouse: str, now: str) -> dict:
         "partitions": partition_figures(state, slice_rows, target_size),
         "timeline": timeline,
         "services": service_figures(state, plan.tables[0] if isinstance(plan, Plan) else None),
-        "drift": None if plan is None else {"error": plan} if isinstance(plan, str) else drift_figures(plan),
+        "drift": None if plan is None else drift_figures(plan) if isinstance(plan, Plan) else {
+            "spec": loaded.where() if loaded is not None else None, "error": plan, "inSync": None, "actions": [],
+            "warnings": [], "planText": None},
     }
 
 

@@ -283,3 +283,16 @@ def test_a_version_9_table_times_its_commits_by_the_completion_times_in_their_na
     names = sorted(f.name for f in (tmp_path / "events9/.hoodie/timeline").iterdir() if f.name.endswith(".commit"))
     took = [round((parse_instant_time(n[18:35]) - parse_instant_time(n[:17])).total_seconds(), 3) for n in names]
     assert [c["seconds"] for c in t["timeline"]["recent"]] == took
+
+
+def test_a_table_plan_refuses_is_reported_with_the_refusal_as_its_drift(warehouse, capsys):
+    specs, wh = warehouse
+    props = wh / "sales/orders/.hoodie/hoodie.properties"
+    props.write_text(props.read_text().replace("hoodie.table.type=COPY_ON_WRITE", "hoodie.table.type=MERGE_ON_READ"))
+    code, report, _ = _report_json(capsys, str(specs / "orders.yaml"), "--warehouse", str(wh))
+    assert code == 0
+    (t,) = report["tables"]
+    assert t["files"]["count"] == 8 and t["services"]["due"] is None
+    assert "COPY_ON_WRITE tables only" in t["drift"]["error"] and t["drift"]["inSync"] is None
+    assert any(r["reason"].startswith("not planned: ") for r in t["reasons"])
+    assert report["overview"]["drifted"] == ["sales.orders"]
