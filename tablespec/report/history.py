@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from tablespec.hudi.archive import ArchivedTimeline, History
 from tablespec.hudi.archive.log import folder_of, folder_path
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, Instant, parse_instant_time
+from tablespec.hudi.timeline.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, Instant
 from tablespec.state import TableState
 
 RECENT = 50           # commits listed one by one (the JSON's `recent`, the per-commit charts)
@@ -42,7 +42,7 @@ def _finished(instant: Instant, archived: ArchivedTimeline | None, mtimes: dict[
         return _moment(instant.completion)
     if archived is not None:
         when = archived.records.get(instant, {}).get("stateTransitionTime")
-        return parse_instant_time(when) if isinstance(when, str) and when.isdigit() and len(when) in (14, 17) else None
+        return _moment(when) if isinstance(when, str) and when.isdigit() and len(when) in (14, 17) else None
     ms = mtimes.get(instant.file_name)
     return datetime.fromtimestamp(ms / 1000, UTC) if ms is not None else None
 
