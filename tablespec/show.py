@@ -73,7 +73,11 @@ def _int(value: str | None) -> int | str | None:
 
 def _coverage(state: TableState) -> dict | None:
     """How much is laid out as the layout hoodie.properties records (None: NONE, or no data)."""
-    cov = recorded_coverage(state)
+    return coverage_dict(recorded_coverage(state))
+
+
+def coverage_dict(cov: dict | None) -> dict | None:
+    """A clustering coverage (plan/clustering.coverage) with the keys scripts read."""
     if cov is None:
         return None
     return {"layout": cov["layout"], "fileGroups": cov["file_groups"], "laidOut": cov["laid_out"],
