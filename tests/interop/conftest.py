@@ -19,8 +19,8 @@ HUDI_10 = "1.0.2"   # Apache Hudi 1.0, the same way: table version 8
 
 
 def _hudi_tables(version: str, tmp_path_factory):
-    """Apache Hudi `version` in a subprocess, and the tables it writes (each once per run): a
-    `hudi_process.HudiTables`. Skipped without the bundle; under CI=true that fails instead."""
+    """Apache Hudi `version` in a worker subprocess kept for the run, and the tables it writes (each
+    once per run): a `hudi_process.HudiTables`. Skipped without the bundle; under CI=true that fails instead."""
     import os
 
     from hudi_process import HudiProcess, HudiTables
@@ -38,10 +38,14 @@ def _hudi_tables(version: str, tmp_path_factory):
 @pytest.fixture(scope="session")
 def hudi1(tmp_path_factory):
     """Apache Hudi 1.2.0 (writes table version 9) in a subprocess, and the tables it writes."""
-    return _hudi_tables(HUDI_1X, tmp_path_factory)
+    tables = _hudi_tables(HUDI_1X, tmp_path_factory)
+    yield tables
+    tables.process.close()
 
 
 @pytest.fixture(scope="session")
 def hudi10(tmp_path_factory):
     """Apache Hudi 1.0.2 (writes table version 8) in a subprocess, and the tables it writes."""
-    return _hudi_tables(HUDI_10, tmp_path_factory)
+    tables = _hudi_tables(HUDI_10, tmp_path_factory)
+    yield tables
+    tables.process.close()
