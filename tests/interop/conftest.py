@@ -14,6 +14,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.hudi)
 
 
+_PROCESSES = []   # the run's Apache Hudi 1.x processes, for the summary
+
 HUDI_1X = "1.2.0"   # Apache Hudi 1.x, run in its own process (tests/interop/hudi_process.py): table version 9
 HUDI_10 = "1.0.2"   # Apache Hudi 1.0, the same way: table version 8
 
@@ -32,7 +34,16 @@ def _hudi_tables(version: str, tmp_path_factory):
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"Apache Hudi {version} is not available: {e}")
-    return HudiTables(HudiProcess(version, jar), tmp_path_factory.mktemp(f"hudi-{version}"))
+    _PROCESSES.append(HudiProcess(version, jar))
+    return HudiTables(_PROCESSES[-1], tmp_path_factory.mktemp(f"hudi-{version}"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many runs each Apache Hudi 1.x version served and how many worker processes (JVM and Hudi
+    starts) they took: a start costs 10-20 s, so a rise in starts is a slower suite."""
+    for process in _PROCESSES:
+        terminalreporter.write_line(f"Apache Hudi {process.version}: {process.runs} runs in {process.starts} "
+                                    "worker processes")
 
 
 @pytest.fixture(scope="session")

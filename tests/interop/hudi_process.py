@@ -72,13 +72,14 @@ class HudiProcess:
 
     def __init__(self, version: str, jar: Path, timeout: float = 900):
         self.version, self.jar, self.timeout = version, jar, timeout
-        self.starts = 0   # workers started: each is a JVM and a Hudi start
+        self.runs = self.starts = 0   # runs, and workers started for them (each a JVM and Hudi start)
         self._worker: subprocess.Popen | None = None
         self._home: tempfile.TemporaryDirectory | None = None
 
     def run(self, steps: list[dict]) -> list:
         """Run `steps` in order in one fresh session; each step's result (rows for reads and SQL, None for writes)."""
         worker = self._worker if self._worker and self._worker.poll() is None else self._start()
+        self.runs += 1
         log = Path(self._home.name, "stderr.log")
         seen = log.stat().st_size
         try:
