@@ -89,13 +89,15 @@ class HudiProcess:
             answer = json.loads(worker.stdout.readline() or "null") if ready else None
         except (BrokenPipeError, ValueError):
             answer = None
-        if answer is None or answer.get("last"):   # gone, hung or ending: the next run starts a new worker
-            self.close()
-        if answer is None or "error" in answer:
+        if answer is None:   # gone or hung
+            worker.kill()
             with open(log, errors="replace") as f:
                 f.seek(seen)
-                detail = answer["error"] if answer else f"worker died or timed out: {f.read()[-3000:]}"
-            raise HudiProcessError(f"Apache Hudi {self.version}: {detail}")
+                answer = {"error": f"worker died or timed out: {f.read()[-3000:]}", "last": True}
+        if answer["last"]:   # the next run starts a new worker
+            self.close()
+        if "error" in answer:
+            raise HudiProcessError(f"Apache Hudi {self.version}: {answer['error']}")
         return answer["results"]
 
     def _start(self) -> subprocess.Popen:
@@ -113,7 +115,10 @@ class HudiProcess:
     def close(self) -> None:
         """End the worker (it ends by itself when its stdin closes) and remove its folder."""
         if self._worker is not None:
-            self._worker.stdin.close()
+            try:
+                self._worker.stdin.close()
+            except BrokenPipeError:   # it is gone already
+                pass
             try:
                 self._worker.wait(timeout=60)
             except subprocess.TimeoutExpired:
@@ -290,7 +295,9 @@ def main(jar: str) -> int:
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
         if answer["last"]:
-            return 0
+            break
+    if root is not None:
+        root.stop()
     return 0
 
 
