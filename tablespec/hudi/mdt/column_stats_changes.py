@@ -1,0 +1,129 @@
+"""What a data instant does to the metadata table's `column_stats` and `partition_stats`, read from
+the Parquet footers of the files it wrote (no pass over the data).
+
+A commit or replacecommit adds each written base file's column ranges; on table version 9 each
+partition it touched gets its statistics anew over that partition's latest base files (the ones it
+wrote, and the footers of the others), tight bounds as Hudi 1.x writes them. A clean records each
+deleted file's ranges as deleted. A rollback needs nothing here: the metadata table's deltacommit
+of the rolled-back instant is rolled back with it (sync.py), its records with it.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
+import pyarrow.parquet as pq
+
+from tablespec.hudi.formats import index_defs
+from tablespec.hudi.io import join
+from tablespec.hudi.mdt import column_stats, layout
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
+from tablespec.hudi.mdt.record_index import HashedChange
+from tablespec.hudi.metadata_table import PARTITIONS_KEY
+
+if TYPE_CHECKING:
+    from tablespec.hudi.config import TableConfig
+    from tablespec.hudi.formats.commit import CommitMetadata
+    from tablespec.hudi.mdt.records import FilesChange
+    from tablespec.hudi.table import HudiTable
+
+META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                "_hoodie_partition_path", "_hoodie_file_name")
+
+
+def kept(table: HudiTable) -> tuple[str, ...]:
+    """The data-skipping partitions the table's hoodie.properties name (ready) that tablespec keeps:
+    `column_stats`, and `partition_stats` on a version 9 table."""
+    return kept_in(table.config)
+
+
+def kept_in(config: TableConfig | None) -> tuple[str, ...]:
+    """`kept` of a table with `config` (its hoodie.properties)."""
+    names = {n.strip() for n in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
+    one_x = config is not None and config.version >= 8
+    return tuple(p for p in (COLUMN_STATS, PARTITION_STATS) if p in names and (p == COLUMN_STATS or one_x))
+
+
+def half_built(table: HudiTable) -> tuple[str, ...]:
+    """The kept data-skipping partitions hoodie.properties name that have no completed file group
+    (a Hudi restore can roll back the instant that built one): nothing to append to, so they are
+    dropped like a partition tablespec does not maintain, never trusted."""
+    found = kept(table)
+    if not found:
+        return ()
+    fmt = layout.Format.of(table.config)
+    completed = layout.completions(layout.timeline(table.storage, table.base, fmt))
+    return tuple(p for p in found if not table.storage.is_dir(layout.partition_path(table.base, p))
+                 or not layout.latest_slices(table.storage, table.base, completed, p, fmt))
+
+
+def indexed_columns(table: HudiTable) -> Collection[str] | None:
+    """The columns the table's column stats cover: on version 9 the index definition's source
+    fields; on version 6 (no definitions) every column Hudi 0.15 indexes (None)."""
+    config = table.config
+    if config is None or config.version < 8:
+        return None
+    fields = index_defs.source_fields(table.storage, table.base, config, COLUMN_STATS)
+    return None if fields is None else tuple(fields)
+
+
+def _footer_ranges(table: HudiTable, path: str, columns: Collection[str] | None) -> list[ColumnRange]:
+    with table.storage.open_input_file(join(table.base, path)) as f:
+        metadata = pq.read_metadata(f)
+    return column_stats.file_ranges(metadata, path.rsplit("/", 1)[-1], columns)
+
+
+def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collection[str]) -> dict[str, HashedChange]:
+    """The change of each kept partition (`partitions`, from `kept`) for a commit or replacecommit that
+    has not completed yet (the handle's timeline shows it pending)."""
+    one_x = table.config is not None and table.config.version >= 8
+    columns = indexed_columns(table)
+    written: dict[str, dict[str, list[ColumnRange]]] = {}      # partition -> file id -> its ranges
+    out: dict[str, HashedChange] = {p: HashedChange() for p in partitions}
+    for partition, stats in metadata.partition_to_write_stats.items():
+        for stat in stats:
+            if not stat.path:
+                continue
+            ranges = _footer_ranges(table, stat.path, columns)
+            written.setdefault(partition, {})[stat.file_id] = ranges
+            if COLUMN_STATS in out:
+                out[COLUMN_STATS].records += [column_stats.column_stats_record(partition, r, one_x) for r in ranges]
+    if PARTITION_STATS in out:
+        replaced = metadata.partition_to_replace_file_ids or {}
+        touched = sorted(set(written) | {p for p, ids in replaced.items() if ids})
+        view = table.view_of(table.timeline, touched)
+        for partition in touched:
+            ranges = [r for rs in written.get(partition, {}).values() for r in rs]
+            for group in view.file_groups(partition):
+                if group.file_id in written.get(partition, {}) or group.file_id in replaced.get(partition, ()):
+                    continue
+                base = group.latest_slice.base_file
+                if base is not None:
+                    ranges += _footer_ranges(table, f"{partition}/{base.name}" if partition else base.name, columns)
+            out[PARTITION_STATS].records += [column_stats.partition_stats_record(partition, r)
+                                     for r in column_stats.merged(ranges, column_stats.partition_name(partition))]
+    return {p: change for p, change in out.items() if not change.empty}
+
+
+def _schema_columns(table: HudiTable) -> list[str]:
+    schema = table.timeline.latest_schema()
+    fields = [f.get("name") for f in (json.loads(schema).get("fields") or [])] if schema else []
+    return [*META_COLUMNS, *(f for f in fields if isinstance(f, str) and f not in META_COLUMNS)]
+
+
+def from_removed(table: HudiTable, change: FilesChange, partitions: Collection[str]) -> dict[str, HashedChange]:
+    """What a clean that deleted files does: each indexed column's statistics of each file go (Hudi
+    1.x: their keys in a delete block; 0.15: a record marked deleted)."""
+    if COLUMN_STATS not in partitions or not change.removed:
+        return {}
+    one_x = table.config is not None and table.config.version >= 8
+    columns = indexed_columns(table)
+    names: Iterable[str] = columns if columns is not None else _schema_columns(table)
+    gone = [(partition, name, column) for partition, files in change.removed.items() for name in files for column in names]
+    if one_x:
+        return {COLUMN_STATS: HashedChange(deletes=[column_stats.column_stats_key(c, p, n) for p, n, c in gone])}
+    return {COLUMN_STATS: HashedChange(records=[column_stats.deleted_record(p, n, c, False) for p, n, c in gone])}
+
+
+__all__ = ["from_commit", "from_removed", "half_built", "indexed_columns", "kept", "kept_in"]

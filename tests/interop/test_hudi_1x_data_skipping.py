@@ -1,0 +1,92 @@
+"""Hudi's data-skipping indexes kept on a version 9 table: Apache Hudi 1.2.0 creates the table with
+its defaults (`column_stats` and `partition_stats` on), tablespec imports it and plans clean, writes
+rows whose values lie outside every file's range into an existing and a new partition, clusters
+and cleans, keeping both partitions in each change (and compacting them with the metadata table).
+Then Hudi 1.2 reads with data skipping on exactly what it reads with it off, for filters only the
+new rows satisfy; its own column-stats lookup finds each file's range; its next write with its
+defaults does not build the partitions again."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from helpers import tablespec_rows
+from hudi_process import column_stats_step, read_step, sql_step, write_step
+from interop_support import apply_until_done, save_spec
+from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata
+from test_hudi_metadata_table import assert_listing_is_storage
+from test_hudi_tables import SCHEMA, _import, _table
+
+from tablespec.hudi.mdt import layout
+from tablespec.hudi.table import HudiTable
+from tablespec.state import observe
+
+SKIPPING = ("column_stats", "files", "partition_stats")
+ON = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true",
+      "hoodie.metadata.index.column.stats.enable": "true"}
+OFF = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "false"}
+# filters only rows tablespec wrote satisfy: values past every range Hudi's files had
+NEW_ONLY = ("v >= 500", "ts >= 50", "id = 'x'", "dt = '2024-01-09' and v > 0")
+
+
+def _ids(read) -> list[str]:
+    return sorted(dict(r)["id"] for r in read)
+
+
+def _latest_files(location) -> list[tuple[str, str]]:
+    view = HudiTable.open(str(location)).view
+    return [(s.partition, s.base_file.name) for s in view.latest_slices() if s.base_file is not None]
+
+
+def _initializations(location) -> list[str]:
+    """The metadata table's instants that built a partition (Hudi 1.2: all zeros but the last digits)."""
+    _, metadata = _metadata(location)
+    return [i.timestamp for i in metadata if i.timestamp.startswith("0" * 14)]
+
+
+def test_tablespec_keeps_column_and_partition_stats_hudi_1_2_skips_with(hudi, hudi1, tmp_path, capsys):
+    location, _ = hudi1.copy(V9_MDT, tmp_path / "s9")
+    built = _initializations(location)
+    doc, spec_file = _import(tmp_path, location, capsys)       # plans clean: nothing to drop
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("x", 500, "2024-01-01", 50)], SCHEMA))     # an existing partition
+    table.write(hudi.createDataFrame([("y", 600, "2024-01-09", 60)], SCHEMA))     # a new one
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
+
+    # clustering and a clean through `apply`: a replacecommit and a clean, each recorded in both
+    doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
+    doc["spec"]["retention"]["keepCommits"] = 1
+    save_spec(doc, spec_file)
+    kinds = apply_until_done(capsys, spec_file, tmp_path)
+    assert {"clustering", "clean"} <= set(kinds), kinds
+    handle, metadata = _metadata(location)
+    assert observe(handle).metadata_table.partitions == SKIPPING
+    assert any(i.action == layout.COMPACTION and i.completed for i in metadata)
+    assert list(Path(location, ".hoodie", "metadata", "column_stats").glob("col-stats-*.hfile"))
+    assert_listing_is_storage(str(location))
+    doc["spec"]["clustering"]["everyNCommits"] = 4
+    doc["spec"]["retention"]["keepCommits"] = 10
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
+
+    files = _latest_files(location)
+    expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v") for p, n in files}
+    steps = [step for where in NEW_ONLY for step in (read_step(location, where, **ON), read_step(location, where, **OFF))]
+    steps += [column_stats_step(location, files, "v"),
+              sql_step(f"CREATE TABLE s9 USING hudi LOCATION '{location}'"),
+              sql_step("CALL validate_metadata_table_files(table => 's9')"),
+              write_step(location, {**DEFAULTS, "hoodie.datasource.write.operation": "upsert"}, SCHEMA,
+                         [("z", 700, "2024-01-02", 70)]),
+              read_step(location, "v >= 500", **ON)]
+    *reads, stats, _, differences, _, after = hudi1.process.run(steps)
+    for where, on, off in zip(NEW_ONLY, reads[::2], reads[1::2]):
+        assert _ids(on) == _ids(off) and _ids(on), where
+    assert [_ids(r) for r in reads[::2]] == [["x", "y"], ["x", "y"], ["x"], ["y"]]
+    assert {f: [int(lo), int(hi)] for f, (lo, hi, _, _) in stats.items()} == {
+        f: [min(v.to_pylist()), max(v.to_pylist())] for f, v in expected.items()}
+    assert differences == []
+    assert _ids(after) == ["x", "y", "z"]
+    # Hudi's write with its defaults kept the partitions: none built again
+    assert _initializations(location) == built
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
+    assert sorted(dict(r)["id"] for r in tablespec_rows(table)) == ["a", "b", "c", "d", "x", "y", "z"]
