@@ -21,7 +21,6 @@ from tablespec.hudi.mdt import column_stats, layout
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
 from tablespec.hudi.mdt.record_index import HashedChange
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
-from tablespec.types import Array, DataType, Map, Struct
 
 if TYPE_CHECKING:
     from tablespec.hudi.config import TableConfig
@@ -57,19 +56,6 @@ def half_built(table: HudiTable) -> tuple[str, ...]:
     completed = layout.completions(layout.timeline(table.storage, table.base, fmt))
     return tuple(p for p in found if not table.storage.is_dir(layout.partition_path(table.base, p))
                  or not layout.latest_slices(table.storage, table.base, completed, p, fmt))
-
-
-# what Hudi 1.x's writers index when their config names no columns: these meta columns (the other
-# two differ per record), then the table's columns of primitive type, MAX_INDEXED_COLUMNS in all
-INDEXED_META_COLUMNS = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
-MAX_INDEXED_COLUMNS = 32   # hoodie.metadata.index.column.stats.max.columns.to.index
-
-
-def hudi_default_columns(columns: Iterable[tuple[str, DataType]]) -> list[str]:
-    """The columns Hudi 1.x indexes with no column list configured, for a table of `columns` (name,
-    type): its index definition follows the schema as it evolves."""
-    data = [name for name, dtype in columns if not name.startswith("_hoodie_") and not isinstance(dtype, (Struct, Array, Map))]
-    return [*INDEXED_META_COLUMNS, *data][:MAX_INDEXED_COLUMNS]
 
 
 def indexed_columns(table: HudiTable) -> Collection[str] | None:
