@@ -539,19 +539,16 @@ class Applier:
     def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
                                        spec: TableSpec) -> MetadataDropped:
         """Drop the metadata-table partitions tablespec does not maintain (as named under Hudi's lock)."""
-        from tablespec.hudi.mdt.column_stats_changes import half_built
         from tablespec.hudi.mdt.record_index import RECORD_INDEX
-        from tablespec.hudi.mdt.sync import maintained_partitions
+        from tablespec.hudi.mdt.sync import MAINTAINED
         from tablespec.hudi.metadata_table import drop_partitions, unmaintained
-        from tablespec.plan.metadata_table import rebuilt, undeclared_indexes
+        from tablespec.plan.metadata_table import rebuilt
         table = self.table(t)
         with self._locked(t, changes_files=False), table.transaction_lock("metadata table"):
-            dropped = unmaintained(config := table.fresh_config(), maintained_partitions(config))
+            dropped = unmaintained(table.fresh_config(), MAINTAINED)
             if RECORD_INDEX in a.params.partitions and spec.spec.index.type != RECORD_LEVEL:  # Hudi's writers drop it
                 dropped += (RECORD_INDEX,)
             dropped += tuple(p for p in rebuilt(self._observe(t)) if p in a.params.partitions)   # damaged, as now
-            dropped += tuple(p for p in undeclared_indexes(spec, config) if p in a.params.partitions)
-            dropped += tuple(p for p in half_built(table) if p in a.params.partitions and p not in dropped)
             return MetadataDropped(partitions=list(drop_partitions(table, dropped)))
 
     def visit_clustering(self, t: TablePlan, a: Clustering, spec: TableSpec) -> Clustered:

@@ -90,7 +90,7 @@ DEFAULT_LINE = {6: "0.15", 8: "1.0", 9: "1.2"}
 # Hudi 1.x writing a version 8/9 table: records merge by mode (payload classes are 0.x's), and ...
 MERGE_MODES = {True: "EVENT_TIME_ORDERING", False: "COMMIT_TIME_ORDERING"}   # by whether an ordering field orders
 # ... Hudi's metadata table on, as tablespec keeps it on version 9 (its `files` partition); the
-# data-skipping partitions Hudi 1.x enables by default off, unless the table has them (`data_skipping`).
+# partitions Hudi 1.x enables by default besides, which tablespec does not maintain, off.
 METADATA_1X = {keys.METADATA_ENABLE.name: "true", keys.METADATA_COLUMN_STATS_ENABLE.name: "false",
                keys.METADATA_PARTITION_STATS_ENABLE.name: "false"}
 # Auto-generated keys (no record key field, so Hudi 0.14+ generates them): Hudi refuses to combine
@@ -212,29 +212,8 @@ def hudi_write_options(spec: TableSpec, table: HudiTable, version: int | None = 
                 options.pop(key, None)
             else:
                 options[key] = value
-    options.update(data_skipping(table))
     options["path"] = table.base
     return dict(sorted(options.items()))
-
-
-def data_skipping(table: HudiTable) -> dict[str, str]:
-    """The data-skipping partitions the table's metadata table has, which tablespec keeps, enabled for
-    Hudi's writers too: a writer with one off stops updating it (0.15) or deletes it (1.x,
-    `hoodie.metadata.auto.delete.partitions`), and one that turns it on where the table lacks it
-    builds it from every file. The column list is left to Hudi's default (what a table Hudi created
-    with its defaults was indexed with; Hudi 1.x keeps its definition's list)."""
-    from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
-    from tablespec.hudi.mdt.column_stats_changes import kept
-    try:
-        found = kept(table) if table.config is not None else ()
-    except HudiFormatError:
-        return {}
-    out = {}
-    if COLUMN_STATS in found:
-        out[keys.METADATA_COLUMN_STATS_ENABLE.name] = "true"
-    if PARTITION_STATS in found:
-        out[keys.METADATA_PARTITION_STATS_ENABLE.name] = "true"
-    return out
 
 
 def _version_1x(spec: TableSpec, version: int, line: str) -> dict[str, str | None]:

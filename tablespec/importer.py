@@ -228,22 +228,6 @@ def _set(doc: dict, path: str, value) -> None:
     doc[leaf] = value
 
 
-def observed_data_skipping(state: TableState) -> dict | None:
-    """The `dataSkipping` section of the data-skipping partitions the table has that tablespec keeps
-    (column statistics with the columns its index definition lists; partition statistics), None
-    without any; a half-built one is not declared (plan drops it)."""
-    from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
-    from tablespec.hudi.mdt.column_stats_changes import half_built, indexed_columns, kept_in
-    found = [p for p in kept_in(state.config) if p not in half_built(state.handle)]   # a half-built one is dropped
-    if COLUMN_STATS not in found:
-        return None
-    columns = indexed_columns(state.handle)
-    out: dict = {"columnStats": {"columns": list(columns)} if columns is not None else {}}
-    if PARTITION_STATS in found:
-        out["partitionStats"] = True
-    return out
-
-
 def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None) -> dict:
     """The spec (camelCase, as users write it) that describes `state` exactly: every registry setting
     the table holds (or defaults) at its spec path, then what import derives (keys, timestamps)."""
@@ -275,13 +259,11 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     body.setdefault("partitioning", {}).setdefault("fields", [])
     if (ts := observed_timestamp(state, props, timestamp)) is not None:
         body["partitioning"]["timestamp"] = ts
-    if (skipping := observed_data_skipping(state)) is not None:
-        body["dataSkipping"] = skipping
     labels = {k[len(LABEL_PREFIX):]: v for k, v in props.items() if k.startswith(LABEL_PREFIX)}
     if labels:
         doc["metadata"]["labels"] = labels
     order = ("location", "tableType", "columns", "recordKey", "partitioning", "orderingField", "index",
-             "dataSkipping", "clustering", "compaction", "retention", "protection")
+             "clustering", "compaction", "retention", "protection")
     doc["spec"] = {k: body[k] for k in order if k in body}
     TableSpec.model_validate(doc)  # an import that would not validate is a bug, not a user error
     return doc

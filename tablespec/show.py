@@ -98,12 +98,8 @@ def _metadata_table_text(mdt: dict) -> str:
     if not mdt["present"] and not mdt["partitions"] and not mdt["inflightPartitions"]:
         return "(no Hudi metadata table)"
     where = f".hoodie/metadata, {human_bytes(mdt['bytes'])}" if mdt["present"] else "no .hoodie/metadata folder"
-    sizes = mdt.get("partitionBytes") or {}
-    skipping = [f"{p} {human_bytes(sizes[p])}" for p in ("column_stats", "partition_stats") if p in sizes
-                and p in mdt["partitions"]]
     return (f"Hudi metadata table: {where}; partitions {', '.join(mdt['partitions']) or '(none)'}; "
-            f"inflight {', '.join(mdt['inflightPartitions']) or '(none)'}"
-            + (f"; data-skipping indexes {', '.join(skipping)}" if skipping else ""))
+            f"inflight {', '.join(mdt['inflightPartitions']) or '(none)'}")
 
 
 def show_json(state: TableState) -> str:

@@ -14,7 +14,6 @@ from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.formats.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import sync as mdt_sync
-from tablespec.hudi.mdt.column_stats_changes import half_built
 from tablespec.hudi.metadata_table import drop_partitions, unmaintained
 from tablespec.hudi.services.rollback import recover, rollback
 from tablespec.hudi.table import HudiTable
@@ -89,12 +88,10 @@ def locked(table: HudiTable, who: str = "apply", timeout_seconds: float = DEFAUL
         if held is None:  # the lock is ours now: the table as the previous holder left it
             table.refresh()  # (a caller holding the lock already read the table after taking it)
         timeline = table.timeline
-        kept = mdt_sync.maintained_partitions(table.config)
-        if (changes_files or timeline.pending()) and (unmaintained(table.config, kept) or half_built(table)):
+        if (changes_files or timeline.pending()) and unmaintained(table.config, mdt_sync.MAINTAINED):
             # Under Hudi's transaction lock: a Hudi writer names metadata partitions inside its commit.
             with table.transaction_lock(who):
-                config = table.fresh_config()
-                drop_partitions(table, unmaintained(config, mdt_sync.maintained_partitions(config)) + half_built(table))
+                drop_partitions(table, unmaintained(table.fresh_config(), mdt_sync.MAINTAINED))
         lock.recovered = recover(table, tolerance_seconds() if heartbeat_tolerance is None
                                  else heartbeat_tolerance)  # refreshes the handle where it changed the table
         mdt_sync.repair(table)  # a metadata-table compaction that died is finished

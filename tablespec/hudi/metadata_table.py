@@ -2,9 +2,8 @@
 tablespec does not maintain.
 
 Apache Hudi writers keep a metadata table (file listings, maybe column stats, bloom filters, a
-record index) and list files through it. tablespec keeps its `files`, `record_index`,
-`column_stats` and (version 9) `partition_stats` partitions in every change (mdt/sync.py); a
-partition it does not maintain would go stale, so before tablespec changes
+record index) and list files through it. tablespec keeps its `files` partition in every change
+(mdt/sync.py); a partition it does not maintain would go stale, so before tablespec changes
 files it drops such partitions the way Hudi does: hoodie.properties first stops naming them
 (readers stop using them), then their folders go. A crash in between leaves folders the
 properties do not name, which Hudi ignores (a writer enabling the partition rebuilds it).
@@ -42,7 +41,6 @@ class MetadataTable:
     partitions: tuple[str, ...]       # ready partitions named in hoodie.properties
     inflight: tuple[str, ...]         # partitions Hudi was still building
     bytes: int
-    partition_bytes: tuple[tuple[str, int], ...] = ()   # bytes of each partition folder present
 
     @property
     def in_use(self) -> bool:
@@ -51,8 +49,7 @@ class MetadataTable:
 
     def to_dict(self) -> dict:
         return {"present": self.present, "partitions": list(self.partitions),
-                "inflightPartitions": list(self.inflight), "bytes": self.bytes,
-                "partitionBytes": dict(self.partition_bytes)}
+                "inflightPartitions": list(self.inflight), "bytes": self.bytes}
 
 
 NONE = MetadataTable(False, (), (), 0)
@@ -63,15 +60,8 @@ def describe(table: HudiTable) -> MetadataTable:
     storage, path = table.storage, folder(table.base)
     props = table.config.to_properties() if table.config is not None else {}
     present = storage.is_dir(path)
-    files = list(storage.walk_files(path)) if present else []
-    by_partition: dict[str, int] = {}
-    root = path.rstrip("/") + "/"
-    for f in files:
-        top = f.path[len(root):].split("/", 1)[0] if f.path.startswith(root) else ""
-        if top and not top.startswith(".") and "/" in f.path[len(root):]:
-            by_partition[top] = by_partition.get(top, 0) + f.size
-    return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)),
-                         sum(f.size for f in files), tuple(sorted(by_partition.items())))
+    size = sum(f.size for f in storage.walk_files(path)) if present else 0
+    return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)), size)
 
 
 def unmaintained(config, maintained: frozenset[str]) -> tuple[str, ...]:

@@ -293,59 +293,6 @@ Index = Annotated[SimpleIndex | BloomIndex | BucketIndex | RecordLevelIndex, Fie
 INDEX_TYPES = (SimpleIndex, BloomIndex, BucketIndex, RecordLevelIndex)
 
 
-class ColumnStatsIndex(SpecModel):
-    """Hudi's column statistics (the metadata table's column_stats partition): per base file and column, min,
-    max, null and value counts, which Hudi's readers skip files with (hoodie.enable.data.skipping)."""
-
-    columns: list[str] | None = None
-    """Columns with statistics (table columns or Hudi's meta columns), as the table's index definition lists
-    them (table version 9: .hoodie/.index_defs/index.json). Default: Hudi's (version 9: `_hoodie_commit_time`,
-    `_hoodie_partition_path`, `_hoodie_record_key`, then the first data columns, 32 in all; version 6: every
-    column, Hudi 0.15's default). Version 6 keeps every column: a list is refused there."""
-
-
-class SecondaryIndex(SpecModel):
-    """A Hudi 1.x secondary index (CREATE INDEX): not kept by tablespec (refused)."""
-
-    name: Name
-    """Index name."""
-    column: str
-    """Indexed column."""
-
-
-class DataSkipping(SpecModel):
-    """Indexes in Hudi's metadata table that Hudi's readers skip files and partitions with. tablespec keeps the
-    declared ones in every change, computed from the Parquet footers it writes, and drops an undeclared one;
-    without this section a table keeps those it has."""
-
-    column_stats: ColumnStatsIndex | None = None
-    """Keep column statistics (`{}`: Hudi's default columns)."""
-    partition_stats: bool = False
-    """Keep partition statistics (the partition_stats partition: table version 9, Hudi 1.1+'s default;
-    needs columnStats)."""
-    bloom_filters: bool = False
-    """Hudi's bloom_filters partition: not kept by tablespec yet (refused)."""
-    secondary_indexes: list[SecondaryIndex] = []
-    """Hudi 1.x's secondary indexes: not kept by tablespec yet (refused)."""
-
-    @field_validator("bloom_filters")
-    @classmethod
-    def _bloom_filters_refused(cls, value: bool) -> bool:
-        if value:
-            raise problem("the metadata table's bloom_filters partition is not kept by tablespec yet: remove "
-                          "bloomFilters (tablespec drops the partition before a change; Hudi's BLOOM index reads "
-                          "the filters in the base files' footers instead)")
-        return value
-
-    @field_validator("secondary_indexes")
-    @classmethod
-    def _secondary_indexes_refused(cls, value: list[SecondaryIndex]) -> list[SecondaryIndex]:
-        if value:
-            raise problem("secondary indexes (Hudi 1.x's CREATE INDEX) are not kept by tablespec yet: remove "
-                          "secondaryIndexes (tablespec drops them before a change)")
-        return value
-
-
 class Clustering(SpecModel):
     """Periodic rewriting of small files into larger, optionally sorted, ones."""
 
@@ -472,9 +419,6 @@ class TableBody(SpecModel):
     """Precombine field: when two versions of a key meet, the greater value wins."""
     index: Index = SimpleIndex()
     """Index used to find the file group of a key."""
-    data_skipping: DataSkipping | None = None
-    """Hudi's data-skipping indexes in the metadata table (column and partition statistics); default: those the
-    table has are kept."""
     clustering: Clustering = Clustering()
     """Clustering (small-file stitching and sorting)."""
     compaction: Compaction | None = None
@@ -508,7 +452,7 @@ class TableBody(SpecModel):
         # a spec without `catalog:` dumps (and so digests) as it did before catalogs existed
         data = handler(self)
         if isinstance(data, dict):   # as do specs that leave the table version to the project (or to the table)
-            for name in ("catalog", "table_version", "tableVersion", "compaction", "data_skipping", "dataSkipping"):
+            for name in ("catalog", "table_version", "tableVersion", "compaction"):
                 if data.get(name, 0) is None:
                     data.pop(name)
         return data

@@ -190,35 +190,6 @@ def _hash_fields_in_record_key(body: TableBody) -> list[Problem]:
             for i, name in enumerate(index.hash_fields) if name in by_name and name not in key.fields]
 
 
-# Hudi's meta columns: column statistics may cover them too.
-META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-                "_hoodie_file_name")
-
-
-@_body_rule
-def _data_skipping(body: TableBody) -> list[Problem]:
-    skipping = body.data_skipping
-    if skipping is None:
-        return []
-    problems: list[Problem] = []
-    if skipping.partition_stats and skipping.column_stats is None:
-        problems.append((("dataSkipping", "partitionStats"), "partition statistics are computed from column "
-                                                             "statistics: declare columnStats too"))
-    if skipping.partition_stats and body.table_version == 6:
-        problems.append((("dataSkipping", "partitionStats"), "partition statistics need table version 9 "
-                                                             "(Hudi 1.1+); version 6 has none"))
-    columns = skipping.column_stats.columns if skipping.column_stats is not None else None
-    if columns is None:
-        return problems
-    loc = ("dataSkipping", "columnStats", "columns")
-    if body.table_version == 6:
-        problems.append((loc, "version 6 keeps statistics of every column (Hudi 0.15's default): omit columns"))
-    by_name = _columns_by_name(body)
-    problems += [p for i, name in enumerate(columns) if name not in META_COLUMNS
-                 for p in _reference(by_name, (*loc, i), name, "column with statistics", primitive=True)]
-    return problems + _duplicates(loc, columns, "column with statistics")
-
-
 @_body_rule
 def _sort_columns(body: TableBody) -> list[Problem]:
     return _references(body, ("clustering", "sortColumns"), body.clustering.sort_columns, "sort column", primitive=True)

@@ -38,18 +38,10 @@ def write_step(path, options: dict[str, str], schema: str, rows: list, mode: str
             "rows": [list(r) for r in rows], "mode": mode}
 
 
-def read_step(path, where: str | None = None, **options: str) -> dict:
-    """Read the table as a snapshot query (`options`: more read options, e.g. `as.of.instant`;
-    `where`: a filter Spark pushes into Hudi's read, where data skipping prunes files): its rows as
-    dicts (meta columns included)."""
-    return {"op": "read", "path": str(path), "options": options, **({"where": where} if where else {})}
-
-
-def column_stats_step(path, files: list[tuple[str, str]], column: str) -> dict:
-    """Hudi's own lookup of `column`'s statistics of `files` ((partition, file name) pairs) in the
-    metadata table's column_stats (HoodieTableMetadata.getColumnStats): "partition/file" ->
-    [min, max, null count, value count] as strings."""
-    return {"op": "column_stats", "path": str(path), "files": [list(f) for f in files], "column": column}
+def read_step(path, **options: str) -> dict:
+    """Read the table as a snapshot query (`options`: more read options, e.g. `as.of.instant`): its
+    rows as dicts (meta columns included)."""
+    return {"op": "read", "path": str(path), "options": options}
 
 
 def record_index_step(path, keys: list[str]) -> dict:
@@ -221,14 +213,11 @@ def _step(spark, step: dict):
         return None
     if step["op"] == "read":
         reader = spark.read.format("hudi").option("hoodie.datasource.query.type", "snapshot")
-        df = reader.options(**step.get("options", {})).load(step["path"])
-        return _rows(df.where(step["where"]) if step.get("where") else df)
+        return _rows(reader.options(**step.get("options", {})).load(step["path"]))
     if step["op"] == "sql":
         return _rows(spark.sql(step["statement"]))
     if step["op"] == "record_index":
         return _record_index(spark, step["path"], step["keys"])
-    if step["op"] == "column_stats":
-        return column_stats_lookup(spark, step["path"], step["files"], step["column"])
     raise ValueError(f"unknown step {step['op']!r}")
 
 
@@ -246,29 +235,6 @@ def _record_index(spark, base: str, keys: list[str]) -> dict:
         found = metadata.readRecordIndexLocationsWithKeys(wanted).collectAsList()
         return {p.getKey(): [p.getValue().getPartitionPath(), p.getValue().getFileId(), p.getValue().getInstantTime()]
                 for p in found}
-    finally:
-        metadata.close()
-
-
-def column_stats_lookup(spark, base: str, files: list, column: str) -> dict:
-    """Hudi's column-stats lookup of (partition, file name) pairs for one column."""
-    jvm, jsc = spark._jvm, spark._jsc
-    hudi = jvm.org.apache.hudi
-    context = hudi.client.common.HoodieSparkEngineContext(jsc)
-    storage = hudi.storage.HoodieStorageUtils.getStorage(
-        base, hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration()))
-    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
-    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, config, base)
-    try:
-        pairs = jvm.java.util.ArrayList([hudi.common.util.collection.Pair.of(p, f) for p, f in files])
-        found = metadata.getColumnStats(pairs, column)
-        out = {}
-        for entry in found.entrySet().toArray():
-            stats = entry.getValue()
-            value = [stats.getMinValue(), stats.getMaxValue()]
-            out[f"{entry.getKey().getLeft()}/{entry.getKey().getRight()}"] = [
-                None if v is None else str(v.get(0)) for v in value] + [stats.getNullCount(), stats.getValueCount()]
-        return out
     finally:
         metadata.close()
 

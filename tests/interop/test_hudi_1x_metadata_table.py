@@ -1,6 +1,6 @@
 """Version 9 tables with Hudi 1.x's metadata table: Apache Hudi 1.2.0 (its own process) creates the
 table with its defaults (metadata table on: `files`, `column_stats`, `partition_stats`); tablespec
-keeps them all (data skipping: test_hudi_1x_data_skipping.py), upserts, deletes, clusters and cleans, keeping `files` as
+drops the partitions it does not keep, upserts, deletes, clusters and cleans, keeping `files` as
 Hudi 1.2 lays it out (`.hoodie/metadata/.hoodie/timeline/`, `<requested>_<completion>.deltacommit`
 in Avro, one log file per deltacommit named by it) and compacting it when due. After that Hudi 1.2
 reads the table through its metadata table equal to tablespec, its `validate_metadata_table_files`
@@ -33,9 +33,10 @@ V9_MDT = tuple(Batch.of({**DEFAULTS, "hoodie.datasource.write.operation": op}, S
     ("upsert", [("d", 4, "2024-01-03", 2)]),
 ])
 METADATA_ON = {"hoodie.metadata.enable": "true"}
-# a Hudi 1.2 writer on the table as tablespec keeps it: the metadata table on, with its data-skipping partitions
-HUDI_WRITER = {**DEFAULTS, **METADATA_ON, "hoodie.datasource.write.operation": "upsert"}
-SKIPPING = ("column_stats", "files", "partition_stats")
+# a Hudi 1.2 writer on the table as tablespec keeps it: the metadata table on, the partitions
+# tablespec does not keep off
+HUDI_WRITER = {**DEFAULTS, **METADATA_ON, "hoodie.metadata.index.column.stats.enable": "false",
+               "hoodie.metadata.index.partition.stats.enable": "false", "hoodie.datasource.write.operation": "upsert"}
 
 
 def _by_id(read) -> dict:
@@ -73,14 +74,14 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
     location, hudi_read = hudi1.copy(V9_MDT, tmp_path / "m9")
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("column_stats", "files",
                                                                                 "partition_stats")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
     table = _table(hudi, doc, location)
     assert tablespec_rows(table) == rows(pa.Table.from_pylist(hudi_read))
 
     upsert = table.write(hudi.createDataFrame([("a", 11, "2024-01-01", 3), ("e", 5, "2024-01-02", 3)], SCHEMA))
     deleted = table.write(hudi.createDataFrame([("c", 3, "2024-01-02", 4)], SCHEMA), "delete")
-    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
-    assert sorted(p.name for p in (location / ".hoodie" / "metadata").iterdir()) == [".hoodie", *SKIPPING]
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("files",)
+    assert sorted(p.name for p in (location / ".hoodie" / "metadata").iterdir()) == [".hoodie", "files"]
 
     # each data instant has its deltacommit as Hudi 1.2 writes one: completed before the data
     # instant, Avro, its own log file (version 1, named by the deltacommit)
@@ -91,7 +92,7 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
         [delta] = [i for i in metadata if i.timestamp == instant]
         assert delta.action == layout.DELTA_COMMIT and delta.completion and delta.completion < data[instant].completion
         raw = (location / ".hoodie" / "metadata" / ".hoodie" / "timeline" / delta.file_name).read_bytes()
-        [stat] = avro_content(raw, delta.file_name)["partitionToWriteStats"]["files"]   # column_stats' beside it
+        [stat] = avro_content(raw, delta.file_name)["partitionToWriteStats"]["files"]
         assert stat["path"] == f"files/.files-0000-0_{instant}.log.1_0-0-0" and stat["prevCommit"] == instant
         assert f".files-0000-0_{instant}.log.1_0-0-0" in names
     assert_listing_is_storage(str(location))
@@ -143,7 +144,7 @@ def test_a_write_killed_after_its_metadata_deltacommit_is_rolled_back(hudi, hudi
     next apply rolls the data instant back and the deltacommit with it (its log file and instant
     files go, a rollback on the metadata timeline says so); Hudi 1.2 validates and reads the result."""
     location, _ = hudi1.copy(V9_MDT, tmp_path / "m9")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
     _table(hudi, doc, location).write(hudi.createDataFrame([("e", 5, "2024-01-02", 3)], SCHEMA))
     died = run_script(f"""
         from pyspark.sql import SparkSession

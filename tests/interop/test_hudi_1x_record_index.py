@@ -50,20 +50,19 @@ def _assert_index_is_the_table(location) -> None:
 
 def test_record_level_on_version_9_is_hudi_1_2s_record_index(hudi, hudi1, tmp_path, capsys):
     location, _ = hudi1.copy(V9_MDT, tmp_path / "r9")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
     doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
     save_spec(doc, spec_file)
     kinds = apply_until_done(capsys, spec_file, tmp_path)
     assert "index_migration" in kinds, kinds
     props = Path(location, ".hoodie", "hoodie.properties").read_text()
-    assert "hoodie.table.metadata.partitions=column_stats,files,partition_stats,record_index" in props
-    assert "hoodie.table.version=9" in props
+    assert "hoodie.table.metadata.partitions=files,record_index" in props and "hoodie.table.version=9" in props
     handle, metadata = _metadata(location)
     [built] = [i for i in metadata if i.timestamp.startswith(layout.SOLO_COMMIT_TIMESTAMP) and
                (location / ".hoodie" / "metadata" / "record_index" / f".record-index-0000-0_{i.timestamp}.log.1_0-0-0").exists()]
     assert built.completed and built.completion and len(built.timestamp) == 17   # 1.x's initializing instant
     defs = json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
-    assert defs["record_index"] == RECORD_INDEX_DEFINITION and "column_stats" in defs    # kept beside it
+    assert defs == {"record_index": RECORD_INDEX_DEFINITION}     # column_stats' went with its partition
     _assert_index_is_the_table(location)
 
     # tablespec upserts through the index: a moves 2024-01-01 -> 2024-01-03, b updated in place, e inserted
@@ -117,7 +116,7 @@ def test_leaving_record_level_on_version_9_drops_the_partition(hudi, hudi1, tmp_
     """Back from RECORD_LEVEL to SIMPLE: the record_index partition is dropped (hoodie.properties
     first); Hudi 1.2 validates and reads the table."""
     location, _ = hudi1.copy(V9_MDT, tmp_path / "r9")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
     doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
     save_spec(doc, spec_file)
     apply_until_done(capsys, spec_file, tmp_path)
@@ -143,7 +142,7 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
     deltacommit (a key moving partition) and rolled back by the next: the index stays the table's,
     and Hudi 1.2 validates, reads equal and looks every key up where tablespec does."""
     location, _ = hudi1.copy(V9_MDT, tmp_path / "r9")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
     doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
     save_spec(doc, spec_file)
     apply_until_done(capsys, spec_file, tmp_path)

@@ -47,15 +47,15 @@ def test_version_6_table_written_by_hudi_1x(hudi, hudi1, tmp_path, capsys):
     location, hudi_read = hudi1.copy(SIMPLE_V6, tmp_path / "simple_v6")
     _hudi_spelling(_properties(location))
 
-    # import, then plan with the spec: no changes (the column_stats partition Hudi 1.x keeps by default is kept)
-    doc, _ = _import(tmp_path, location, capsys)
+    # import, then plan with the spec: only dropping the column_stats partition Hudi 1.x keeps by default
+    doc, _ = _import(tmp_path, location, capsys, ("drop_metadata_partitions",))
     assert doc["spec"]["orderingField"] == "ts"
     table = _table(hudi, doc, location)
     ours = tablespec_rows(table)
     assert ours == _as_read(hudi_read) == hudi_rs_rows(table.location)
 
-    # a is older than the stored row (it loses), b newer, d new; the write records itself in `files`
-    # and `column_stats` (hoodie.properties keep the table's own spelling)
+    # a is older than the stored row (it loses), b newer, d new; the write drops the column_stats
+    # partition (hoodie.properties rewritten in the table's own spelling) and records itself in `files`
     table.write(_df(hudi, [("a", 10, "2024-01-01", 0), ("b", 20, "2024-01-01", 2), ("d", 4, "2024-01-02", 2)]))
     _hudi_spelling(_properties(location))
     after_ours = tablespec_rows(table)

@@ -137,11 +137,7 @@ NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom",
                 "spec.recordKey.autoGenerate",
                 "spec.catalog.database", "spec.catalog.table",   # kept by the catalog, not in hoodie.properties
                 "spec.tableVersion",   # hoodie.table.version: changed by upgrade_table, never by update_settings
-                "spec.index.recordLevel.maxFilesPerBucket",      # deprecated: the metadata table compacts itself
-                # the metadata table's data-skipping partitions: read from hoodie.properties' partition list and the
-                # index definitions by import and plan (plan/metadata_table.py), no setting of their own
-                "spec.dataSkipping.columnStats.columns", "spec.dataSkipping.partitionStats",
-                "spec.dataSkipping.bloomFilters", "spec.dataSkipping.secondaryIndexes"}
+                "spec.index.recordLevel.maxFilesPerBucket"}      # deprecated: the metadata table compacts itself
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
                      "spec.partitioning.timestamp.timeZone", "spec.partitioning.timestamp.unit",

@@ -9,7 +9,6 @@ import json
 from _support import cli as _cli
 
 from tablespec.hudi.config import write_table_config
-from tablespec.hudi.formats.logfile import delete_block, encode_block
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import layout, reader, writer
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
@@ -47,17 +46,16 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
     assert listed.files == on_storage and listed.partitions == set(on_storage)
     assert _plan(capsys, "t.yaml", warehouse) == []
 
-    # a Hudi writer enabled bloom filters and was building column stats: both dropped, files kept
-    # (column stats a Hudi writer finished are kept: tests/interop/test_hudi_data_skipping.py)
+    # a Hudi writer enabled column stats and was building bloom filters: both dropped, files kept
     config = table.table_config
     write_table_config(storage, str(base), config.with_updates(extra={
-        **config.extra, PARTITIONS_KEY: "files,bloom_filters", INFLIGHT_KEY: "column_stats"}))
+        **config.extra, PARTITIONS_KEY: "files,column_stats", INFLIGHT_KEY: "bloom_filters"}))
     for partition in ("column_stats", "bloom_filters"):
         storage.write_bytes(layout.partition_path(str(base), partition) + "/x.hfile", b"stale")
     [drop] = _plan(capsys, "t.yaml", warehouse)
-    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["bloom_filters",
-                                                                                           "column_stats"]}
-    assert "tablespec does not maintain (bloom_filters, column_stats)" in drop["reasons"][0]
+    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["column_stats",
+                                                                                           "bloom_filters"]}
+    assert "tablespec does not maintain (column_stats, bloom_filters)" in drop["reasons"][0]
     assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0
     props = HudiTable.open(str(base)).table_config.to_properties()
     assert props[PARTITIONS_KEY] == "files" and props[INFLIGHT_KEY] == ""
@@ -65,56 +63,3 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
     assert not storage.is_dir(layout.partition_path(str(base), "bloom_filters"))
     assert reader.listing(HudiTable.open(str(base))).files == on_storage
     assert _plan(capsys, "t.yaml", warehouse) == []
-
-
-def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, capsys, monkeypatch):
-    """A table whose metadata table has column_stats: import declares it (spec.dataSkipping) and plans
-    clean; a spec without the section keeps it; one whose section leaves it out drops it; one declaring
-    an index the table lacks, or bloom filters, is refused in one line naming the file and line."""
-    base = real_table(TABLE)
-    monkeypatch.chdir(tmp_path)
-    warehouse = str(base.parent)
-    assert _cli(capsys, "import", str(base))[0] == 0
-    (tmp_path / "t.yaml").write_text(_cli(capsys, "import", str(base))[1])
-    assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0   # builds `files`
-    config = HudiTable.open(str(base)).table_config
-    write_table_config(LocalStorage(), str(base), config.with_updates(extra={**config.extra,
-                                                                           PARTITIONS_KEY: "column_stats,files"}))
-    code, out, err = _cli(capsys, "import", str(base))
-    assert code == 0 and "dataSkipping" not in out, out + err     # named, but no file group of it: not declared
-    (tmp_path / "t.yaml").write_text(out)
-    [drop] = _plan(capsys, "t.yaml", warehouse)                    # ... and never trusted
-    assert drop["params"] == {"partitions": ["column_stats"]} and "no completed file group" in drop["reasons"][0]
-    # its file groups as Hudi starts them: a first log file (an empty delete block) at a completed instant
-    built = layout.timeline(LocalStorage(), str(base))[0].timestamp
-    for n in range(2):
-        LocalStorage().write_bytes(layout.partition_path(str(base), "column_stats") +
-                                   f"/.col-stats-000{n}-0_{built}.log.1_0-0-0", encode_block(delete_block(built, ())))
-    code, out, err = _cli(capsys, "import", str(base))
-    assert code == 0 and "dataSkipping:\n    columnStats: {}\n" in out, out + err
-    (tmp_path / "t.yaml").write_text(out)
-    assert _plan(capsys, "t.yaml", warehouse) == []
-    code, shown, _ = _cli(capsys, "show", str(base))
-    assert code == 0 and "; data-skipping indexes column_stats 166 B" in shown, shown
-    code, shown, _ = _cli(capsys, "show", str(base), "--format", "json")
-    assert json.loads(shown)["metadataTable"]["partitionBytes"]["column_stats"] == 166
-    without = out.replace("  dataSkipping:\n    columnStats: {}\n", "")
-    assert without != out
-    (tmp_path / "t.yaml").write_text(without)
-    assert _plan(capsys, "t.yaml", warehouse) == []                 # no section: what the table has is kept
-    (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    partitionStats: false\n"))
-    [drop] = _plan(capsys, "t.yaml", warehouse)
-    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["column_stats"]}
-    assert "does not declare column_stats" in drop["reasons"][0]
-    assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0
-    assert HudiTable.open(str(base)).table_config.to_properties()[PARTITIONS_KEY] == "files"
-
-    (tmp_path / "t.yaml").write_text(out)                           # declared, but the table lacks it now
-    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
-    assert code == 1 and "declares column_stats, which its metadata table does not have" in err
-    assert len([n for n in err.splitlines() if ": warning:" not in n]) == 1 and "Traceback" not in err
-    lines = out.splitlines()
-    at = lines.index("    columnStats: {}") + 2
-    (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    columnStats: {}\n    bloomFilters: true\n"))
-    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
-    assert code != 0 and f"t.yaml:{at}" in err and "bloom_filters partition is not kept by tablespec" in err, err

@@ -328,25 +328,3 @@ def test_warnings_are_not_errors(valid_text, edit):
 
 def test_hilbert_with_two_columns_is_fine(broken):
     assert broken(("strategy: SORT", "strategy: HILBERT"), ("sortColumns: [customer_id]", "sortColumns: [customer_id, amount]")) == []
-
-
-def test_data_skipping_section_refusals_name_their_line(broken):
-    """What tablespec does not keep (bloom filters, secondary indexes) and what cannot hold (partition
-    statistics without column statistics or on version 6, a column list on version 6 or naming no
-    column) are refused at their place."""
-    section = ("  clustering:\n", "  dataSkipping:\n    columnStats: {columns: [_hoodie_record_key, amount, nope]}\n"
-               "    partitionStats: true\n    bloomFilters: true\n    secondaryIndexes: [{name: by_customer, column: customer_id}]\n"
-               "  clustering:\n")
-    out = broken(section)
-    assert any(m.startswith("t.yaml:27:5: spec.dataSkipping.bloomFilters: the metadata table's bloom_filters "
-                            "partition is not kept by tablespec yet") for m in out), out
-    assert any(m.startswith("t.yaml:28:5: spec.dataSkipping.secondaryIndexes: secondary indexes") for m in out), out
-    assert broken(section, ("    bloomFilters: true\n", ""),
-                  ("    secondaryIndexes: [{name: by_customer, column: customer_id}]\n", "")) == [
-        "t.yaml:25:57: spec.dataSkipping.columnStats.columns[2]: column with statistics 'nope' is not a column"]
-    out = broken(("  clustering:\n", "  tableVersion: 6\n  dataSkipping:\n    columnStats: {columns: [amount]}\n"
-                  "    partitionStats: true\n  clustering:\n"))
-    assert [m.split(": ", 2)[1] for m in out] == ["spec.dataSkipping.columnStats.columns", "spec.dataSkipping.partitionStats"]
-    assert broken(("  clustering:\n", "  dataSkipping: {partitionStats: true}\n  clustering:\n")) == [
-        "t.yaml:24:18: spec.dataSkipping.partitionStats: partition statistics are computed from column statistics: "
-        "declare columnStats too"]

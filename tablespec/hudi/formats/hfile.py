@@ -822,12 +822,9 @@ ALL_PARTITIONS_KEY = "__all_partitions__"
 
 
 def metadata_records(reader: HFileReader, schema: str | None = None,
-                     cells: Iterable[tuple[bytes, bytes]] | None = None,
-                     named: bool = False) -> Iterator[tuple[str, dict]]:
+                     cells: Iterable[tuple[bytes, bytes]] | None = None) -> Iterator[tuple[str, dict]]:
     """(record key, HoodieMetadataRecord) for every cell (or only `cells`, e.g. from `get_many`),
-    decoded under `schema` (JSON: a log block's SCHEMA header) or the schema in the file's own file info.
-    `named`: a value of a union of several records (a statistic's wrapper) as `(name, value)`,
-    which writes back into the same branch."""
+    decoded under `schema` (JSON: a log block's SCHEMA header) or the schema in the file's own file info."""
     if schema is None:
         raw = reader.file_info.get(SCHEMA_KEY)
         if not raw:
@@ -839,8 +836,7 @@ def metadata_records(reader: HFileReader, schema: str | None = None,
         raise HudiFormatError(f"{reader.source}: not an Avro schema: {type(e).__name__}: {e}") from None
     for key, value in reader.records() if cells is None else cells:
         try:
-            record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None, return_record_name=named,
-                                                return_record_name_override=named)
+            record = fastavro.schemaless_reader(io.BytesIO(value), parsed, None)
             if not isinstance(record, dict):
                 raise TypeError("not a record")
         except Exception as e:  # fastavro raises several types for bytes that are not the schema's

@@ -70,20 +70,6 @@ def with_record_index(storage: Storage, base: str, config: TableConfig) -> Table
                                       keys.INDEX_DEFS_PATH.default or "", **config.extra})
 
 
-def source_fields(storage: Storage, base: str, config: TableConfig, name: str) -> list[str] | None:
-    """The source fields of index `name` as its definition lists them; None without a definition."""
-    if keys.INDEX_DEFS_PATH.name not in config.extra:
-        return None
-    path = _path(base, config)
-    definition = _read(storage, path)["indexDefinitions"].get(name)
-    if definition is None:
-        return None
-    fields = definition.get("sourceFields")
-    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-        raise HudiFormatError(f"{path}: index {name!r} has no list of source fields (sourceFields)")
-    return fields
-
-
 def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, ...]) -> None:
     """Drop the definitions of the indexes `names` (metadata partitions dropped), where a file has them."""
     if keys.INDEX_DEFS_PATH.name not in config.extra:
@@ -95,4 +81,4 @@ def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, .
         _write(storage, path, content)
 
 
-__all__ = ["RECORD_INDEX_DEFINITION", "check", "remove", "source_fields", "with_record_index"]
+__all__ = ["RECORD_INDEX_DEFINITION", "check", "remove", "with_record_index"]

@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING, Any
 from tablespec.errors import HudiFormatError
 from tablespec.faults import crash_point
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
-from tablespec.hudi.formats.compaction_format import PLAN_SCHEMA, PLAN_SCHEMA_1X, PLAN_VERSION
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.mdt import column_stats, layout, reader, record_index_reader
-from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
+from tablespec.hudi.mdt import layout, reader, record_index_reader
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant
 from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, V1, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
@@ -39,6 +37,33 @@ if TYPE_CHECKING:
 
 MAX_DELTA_COMMITS = 10          # hoodie.metadata.compact.max.delta.commits
 DATA_INSTANT_LENGTH = 17
+
+_STRING = {"type": "string", "avro.java.string": "String"}
+_MAP_OF_STRINGS = ["null", {"type": "map", "values": _STRING, "avro.java.string": "String"}]
+PLAN_SCHEMA = {
+    "type": "record", "name": "HoodieCompactionPlan", "namespace": "org.apache.hudi.avro.model", "fields": [
+        {"name": "operations", "default": None, "type": ["null", {"type": "array", "items": {
+            "type": "record", "name": "HoodieCompactionOperation", "fields": [
+                {"name": "baseInstantTime", "type": ["null", _STRING]},
+                {"name": "deltaFilePaths", "default": None, "type": ["null", {"type": "array", "items": _STRING}]},
+                {"name": "dataFilePath", "default": None, "type": ["null", _STRING]},
+                {"name": "fileId", "type": ["null", _STRING]},
+                {"name": "partitionPath", "default": None, "type": ["null", _STRING]},
+                {"name": "metrics", "default": None,
+                 "type": ["null", {"type": "map", "values": "double", "avro.java.string": "String"}]},
+                {"name": "bootstrapFilePath", "default": None, "type": ["null", _STRING]}]}}]},
+        {"name": "extraMetadata", "default": None, "type": _MAP_OF_STRINGS},
+        {"name": "version", "default": 1, "type": ["int", "null"]},
+        {"name": "strategy", "default": None, "type": ["null", {
+            "type": "record", "name": "HoodieCompactionStrategy", "fields": [
+                {"name": "compactorClassName", "default": None, "type": ["null", _STRING]},
+                {"name": "strategyParams", "default": None, "type": _MAP_OF_STRINGS},
+                {"name": "version", "default": 1, "type": ["int", "null"]}]}]},
+        {"name": "preserveHoodieMetadata", "default": False, "type": ["boolean", "null"]}]}
+PLAN_VERSION = 2
+# Hudi 1.x's plan: one more field, the partitions it could not schedule
+PLAN_SCHEMA_1X = {**PLAN_SCHEMA, "fields": [*PLAN_SCHEMA["fields"], {
+    "name": "missingSchedulePartitions", "default": None, "type": ["null", {"type": "array", "items": _STRING}]}]}
 
 
 def due_by_metadata(metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:
@@ -68,15 +93,13 @@ def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commit
 
 
 def slices_to_compact(storage: Storage, base: str, fmt: Format = V1) -> list[layout.Slice]:
-    """The file slices a compaction merges: the `files` file group's and, of the record index and
-    the data-skipping partitions, each file group's with log files (Hudi plans only slices with
-    log files)."""
+    """The file slices a compaction merges: the `files` file group's and each record index file
+    group's with log files (Hudi plans only slices with log files)."""
     completed = layout.completions(layout.timeline(storage, base, fmt))
     current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
-    others = [p for p in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS) if storage.is_dir(layout.partition_path(base, p))]
-    return [current, *(s for p in others for s in layout.latest_slices(storage, base, completed, p, fmt) if s.log_files)]
+    return [current, *(s for s in layout.latest_slices(storage, base, completed, RECORD_INDEX, fmt) if s.log_files)]
 
 
 def plan(storage: Storage, base: str, instant: str, fmt: Format = V1) -> dict:
@@ -118,12 +141,9 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
         if previous.partition == FILES:
             merged = reader.listing(table)
             records = listing_records({p: merged.files.get(p, {}) for p in merged.partitions})
-        elif previous.partition == RECORD_INDEX:
+        else:
             found = record_index_reader.entries(table, previous, valid)
             records = [(k, found[k]) for k in sorted(found, key=str.encode)]
-        else:   # column_stats, partition_stats: a key's newest record, deleted ones left out
-            merged_stats = column_stats.latest(reader.slice_records(storage, base, previous, valid))
-            records = [(k, dict(merged_stats[k])) for k in sorted(merged_stats, key=str.encode)]
         stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records,
                                                                        fmt.is_1x))
     done = CommitMetadata(stats, compacted=True, extra_metadata={"schema": schema_json(fmt.is_1x)},

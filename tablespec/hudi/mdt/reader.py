@@ -15,7 +15,6 @@ them again. A block that counts but cannot be decoded is refused too.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
 from tablespec.hudi.formats.avro import parsed_schema
 from tablespec.hudi.formats.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
-from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock, deleted_keys
+from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock
 from tablespec.hudi.formats.logfile import read_blocks as read_log_blocks
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout
@@ -76,10 +75,10 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
 
 
-def _decoded(data: bytes, path: str, schema: str | None, named: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    """The records of one metadata HFile (base file or log block); a `files` record is checked for the
-    fields the listing merges (a schema whose field names were changed decodes, into other fields)."""
-    found = list(metadata_records(HFileReader(data, path), schema, named=named))
+def _decoded(data: bytes, path: str, schema: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The `files` records of one HFile (base file or log block), each checked for the fields the
+    listing merges: a schema whose field names were changed decodes, but into other fields."""
+    found = list(metadata_records(HFileReader(data, path), schema))
     for key, record in found:
         entries = record.get("filesystemMetadata") or {}
         if not isinstance(entries, dict) or not all(
@@ -99,22 +98,11 @@ def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:
         raise MetadataTableDamaged(partition, str(e)) from None
 
 
-def _is_metadata_record(schema: dict[str, Any]) -> bool:
-    """Whether a schema names the HoodieMetadataRecord fields readers take values from (a schema
-    that parses but misnames them, say a flipped byte, would decode records without them)."""
-    fields = {f.get("name"): f for f in schema.get("fields") or [] if isinstance(f, dict)}
-    if not {"key", "type", "filesystemMetadata"} <= set(fields):
-        return False
-    info = json.dumps(fields["filesystemMetadata"].get("type"))
-    return '"size"' in info and '"isDeleted"' in info
-
-
 def block_schema(partition: str, path: str, block: LogBlock) -> str:
     """The Avro schema (JSON) in the SCHEMA header of a data block that counts."""
     schema = block.header.get(Header.SCHEMA)
     try:
-        if schema is not None and isinstance(parsed := json.loads(schema), dict) and _is_metadata_record(parsed):
-            parsed_schema(schema)
+        if schema is not None and isinstance(parsed_schema(schema), dict):
             return schema
     except Exception:  # noqa: BLE001 - json and fastavro raise several types for what is no schema
         pass
@@ -171,23 +159,6 @@ def log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[st
                 target = block.header.get(Header.TARGET_INSTANT_TIME)
                 blocks = [(p, b) for p, b in blocks if b.instant != target]
     return blocks
-
-
-def slice_records(storage: Storage, base: str, current: layout.Slice,
-                  valid: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every record of one file slice readers merge, oldest first: its base file's, then its valid
-    log blocks' (a delete block's keys as records without a payload: `{"isDeleted": True}`), with
-    unions of records named (`metadata_records`), so they encode back as they were."""
-    folder = layout.partition_path(base, current.partition)
-    if current.base_file:
-        path = join(folder, current.base_file)
-        yield from damaged_if_unreadable(current.partition, partial(_decoded, storage.read_bytes(path), path, None, True))
-    for path, block in log_blocks(storage, base, current, valid):
-        if block.type == BlockType.HFILE_DATA:
-            schema = block_schema(current.partition, path, block)
-            yield from damaged_if_unreadable(current.partition, partial(_decoded, block.content, path, schema, True))
-        else:
-            yield from ((key, {"isDeleted": True}) for key, _ in deleted_keys(block))
 
 
 def listing(table: HudiTable) -> FilesListing:

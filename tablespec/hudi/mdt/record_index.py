@@ -327,37 +327,6 @@ def by_file_group(entries: Sequence[tuple[str, Location]], count: int) -> list[l
     return [[(k, g[k]) for k in sorted(g, key=str.encode)] for g in groups]
 
 
-@dataclass
-class HashedChange:
-    """What one data instant does to a metadata partition whose keys go to file groups as the
-    record index's do (`column_stats`, `partition_stats`): records written, keys deleted."""
-    records: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    deletes: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.records or self.deletes)
-
-
-def hashed_appends(slices: Sequence[Slice], instant: str, partition: str, change: HashedChange,
-                   one_x: bool = False) -> list[LogAppend]:
-    """The log files a deltacommit at `instant` appends to such a partition (its latest `slices`,
-    sorted by file id): per file group touched, a data block of its records, then a delete block
-    of its deleted keys, each sorted by key."""
-    groups: dict[int, tuple[list[tuple[str, Mapping[str, Any]]], list[str]]] = {}
-    for key, record in sorted(change.records, key=lambda kv: kv[0].encode()):
-        groups.setdefault(file_group_index(key, len(slices)), ([], []))[0].append((key, record))
-    for key in sorted(set(change.deletes), key=str.encode):
-        groups.setdefault(file_group_index(key, len(slices)), ([], []))[1].append(key)
-    out = []
-    for index, (records, deleted) in sorted(groups.items()):
-        blocks = [data_block(instant, records, one_x)] if records else []
-        if deleted:
-            blocks.append(delete_block(instant, [(k, partition) for k in deleted]))
-        out.append(LogAppend(slices[index], tuple(blocks), len(records) + len(deleted)))
-    return out
-
-
 def log_appends(slices: Sequence[Slice], instant: str, change: RecordIndexChange,
                 one_x: bool = False) -> list[LogAppend]:
     """The log files a deltacommit at `instant` appends to the record index's file groups (their

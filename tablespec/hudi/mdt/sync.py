@@ -30,53 +30,30 @@ from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import (
-    cleaner,
-    column_stats_changes,
-    compaction,
-    instants,
-    layout,
-    record_index_changes,
-    record_index_writer,
-    records,
-    writer,
-)
-from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
+from tablespec.hudi.mdt import cleaner, compaction, instants, layout, record_index_changes, record_index_writer, records, writer
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, Format, MetaInstant
-from tablespec.hudi.mdt.record_index import RECORD_INDEX, HashedChange, RecordIndexChange
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange
 from tablespec.hudi.mdt.records import FilesChange
 from tablespec.hudi.timeline.active import avro_content, avro_record
 from tablespec.hudi.timeline.instant import new_instant_time
 
 if TYPE_CHECKING:
-    from tablespec.hudi.config import TableConfig
     from tablespec.hudi.table import HudiTable
 
-MAINTAINED = frozenset({FILES, RECORD_INDEX, COLUMN_STATS})   # metadata-table partitions tablespec keeps true
-MAINTAINED_1X = MAINTAINED | {PARTITION_STATS}                # and on Hudi 1.x's tables (versions 8, 9)
-
-
-def maintained_partitions(config: TableConfig | None) -> frozenset[str]:
-    """The metadata partitions tablespec keeps true on a table with `config` (its hoodie.properties)."""
-    return MAINTAINED_1X if config is not None and config.version >= 8 else MAINTAINED
+MAINTAINED = frozenset({FILES, RECORD_INDEX})   # metadata-table partitions tablespec keeps true
 ROLLBACK_SUFFIX = "006"                  # Hudi's suffix of a metadata-table rollback instant
 
 
-def partition_changes(table: HudiTable, instant: str, change: FilesChange, commit: CommitMetadata | None = None
-                      ) -> tuple[FilesChange, RecordIndexChange | None, dict[str, HashedChange]]:
+def partition_changes(table: HudiTable, instant: str, change: FilesChange,
+                      commit: CommitMetadata | None = None) -> tuple[FilesChange, RecordIndexChange | None]:
     """What data instant `instant` does to the maintained partitions: `files` gets its file
     change; `record_index` (when the table has it) the keys a commit or replacecommit (`commit`)
-    wrote to a new place or deleted, read from its files (None when the table has no record
-    index); `column_stats` / `partition_stats` (those the table has) the files' statistics, read
-    from their footers, and those of files a clean deleted, by partition."""
-    skipping = column_stats_changes.kept(table)
-    stats = (column_stats_changes.from_commit(table, commit, skipping) if commit is not None
-             else column_stats_changes.from_removed(table, change, skipping)) if skipping else {}
+    wrote to a new place or deleted, read from its files; None when the table has no record index."""
     if not record_index_writer.is_enabled(table):
-        return change, None, stats
+        return change, None
     if commit is None:
-        return change, RecordIndexChange(), stats
-    return change, record_index_changes.from_commit(table, instant, commit), stats
+        return change, RecordIndexChange()
+    return change, record_index_changes.from_commit(table, instant, commit)
 
 
 def maintained(table: HudiTable) -> bool:
@@ -97,9 +74,9 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     timeline = layout.timeline(table.storage, table.base, Format.of(table.config))
     if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
         return None
-    files, record_index, stats = partition_changes(table, instant, change, commit)
+    files, record_index = partition_changes(table, instant, change, commit)
     crash_point("before_metadata_deltacommit")
-    done = writer.record(table, instant, files, record_index=record_index, stats=stats, timeline=timeline)
+    done = writer.record(table, instant, files, record_index=record_index, timeline=timeline)
     crash_point("after_metadata_deltacommit")
     return [*(i for i in timeline if i.timestamp != instant), done]
 

@@ -29,7 +29,7 @@ from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import compaction, layout
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant, write_instant_file
 from tablespec.hudi.mdt.layout import FILE_ID, FILES, V1, WRITE_TOKEN, Format, LogAppend, MetaInstant
-from tablespec.hudi.mdt.record_index import RECORD_INDEX, HashedChange, RecordIndexChange, hashed_appends, log_appends
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, RecordIndexChange, log_appends
 from tablespec.hudi.mdt.records import FilesChange, base_hfile, data_block, listing_records, schema_json
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 
@@ -196,11 +196,9 @@ def _drop_failed_attempt(storage: Storage, base: str, instant: str, timeline: li
 
 def record(table: HudiTable, instant: str, change: FilesChange,
            record_index: RecordIndexChange | None = None,
-           timeline: list[MetaInstant] | None = None,
-           stats: Mapping[str, HashedChange] | None = None) -> MetaInstant:
+           timeline: list[MetaInstant] | None = None) -> MetaInstant:
     """Write the metadata table's deltacommit at data instant `instant` for `change` (and, on a
-    table with Hudi's record index, `record_index`: the keys the instant wrote or deleted; `stats`:
-    the changes of hashed-key partitions such as `column_stats`, by partition); call
+    table with Hudi's record index, `record_index`: the keys the instant wrote or deleted); call
     before the data instant completes (see the module's docstring). `timeline`: the metadata
     table's, as the caller just listed it (not listed again unless a compaction or an earlier
     attempt of `instant` was left pending)."""
@@ -227,13 +225,6 @@ def record(table: HudiTable, instant: str, change: FilesChange,
         if not slices:
             raise HudiFormatError(f"{layout.partition_path(base, RECORD_INDEX)}: the table has no record index")
         appends += log_appends(slices, instant, record_index, fmt.is_1x)
-    for partition, found in sorted((stats or {}).items()):
-        if found.empty:
-            continue
-        slices = layout.latest_slices(storage, base, completed, partition, fmt)
-        if not slices:
-            raise HudiFormatError(f"{layout.partition_path(base, partition)}: the metadata partition has no file group")
-        appends += hashed_appends(slices, instant, partition, found, fmt.is_1x)
     write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"), fmt=fmt)
     planned = [(a.slice, a.records) for a in appends] or [(current, 0)]
     inflight = CommitMetadata(_by_partition(
@@ -242,8 +233,8 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "inflight"),
                        commit_bytes(inflight, fmt), fmt)
     # no appends (an instant that changed no file: a schema commit): a deltacommit without log blocks, as Hudi's
-    written = [_append(storage, base, a, instant, fmt) for a in appends]
-    return complete_instant(storage, base, instant, layout.DELTA_COMMIT, completed_metadata(written, "UPSERT_PREPPED", fmt),
+    stats = [_append(storage, base, a, instant, fmt) for a in appends]
+    return complete_instant(storage, base, instant, layout.DELTA_COMMIT, completed_metadata(stats, "UPSERT_PREPPED", fmt),
                             fmt)
 
 
