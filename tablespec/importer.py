@@ -27,16 +27,22 @@ SCHEMA_COMMENT = ("# yaml-language-server: $schema=./tablespec.schema.json\n"
                   "# (write the schema next to this file with: tablespec schema > tablespec.schema.json)")
 
 
+# Above this, a `%08d` file id prefix is read as a random UUID's digits, not a bucket number.
+_MOST_BUCKETS = 100_000
+
+
 def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
     """Apache Hudi keeps no index type or bucket count in hoodie.properties. A layout of bucket
     file groups (`%08d` bucket prefix, one per bucket and partition) with no index recorded was
     written with a BUCKET index: importing it as SIMPLE would let a write break the layout, and the
-    bucket count cannot be read from files (empty buckets have none), so import stops and says so."""
+    bucket count cannot be read from files (empty buckets have none), so import stops and says so.
+    A random file group id starts with eight decimal digits 2% of the time, as a number in the
+    millions; bucket numbers are below the bucket count, so only small ones count as buckets."""
     if index_recorded(props) or not state.file_groups:
         return
     seen: set[tuple[str, int]] = set()
     for fg in state.file_groups:
-        if fg.bucket is None or (fg.partition, fg.bucket) in seen:
+        if fg.bucket is None or fg.bucket >= _MOST_BUCKETS or (fg.partition, fg.bucket) in seen:
             return
         seen.add((fg.partition, fg.bucket))
     raise UnsupportedTableError(
