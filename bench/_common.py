@@ -324,7 +324,7 @@ def hudi_cluster(spark, location: str, sort_columns: list[str], strategy: str, t
                 **hudi_commit_stats(location))
 
 
-# The write path's goals (the issue's): tablespec seconds / the plain baseline's seconds at most this,
+# The write path's goals: tablespec seconds / the plain baseline's seconds at most this,
 # by action (its first word, or first two for upserts); every action also below Apache Hudi's time.
 GOALS = {"bulk_insert": 1.3, "upsert BUCKET": 1.5, "upsert": 2.0, "bootstrap": 1.2, "rescale": 1.2, "cluster": 1.0}
 

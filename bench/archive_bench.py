@@ -1,6 +1,6 @@
-"""Issue 26: what `plan`, `show`, one small upsert and `verify` cost after 10, 100, 1,000 and 5,000
+"""Archiving: what `plan`, `show`, one small upsert and `verify` cost after 10, 100, 1,000 and 5,000
 commits, with archiving on (the spec's default, Hudi's 20/30) and off (today's behaviour before
-issue 26: `retention.archive.maxCommits` too large to reach).
+`retention.archive.maxCommits` too large to reach).
 
 The history. A Spark upsert per commit (1-2 s) would make 5,000 commits take hours, so the
 commits are made by `DriverWriter`: tablespec's own writer (engine/writer.py: the table lock and
@@ -37,7 +37,7 @@ Files under `.hoodie/` are counted on the local table (every file at any depth: 
 instants, the archive, lock files). At the end both local tables pass `verify`, and a read
 through tablespec's reader returns exactly the keys the commits wrote.
 
-Goal (issue 26): with archiving on, each cost and the `.hoodie/` file count at 5,000 commits at
+Goal: with archiving on, each cost and the `.hoodie/` file count at 5,000 commits at
 most 1.2x those at 100. Writes JSON (default bench/results/archive_bench.json).
 
     PYTHONPATH=$PWD python bench/archive_bench.py            # 10 / 100 / 1,000 / 5,000

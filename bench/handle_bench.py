@@ -1,6 +1,6 @@
-"""Issue 28's baseline: S3 requests of four table operations, and `plan` ms per table on local disk.
+"""The table handle's baseline: S3 requests of four table operations, and `plan` ms per table on local disk.
 
-Issue 28 gives a table one handle (storage, config, timeline and file-system view loaded once)
+A table travels as one handle (storage, config, timeline and file-system view loaded once)
 instead of every layer reloading them from a location string. On an object store each reload is
 requests and latency, so this bench counts them, to be run before and after that change:
 
@@ -25,7 +25,7 @@ Then, with no JVM involved:
    bench/plan_bench.py and bench/s3_plan.py make them: 3 commits x 4 partitions of small files;
    the CLI in process, best of 3).
 
-Goals (issue 28): each request count at most half of today's; `plan` at most 7 ms per table on
+Goals: each request count at most half of today's; `plan` at most 7 ms per table on
 local disk. Prints a table; writes JSON (default bench/results/handle_bench.json) with the git
 commit measured, the machine's cores and the date. Run it on a quiet machine.
 
@@ -62,7 +62,7 @@ BUCKET = "bench"
 PARTITIONS = 4
 SIMPLE, BUCKET_INDEX = "{type: SIMPLE}", "{type: BUCKET, numBuckets: 4}"
 SORT_LAYOUT = "  clustering: {strategy: SORT, sortColumns: [customer_id]}\n"
-# plan_bench's spec (BUCKET 16) as a SIMPLE table: the 200 tables of the issue's measurement
+# plan_bench's spec (BUCKET 16) as a SIMPLE table: the 200 tables of the plan measurement
 SIMPLE_PLAN_SPEC = PLAN_SPEC.replace("{{type: BUCKET, numBuckets: {buckets}}}", "{{type: SIMPLE}}")
 assert SIMPLE_PLAN_SPEC != PLAN_SPEC, "bench/plan_bench.py's SPEC changed its index line"
 METHODS = ("GET", "PUT", "HEAD", "LIST", "DELETE", "other")
@@ -257,7 +257,7 @@ def main() -> int:
         "s3_table": {"index": "SIMPLE", "partitions": PARTITIONS, "bulk_insert_rows": args.rows,
                      "prior_commits": args.prior_commits, "upsert_rows": args.upsert_rows,
                      "bootstrap_to": BUCKET_INDEX, "clustering": SORT_LAYOUT.strip()},
-        "goals": {"requests": "each at most half of the baseline's (issue 28's before run)", "plan_local_ms_per_table": GOAL_PLAN_MS},
+        "goals": {"requests": "each at most half of the baseline's (run before the handle)", "plan_local_ms_per_table": GOAL_PLAN_MS},
         "actions": rows[:-1], "plan_local": plan,
     }
     if Path(args.out).exists():  # the before run's counts (added by hand) stay next to this run's

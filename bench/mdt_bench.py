@@ -1,4 +1,4 @@
-"""Issue 23: what keeping Hudi's metadata table costs and buys, measured in one run.
+"""The metadata table: what keeping Hudi's metadata table costs and buys, measured in one run.
 
 a. Record-index lookups (no Spark). An index of N keys ("ord-%010d", 0 <= id < N; partitions
    `order_date=2026-01-DD` over 30 days) is built through the format layer
@@ -129,7 +129,7 @@ def parquet_baseline(work: str, n: int) -> str:
 
 
 def percentiles(runs: list[tuple[float, float]]) -> dict:
-    """p50 / p95 of (wall, CPU) seconds: wall is what the issue's goal counts; this process's CPU
+    """p50 / p95 of (wall, CPU) seconds: wall is what the goal counts; this process's CPU
     seconds show the work apart from waiting for a core (the machine is shared)."""
     wall, cpu = (np.array([r[i] for r in runs]) * 1000 for i in (0, 1))
     return dict(p50_ms=round(float(np.percentile(wall, 50)), 1), p95_ms=round(float(np.percentile(wall, 95)), 1),

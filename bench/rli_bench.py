@@ -5,7 +5,7 @@ format layer directly (tablespec.hudi.mdt.record_index_writer.initialize on an e
 HFile base file per record-index file group, as many file groups as Hudi gives N keys), not by
 ingesting N rows through Spark. Each repetition looks up 100k keys, half present (ids below N) and
 half absent (ids from N to 2N), in random order, on the driver as `Table.lookup` does
-(record_index_reader.lookup); p50 / p95 over the repetitions. Targets (issue 23): p95 at most
+(record_index_reader.lookup); p50 / p95 over the repetitions. Targets: p95 at most
 60 ms at 2M keys, 100 ms at 10M.
 
 Tagging share (Spark): one orders table (bench/_common.py) is loaded with `--rows` rows,

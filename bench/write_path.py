@@ -5,7 +5,7 @@ bench/migrate_bench.py (bucket bootstrap SIMPLE -> BUCKET(64), rescale 64 -> 128
 bench/clustering_bench.py (SORT and ZORDER clustering of small files) one after the other, each in
 its own process with its own Spark session, at every `--rows` (upserts: a tenth of the rows), and
 prints one table from their JSON: tablespec seconds, the plain baseline's (plain Spark; delta-rs
-`optimize.z_order` for clustering), Apache Hudi 0.15.0's, the ratios, the issue's goal
+`optimize.z_order` for clustering), Apache Hudi 0.15.0's, the ratios, the goal
 (bench/_common.py GOALS: bulk_insert <= 1.3x plain, upsert <= 1.5x BUCKET / 2x others, bootstrap
 and rescale <= 1.2x, clustering <= 1.0x delta-rs with the query's speed-up kept; every action
 below Hudi's time) and whether it is met, the peak RSS of the driver's Python, the JVM and the

@@ -39,6 +39,7 @@ from tablespec.plan.actions import (
     CatalogSync,
     Clean,
     Clustering,
+    Compaction,
     CreateTable,
     DiscardPlans,
     DropMetadataPartitions,
@@ -54,6 +55,7 @@ from tablespec.plan.actions import (
     check_requirements,
 )
 from tablespec.plan.builder import plan_table
+from tablespec.plan.compaction import compaction_actions
 from tablespec.plan.locations import refusal
 from tablespec.plan.saved import NOTHING_CHANGED, embedded_spec, mismatch
 from tablespec.plan.settings import PREVENT_DESTROY, effective
@@ -63,6 +65,7 @@ from tablespec.results import (
     CatalogSynced,
     Cleaned,
     Clustered,
+    CompactionScheduled,
     IndexDropped,
     IndexResult,
     MetadataBuilt,
@@ -573,6 +576,21 @@ class Applier:
             return clustering.run(self.spark, spec, self.table(t), instant, table_avro_schema(spec), lock,
                                   scheduled=a.params.instant is None).actual()
 
+    def visit_compaction(self, t: TablePlan, a: Compaction, spec: TableSpec) -> CompactionScheduled:
+        """Schedule the compaction the plan showed, from the table as it is under Hudi's lock (a
+        deltacommit completed since adds its log files); Apache Hudi runs it. Not due any more (a
+        Hudi writer compacted meanwhile): nothing is scheduled."""
+        from tablespec.hudi.services.compaction import schedule
+        from tablespec.plan.compaction import RUN_BY_HUDI, policy
+        with self._locked(t, changes_files=False):
+            state = self._observe(t)
+            if not compaction_actions(spec, state)[0]:
+                return CompactionScheduled()
+            wanted = policy(spec)
+            assert wanted is not None   # planned: a MERGE_ON_READ spec
+            instant, plan = schedule(self.table(t), wanted, a.reasons)
+        return CompactionScheduled(scheduled=instant.timestamp, file_slices=len(plan.operations), run_by=RUN_BY_HUDI)
+
     def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""
         table = self.table(t)
@@ -609,6 +627,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "drop_metadata_partitions": Applier.visit_drop_metadata_partitions,
     "catalog_sync": Applier.visit_catalog_sync,
     "upgrade_table": Applier.visit_upgrade_table,
+    "compaction": Applier.visit_compaction,
 }
 """The executor of each action kind: the Applier step that runs it and returns its typed result."""
 if set(EXECUTORS) != set(KINDS):  # every kind has an executor: a plan never holds a kind apply cannot run

@@ -128,6 +128,20 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("what", choices=["conf"], metavar="conf", help="what to print: `conf`, the Spark settings")
     ca.add_argument("--out", metavar="FILE", help="write the properties to FILE instead of standard output")
 
+    rp = sub.add_parser("report", help="write a health report of tables: one HTML file, or JSON for monitoring",
+                        description="A health report of tables from their metadata only (no data file is read, no "
+                                    "JVM): file sizes, partitions and buckets, the timeline, services due, drift from "
+                                    "the spec, and a score per table with the reasons that lowered it. An unreadable "
+                                    "table is reported as such and the others still are (exit code 1).")
+    rp.add_argument("paths", nargs="*", metavar="SPEC_OR_DIR",
+                    help="spec files or directories of them, table base paths (as given, else under the warehouse), "
+                         "or folders of tables (default: specs/ when it exists, else every table under the warehouse)")
+    with_warehouse(rp)
+    with_vars(rp)
+    rp.add_argument("--format", choices=["html", "json"], default="html",
+                    help="html: one self-contained page (default); json: the same figures for scripts")
+    rp.add_argument("--out", metavar="FILE", help="where to write it (default: report.html; json: standard output)")
+
     sub.add_parser("schema", help="print the JSON Schema of spec files")
     return p
 
@@ -441,6 +455,70 @@ def _verify_tables(ctx: _Context) -> list[HudiTable]:
     return list({t.base: t for t in tables}.values())
 
 
+def _report_targets(ctx: _Context) -> tuple[list, str | None]:
+    """The tables `report` covers, each with the spec declaring it (if given by one), and the warehouse."""
+    from tablespec.hudi.table import HudiTable, Location
+    from tablespec.report.warehouse import Target, tables_under
+    from tablespec.spec.project import resolve_warehouse
+    args = ctx.args
+    warehouse = resolve_warehouse(args.warehouse, ctx.project)
+    if not args.paths and not os.path.isdir(DEFAULT_SPEC_PATHS[0]):   # no specs here: every table in the warehouse
+        return [Target(t) for t in tables_under(ctx.warehouse())], ctx.warehouse().uri
+    targets, spec_paths = [], []
+    for path in args.paths or DEFAULT_SPEC_PATHS:
+        location = _table_path(ctx, path)
+        if "://" in path or ":/" in path:   # a URI (_table_path checked it)
+            targets.append(Target(ctx.table(location)))
+        elif _is_table(table := ctx.table(location)):
+            targets.append(Target(table))
+        elif path.endswith((".yaml", ".yml")) or (os.path.isdir(path) and _holds_specs(Path(path))):
+            spec_paths.append(path)
+        elif os.path.isdir(path):   # a folder of tables; holding none, it is reported as no table
+            found = tables_under(Location.parse(os.path.abspath(path), ctx.options))
+            targets += [Target(t) for t in found] or [Target(table)]
+        else:
+            raise TablespecError(f"{path}: no Hudi table there (no .hoodie/), no spec file and no folder of either")
+    if spec_paths:
+        where = ctx.warehouse()
+        warehouse = where.uri
+        targets += [Target(HudiTable(where.child(loaded.spec.spec.location)), loaded) for loaded in ctx.load(spec_paths)]
+    return list({t.table.base: t for t in targets}.values()), warehouse
+
+
+def _holds_specs(folder: Path) -> bool:
+    return any(p.suffix in (".yaml", ".yml") for p in folder.rglob("*") if ".hoodie" not in p.parts)
+
+
+def cmd_report(ctx: _Context) -> int:
+    import json
+
+    from tablespec.report.warehouse import build_report
+    targets, warehouse = _report_targets(ctx)
+    if not targets:
+        raise TablespecError("no tables to report on: pass spec files, table paths or a warehouse holding tables")
+    out = ctx.args.out or (None if ctx.args.format == "json" else "report.html")
+    if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise TablespecError(f"--out {out}: its directory does not exist")
+    report = build_report(targets, warehouse)
+    if ctx.args.format == "json":
+        text = json.dumps(report, indent=2) + "\n"
+    else:
+        from tablespec.report.html import render_html
+        text = render_html(report)
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    for entry in report["tables"]:
+        if entry["error"]:
+            print(f"error: {entry['name']}: {entry['error']}", file=sys.stderr)
+    unreadable = len(report["overview"]["unreadable"])
+    if out:
+        print(f"Wrote the report of {report['overview']['tables']} table(s) to {out}"
+              + (f"; {unreadable} could not be read" if unreadable else ""), file=sys.stderr)
+    return 1 if unreadable else 0
+
+
 def cmd_verify(ctx: _Context) -> int:
     from tablespec.verify import verify_table
     tables = _verify_tables(ctx)
@@ -507,7 +585,7 @@ def cmd_schema(ctx: _Context) -> int:
 
 COMMANDS = {"validate": cmd_validate, "plan": cmd_plan, "apply": cmd_apply, "show": cmd_show,
             "import": cmd_import, "ingest": cmd_ingest, "verify": cmd_verify, "lookup": cmd_lookup,
-            "hudi-options": cmd_hudi_options, "catalog": cmd_catalog, "schema": cmd_schema}
+            "hudi-options": cmd_hudi_options, "catalog": cmd_catalog, "report": cmd_report, "schema": cmd_schema}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,8 @@ Run with `python -m tablespec.demo [--warehouse DIR_OR_URI]` (default ./demo-war
 drives the same CLI a user types, printing each command first, and stops at the first failure.
 Ingestion runs on Spark (`local[*]`); reading back goes through tablespec and, independently, hudi-rs.
 The demo's project (catalog: hive) lives in its inputs folder: apply and every ingest register the
-tables in that embedded metastore, and the demo ends with the `spark-sql` command that queries them by name.
+tables in that embedded metastore, and the demo ends with the `spark-sql` command that queries them by name
+and the health report (`tablespec report`) it wrote beside its inputs.
 
 The demo deletes nothing it did not create: it marks the warehouse (and the folder of input files
 beside it) as its own, and a warehouse holding anything but the example specs' tables, or one it
@@ -167,7 +168,13 @@ def demo(root: str) -> int:
     for table in tables:
         if run("show", table) != 0:
             return 1
-    return read_back(specs, where, inputs)
+    report = inputs / "report.html"   # beside the inputs: on local disk, whatever the warehouse
+    if run("report", specs, "--warehouse", warehouse, "--out", str(report)) != 0:
+        return 1
+    if read_back(specs, where, inputs) != 0:
+        return 1
+    print(f"\nThe tables' health report (one page, open it in a browser): {report}")
+    return 0
 
 
 def read_back(specs: str, where: Location, inputs: Path) -> int:

@@ -19,7 +19,17 @@ class HudiFormatError(TablespecError):
 
 
 class UnsupportedTableError(HudiFormatError):
-    """A real Hudi table that tablespec recognises but refuses (e.g. MERGE_ON_READ, other table versions)."""
+    """A real Hudi table that tablespec recognises but refuses (e.g. other table versions, virtual keys)."""
+
+
+class LogFileDamaged(HudiFormatError):
+    """A merge-on-read log file holds a block it cannot read inside the bytes a completed deltacommit
+    wrote (a corrupt block, or a committed block that does not decode): a read would miss committed
+    updates. `path` is the log file."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}; the log file is damaged; restore it from a copy")
 
 
 class SparkJobError(TablespecError):

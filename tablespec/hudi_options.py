@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tablespec.actions.metadata import TABLE_DEFAULTS
 from tablespec.errors import HudiFormatError, SpecError, TablespecError
 from tablespec.hudi import keygen, keys, partition_buckets
-from tablespec.hudi.config import KEYS_BY_ATTR, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
+from tablespec.hudi.config import KEYS_BY_ATTR, ORDERED_PAYLOAD, RECORD_LEVEL, SUPPORTED_VERSION, unmanaged_layout
 from tablespec.hudi.layout_switch import unswitched_rewrite
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline.txn_lock import PROVIDER, expire_minutes, lock_folder
@@ -35,9 +35,6 @@ SAME_NAME = ("metadata.name", "metadata.database", "spec.partitioning.hiveStyle"
 RENAMED = {writer: str(key.spec) for writer, key in keys.writer_spellings().items()}
 # Fixed layout of every tablespec table that writers also decide (hoodie.properties attributes).
 FIXED_LAYOUT = ("drop_partition_columns", "populate_meta_fields")
-# Ordering: the greater orderingField value wins, also against the stored record (ties: incoming);
-# Hudi's default payload would overwrite the stored record whatever its ordering value.
-ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 WRITER = {
     # Hudi 1.x writers: stay at table version 6 (tablespec's) instead of upgrading the table
     # (VERSION_PINS).
@@ -75,6 +72,15 @@ CONCURRENCY = {
 # Hudi compares bucket ids, not file ids, on a bucketed table (two writers creating one bucket conflict).
 BUCKET_CONFLICTS = {keys.CONFLICT_RESOLUTION_STRATEGY.name:
                     "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy"}
+# Who compacts a merge-on-read table (spec.compaction.runBy): Hudi's jobs (inline after a batch
+# deltacommit; a streaming job by Hudi's asynchronous compaction switch), or tablespec, which schedules
+# the plans (the jobs neither schedule nor run compactions then).
+COMPACTION_BY = {
+    "hudi": {keys.COMPACT_INLINE.name: "true", keys.COMPACT_SCHEDULE_INLINE.name: "false",
+             keys.COMPACT_ASYNC.name: "true"},
+    "tablespec": {keys.COMPACT_INLINE.name: "false", keys.COMPACT_SCHEDULE_INLINE.name: "false",
+                  keys.COMPACT_ASYNC.name: "false"},
+}
 # Hudi 1.x pins, unknown to Hudi 0.15 (which ignores keys it does not define).
 VERSION_PINS = (keys.WRITE_TABLE_VERSION.name, keys.WRITE_AUTO_UPGRADE.name)
 # The Apache Hudi lines `--hudi-version` names, the table versions each writes, and the line a table's
@@ -117,6 +123,18 @@ def archiving(spec: TableSpec) -> dict[str, str]:
     settings = spec.archive_settings
     return {keys.KEEP_MIN_COMMITS.name: str(settings.min_commits), keys.KEEP_MAX_COMMITS.name: str(settings.max_commits),
             keys.KEEP_COMMITS.name: str(settings.cleaner_commits_retained)}
+
+
+def compaction_options(spec: TableSpec) -> dict[str, str]:
+    """A MERGE_ON_READ spec's compaction policy (trigger, strategy, target IO) and who runs it; {} on
+    COPY_ON_WRITE. The policy is the one tablespec records in hoodie.properties, so a job whose
+    options lack it schedules by the same rules."""
+    compaction = spec.compaction_settings
+    if compaction is None:
+        return {}
+    policy = {s.prop: v for s in REGISTRY if s.path.startswith("spec.compaction.")
+              and s.prop.startswith(keys.HUDI_PREFIX) and (v := s.desired(spec)) is not None}
+    return {**policy, **COMPACTION_BY[compaction.run_by]}
 
 
 def partition_bucket_options(spec: TableSpec, table_version: int) -> dict[str, str]:
@@ -173,6 +191,7 @@ def hudi_write_options(spec: TableSpec, table: HudiTable, version: int | None = 
                     and (v := s.desired(spec)) is not None})
     options.update({KEYS_BY_ATTR[a].key: TABLE_DEFAULTS[KEYS_BY_ATTR[a].key] for a in FIXED_LAYOUT})
     options.update(WRITER)
+    options.update(compaction_options(spec))
     options.update(archiving(spec))
     if spec.spec.record_key.auto_generate:
         options.update(AUTO_KEYS)

@@ -27,16 +27,22 @@ SCHEMA_COMMENT = ("# yaml-language-server: $schema=./tablespec.schema.json\n"
                   "# (write the schema next to this file with: tablespec schema > tablespec.schema.json)")
 
 
+# Above this, a `%08d` file id prefix is read as a random UUID's digits, not a bucket number.
+_MOST_BUCKETS = 100_000
+
+
 def _refuse_unrecorded_buckets(state: TableState, props: dict) -> None:
     """Apache Hudi keeps no index type or bucket count in hoodie.properties. A layout of bucket
     file groups (`%08d` bucket prefix, one per bucket and partition) with no index recorded was
     written with a BUCKET index: importing it as SIMPLE would let a write break the layout, and the
-    bucket count cannot be read from files (empty buckets have none), so import stops and says so."""
+    bucket count cannot be read from files (empty buckets have none), so import stops and says so.
+    A random file group id starts with eight decimal digits 2% of the time, as a number in the
+    millions; bucket numbers are below the bucket count, so only small ones count as buckets."""
     if index_recorded(props) or not state.file_groups:
         return
     seen: set[tuple[str, int]] = set()
     for fg in state.file_groups:
-        if fg.bucket is None or (fg.partition, fg.bucket) in seen:
+        if fg.bucket is None or fg.bucket >= _MOST_BUCKETS or (fg.partition, fg.bucket) in seen:
             return
         seen.add((fg.partition, fg.bucket))
     raise UnsupportedTableError(
@@ -252,9 +258,9 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     the table holds (or defaults) at its spec path, then what import derives (keys, timestamps)."""
     if not state.exists:
         raise TablespecError(f"{state.location}: no Hudi table there (no .hoodie/hoodie.properties)")
-    if state.table_config.table_type != "COPY_ON_WRITE":
+    if state.table_config.table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         raise UnsupportedTableError(f"{state.location}: is a {state.table_config.table_type} table; "
-                                    "tablespec manages COPY_ON_WRITE tables only for now")
+                                    "tablespec manages COPY_ON_WRITE and MERGE_ON_READ tables")
     props = state.table_config.to_properties()
     _refuse_unrecorded_buckets(state, props)
     _refuse_unexpressed(state, props)
@@ -284,7 +290,7 @@ def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, s
     if labels:
         doc["metadata"]["labels"] = labels
     order = ("location", "tableType", "columns", "recordKey", "partitioning", "orderingField", "index",
-             "dataSkipping", "clustering", "retention", "protection")
+             "dataSkipping", "clustering", "compaction", "retention", "protection")
     doc["spec"] = {k: body[k] for k in order if k in body}
     TableSpec.model_validate(doc)  # an import that would not validate is a bug, not a user error
     return doc

@@ -72,6 +72,13 @@ class Clustered(Measured):
     seconds: Seconds | None = None
 
 
+class CompactionScheduled(Measured):
+    """A compaction tablespec scheduled; Apache Hudi runs it (`run_by`)."""
+    scheduled: str | None = None         # the plan written (None: not due any more, nothing scheduled)
+    file_slices: Count = 0
+    run_by: str | None = None            # who runs the plan
+
+
 class RolledBack(Measured):
     rolled_back: Count
     plans_discarded: Count | None = None
@@ -97,4 +104,4 @@ class Upgraded(Measured):
 
 
 ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
-                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded)
+                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded | CompactionScheduled)

@@ -58,6 +58,9 @@ def state_dict(state: TableState) -> dict:
         "fileGroups": len(state.file_groups),
         "fileGroupsPerPartition": dict(sorted(per_partition.items())),
         "totalBytes": state.total_bytes,
+        "logFiles": sum(fg.log_files for fg in state.file_groups),
+        "logBytes": sum(fg.log_bytes for fg in state.file_groups),
+        "slicesWithLogFiles": sum(1 for fg in state.file_groups if fg.log_files),
         "metadataTable": state.metadata_table.to_dict(),
     }
 
@@ -70,7 +73,11 @@ def _int(value: str | None) -> int | str | None:
 
 def _coverage(state: TableState) -> dict | None:
     """How much is laid out as the layout hoodie.properties records (None: NONE, or no data)."""
-    cov = recorded_coverage(state)
+    return coverage_dict(recorded_coverage(state))
+
+
+def coverage_dict(cov: dict | None) -> dict | None:
+    """A clustering coverage (plan/clustering.coverage) with the keys scripts read."""
     if cov is None:
         return None
     return {"layout": cov["layout"], "fileGroups": cov["file_groups"], "laidOut": cov["laid_out"],
@@ -132,7 +139,9 @@ def show_text(state: TableState) -> str:
         f"{counted(d['commitsSinceClustering'], 'commit')} since"
         + (f"; {describe_coverage(cov)}" if (cov := recorded_coverage(state)) else ""),
         f"data        {counted(d['fileGroups'], 'file group')} in {counted(d['partitions'], 'partition')}, "
-        f"{human_bytes(d['totalBytes'])}",
+        f"{human_bytes(d['totalBytes'])}"
+        + (f"; {counted(d['logFiles'], 'log file')} ({human_bytes(d['logBytes'])}) in "
+           f"{counted(d['slicesWithLogFiles'], 'file slice')}" if d["logFiles"] else ""),
         f"metadata    {_metadata_table_text(d['metadataTable'])}",
         "columns",
     ]

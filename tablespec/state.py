@@ -31,6 +31,8 @@ from tablespec.hudi.metadata_table import MetadataTable
 from tablespec.hudi.restore import PendingRestore, pending_restore
 from tablespec.hudi.services.clean import plan_clean
 from tablespec.hudi.services.clustering import Layout, layout_history, pending_plans
+from tablespec.hudi.services.compaction import Backlog
+from tablespec.hudi.services.compaction import backlog as compaction_backlog
 from tablespec.hudi.services.rollback import pending_to_roll_back
 from tablespec.hudi.services.upgrade import UpgradeWork
 from tablespec.hudi.services.upgrade import work as upgrade_work
@@ -59,6 +61,8 @@ class FileGroupState:
     base_instant: str
     size: int
     base_file: str = ""   # the base file's name (empty for a slice without one)
+    log_files: int = 0    # merge-on-read: the slice's log files, and their bytes
+    log_bytes: int = 0
 
     @property
     def bucket(self) -> int | None:
@@ -86,6 +90,7 @@ class TableState:
     clusterings: tuple[tuple[str, Layout], ...] = ()
     commits_since_clustering: int = 0
     pending_clustering: dict = field(default_factory=dict)  # pending clustering instant -> ClusteringPlan
+    compaction: Backlog | None = None   # merge-on-read: the compaction backlog (hudi/services/compaction.py)
     partitions: tuple[str, ...] = field(default=())
     private_index: bool = False   # tablespec's earlier private record-level index folder is there (hudi/private_index)
     metadata_table: MetadataTable = metadata_table.NONE   # Hudi's, as hoodie.properties and .hoodie/metadata show it
@@ -195,7 +200,8 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
     groups = tuple(
         FileGroupState(fg.partition, fg.file_id, fg.latest_slice.base_instant,
                        fg.latest_slice.base_file.size if fg.latest_slice.base_file else 0,
-                       fg.latest_slice.base_file.name if fg.latest_slice.base_file else "")
+                       fg.latest_slice.base_file.name if fg.latest_slice.base_file else "",
+                       len(fg.latest_slice.log_files), sum(f.size for f in fg.latest_slice.log_files))
         for fg in view.file_groups() if fg.latest_slice is not None
     )
     schema = timeline.latest_schema() or config.create_schema
@@ -229,7 +235,9 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         head=commits[-1].timestamp if commits else None,
         commits=len(commits),
         clusterings=tuple(history),
-        pending_clustering=pending_plans(timeline),
+        pending_clustering=(clustering := pending_plans(timeline)),
+        compaction=(compaction_backlog(timeline, view, {fg for plan in clustering.values() for fg in plan.file_ids()})
+                    if config.table_type == "MERGE_ON_READ" else None),
         commits_since_clustering=len(since) + since_archived,
         partitions=tuple(view.partitions),
         count_rows=functools.partial(_rows, timeline, view, table),

@@ -83,10 +83,11 @@ class Table:
         from tablespec.state import observe
         return sync_table(self.catalog, self.spec, observe(self.table.refresh()))
 
-    def read(self, as_of: str | None = None, filters: dict | None = None):
-        """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame."""
+    def read(self, as_of: str | None = None, filters: dict | None = None, view: str = "snapshot"):
+        """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame; `view`
+        "read_optimized" reads a merge-on-read table's base files only, without its log files."""
         from tablespec.engine.reader import read
-        return read(self.spark, self.table, self.spec, as_of, filters)
+        return read(self.spark, self.table, self.spec, as_of, filters, view)
 
     def read_incremental(self, begin: str, end: str | None = None):
         """The records commits from `begin` to `end` wrote, as Hudi's incremental query of the table's

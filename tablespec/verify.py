@@ -6,7 +6,9 @@
 
 Files (every table, hudi/check.py): base files a completed commit wrote that readers still need
 but storage lacks (`missing`), that differ from what the commit recorded (`truncated`), and data
-files no completed commit wrote (`orphan`). The index (`index`): a BUCKET table's file groups
+files no completed commit wrote (`orphan`); on a merge-on-read table, log files of the latest file
+slices whose committed blocks do not read or decode (`log`: hudi/merge_on_read.py's damage
+rule). The index (`index`): a BUCKET table's file groups
 against its bucket layout; a RECORD_LEVEL table's index (Hudi's record index) against its data (index.py's comparison,
 which reads key columns with pyarrow: no Spark either). Other indexes keep no state to check. Hudi's metadata table
 (`metadata`): its `files` and `record_index` partitions decode, and the listing matches the storage
@@ -22,7 +24,8 @@ from tablespec.errors import TablespecError
 from tablespec.hudi.config import RECORD_LEVEL, archive_folder, table_index_type
 from tablespec.hudi.mdt import damage, layout
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
-from tablespec.hudi.services.check import INDEX, METADATA, Finding, check_buckets, check_files
+from tablespec.hudi.merge_on_read import damaged_logs
+from tablespec.hudi.services.check import INDEX, LOG, METADATA, Finding, check_buckets, check_files
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.buckets import BucketLayout
 
@@ -87,6 +90,8 @@ def verify_table(table: HudiTable) -> TableReport:
         findings += check_buckets(view, layout.buckets_for if layout else None)
         counts = "" if layout else ", bucket counts not recorded in hoodie.properties"
         checked.append(f"bucket index: {len(view.file_groups())} file group(s){counts}")
+    if config.table_type == "MERGE_ON_READ":
+        _log_files(table, findings, checked)
     damaged = _metadata_table(table, findings, checked)
     if index == RECORD_LEVEL and RECORD_INDEX in damaged:
         checked.append("record-level index not compared (damaged)")
@@ -95,6 +100,15 @@ def verify_table(table: HudiTable) -> TableReport:
         findings += found
         checked.append(note)
     return TableReport(base, findings, checked)
+
+
+def _log_files(table: HudiTable, findings: list[Finding], checked: list[str]) -> None:
+    """Add the damaged log files of the latest file slices (merge-on-read)."""
+    slices = [s for s in table.view.latest_slices() if s.log_files]
+    found = damaged_logs(table.storage, table.timeline, slices)
+    start = len(table.base.rstrip("/")) + 1
+    findings += [Finding(LOG, "", e.path[start:], None, str(e)) for e in found]
+    checked.append(f"{sum(len(s.log_files) for s in slices)} log file(s) read")
 
 
 def _metadata_table(table: HudiTable, findings: list[Finding], checked: list[str]) -> set[str]:

@@ -178,3 +178,31 @@ def test_record_level_on_version_9_keeps_the_metadata_table_on(tmp_path, line):
                                 HudiTable.open(str(tmp_path / "t")), 9, line)
     assert simple["hoodie.metadata.enable"] == "true" and "hoodie.metadata.global.record.level.index.enable" \
         not in simple   # every 1.x job keeps the metadata table tablespec keeps on 9
+
+
+def _merge_on_read(compaction: str = "") -> str:
+    spec = ORDERS_SPEC.replace("  columns:", "  tableType: MERGE_ON_READ\n  columns:")
+    return spec + (f"  compaction: {compaction}\n" if compaction else "")
+
+
+@pytest.mark.parametrize("run_by, inline, async_", [("hudi", "true", "true"), ("tablespec", "false", "false")])
+def test_merge_on_read_jobs_compact_with_the_specs_policy_or_leave_it(run_by, inline, async_):
+    """runBy hudi: batch jobs compact inline, streaming ones asynchronously, by the spec's trigger and
+    strategy; runBy tablespec: the jobs neither schedule nor run compactions (tablespec schedules)."""
+    spec = load_spec_text(_merge_on_read(f"{{runBy: {run_by}, trigger: BOTH, deltaCommits: 2, elapsedSeconds: 30, "
+                                         "strategy: BOUNDED_IO, targetIO: 2GiB}"), "o.yaml").specs[0].spec
+    options = hudi_write_options(spec, HudiTable.open("/wh/sales/orders"))
+    assert {k: v for k, v in options.items() if "compact" in k} == {
+        "hoodie.compact.inline": inline, "hoodie.compact.schedule.inline": "false",
+        "hoodie.datasource.compaction.async.enable": async_,
+        "hoodie.compact.inline.trigger.strategy": "NUM_AND_TIME", "hoodie.compact.inline.max.delta.commits": "2",
+        "hoodie.compact.inline.max.delta.seconds": "30", "hoodie.compaction.target.io": "2048",
+        "hoodie.compaction.strategy": "org.apache.hudi.table.action.compact.strategy.BoundedIOCompactionStrategy"}
+    assert options["hoodie.datasource.write.table.type"] == "MERGE_ON_READ"
+    props = desired_properties(spec)   # what the writers load from hoodie.properties says the same
+    assert all(props[k] == v for k, v in options.items() if k.startswith("hoodie.compaction.") or ".max.delta." in k)
+
+
+def test_copy_on_write_jobs_get_no_compaction_options():
+    options = hudi_write_options(load_spec_text(ORDERS_SPEC, "o.yaml").specs[0].spec, HudiTable.open("/wh/sales/orders"))
+    assert not [k for k in options if "compact" in k]

@@ -19,7 +19,7 @@ LAYERS = [
     ("state", "catalog"),
     ("plan", "stored_paths", "results"),
     ("actions", "engine"),
-    ("apply", "importer", "index", "verify", "show", "hudi_options"),
+    ("apply", "importer", "index", "verify", "show", "hudi_options", "report"),
     ("table", "cli", "demo", "demo_data", "docs_reference", ""),   # "": the package's __init__
 ]
 

@@ -15,6 +15,7 @@ import pytest
 from _support import ROOT
 
 from tablespec.plan import render
+from tablespec.report import html as report_html
 
 PACKAGE = ROOT / "tablespec"
 # The `spark` extra may be imported at module level only here: nothing validate or plan runs imports it.
@@ -121,18 +122,20 @@ def test_the_import_check_catches_what_it_should():
 def package_templates(monkeypatch):
     monkeypatch.delenv("TABLESPEC_TEMPLATES", raising=False)
     render._env.cache_clear()
+    report_html._env.cache_clear()
     yield importlib.resources.files("tablespec") / "templates"
     render._env.cache_clear()
+    report_html._env.cache_clear()
 
 
 def test_plan_templates_load_from_the_package(package_templates):
-    """The renderer finds its templates as package data of `tablespec` (what a wheel ships),
+    """The renderers find their templates as package data of `tablespec` (what a wheel ships),
     not through a path relative to the repository root."""
     names = sorted(p.name for p in (ROOT / "templates").glob("*.j2"))
-    assert names == ["plan.md.j2", "plan.txt.j2"]
+    assert names == ["plan.md.j2", "plan.txt.j2", "report.html.j2"]
     for name in names:
         shipped = package_templates / name
         assert shipped.read_text(encoding="utf-8") == (ROOT / "templates" / name).read_text(encoding="utf-8")
-        loaded = render._env().get_template(name)
+        loaded = (report_html._env() if name.endswith(".html.j2") else render._env()).get_template(name)
         assert os.path.normpath(loaded.filename) == os.path.normpath(str(shipped))
         assert Path(loaded.filename).parent.parent == Path(str(importlib.resources.files("tablespec")))

@@ -9,7 +9,7 @@ import json
 
 from tablespec.errors import HudiFormatError, PlanError, StalePlanError
 from tablespec.hudi import keys, partition_buckets
-from tablespec.hudi.config import TableConfig, init_table, write_table_config
+from tablespec.hudi.config import LATEST_PAYLOAD, ORDERED_PAYLOAD, TableConfig, init_table, write_table_config
 from tablespec.hudi.formats.avro import to_avro_schema
 from tablespec.hudi.mdt import record_index_writer as rli_writer
 from tablespec.hudi.mdt import writer as mdt_writer
@@ -39,6 +39,8 @@ def creation_properties(spec) -> dict[str, str]:
     if spec.spec.index.type == "RECORD_LEVEL":  # an empty table: Hudi's smallest record index, fixed from now on
         props.setdefault(RECORD_LEVEL_BUCKETS, str(file_group_count(0)))
     props[keys.CREATE_SCHEMA.name] = json.dumps(schema, separators=(",", ":"))
+    if spec.spec.table_type == "MERGE_ON_READ":   # Hudi's compaction merges log records with it (as writers do)
+        props[keys.COMPACTION_PAYLOAD_CLASS.name] = ORDERED_PAYLOAD if spec.spec.ordering_field else LATEST_PAYLOAD
     return props
 
 

@@ -2,19 +2,28 @@
 
 Which files to read is decided from metadata only (timeline + file-system view); Spark only
 reads them. An equality filter on every hash field of a BUCKET table prunes to one bucket.
+On a merge-on-read table a snapshot reads each slice with log files merged on an executor
+(arrow/merge.py: one slice at a time, so memory is bounded per slice); the read-optimized view
+reads the newest base file of each file group only, as Hudi's read-optimized query does.
 """
 from __future__ import annotations
+
+import functools
 
 import pyarrow as pa
 
 from tablespec.arrow.keys import record_keys
+from tablespec.arrow.merge import read_slice
 from tablespec.engine.evolution import read_files
 from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
 from tablespec.errors import TablespecError
 from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.naming import bucket_of
+from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.hashing import record_key_hashes
+from tablespec.hudi.io import Storage
+from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
 from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline
@@ -27,9 +36,20 @@ class ReadError(TablespecError):
     """A read that cannot be served (unknown or cleaned instant, bad filter)."""
 
 
+SNAPSHOT, READ_OPTIMIZED = "snapshot", "read_optimized"
+VIEWS = (SNAPSHOT, READ_OPTIMIZED)
+
+
 def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filters: dict | None = None) -> list[str]:
     """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible
     (from the handle's timeline and view)."""
+    return [s.base_file.path for s in snapshot_slices(table, as_of, spec, filters) if s.base_file is not None]
+
+
+def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filters: dict | None = None,
+                    view: str = SNAPSHOT) -> list[FileSlice]:
+    """The file slices a snapshot (as of a completed instant) reads, pruned by bucket when possible;
+    `view` READ_OPTIMIZED: each file group's newest slice with a base file, without its log files."""
     base, timeline = table.base, table.timeline
     if as_of is not None:
         earliest = earliest_readable_instant(timeline)
@@ -45,12 +65,18 @@ def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filter
                                 f"reads the active timeline, whose earliest commit is {completed[0]}")
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
-    slices = [s for s in table.view.latest_slices(as_of=as_of) if s.base_file is not None]
+    if view == READ_OPTIMIZED:
+        slices = [FileSlice(s.file_id, s.partition, s.base_instant, s.base_file)
+                  for g in table.view.file_groups(as_of=as_of)
+                  if (s := next((s for s in reversed(g.slices) if s.base_file is not None
+                                 and (as_of is None or s.base_instant <= as_of)), None)) is not None]
+    else:
+        slices = [s for s in table.view.latest_slices(as_of=as_of) if s.base_file is not None or s.log_files]
     key_hash = _filter_hash(spec, filters)
     if key_hash is not None:
         layout = BucketLayout.of_bucket_spec(spec)  # buckets per partition (RFC-89) decide the modulus
         slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
-    return [s.base_file.path for s in slices if s.base_file is not None]
+    return slices
 
 
 def _filter_hash(spec, filters: dict | None) -> int | None:
@@ -71,23 +97,54 @@ def _filter_hash(spec, filters: dict | None) -> int | None:
     return int(record_key_hashes(keys, hash_fields).view("uint32")[0])
 
 
-def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict | None = None):
+def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict | None = None, view: str = SNAPSHOT):
     """A DataFrame of the table (meta columns first) as of the latest or a given commit, as the
-    table is now (a handle may have read it earlier: a read sees the latest commits)."""
+    table is now (a handle may have read it earlier: a read sees the latest commits). `view`:
+    SNAPSHOT (log files merged) or READ_OPTIMIZED (base files only; the same on copy-on-write)."""
     from pyspark.sql import functions as F
 
+    if view not in VIEWS:
+        raise ReadError(f"unknown view {view!r}: {' or '.join(VIEWS)}")
     # The table's files as they are now: a view kept over an unchanged timeline would still list a
     # base file removed outside any instant (lost or deleted by hand), which readers go on without.
     timeline = table.refresh().timeline
-    files = snapshot_files(table, as_of, spec, filters)
+    slices = snapshot_slices(table, as_of, spec, filters, view)
+    merged = [s for s in slices if s.log_files]
+    files = [s.base_file.path for s in slices if not s.log_files and s.base_file is not None]
     ddl = table_ddl(spec)
     # Files written before a schema evolution are read with their own columns and converted.
     df = read_files(spark, table, files, spec, ddl) if files else spark.createDataFrame([], ddl)
+    if merged:
+        df = df.unionByName(_merged_slices(spark, table, merged, as_of, ddl))
     if as_of is not None:
         df = _as_of_columns(df, timeline.latest_schema(as_of=as_of), spec)
     for name, value in (filters or {}).items():
         df = df.filter(F.col(f"`{name}`") == F.lit(value))
     return df
+
+
+def _merged_slices(spark, table: HudiTable, slices: list[FileSlice], as_of: str | None, ddl: str):
+    """The slices with log files as one DataFrame of `ddl`'s columns, each slice merged by a task."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import _parse_datatype_string
+
+    schema = _parse_datatype_string(ddl)
+    wanted = counting(table.timeline, as_of)
+    reads = slice_reads(table.timeline, slices, wanted)
+    config = table.config
+    assert config is not None, "a table with log files has hoodie.properties"
+    rules = MergeRules.of(config)
+    task = functools.partial(_read_slices, table.storage, reads, wanted, rules,
+                             to_arrow_schema(schema))  # type: ignore[arg-type]  # a DDL of columns parses to a StructType
+    n = max(1, min(len(reads), spark.sparkContext.defaultParallelism * 2))
+    return spark.createDataFrame([(i,) for i in range(len(reads))], "i int").repartition(n).mapInArrow(task, schema)
+
+
+def _read_slices(storage: Storage, reads: list[SliceRead], wanted: Counting, rules: MergeRules, schema: pa.Schema,
+                 batches):
+    for batch in batches:
+        for i in batch.column(0).to_pylist():
+            yield from read_slice(storage, reads[i], wanted, rules, schema).to_batches()
 
 
 def incremental_commits(timeline: Timeline, begin: str, end: str | None = None) -> list[Instant]:
@@ -108,6 +165,9 @@ def read_incremental(spark, table: HudiTable, spec, begin: str, end: str | None 
     from pyspark.sql import functions as F
 
     timeline = table.refresh().timeline
+    if table.config is not None and table.config.table_type == "MERGE_ON_READ":
+        raise ReadError(f"{table.base}: incremental reads of a MERGE_ON_READ table are not supported yet; "
+                        "read a snapshot (Table.read) or the read-optimized view")
     commits = incremental_commits(timeline, begin, end)
     ddl = table_ddl(spec)
     if not commits:

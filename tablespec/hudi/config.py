@@ -38,6 +38,10 @@ INDEX_TYPE_KEY = keys.INDEX_TYPE.name
 TABLESPEC_INDEX_TYPE_KEY = keys.TABLESPEC_INDEX_TYPE.name
 DEFAULT_INDEX_TYPE = "SIMPLE"   # Hudi's default index for Spark writers (0.13+)
 RECORD_LEVEL = "RECORD_LEVEL"
+# Payloads: with an ordering field the greater ordering value wins, also against the stored record
+# (ties: incoming); without one Hudi 0.15's default, the latest write wins.
+ORDERED_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+LATEST_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 # tablespec.index.type names the table's index as tablespec does; hoodie.index.type the index Hudi
 # writers use. Hudi has no RECORD_LEVEL type (its Spark SQL writers load table properties into their
 # write config and would fail on one): a RECORD_LEVEL table's index is Hudi's own record index (the
@@ -375,10 +379,7 @@ def ensure_supported(config: TableConfig) -> None:
         raise UnsupportedTableError(
             f"table {config.name!r} has table version {config.version}; tablespec supports Hudi table "
             f"versions {', '.join(map(str, READ_VERSIONS))}")
-    if config.table_type == "MERGE_ON_READ":
-        raise UnsupportedTableError(
-            f"table {config.name!r} is a MERGE_ON_READ table; tablespec supports COPY_ON_WRITE only for now")
-    if config.table_type != "COPY_ON_WRITE":
+    if config.table_type not in ("COPY_ON_WRITE", "MERGE_ON_READ"):
         raise UnsupportedTableError(f"table {config.name!r} has unknown table type {config.table_type!r}")
     if config.base_file_format != "PARQUET":
         raise UnsupportedTableError(

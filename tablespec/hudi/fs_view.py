@@ -5,10 +5,17 @@ is older than every write instant on the active timeline (its commit was archive
 pending or unknown instants are leftovers of failed or running writes and are ignored; file
 groups replaced by a completed replacecommit are no longer part of the table. This is what
 hudi-rs reports as file slices (checked against it).
+
+Merge-on-read log files join a slice as each table version lays them out. Version 6 (timeline
+layout 1) names a log file by its slice's base instant; the log files of a compaction still
+pending (named by the compaction's instant, whose base file does not exist yet) are read with
+the slice before it, as Hudi's readers do. Versions 8/9 (layout 2) name a log file by the
+deltacommit that wrote it, visible once that deltacommit completed, and it belongs to the newest
+slice whose base instant is before the deltacommit's completion time.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
@@ -72,6 +79,10 @@ class FileGroup:
         return eligible[-1] if eligible else None
 
 
+def _pending_compactions(timeline: Timeline) -> frozenset[str]:
+    return frozenset(i.timestamp for i in timeline.pending() if i.action == COMPACTION)
+
+
 def _visibility(timeline: Timeline) -> Callable[[str], bool]:
     committed = {i.timestamp for i in timeline.commits()}
     if not committed:
@@ -80,10 +91,24 @@ def _visibility(timeline: Timeline) -> Callable[[str], bool]:
     return lambda ts: ts in committed or ts < first
 
 
+@dataclass(frozen=True)
+class _Slicing:
+    """What file slicing needs from the timeline besides visibility."""
+    layout: int = 1
+    completions: Mapping[str, str] | None = None   # layout 2: completed instant -> completion time
+    pending_compactions: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> _Slicing:
+        if timeline.layout == 1:
+            return cls(1, None, _pending_compactions(timeline))
+        return cls(2, {i.timestamp: i.completed_at for i in timeline.completed()}, frozenset())
+
+
 def _partition_groups(storage: Storage, base: str, partition: str,
-                      visible: Callable[[str], bool], listed=None) -> list[FileGroup]:
+                      visible: Callable[[str], bool], listed=None, slicing: _Slicing = _Slicing()) -> list[FileGroup]:
     bases: dict[tuple[str, str], BaseFile] = {}
-    logs: dict[tuple[str, str], list[LogFile]] = {}
+    logs: dict[str, list[LogFile]] = {}
     for info in storage.list_dir(join(base, partition)) if listed is None else listed:
         if info.is_dir:
             continue
@@ -93,15 +118,50 @@ def _partition_groups(storage: Storage, base: str, partition: str,
             # reconciliation normally deletes it): choose one deterministically.
             if key not in bases or bases[key].file_name.write_token < name.write_token:
                 bases[key] = BaseFile(info.path, name, info.size, partition)
-        elif (log := LogFileName.parse(info.name)) and visible(log.base_instant):
-            logs.setdefault((log.file_id, log.base_instant), []).append(LogFile(info.path, log, info.size, partition))
+        elif (log := LogFileName.parse(info.name)) and log.extension == "log" and (
+                visible(log.base_instant) or log.base_instant in slicing.pending_compactions):
+            logs.setdefault(log.file_id, []).append(LogFile(info.path, log, info.size, partition))
+    instants: dict[str, set[str]] = {}
+    for file_id, instant in bases:
+        instants.setdefault(file_id, set()).add(instant)
     slices: dict[str, list[FileSlice]] = {}
-    for file_id, instant in sorted(set(bases) | set(logs), key=lambda k: k[1]):
-        log_files = sorted(logs.get((file_id, instant), ()),
-                           key=lambda f: (f.file_name.version, f.file_name.write_token or ""))
-        slices.setdefault(file_id, []).append(
-            FileSlice(file_id, partition, instant, bases.get((file_id, instant)), tuple(log_files)))
+    for file_id in sorted(set(instants) | set(logs)):
+        own = sorted(instants.get(file_id, ()))
+        by_slice = (_slices_1x(own, logs.get(file_id, []), slicing.completions or {}) if slicing.layout == 2
+                    else _slices_v6(own, logs.get(file_id, []), slicing.pending_compactions))
+        slices[file_id] = [FileSlice(file_id, partition, instant, bases.get((file_id, instant)), tuple(found))
+                           for instant, found in sorted(by_slice.items())]
     return [FileGroup(partition, file_id, tuple(group)) for file_id, group in slices.items()]
+
+
+def _slices_v6(base_instants: list[str], logs: list[LogFile], pending: frozenset[str]) -> dict[str, list[LogFile]]:
+    """Version 6: base instant -> its log files (named by it), by version; the log files of a
+    pending compaction go to the slice before it (none before: a slice of their own)."""
+    out: dict[str, list[LogFile]] = {i: [] for i in base_instants}
+    for log in sorted(logs, key=lambda f: (f.file_name.base_instant, f.file_name.version, f.file_name.write_token or "")):
+        instant = log.file_name.base_instant
+        if instant in pending and instant not in out:
+            instant = max((i for i in out if i < instant), default=instant)
+        out.setdefault(instant, []).append(log)
+    return out
+
+
+def _slices_1x(base_instants: list[str], logs: list[LogFile], completions: Mapping[str, str]) -> dict[str, list[LogFile]]:
+    """Versions 8/9: each log file (named by its deltacommit) goes to the newest slice whose base
+    instant is before the deltacommit's completion time, in completion order; log files that
+    completed before any base file make a slice of their own, on the first of them."""
+    out: dict[str, list[LogFile]] = {i: [] for i in base_instants}
+    ordered = sorted(logs, key=lambda f: (completions.get(f.file_name.base_instant, f.file_name.base_instant),
+                                          f.file_name.base_instant, f.file_name.version, f.file_name.write_token or ""))
+    first_log: str | None = None
+    for log in ordered:
+        done = completions.get(log.file_name.base_instant, log.file_name.base_instant)
+        instant = max((i for i in base_instants if i < done), default=None)
+        if instant is None:
+            first_log = first_log or log.file_name.base_instant
+            instant = first_log
+        out.setdefault(instant, []).append(log)
+    return out
 
 
 class FileSystemView:
@@ -118,8 +178,9 @@ class FileSystemView:
         """List the partitions (all discovered ones by default) and keep the visible files."""
         listed: dict = {}   # discovery lists every partition: those listings serve the view too
         parts = list(discover_partitions(storage, base, listed) if partitions is None else partitions)
-        visible = _visibility(timeline)
-        return cls(timeline, parts, [g for p in parts for g in _partition_groups(storage, base, p, visible, listed.get(p))])
+        visible, slicing = _visibility(timeline), _Slicing.of(timeline)
+        return cls(timeline, parts, [g for p in parts
+                                     for g in _partition_groups(storage, base, p, visible, listed.get(p), slicing)])
 
     def over(self, timeline: Timeline) -> FileSystemView:
         """This view's files over `timeline`, which differs from this view's only by pending

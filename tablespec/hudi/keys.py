@@ -324,6 +324,38 @@ COMPACTION_MERGER_STRATEGY = HudiKey("hoodie.compaction.record.merger.strategy",
                                      "The record merger's strategy id (the metadata table's).")
 
 
+# Merge-on-read compaction (HoodieCompactionConfig of Hudi 0.15 and 1.2, measured: the same keys and values
+# in both). Hudi stores none of them in hoodie.properties (a write option only); tablespec records the
+# spec's there as it records clustering's (Hudi's Spark writers load them from there too).
+COMPACT_INLINE = HudiKey("hoodie.compact.inline", "Compaction scheduled and run by the writer after a deltacommit.",
+                         scope="writer", default="false", allowed=_BOOL)
+COMPACT_SCHEDULE_INLINE = HudiKey("hoodie.compact.schedule.inline",
+                                  "Compaction scheduled (not run) by the writer after a deltacommit.", scope="writer",
+                                  default="false", allowed=_BOOL)
+COMPACT_ASYNC = HudiKey("hoodie.datasource.compaction.async.enable",
+                        "Compaction scheduled and run asynchronously by a streaming writer.", scope="writer",
+                        default="true", allowed=_BOOL)
+COMPACT_TRIGGER = HudiKey("hoodie.compact.inline.trigger.strategy", "What makes a compaction due.", scope="both",
+                          default="NUM_COMMITS", allowed=("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST",
+                                                          "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME"),
+                          spec="spec.compaction.trigger")
+COMPACT_MAX_DELTA_COMMITS = HudiKey("hoodie.compact.inline.max.delta.commits",
+                                    "Deltacommits since the last compaction that make one due.", scope="both",
+                                    default="5", minimum=1, spec="spec.compaction.deltaCommits")
+COMPACT_MAX_DELTA_SECONDS = HudiKey("hoodie.compact.inline.max.delta.seconds",
+                                    "Seconds since the last compaction that make one due.", scope="both",
+                                    default="3600", minimum=1, spec="spec.compaction.elapsedSeconds")
+COMPACTION_STRATEGY = HudiKey("hoodie.compaction.strategy", "Which file slices a compaction takes (a class).",
+                              scope="both",
+                              default="org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
+                              spec="spec.compaction.strategy")
+COMPACTION_TARGET_IO = HudiKey("hoodie.compaction.target.io", "The most MB one compaction reads and writes.",
+                               scope="both", default="512000", minimum=1, spec="spec.compaction.targetIO")
+COMPACTION_DAYBASED_PARTITIONS = HudiKey("hoodie.compaction.daybased.target.partitions",
+                                         "The latest partitions a day-based compaction takes.", scope="both",
+                                         default="10", minimum=1, spec="spec.compaction.latestPartitions")
+
+
 QUERY_AS_RO_TABLE = HudiKey("hoodie.query.as.ro.table",
                             "Serde parameter of a catalog registration: whether Spark reads it as the read-optimized "
                             "view (a copy-on-write table: false).", scope="catalog", default="false",
@@ -345,6 +377,8 @@ CLUSTERING_STRATEGY = _own("tablespec.clustering.strategy", "The layout clusteri
                            spec="spec.clustering.strategy")
 CLUSTERING_MAX_SMALL_FILES = _own("tablespec.clustering.max.small.files", "Small files that make clustering due.",
                                   minimum=1, spec="spec.clustering.maxSmallFiles")
+COMPACTION_RUN_BY = _own("tablespec.compaction.run.by", "Who schedules and runs compaction: Hudi's writers (also if absent) or tablespec.",
+                         allowed=("hudi", "tablespec"), default="hudi", spec="spec.compaction.runBy")
 PREVENT_DESTROY = _own("tablespec.protection.prevent.destroy", "Refuse plans that drop or replace the table.",
                        allowed=_BOOL, spec="spec.protection.preventDestroy")
 

@@ -23,6 +23,7 @@ ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_build", "clustering",
     "archive", "build_metadata_table", "drop_metadata_partitions", "catalog_sync", "upgrade_table",
+    "compaction",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -221,6 +222,16 @@ class ClusteringEstimate(Measured):
     bytes_to_write: Bytes
 
 
+class CompactionEstimate(Measured):
+    strategy: str
+    file_slices: Count
+    partitions: Count
+    log_files: Count
+    log_bytes: Bytes
+    base_bytes: Bytes
+    log_records: Count | Literal["unknown"]   # records the deltacommits since the last compaction wrote there
+
+
 class BaseAction(_Frozen):
     """What every action has; a kind's class narrows `params` and `estimate` and says what it is."""
 
@@ -376,9 +387,20 @@ class UpgradeTable(BaseAction):
     estimate: UpgradeEstimate | NoEstimate = NoEstimate()
 
 
+class Compaction(BaseAction):
+    """Scheduling a merge-on-read table's compaction (spec.compaction.runBy: tablespec) once its trigger
+    is due: a `T.compaction.requested` plan over the file slices the strategy takes, which Apache Hudi
+    runs (tablespec does not run compactions yet). Metadata only."""
+    kind: Literal["compaction"] = "compaction"
+    params: NoParams = NoParams()
+    estimate: CompactionEstimate
+    housekeeping: ClassVar[bool] = True
+
+
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
                    | ReplaceTable | Rollback | Clean | Archive | RecordIndexBuild
-                   | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync | UpgradeTable,
+                   | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync | UpgradeTable
+                   | Compaction,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {
     cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}

@@ -49,6 +49,7 @@ from tablespec.plan.actions import (
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
+from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.metadata_table import data_skipping_actions, metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
@@ -140,6 +141,9 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
     if not state.exists:
         if state.contents:
             return [at("spec.location", occupied_message(state.location, state.contents))]
+        if spec.spec.table_type == MERGE_ON_READ:
+            return [at("spec.tableType", "tablespec does not create MERGE_ON_READ tables yet (it reads, imports and "
+                                         "plans merge-on-read tables Apache Hudi writes); use COPY_ON_WRITE")]
         if loaded.new_table_version not in CREATED:
             path = "spec.tableVersion" if spec.spec.table_version else "spec"
             return [at(path, f"tablespec creates tables at Hudi table version {' or '.join(map(str, CREATED))}, not "
@@ -195,13 +199,23 @@ def _beat(state: TableState, instant) -> str:
     return ", no heartbeat" if age is None else f", heartbeat {age:.0f}s ago"
 
 
+MERGE_ON_READ = "MERGE_ON_READ"
+# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry and the
+# scheduling of compaction (a plan Hudi's writers or `run_compaction` execute).
+MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction"})
+
+
 def unmanaged(spec, state: TableState) -> str | None:
     """Why tablespec does not manage the existing table at the spec's location (its type, virtual
     keys), or None: the one line plan, apply and writes refuse it with."""
     config = state.table_config
-    if config.table_type != "COPY_ON_WRITE":
+    if config.table_type not in ("COPY_ON_WRITE", MERGE_ON_READ):
         return (f"{state.location}: table {display_name(spec)} is a {config.table_type} table; "
-                "tablespec manages COPY_ON_WRITE tables only for now")
+                "tablespec manages COPY_ON_WRITE and MERGE_ON_READ tables")
+    if config.table_type == MERGE_ON_READ and spec.spec.table_type != MERGE_ON_READ:
+        return (f"{state.location}: table {display_name(spec)} is a MERGE_ON_READ table and its spec says "
+                f"{spec.spec.table_type}: tablespec does not convert between table types; set "
+                "spec.tableType: MERGE_ON_READ (tablespec reads, imports and plans merge-on-read tables)")
     if (why := unmanaged_layout(config)) is not None:
         return f"{state.location}: table {display_name(spec)}: {why}"
     return None
@@ -218,6 +232,9 @@ def write_refusal(spec, state: TableState) -> str | None:
                 "run `tablespec plan` and `tablespec apply` first")
     if (why := unmanaged(spec, state)) is not None:
         return why
+    if state.table_config.table_type == MERGE_ON_READ:
+        return (f"table {display_name(spec)} at {state.location} is a MERGE_ON_READ table: tablespec reads, "
+                "imports and plans it, and does not write deltacommits yet; write it with Apache Hudi")
     if (why := unwritable_version(state.table_config)) is not None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
@@ -262,26 +279,49 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         actions.append(Archive(estimate=estimate, reasons=[
             f"{estimate.active_commits} completed commits on the active timeline, more than "
             f"retention.archive.maxCommits ({spec.archive_settings.max_commits}); no action or write archived them"]))
+    warnings = []
     if all(a.housekeeping for a in actions):
         actions += clustering_actions(spec, state)  # housekeeping: only on a table that matches its spec
+        compactions, waiting = compaction_actions(spec, state)
+        actions += compactions
+        warnings += waiting
     elif state.exists and (runs := pending_runs(state)):  # a pending plan runs before the table is rewritten
         at = next(i for i, a in enumerate(actions) if not a.housekeeping)
         actions[at:at] = runs
     if spec.catalog_name is not None and state.catalog is not None and (actions or not state.catalog.in_sync):
         actions.append(catalog_action(state.catalog, bool(actions)))
-    warnings = []
-    live = [i for i in state.pending if i not in state.expired
+    live = [i for i in state.pending if i not in state.expired and i.action != "compaction"  # noted below
             and not (i.state == "requested" and i in state.pending_clustering)]  # scheduled plans are actions
     if live:
         listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state}{_beat(state, i)})" for i in live)
         warnings.append(f"other writers' pending instants: {listed}; a writer is running, or crashed less than "
                         "the heartbeat tolerance ago. Their commits are checked against ours at commit time")
+    warnings += pending_notes(state) if state.exists else []
     warnings += [f"locked: {holder}" for holder in state.lock_holders]
     return _table_plan(loaded, state, actions, warnings)
 
 
+def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[list[Action], list[str]]:
+    """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
+    for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
+    of the table's data or layout, which would need its log files merged."""
+    changing = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS and not a.housekeeping]
+    if changing:
+        raise UnsupportedTableError(
+            f"{state.location}: the spec asks for {', '.join(dict.fromkeys(changing))} on a MERGE_ON_READ table; "
+            "tablespec does not rewrite merge-on-read tables yet (it reads, imports and plans them): change the "
+            "table with Apache Hudi, or the spec to match it")
+    left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
+    warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
+                "(on merge-on-read tables tablespec schedules compaction and runs no other table service yet)"] if left else []
+    return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
+
+
 def _table_plan(loaded: LoadedSpec, state: TableState, actions: list[Action], warnings: list[str]) -> TablePlan:
     spec = loaded.spec
+    if state.exists and state.table_config.table_type == MERGE_ON_READ:
+        actions, left = _merge_on_read_actions(actions, state)
+        warnings = warnings + left
     return TablePlan(
         name=display_name(spec),
         location=state.location,

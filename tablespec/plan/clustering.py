@@ -60,7 +60,7 @@ def _layout(strategy: str, columns) -> Layout:
     return Layout() if strategy == "NONE" or not columns else Layout(strategy, tuple(columns))
 
 
-def _recorded(state) -> dict:
+def recorded_settings(state) -> dict:
     """The clustering settings the table's hoodie.properties record (as the last apply declared
     them), by spec path without the `spec.clustering.` prefix."""
     props = state.config.to_properties()
@@ -69,7 +69,7 @@ def _recorded(state) -> dict:
 
 
 def recorded_layout(state) -> Layout:
-    rec = _recorded(state)
+    rec = recorded_settings(state)
     return _layout(rec["strategy"] or "NONE", [c for c in (rec["sortColumns"] or "").split(",") if c])
 
 
@@ -114,7 +114,7 @@ def spec_coverage(spec, state) -> dict | None:
 
 def recorded_coverage(state) -> dict | None:
     """Coverage of the layout the table's settings record (what `show` reports: it has no spec)."""
-    rec = _recorded(state)
+    rec = recorded_settings(state)
     latest = rec["latestPartitions"]
     return coverage(state, recorded_layout(state),
                     _partitions(state, rec["partitionFilter"], int(latest) if latest else None))

@@ -29,8 +29,8 @@ _DERIVED_PLAN_KEYS = ("summary", "has_changes")
 _DERIVED_ACTION_KEYS = ("symbol", "supported")  # "supported": written by plans before every kind ran
 
 
-def _loader() -> BaseLoader:
-    """The plan templates: package data of `tablespec` (so a wheel install finds them), unless
+def template_loader() -> BaseLoader:
+    """The templates (plans, the report): package data of `tablespec` (so a wheel install finds them), unless
     $TABLESPEC_TEMPLATES names a directory to load them from instead."""
     override = os.environ.get("TABLESPEC_TEMPLATES")
     return FileSystemLoader(override) if override else PackageLoader("tablespec", "templates")
@@ -38,7 +38,7 @@ def _loader() -> BaseLoader:
 
 @lru_cache(maxsize=1)
 def _env() -> Environment:
-    env = Environment(loader=_loader(), undefined=StrictUndefined,
+    env = Environment(loader=template_loader(), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters["show"] = show_value
     return env

@@ -13,7 +13,8 @@ from typing import Literal
 
 from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import DEFAULT_INDEX_TYPE, INDEX_TYPE_KEY, TABLESPEC_INDEX_TYPE_KEY, hudi_index_type, table_index_type
-from tablespec.spec.model import Clustering, Protection, Retention, TableSpec
+from tablespec.hudi.services.compaction import STRATEGIES, TRIGGERS
+from tablespec.spec.model import Clustering, Compaction, Protection, Retention, TableSpec
 from tablespec.spec.sizes import size_text
 
 Category = Literal["settings", "key", "index"]
@@ -41,6 +42,7 @@ class Setting:
     table_decides: bool = False       # unset in the spec: the table's value stands (no diff, kept by apply)
     shapes_rows: bool = True          # changes where or how a write lays rows out: a write waits until the table
     #                                   matches (False: names, labels, housekeeping; a write goes on beside the drift)
+    to_spec: Callable[[str], object] | None = None   # the spec's word for a stored value, where Hudi's differs
 
 
 def _csv(values) -> str | None:
@@ -98,6 +100,11 @@ def _record_level_buckets(spec: TableSpec) -> str | None:
     return _num(rl.num_buckets) if spec.spec.index.type == "RECORD_LEVEL" and rl is not None else None
 
 
+def _compaction(render: Callable[[Compaction], str | None]) -> Callable[[TableSpec], str | None]:
+    """A MERGE_ON_READ spec's compaction setting (Hudi's defaults when it declares none); None on COPY_ON_WRITE."""
+    return lambda s: render(c) if (c := s.compaction_settings) is not None else None
+
+
 def _archive(spec: TableSpec, name: str) -> str | None:
     """A declared archiving limit; None when the spec leaves archiving at Hudi's defaults."""
     archive = spec.spec.retention.archive
@@ -105,6 +112,9 @@ def _archive(spec: TableSpec, name: str) -> str | None:
 
 
 _C, _R, _P = Clustering(), Retention(), Protection()
+_MIB = 1024 * 1024
+_SPEC_STRATEGY = {cls: name for name, cls in STRATEGIES.items()}
+_SPEC_TRIGGER = {hudi: name for name, hudi in TRIGGERS.items()}
 RECORD_KEY_FIELDS = keys.RECORD_KEY_FIELDS.name
 PARTITION_FIELDS = keys.PARTITION_FIELDS.name
 KEY_GENERATOR = keys.KEY_GENERATOR_CLASS.name
@@ -186,6 +196,25 @@ REGISTRY: tuple[Setting, ...] = (
             "settings", lambda s: _num(s.spec.clustering.latest_partitions), kind="int", shapes_rows=False),
     Setting(keys.CLUSTERING_MAX_SMALL_FILES.name, "spec.clustering.maxSmallFiles", "settings",
             lambda s: _num(s.spec.clustering.max_small_files), kind="int", shapes_rows=False),
+    # compaction: Hudi's keys (its writers load them from hoodie.properties too), imported where set
+    Setting(keys.COMPACTION_RUN_BY.name, "spec.compaction.runBy", "settings", _compaction(lambda c: c.run_by),
+            keys.COMPACTION_RUN_BY.default, import_default=False, shapes_rows=False),
+    Setting(keys.COMPACT_TRIGGER.name, "spec.compaction.trigger", "settings", _compaction(lambda c: TRIGGERS[c.trigger]),
+            keys.COMPACT_TRIGGER.default, import_default=False, shapes_rows=False, to_spec=lambda v: _SPEC_TRIGGER.get(v, v)),
+    Setting(keys.COMPACT_MAX_DELTA_COMMITS.name, "spec.compaction.deltaCommits", "settings",
+            _compaction(lambda c: _num(c.delta_commits)), keys.COMPACT_MAX_DELTA_COMMITS.default, kind="int",
+            import_default=False, shapes_rows=False),
+    Setting(keys.COMPACT_MAX_DELTA_SECONDS.name, "spec.compaction.elapsedSeconds", "settings",
+            _compaction(lambda c: _num(c.elapsed_seconds)), keys.COMPACT_MAX_DELTA_SECONDS.default, kind="int",
+            import_default=False, shapes_rows=False),
+    Setting(keys.COMPACTION_STRATEGY.name, "spec.compaction.strategy", "settings",
+            _compaction(lambda c: STRATEGIES[c.strategy]), keys.COMPACTION_STRATEGY.default, kind="class",
+            import_default=False, shapes_rows=False, to_spec=lambda v: _SPEC_STRATEGY.get(v, v)),
+    Setting(keys.COMPACTION_TARGET_IO.name, "spec.compaction.targetIO", "settings",
+            _compaction(lambda c: _num(c.target_io // _MIB)), keys.COMPACTION_TARGET_IO.default, kind="int",
+            import_default=False, shapes_rows=False, to_spec=lambda v: size_text(int(v) * _MIB) if v.isdigit() else v),
+    Setting(keys.COMPACTION_DAYBASED_PARTITIONS.name, "spec.compaction.latestPartitions", "settings",
+            _compaction(lambda c: _num(c.latest_partitions)), kind="int", import_default=False, shapes_rows=False),
     Setting(KEEP_COMMITS, "spec.retention.keepCommits", "settings",
             lambda s: _num(s.spec.retention.keep_commits), _num(_R.keep_commits), kind="int", shapes_rows=False),
     Setting(keys.KEEP_MIN_COMMITS.name, "spec.retention.archive.minCommits", "settings",
@@ -200,6 +229,8 @@ BY_PROP = {s.prop: s for s in REGISTRY}
 
 def spec_value(setting: Setting, raw: str):
     """A property's value as a spec states it (the inverse of `desired`): what `import` writes."""
+    if setting.to_spec is not None:
+        return setting.to_spec(raw)
     if setting.kind in ("int", "size"):
         return size_text(int(raw)) if setting.kind == "size" else int(raw)
     if setting.kind == "bool":
@@ -216,6 +247,8 @@ def display(prop: str | None, value: str | None) -> str | int | None:
     setting = BY_PROP.get(prop) if prop else None
     if value is None or setting is None:
         return value
+    if setting.to_spec is not None:   # in the spec's words (Hudi's own where the spec has none)
+        return setting.to_spec(value)   # type: ignore[return-value]
     if setting.kind == "size" and value.isdigit():
         return size_text(int(value))
     if setting.kind == "class":

@@ -376,6 +376,41 @@ class Clustering(SpecModel):
         return self
 
 
+class Compaction(SpecModel):
+    """Compaction of a MERGE_ON_READ table: merging each file slice's log files into a new base file
+    (Apache Hudi's compaction, with its trigger and strategy settings)."""
+
+    run_by: Literal["hudi", "tablespec"] = "hudi"
+    """Who schedules compaction: `hudi`, the table's Hudi jobs (inline in batch jobs, asynchronously in
+    streaming ones; `hudi-options` renders this policy for them), or `tablespec` (`plan` shows it when due,
+    `apply` schedules it; `hudi-options` turns the jobs' own compaction off). tablespec does not run
+    compactions yet: Hudi runs the plans it schedules (`run_compaction`, or a job with inline compaction)."""
+    trigger: Literal["DELTA_COMMITS", "ELAPSED_TIME", "EITHER", "BOTH"] = "DELTA_COMMITS"
+    """What makes a compaction due: `deltaCommits` deltacommits since the last compaction, `elapsedSeconds`
+    since it, either or both (hoodie.compact.inline.trigger.strategy NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME,
+    NUM_AND_TIME)."""
+    delta_commits: Annotated[int, Field(ge=1)] = 5
+    """Deltacommits since the last compaction that make one due (hoodie.compact.inline.max.delta.commits)."""
+    elapsed_seconds: Annotated[int, Field(ge=1)] = 3600
+    """Seconds since the last compaction (or the first deltacommit) that make one due
+    (hoodie.compact.inline.max.delta.seconds)."""
+    strategy: Literal["LOG_FILE_SIZE", "LOG_FILE_COUNT", "BOUNDED_IO", "DAY_BASED", "UNBOUNDED"] = "LOG_FILE_SIZE"
+    """Which file slices a compaction takes (hoodie.compaction.strategy): those with the most log bytes first
+    (LogFileSizeBasedCompactionStrategy) or the most log files first (LogFileNumBased...), in partition order
+    (BoundedIO...), each up to `targetIO`; the slices of the latest `latestPartitions` partitions (DayBased...);
+    or every slice with log files (UnBounded...)."""
+    target_io: Annotated[ByteSize, Field(ge=MiB, alias="targetIO")] = 500 * GiB
+    """Most bytes one compaction reads and writes (hoodie.compaction.target.io, in whole MiB)."""
+    latest_partitions: Annotated[int, Field(ge=1)] | None = None
+    """DAY_BASED: how many of the latest partitions (in partition path order) a compaction takes
+    (hoodie.compaction.daybased.target.partitions; Hudi's default 10)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Compaction:
+        raise_problems("Compaction", rules.compaction_problems(self))
+        return self
+
+
 class Archive(SpecModel):
     """How many completed commits stay on the active timeline (Hudi's archiving): once more than
     `maxCommits` are there, the oldest move to the archived timeline until `minCommits` remain."""
@@ -422,7 +457,9 @@ class TableBody(SpecModel):
     location: str
     """Table directory, relative to the warehouse root (e.g. sales/orders); not absolute, no `..`."""
     table_type: Literal["COPY_ON_WRITE", "MERGE_ON_READ"] = "COPY_ON_WRITE"
-    """Hudi table type; only COPY_ON_WRITE is supported for now (MERGE_ON_READ is recognised and refused)."""
+    """Hudi table type: COPY_ON_WRITE rewrites base files on every update; MERGE_ON_READ appends updates to log
+    files (deltacommits), merged into base files by compaction. tablespec imports, reads and plans MERGE_ON_READ
+    tables Apache Hudi writes and schedules their compaction; it does not write them yet."""
     table_version: Literal[6, 8, 9] | None = None
     """Hudi table version (6: Hudi 0.14/0.15; 8: Hudi 1.0; 9: Hudi 1.1 and 1.2). New tables are created at it (default: the project's `tableVersion`, else 6); an existing table keeps its version unless this names another: 6 -> 8 or 9 upgrades it as Hudi 1.x does, a downgrade is refused."""  # noqa: E501
     columns: Annotated[list[Column], Field(min_length=1)]
@@ -440,6 +477,9 @@ class TableBody(SpecModel):
     table has are kept."""
     clustering: Clustering = Clustering()
     """Clustering (small-file stitching and sorting)."""
+    compaction: Compaction | None = None
+    """MERGE_ON_READ only: when compaction runs, which file slices it takes and who schedules it; default:
+    Hudi's settings, scheduled by the table's Hudi jobs."""
     retention: Retention = Retention()
     """Cleaning policy."""
     protection: Protection = Protection()
@@ -468,7 +508,7 @@ class TableBody(SpecModel):
         # a spec without `catalog:` dumps (and so digests) as it did before catalogs existed
         data = handler(self)
         if isinstance(data, dict):   # as do specs that leave the table version to the project (or to the table)
-            for name in ("catalog", "table_version", "tableVersion", "data_skipping", "dataSkipping"):
+            for name in ("catalog", "table_version", "tableVersion", "compaction", "data_skipping", "dataSkipping"):
                 if data.get(name, 0) is None:
                     data.pop(name)
         return data
@@ -508,6 +548,14 @@ class TableSpec(SpecModel):
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.spec.columns if c.name == name), None)
+
+    @property
+    def compaction_settings(self) -> Compaction | None:
+        """The compaction a MERGE_ON_READ table's spec declares (Hudi's defaults when it says none); None on
+        COPY_ON_WRITE."""
+        if self.spec.table_type != "MERGE_ON_READ":
+            return None
+        return self.spec.compaction or Compaction()
 
     @property
     def archive_settings(self) -> ArchiveSettings:

@@ -13,7 +13,7 @@ from tablespec.spec.base import Problem, Unparsed, as_written, parsed
 from tablespec.types import Array, Map, Struct
 
 if TYPE_CHECKING:
-    from tablespec.spec.model import Clustering, Column, Retention, TableBody, TableSpec
+    from tablespec.spec.model import Clustering, Column, Compaction, Retention, TableBody, TableSpec
 
 
 def closest(word: str, candidates: Iterable[str]) -> str | None:
@@ -44,6 +44,7 @@ Rule = Callable[[Any], list[Problem]]
 _BODY_RULES: list[Rule] = []
 _CLUSTERING_RULES: list[Rule] = []
 _RETENTION_RULES: list[Rule] = []
+_COMPACTION_RULES: list[Rule] = []
 
 
 def _rule(rules: list[Rule]) -> Callable[[Rule], Rule]:
@@ -56,6 +57,7 @@ def _rule(rules: list[Rule]) -> Callable[[Rule], Rule]:
 _body_rule = _rule(_BODY_RULES)
 _clustering_rule = _rule(_CLUSTERING_RULES)
 _retention_rule = _rule(_RETENTION_RULES)
+_compaction_rule = _rule(_COMPACTION_RULES)
 
 
 def _run(rules: list[Rule], model: Any) -> list[Problem]:
@@ -89,6 +91,11 @@ def retention_problems(retention: Retention) -> list[Problem]:
     return _run(_RETENTION_RULES, retention)
 
 
+def compaction_problems(compaction: Compaction) -> list[Problem]:
+    """Every cross-field error of a compaction block, relative to it."""
+    return _run(_COMPACTION_RULES, compaction)
+
+
 def _columns_by_name(body: TableBody) -> dict[str, Column]:
     """The first column of each name; a column whose name failed its own check is found by the name as written."""
     out: dict[str, Column] = {}
@@ -119,9 +126,10 @@ def _references(body: TableBody, loc: tuple, names: list[str], what: str, primit
 
 
 @_body_rule
-def _supported_table_type(body: TableBody) -> list[Problem]:
-    if body.table_type == "MERGE_ON_READ":
-        return [(("tableType",), "MERGE_ON_READ is not supported yet; use COPY_ON_WRITE")]
+def _compaction_needs_merge_on_read(body: TableBody) -> list[Problem]:
+    if body.compaction is not None and body.table_type != "MERGE_ON_READ":
+        return [(("compaction",), f"compaction merges log files, which only MERGE_ON_READ tables have (tableType is "
+                                  f"{body.table_type}); remove it or set tableType: MERGE_ON_READ")]
     return []
 
 
@@ -254,6 +262,23 @@ def _small_files_below_target(clustering: Clustering) -> list[Problem]:
     return []
 
 
+@_compaction_rule
+def _target_io_in_mib(compaction: Compaction) -> list[Problem]:
+    from tablespec.hudi.keys import COMPACTION_TARGET_IO
+    from tablespec.spec.sizes import MiB
+    if compaction.target_io % MiB:
+        return [(("targetIO",), f"targetIO ({compaction.target_io} bytes) must be a whole number of MiB: Apache Hudi "
+                                f"counts it in MB ({COMPACTION_TARGET_IO.name})")]
+    return []
+
+
+@_compaction_rule
+def _latest_partitions_day_based(compaction: Compaction) -> list[Problem]:
+    if compaction.latest_partitions is not None and compaction.strategy != "DAY_BASED":
+        return [(("latestPartitions",), f"latestPartitions is for strategy DAY_BASED, not {compaction.strategy}")]
+    return []
+
+
 @_retention_rule
 def _archive_limits(retention: Retention) -> list[Problem]:
     """Hudi's archiving rules: more commits stay active than the cleaner retains (archiving would
@@ -294,4 +319,10 @@ def spec_warnings(spec: TableSpec) -> list[Problem]:
     if clustering.strategy in ("ZORDER", "HILBERT") and len(clustering.sort_columns) == 1:
         warnings.append((("spec", "clustering", "sortColumns"),
                          f"{clustering.strategy} on a single column orders like SORT; give at least two sortColumns"))
+    compaction = body.compaction
+    if compaction is not None:
+        unused = {"DELTA_COMMITS": "elapsed_seconds", "ELAPSED_TIME": "delta_commits"}.get(compaction.trigger)
+        if unused in compaction.model_fields_set:
+            name = {"elapsed_seconds": "elapsedSeconds", "delta_commits": "deltaCommits"}[unused]
+            warnings.append((("spec", "compaction", name), f"{name} is ignored when trigger is {compaction.trigger}"))
     return warnings

@@ -200,6 +200,11 @@ def test_demo_runs_on_an_s3_warehouse(spark, s3_bucket, capsys):
     assert sorted(sales) == ["customers", "orders"] and sorted(analytics) == ["events"]
     assert sales["orders"].location.endswith("/demo/sales/orders") and len(sales["orders"].partitions) == 5
     assert S3_SECRET not in (Path(home).parent / "tablespec.project.yaml").read_text()
+    # it ends with the health report of the three tables, written on local disk beside its inputs
+    report = Path(re.search(r"health report \(one page, open it in a browser\): (\S+)\n", out).group(1))
+    page = report.read_text()
+    assert report.parent == Path(home).parent and page.count('<section class="table"') == 3
+    assert "sales.orders" in page and "could not be read" not in err
 
 
 def test_executors_in_other_jvms_get_the_storage(s3_bucket, tmp_path):

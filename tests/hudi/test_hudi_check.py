@@ -2,9 +2,11 @@
 Tables written here with real parquet files (test_hudi_clean's writer), and Apache Hudi's own."""
 import os
 
+import pytest
 from _support import storage_and_base
 from test_hudi_clean import ST, A, B, _plan, _table, _updates, _write
 
+from tablespec.errors import UnsupportedTableError
 from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.formats.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.fs_view import FileSystemView
@@ -19,9 +21,11 @@ from tablespec.hudi.services.check import (
 )
 from tablespec.hudi.services.clean import CLEAN_METADATA_SCHEMA, execute_clean
 from tablespec.hudi.services.rollback import rollback
-from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
 from tablespec.hudi.timeline.instant import Instant, new_instant_time
+from tablespec.importer import spec_document
+from tablespec.state import observe
 
 
 def check(base):
@@ -226,3 +230,17 @@ def test_partitions_under_a_partitioned_root_keep_their_markers(tmp_path):
     [c1] = _updates(base, 1, new_file_id(), new_file_id())
     write_partition_metadata(ST, base, "", new_instant_time(c1))
     assert check(base).findings == []
+
+
+def test_import_tells_a_bucket_layout_from_random_ids_that_start_with_digits(tmp_path):
+    """Import refuses a bucket layout Hudi kept no index for, but a random file group id that happens
+    to start with eight digits (2% of them do) is a number in the millions, not a bucket."""
+    def imported(base):
+        return spec_document(observe(HudiTable.open(base)), Location.parse(str(tmp_path)))
+    random_digits = _table(tmp_path / "random")
+    _write(random_digits, {(A, "57561635-1a2b-4c3d-8e9f-0123456789ab-0"): [("1", 1)]})
+    assert imported(random_digits)["spec"]["index"]["type"] == "SIMPLE"
+    bucketed = _table(tmp_path / "bucketed")
+    _write(bucketed, {(A, bucket_file_id(3)): [("1", 1)]})
+    with pytest.raises(UnsupportedTableError, match="carries a bucket number"):
+        imported(bucketed)

@@ -60,13 +60,11 @@ def test_fixture_config_round_trips_exactly(fixture_table, any_name):
     assert TableConfig.from_properties(cfg.to_properties()) == cfg
 
 
-def test_mor_fixtures_are_recognised_and_refused(fixture_table, mor_name):
+def test_mor_fixtures_are_recognised_and_supported(fixture_table, mor_name):
     cfg = read_table_config(ST, str(fixture_table(mor_name)))
     assert cfg.table_type == "MERGE_ON_READ"
     assert cfg.extra["hoodie.compaction.payload.class"].endswith("OverwriteWithLatestAvroPayload")
-    with pytest.raises(UnsupportedTableError,
-                       match=f"'{cfg.name}' is a MERGE_ON_READ table; tablespec supports COPY_ON_WRITE only for now"):
-        ensure_supported(cfg)
+    ensure_supported(cfg)
 
 
 def test_cow_fixtures_are_supported(fixture_table, cow_name):

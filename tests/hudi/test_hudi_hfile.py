@@ -3,6 +3,7 @@ the block index, file info); corrupt files are refused. Files Apache Hudi writes
 tablespec's, are checked in tests/interop/test_hudi_hfiles.py."""
 from __future__ import annotations
 
+import json
 import random
 import struct
 
@@ -192,7 +193,7 @@ def test_files_partition_records_merge_oldest_first():
     log = _files_hfile({"__all_partitions__": {"p1": (0, True), "p2": (0, False)},
                         "p0": {"a.parquet": (0, True), "d.parquet": (7, False), "b.parquet": (15, False)},
                         "p2": {"e.parquet": (1, False)}}, schema_in_file=False)
-    records = list(metadata_records(base)) + list(metadata_records(log, SCHEMA))
+    records = list(metadata_records(base)) + list(metadata_records(log, json.dumps(SCHEMA)))
     assert [k for k, _ in records][:3] == ["__all_partitions__", "p0", "p1"]
     listing = merge_files_records(records)
     assert listing.partitions == {"p0", "p2"}

@@ -1,18 +1,24 @@
 """Another Apache Hudi version in its own Python process (one JVM holds one Hudi bundle).
 
 The test session's SparkSession holds Hudi 0.15; tables written or read by another version (1.x)
-go through `HudiProcess`: one subprocess per `run`, with its own SparkSession (local[1]) on that
-version's bundle, running a list of steps (write a batch, read a table, run SQL) in order. Each
-process costs 10-20 s, so callers put every step they can into one `run`.
+go through `HudiProcess`: a worker subprocess per version, started on the first `run` and kept for
+the test run, with a SparkSession (local[1]) on that version's bundle. Each `run` sends it a list of
+steps (write a batch, read a table, run SQL) over its stdin and gets the results back on its stdout;
+the steps run in a fresh session (`newSession`: its own SQL settings) and the run's catalog tables
+and cached data are dropped after it, so a run sees what a new process would, without the 10-20 s
+of a JVM and Hudi start. A run in which a step failed ends the worker (a failed Hudi write may leave
+its threads and locks behind); the next run starts a new one, as after a crash.
 `HudiTables` keeps the tables a version writes for the whole test run: each distinct table is
-written once (all missing ones in one process) and every test gets its own copy.
+written once (all missing ones in one run) and every test gets its own copy.
 
-Run as a script it is the worker: `python hudi_process.py STEPS.json RESULTS.json`.
+Run as a script it is the worker: `python hudi_process.py JAR`, one JSON job a line on stdin, one
+JSON answer a line on stdout.
 """
 from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -69,27 +75,68 @@ class HudiProcessError(AssertionError):
     """A step failed in the Hudi process (its Java/Python error in the message)."""
 
 
-@dataclass(frozen=True)
 class HudiProcess:
-    """Apache Hudi `version`, run in a subprocess whose SparkSession loads `jar`."""
-    version: str
-    jar: Path
-    timeout: float = 900
+    """Apache Hudi `version`, run in a worker subprocess whose SparkSession loads `jar`."""
+
+    def __init__(self, version: str, jar: Path, timeout: float = 900):
+        self.version, self.jar, self.timeout = version, jar, timeout
+        self.runs = self.starts = 0   # runs, and workers started for them (each a JVM and Hudi start)
+        self._worker: subprocess.Popen | None = None
+        self._home: tempfile.TemporaryDirectory | None = None
 
     def run(self, steps: list[dict]) -> list:
-        """Run `steps` in order in one process; each step's result (rows for reads and SQL, None for writes)."""
-        with tempfile.TemporaryDirectory(prefix="hudi-process-") as tmp:
-            todo, done = Path(tmp, "steps.json"), Path(tmp, "results.json")
-            todo.write_text(json.dumps({"jar": str(self.jar), "steps": steps}))
-            env = {**os.environ, "TABLESPEC_HUDI_VERSION": self.version,
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-            proc = subprocess.run([sys.executable, __file__, str(todo), str(done)], env=env, capture_output=True,
-                                  text=True, timeout=self.timeout)
-            result = json.loads(done.read_text()) if done.exists() else None
-        if result is None or "error" in result:
-            detail = result["error"] if result else proc.stderr[-3000:]
-            raise HudiProcessError(f"Apache Hudi {self.version} (exit {proc.returncode}): {detail}")
-        return result["results"]
+        """Run `steps` in order in one fresh session; each step's result (rows for reads and SQL, None for writes)."""
+        worker = self._worker if self._worker and self._worker.poll() is None else self._start()
+        self.runs += 1
+        log = Path(self._home.name, "stderr.log")
+        seen = log.stat().st_size
+        try:
+            worker.stdin.write(json.dumps({"steps": steps}) + "\n")
+            worker.stdin.flush()
+            ready, _, _ = select.select([worker.stdout], [], [], self.timeout)
+            answer = json.loads(worker.stdout.readline() or "null") if ready else None
+        except (BrokenPipeError, ValueError):
+            answer = None
+        if answer is None:   # gone or hung
+            worker.kill()
+            with open(log, errors="replace") as f:
+                f.seek(seen)
+                answer = {"error": f"worker died or timed out: {f.read()[-3000:]}", "last": True}
+        if answer["last"]:   # the next run starts a new worker
+            self.close()
+        if "error" in answer:
+            raise HudiProcessError(f"Apache Hudi {self.version}: {answer['error']}")
+        return answer["results"]
+
+    def _start(self) -> subprocess.Popen:
+        self.close()
+        self._home = tempfile.TemporaryDirectory(prefix="hudi-process-")
+        paths = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env = {**os.environ, "TABLESPEC_HUDI_VERSION": self.version, "PYTHONPATH": os.pathsep.join([str(ROOT), *paths])}
+        with open(Path(self._home.name, "stderr.log"), "w") as log:
+            self._worker = subprocess.Popen([sys.executable, __file__, str(self.jar)], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+                                            cwd=self._home.name)
+        self.starts += 1
+        return self._worker
+
+    def close(self) -> None:
+        """End the worker (it ends by itself when its stdin closes) and remove its folder."""
+        if self._worker is not None:
+            try:
+                self._worker.stdin.close()
+            except BrokenPipeError:   # it is gone already
+                pass
+            try:
+                self._worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._worker.kill()
+                self._worker.wait()
+            self._worker.stdout.close()
+            self._worker = None
+        if self._home is not None:
+            self._home.cleanup()
+            self._home = None
 
     def write(self, path, options: dict[str, str], schema: str, rows: list, mode: str = "append") -> None:
         self.run([write_step(path, options, schema, rows, mode)])
@@ -226,21 +273,67 @@ def column_stats_lookup(spark, base: str, files: list, column: str) -> dict:
         metadata.close()
 
 
-def main(todo: str, done: str) -> int:
-    job = json.loads(Path(todo).read_text())
+def _fresh_session(root):
+    """A new session on the worker's JVM (its own SQL settings, temporary views and session catalog), made
+    the active and default one, as Hudi looks the session up."""
+    spark = root.newSession()
+    jvm_session = spark._jvm.org.apache.spark.sql.SparkSession
+    jvm_session.setActiveSession(spark._jsparkSession)
+    jvm_session.setDefaultSession(spark._jsparkSession)
+    return spark
+
+
+def _forget(spark) -> None:
+    """Drop what a run leaves in the state sessions share: catalog tables (each test's tables are
+    external: their files stay) and databases, and cached data."""
+    catalog = spark._jsparkSession.sharedState().externalCatalog()
+    as_list = spark._jvm.scala.collection.JavaConverters.seqAsJavaList
+    for db in as_list(catalog.listDatabases()):
+        for table in as_list(catalog.listTables(db)):
+            catalog.dropTable(db, table, True, False)
+        if db != "default":
+            catalog.dropDatabase(db, True, True)
+    spark.catalog.clearCache()
+
+
+def _run(spark, steps: list[dict]) -> dict:
+    """The answer to one job: the results, or the error; `last` if a step failed (the worker then ends)."""
     results = []
     try:
-        spark = _session(job["jar"])
-        for step in job["steps"]:
+        for step in steps:
             results.append(_step(spark, step))
     except Exception:  # noqa: BLE001 - reported to the parent with Hudi's own message
         trace = traceback.format_exc()   # Java's message heads a Py4J error; its causes end it
         trace = trace if len(trace) <= 6000 else f"{trace[:3000]}\n...\n{trace[-3000:]}"
-        Path(done).write_text(json.dumps({"error": f"step {len(results)}: {trace}"}))
-        return 1
-    Path(done).write_text(json.dumps({"results": results}))
+        return {"error": f"step {len(results)}: {trace}", "last": True}
+    failed = any(s.get("may_fail") and r is not None for s, r in zip(steps, results))
+    return {"results": results, "last": failed}
+
+
+def main(jar: str) -> int:
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)   # the JVM's and Spark's own output goes to stderr: stdout carries the answers alone
+    root = None
+    for line in sys.stdin:
+        try:
+            root = root or _session(jar)
+            spark = _fresh_session(root)
+        except Exception:  # noqa: BLE001 - no session: this worker ends
+            answer = {"error": traceback.format_exc()[-6000:], "last": True}
+        else:
+            answer = _run(spark, json.loads(line)["steps"])
+            try:
+                _forget(spark)
+            except Exception:  # noqa: BLE001 - not reset: the next run gets a new worker
+                answer["last"] = True
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+        if answer["last"]:
+            break
+    if root is not None:
+        root.stop()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main(sys.argv[1]))

@@ -3,7 +3,6 @@ HFILE_DATA blocks of its log files), re-written byte for byte, merged into the `
 equals the table's files on disk; and HFiles tablespec writes read by Hudi's own HFile reader."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -67,7 +66,7 @@ def test_hudi_metadata_hfiles_read_rewrite_and_list_the_table(hudi, tmp_path):
             records = list(reader.records())
             assert write_hfile(records, {b"schema": reader.file_info[b"schema"]}, key_range=False) == block.content
             if _instant(path.name) == slice_instant and block.instant in completed:
-                merged += metadata_records(reader, json.loads(block.header[Header.SCHEMA]))
+                merged += metadata_records(reader, block.header[Header.SCHEMA])
     assert BlockType.HFILE_DATA in kinds
 
     # the latest file slice of the files partition lists exactly the table's data files, with their sizes

@@ -7,8 +7,6 @@ readRecordIndex) and with the file each key is in. And the index Hudi builds on 
 reads, through tablespec, as the table's keys, its records and delete blocks in Hudi's bytes."""
 from __future__ import annotations
 
-import json
-
 import pyarrow.parquet as pq
 from interop_support import hudi_df, hudi_write
 from test_hudi_metadata_table import METADATA_ON, hudi_validates, written_table
@@ -123,7 +121,7 @@ def assert_hudis_bytes_are_ours(base: str) -> int:
     checked = 0
     for block in _blocks(base, BlockType.HFILE_DATA):
         hfile = HFileReader(block.content)
-        for (key, value), (_, rec) in zip(hfile.records(), metadata_records(hfile, json.loads(block.header[Header.SCHEMA]))):
+        for (key, value), (_, rec) in zip(hfile.records(), metadata_records(hfile, block.header[Header.SCHEMA])):
             assert encode({k: rec[k] for k in RECORD_FIELDS}) == value, key
             checked += 1
     for block in _blocks(base, BlockType.DELETE):

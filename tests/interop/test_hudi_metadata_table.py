@@ -6,7 +6,6 @@ also once tablespec compacted it, and a Hudi upsert with the metadata table on c
 form tablespec reads back."""
 from __future__ import annotations
 
-import json
 import uuid
 
 import pyarrow as pa
@@ -148,10 +147,10 @@ def test_hudi_reads_validates_and_continues_a_metadata_table_tablespec_writes(hu
     hudi_blocks = [b for b in _blocks(base) if b.instant not in (init, instant)]
     assert len({b.instant for b in hudi_blocks}) >= 3, "Hudi recorded its commits and clean elsewhere"
     assert any(f["isDeleted"] for b in hudi_blocks for _, r in metadata_records(HFileReader(b.content),
-               json.loads(b.header[Header.SCHEMA])) for f in r["filesystemMetadata"].values()), "Hudi cleaned nothing"
+               b.header[Header.SCHEMA]) for f in r["filesystemMetadata"].values()), "Hudi cleaned nothing"
     for block in hudi_blocks:          # tablespec encodes Hudi's records to Hudi's bytes
         hfile = HFileReader(block.content)
-        for (key, value), (_, rec) in zip(hfile.records(), metadata_records(hfile, json.loads(block.header[Header.SCHEMA]))):
+        for (key, value), (_, rec) in zip(hfile.records(), metadata_records(hfile, block.header[Header.SCHEMA])):
             assert encode({k: rec[k] for k in ("key", "type", "filesystemMetadata")}) == value, key
 
 

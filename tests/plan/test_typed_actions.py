@@ -100,7 +100,7 @@ def test_every_kind_has_one_model_and_one_executor():
         "clustering"}
     assert {k for k, cls in KINDS.items() if cls.housekeeping} == {"update_settings", "schema_evolution", "rollback",
                                                                     "clean", "archive", "build_metadata_table",
-                                                                    "drop_metadata_partitions"}
+                                                                    "drop_metadata_partitions", "compaction"}
     assert {k: cls.symbol for k, cls in KINDS.items() if cls.symbol != "~"} == {"create_table": "+",
                                                                                  "replace_table": "-/+"}
 

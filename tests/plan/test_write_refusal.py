@@ -1,6 +1,6 @@
 """Which drift stops a write (planner.write_refusal, a pure function of spec and observed state):
 settings that change where or how rows are written do; names, labels and housekeeping do not.
-A table type tablespec does not manage is refused by writes in the one line `plan` gives."""
+A MERGE_ON_READ table whose spec says COPY_ON_WRITE is refused by writes in the one line `plan` gives."""
 from __future__ import annotations
 
 import re
@@ -68,9 +68,19 @@ def test_every_row_shaping_setting_is_classified():
 
 
 def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
+    """A spec saying COPY_ON_WRITE for a MERGE_ON_READ table: plan and writes refuse it in one line.
+    A spec saying MERGE_ON_READ plans (no actions) and writes are refused: tablespec writes no deltacommits."""
     state = state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"})
     why = write_refusal(_spec(BASE), state)
     with pytest.raises(UnsupportedTableError) as planned:
         actions(BASE, state)
     assert why == str(planned.value)
-    assert why == "/wh/sales/orders: table sales.orders is a MERGE_ON_READ table; tablespec manages COPY_ON_WRITE tables only for now"
+    assert why == ("/wh/sales/orders: table sales.orders is a MERGE_ON_READ table and its spec says COPY_ON_WRITE: "
+                   "tablespec does not convert between table types; set spec.tableType: MERGE_ON_READ (tablespec "
+                   "reads, imports and plans merge-on-read tables)")
+    merge_on_read = _with(BASE, tableType="MERGE_ON_READ")
+    state = state_for(merge_on_read)
+    assert actions(merge_on_read, state) == []
+    assert write_refusal(_spec(merge_on_read), state) == (
+        "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec reads, imports and plans it, "
+        "and does not write deltacommits yet; write it with Apache Hudi")

@@ -173,10 +173,6 @@ ERRORS = [
         "t.yaml:7:3: spec.location: location must not be empty",
         id="location-empty"),
     pytest.param(
-        ("  location: sales/orders\n", "  location: sales/orders\n  tableType: MERGE_ON_READ\n"),
-        "t.yaml:8:3: spec.tableType: MERGE_ON_READ is not supported yet; use COPY_ON_WRITE",
-        id="merge-on-read-refused"),
-    pytest.param(
         ("  location: sales/orders\n", "  location: sales/orders\n  tableType: COPY_ON_WRTE\n"),
         "t.yaml:8:3: spec.tableType: expected one of COPY_ON_WRITE, MERGE_ON_READ, got the string 'COPY_ON_WRTE'; "
         "did you mean 'COPY_ON_WRITE'?",

@@ -9,9 +9,12 @@ after their field in the parent's namespace + "." + parent name, decimals as `fi
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
+
+import fastavro
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.naming import META_COLUMNS
@@ -36,6 +39,15 @@ _FROM_AVRO = {"string": "string", "int": "int", "long": "long", "float": "float"
               "boolean": "boolean", "bytes": "binary"}
 _FROM_LOGICAL = {"date": "date", "timestamp-millis": "timestamp", "timestamp-micros": "timestamp",
                  "local-timestamp-millis": "timestamp_ntz", "local-timestamp-micros": "timestamp_ntz"}
+
+
+@functools.lru_cache(maxsize=64)
+def parsed_schema(text: str) -> Any:
+    """`text` (an Avro schema as JSON) parsed for fastavro, once per distinct text: every block of a
+    log file and every metadata-table file repeats the same schema, and parsing it costs more than
+    decoding the block. Raises ValueError (json) or fastavro's own error for text that is no schema;
+    callers must not change the result."""
+    return fastavro.parse_schema(json.loads(text))
 
 
 def decimal_fixed_size(precision: int) -> int:

@@ -47,6 +47,7 @@ import fastavro
 import numpy as np
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.avro import parsed_schema
 from tablespec.hudi.io import Storage
 
 TRAILER_SIZE = 4096                  # version 3's fixed trailer
@@ -820,18 +821,20 @@ def _root_index(entries: list[tuple[int, int, bytes]]) -> bytes:
 ALL_PARTITIONS_KEY = "__all_partitions__"
 
 
-def metadata_records(reader: HFileReader, schema: Mapping[str, Any] | None = None,
+def metadata_records(reader: HFileReader, schema: str | None = None,
                      cells: Iterable[tuple[bytes, bytes]] | None = None,
                      named: bool = False) -> Iterator[tuple[str, dict]]:
     """(record key, HoodieMetadataRecord) for every cell (or only `cells`, e.g. from `get_many`),
-    decoded under `schema` (a log block's SCHEMA header) or the schema in the file's own file info.
+    decoded under `schema` (JSON: a log block's SCHEMA header) or the schema in the file's own file info.
     `named`: a value of a union of several records (a statistic's wrapper) as `(name, value)`,
     which writes back into the same branch."""
-    schema = schema if schema is not None else reader.schema
     if schema is None:
-        raise HudiFormatError(f"{reader.source}: no Avro schema (file info has no `schema`)")
+        raw = reader.file_info.get(SCHEMA_KEY)
+        if not raw:
+            raise HudiFormatError(f"{reader.source}: no Avro schema (file info has no `schema`)")
+        schema = raw.decode("utf-8", "replace")
     try:
-        parsed = fastavro.parse_schema(dict(schema))
+        parsed = parsed_schema(schema)
     except Exception as e:  # fastavro raises several types for a schema it cannot parse
         raise HudiFormatError(f"{reader.source}: not an Avro schema: {type(e).__name__}: {e}") from None
     for key, value in reader.records() if cells is None else cells:

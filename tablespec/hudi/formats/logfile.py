@@ -14,9 +14,11 @@ whose reverse pointer disagrees: Hudi's reader treats that block as corrupt and 
 next magic, and so does `read_blocks`.
 
 An Avro data block's content is its own version (int), the record count (int) and, per record,
-its length (int) and Avro binary encoding under the schema in the block's SCHEMA header. A delete
+its length (int) and Avro binary encoding under the schema in the block's SCHEMA header. A Parquet
+data block's content is a whole Parquet file (`hoodie.logfile.data.block.format=parquet`). A delete
 block's content is its version (int, 3), then the length (int) and Avro binary of a
-HoodieDeleteRecordList: the key, partition and ordering value of each deleted record.
+HoodieDeleteRecordList: the key, partition and ordering value of each deleted record. A command
+block's COMMAND_BLOCK_TYPE header is 0 (a rollback of the instant in its TARGET_INSTANT_TIME header).
 """
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ from enum import IntEnum
 from typing import Any, cast
 
 import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.avro import parsed_schema
 
 MAGIC = b"#HUDI#"
 FORMAT_VERSION = 1
@@ -191,7 +196,7 @@ def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None
         raise HudiFormatError(f"not an Avro data block: {block.type.name}")
     if Header.SCHEMA not in block.header:
         raise HudiFormatError("Avro data block without a SCHEMA header")
-    writer = fastavro.parse_schema(json.loads(block.header[Header.SCHEMA]))
+    writer = parsed_schema(block.header[Header.SCHEMA])
     reader = fastavro.parse_schema(dict(reader_schema)) if reader_schema is not None else None
     c = _Cursor(block.content, 0, len(block.content))
     c.int32()                                   # the block's own version: every version lays out records alike
@@ -244,6 +249,11 @@ def delete_block(instant: str, keys: Iterable[tuple[str, str]]) -> LogBlock:
 
 def deleted_keys(block: LogBlock) -> list[tuple[str, str | None]]:
     """The (record key, partition path) pairs of a delete block of version 3."""
+    return [(key, partition) for key, partition, _ in delete_records(block)]
+
+
+def delete_records(block: LogBlock) -> list[tuple[str, str | None, Any]]:
+    """The (record key, partition path, ordering value or None) of each record a delete block deletes."""
     if block.type != BlockType.DELETE:
         raise HudiFormatError(f"not a delete block: {block.type.name}")
     c = _Cursor(block.content, 0, len(block.content))
@@ -255,4 +265,34 @@ def deleted_keys(block: LogBlock) -> list[tuple[str, str | None]]:
         decoded = cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(raw), _DELETE_PARSED, None))
     except Exception as e:  # fastavro raises several types for bytes that are not the schema's
         raise HudiFormatError(f"delete block content is not a HoodieDeleteRecordList: {e}") from None
-    return [(r["recordKey"], r["partitionPath"]) for r in decoded["deleteRecordList"]]
+    return [(r["recordKey"], r["partitionPath"], (r["orderingVal"] or {}).get("value"))
+            for r in decoded["deleteRecordList"]]
+
+
+# --- Parquet data blocks -----------------------------------------------------------------------
+
+def parquet_block_table(block: LogBlock, columns: list[str] | None = None) -> pa.Table:
+    """The rows of a Parquet data block (its content is a Parquet file), `columns` only when given."""
+    if block.type != BlockType.PARQUET_DATA:
+        raise HudiFormatError(f"not a Parquet data block: {block.type.name}")
+    try:
+        file = pq.ParquetFile(pa.BufferReader(block.content))
+        present = set(file.schema_arrow.names)
+        return file.read(columns=None if columns is None else [c for c in columns if c in present])
+    except (pa.ArrowException, OSError) as e:
+        raise HudiFormatError(f"Parquet data block content is not a Parquet file: {e}") from None
+
+
+# --- command blocks ------------------------------------------------------------------------------
+
+ROLLBACK_COMMAND = "0"   # the only command block type Hudi writes (HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK)
+
+
+def rollback_target(block: LogBlock) -> str:
+    """The instant a rollback command block rolls back; HudiFormatError for any other command."""
+    if block.type != BlockType.COMMAND:
+        raise HudiFormatError(f"not a command block: {block.type.name}")
+    kind, target = block.header.get(Header.COMMAND_BLOCK_TYPE), block.header.get(Header.TARGET_INSTANT_TIME)
+    if kind != ROLLBACK_COMMAND or not target:
+        raise HudiFormatError(f"command block of type {kind!r} (target {target!r}) is not a rollback")
+    return target

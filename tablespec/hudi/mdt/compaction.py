@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tablespec.errors import HudiFormatError
 from tablespec.faults import crash_point
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.compaction_format import PLAN_SCHEMA, PLAN_SCHEMA_1X, PLAN_VERSION
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import column_stats, layout, reader, record_index_reader
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
@@ -38,33 +39,6 @@ if TYPE_CHECKING:
 
 MAX_DELTA_COMMITS = 10          # hoodie.metadata.compact.max.delta.commits
 DATA_INSTANT_LENGTH = 17
-
-_STRING = {"type": "string", "avro.java.string": "String"}
-_MAP_OF_STRINGS = ["null", {"type": "map", "values": _STRING, "avro.java.string": "String"}]
-PLAN_SCHEMA = {
-    "type": "record", "name": "HoodieCompactionPlan", "namespace": "org.apache.hudi.avro.model", "fields": [
-        {"name": "operations", "default": None, "type": ["null", {"type": "array", "items": {
-            "type": "record", "name": "HoodieCompactionOperation", "fields": [
-                {"name": "baseInstantTime", "type": ["null", _STRING]},
-                {"name": "deltaFilePaths", "default": None, "type": ["null", {"type": "array", "items": _STRING}]},
-                {"name": "dataFilePath", "default": None, "type": ["null", _STRING]},
-                {"name": "fileId", "type": ["null", _STRING]},
-                {"name": "partitionPath", "default": None, "type": ["null", _STRING]},
-                {"name": "metrics", "default": None,
-                 "type": ["null", {"type": "map", "values": "double", "avro.java.string": "String"}]},
-                {"name": "bootstrapFilePath", "default": None, "type": ["null", _STRING]}]}}]},
-        {"name": "extraMetadata", "default": None, "type": _MAP_OF_STRINGS},
-        {"name": "version", "default": 1, "type": ["int", "null"]},
-        {"name": "strategy", "default": None, "type": ["null", {
-            "type": "record", "name": "HoodieCompactionStrategy", "fields": [
-                {"name": "compactorClassName", "default": None, "type": ["null", _STRING]},
-                {"name": "strategyParams", "default": None, "type": _MAP_OF_STRINGS},
-                {"name": "version", "default": 1, "type": ["int", "null"]}]}]},
-        {"name": "preserveHoodieMetadata", "default": False, "type": ["boolean", "null"]}]}
-PLAN_VERSION = 2
-# Hudi 1.x's plan: one more field, the partitions it could not schedule
-PLAN_SCHEMA_1X = {**PLAN_SCHEMA, "fields": [*PLAN_SCHEMA["fields"], {
-    "name": "missingSchedulePartitions", "default": None, "type": ["null", {"type": "array", "items": _STRING}]}]}
 
 
 def due_by_metadata(metadata: list[MetaInstant], max_delta_commits: int = MAX_DELTA_COMMITS) -> str | None:

@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import fastavro
-
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
+from tablespec.hudi.formats.avro import parsed_schema
 from tablespec.hudi.formats.hfile import FilesListing, HFileReader, merge_files_records, metadata_records
 from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock, deleted_keys
 from tablespec.hudi.formats.logfile import read_blocks as read_log_blocks
@@ -73,13 +72,21 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
     valid = valid_instants(table.timeline, metadata) & set(completed)
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
-            schema = json.loads(block_schema(layout.FILES, path, block))
+            schema = block_schema(layout.FILES, path, block)
             yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
 
 
-def _decoded(data: bytes, path: str, schema: dict[str, Any] | None,
-             named: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    return list(metadata_records(HFileReader(data, path), schema, named=named))
+def _decoded(data: bytes, path: str, schema: str | None, named: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The records of one metadata HFile (base file or log block); a `files` record is checked for the
+    fields the listing merges (a schema whose field names were changed decodes, into other fields)."""
+    found = list(metadata_records(HFileReader(data, path), schema, named=named))
+    for key, record in found:
+        entries = record.get("filesystemMetadata") or {}
+        if not isinstance(entries, dict) or not all(
+                isinstance(e, dict) and isinstance(e.get("size"), int) and isinstance(e.get("isDeleted"), bool)
+                for e in entries.values()):
+            raise HudiFormatError(f"{path}: the `files` record of {key!r} lacks a file's size or isDeleted")
+    return found
 
 
 def damaged_if_unreadable(partition: str, read: Callable[[], T]) -> T:
@@ -107,7 +114,7 @@ def block_schema(partition: str, path: str, block: LogBlock) -> str:
     schema = block.header.get(Header.SCHEMA)
     try:
         if schema is not None and isinstance(parsed := json.loads(schema), dict) and _is_metadata_record(parsed):
-            fastavro.parse_schema(parsed)
+            parsed_schema(schema)
             return schema
     except Exception:  # noqa: BLE001 - json and fastavro raise several types for what is no schema
         pass
@@ -177,7 +184,7 @@ def slice_records(storage: Storage, base: str, current: layout.Slice,
         yield from damaged_if_unreadable(current.partition, partial(_decoded, storage.read_bytes(path), path, None, True))
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
-            schema = json.loads(block_schema(current.partition, path, block))
+            schema = block_schema(current.partition, path, block)
             yield from damaged_if_unreadable(current.partition, partial(_decoded, block.content, path, schema, True))
         else:
             yield from ((key, {"isDeleted": True}) for key, _ in deleted_keys(block))

@@ -79,7 +79,7 @@ def _stored_layout(schema: str) -> bool:
 
 def _record(cell: Cell) -> dict[str, Any]:
     hfile, schema, value = cell
-    return next(metadata_records(hfile, json.loads(schema), [(b"", value)]))[1]
+    return next(metadata_records(hfile, schema, [(b"", value)]))[1]
 
 
 def _location(cell: Cell) -> Location:

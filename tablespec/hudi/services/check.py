@@ -45,8 +45,8 @@ from tablespec.hudi.services.rollback import rollback_target
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, WRITE_ACTIONS
 
-MISSING, TRUNCATED, ORPHAN, INDEX, METADATA = "missing", "truncated", "orphan", "index", "metadata"
-KINDS = (MISSING, TRUNCATED, ORPHAN, INDEX, METADATA)
+MISSING, TRUNCATED, ORPHAN, INDEX, METADATA, LOG = "missing", "truncated", "orphan", "index", "metadata", "log"
+KINDS = (MISSING, TRUNCATED, ORPHAN, INDEX, METADATA, LOG)
 PARQUET_MAGIC = b"PAR1"
 _WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION, CLUSTERING}
 
