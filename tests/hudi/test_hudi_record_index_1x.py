@@ -14,12 +14,14 @@ import pytest
 from test_hudi_mdt_1x import ST, TIMELINE, _metadata_timeline, _start, _table
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.config import write_table_config
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.index_defs import RECORD_INDEX_DEFINITION
-from tablespec.hudi.formats.naming import BaseFileName, new_file_id
+from tablespec.hudi.formats.logfile import delete_block, encode_block
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName, new_file_id
 from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import layout, record_index_reader, record_index_writer, sync
+from tablespec.hudi.mdt import instants, layout, record_index_reader, record_index_writer, sync, writer
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, file_group_id
 from tablespec.hudi.mdt.records import SCHEMA_JSON
 from tablespec.hudi.metadata_table import drop_partitions
@@ -110,6 +112,35 @@ def test_a_build_that_died_is_redone_at_the_same_instant(tmp_path):
     assert instant == "00000000000000001"
     assert not ST.exists(join(layout.partition_path(base, RECORD_INDEX), "junk"))
     assert record_index_reader.scan(HudiTable.open(base)) == {"a": Location("p1", FG, "20240101000000000")}
+
+
+def test_the_build_keeps_the_initializations_of_the_other_index_partitions(tmp_path):
+    """Hudi 1.2 initializes column_stats and partition_stats of a table with no files yet at
+    `...001` and `...002`, deltacommits writing nothing (measured): the build is not theirs to
+    delete as a build that died (their file groups lost their committed slices, and Hudi 1.2's next
+    upsert failed: "Partition partition_stats should be part of inflight metadata partitions")."""
+    base = _table(tmp_path)
+    fmt = layout.V2
+    for offset, (partition, prefix) in enumerate((("column_stats", "col-stats"), ("partition_stats", "partition-stats")), 1):
+        instant = f"0000000000000000{offset}"
+        for state in ("requested", "inflight"):
+            instants.write_instant_file(ST, base, layout.instant_file(instant, layout.DELTA_COMMIT, state), fmt=fmt)
+        write_partition_metadata(ST, layout.table_path(base), partition, instant)
+        log = LogFileName(f"{prefix}-0000-0", instant, 1, layout.WRITE_TOKEN).format()
+        ST.write_bytes(join(layout.partition_path(base, partition), log), encode_block(delete_block(instant, ())))
+        instants.complete_instant(ST, base, instant, layout.DELTA_COMMIT,
+                                  writer.completed_metadata([], "BULK_INSERT_PREPPED", fmt), fmt)
+    table = HudiTable.open(base)
+    write_table_config(ST, base, table.config.with_updates(extra={
+        **table.config.extra, "hoodie.table.metadata.partitions": "column_stats,files,partition_stats"}))
+    before = _metadata_timeline(base)
+    instant = record_index_writer.initialize(HudiTable.open(base), [("a", "p1", FG, "20240101000000000")], 2)
+    assert instant == "00000000000000003"
+    after = _metadata_timeline(base)
+    assert all(after[t] == i for t, i in before.items())
+    completed = layout.completions(list(after.values()))
+    for partition in ("column_stats", "partition_stats"):
+        assert layout.latest_slices(ST, base, completed, partition, fmt)
 
 
 def _files(base) -> dict[str, bytes]:

@@ -74,15 +74,30 @@ def _is_init_instant(timestamp: str, fmt: Format) -> bool:
     return len(timestamp) == len(SOLO_COMMIT_TIMESTAMP) + 6
 
 
+def _started_elsewhere(table: HudiTable) -> set[str]:
+    """The instants that started a file of another metadata partition: Hudi 1.2 initializes
+    column_stats and partition_stats of a table without files at a deltacommit writing nothing."""
+    storage, root = table.storage, layout.table_path(table.base)
+    folders = [i.path for i in storage.list_dir(root) if i.is_dir and i.name not in (".hoodie", RECORD_INDEX)]
+    started = set()
+    for listing in storage.list_dirs(folders).values():
+        for info in listing:
+            log, based = LogFileName.parse(info.name), layout.parse_base_file(info.name)
+            started |= {log.base_instant} if log else {based[1]} if based else set()
+    return started
+
+
 def _drop_leftover(table: HudiTable, fmt: Format) -> None:
     """Delete what an earlier `initialize` that died left: the partition's folder, and its
     deltacommit (the metadata timeline's only initializing deltacommit not completed, or completed
-    but writing nothing but `record_index`)."""
+    but writing nothing but `record_index`, that started no file of another partition)."""
     storage, base = table.storage, table.base
     storage.delete_tree(layout.partition_path(base, RECORD_INDEX))
     folder = layout.timeline_path(base, fmt)
+    others = _started_elsewhere(table)
     for instant in layout.timeline(storage, base, fmt):
-        if instant.action != DELTA_COMMIT or not _is_init_instant(instant.timestamp, fmt):
+        if (instant.action != DELTA_COMMIT or not _is_init_instant(instant.timestamp, fmt)
+                or instant.timestamp in others):
             continue
         if instant.completed:
             raw = storage.read_bytes(join(folder, instant.file_name))
