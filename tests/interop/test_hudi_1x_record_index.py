@@ -115,7 +115,7 @@ def test_record_level_on_version_9_is_hudi_1_2s_record_index(hudi, hudi1, tmp_pa
 
 def test_leaving_record_level_on_version_9_drops_the_partition(hudi, hudi1, tmp_path, capsys):
     """Back from RECORD_LEVEL to SIMPLE: the record_index partition is dropped (hoodie.properties
-    first); Hudi 1.2 validates and reads the table."""
+    first), its definition too, the data-skipping partitions kept; Hudi 1.2 validates and reads the table."""
     location, _ = hudi1.copy(V9_MDT, tmp_path / "r9")
     doc, spec_file = _import(tmp_path, location, capsys)
     doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
@@ -125,8 +125,8 @@ def test_leaving_record_level_on_version_9_drops_the_partition(hudi, hudi1, tmp_
     save_spec(doc, spec_file)
     assert apply_until_done(capsys, spec_file, tmp_path) == ["index_migration"]
     props = Path(location, ".hoodie", "hoodie.properties").read_text()
-    assert "hoodie.table.metadata.partitions=files\n" in props
-    assert json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"] == {}
+    assert "hoodie.table.metadata.partitions=column_stats,files,partition_stats\n" in props   # data skipping kept
+    assert "record_index" not in json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
     assert not Path(location, ".hoodie", "metadata", "record_index").exists()
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("a", 11, "2024-01-01", 3)], SCHEMA))
