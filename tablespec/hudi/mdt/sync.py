@@ -48,10 +48,12 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange,
                       commit: CommitMetadata | None = None) -> tuple[FilesChange, RecordIndexChange | None]:
     """What data instant `instant` does to the maintained partitions: `files` gets its file
     change; `record_index` (when the table has it) the keys a commit or replacecommit (`commit`)
-    wrote to a new place or deleted, read from its files; None when the table has no record index."""
+    wrote to a new place or deleted, read from its files; None when the table has no record index.
+    A compaction moves no key (its slices' keys stay in their file groups; deletes were recorded by
+    the deltacommits that wrote them)."""
     if not record_index_writer.is_enabled(table):
         return change, None
-    if commit is None:
+    if commit is None or commit.compacted:
         return change, RecordIndexChange()
     return change, record_index_changes.from_commit(table, instant, commit)
 
