@@ -585,12 +585,16 @@ class Applier:
         from tablespec.plan.compaction import policy
         table = self.table(t)
         with self._locked(t) as lock:   # an inflight run that died is rolled back by the run below
-            if a.params.instant is not None:
-                instant = Instant(a.params.instant, COMPACTION, "requested")
+            pending = a.params.instant
+            if pending is None:   # planned again under the lock: a Hudi writer may have compacted or scheduled
+                now = compaction_actions(spec, self._observe(t))[0]
+                if not now:
+                    return Compacted()
+                pending = now[0].params.instant
+            if pending is not None:
+                instant = Instant(pending, COMPACTION, "requested")
                 scheduled = None
             else:
-                if not compaction_actions(spec, self._observe(t))[0]:
-                    return Compacted()
                 wanted = policy(spec)
                 assert wanted is not None   # planned: a MERGE_ON_READ spec
                 instant, plan = schedule(table, wanted, a.reasons)
