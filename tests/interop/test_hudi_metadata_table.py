@@ -49,6 +49,14 @@ def written_table(spark, warehouse):
     return table
 
 
+def files_on_storage(base: str) -> set[tuple[str, str]]:
+    """(partition, name) of every data file on the storage: base files and a merge-on-read table's log files."""
+    on_storage = {(p, f) for p, fs in writer.list_data_files(LOCAL, base).items() for f in fs}
+    logs = [log for log in Path(base).rglob(".*.log.*") if ".hoodie" not in log.parts
+            and (parsed := LogFileName.parse(log.name)) is not None and parsed.extension == "log"]
+    return on_storage | {(log.parent.relative_to(base).as_posix().removeprefix("."), log.name) for log in logs}
+
+
 def hudi_validates(spark, base: str) -> None:
     """Apache Hudi's `validate_metadata_table_files` lists every data file on the storage and in the
     metadata table (a merge-on-read table's log files too), each present in both with the same size;
@@ -59,11 +67,7 @@ def hudi_validates(spark, base: str) -> None:
     spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{base}'")
     try:
         rows = spark.sql(f"CALL validate_metadata_table_files(table => '{name}', verbose => true)").collect()
-        on_storage = {(p, f) for p, fs in writer.list_data_files(LOCAL, base).items() for f in fs}
-        logs = [log for log in Path(base).rglob(".*.log.*") if ".hoodie" not in log.parts
-                and (parsed := LogFileName.parse(log.name)) is not None and parsed.extension == "log"]
-        on_storage |= {(log.parent.relative_to(base).as_posix().removeprefix("."), log.name) for log in logs}
-        assert {(r.partition, r.file_name) for r in rows} == on_storage
+        assert {(r.partition, r.file_name) for r in rows} == files_on_storage(base)
         assert all(r.is_present_in_fs and r.is_present_in_metadata and r.fs_size == r.metadata_size for r in rows)
         assert spark.sql(f"CALL validate_metadata_table_files(table => '{name}')").collect() == []
     finally:

@@ -246,7 +246,8 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
                                     f"{', '.join(ROLLBACK_ACTIONS)} instants")
     clustering = is_clustering_plan(timeline, current)
     if current.state == "requested" and (clustering and not discard_plan or current.action == COMPACTION):
-        raise TablespecError(f"{current} is a scheduled {current.action} plan, not a failed write: nothing to roll back")
+        what = "compaction" if current.action == COMPACTION else "clustering"
+        raise TablespecError(f"{current} is a scheduled {what} plan, not a failed write: nothing to roll back")
     ts = rollback_ts or new_instant_time(timeline.latest_time)
     files = _instant_files(storage, base, current.timestamp)
     if discard_plan and clustering:
