@@ -26,7 +26,7 @@ from tablespec.hudi.mdt.layout import FILES
 from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import HudiTable, Location, StorageOptions
 from tablespec.hudi.timeline.active import Timeline
-from tablespec.hudi.timeline.instant import Instant, plan_action
+from tablespec.hudi.timeline.instant import COMPACTION, Instant, plan_action
 from tablespec.hudi.timeline.lock import TableLock
 from tablespec.plan.actions import (
     KINDS,
@@ -65,7 +65,7 @@ from tablespec.results import (
     CatalogSynced,
     Cleaned,
     Clustered,
-    CompactionScheduled,
+    Compacted,
     IndexDropped,
     IndexResult,
     MetadataBuilt,
@@ -84,12 +84,13 @@ from tablespec.state import TableState, observe
 # tablespec does not keep dropped): each checked end to end against Apache Hudi 1.2
 # (tests/interop/test_hudi_1x_writes.py, test_hudi_1x_metadata_table.py, test_hudi_1x_partition_buckets.py,
 # test_hudi_1x_actions.py, test_hudi_1x_metadata_table_housekeeping.py, test_hudi_1x_archive.py;
-# catalog_sync: tests/catalog/test_catalog_v9.py); RECORD_LEVEL's record index as Hudi 1.2 keeps it
+# catalog_sync: tests/catalog/test_catalog_v9.py; compaction: test_hudi_1x_compaction_plans.py);
+# RECORD_LEVEL's record index as Hudi 1.2 keeps it
 # (test_hudi_1x_record_index.py).
 VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback", "bucket_rescale",
                                "drop_metadata_partitions", "schema_evolution", "bucket_bootstrap",
                                "index_migration", "replace_table", "build_metadata_table", "archive", "catalog_sync",
-                               "record_index_build"})
+                               "record_index_build", "compaction"})
 # Actions that build a RECORD_LEVEL table's record index (which needs the metadata table's files partition).
 RECORD_INDEX_BUILDS = frozenset({"index_migration", "bucket_bootstrap", "replace_table", "record_index_build"})
 
@@ -261,8 +262,8 @@ class Applier:
                  options: StorageOptions | None = None, observed: Mapping[str, TableState] | None = None,
                  catalog=None):
         """`spark`: a SparkSession, or a function making one (called only if an action needs Spark).
-        `schedule_only`: clustering plans are written to the timeline but not run (Apache Hudi's
-        `run_clustering`, or a later apply, runs them). `options`: how to reach object stores.
+        `schedule_only`: clustering and compaction plans are written to the timeline but not run
+        (Apache Hudi's `run_clustering` / `run_compaction`, or a later apply, runs them). `options`: how to reach object stores.
         `observed`: the states the plan was made from moments ago, by location (`plan_observed`,
         no prompt in between): their handles serve apply, which re-reads under each table's lock
         only what may have changed since."""
@@ -576,20 +577,38 @@ class Applier:
             return clustering.run(self.spark, spec, self.table(t), instant, table_avro_schema(spec), lock,
                                   scheduled=a.params.instant is None).actual()
 
-    def visit_compaction(self, t: TablePlan, a: Compaction, spec: TableSpec) -> CompactionScheduled:
-        """Schedule the compaction the plan showed, from the table as it is under Hudi's lock (a
-        deltacommit completed since adds its log files); Apache Hudi runs it. Not due any more (a
-        Hudi writer compacted meanwhile): nothing is scheduled."""
+    def visit_compaction(self, t: TablePlan, a: Compaction, spec: TableSpec) -> Compacted:
+        """Run the pending compaction plan the plan showed (`instant`), or schedule one from the table as
+        it is under Hudi's lock (a deltacommit completed since adds its log files) and run it on Spark
+        (`--schedule-only`: leave it pending). Not due any more (a Hudi writer compacted meanwhile):
+        nothing is scheduled."""
+        from tablespec.engine import compaction
+        from tablespec.engine.writer import table_avro_schema
         from tablespec.hudi.services.compaction import schedule
-        from tablespec.plan.compaction import RUN_BY_HUDI, policy
-        with self._locked(t, changes_files=False):
-            state = self._observe(t)
-            if not compaction_actions(spec, state)[0]:
-                return CompactionScheduled()
-            wanted = policy(spec)
-            assert wanted is not None   # planned: a MERGE_ON_READ spec
-            instant, plan = schedule(self.table(t), wanted, a.reasons)
-        return CompactionScheduled(scheduled=instant.timestamp, file_slices=len(plan.operations), run_by=RUN_BY_HUDI)
+        from tablespec.plan.compaction import policy
+        table = self.table(t)
+        with self._locked(t) as lock:   # an inflight run that died is rolled back by the run below
+            pending = a.params.instant
+            if pending is None:   # planned again under the lock: a Hudi writer may have compacted or scheduled
+                now = compaction_actions(spec, self._observe(t))[0]
+                if not now:
+                    return Compacted()
+                pending = now[0].params.instant
+            if pending is not None:
+                instant = Instant(pending, COMPACTION, "requested")
+                scheduled = None
+            else:
+                wanted = policy(spec)
+                assert wanted is not None   # planned: a MERGE_ON_READ spec
+                instant, plan = schedule(table, wanted, a.reasons)
+                scheduled = instant.timestamp
+                if self.schedule_only:
+                    return Compacted(scheduled=scheduled, file_slices=len(plan.operations))
+            if self.schedule_only:
+                return Compacted()
+            done = compaction.run(self.spark, spec, table, instant, table_avro_schema(spec), lock,
+                                  scheduled=scheduled is not None)
+        return done.model_copy(update={"scheduled": scheduled})
 
     def visit_rollback(self, t: TablePlan, a: Rollback, spec: TableSpec) -> RolledBack:
         """Roll back writes whose writer died (taking the lock runs the recovery)."""

@@ -64,8 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="do not ask for confirmation (a saved plan never asks)")
     ap.add_argument("--allow-destructive", action="store_true", help="allow actions that rewrite keys or drop data")
     ap.add_argument("--schedule-only", action="store_true",
-                    help="write clustering plans to the timeline without running them (Apache Hudi's "
-                         "run_clustering or a later apply runs them)")
+                    help="write clustering and compaction plans to the timeline without running them "
+                         "(Apache Hudi's run_clustering / run_compaction or a later apply runs them)")
 
     sh = sub.add_parser("show", help="print the observed state of one table")
     sh.add_argument("location", metavar="LOCATION", help="the table's base path (as given, else under the warehouse)")

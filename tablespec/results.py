@@ -72,11 +72,16 @@ class Clustered(Measured):
     seconds: Seconds | None = None
 
 
-class CompactionScheduled(Measured):
-    """A compaction tablespec scheduled; Apache Hudi runs it (`run_by`)."""
-    scheduled: str | None = None         # the plan written (None: not due any more, nothing scheduled)
+class Compacted(Measured):
+    """A compaction: the plan tablespec scheduled (`scheduled`; None: not due any more) and, unless
+    apply only schedules, the commit that ran it (`instant`)."""
+    scheduled: str | None = None         # the plan written
+    instant: str | None = None           # the compaction run and completed (its commit)
     file_slices: Count = 0
-    run_by: str | None = None            # who runs the plan
+    log_files: Count | None = None       # merged into new base files
+    rows: Count | None = None
+    bytes_written: Bytes | None = None
+    seconds: Seconds | None = None
 
 
 class RolledBack(Measured):
@@ -104,4 +109,4 @@ class Upgraded(Measured):
 
 
 ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
-                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded | CompactionScheduled)
+                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded | Compacted)

@@ -115,11 +115,16 @@ def merge_slice(base: pa.Table | None, blocks: Sequence[tuple[str, LogBlock]], r
 def read_slice(storage: Storage, read: SliceRead, wanted: Counting, rules: MergeRules, schema: pa.Schema) -> pa.Table:
     """One file slice as a snapshot reads it: its base file (`schema`'s columns) merged with its log
     blocks that count."""
-    base = None
-    if read.base_path is not None:
-        with storage.open_input_file(read.base_path) as f:
-            file = pq.ParquetFile(f)
-            present = set(file.schema_arrow.names)
-            base = align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)
+    base = read_base(storage, read, schema)
     blocks = log_blocks(storage, read, wanted)
     return merge_slice(base, blocks, rules, schema) if blocks else (base if base is not None else schema.empty_table())
+
+
+def read_base(storage: Storage, read: SliceRead, schema: pa.Schema) -> pa.Table | None:
+    """The slice's base file as `schema`'s columns (ones it predates null); None without one."""
+    if read.base_path is None:
+        return None
+    with storage.open_input_file(read.base_path) as f:
+        file = pq.ParquetFile(f)
+        present = set(file.schema_arrow.names)
+        return align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)

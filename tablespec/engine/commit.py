@@ -118,17 +118,18 @@ class Transaction:
     transaction lock (`txn_lock.py`). The conflict check compares this commit's file groups with
     those of every write completed since `basis`, the timeline the action read its input from
     (`conflict.py`); `rewrites` names partitions whose whole layout this commit replaces (or
-    `ALL_PARTITIONS`), where even another writer's new file groups conflict."""
+    `ALL_PARTITIONS`), where even another writer's new file groups conflict. A compaction checks
+    none (`conflicts=False`): its plan fixed its slices, and later writes append to the next ones."""
 
     def __init__(self, table: HudiTable, action: str, lock=None, plan: bytes = b"",
                  requested: Instant | None = None, basis: Timeline | None = None, rewrites=(),
-                 scheduled: bool = False):
+                 scheduled: bool = False, conflicts: bool = True):
         """Request a new instant (with `plan` as its requested content), or take over the
         already `requested` one (a scheduled clustering plan; `scheduled`: this process created
         it under the table lock it still holds, so it exists and was never started: not asked
         again). Without `basis`, the handle's timeline is what the action read."""
         self.table, self.storage, self.base, self.lock = table, table.storage, table.base, lock
-        self.rewrites = frozenset(rewrites)
+        self.rewrites, self.conflicts = frozenset(rewrites), conflicts
         self.basis = basis if basis is not None else table.timeline
         self.writer = TimelineWriter.of(self.basis)   # its folder and file names: the table's layout
         self.created = requested is None or scheduled
@@ -198,7 +199,8 @@ class Transaction:
         for partition in {s["partition"] for s in stats} - marked:  # listed with its metadata file: marked
             write_partition_metadata(self.storage, self.base, partition, self.instant)
         with self.table.transaction_lock(self.requested.action):
-            self.check_conflicts(metadata)
+            if self.conflicts:
+                self.check_conflicts(metadata)
             if self.lock is not None:
                 self.lock.verify()  # the lease must still be ours at the commit point
             recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first

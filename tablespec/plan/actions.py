@@ -122,6 +122,10 @@ class Instants(Measured):
     instants: list[str]     # rolled back (dead writers), or indexed (a catch-up)
 
 
+class CompactionParams(Measured):
+    instant: str | None = None   # a pending plan to run (else one is scheduled, then run)
+
+
 class DiscardPlans(Measured):
     discard_plans: list[str]  # clustering plans that can no longer run: rolled back and dropped
 
@@ -388,13 +392,15 @@ class UpgradeTable(BaseAction):
 
 
 class Compaction(BaseAction):
-    """Scheduling a merge-on-read table's compaction (spec.compaction.runBy: tablespec) once its trigger
-    is due: a `T.compaction.requested` plan over the file slices the strategy takes, which Apache Hudi
-    runs (tablespec does not run compactions yet). Metadata only."""
+    """A merge-on-read table's compaction (spec.compaction.runBy: tablespec): once its trigger is due,
+    a `T.compaction.requested` plan over the file slices the strategy takes, scheduled and run on
+    Spark (each slice's base file and log files merged into a new base file, completed as a commit);
+    or a pending plan (`params.instant`: a Hudi writer's, or one a crashed run left) run."""
     kind: Literal["compaction"] = "compaction"
-    params: NoParams = NoParams()
+    params: CompactionParams = CompactionParams()
     estimate: CompactionEstimate
     housekeeping: ClassVar[bool] = True
+    needs_spark: ClassVar[bool] = True
 
 
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution

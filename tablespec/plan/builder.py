@@ -200,8 +200,8 @@ def _beat(state: TableState, instant) -> str:
 
 
 MERGE_ON_READ = "MERGE_ON_READ"
-# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry and the
-# scheduling of compaction (a plan Hudi's writers or `run_compaction` execute).
+# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry and
+# compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`).
 MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction"})
 
 
@@ -296,7 +296,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         listed = ", ".join(f"{i.timestamp}.{i.action} ({i.state}{_beat(state, i)})" for i in live)
         warnings.append(f"other writers' pending instants: {listed}; a writer is running, or crashed less than "
                         "the heartbeat tolerance ago. Their commits are checked against ours at commit time")
-    warnings += pending_notes(state) if state.exists else []
+    warnings += pending_notes(state, spec) if state.exists else []
     warnings += [f"locked: {holder}" for holder in state.lock_holders]
     return _table_plan(loaded, state, actions, warnings)
 
@@ -313,7 +313,7 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
             "table with Apache Hudi, or the spec to match it")
     left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
     warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
-                "(on merge-on-read tables tablespec schedules compaction and runs no other table service yet)"] if left else []
+                "(on merge-on-read tables tablespec runs compaction and no other table service yet)"] if left else []
     return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
 
 

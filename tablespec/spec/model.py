@@ -381,10 +381,10 @@ class Compaction(SpecModel):
     (Apache Hudi's compaction, with its trigger and strategy settings)."""
 
     run_by: Literal["hudi", "tablespec"] = "hudi"
-    """Who schedules compaction: `hudi`, the table's Hudi jobs (inline in batch jobs, asynchronously in
-    streaming ones; `hudi-options` renders this policy for them), or `tablespec` (`plan` shows it when due,
-    `apply` schedules it; `hudi-options` turns the jobs' own compaction off). tablespec does not run
-    compactions yet: Hudi runs the plans it schedules (`run_compaction`, or a job with inline compaction)."""
+    """Who compacts: `hudi`, the table's Hudi jobs (inline in batch jobs, asynchronously in streaming
+    ones; `hudi-options` renders this policy for them), or `tablespec` (`plan` shows it when due, `apply`
+    schedules and runs it, and runs a plan a Hudi writer left pending; `hudi-options` turns the jobs' own
+    compaction off)."""
     trigger: Literal["DELTA_COMMITS", "ELAPSED_TIME", "EITHER", "BOTH"] = "DELTA_COMMITS"
     """What makes a compaction due: `deltaCommits` deltacommits since the last compaction, `elapsedSeconds`
     since it, either or both (hoodie.compact.inline.trigger.strategy NUM_COMMITS, TIME_ELAPSED, NUM_OR_TIME,

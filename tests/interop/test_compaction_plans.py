@@ -1,7 +1,8 @@
 """Merge-on-read compaction plans cross over with Apache Hudi 0.15 (table version 6), in the test
 session: Hudi's `T.compaction.requested` reads as the file slices the file-system view shows and
 writes back field for field; a plan tablespec schedules is run by Hudi's `run_compaction` and the
-table reads the same after; hudi-options makes a Hudi job compact by the spec's policy or not at
+table reads the same after; a plan naming a file the table lacks is refused before tablespec runs it;
+hudi-options makes a Hudi job compact by the spec's policy or not at
 all; Hudi keeps none of the compaction settings in hoodie.properties (write options only)."""
 from __future__ import annotations
 
@@ -85,9 +86,9 @@ def test_hudi_plans_read_as_the_view_and_write_back_field_for_field(hudi, tmp_pa
     state = observe(table)
     assert state.compaction is not None and pending_notes(state) == [
         f"compaction {instant.timestamp} (requested) over 2 file slice(s) is pending; Apache Hudi runs it: `call "
-        "run_compaction(op => 'run', path => '<table>')`, or a Hudi job with hoodie.compact.inline=true; tablespec "
-        "does not run compactions yet"]
-    assert compaction_actions(_spec("scheduled_by_hudi", "{runBy: tablespec, deltaCommits: 1}"), state) == ([], [])
+        "run_compaction(op => 'run', path => '<table>')`, or a Hudi job with hoodie.compact.inline=true"]
+    [run] = compaction_actions(_spec("scheduled_by_hudi", "{runBy: tablespec, deltaCommits: 1}"), state)[0]
+    assert run.params.instant == instant.timestamp   # runBy tablespec: tablespec runs the pending plan
 
 
 def _rows(spark, path, **options: str) -> list[tuple]:
@@ -114,13 +115,13 @@ def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
 
     planned = TablePlan(name=path.name, location=str(path), spec_file="t.yaml", spec_digest="-", spec={}, observed={},
                         actions=[action])
-    done = Applier().visit_compaction(planned, action, due)   # apply's step: scheduled under the locks
-    assert done.file_slices == 2 and done.run_by.startswith("Apache Hudi runs it")
+    done = Applier(schedule_only=True).visit_compaction(planned, action, due)   # scheduled under the locks, not run
+    assert done.file_slices == 2 and done.instant is None
     [(instant, plan)] = pending_plans(HudiTable.open(str(path)).timeline).items()
     assert instant.timestamp == done.scheduled and plan.extra_metadata == {REASONS_KEY: action.reasons[0]}
     assert [op.partition for op in plan.operations] == ["2024-01-01", "2024-01-02"]   # most log files first
     files = table_files(path)
-    assert Applier().visit_compaction(planned, action, due).scheduled is None   # pending: not planned again
+    assert Applier(schedule_only=True).visit_compaction(planned, action, due).scheduled is None   # pending: none again
     with pytest.raises(CompactionRefused, match="is pending already"):   # nor scheduled beside it
         schedule(table.refresh(), policy(due), action.reasons)
     assert table_files(path) == files
@@ -159,3 +160,28 @@ def test_hudi_jobs_follow_the_policy_recorded_in_hoodie_properties(hudi, tmp_pat
     for rows in [FIRST, UPDATES[0]]:
         hudi_write(hudi.createDataFrame(rows, SCHEMA), path, {**options, "hoodie.compact.inline": "true"})
     assert "commit" in {name.split(".", 1)[1] for name in _instants(path)}, _instants(path)
+
+
+def test_a_plan_naming_a_file_the_table_lacks_is_refused_untouched(hudi, tmp_path):
+    """Hudi's plan names a log file that is gone (deleted by hand): running it is refused in one line
+    naming the file, before anything is written."""
+    path = tmp_path / "plan_missing_file"
+    _write(hudi, path, [FIRST, UPDATES[0]], **{"hoodie.compact.inline": "false", "hoodie.compact.schedule.inline": "true",
+                                               "hoodie.compact.inline.max.delta.commits": "2"})
+    table = HudiTable.open(str(path))
+    [(instant, plan)] = pending_plans(table.timeline).items()
+    op = plan.operations[0]
+    gone = path / op.partition / op.log_files[0]
+    gone.unlink()
+    files = table_files(path)
+    spec = _spec(path.name, "{runBy: tablespec, deltaCommits: 1}")
+    [action], _ = compaction_actions(spec, observe(table.refresh()))
+    assert action.params.instant == instant.timestamp
+    planned = TablePlan(name=path.name, location=str(path), spec_file="t.yaml", spec_digest="-", spec={}, observed={},
+                        actions=[action])
+    with pytest.raises(CompactionRefused) as refused:
+        Applier(spark=hudi).visit_compaction(planned, action, spec)
+    assert str(refused.value) == (f"{gone}: compaction plan {instant.timestamp} reads this file, which the table does "
+                                  f"not have (file group {op.file_id}); nothing was written")
+    assert table_files(path) == files
+    assert pending_plans(HudiTable.open(str(path)).timeline) == {instant: plan}

@@ -14,14 +14,12 @@ import pyarrow as pa
 from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
-from test_hudi_metadata_table import assert_listing_is_storage
+from test_hudi_metadata_table import assert_listing_is_storage, files_on_storage
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
-from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
-from tablespec.hudi.mdt.writer import list_data_files
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
 from tablespec.state import observe
@@ -52,7 +50,7 @@ def _hudi_checks(location, name: str) -> list[dict]:
 
 
 def _on_storage(location) -> set[tuple[str, str]]:
-    return {(p, f) for p, fs in list_data_files(LocalStorage(), str(location)).items() for f in fs}
+    return files_on_storage(str(location))
 
 
 def _assert_validated(on_storage: set[tuple[str, str]], every: list[dict], differences: list[dict]) -> None:

@@ -1,6 +1,8 @@
 """Merge-on-read tables Apache Hudi writes (0.15.0 in the session: version 6; 1.2.0 in its own
 process: version 9), imported and read by tablespec: the snapshot view equals Hudi's snapshot
 query and the read-optimized view Hudi's read-optimized query, by BUCKET and SIMPLE index.
+tablespec compacts them (`compaction.runBy: tablespec`): the table reads the same before and
+after, in Hudi's snapshot and read-optimized queries, and Hudi writes on after it.
 
 The history: inserts; updates; an update older (by ordering value) than the log record before it
 and one older than its base row; a delete. Version 6's default payload
@@ -8,14 +10,23 @@ and one older than its base row; a delete. Version 6's default payload
 base row whatever its ordering value; version 9's EVENT_TIME_ORDERING orders both."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import read_step, write_step
-from interop_support import cli, hudi_rows, hudi_write
+from interop_support import apply_until_done, cli, hudi_rows, hudi_write, save_spec
+from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
+from tablespec.faults import CRASH_ENV
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.instant import COMMIT, COMPACTION, ROLLBACK
 
 MOR = {**KEYED, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.compact.inline": "false",
        "hoodie.upsert.shuffle.parallelism": "1", "hoodie.insert.shuffle.parallelism": "1",
@@ -171,3 +182,117 @@ def test_logs_around_a_compaction_read_as_hudi_reads_them(hudi, hudi1, tmp_path,
     assert tablespec_rows(table) == hudi_rows(hudi, str(v6))
     assert tablespec_rows(table, view="read_optimized") == hudi_rows(hudi, str(v6), **RO)
     assert _values(tablespec_rows(table9)) == _values(tablespec_rows(table))
+
+
+RUN_BY_TABLESPEC = {"runBy": "tablespec", "deltaCommits": 1, "strategy": "UNBOUNDED"}
+ON_TOP = [("a", 7, "2024-01-01", 20), ("f", 6, "2024-01-02", 20)]
+
+
+def _no_file_name(table_rows: list[tuple]) -> list[tuple]:
+    """Rows but the file name (a merged log record names its file group's log, a compacted one its base file)."""
+    return [tuple(kv for kv in row if kv[0] != "_hoodie_file_name") for row in table_rows]
+
+
+def _compacted_by_apply(tmp_path, location, capsys, doc: dict, spec_file: str) -> str:
+    """`apply` with runBy tablespec compacts every slice with log files; returns the compaction's instant,
+    completed as Hudi completes one (a commit, operationType COMPACT, the slices' base instants)."""
+    doc["spec"]["compaction"] = RUN_BY_TABLESPEC
+    save_spec(doc, spec_file)
+    before = HudiTable.open(str(location)).view.latest_slices()
+    assert "compaction" in apply_until_done(capsys, spec_file, tmp_path)
+    table = HudiTable.open(str(location))
+    [done] = [i for i in table.timeline.commits() if i.action == COMMIT]
+    meta = table.timeline.commit_metadata(done)
+    assert meta.operation_type == "COMPACT" and meta.compacted
+    assert {(st.file_id, st.prev_commit) for st in meta.write_stats()} == \
+        {(s.file_id, s.base_instant) for s in before if s.log_files}
+    assert [s for s in table.view.latest_slices() if s.log_files] == []   # every log merged into a base file
+    code, out, err = cli(capsys, "verify", str(location))
+    assert code == 0, out + err
+    return done.timestamp
+
+
+def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsys):
+    location = tmp_path / "mor_compact"
+    for operation, data in HISTORY:
+        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location), _options(location.name, "bucket", operation))
+    _record_index(location, "bucket")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    before = tablespec_rows(table)
+    assert before == hudi_rows(hudi, str(location)) and _values(before) == {"a": 10, "b": 20, "c": 30, "e": 5}
+
+    _compacted_by_apply(tmp_path, location, capsys, doc, spec_file)
+    after = tablespec_rows(table)
+    assert _no_file_name(after) == _no_file_name(before)    # records keep their commit time and sequence number
+    assert hudi_rows(hudi, str(location)) == after
+    assert hudi_rows(hudi, str(location), **RO) == tablespec_rows(table, view="read_optimized") == after
+    hudi_validates(hudi, str(location))   # the metadata table lists the new base files
+
+    hudi_write(hudi.createDataFrame(ON_TOP, SCHEMA), str(location), _options(location.name, "bucket", "upsert"))
+    assert tablespec_rows(table) == hudi_rows(hudi, str(location))
+    assert _values(tablespec_rows(table)) == {"a": 7, "b": 20, "c": 30, "e": 5, "f": 6}
+
+
+def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1, tmp_path, capsys):
+    """Hudi 1.2 schedules a compaction (its log files named by deltacommit); tablespec runs it (apply,
+    runBy tablespec); Hudi 1.2 reads the same, validates its metadata table and upserts on top."""
+    location = tmp_path / "mor9_compact"
+    steps = [write_step(location, _options(location.name, "simple", operation), SCHEMA, data)
+             for operation, data in HISTORY]
+    steps[-1]["options"].update(SCHEDULE)
+    hudi1.process.run(steps)
+    assert list((location / ".hoodie" / "timeline").glob("*.compaction.requested")), "Hudi scheduled none"
+    doc, spec_file = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    before = tablespec_rows(table)
+
+    instant = _compacted_by_apply(tmp_path, location, capsys, doc, spec_file)
+    assert HudiTable.open(str(location)).timeline.contains_completed(instant)
+    after = tablespec_rows(table)
+    assert _no_file_name(after) == _no_file_name(before)
+    assert tablespec_rows(table, view="read_optimized") == after
+    on_storage = _on_storage(location)
+    reads = hudi1.process.run([read_step(location), read_step(location, **RO),
+                               *_hudi_checks(location, "mor9_compact"),
+                               write_step(location, _options(location.name, "simple", "upsert"), SCHEMA, ON_TOP),
+                               read_step(location)])
+    snapshot, optimized, _, every, differences, through_metadata, _, on_top = reads
+    assert _as_read(snapshot) == after == _as_read(optimized) == _as_read(through_metadata)
+    _assert_validated(on_storage, every, differences)
+    assert tablespec_rows(table) == _as_read(on_top)
+    assert _values(tablespec_rows(table)) == {"a": 7, "b": 2, "c": 30, "e": 5, "f": 6}
+
+
+def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tmp_path, capsys):
+    """kill -9 once the new base files are written: the compaction stays inflight, readers see the
+    table as before; the next apply rolls it back to its plan (a rollback instant, its files deleted),
+    runs it again and the table reads as Hudi 0.15 reads it."""
+    location = tmp_path / "mor_killed"
+    for operation, data in HISTORY:
+        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location), _options(location.name, "bucket", operation))
+    _record_index(location, "bucket")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    before = tablespec_rows(table)
+    doc["spec"]["compaction"] = RUN_BY_TABLESPEC
+    save_spec(doc, spec_file)
+    env = {**os.environ, CRASH_ENV: "compaction_written", "TABLESPEC_SPARK_MASTER": "local[1]",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    died = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", spec_file, "--warehouse", str(tmp_path),
+                           "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
+    assert died.returncode == -9, died.stdout[-2000:] + died.stderr[-2000:]
+    [dead] = HudiTable.open(str(location)).timeline.pending()
+    assert (dead.action, dead.state) == (COMPACTION, "inflight")   # the policy was recorded before it
+    written = sorted(p.name for p in location.rglob(f"*_{dead.timestamp}.parquet"))
+    assert written, "the killed run wrote no base file"
+    assert tablespec_rows(table) == before == hudi_rows(hudi, str(location))   # readers see the table as before
+    os.utime(location / ".hoodie" / ".heartbeat" / dead.timestamp, (0, 0))   # its heartbeat long stale
+
+    assert _compacted_by_apply(tmp_path, location, capsys, doc, spec_file) == dead.timestamp
+    timeline = HudiTable.open(str(location)).timeline
+    [rolled] = [i for i in timeline.completed() if i.action == ROLLBACK]
+    assert timeline.read_metadata(rolled)["commitsRollback"] == [dead.timestamp]
+    assert _no_file_name(tablespec_rows(table)) == _no_file_name(before)
+    assert tablespec_rows(table) == hudi_rows(hudi, str(location))
+    hudi_validates(hudi, str(location))

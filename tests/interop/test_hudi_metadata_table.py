@@ -7,6 +7,7 @@ form tablespec reads back."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +21,7 @@ from tablespec.hudi.config import read_table_config
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.hfile import HFileReader, metadata_records
 from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
-from tablespec.hudi.formats.naming import BaseFileName
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LOCAL, join
 from tablespec.hudi.mdt import compaction, layout, reader, writer
@@ -48,17 +49,25 @@ def written_table(spark, warehouse):
     return table
 
 
+def files_on_storage(base: str) -> set[tuple[str, str]]:
+    """(partition, name) of every data file on the storage: base files and a merge-on-read table's log files."""
+    on_storage = {(p, f) for p, fs in writer.list_data_files(LOCAL, base).items() for f in fs}
+    logs = [log for log in Path(base).rglob(".*.log.*") if ".hoodie" not in log.parts
+            and (parsed := LogFileName.parse(log.name)) is not None and parsed.extension == "log"]
+    return on_storage | {(log.parent.relative_to(base).as_posix().removeprefix("."), log.name) for log in logs}
+
+
 def hudi_validates(spark, base: str) -> None:
     """Apache Hudi's `validate_metadata_table_files` lists every data file on the storage and in the
-    metadata table, each present in both with the same size; its summary reports no difference."""
+    metadata table (a merge-on-read table's log files too), each present in both with the same size;
+    its summary reports no difference."""
     database = read_table_config(LOCAL, base).database or "default"     # Hudi checks it against the catalog's
     name = f"{database}.mdt_{uuid.uuid4().hex[:8]}"
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
     spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{base}'")
     try:
         rows = spark.sql(f"CALL validate_metadata_table_files(table => '{name}', verbose => true)").collect()
-        on_storage = writer.list_data_files(LOCAL, base)
-        assert {(r.partition, r.file_name) for r in rows} == {(p, f) for p, fs in on_storage.items() for f in fs}
+        assert {(r.partition, r.file_name) for r in rows} == files_on_storage(base)
         assert all(r.is_present_in_fs and r.is_present_in_metadata and r.fs_size == r.metadata_size for r in rows)
         assert spark.sql(f"CALL validate_metadata_table_files(table => '{name}')").collect() == []
     finally:

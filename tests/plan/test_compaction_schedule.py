@@ -81,9 +81,11 @@ def test_scheduled_plan_and_refusals(table):
     assert (op.partition, op.base_file, len(op.log_files)) == ("10", next(
         f.name for f in Path(table.base, "10").iterdir() if f.name.endswith(".parquet")), 1)
     assert pending_plans(HudiTable.open(table.base).timeline) == {instant: plan}
-    # pending now: shown, not planned again
+    # pending now: planned to run (runBy tablespec), none scheduled beside it
     state = observe(table.refresh())
-    assert compaction_actions(spec, state, NOW) == ([], [])
+    [run], warnings = compaction_actions(spec, state, NOW)
+    assert (run.params.instant, run.estimate.file_slices, warnings) == (instant.timestamp, 1, [])
+    assert run.reasons == [f"compaction plan {instant.timestamp} (requested) is pending"]
 
 
 def test_created_tables_name_the_payload_compaction_merges_with():

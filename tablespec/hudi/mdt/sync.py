@@ -68,13 +68,14 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
     change; `record_index` (when the table has it) the keys a commit or replacecommit (`commit`)
     wrote to a new place or deleted, read from its files (None when the table has no record
     index); `column_stats` / `partition_stats` (those the table has) the files' statistics, read
-    from their footers, and those of files a clean deleted, by partition."""
+    from their footers, and those of files a clean deleted, by partition. A compaction moves no key
+    (its slices' keys stay in their file groups; deletes were recorded by the deltacommits that wrote them)."""
     skipping = column_stats_changes.kept(table)
     stats = (column_stats_changes.from_commit(table, commit, skipping) if commit is not None
              else column_stats_changes.from_removed(table, change, skipping)) if skipping else {}
     if not record_index_writer.is_enabled(table):
         return change, None, stats
-    if commit is None:
+    if commit is None or commit.compacted:
         return change, RecordIndexChange(), stats
     return change, record_index_changes.from_commit(table, instant, commit), stats
 

@@ -1,5 +1,6 @@
-"""Compaction of a merge-on-read table, as Apache Hudi schedules it: when it is due, which file
-slices it takes, and its plan written as `T.compaction.requested`.
+"""Compaction of a merge-on-read table, as Apache Hudi schedules and completes it: when it is due,
+which file slices it takes, its plan written as `T.compaction.requested`; to run a plan, the files
+each operation reads (checked against the table) and the commit that completes it.
 
 Hudi's names (measured in Hudi 0.15's and 1.2's bundles, the same in both): the trigger
 (hoodie.compact.inline.trigger.strategy) and the strategy classes (hoodie.compaction.strategy).
@@ -7,12 +8,13 @@ Hudi's names (measured in Hudi 0.15's and 1.2's bundles, the same in both): the 
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tablespec.errors import TablespecError
 from tablespec.faults import crash_point
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.compaction_format import (
     PLAN_SCHEMA,
     PLAN_SCHEMA_1X,
@@ -22,7 +24,7 @@ from tablespec.hudi.formats.compaction_format import (
     plan_record,
 )
 from tablespec.hudi.formats.naming import LogFileName
-from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.fs_view import FileSlice, FileSystemView
 from tablespec.hudi.io import join
 from tablespec.hudi.services.clustering import planned_file_groups
 from tablespec.hudi.services.rollback import is_clustering_plan
@@ -49,6 +51,7 @@ STRATEGIES = {name: _STRATEGY_PACKAGE + cls for name, cls in (
     ("DAY_BASED", "DayBasedCompactionStrategy"),
     ("UNBOUNDED", "UnBoundedCompactionStrategy"),
 )}
+COMPACT = "COMPACT"   # the operationType of a compaction's commit
 SLICED_BY_COMPLETION = 8   # table versions whose log files are named by deltacommit, sliced by completion time
 REASONS_KEY = "tablespec.compaction.reasons"   # the plan's extra metadata: why it was scheduled
 # spec trigger -> Hudi's trigger strategy
@@ -206,3 +209,40 @@ def schedule(table: HudiTable, policy: Policy, reasons: list[str]) -> tuple[Inst
                                                         content, listed=timeline)
         table.recorded(requested, content)
     return requested, plan
+
+
+def operation_slices(view: FileSystemView, base: str, instant: Instant, plan: CompactionPlan) -> list[FileSlice]:
+    """Each operation's file slice as the plan names it: its base file and exactly its log files (on
+    version 6 the view folds log files written while the compaction is pending into the slice too;
+    they belong to the next one). CompactionRefused, before anything is written, for a plan naming a
+    file the table does not have (deleted, cleaned, or never written)."""
+    groups = {(g.partition, g.file_id): g for g in view.file_groups()}
+    out = []
+    for op in plan.operations:
+        group = groups.get((op.partition, op.file_id))
+        bases = {s.base_file.name: s.base_file for s in group.slices if s.base_file} if group else {}
+        logs = {f.file_name.format(): f for s in group.slices for f in s.log_files} if group else {}
+        missing = [n for n in (op.base_file,) if n is not None and n not in bases]
+        missing += [n for n in op.log_files if n not in logs]
+        if missing:
+            where = join(base, op.partition, missing[0]) if op.partition else join(base, missing[0])
+            raise CompactionRefused(f"{where}: compaction plan {instant.timestamp} reads this file, which the table "
+                                    f"does not have (file group {op.file_id}); nothing was written")
+        out.append(FileSlice(op.file_id, op.partition, op.base_instant,
+                             bases[op.base_file] if op.base_file is not None else None,
+                             tuple(logs[n] for n in op.log_files)))
+    return out
+
+
+def compaction_metadata(plan: CompactionPlan, written: CommitMetadata) -> CommitMetadata:
+    """The commit that completes a compaction as Hudi writes it: operationType COMPACT, `compacted`,
+    each new base file's stat naming the slice's base instant as its previous commit and the log
+    files (count, bytes) it merged."""
+    ops = {(op.partition, op.file_id): op for op in plan.operations}
+    stats = {}
+    for partition, found in written.partition_to_write_stats.items():
+        stats[partition] = [replace(st, prev_commit=ops[(partition, st.file_id)].base_instant,
+                                    total_log_files_compacted=len(ops[(partition, st.file_id)].log_files),
+                                    total_log_size_compacted=ops[(partition, st.file_id)].log_bytes)
+                            for st in found]
+    return replace(written, partition_to_write_stats=stats, compacted=True, operation_type=COMPACT)

@@ -21,7 +21,10 @@ instants (and clustering ones, in timeline layout 2) whose heartbeat expired (se
 work. A requested replacecommit holding a clustering plan, with no inflight, is a scheduled
 plan waiting for execution, not a failed write, and is left alone; a clustering that died while
 executing is rolled back to its requested plan (its files deleted, the plan kept), so it can run
-again, as Hudi does. Pending deltacommits (merge-on-read, which tablespec does not write) are
+again, as Hudi does. A compaction that died while executing is rolled back the same way (its
+new base files deleted, `T.compaction.inflight` back to its requested plan), by the run that
+executes the plan again (as Hudi's compaction does: recovery leaves compactions alone, since an
+Apache Hudi job may be running one without a heartbeat). Pending deltacommits (merge-on-read, which tablespec does not write) are
 left to Hudi. Callers hold the table lock (lock.py) while recovering.
 """
 from __future__ import annotations
@@ -39,12 +42,21 @@ from tablespec.hudi.io import Storage, join, path_inside
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
 from tablespec.hudi.timeline.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
-from tablespec.hudi.timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, new_instant_time
+from tablespec.hudi.timeline.instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    Instant,
+    new_instant_time,
+)
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
 
-ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING)   # clustering: a plan's run in timeline layout 2
+# clustering: a plan's run in timeline layout 2; compaction: a plan's run (rolled back by its next run)
+ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING, COMPACTION)
 MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
 
 @dataclass(frozen=True)
@@ -146,7 +158,7 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     files.update(_instant_files(storage, base, target.timestamp))  # also files written after planning
     # a discarded clustering plan lists its own requested file among the files to delete
     discard = join(meta, target.to("requested").file_name) in files
-    keep_plan = not discard and is_clustering_plan(timeline, target)
+    keep_plan = not discard and (target.action == COMPACTION or is_clustering_plan(timeline, target))
     failed = []
     try:
         storage.delete_files(sorted(files))   # batched on object stores
@@ -164,7 +176,7 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     if target.action == REPLACE_COMMIT and timeline.layout == 2:   # a bucket rescale's hashing config too
         partition_buckets.discard(storage, base, target.timestamp)
     if keep_plan:
-        writer.revert_inflight(target.to("inflight"))  # keep the plan: the clustering runs again
+        writer.revert_inflight(target.to("inflight"))  # keep the plan: the clustering or compaction runs again
     else:
         writer.delete_instant(target)
     storage.delete(heartbeat_path(base, target.timestamp))
@@ -233,8 +245,9 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
         raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
                                     f"{', '.join(ROLLBACK_ACTIONS)} instants")
     clustering = is_clustering_plan(timeline, current)
-    if current.state == "requested" and clustering and not discard_plan:
-        raise TablespecError(f"{current} is a scheduled clustering plan, not a failed write: nothing to roll back")
+    if current.state == "requested" and (clustering and not discard_plan or current.action == COMPACTION):
+        what = "compaction" if current.action == COMPACTION else "clustering"
+        raise TablespecError(f"{current} is a scheduled {what} plan, not a failed write: nothing to roll back")
     ts = rollback_ts or new_instant_time(timeline.latest_time)
     files = _instant_files(storage, base, current.timestamp)
     if discard_plan and clustering:
@@ -255,13 +268,14 @@ def resume_pending_rollbacks(table: HudiTable) -> list[RollbackResult]:
 
 def pending_to_roll_back(table: HudiTable, tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
                          now: float | None = None) -> list[Instant]:
-    """Pending commit / replacecommit instants of failed writes on the handle's timeline:
+    """Pending commit / replacecommit instants of failed writes on the handle's timeline (compactions:
+    their next run rolls them back, see the module doc):
     heartbeat expired (or missing), not a scheduled clustering plan, not already the target of a
     pending rollback."""
     timeline = table.timeline
     targeted = {rollback_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
     return [i for i in timeline.pending()
-            if i.action in ROLLBACK_ACTIONS and i.timestamp not in targeted
+            if i.action in ROLLBACK_ACTIONS and i.action != COMPACTION and i.timestamp not in targeted
             and not (i.state == "requested" and is_clustering_plan(timeline, i))
             and heartbeat_expired(table.storage, table.base, i.timestamp, tolerance_seconds, now)]
 

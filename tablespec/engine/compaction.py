@@ -1,0 +1,125 @@
+"""Running a merge-on-read compaction plan: `T.compaction.requested` -> inflight -> `T.commit`.
+
+Each operation (one file slice) is one Spark task: it merges the slice's base file with exactly
+the log files the plan names (arrow/merge.py: the snapshot read's merge, by the table's rules,
+deletes applied) and writes the result as the file group's new base file at the compaction's
+instant. Records keep `_hoodie_commit_time` and `_hoodie_commit_seqno` (Hudi's compaction
+preserves them). The commit (hudi/services/compaction.py) names the slices' base instants and
+the log files merged; Hudi's metadata table records the new base files in the same transaction.
+
+A plan is run from its requested file, whoever scheduled it (tablespec or Apache Hudi). A run
+that fails rolls back to the requested plan; a run killed mid-way leaves an inflight instant,
+which the next run of the plan rolls back first (its files deleted, the plan kept), as Hudi's
+compaction does.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablespec.arrow.basefile import write_base_file
+from tablespec.arrow.merge import RECORD_KEY, merge_slice, read_base
+from tablespec.engine import tasks
+from tablespec.engine.commit import Transaction, commit_metadata, crash_point
+from tablespec.engine.schema import data_schema
+from tablespec.errors import TablespecError
+from tablespec.hudi.config import bloom_filters_expected
+from tablespec.hudi.formats.naming import BaseFileName
+from tablespec.hudi.io import join
+from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, log_blocks, slice_reads
+from tablespec.hudi.services.compaction import COMPACT, compaction_metadata, operation_slices, pending_plans
+from tablespec.hudi.services.rollback import rollback
+from tablespec.hudi.table import AtLocation, HudiTable, Location
+from tablespec.hudi.timeline.heartbeat import heartbeat_expired, tolerance_seconds
+from tablespec.hudi.timeline.instant import COMPACTION, Instant
+from tablespec.results import Compacted
+
+
+@dataclass(frozen=True)
+class CompactionJob(AtLocation):
+    location: Location            # the table (URI and storage; configuration, never credentials)
+    instant: str
+    reads: tuple[SliceRead, ...]  # one per operation
+    wanted: Counting
+    rules: MergeRules
+    schema: pa.Schema             # what a slice is read as: commit time, seqno, key, then the data columns
+    avro_schema: str
+    bloom_filter: bool = False
+
+
+def compact_slices(job: CompactionJob, batches):
+    """Executor: write the new base file of each operation whose number arrives in `batches`."""
+    partition_id, token = tasks.task_token()
+    for batch in batches:
+        stats = [_compact(job, job.reads[i], partition_id, token) for i in batch.column(0).to_pylist()]
+        if stats:
+            yield tasks.stats_batch(stats)
+
+
+def _compact(job: CompactionJob, read: SliceRead, partition_id: int, token: str) -> dict:
+    storage = job.storage
+    base = read_base(storage, read, job.schema)
+    merged = merge_slice(base, log_blocks(storage, read, job.wanted), job.rules, job.schema)
+    name = BaseFileName(read.file_id, token, job.instant).format()
+    rel = f"{read.partition}/{name}" if read.partition else name
+    written = write_base_file(join(job.base, rel), merged.drop_columns([RECORD_KEY]), commit_time=job.instant,
+                              partition_path=read.partition, partition_id=partition_id,
+                              record_keys=merged.column(RECORD_KEY), avro_schema_json=job.avro_schema,
+                              preserve_meta=True, bloom_filter=job.bloom_filter, storage=storage)
+    before = base if base is not None else job.schema.empty_table()
+    # a row version the base file did not hold (by its sequence number) came from the logs
+    changed = int(pc.sum(pc.invert(pc.is_in(merged.column(tasks.SEQNO), before.column(tasks.SEQNO)))).as_py() or 0)
+    inserts = int(pc.sum(pc.invert(pc.is_in(merged.column(RECORD_KEY), before.column(RECORD_KEY)))).as_py() or 0)
+    deletes = int(pc.sum(pc.invert(pc.is_in(before.column(RECORD_KEY), merged.column(RECORD_KEY)))).as_py() or 0)
+    return dict(partition=read.partition, file_id=read.file_id, path=rel, prev_commit="null",
+                num_writes=written.num_rows, num_inserts=inserts, num_updates=changed - inserts, num_deletes=deletes,
+                bytes=written.size, invalid=0, invalid_sample="", num_ignored=0)
+
+
+def _slice_schema(spec) -> pa.Schema:
+    return pa.schema([pa.field(c, pa.string()) for c in (tasks.COMMIT_TIME, tasks.SEQNO, RECORD_KEY)]
+                     + list(data_schema(spec)))
+
+
+def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=None,
+        scheduled: bool = False) -> Compacted:
+    """Execute the pending compaction plan `instant` and complete it as a commit.
+
+    The caller holds the table `lock`. An inflight run (its process died) is rolled back to the
+    plan first, unless its heartbeat says it is running. `scheduled`: the caller scheduled `instant`
+    itself under that lock, so its requested file is not looked for again. A plan naming a file the
+    table does not have is refused before anything changes."""
+    started = time.monotonic()
+    base = table.base
+    current = next((i for i in pending_plans(table.timeline) if i.timestamp == instant.timestamp), None)
+    if current is None:
+        raise TablespecError(f"{base}: no pending compaction plan {instant.timestamp}")
+    if current.state == "inflight":
+        if not heartbeat_expired(table.storage, base, current.timestamp, tolerance_seconds()):
+            raise TablespecError(f"{base}: compaction {current.timestamp} is running (its heartbeat is live); "
+                                 "run `tablespec apply` again once it completes or its heartbeat expires")
+        rollback(table, current)   # back to the plan, its files deleted (refreshes the handle)
+    timeline = table.timeline
+    plan = pending_plans(timeline)[Instant(instant.timestamp, COMPACTION, "requested")]
+    slices = operation_slices(table.view_of(timeline), base, instant, plan)
+    wanted = counting(timeline, as_of=instant.timestamp)
+    reads = tuple(slice_reads(timeline, slices, wanted))
+    config = table.config
+    assert config is not None, "a table with a compaction plan has hoodie.properties"
+    rules = MergeRules.of(config)
+    with Transaction(table, COMPACTION, lock, requested=instant.to("requested"), basis=timeline,
+                     scheduled=scheduled, conflicts=False) as txn:
+        job = CompactionJob(table.location, txn.instant, reads, wanted, rules, _slice_schema(spec), avro_schema,
+                            bloom_filter=bloom_filters_expected(config.to_properties()))
+        rows = (spark.range(len(reads), numPartitions=max(1, len(reads)))
+                .mapInArrow(functools.partial(compact_slices, job), tasks.STATS_DDL).collect())
+        stats = [r.asDict() for r in rows]
+        crash_point("compaction_written")
+        txn.commit(stats, compaction_metadata(plan, commit_metadata(stats, COMPACT, avro_schema)))
+    return Compacted(instant=txn.instant, file_slices=len(reads),
+                     log_files=sum(len(r.logs) for r in reads), rows=sum(s["num_writes"] for s in stats),
+                     bytes_written=sum(s["bytes"] for s in stats), seconds=round(time.monotonic() - started, 2))
