@@ -59,4 +59,4 @@ def markers(storage: Storage, base: str, instant: str) -> list[Marker]:
         return found
     prefix = folder.rstrip("/") + "/"
     return [_parse(info.path[len(prefix):], folder) for info in storage.walk_files(folder)
-            if _SUFFIX in info.name and not info.name.startswith(".")]
+            if _SUFFIX in info.name and not info.name.endswith(".crc")]   # a log file's marker starts with "."
