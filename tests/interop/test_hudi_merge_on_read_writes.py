@@ -113,7 +113,10 @@ def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProces
                           env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("next_writer", ["tablespec", "hudi"])
+def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_path, capsys, monkeypatch, next_writer):
+    """kill -9 before the deltacommit completes (its log blocks and metadata-table deltacommit
+    written); the next writer, tablespec or Apache Hudi 0.15 (from tablespec's markers), rolls it back."""
     location, table = _mor_table(hudi, tmp_path, capsys, "mor_crash")
     table.write(hudi.createDataFrame([("a", 10, "2024-01-01", 5)], SCHEMA))
     before = _agree(hudi, table, location)
@@ -126,8 +129,12 @@ def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_pa
     assert any(b.instant == crashed.timestamp for blocks in _logs(location).values() for b in blocks)
     assert _agree(hudi, table, location) == before    # its blocks count nowhere
 
-    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
-    table.write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA))   # recovery first
+    if next_writer == "tablespec":
+        monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+        table.write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA))   # recovery first
+    else:
+        hudi_write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA), str(location),
+                   _options(location.name, "bucket", "upsert"))
     timeline = Timeline.load(LOCAL, str(location))
     [rollback] = [i for i in timeline.completed() if i.action == "rollback"]
     assert crashed.timestamp not in {i.timestamp for i in timeline.instants if i.action == "deltacommit"}
@@ -136,14 +143,16 @@ def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_pa
         {(crashed.timestamp, rollback.timestamp)}
     assert not (location / ".hoodie" / ".temp" / crashed.timestamp).exists()
     assert _values(_agree(hudi, table, location)) == {**_values(before), "c": 30}
-    _assert_listing_is_storage(location)
-    meta = json.loads(json.dumps(timeline.read_metadata(rollback), default=str))
-    assert all(p["rollbackLogFiles"] and p["logFilesFromFailedCommit"] for p in meta["partitionMetadata"].values())
+    if next_writer == "tablespec":
+        _assert_listing_is_storage(location)
+        meta = json.loads(json.dumps(timeline.read_metadata(rollback), default=str))
+        assert all(p["rollbackLogFiles"] and p["logFilesFromFailedCommit"] for p in meta["partitionMetadata"].values())
 
-    # Apache Hudi writes on top of the rolled-back deltacommit and reads the same
+    # Apache Hudi writes on top of the rolled-back deltacommit, tablespec after it: both read the same
     hudi_write(hudi.createDataFrame([("b", 20, "2024-01-01", 9)], SCHEMA), str(location),
                _options(location.name, "bucket", "upsert"))
-    assert _values(_agree(hudi, table, location)) == {**_values(before), "b": 20, "c": 30}
+    table.write(hudi.createDataFrame([("z", 7, "2024-01-02", 9)], SCHEMA))
+    assert _values(_agree(hudi, table, location)) == {**_values(before), "b": 20, "c": 30, "z": 7}
 
 
 def test_merge_on_read_writes_stay_refused_where_tablespec_does_not_write_them(hudi, tmp_path, capsys):
