@@ -89,6 +89,11 @@ def test_tablespec_deltacommits_read_as_hudi_reads_them(hudi, tmp_path, capsys):
     assert any(b.type == BlockType.DELETE for blocks in _logs(location).values() for b in blocks)
     assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "n": 8}
 
+    # an insert into existing buckets: d (stored in a base file) and a new key, to log files
+    result = table.write(df([("d", 44, "2024-01-02", 1), ("w", 5, "2024-01-02", 1)]), "insert")
+    assert result.inserted == 2 and not result.files[0].endswith(".parquet"), str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 44, "n": 8, "w": 5}
+
     # every row older than the stored one (a's log record, b's base row): no log block, no commit
     head, files = Timeline.load(LOCAL, str(location)).head, _logs(location)
     result = table.write(df([("a", 99, "2024-01-01", 1), ("b", 99, "2024-01-01", 0)]))
@@ -98,10 +103,10 @@ def test_tablespec_deltacommits_read_as_hudi_reads_them(hudi, tmp_path, capsys):
     # Apache Hudi upserts on top; tablespec reads what it wrote, and writes again
     hudi_write(df([("a", 11, "2024-01-01", 6), ("c", 33, "2024-01-02", 6)]), str(location),
                _options(location.name, "bucket", "upsert"))
-    assert _values(tablespec_rows(table)) == {"a": 11, "b": 2, "c": 33, "d": 4, "n": 8}
+    assert _values(tablespec_rows(table)) == {"a": 11, "b": 2, "c": 33, "d": 44, "n": 8, "w": 5}
     table.write(df([("b", 22, "2024-01-01", 7), ("y", 1, "2024-01-02", 7)]))
     ours = _agree(hudi, table, location)
-    assert _values(ours) == {"a": 11, "b": 22, "c": 33, "d": 4, "n": 8, "y": 1}
+    assert _values(ours) == {"a": 11, "b": 22, "c": 33, "d": 44, "n": 8, "w": 5, "y": 1}
     assert _values(hudi_rs_rows(table.location)) == _values(ours)
     _assert_listing_is_storage(location)
 
