@@ -1,6 +1,7 @@
 """The driver side of every data-writing action: its timeline transaction and commit steps."""
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -10,6 +11,8 @@ from tablespec.faults import crash_point
 from tablespec.hudi.archive.archiver import finish_archive, interrupted
 from tablespec.hudi.config import table_index_type
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.delta_stats import delta_stat_fields
+from tablespec.hudi.formats.markers import marker_dir, markers
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.formats.partition import PARTITION_METAFILE, write_partition_metadata
 from tablespec.hudi.io import join
@@ -21,13 +24,14 @@ from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter
 from tablespec.hudi.timeline.conflict import Footprint, WriteConflictError, find_conflicts
 from tablespec.hudi.timeline.heartbeat import Heartbeat, tolerance_seconds
-from tablespec.hudi.timeline.instant import Instant, new_instant_time
+from tablespec.hudi.timeline.instant import DELTA_COMMIT, Instant, new_instant_time
 from tablespec.hudi.timeline.lock import DEFAULT_TIMEOUT_SECONDS, LockLostError, TableLock
 
 
-def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:
-    """Delete files of this instant that no successful task reported (failed or retried attempts).
-    Returns the partitions whose listing showed their partition metadata file (already marked)."""
+def reconcile(table: HudiTable, instant_ts: str, stats: list[dict], logs: bool = False) -> set[str]:
+    """Delete files of this instant that no successful task reported (failed or retried attempts;
+    `logs`: a deltacommit, whose log files its markers name). Returns the partitions whose listing
+    showed their partition metadata file (already marked)."""
     storage, base = table.storage, table.base
     keep = {s["path"] for s in stats}
     marked = set()
@@ -41,6 +45,10 @@ def reconcile(table: HudiTable, instant_ts: str, stats: list[dict]) -> set[str]:
             rel = f"{partition}/{info.name}" if partition else info.name
             if name is not None and name.instant == instant_ts and rel not in keep:
                 storage.delete(info.path)
+    for m in markers(storage, base, instant_ts) if logs else ():   # log files of failed attempts (named by their slice)
+        rel = f"{m.partition}/{m.file_name}" if m.partition else m.file_name
+        if m.kind == "APPEND" and rel not in keep:
+            storage.delete(join(base, rel))
     return marked
 
 
@@ -52,7 +60,9 @@ def commit_metadata(stats: list[dict], operation_type: str, avro_schema: str, ex
         by_partition.setdefault(s["partition"], []).append(WriteStat(
             file_id=s["file_id"], path=s["path"], prev_commit=s["prev_commit"], num_writes=s["num_writes"],
             num_deletes=s["num_deletes"], num_update_writes=s["num_updates"], num_inserts=s["num_inserts"],
-            total_write_bytes=s["bytes"], partition_path=s["partition"], file_size_in_bytes=s["bytes"]))
+            total_write_bytes=s["bytes"], partition_path=s["partition"], file_size_in_bytes=s["bytes"],
+            extra={} if s.get("log_version") is None else
+            delta_stat_fields(s["log_version"], s["base_file"] or "", json.loads(s["log_files"]))))
     return CommitMetadata(partition_to_write_stats=by_partition, operation_type=operation_type,
                           extra_metadata={"schema": avro_schema, **(extra or {})},
                           partition_to_replace_file_ids=None if replaced is None else
@@ -186,16 +196,22 @@ class Transaction:
         Files a failed task attempt may have left go first, the instant's timeline files last
         (under Hudi's transaction lock, where instants are created); a crash in between leaves a
         pending instant that recovery rolls back once its heartbeat expires."""
-        reconcile(self.table, self.instant, stats)
+        reconcile(self.table, self.instant, stats, logs=self.requested.action == DELTA_COMMIT)
         with self.table.transaction_lock(self.requested.action):
             if self.lock is not None:
                 self.lock.verify()  # a lost lease: the instant is recovery's now, not ours to withdraw
             self.writer.delete_instant(self.requested)
+        self._drop_markers()
         self.table.refresh(config=False)  # this process changed the timeline
+
+    def _drop_markers(self) -> None:
+        """A deltacommit's markers go once it completed or was withdrawn, as Hudi's writers drop them."""
+        if self.requested.action == DELTA_COMMIT:
+            self.storage.delete_tree(marker_dir(self.base, self.instant))
 
     def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
         crash_point("after_data_files")
-        marked = reconcile(self.table, self.instant, stats)
+        marked = reconcile(self.table, self.instant, stats, logs=self.requested.action == DELTA_COMMIT)
         for partition in {s["partition"] for s in stats} - marked:  # listed with its metadata file: marked
             write_partition_metadata(self.storage, self.base, partition, self.instant)
         with self.table.transaction_lock(self.requested.action):
@@ -208,6 +224,7 @@ class Transaction:
             # started by this transaction, lease verified; a layout-2 completion time is taken under this lock
             self.writer.complete(self.inflight, metadata, checked=True, locked=True, after=mdt_sync.completed_by(recorded))
             self.completed = True
+        self._drop_markers()
         self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
         try:
             mdt_sync.compact_if_due(self.table, recorded)

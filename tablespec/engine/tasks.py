@@ -26,16 +26,21 @@ from tablespec.arrow.basefile import (
     BaseFileWriter,
     java_sort_indices,
     read_footer_keys,
+    with_meta_fields,
     within_java_range,
     write_base_file,
 )
 from tablespec.arrow.bloom import read_bloom_filter
 from tablespec.arrow.keys import auto_keys, partition_paths, record_keys
+from tablespec.arrow.merge import read_slice
 from tablespec.hudi.formats.base_keys import base_file_keys
-from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, new_file_id, write_token
+from tablespec.hudi.formats.logfile import avro_block, delete_block, encode_block
+from tablespec.hudi.formats.markers import write_marker
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
+from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead
 from tablespec.hudi.table import AtLocation, Location
 from tablespec.plan.buckets import BucketLayout
 
@@ -47,10 +52,12 @@ STATS_SCHEMA = pa.schema([
     ("num_writes", pa.int64()), ("num_inserts", pa.int64()), ("num_updates", pa.int64()),
     ("num_deletes", pa.int64()), ("bytes", pa.int64()), ("invalid", pa.int64()), ("invalid_sample", pa.string()),
     ("num_ignored", pa.int64()),   # incoming rows not written: the stored row's ordering value is greater
+    # a log file a deltacommit wrote (merge-on-read): its version, its slice's base file, the slice's log files (JSON)
+    ("log_version", pa.int64()), ("base_file", pa.string()), ("log_files", pa.string()),
 ])
 STATS_DDL = ("partition string, file_id string, path string, prev_commit string, num_writes bigint, "
              "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
-             "invalid_sample string, num_ignored bigint")
+             "invalid_sample string, num_ignored bigint, log_version bigint, base_file string, log_files string")
 DEFAULT_RECORD_BYTES = 128   # bytes per stored record where no base file tells
 TASK_MEMORY_BYTES = 512 * 1024 * 1024
 
@@ -88,6 +95,11 @@ class WriteJob(AtLocation):
     no_fill: frozenset = frozenset()    # file groups under a pending clustering plan: take no inserts
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
     memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
+    # merge-on-read: the file groups whose changes go to a new log file (file id -> LogTarget), and how
+    # their stored rows are read (the instants that count, the merge rule); None on copy-on-write
+    log_targets: dict | None = None
+    counting: Counting | None = None
+    merge_rules: MergeRules | None = None
 
     @property
     def uses_existing(self) -> bool:
@@ -377,6 +389,109 @@ def write_file_groups(job: WriteJob, batches):
         yield invalid_batch(invalid, sample)
     elif stats:
         yield stats_batch(stats)
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """A merge-on-read file group's latest slice as a deltacommit appends to it: the new log file
+    is named by the slice's base instant with the next version (Hudi 0.15's Spark writers start a
+    new log file in every deltacommit, measured), `read` gives its stored rows."""
+    partition: str
+    base_instant: str
+    base_file: str                      # its base file's name ("" for a slice without one)
+    log_files: tuple[str, ...]          # its log files' names, oldest first
+    next_version: int
+    read: SliceRead
+
+
+def append_file_groups(job: WriteJob, batches):
+    """Merge-on-read (a deltacommit): each existing file group's changes go to a new log file of
+    its latest slice (an Avro data block, or a delete block for deletes); a new file group (a
+    bucket not yet written) gets a base file, as Apache Hudi 0.15 lays out a bucket table. Each
+    file is marked (`.hoodie/.temp/<instant>/`) before it is written, so a rollback finds it.
+    Rows arrive sorted by file group, as for `write_file_groups`."""
+    partition_id, token = task_token()
+    stats: list[dict] = []
+    invalid, sample = 0, list[dict]()
+    targets = job.log_targets or {}
+    for file_id, group in file_group_runs(batches):
+        bad = group.filter(group.column(INVALID))
+        if bad.num_rows:
+            invalid += bad.num_rows
+            sample += bad.drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3 - len(sample)).to_pylist()
+        elif invalid:
+            continue
+        elif file_id in targets:
+            stats.append(_append_group(job, group, file_id, targets[file_id], token, partition_id))
+        else:
+            partition = group.column(PART)[0].as_py()
+            write_marker(job.storage, job.base, job.instant, partition,
+                         BaseFileName(file_id, token, job.instant).format(), "CREATE")
+            stats.append(_write_group(job, group, file_id, token, partition_id))
+    if invalid:
+        yield invalid_batch(invalid, sample)
+    elif stats:
+        yield stats_batch(stats)
+
+
+def _stored_versions(job: WriteJob, target: LogTarget) -> pa.Table:
+    """The keys a snapshot read of the slice returns, with their ordering values."""
+    fields = [pa.field(KEY, pa.string())]
+    if job.ordering_field:
+        fields.append(job.data_schema.field(job.ordering_field))
+    assert job.counting is not None and job.merge_rules is not None
+    return read_slice(job.storage, target.read, job.counting, job.merge_rules, pa.schema(fields))
+
+
+def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarget, token: str,
+                  partition_id: int) -> dict:
+    """One existing file group's log file: the incoming rows that change what a snapshot reads
+    (an upsert's row older than the stored one is ignored, as on copy-on-write; a delete of a key
+    the slice does not hold deletes nothing). Nothing to write: no file, only the counts."""
+    partition = target.partition
+    if job.operation in ("upsert", "delete"):
+        group = latest_per_key(group, job.ordering_field)
+    incoming = group.select(job.data_schema.names).cast(job.data_schema)
+    keys = group.column(KEY).combine_chunks()
+    n = len(keys)
+    inserts = updates = deletes = ignored = 0
+    take = np.ones(n, dtype=bool)
+    if job.operation == "insert":
+        inserts = n
+    else:
+        stored = _stored_versions(job, target)
+        pos = pc.index_in(keys, value_set=stored.column(KEY).combine_chunks())
+        matched = np.asarray(pos.is_valid())
+        if job.operation == "delete":
+            take, deletes = matched, int(matched.sum())
+        else:
+            if job.ordering_field and matched.any():
+                idx = np.flatnonzero(matched)
+                old = stored.column(job.ordering_field).take(pos.take(pa.array(idx)))
+                take[idx[_old_wins(old, incoming.column(job.ordering_field).take(pa.array(idx)))]] = False
+            updates, inserts = int((matched & take).sum()), int((~matched).sum())
+            ignored = int((matched & ~take).sum())
+    if not take.any():
+        return _unchanged(partition, file_id, target.base_instant, ignored)
+    incoming, keys = incoming.filter(pa.array(take)), keys.filter(pa.array(take))
+    name = LogFileName(file_id, target.base_instant, target.next_version, token).format()
+    rel = f"{partition}/{name}" if partition else name
+    schema = with_meta_fields(job.avro_schema)
+    if job.operation == "delete":
+        block = delete_block(job.instant, [(k, partition) for k in keys.to_pylist()], schema)
+    else:
+        meta = {COMMIT_TIME: job.instant, "_hoodie_partition_path": partition, "_hoodie_file_name": file_id}
+        records = [{**meta, SEQNO: f"{job.instant}_{partition_id}_{i}", KEY: key, **row}
+                   for i, (key, row) in enumerate(zip(keys.to_pylist(), incoming.to_pylist()))]
+        block = avro_block(records, json.loads(schema), job.instant)
+    data = encode_block(block)
+    write_marker(job.storage, job.base, job.instant, partition, name, "APPEND")
+    job.storage.write_bytes(join(job.base, rel), data)
+    return dict(partition=partition, file_id=file_id, path=rel, prev_commit=target.base_instant,
+                num_writes=0 if job.operation == "delete" else len(keys), num_inserts=inserts, num_updates=updates,
+                num_deletes=deletes, bytes=len(data), invalid=0, invalid_sample="", num_ignored=ignored,
+                log_version=target.next_version, base_file=target.base_file,
+                log_files=json.dumps([*target.log_files, name]))
 
 
 def write_new_file_groups(job: WriteJob, rows_per_file: int, batches, prepared: bool = False):

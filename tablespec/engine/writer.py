@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
+from tablespec.engine.delta import log_targets
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
@@ -175,9 +176,16 @@ class TableWriter:
                 replaced.setdefault(s.partition, []).append(s.file_id)
             refuse_replacing_planned(timeline, replaced, self.base)
             refuse_missing_latest(view, doing="to rewrite the table")  # it would carry older slices over
-        with Transaction(self.table, "replacecommit" if replace else "commit", lock, basis=timeline,
+        merge_on_read = not replace and self.table.table_config.table_type == "MERGE_ON_READ"
+        if merge_on_read and operation == "bulk_insert":
+            raise WriteRefused(f"bulk_insert into the MERGE_ON_READ table {self.spec.qualified_name} is not supported "
+                               "yet (tablespec appends deltacommits for insert, upsert and delete): use insert")
+        action = "replacecommit" if replace else "deltacommit" if merge_on_read else "commit"
+        with Transaction(self.table, action, lock, basis=timeline,
                          rewrites=[ALL_PARTITIONS] if replace else ()) as txn:
             job = self._job(txn.instant, operation, view, props)
+            if merge_on_read:
+                job = dataclasses.replace(job, **log_targets(self.table, view))
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
@@ -248,8 +256,8 @@ class TableWriter:
             tagged = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
             seconds = self.spark.sparkContext.accumulator(0.0)
             if job.buckets:
-                if job.operation == "delete":
-                    tagged = tagged.filter(F.col(tasks.FG).isin(list(job.base_files)) | F.col(tasks.INVALID))
+                if job.operation == "delete":   # keys of existing file groups only (a slice may have no base file)
+                    tagged = tagged.filter(F.col(tasks.FG).isin(list(job.bucket_groups.values())) | F.col(tasks.INVALID))
             else:
                 if index is not None:
                     from tablespec.engine.record_index import tag
@@ -266,7 +274,8 @@ class TableWriter:
                                                         functools.partial(tasks.tag_partitions, job)), tagged.schema))
             # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
             rows = (tagged.repartition(n, tasks.FG).sortWithinPartitions(tasks.FG, tasks.SEQ)
-                    .mapInArrow(functools.partial(tasks.write_file_groups, job), tasks.STATS_DDL).collect())
+                    .mapInArrow(functools.partial(tasks.write_file_groups if job.log_targets is None
+                                                  else tasks.append_file_groups, job), tasks.STATS_DDL).collect())
         return [r.asDict() for r in rows], seconds.value
 
     def _rows_per_file(self, view: FileSystemView, job: tasks.WriteJob) -> int:

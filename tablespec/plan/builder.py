@@ -232,9 +232,8 @@ def write_refusal(spec, state: TableState) -> str | None:
                 "run `tablespec plan` and `tablespec apply` first")
     if (why := unmanaged(spec, state)) is not None:
         return why
-    if state.table_config.table_type == MERGE_ON_READ:
-        return (f"table {display_name(spec)} at {state.location} is a MERGE_ON_READ table: tablespec reads, "
-                "imports and plans it, and does not write deltacommits yet; write it with Apache Hudi")
+    if state.table_config.table_type == MERGE_ON_READ and (why := _unwritable_merge_on_read(spec, state)):
+        return f"table {display_name(spec)} at {state.location} is a MERGE_ON_READ table: {why}"
     if (why := unwritable_version(state.table_config)) is not None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
@@ -244,6 +243,20 @@ def write_refusal(spec, state: TableState) -> str | None:
     if pending:
         return (f"table {display_name(spec)} does not match its spec ({', '.join(a.kind for a in pending)} pending); "
                 "run `tablespec plan` and `tablespec apply` first")
+    return None
+
+
+def _unwritable_merge_on_read(spec, state: TableState) -> str | None:
+    """Why tablespec does not write deltacommits into this merge-on-read table, or None: it writes
+    them on table version 6 with the BUCKET index (each bucket's changes to a log file of its file
+    group), and not while a compaction is pending (Hudi names new log files by its instant)."""
+    if state.table_config.version != 6 or spec.spec.index.type != "BUCKET":
+        return (f"tablespec writes deltacommits on table version 6 with the BUCKET index only (this one: version "
+                f"{state.table_config.version}, index {spec.spec.index.type}); write it with Apache Hudi")
+    pending = [i.timestamp for i in state.pending if i.action == "compaction"]
+    if pending:
+        return (f"compaction {', '.join(pending)} is pending; tablespec writes deltacommits once it has run "
+                "(Apache Hudi's `run_compaction`)")
     return None
 
 

@@ -3,12 +3,14 @@ settings that change where or how rows are written do; names, labels and houseke
 A MERGE_ON_READ table whose spec says COPY_ON_WRITE is refused by writes in the one line `plan` gives."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 from test_builder import BASE, actions, load, state_for
 
 from tablespec.errors import UnsupportedTableError
+from tablespec.hudi.timeline.instant import Instant
 from tablespec.plan.builder import write_refusal
 from tablespec.plan.settings import REGISTRY
 
@@ -69,7 +71,8 @@ def test_every_row_shaping_setting_is_classified():
 
 def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     """A spec saying COPY_ON_WRITE for a MERGE_ON_READ table: plan and writes refuse it in one line.
-    A spec saying MERGE_ON_READ plans (no actions) and writes are refused: tablespec writes no deltacommits."""
+    A spec saying MERGE_ON_READ plans (no actions); writes commit deltacommits on version 6 with the BUCKET
+    index, and are refused on other indexes and while a compaction is pending."""
     state = state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"})
     why = write_refusal(_spec(BASE), state)
     with pytest.raises(UnsupportedTableError) as planned:
@@ -81,6 +84,12 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     merge_on_read = _with(BASE, tableType="MERGE_ON_READ")
     state = state_for(merge_on_read)
     assert actions(merge_on_read, state) == []
-    assert write_refusal(_spec(merge_on_read), state) == (
-        "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec reads, imports and plans it, "
-        "and does not write deltacommits yet; write it with Apache Hudi")
+    assert write_refusal(_spec(merge_on_read), state) is None   # version 6, BUCKET: deltacommits
+    compacting = dataclasses.replace(state, pending=(Instant("20261122000000000", "compaction", "requested"),))
+    assert write_refusal(_spec(merge_on_read), compacting) == (
+        "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: compaction 20261122000000000 is pending; "
+        "tablespec writes deltacommits once it has run (Apache Hudi's `run_compaction`)")
+    simple = _with(merge_on_read, index="{type: SIMPLE}")
+    assert write_refusal(_spec(simple), state_for(simple)) == (
+        "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec writes deltacommits on table "
+        "version 6 with the BUCKET index only (this one: version 6, index SIMPLE); write it with Apache Hudi")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from tablespec.faults import crash_point
 from tablespec.hudi.archive.timeline import instant_key
 from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.formats.markers import MARKER_FOLDER
 from tablespec.hudi.io import FileInfo, Storage, join
-from tablespec.hudi.services.rollback import MARKER_FOLDER
 from tablespec.hudi.timeline.instant import Instant
 
 

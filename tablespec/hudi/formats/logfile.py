@@ -235,16 +235,21 @@ DELETE_SCHEMA: dict[str, Any] = {
 _DELETE_PARSED = fastavro.parse_schema(DELETE_SCHEMA)
 
 
-def delete_block(instant: str, keys: Iterable[tuple[str, str]]) -> LogBlock:
+def delete_block(instant: str, keys: Iterable[tuple[str, str]], schema: str | None = None) -> LogBlock:
     """A delete block of (record key, partition path) pairs written at `instant`, each with the
-    ordering value 0 Hudi gives a delete without one (so it wins over any earlier record)."""
+    ordering value 0 Hudi gives a delete without one (so it wins over any earlier record). A data
+    table's delete block carries the writer's schema (JSON) in its SCHEMA header, as Hudi 0.15's
+    writers put it there."""
     records = [{"recordKey": k, "partitionPath": p, "orderingVal": ("org.apache.hudi.avro.model.IntWrapper", {"value": 0})}
                for k, p in keys]
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, _DELETE_PARSED, {"deleteRecordList": records})
     raw = buf.getvalue()
     content = struct.pack(">ii", DELETE_BLOCK_VERSION, len(raw)) + raw
-    return LogBlock(BlockType.DELETE, {Header.INSTANT_TIME: instant}, content)
+    header: dict[int, str] = {Header.INSTANT_TIME: instant}
+    if schema is not None:
+        header[Header.SCHEMA] = schema
+    return LogBlock(BlockType.DELETE, header, content)
 
 
 def deleted_keys(block: LogBlock) -> list[tuple[str, str | None]]:
@@ -286,6 +291,13 @@ def parquet_block_table(block: LogBlock, columns: list[str] | None = None) -> pa
 # --- command blocks ------------------------------------------------------------------------------
 
 ROLLBACK_COMMAND = "0"   # the only command block type Hudi writes (HoodieCommandBlockTypeEnum.ROLLBACK_BLOCK)
+
+
+def rollback_block(instant: str, target: str) -> LogBlock:
+    """The command block a rollback at `instant` appends to a file group the failed write `target`
+    wrote log blocks into (headers in the order Hudi 0.15 writes them)."""
+    return LogBlock(BlockType.COMMAND, {Header.TARGET_INSTANT_TIME: target, Header.COMMAND_BLOCK_TYPE: ROLLBACK_COMMAND,
+                                        Header.INSTANT_TIME: instant})
 
 
 def rollback_target(block: LogBlock) -> str:

@@ -119,13 +119,16 @@ def record_clean(table: HudiTable, instant: str, metadata: Mapping[str, Any]) ->
     return record(table, instant, records.from_clean(metadata))
 
 
-def record_rollback(table: HudiTable, instant: str, target: str,
-                    deleted: Mapping[str, list[str]]) -> list[MetaInstant] | None:
-    """A data rollback at `instant` of `target`: its deletions recorded at `instant`, then the
+def record_rollback(table: HudiTable, instant: str, target: str, deleted: Mapping[str, list[str]],
+                    added: Mapping[str, Mapping[str, int]] | None = None) -> list[MetaInstant] | None:
+    """A data rollback at `instant` of `target`: its deletions (and the log files a merge-on-read
+    rollback leaves or writes: `added`, partition -> name -> size) recorded at `instant`, then the
     metadata table's deltacommit `target` (any state) rolled back."""
     if not maintained(table):
         return None
-    done = record(table, instant, records.from_deleted_files(deleted))
+    change = records.from_deleted_files(deleted)
+    change.added = {p: dict(files) for p, files in (added or {}).items() if files}
+    done = record(table, instant, change)
     rollback_deltacommit(table, target, _rollback_time(table, instant, target))
     return done
 

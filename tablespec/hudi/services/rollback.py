@@ -24,8 +24,10 @@ executing is rolled back to its requested plan (its files deleted, the plan kept
 again, as Hudi does. A compaction that died while executing is rolled back the same way (its
 new base files deleted, `T.compaction.inflight` back to its requested plan), by the run that
 executes the plan again (as Hudi's compaction does: recovery leaves compactions alone, since an
-Apache Hudi job may be running one without a heartbeat). Pending deltacommits (merge-on-read, which tablespec does not write) are
-left to Hudi. Callers hold the table lock (lock.py) while recovering.
+Apache Hudi job may be running one without a heartbeat). A deltacommit (merge-on-read) of table
+version 6 is rolled back as Hudi 0.15 does it: its new base files deleted, its log blocks cancelled
+by rollback command blocks (log_rollback.py); deltacommits of versions 8/9 are left to Hudi.
+Callers hold the table lock (lock.py) while recovering.
 """
 from __future__ import annotations
 
@@ -36,16 +38,19 @@ from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
 from tablespec.hudi import partition_buckets
+from tablespec.hudi.formats.markers import MARKER_FOLDER
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.io import Storage, join, path_inside
 from tablespec.hudi.mdt import sync as mdt_sync
+from tablespec.hudi.services import log_rollback
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
 from tablespec.hudi.timeline.heartbeat import DEFAULT_TOLERANCE_SECONDS, heartbeat_expired, heartbeat_path
 from tablespec.hudi.timeline.instant import (
     CLUSTERING,
     COMMIT,
     COMPACTION,
+    DELTA_COMMIT,
     REPLACE_COMMIT,
     ROLLBACK,
     Instant,
@@ -57,7 +62,16 @@ if TYPE_CHECKING:
 
 # clustering: a plan's run in timeline layout 2; compaction: a plan's run (rolled back by its next run)
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING, COMPACTION)
-MARKER_FOLDER = ".temp"  # Hudi's markers: .hoodie/.temp/<instant>/
+
+
+def _rolls_back(timeline: Timeline, action: str) -> bool:
+    """Whether tablespec rolls back a pending `action` on this timeline (deltacommits: layout 1)."""
+    return action in ROLLBACK_ACTIONS or (action == DELTA_COMMIT and timeline.layout == 1)
+
+
+def _actions(timeline: Timeline) -> str:
+    return ", ".join(ROLLBACK_ACTIONS + ((DELTA_COMMIT,) if timeline.layout == 1 else ()))
+
 
 @dataclass(frozen=True)
 class RollbackResult:
@@ -117,12 +131,12 @@ def rollback_target(timeline: Timeline, rollback: Instant) -> Instant:
     return Instant(info["commitTime"], info["action"], "requested")
 
 
-def _plan(instant: Instant, files: dict[str, str]) -> bytes:
+def _plan(instant: Instant, files: dict[str, str], log_requests: list[dict] | None = None) -> bytes:
     by_partition: dict[str, list[str]] = {}
     for path, partition in sorted(files.items()):
         by_partition.setdefault(partition, []).append(path)
     requests = [{"partitionPath": p, "fileId": "", "latestBaseInstant": "", "filesToBeDeleted": paths,
-                 "logBlocksToBeDeleted": {}} for p, paths in sorted(by_partition.items())]
+                 "logBlocksToBeDeleted": {}} for p, paths in sorted(by_partition.items())] + list(log_requests or ())
     target = {"commitTime": instant.timestamp, "action": instant.action}
     return avro_record(ROLLBACK_PLAN_SCHEMA, {"instantToRollback": target, "RollbackRequests": requests, "version": 1})
 
@@ -141,9 +155,9 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     started = time.monotonic()
     writer = TimelineWriter.of(timeline)
     target = rollback_target(timeline, rollback)
-    if target.action not in ROLLBACK_ACTIONS:
+    if not _rolls_back(timeline, target.action):
         raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
-                                    f"back only {', '.join(ROLLBACK_ACTIONS)} instants")
+                                    f"back only {_actions(timeline)} instants")
     meta = timeline.meta
     if writer.is_completed(target):
         raise HudiFormatError(f"rollback {rollback.timestamp} targets {target.timestamp}.{target.action}, which is "
@@ -172,6 +186,9 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
         raise TablespecError(f"rollback {rollback.timestamp} of {target.timestamp}: could not delete "
                              f"{len(failed)} file(s): {'; '.join(failed[:5])}. It stays pending and is retried "
                              f"by the next recovery")
+    requests = [r for r in plan.get("RollbackRequests") or () if r.get("logBlocksToBeDeleted")]
+    rollback_logs = log_rollback.append_rollback_blocks(storage, base, rollback.timestamp, target.timestamp, requests)
+    failed_logs = log_rollback.failed_log_files(storage, base, requests)
     storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
     if target.action == REPLACE_COMMIT and timeline.layout == 2:   # a bucket rescale's hashing config too
         partition_buckets.discard(storage, base, target.timestamp)
@@ -181,24 +198,28 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
         writer.delete_instant(target)
     storage.delete(heartbeat_path(base, target.timestamp))
 
-    partitions: dict[str, list[str]] = {}
+    partitions: dict[str, list[str]] = {p: [] for p in rollback_logs}
     for path, partition in sorted(files.items()):
         partitions.setdefault(partition, []).append(path)
+    failed_stub = {r["partitionPath"]: r["logBlocksToBeDeleted"] for r in requests}
     metadata = {
         "startRollbackTime": rollback.timestamp,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": len(files),
         "commitsRollback": [target.timestamp],
         "partitionMetadata": {p: {"partitionPath": p, "successDeleteFiles": paths, "failedDeleteFiles": [],
-                                  "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}
+                                  "rollbackLogFiles": rollback_logs.get(p, {}),
+                                  "logFilesFromFailedCommit": failed_stub.get(p, {})}
                               for p, paths in partitions.items()},
         "version": 1,
         "instantsRollback": [{"commitTime": target.timestamp, "action": target.action}],
     }
     with mdt_sync.completing(table, "rollback") as locked:  # Hudi's metadata table first, under Hudi's lock
+        added = {p: {**failed_logs.get(p, {}), **{path.rsplit("/", 1)[-1]: size for path, size in logs.items()}}
+                 for p, logs in rollback_logs.items()}
         recorded = mdt_sync.record_rollback(table, rollback.timestamp, target.timestamp,
                                  {p: [path.rsplit("/", 1)[-1] for path in paths if not path.startswith(meta)]
-                                  for p, paths in partitions.items()})
+                                  for p, paths in partitions.items()}, added)
         writer.complete(inflight, avro_record(ROLLBACK_METADATA_SCHEMA, metadata), locked=locked,
                         after=mdt_sync.completed_by(recorded))
     mdt_sync.compact_if_due(table, recorded)
@@ -241,9 +262,9 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
         return done
     if current.is_completed:
         raise TablespecError(f"cannot roll back {current}: it is completed (only pending writes are rolled back)")
-    if current.action not in ROLLBACK_ACTIONS:
+    if not _rolls_back(timeline, current.action):
         raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
-                                    f"{', '.join(ROLLBACK_ACTIONS)} instants")
+                                    f"{_actions(timeline)} instants")
     clustering = is_clustering_plan(timeline, current)
     if current.state == "requested" and (clustering and not discard_plan or current.action == COMPACTION):
         what = "compaction" if current.action == COMPACTION else "clustering"
@@ -252,7 +273,8 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
     files = _instant_files(storage, base, current.timestamp)
     if discard_plan and clustering:
         files[join(timeline.meta, current.to("requested").file_name)] = ""
-    plan = _plan(current, files)
+    logs = log_rollback.log_requests(storage, base, current.timestamp) if current.action == DELTA_COMMIT else []
+    plan = _plan(current, files, logs)
     requested = TimelineWriter.of(timeline).request(ROLLBACK, ts, plan)
     table.recorded(requested, plan)
     result = _finish(table, table.timeline, requested)
@@ -275,7 +297,7 @@ def pending_to_roll_back(table: HudiTable, tolerance_seconds: float = DEFAULT_TO
     timeline = table.timeline
     targeted = {rollback_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
     return [i for i in timeline.pending()
-            if i.action in ROLLBACK_ACTIONS and i.action != COMPACTION and i.timestamp not in targeted
+            if _rolls_back(timeline, i.action) and i.action != COMPACTION and i.timestamp not in targeted
             and not (i.state == "requested" and is_clustering_plan(timeline, i))
             and heartbeat_expired(table.storage, table.base, i.timestamp, tolerance_seconds, now)]
 

@@ -1,0 +1,172 @@
+"""tablespec writes deltacommits into a merge-on-read table (version 6, BUCKET index) that Apache
+Hudi 0.15 created: after each one Hudi's snapshot and read-optimized reads equal tablespec's, Hudi
+writes on top and tablespec reads what it wrote; a deltacommit killed before it completed is
+rolled back by the next write as Hudi 0.15 rolls one back (a rollback command block in a new log
+file of each file group it appended to) and reads as before.
+
+The layout, as Hudi 0.15 writes it (measured): a bucket's changes go to a new log file of its
+file group (`.<file id>_<base instant>.log.<next version>_<write token>`) in every deltacommit, an
+Avro data block for upserts and inserts, a delete block for deletes; a bucket not written yet gets
+a base file."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from _support import ROOT
+from helpers import hudi_rs_rows, tablespec_rows
+from interop_support import hudi_rows, hudi_write
+from test_hudi_merge_on_read import HISTORY, RO, _options, _record_index, _values
+from test_hudi_tables import SCHEMA, _import, _table
+
+from tablespec.faults import CRASH_ENV
+from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName
+from tablespec.hudi.io import LOCAL
+from tablespec.hudi.mdt.reader import listing
+from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.active import Timeline
+
+
+def _logs(location) -> dict[str, list]:
+    """Log file name -> its blocks."""
+    return {p.name: list(read_blocks(p.read_bytes())) for p in sorted(location.rglob(".*.log.*"))
+            if not p.name.endswith(".crc") and ".hoodie" not in p.parts}
+
+
+def _agree(hudi, table, location) -> list[tuple]:
+    ours = tablespec_rows(table)
+    assert ours == hudi_rows(hudi, str(location)), "Apache Hudi's snapshot disagrees"
+    assert tablespec_rows(table, view="read_optimized") == hudi_rows(hudi, str(location), **RO)
+    return ours
+
+
+def _assert_listing_is_storage(location) -> None:
+    """Hudi's metadata table lists exactly the data files on storage, log files included."""
+    on_storage = {p.name: {f.name: f.stat().st_size for f in p.iterdir()
+                           if BaseFileName.parse(f.name) or LogFileName.parse(f.name)}
+                  for p in location.iterdir() if p.is_dir() and p.name != ".hoodie"}
+    assert listing(HudiTable.open(str(location))).files == on_storage
+
+
+def _mor_table(hudi, tmp_path, capsys, name: str):
+    location = tmp_path / name
+    hudi_write(hudi.createDataFrame(HISTORY[0][1], SCHEMA), str(location), _options(name, "bucket", "upsert"))
+    _record_index(location, "bucket")
+    doc, _ = _import(tmp_path, location, capsys)
+    return location, _table(hudi, doc, location)
+
+
+def test_tablespec_deltacommits_read_as_hudi_reads_them(hudi, tmp_path, capsys):
+    location, table = _mor_table(hudi, tmp_path, capsys, "mor_writes")
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    bases = {p.name for p in location.rglob("*.parquet")}
+
+    # an update and an insert into existing buckets, a new partition (its bucket: a base file)
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5), ("n", 8, "2024-01-09", 5)]))
+    assert (result.inserted, result.updated) == (2, 1), str(result)
+    timeline = Timeline.load(LOCAL, str(location))
+    assert timeline.head.action == "deltacommit" and timeline.head.timestamp == result.instant
+    logs = _logs(location)
+    assert logs and all([b.type for b in blocks] == [BlockType.AVRO_DATA] for blocks in logs.values())
+    assert {b.header[Header.INSTANT_TIME] for blocks in logs.values() for b in blocks} == {result.instant}
+    new_bases = {p.name for p in location.rglob("*.parquet")} - bases
+    assert [p.split("_")[-1] for p in new_bases] == [f"{result.instant}.parquet"]   # the new bucket only
+    stats = timeline.commit_metadata(timeline.head).write_stats()
+    delta = [s for s in stats if ".log." in (s.path or "")]
+    assert delta and all(s.extra["logVersion"] == 1 and s.extra["logFiles"] == [s.path.rsplit("/", 1)[-1]]
+                         for s in delta)
+    assert not (location / ".hoodie" / ".temp" / result.instant).exists()   # markers dropped
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "x": 7, "n": 8}
+    _assert_listing_is_storage(location)
+
+    # x lives only in a log file: deleted by a delete block; a key never stored deletes nothing
+    result = table.write(df([("x", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]), "delete")
+    assert result.deleted == 1, str(result)
+    assert any(b.type == BlockType.DELETE for blocks in _logs(location).values() for b in blocks)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "n": 8}
+
+    # an insert into existing buckets: d (stored in a base file) and a new key, to log files
+    result = table.write(df([("d", 44, "2024-01-02", 1), ("w", 5, "2024-01-02", 1)]), "insert")
+    assert result.inserted == 2 and not result.files[0].endswith(".parquet"), str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 44, "n": 8, "w": 5}
+
+    # every row older than the stored one (a's log record, b's base row): no log block, no commit
+    head, files = Timeline.load(LOCAL, str(location)).head, _logs(location)
+    result = table.write(df([("a", 99, "2024-01-01", 1), ("b", 99, "2024-01-01", 0)]))
+    assert result.unchanged and result.ignored == 2, str(result)
+    assert Timeline.load(LOCAL, str(location)).head == head and _logs(location) == files
+
+    # Apache Hudi upserts on top; tablespec reads what it wrote, and writes again
+    hudi_write(df([("a", 11, "2024-01-01", 6), ("c", 33, "2024-01-02", 6)]), str(location),
+               _options(location.name, "bucket", "upsert"))
+    assert _values(tablespec_rows(table)) == {"a": 11, "b": 2, "c": 33, "d": 44, "n": 8, "w": 5}
+    table.write(df([("b", 22, "2024-01-01", 7), ("y", 1, "2024-01-02", 7)]))
+    ours = _agree(hudi, table, location)
+    assert _values(ours) == {"a": 11, "b": 22, "c": 33, "d": 44, "n": 8, "w": 5, "y": 1}
+    assert _values(hudi_rs_rows(table.location)) == _values(ours)
+    _assert_listing_is_storage(location)
+
+
+def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, CRASH_ENV: point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    return subprocess.run([sys.executable, "-m", "tablespec.cli", "ingest", str(spec_file), "--input", str(csv),
+                           "--input-format", "csv", "--operation", "upsert", "--warehouse", str(warehouse)],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("next_writer", ["tablespec", "hudi"])
+def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_path, capsys, monkeypatch, next_writer):
+    """kill -9 before the deltacommit completes (its log blocks and metadata-table deltacommit
+    written); the next writer, tablespec or Apache Hudi 0.15 (from tablespec's markers), rolls it back."""
+    location, table = _mor_table(hudi, tmp_path, capsys, "mor_crash")
+    table.write(hudi.createDataFrame([("a", 10, "2024-01-01", 5)], SCHEMA))
+    before = _agree(hudi, table, location)
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v,dt,ts\na,50,2024-01-01,8\nb,60,2024-01-01,8\nz,70,2024-01-02,8\n")
+    proc = _ingest(tmp_path / f"{location.name}.yaml", tmp_path, csv, "before_completion")
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [crashed] = Timeline.load(LOCAL, str(location)).pending()
+    assert crashed.action == "deltacommit"
+    assert any(b.instant == crashed.timestamp for blocks in _logs(location).values() for b in blocks)
+    assert _agree(hudi, table, location) == before    # its blocks count nowhere
+
+    if next_writer == "tablespec":
+        monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+        table.write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA))   # recovery first
+    else:
+        hudi_write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA), str(location),
+                   _options(location.name, "bucket", "upsert"))
+    timeline = Timeline.load(LOCAL, str(location))
+    [rollback] = [i for i in timeline.completed() if i.action == "rollback"]
+    assert crashed.timestamp not in {i.timestamp for i in timeline.instants if i.action == "deltacommit"}
+    commands = [b for blocks in _logs(location).values() for b in blocks if b.type == BlockType.COMMAND]
+    assert commands and {(b.header[Header.TARGET_INSTANT_TIME], b.instant) for b in commands} == \
+        {(crashed.timestamp, rollback.timestamp)}
+    assert not (location / ".hoodie" / ".temp" / crashed.timestamp).exists()
+    assert _values(_agree(hudi, table, location)) == {**_values(before), "c": 30}
+    if next_writer == "tablespec":
+        _assert_listing_is_storage(location)
+        meta = json.loads(json.dumps(timeline.read_metadata(rollback), default=str))
+        assert all(p["rollbackLogFiles"] and p["logFilesFromFailedCommit"] for p in meta["partitionMetadata"].values())
+
+    # Apache Hudi writes on top of the rolled-back deltacommit, tablespec after it: both read the same
+    hudi_write(hudi.createDataFrame([("b", 20, "2024-01-01", 9)], SCHEMA), str(location),
+               _options(location.name, "bucket", "upsert"))
+    table.write(hudi.createDataFrame([("z", 7, "2024-01-02", 9)], SCHEMA))
+    assert _values(_agree(hudi, table, location)) == {**_values(before), "b": 20, "c": 30, "z": 7}
+
+
+def test_merge_on_read_writes_stay_refused_where_tablespec_does_not_write_them(hudi, tmp_path, capsys):
+    location = tmp_path / "mor_simple"
+    hudi_write(hudi.createDataFrame(HISTORY[0][1], SCHEMA), str(location), _options(location.name, "simple", "upsert"))
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    files = sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file())
+    with pytest.raises(Exception, match="MERGE_ON_READ table: tablespec writes deltacommits on table version 6 "
+                                        "with the BUCKET index only"):
+        table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
+    assert sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file()) == files
