@@ -363,14 +363,16 @@ def decode_locations(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
 
 def _read_longs(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Avro longs (zig-zag varints) at each of `pos`: their values, the positions after them, and
-    which ran past their part's end or past 9 bytes (`decode_location` reads those alone)."""
+    which ran past their part's end or past 64 bits (`decode_location` reads those alone)."""
     last = len(data) - 1
     value = np.zeros(len(pos), np.uint64)
     going, wrong = np.ones(len(pos), bool), np.zeros(len(pos), bool)
     pos = pos.copy()
-    for shift in range(0, 63, 7):
+    for shift in range(0, 64, 7):
         wrong |= going & (pos >= ends)
         byte = data[np.minimum(pos, last)].astype(np.uint64)
+        if shift == 63:                                    # the tenth byte holds the last bit, no more
+            wrong |= going & (byte > 1)
         value |= np.where(going, (byte & np.uint64(0x7F)) << np.uint64(shift), np.uint64(0))
         pos += going
         going &= (byte & np.uint64(0x80)) != 0
