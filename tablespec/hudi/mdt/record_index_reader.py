@@ -5,18 +5,24 @@ A key is looked up in its own file group only (`record_index.file_group_index` o
 slices sorted by file id): the log blocks that count (`reader.log_blocks`: valid instants, less
 rolled back ones) are merged oldest first, the newest record or delete of a key winning; keys the
 logs do not settle are sought in the base HFile through its block index, reading (by byte range)
-and decoding only the data blocks they fall in. Deleted keys are absent from the answer. Records
-in Hudi's stored layout are decoded by `record_index.decode_location`, others by the Avro schema
-their file or block names.
+and decoding only the data blocks they fall in. Deleted keys are absent from the answer.
+
+A base file's values (Hudi's, tablespec's) share every byte before the location (the meta fields
+name the file, the key is blanked): a data block is decoded to its sorted keys (numpy) and, per
+key, a code numbering its value's location part (`record_index.location_start`), all new blocks of
+a file hashed together by Arrow into the index's `_Parts`, shared by its files. Locations are
+decoded only for the keys a lookup finds, all at once with numpy (`record_index.decode_locations`),
+and each distinct one once per process: 100k keys look up in a 2M-key index that holds ~30k
+distinct locations. A block whose values differ before their locations, or whose schema is not
+Hudi's record layout, is decoded value by value (`decode_location`, else the Avro schema its file
+names); log blocks are too (they are small).
 
 Base files never change once written (a new slice is a new file), so a process keeps what it
-decoded of them: each read data block as its sorted keys (numpy) and a code per key into the
-file's distinct locations (a file's keys share few: one per data file group and inserting
-instant), and a file whose blocks are all kept as one array ordered by 64-bit key fingerprints
-(an integer search); least recently used dropped past `CACHE_BYTES` (env
-TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver or a reused
-executor worker then seek in memory, as Hudi's readers do through their block cache. Keys are
-encoded and hashed with numpy, not key by key: 100k keys per lookup.
+decoded of them: each read block's keys and codes, and a file whose blocks are all kept as one
+array ordered by 64-bit key fingerprints (an integer search); least recently used dropped past
+`CACHE_BYTES` (env TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver
+or a reused executor worker then seek in memory, as Hudi's readers do through their block cache.
+Keys are encoded and hashed with numpy, not key by key.
 """
 from __future__ import annotations
 
@@ -389,11 +395,16 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     groups = [g for g in np.split(order, np.flatnonzero(np.diff(blocks[order])) + 1) if blocks[g[0]] >= 0]
     wanted = [int(blocks[g[0]]) for g in groups]
     with _LOCK:
+        missing = [n for n in wanted if (path, current.base_size, n) not in _BLOCKS]
+    hfile.prefetch(missing)                           # read outside the lock: other threads seek meanwhile
+    with _LOCK:
         have = {n: _BLOCKS.get((path, current.base_size, n)) for n in wanted}
-        missing = [n for n, found in have.items() if found is None]
-        hfile.prefetch(missing)
-        have.update(_decode_blocks(hfile, schema, missing))
-        positions, codes, runs = [], [], []           # runs: blocks in a row picking from the same values
+        for n in (n for n, found in have.items() if found is not None):
+            _BLOCKS.move_to_end((path, current.base_size, n))       # recently used
+        have.update(_decode_blocks(hfile, schema, [n for n, found in have.items() if found is None]))
+        positions: list[np.ndarray] = []
+        codes: list[np.ndarray] = []
+        runs: list[tuple[_Located, int]] = []          # blocks in a row picking from the same values: where they start
         for group, n in zip(groups, wanted):
             located = have[n]
             assert located is not None
