@@ -257,10 +257,11 @@ _PARTS_KEPT = 64
 
 def _parts_of(path: str, schema: str) -> _Parts:
     """The numbering of location parts of the index holding base file `path`, under `schema`; one
-    grown past what the cache may hold is started anew (blocks numbered by the old keep it)."""
+    grown past what the cache may hold (or Arrow's 32-bit offsets) is started anew (blocks numbered
+    by the old keep it)."""
     key = (path.rpartition("/")[0], schema)
     found = _PARTS.get(key)
-    if found is None or len(found.known) > max(CACHE_BYTES // 64, 1 << 16):
+    if found is None or len(found.known) > max(CACHE_BYTES // 64, 1 << 16) or found.known.nbytes > 1 << 30:
         found = _PARTS[key] = _Parts()
         while len(_PARTS) > _PARTS_KEPT:
             _PARTS.popitem(last=False)
