@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_hudi_mdt import ST, _commit, _files, _start, _table
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import read_table_config, write_table_config
 from tablespec.hudi.formats.commit import CommitMetadata
-from tablespec.hudi.formats.hfile import HFileReader
+from tablespec.hudi.formats.hfile import HFileReader, write_hfile
 from tablespec.hudi.formats.logfile import BlockType, deleted_keys, read_blocks
 from tablespec.hudi.formats.naming import new_file_id
 from tablespec.hudi.io import join
@@ -25,6 +26,7 @@ from tablespec.hudi.mdt.record_index import (
     Location,
     RecordIndexChange,
     decode_location,
+    decode_locations,
     encode_location,
     file_group_count,
     file_group_id,
@@ -33,6 +35,7 @@ from tablespec.hudi.mdt.record_index import (
     index_info,
     index_record,
     location_of,
+    location_start,
 )
 from tablespec.hudi.mdt.records import encode, from_commit
 from tablespec.hudi.table import HudiTable
@@ -93,6 +96,54 @@ def test_the_direct_codec_writes_and_reads_the_generic_codecs_bytes(partition, f
     files_record = encode({"key": "a", "type": 2, "filesystemMetadata": {"f": {"size": 1, "isDeleted": False}}})
     assert decode_location(files_record) is None          # another layout: left to the generic codec
     assert decode_location(stored[:-1]) is None
+
+
+def test_locations_decoded_together_are_those_decoded_one_by_one():
+    """`decode_locations` (numpy over many location parts) answers as `decode_location` does for
+    each whole value, and leaves to it (None) what it does not settle: odd ids, long and negative
+    numbers, both schemas, and bytes cut, padded, of another layout or not UTF-8."""
+    name = "record-index-0000-0_0-0-0_20250101120000123.hfile"
+    locations = [Location(p, f, i) for p in ("", "2024/01/02", "région=ü", "p" * 300)
+                 for f in ("0b8f4c3e-1f2a-4d5b-8c9d-0123456789ab-0", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+                           "00000007-1f2a-4d5b-8c9d-0123456789ab-12", "raw-id", "", "fg-" + "9" * 200)
+                 for i in (INSTANT, "19700101000000000", "99991231235959999")]
+    values = [encode_location(loc, file_name, one_x) for loc in locations for file_name in (None, name)
+              for one_x in (False, True)]
+    good = len(values)
+    sample = values[5]
+    start = location_start(sample)
+    assert start is not None
+    part = sample[start:]
+    odd = [part[:-1], part + b"\x07", part + b"\x00", b"", part[:1], b"\x00" + part[1:],
+           part.replace(b"\x02", b"\x03", 1), part[:1] + b"\x01" + part[2:],          # another branch; a negative length
+           part[:1] + b"\x02\xff" + part[3:],                                          # not UTF-8
+           part[:-7] + b"\xff" * 9 + b"\x02\x02"]                                    # a varint over 64 bits
+    starts = [location_start(v) for v in values]
+    assert None not in starts
+    parts = [v[s:] for v, s in zip(values, starts)] + odd
+    joined = b"".join(parts)
+    ends = np.cumsum([len(p) for p in parts])
+    found = decode_locations(np.frombuffer(joined, np.uint8), ends - [len(p) for p in parts], ends)
+    expected = [decode_location(v) for v in values] + [decode_location(sample[:start] + p) for p in odd]
+    assert found[:good] == expected[:good] == [locations[i // 4] for i in range(good)]
+    for mine, theirs in zip(found[good:], expected[good:]):
+        assert mine is None or mine == theirs
+
+
+def test_a_base_file_whose_values_differ_before_their_location_reads_value_by_value(tmp_path):
+    """A base file whose values do not share the bytes before their locations (the file name in
+    the meta fields varies here) is decoded value by value, and looks up the same, cold and warm."""
+    base, init, expected, _ = _indexed_table(tmp_path, file_groups=1)
+    table = HudiTable.open(base)
+    (current,), _ = rli_reader.slices(table)
+    path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
+    schema = HFileReader(ST.read_bytes(path)).file_info[b"schema"]
+    records = [(k, encode_location(expected[k], f"file-{i % 3}.hfile")) for i, k in enumerate(sorted(expected))]
+    ST.write_bytes(path, write_hfile(records, {"schema": schema}, block_size=200))
+    rli_reader.clear_cache()
+    asked = [*expected, "absent"]
+    for _ in range(3):
+        assert rli_reader.lookup(HudiTable.open(base), asked) == expected
 
 
 def _indexed_table(tmp_path, file_groups: int = 4):

@@ -16,9 +16,11 @@ from helpers import rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, record_index_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
+from test_hudi_metadata_record_index import assert_decoded_together
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
+from tablespec.hudi.formats.hfile import HFileReader
 from tablespec.hudi.formats.index_defs import RECORD_INDEX_DEFINITION
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
@@ -210,7 +212,10 @@ def test_tablespec_keeps_the_record_index_hudi_1_2_built(hudi, hudi1, tmp_path, 
     as RECORD_LEVEL and plans clean; tablespec looks up, tags (a key moving partition) and keeps it;
     Hudi validates, reads equal and its lookups are tablespec's."""
     location, hudi_read = hudi1.copy(V9_RLI, tmp_path / "h9")
-    assert list((location / ".hoodie" / "metadata" / "record_index").glob("record-index-*.hfile"))
+    hfiles = list((location / ".hoodie" / "metadata" / "record_index").glob("record-index-*.hfile"))
+    assert hfiles
+    for path in hfiles:                       # Hudi 1.2's values decode as lookups decode them, together
+        assert_decoded_together(HFileReader(path.read_bytes(), str(path)))
     doc, _ = _import(tmp_path, location, capsys)
     assert doc["spec"]["index"]["type"] == "RECORD_LEVEL"
     _assert_index_is_the_table(location)

@@ -7,6 +7,7 @@ readRecordIndex) and with the file each key is in. And the index Hudi builds on 
 reads, through tablespec, as the table's keys, its records and delete blocks in Hudi's bytes."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 from interop_support import hudi_df, hudi_write
 from test_hudi_metadata_table import METADATA_ON, hudi_validates, written_table
@@ -22,7 +23,15 @@ from tablespec.hudi.io import LOCAL, join
 from tablespec.hudi.mdt import compaction, layout, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
-from tablespec.hudi.mdt.record_index import RECORD_INDEX, Location, RecordIndexChange
+from tablespec.hudi.mdt.record_index import (
+    RECORD_INDEX,
+    Location,
+    RecordIndexChange,
+    decode_location,
+    decode_locations,
+    location_of,
+    location_start,
+)
 from tablespec.hudi.mdt.records import encode, from_commit
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter
@@ -210,4 +219,18 @@ def test_the_record_index_hudi_builds_reads_as_the_tables_keys(hudi, tmp_path):
                 assert rec["_hoodie_file_name"] == name
                 assert encode({k: rec[k] for k in RECORD_FIELDS}, name) == value, key
                 compacted += 1
+            assert_decoded_together(hfile)
     assert compacted > 0
+
+
+def assert_decoded_together(hfile: HFileReader) -> None:
+    """The values of a base file Hudi wrote share the bytes before their locations (lookups number
+    them by their location parts), and those parts decoded together with numpy give each record's
+    location, as the one-by-one decoder and the generic Avro codec do."""
+    values = [value for _, value in hfile.records()]
+    starts = [location_start(v) for v in values]
+    assert None not in starts and len({v[:s] for v, s in zip(values, starts) if s is not None}) == 1
+    parts = [v[s:] for v, s in zip(values, starts) if s is not None]
+    ends = np.cumsum([len(p) for p in parts])
+    together = decode_locations(np.frombuffer(b"".join(parts), np.uint8), ends - [len(p) for p in parts], ends)
+    assert together == [decode_location(v) for v in values] == [location_of(r) for _, r in metadata_records(hfile)]

@@ -43,6 +43,11 @@ _STAT_FIELDS: tuple[tuple[str, str, Any], ...] = (
 )
 _STAT_KEYS = {key for key, _, _ in _STAT_FIELDS}
 _STAT_PATHS = {"path", "tempPath", "partitionPath"}
+_STAT_DEFAULTS = {attr: default for _, attr, default in _STAT_FIELDS}
+_STAT_RENAMES = tuple((key, attr) for key, attr, _ in _STAT_FIELDS)
+_STAT_PATH_FIELDS = tuple((key, attr) for key, attr, _ in _STAT_FIELDS if key in _STAT_PATHS)
+_STAT_INT_FIELDS = tuple((key, attr) for key, attr, default in _STAT_FIELDS
+                         if key not in _STAT_PATHS and isinstance(default, int))
 
 
 def _path(value: Any, what: str, relative: bool = False) -> Any:
@@ -101,12 +106,14 @@ class WriteStat:
     def from_dict(cls, data: dict[str, Any]) -> WriteStat:
         if not isinstance(data, dict):
             raise HudiFormatError(f"write stat must be a JSON object, found {type(data).__name__}")
-        values = {attr: data.get(key, default) for key, attr, default in _STAT_FIELDS}
-        for key, attr, default in _STAT_FIELDS:
-            if key in _STAT_PATHS:
-                _path(values[attr], f"write stat {key}")
-            elif isinstance(default, int) and values[attr] is not None:
-                _typed(values[attr], int, f"write stat {key}")
+        values = dict(_STAT_DEFAULTS)              # a commit holds thousands of stats: each key looked at once
+        values.update((attr, data[key]) for key, attr in _STAT_RENAMES if key in data)
+        for key, attr in _STAT_PATH_FIELDS:
+            _path(values[attr], f"write stat {key}")
+        for key, attr in _STAT_INT_FIELDS:
+            value = values[attr]
+            if value is not None and type(value) is not int:   # an int passes at once; anything else is checked
+                _typed(value, int, f"write stat {key}")
         if "/" in _typed(values["file_id"], str, "write stat fileId"):
             raise HudiFormatError(f"write stat fileId {values['file_id']!r}: not a file group id")
         _typed(values["prev_commit"], str, "write stat prevCommit")

@@ -607,6 +607,8 @@ def decode_cells(data: bytes, memstore_ts: bool, offset: int = 0) -> Cells:
         return Cells(rows[:len(lengths)], value_start, value_end, data)
     width = int(lengths.max()) if len(lengths) else 1
     columns = np.arange(max(1, width))
+    if len(lengths) and int(lengths.min()) == width > 0 and int(starts.max()) + width <= len(buf):   # one width: no padding
+        return Cells(buf[starts[:, None] + columns].view(f"S{width}").ravel(), value_start, value_end, data)
     take = starts[:, None] + columns
     gathered = buf[np.minimum(take, len(buf) - 1)] if len(buf) else np.zeros(take.shape, np.uint8)
     gathered = np.where(columns < lengths[:, None], gathered, 0).astype(np.uint8)
@@ -628,14 +630,28 @@ def _vlong_sizes(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return np.where(first >= -112, 1, np.where(first < -120, -119 - first, -111 - first))
 
 
+_LATEST = struct.unpack("<Q", _CELL_SUFFIX[1:9])[0]
+
+
+def _suffixes(data: bytes, buf: np.ndarray) -> np.ndarray:
+    """Where `_CELL_SUFFIX` occurs in `data` (it cannot overlap itself), found with numpy: its
+    timestamp's first byte (0x7f, rare elsewhere), then the whole suffix around each."""
+    size = len(_CELL_SUFFIX)
+    at = np.flatnonzero(buf[1:len(buf) - size + 2] == _CELL_SUFFIX[1]) if len(buf) >= size else np.empty(0, np.int64)
+    if not len(at):
+        return at
+    words = np.ndarray((len(buf) - 8,), "<u8", buffer=data, offset=1, strides=(1,))
+    at = at[(words[at] == _LATEST) & (buf[at] == 0) & (buf[at + 9] == _CELL_SUFFIX[9])]
+    return at.astype(np.int64)
+
+
 def _fast_cells(data: bytes, memstore_ts: bool) -> tuple[np.ndarray, ...] | None:
     """(row starts, row lengths, value starts, value ends) of a block of Hudi's cells, or None."""
-    pieces = data.split(_CELL_SUFFIX)
-    if len(pieces) < 2:
-        return None
-    ends = np.cumsum(np.fromiter(map(len, pieces[:-1]), np.int64, len(pieces) - 1) + len(_CELL_SUFFIX))
-    suffix = ends - len(_CELL_SUFFIX)                       # each key's suffix: the row ends there
     buf = np.frombuffer(data, np.uint8)
+    suffix = _suffixes(data, buf)                           # each key's suffix: the row ends there
+    if not len(suffix):
+        return None
+    ends = suffix + len(_CELL_SUFFIX)
     lengths = np.full(len(suffix), -1, np.int64)
     tried: set[int] = set()
     todo = {int.from_bytes(data[8:10], "big")} if len(data) >= 10 else set()

@@ -72,15 +72,21 @@ def file_group_index(key: str, count: int) -> int:
     return abs(int(math.fmod(h, count)))
 
 
-def file_group_indices(keys: Sequence[str], count: int) -> np.ndarray:
-    """`file_group_index` of many keys at once (vectorized: a lookup hashes every key)."""
+def file_group_indices(keys: Sequence[str], count: int,
+                       ascii_keys: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """`file_group_index` of many keys at once (vectorized: a lookup hashes every key);
+    `ascii_keys`: their `ascii_matrix`, when the caller has it."""
     if not keys:
         return np.zeros(0, dtype=np.int64)
-    ascii_keys = ascii_matrix(keys, right=True)      # leading zeros add nothing to the hash
-    if ascii_keys is not None:                       # one UTF-16 unit per byte
-        matrix = ascii_keys[0]
-        weights = _powers(matrix.shape[1])[::-1].copy()      # 31 ** (width - 1 - column)
-        sums = matrix.astype(np.uint64) @ weights            # uint64 wraps: the low 32 bits stay exact
+    ascii_keys = ascii_keys or ascii_matrix(keys)
+    if ascii_keys is not None:                       # one UTF-16 unit per byte: Horner's rule, column by column
+        matrix, lengths = ascii_keys
+        uniform = bool((lengths == matrix.shape[1]).all())
+        hashes = np.zeros(len(matrix), np.uint32)          # uint32 wraps as Java's int does
+        for column in range(matrix.shape[1]):
+            step = hashes * np.uint32(31) + matrix[:, column]
+            hashes = step if uniform else np.where(column < lengths, step, hashes)
+        sums = hashes.astype(np.uint64)
     else:
         units = np.frombuffer("".join(keys).encode("utf-16-be"), dtype=">u2").astype(np.uint64)
         lengths = np.fromiter((len(k.encode("utf-16-be")) // 2 for k in keys), dtype=np.int64, count=len(keys))
@@ -99,9 +105,9 @@ def file_group_indices(keys: Sequence[str], count: int) -> np.ndarray:
     return np.abs(np.fmod(h, count))
 
 
-def ascii_matrix(keys: Sequence[str], right: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
-    """ASCII `keys` (none holding a NUL) as a byte matrix, one row per key zero-padded after it
-    (`right`: before it), and their lengths; None for other keys. Joined with NULs, so numpy finds
+def ascii_matrix(keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """ASCII `keys` (none holding a NUL) as a byte matrix, one row per key zero-padded after it,
+    and their lengths; None for other keys. Joined with NULs, so numpy finds
     the lengths (a Python loop over the keys is what lookups of 100k keys cannot afford)."""
     if not keys:
         return None
@@ -118,10 +124,8 @@ def ascii_matrix(keys: Sequence[str], right: bool = False) -> tuple[np.ndarray, 
     if (lengths == width).all():                               # one length: a view, no gather
         return np.concatenate((buf, np.zeros(1, np.uint8))).reshape(len(keys), width + 1)[:, :width], lengths
     columns = np.arange(width)
-    shift = (width - lengths)[:, None] if right else 0
-    take = np.clip(starts[:, None] + columns - shift, 0, max(len(buf) - 1, 0))
-    inside = columns >= shift if right else columns < lengths[:, None]
-    return np.where(inside, buf[take], 0).astype(np.uint8), lengths
+    take = np.clip(starts[:, None] + columns, 0, max(len(buf) - 1, 0))
+    return np.where(columns < lengths[:, None], buf[take], 0).astype(np.uint8), lengths
 
 
 def _powers(n: int) -> np.ndarray:
@@ -258,6 +262,24 @@ def _read_long(data: bytes, pos: int) -> tuple[int, int]:
     return (n >> 1) ^ -(n & 1), pos
 
 
+def location_start(value: bytes) -> int | None:
+    """Where the location part (the bytes after the type and its three null unions) of an index
+    record's stored bytes starts, or None (another layout). Values that share the bytes before
+    it read the same as their location parts do: a block's values are decoded by those."""
+    try:
+        pos = 0
+        for field_no in range(6):                       # five meta fields (unions), then the key (blanked)
+            length, pos = _read_long(value, pos)
+            if field_no < 5 and length:
+                length, pos = _read_long(value, pos)
+            if length < 0:
+                return None
+            pos += length
+    except IndexError:
+        return None
+    return pos + 5 if value[pos:pos + 5] == _HEAD[1:] else None
+
+
 def decode_location(value: bytes) -> Location | None:
     """The location in an index record's stored bytes; None for bytes of another layout (a
     record of another type, a null field): the caller decodes those with the generic codec."""
@@ -293,6 +315,72 @@ def decode_location(value: bytes) -> Location | None:
     if encoding == UUID_ENCODING:
         file_id = _uuid_file_id(high, low, index)
     return Location(partition, file_id, instant_of_millis(millis))
+
+
+def decode_locations(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> list[Location | None]:
+    """`decode_location` of many location parts at once: part i is data[starts[i]:ends[i]] (numpy
+    bytes), as `location_start` cuts it. Fields are read with numpy across all parts (a lookup of
+    100k keys decodes tens of thousands); None for a part numpy does not settle (a long varint, a
+    field out of bounds, bytes of another layout): the caller decodes that one with its whole value."""
+    n = len(starts)
+    if not n:
+        return []
+    last = len(data) - 1
+    pos, bad = starts.astype(np.int64), np.zeros(n, bool)
+    columns: list[np.ndarray] = []
+    for kind in "sllisl":
+        bad |= (pos >= ends) | (data[np.minimum(pos, last)] != 2)
+        number, pos, wrong = _read_longs(data, pos + 1, ends)
+        bad |= wrong
+        if kind == "s":
+            bad |= (number < 0) | (pos + number > ends)
+            columns.append(pos.copy())
+            pos = pos + np.maximum(number, 0)
+        columns.append(number)
+    encoding, pos, wrong = _read_longs(data, pos, ends)
+    bad |= wrong
+    rest = ends - pos
+    tail_ok = (rest == 0) | ((rest == 2) & (data[np.minimum(pos, last)] == 0) & (data[np.minimum(pos + 1, last)] == 0))
+    bad |= ~tail_ok
+    raw = data.tobytes()
+    part_at, part_len, high, low, index, file_at, file_len, millis = (c.tolist() for c in columns)
+    out: list[Location | None] = []
+    for i, (b, enc) in enumerate(zip(bad.tolist(), encoding.tolist())):
+        if b:
+            out.append(None)
+            continue
+        try:
+            partition = raw[part_at[i]:part_at[i] + part_len[i]].decode("utf-8")
+            file_id = raw[file_at[i]:file_at[i] + file_len[i]].decode("utf-8")
+        except UnicodeDecodeError:
+            out.append(None)
+            continue
+        if enc == UUID_ENCODING:
+            file_id = _uuid_file_id(high[i], low[i], index[i])
+        out.append(Location(partition, file_id, instant_of_millis(millis[i])))
+    return out
+
+
+def _read_longs(data: np.ndarray, pos: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Avro longs (zig-zag varints) at each of `pos`: their values, the positions after them, and
+    which ran past their part's end or past 64 bits (`decode_location` reads those alone)."""
+    last = len(data) - 1
+    value = np.zeros(len(pos), np.uint64)
+    going, wrong = np.ones(len(pos), bool), np.zeros(len(pos), bool)
+    pos = pos.copy()
+    for shift in range(0, 64, 7):
+        wrong |= going & (pos >= ends)
+        byte = data[np.minimum(pos, last)].astype(np.uint64)
+        if shift == 63:                                    # the tenth byte holds the last bit, no more
+            wrong |= going & (byte > 1)
+        value |= np.where(going, (byte & np.uint64(0x7F)) << np.uint64(shift), np.uint64(0))
+        pos += going
+        going &= (byte & np.uint64(0x80)) != 0
+        if not going.any():
+            break
+    wrong |= going
+    signed = (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+    return signed, pos, wrong
 
 
 @dataclass

@@ -5,18 +5,24 @@ A key is looked up in its own file group only (`record_index.file_group_index` o
 slices sorted by file id): the log blocks that count (`reader.log_blocks`: valid instants, less
 rolled back ones) are merged oldest first, the newest record or delete of a key winning; keys the
 logs do not settle are sought in the base HFile through its block index, reading (by byte range)
-and decoding only the data blocks they fall in. Deleted keys are absent from the answer. Records
-in Hudi's stored layout are decoded by `record_index.decode_location`, others by the Avro schema
-their file or block names.
+and decoding only the data blocks they fall in. Deleted keys are absent from the answer.
+
+A base file's values (Hudi's, tablespec's) share every byte before the location (the meta fields
+name the file, the key is blanked): a data block is decoded to its sorted keys (numpy) and, per
+key, a code numbering its value's location part (`record_index.location_start`), all new blocks of
+a file hashed together by Arrow into the index's `_Parts`, shared by its files. Locations are
+decoded only for the keys a lookup finds, all at once with numpy (`record_index.decode_locations`),
+and each distinct one once per process: 100k keys look up in a 2M-key index that holds ~30k
+distinct locations. A block whose values differ before their locations, or whose schema is not
+Hudi's record layout, is decoded value by value (`decode_location`, else the Avro schema its file
+names); log blocks are too (they are small).
 
 Base files never change once written (a new slice is a new file), so a process keeps what it
-decoded of them: each read data block as its sorted keys (numpy) and a code per key into the
-file's distinct locations (a file's keys share few: one per data file group and inserting
-instant), and a file whose blocks are all kept as one array ordered by 64-bit key fingerprints
-(an integer search); least recently used dropped past `CACHE_BYTES` (env
-TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver or a reused
-executor worker then seek in memory, as Hudi's readers do through their block cache. Keys are
-encoded and hashed with numpy, not key by key: 100k keys per lookup.
+decoded of them: each read block's keys and codes, and a file whose blocks are all kept as one
+array ordered by 64-bit key fingerprints (an integer search); least recently used dropped past
+`CACHE_BYTES` (env TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver
+or a reused executor worker then seek in memory, as Hudi's readers do through their block cache.
+Keys are encoded and hashed with numpy, not key by key.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.hfile import SCHEMA_KEY, Cells, HFileReader, bytes_array, clear_hfile_heads, metadata_records
@@ -41,8 +49,10 @@ from tablespec.hudi.mdt.record_index import (
     Location,
     ascii_matrix,
     decode_location,
+    decode_locations,
     file_group_indices,
     location_of,
+    location_start,
 )
 from tablespec.hudi.mdt.records import STORED_SCHEMA, STORED_SCHEMA_1X_JSON
 
@@ -139,13 +149,64 @@ def _base_cells(storage: Storage, base: str, current: layout.Slice) -> Iterator[
 CACHE_BYTES = int(float(os.environ.get("TABLESPEC_RECORD_INDEX_CACHE_MB", "512")) * (1 << 20))
 
 
+class _Parts:
+    """The distinct location parts (`record_index.location_start`) of one index's base-file values
+    under one schema, numbered as first seen, each decoded to its location once a lookup needs it:
+    blocks keep a code per key, and a location shared by many keys, blocks and files is one object."""
+
+    def __init__(self) -> None:
+        self.known = pa.array([], pa.binary())          # code -> part
+        self.locations = np.empty(0, object)
+        self.decoded = np.zeros(0, bool)
+
+    def number(self, parts: pa.Array) -> np.ndarray:
+        """The codes of the distinct `parts` (binary), new ones added."""
+        codes = pc.fill_null(pc.index_in(parts, value_set=self.known), -1).to_numpy().astype(np.int32)
+        new = codes < 0
+        if new.any():
+            codes[new] = np.arange(len(self.known), len(self.known) + int(new.sum()), dtype=np.int32)
+            self.known = pa.concat_arrays([self.known, parts.filter(pa.array(new))])
+            self.locations = np.concatenate([self.locations, np.empty(int(new.sum()), object)])
+            self.decoded = np.concatenate([self.decoded, np.zeros(int(new.sum()), bool)])
+        return codes
+
+    def pick(self, codes: np.ndarray, alone: Callable[[bytes], Location]) -> list[Location]:
+        """The location of each of `codes`, those not yet decoded decoded together (numpy); a part
+        numpy does not settle by `alone` (its whole value through `_location`)."""
+        missing = np.unique(codes[~self.decoded[codes]])
+        if len(missing):
+            taken = self.known.take(pa.array(missing))
+            _, offsets, data = taken.buffers()
+            ends = np.frombuffer(offsets, np.int32, len(taken) + 1, taken.offset * 4).astype(np.int64)
+            raw = np.frombuffer(data, np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
+            found = decode_locations(raw, ends[:-1], ends[1:])
+            for i in (i for i, loc in enumerate(found) if loc is None):
+                found[i] = alone(raw[ends[i]:ends[i + 1]].tobytes())
+            self.locations[missing] = _objects(found)
+            self.decoded[missing] = True
+        return self.locations[codes].tolist()
+
+
+class _Listed:
+    """The distinct values of one block decoded one by one: blocks whose values `_Parts` cannot
+    number (values of another layout or schema, meta fields that vary)."""
+
+    def __init__(self, locations: list[Location]) -> None:
+        self.locations = _objects(locations)
+
+    def pick(self, codes: np.ndarray, alone: Callable[[bytes], Location]) -> list[Location]:
+        return self.locations[codes].tolist()
+
+
 @dataclass(frozen=True)
 class _Located:
     """One data block of a base file (or all of them), decoded: its keys and each key's location.
     Keys are sorted, or (a whole file with `fingerprints`) in the order of their fingerprints."""
     cells: Cells                 # rows only (no data kept)
-    codes: np.ndarray            # per key: its location's number in `locations`
-    locations: list[Location]    # the file's distinct locations (shared by its blocks)
+    codes: np.ndarray            # per key: its location's number in `values`
+    values: _Parts | _Listed     # the locations by number (one `_Parts` shared by an index's files)
+    prefix: bytes                # the bytes before every value's location part (`_Parts` only)
+    schema: str                  # the file's schema (JSON)
     fingerprints: np.ndarray | None = None
 
     @property
@@ -162,7 +223,9 @@ class _Located:
             hit, at = self.find(np.array(keys[plain].tolist() or [b""], dtype="S")[:len(plain)])
             return plain[hit], at
         rows, wanted = self.cells.rows, _fingerprints(keys, self.cells.rows.dtype.itemsize)
-        at = np.minimum(np.searchsorted(self.fingerprints, wanted), len(rows) - 1)
+        order = np.argsort(wanted)                       # sorted needles: each search starts where the last ended
+        at = np.empty(len(wanted), np.int64)
+        at[order] = np.minimum(np.searchsorted(self.fingerprints, wanted[order]), len(rows) - 1)
         hit = np.flatnonzero(self.fingerprints[at] == wanted)
         hit = hit[rows[at[hit]] == keys[hit]]            # a fingerprint is not the key: compare the two
         return hit, at[hit]
@@ -187,46 +250,112 @@ def _fingerprints(rows: np.ndarray, width: int) -> np.ndarray:
 _BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()   # (path, size, block or WHOLE_FILE)
 WHOLE_FILE = -1
 _cached_bytes = 0
-_LOCK = threading.RLock()      # the caches, and a file's value numbering, are shared by threads
-# per base file: each distinct stored value seen -> its number, and the locations by number (a
-# file's keys share few locations: one per data file group and inserting instant)
-_VALUES: OrderedDict[tuple[str, int], tuple[dict[bytes, int], list[Location]]] = OrderedDict()
-_VALUES_KEPT = 256
+_LOCK = threading.RLock()      # the caches and the numbering of parts are shared by threads
+_PARTS: OrderedDict[tuple[str, str], _Parts] = OrderedDict()          # (index folder, schema) -> its parts
+_PARTS_KEPT = 64
 
 
-def _file_values(hfile: HFileReader) -> tuple[dict[bytes, int], list[Location]]:
-    key = (hfile.source, hfile.size)
-    found = _VALUES.get(key)
-    if found is None:
-        found = _VALUES[key] = ({}, [])
-        while len(_VALUES) > _VALUES_KEPT:
-            _VALUES.popitem(last=False)
-    _VALUES.move_to_end(key)
+def _parts_of(path: str, schema: str) -> _Parts:
+    """The numbering of location parts of the index holding base file `path`, under `schema`; one
+    grown past what the cache may hold (or Arrow's 32-bit offsets) is started anew (blocks numbered
+    by the old keep it)."""
+    key = (path.rpartition("/")[0], schema)
+    found = _PARTS.get(key)
+    if found is None or len(found.known) > max(CACHE_BYTES // 64, 1 << 16) or found.known.nbytes > 1 << 30:
+        found = _PARTS[key] = _Parts()
+        while len(_PARTS) > _PARTS_KEPT:
+            _PARTS.popitem(last=False)
+    _PARTS.move_to_end(key)
     return found
 
 
-def _located(hfile: HFileReader, schema: str, block_no: int) -> _Located:
+def _keep(key: tuple[str, int, int], located: _Located) -> None:
     global _cached_bytes
-    with _LOCK:
-        key = (hfile.source, hfile.size, block_no)
-        found = _BLOCKS.get(key)
-        if found is not None:
-            _BLOCKS.move_to_end(key)
-            return found
-        cells = hfile.cells(block_no)
-        numbers, locations = _file_values(hfile)
-        data, known = cells.data, len(numbers)
-        codes = np.fromiter((numbers.setdefault(data[a:b], len(numbers)) for a, b in
-                             zip(cells.value_start.tolist(), cells.value_end.tolist())), np.int32, len(cells.rows))
-        locations.extend(_location((hfile, schema, value)) for value in list(numbers)[known:])
-        empty = np.empty(0, np.int64)
-        located = _Located(Cells(cells.rows, empty, empty, b""), codes, locations)
-        if located.nbytes <= CACHE_BYTES:
-            _BLOCKS[key] = located
-            _cached_bytes += located.nbytes
-            while _cached_bytes > CACHE_BYTES:
-                _cached_bytes -= _BLOCKS.popitem(last=False)[1].nbytes
-        return located
+    if located.nbytes > CACHE_BYTES:
+        return
+    old = _BLOCKS.pop(key, None)
+    _cached_bytes += located.nbytes - (old.nbytes if old is not None else 0)
+    _BLOCKS[key] = located
+    while _cached_bytes > CACHE_BYTES:
+        _cached_bytes -= _BLOCKS.popitem(last=False)[1].nbytes
+
+
+def _shared_start(cells: Cells) -> int | None:
+    """Where every value of the block starts its location part, when all share the bytes before
+    it (Hudi's base files: the meta fields hold the file's name, the key is blanked); else None."""
+    data, starts, ends = cells.data, cells.value_start, cells.value_end
+    if not len(starts):
+        return None
+    start = location_start(data[int(starts[0]):int(ends[0])])
+    if start is None or int((ends - starts).min()) < start:
+        return None
+    buf = np.frombuffer(data, np.uint8)
+    head = buf[int(starts[0]):int(starts[0]) + start]
+    if start < 8:
+        return start if bool((buf[starts[:, None] + np.arange(start)] == head).all()) else None
+    words = np.ndarray((len(buf) - 7,), "<u8", buffer=data, strides=(1,))
+    for at in sorted({*range(0, start - 7, 8), start - 8}):     # 8 bytes at a time, the last overlapping
+        if not bool((words[starts + at] == words[int(starts[0]) + at]).all()):
+            return None
+    return start
+
+
+def _views(blocks: list[tuple[Cells, int]]) -> pa.Array:
+    """The location parts of the blocks' values as one Arrow binary-view array over the blocks'
+    own bytes (block i is its buffer i): numbered without copying them out one by one."""
+    out = []
+    for number, (cells, start) in enumerate(blocks):
+        buf = np.frombuffer(cells.data, np.uint8)
+        at = cells.value_start + start
+        length = (cells.value_end - at).astype("<i4")
+        view = np.empty((len(at), 4), "<i4")                       # length, first 4 bytes, buffer, offset
+        view[:, 0] = length
+        view[:, 2] = number
+        view[:, 3] = at
+        bytes_ = view.view(np.uint8)
+        bytes_[:, 4:8] = buf[np.minimum(at[:, None] + np.arange(4), len(buf) - 1)]
+        short = np.flatnonzero(length <= 12)                       # held in the view itself, zero-padded
+        if len(short):
+            inline = buf[np.minimum(at[short, None] + np.arange(12), len(buf) - 1)]
+            inline[np.arange(12) >= length[short, None]] = 0
+            bytes_[short, 4:] = inline
+        out.append(view)
+    return pa.Array.from_buffers(pa.binary_view(), sum(len(v) for v in out),
+                                 [None, pa.py_buffer(np.concatenate(out)), *(pa.py_buffer(c.data) for c, _ in blocks)])
+
+
+def _decode_blocks(hfile: HFileReader, schema: str, block_nos: list[int]) -> dict[int, _Located]:
+    """Blocks of a base file decoded and kept: their keys, and their values numbered together
+    (one Arrow hash over all of them) in the index's `_Parts`; locations are decoded later, for the
+    keys a lookup finds."""
+    out: dict[int, _Located] = {}
+    fast: list[tuple[int, Cells, int]] = []
+    empty = np.empty(0, np.int64)
+    for n in block_nos:
+        cells = hfile.cells(n)
+        start = _shared_start(cells) if _stored_layout(schema) else None
+        if start is None:
+            numbers: dict[bytes, int] = {}
+            data = cells.data
+            codes = np.fromiter((numbers.setdefault(data[a:b], len(numbers)) for a, b in
+                                 zip(cells.value_start.tolist(), cells.value_end.tolist())), np.int32, len(cells.rows))
+            listed = _Listed([_location((hfile, schema, value)) for value in numbers])
+            out[n] = _Located(Cells(cells.rows, empty, empty, b""), codes, listed, b"", schema)
+        else:
+            fast.append((n, cells, start))
+    if fast:
+        encoded = pc.dictionary_encode(_views([(c, s) for _, c, s in fast]))
+        parts = _parts_of(hfile.source, schema)
+        codes = parts.number(encoded.dictionary.cast(pa.binary()))[encoded.indices.to_numpy()]
+        at = 0
+        for n, cells, start in fast:
+            first = int(cells.value_start[0])
+            out[n] = _Located(Cells(cells.rows, empty, empty, b""), codes[at:at + len(cells.rows)], parts,
+                              cells.data[first:first + start], schema)
+            at += len(cells.rows)
+    for n, located in out.items():
+        _keep((hfile.source, hfile.size, n), located)
+    return out
 
 
 def clear_cache() -> None:
@@ -234,9 +363,16 @@ def clear_cache() -> None:
     global _cached_bytes
     with _LOCK:
         _BLOCKS.clear()
-        _VALUES.clear()
+        _PARTS.clear()
         _cached_bytes = 0
         clear_hfile_heads()
+
+
+def _alone(storage: Storage, path: str, size: int, schema: str, prefix: bytes) -> Callable[[bytes], Location]:
+    """How a location part numpy does not settle is decoded: its whole value, as one record of the file."""
+    def decode(part: bytes) -> Location:
+        return _location((HFileReader.open(storage, path, size), schema, prefix + part))
+    return decode
 
 
 def _base_locations(storage: Storage, base: str, current: layout.Slice,
@@ -250,32 +386,41 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
         whole = _BLOCKS.get((path, current.base_size, WHOLE_FILE))
         if whole is not None:
             _BLOCKS.move_to_end((path, current.base_size, WHOLE_FILE))
-    if whole is not None:                      # every block decoded earlier: one seek in memory
-        hits, at = whole.find(keys)
-        return hits, _pick(whole.locations, whole.codes[at])
+            hits, at = whole.find(keys)                # every block decoded earlier: one seek in memory
+            return hits, whole.values.pick(whole.codes[at], _alone(storage, path, current.base_size, whole.schema,
+                                                                   whole.prefix))
     hfile = HFileReader.open(storage, path, current.base_size)
     schema = hfile.file_info.get(SCHEMA_KEY, b"").decode()
     blocks = hfile.blocks_of(keys)
     order = np.argsort(blocks, kind="stable")
-    groups = np.split(order, np.flatnonzero(np.diff(blocks[order])) + 1)
-    groups = [g for g in groups if blocks[g[0]] >= 0]
-    hfile.prefetch(n for n in (int(blocks[g[0]]) for g in groups) if (hfile.source, hfile.size, n) not in _BLOCKS)
-    positions, locations = [], []
-    for group in groups:
-        located = _located(hfile, schema, int(blocks[group[0]]))
-        hits, at = located.cells.find(keys[group])
-        positions.append(group[hits])
-        known = located.locations              # the block's own list: the file's may have been dropped since
-        locations += _pick(known, located.codes[at])
-    _join_blocks(hfile)
+    groups = [g for g in np.split(order, np.flatnonzero(np.diff(blocks[order])) + 1) if blocks[g[0]] >= 0]
+    wanted = [int(blocks[g[0]]) for g in groups]
+    with _LOCK:
+        missing = [n for n in wanted if (path, current.base_size, n) not in _BLOCKS]
+    hfile.prefetch(missing)                           # read outside the lock: other threads seek meanwhile
+    with _LOCK:
+        have = {n: _BLOCKS.get((path, current.base_size, n)) for n in wanted}
+        for n in (n for n, found in have.items() if found is not None):
+            _BLOCKS.move_to_end((path, current.base_size, n))       # recently used
+        have.update(_decode_blocks(hfile, schema, [n for n, found in have.items() if found is None]))
+        positions: list[np.ndarray] = []
+        codes: list[np.ndarray] = []
+        runs: list[tuple[_Located, int]] = []          # blocks in a row picking from the same values: where they start
+        for group, n in zip(groups, wanted):
+            located = have[n]
+            assert located is not None
+            hits, at = located.cells.find(keys[group])
+            positions.append(group[hits])
+            codes.append(located.codes[at])
+            if not runs or (runs[-1][0].values, runs[-1][0].prefix) != (located.values, located.prefix):
+                runs.append((located, len(codes) - 1))
+        locations: list[Location] = []
+        for i, (located, first) in enumerate(runs):          # one pick per run: decoded together
+            last = runs[i + 1][1] if i + 1 < len(runs) else len(codes)
+            locations += located.values.pick(np.concatenate(codes[first:last]),
+                                             _alone(storage, path, current.base_size, schema, located.prefix))
+        _join_blocks(hfile)
     return (np.concatenate(positions) if positions else np.empty(0, np.int64)), locations
-
-
-def _pick(locations: list[Location], codes: np.ndarray) -> list[Location]:
-    """locations[c] for each of `codes` (numpy takes them: 50k keys in one call)."""
-    table = np.empty(len(locations), object)
-    table[:] = locations
-    return table[codes].tolist()
 
 
 def _join_blocks(hfile: HFileReader) -> None:
@@ -287,70 +432,80 @@ def _join_blocks(hfile: HFileReader) -> None:
         if not parts or any(p is None for p in parts):
             return
         kept = [p for p in parts if p is not None]
-        if len({id(p.locations) for p in kept}) != 1:        # numbered apart (the file's values were dropped between)
+        if len({(id(p.values), p.prefix) for p in kept}) != 1:      # numbered apart, or block by block
             return
         empty = np.empty(0, np.int64)
         rows = [p.cells.rows for p in kept]
         codes = np.concatenate([p.codes for p in kept])
+        first = kept[0]
         if any(r.dtype == object for r in rows):
             whole = _Located(Cells(np.concatenate([r.astype(object) for r in rows]), empty, empty, b""), codes,
-                             kept[0].locations)
+                             first.values, first.prefix, first.schema)
         else:
             joined = np.concatenate(rows)
             prints = _fingerprints(joined, joined.dtype.itemsize)
             order = np.argsort(prints)
-            whole = _Located(Cells(joined[order], empty, empty, b""), codes[order], kept[0].locations, prints[order])
+            whole = _Located(Cells(joined[order], empty, empty, b""), codes[order], first.values, first.prefix,
+                             first.schema, prints[order])
         for key in keys:
             _cached_bytes -= _BLOCKS.pop(key).nbytes
         _BLOCKS[(hfile.source, hfile.size, WHOLE_FILE)] = whole
         _cached_bytes += whole.nbytes
 
 
-def _encoded(keys: list[str]) -> np.ndarray:
-    """`keys` in UTF-8 as a numpy bytes array (ASCII keys converted by numpy in one go)."""
-    found = ascii_matrix(keys)
+def _encoded(keys: list[str], found: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """`keys` (`found`: their `ascii_matrix`) in UTF-8 as a numpy bytes array (ASCII keys
+    converted by numpy in one go)."""
     if found is not None:
         return np.ascontiguousarray(found[0]).view(f"S{found[0].shape[1]}").ravel()
     return bytes_array([k.encode() for k in keys])
 
 
-def _objects(keys: list[str]) -> np.ndarray:
-    out = np.empty(len(keys), object)
-    out[:] = keys
+def _objects(items: Sequence[Any]) -> np.ndarray:
+    """`items` as a numpy object array (never taken apart as sequences)."""
+    out = np.empty(len(items), object)
+    out[:] = items
     return out
 
 
 def _in_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: np.ndarray,
-                   raw: np.ndarray, subset: np.ndarray) -> dict[str, Location]:
-    """Key -> location of the `keys` (an object array of str) at `subset` (their UTF-8 in `raw`)
-    that file group `current` holds; a file of it that does not decode is damage."""
+                   raw: np.ndarray, subset: np.ndarray) -> tuple[list[str], list[Location]]:
+    """The `keys` (an object array of str) at `subset` (their UTF-8 in `raw`) that file group
+    `current` holds, and their locations; a file of it that does not decode is damage."""
     return reader.damaged_if_unreadable(RECORD_INDEX, lambda: _found_in(storage, base, current, valid, keys, raw, subset))
 
 
 def _found_in(storage: Storage, base: str, current: layout.Slice, valid: set[str], keys: np.ndarray,
-              raw: np.ndarray, subset: np.ndarray) -> dict[str, Location]:
+              raw: np.ndarray, subset: np.ndarray) -> tuple[list[str], list[Location]]:
     logged = _log_cells(storage, base, current, valid, lambda: set(raw[subset].tolist())) if current.log_files else {}
     if logged:
         subset = subset[np.fromiter((k not in logged for k in raw[subset].tolist()), bool, len(subset))]
     positions, locations = _base_locations(storage, base, current, raw[subset])
-    out = dict(zip(keys[subset[positions]].tolist(), locations))
-    out.update((k.decode(), _location(cell)) for k, cell in logged.items() if cell is not None)
-    return out
+    found = keys[subset[positions]].tolist()
+    for k, cell in logged.items():
+        if cell is not None:
+            found.append(k.decode())
+            locations.append(_location(cell))
+    return found, locations
 
 
 def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
     """Key -> location of each of `keys` the record index holds (Hudi's readRecordIndex)."""
     found, valid = slices(table)
-    wanted = list(set(keys))
+    wanted = list(keys)                    # a key asked twice is looked up twice: cheaper than a set of 100k
     if not found or not wanted:
         return {}
-    raw, strings = _encoded(wanted), _objects(wanted)
-    indices = file_group_indices(wanted, len(found))
+    matrix = ascii_matrix(wanted)
+    raw, strings = _encoded(wanted, matrix), _objects(wanted)
+    indices = file_group_indices(wanted, len(found), matrix)
     order = np.argsort(indices, kind="stable")
-    out: dict[str, Location] = {}
+    keys_found: list[str] = []
+    locations: list[Location] = []
     for part in np.split(order, np.flatnonzero(np.diff(indices[order])) + 1):
-        out.update(_in_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, strings, raw, part))
-    return out
+        more, where = _in_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, strings, raw, part)
+        keys_found += more
+        locations += where
+    return dict(zip(keys_found, locations))
 
 
 def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str],
@@ -360,7 +515,8 @@ def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid:
     wanted = list(dict.fromkeys(keys))
     if not wanted:
         return {}
-    return _in_file_group(storage, base, current, valid, _objects(wanted), _encoded(wanted), np.arange(len(wanted)))
+    return dict(zip(*_in_file_group(storage, base, current, valid, _objects(wanted),
+                                    _encoded(wanted, ascii_matrix(wanted)), np.arange(len(wanted)))))
 
 
 def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[bytes, Cell]:
