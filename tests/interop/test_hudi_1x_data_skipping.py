@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from helpers import tablespec_rows
 from hudi_process import column_stats_step, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
-from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata
+from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata, clustered_and_cleaned
 from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
@@ -56,12 +56,7 @@ def test_tablespec_keeps_column_and_partition_stats_hudi_1_2_skips_with(hudi, hu
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
 
     # clustering and a clean through `apply`: a replacecommit and a clean, each recorded in both
-    doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
-    doc["spec"]["retention"]["keepCommits"] = 1
-    save_spec(doc, spec_file)
-    kinds = apply_until_done(capsys, spec_file, tmp_path)
-    assert {"clustering", "clean"} <= set(kinds), kinds
-    handle, metadata = _metadata(location)
+    handle, metadata = clustered_and_cleaned(capsys, doc, spec_file, tmp_path, location)
     assert observe(handle).metadata_table.partitions == SKIPPING
     assert any(i.action == layout.COMPACTION and i.completed for i in metadata)
     assert list(Path(location, ".hoodie", "metadata", "column_stats").glob("col-stats-*.hfile"))

@@ -62,6 +62,17 @@ def _assert_validated(on_storage: set[tuple[str, str]], every: list[dict], diffe
     assert differences == []
 
 
+def clustered_and_cleaned(capsys, doc: dict, spec_file, warehouse, location):
+    """A SORT clustering every commit and a clean keeping one commit, run by `apply`: a replacecommit
+    and a clean, each recorded in the metadata table; its (table handle, timeline) after them."""
+    doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
+    doc["spec"]["retention"]["keepCommits"] = 1
+    save_spec(doc, spec_file)
+    kinds = apply_until_done(capsys, spec_file, warehouse)
+    assert {"clustering", "clean"} <= set(kinds), kinds
+    return _metadata(location)
+
+
 def _metadata(location) -> tuple[HudiTable, list[layout.MetaInstant]]:
     table = HudiTable.open(str(location))
     return table, layout.timeline(table.storage, table.base, layout.Format.of(table.config))
@@ -96,12 +107,7 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
 
     # clustering and a clean through `apply`: a replacecommit and a clean, each with its deltacommit;
     # by then the metadata table has MAX_DELTA_COMMITS deltacommits since it began: tablespec compacts it
-    doc["spec"]["clustering"].update(strategy="SORT", sortColumns=["v"], everyNCommits=1)
-    doc["spec"]["retention"]["keepCommits"] = 1
-    save_spec(doc, spec_file)
-    kinds = apply_until_done(capsys, spec_file, tmp_path)
-    assert {"clustering", "clean"} <= set(kinds), kinds
-    handle, metadata = _metadata(location)
+    handle, metadata = clustered_and_cleaned(capsys, doc, spec_file, tmp_path, location)
     actions = {i.action for i in handle.timeline.completed() if i.timestamp in {m.timestamp for m in metadata}}
     assert {"commit", "replacecommit", "clean"} <= actions
     deltas = [i for i in metadata if i.action == layout.DELTA_COMMIT]

@@ -207,14 +207,19 @@ def _compacted_by_apply(tmp_path, location, capsys, doc: dict, spec_file: str) -
     return done.timestamp
 
 
-def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsys):
-    location = tmp_path / "mor_compact"
+def _hudi_0_15_history(hudi, location, capsys):
+    """A version 6 BUCKET table Hudi 0.15 wrote HISTORY into, imported: (location, spec document,
+    spec file, tablespec's table, its snapshot rows)."""
     for operation, data in HISTORY:
         hudi_write(hudi.createDataFrame(data, SCHEMA), str(location), _options(location.name, "bucket", operation))
     _record_index(location, "bucket")
-    doc, spec_file = _import(tmp_path, location, capsys)
+    doc, spec_file = _import(location.parent, location, capsys)
     table = _table(hudi, doc, location)
-    before = tablespec_rows(table)
+    return location, doc, spec_file, table, tablespec_rows(table)
+
+
+def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsys):
+    location, doc, spec_file, table, before = _hudi_0_15_history(hudi, tmp_path / "mor_compact", capsys)
     assert before == hudi_rows(hudi, str(location)) and _values(before) == {"a": 10, "b": 20, "c": 30, "e": 5}
 
     _compacted_by_apply(tmp_path, location, capsys, doc, spec_file)
@@ -263,13 +268,7 @@ def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tm
     """kill -9 once the new base files are written: the compaction stays inflight, readers see the
     table as before; the next apply rolls it back to its plan (a rollback instant, its files deleted),
     runs it again and the table reads as Hudi 0.15 reads it."""
-    location = tmp_path / "mor_killed"
-    for operation, data in HISTORY:
-        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location), _options(location.name, "bucket", operation))
-    _record_index(location, "bucket")
-    doc, spec_file = _import(tmp_path, location, capsys)
-    table = _table(hudi, doc, location)
-    before = tablespec_rows(table)
+    location, doc, spec_file, table, before = _hudi_0_15_history(hudi, tmp_path / "mor_killed", capsys)
     doc["spec"]["compaction"] = RUN_BY_TABLESPEC
     save_spec(doc, spec_file)
     env = {**os.environ, CRASH_ENV: "compaction_written", "TABLESPEC_SPARK_MASTER": "local[1]",
