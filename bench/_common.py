@@ -277,10 +277,10 @@ def hudi_write(df, location: str, options: dict[str, str], operation: str) -> di
 
 
 def hudi_commit_stats(location: str) -> dict:
-    """Rows inserted / updated, files and bytes written by the table's latest completed commit or
-    replacecommit (Hudi 0.15 writes commit metadata as JSON)."""
+    """Rows inserted / updated, files and bytes written by the table's latest completed commit,
+    deltacommit or replacecommit (Hudi 0.15 writes commit metadata as JSON)."""
     timeline = os.path.join(location, ".hoodie")
-    done = sorted(f for f in os.listdir(timeline) if f.endswith((".commit", ".replacecommit")))
+    done = sorted(f for f in os.listdir(timeline) if f.endswith((".commit", ".deltacommit", ".replacecommit")))
     with open(os.path.join(timeline, done[-1])) as fh:
         meta = json.load(fh)
     stats = [s for group in (meta.get("partitionToWriteStats") or {}).values() for s in group]
