@@ -144,7 +144,7 @@ def load_spec(text: str, name: str):
 def apply_plan(spark, loaded, warehouse: str) -> list[str]:
     """`tablespec plan` then `apply` of one spec in this session; the kinds of the actions applied."""
     plan, observed = plan_observed([loaded], Location.parse(warehouse))
-    kinds = [a.kind for t in plan.tables for a in t.actions]
+    kinds: list[str] = [a.kind for t in plan.tables for a in t.actions]
     if kinds:
         Applier(spark=spark, observed=observed).apply(plan)
     return kinds
@@ -357,11 +357,11 @@ def main() -> int:
           f"{lf['slices']} slices with log files")
     print(f"{'phase':<34}{'seconds':>9}{'driver CPU s':>13}{'others':>8}  {'peak RSS MiB d/JVM/w':<21}")
     results = {}
-    for phase, t in timings.items():
-        results[phase] = dict(seconds=round(t["seconds"], 3), runs=t["runs"], driver_cpu_s=round(cpu[phase], 3),
-                              other_cpu_cores=t["other_cpu_cores"], peak_rss=t["peak_rss"])
-        print(f"{phase:<34}{t['seconds']:>9.2f}{cpu[phase]:>13.2f}{max(t['other_cpu_cores']):>8.2f}  "
-              f"{rss_cell(t['peak_rss']):<21}")
+    for phase, timing in timings.items():
+        results[phase] = dict(seconds=round(timing["seconds"], 3), runs=timing["runs"], driver_cpu_s=round(cpu[phase], 3),
+                              other_cpu_cores=timing["other_cpu_cores"], peak_rss=timing["peak_rss"])
+        print(f"{phase:<34}{timing['seconds']:>9.2f}{cpu[phase]:>13.2f}{max(timing['other_cpu_cores']):>8.2f}  "
+              f"{rss_cell(timing['peak_rss']):<21}")
     print("driver CPU = the driver's Python process (tablespec's metadata work; Hudi's is in the JVM); others = CPU "
           "cores other processes kept busy; peak RSS = driver Python / JVM / Python workers")
     print("ratios: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
