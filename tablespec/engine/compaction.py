@@ -115,7 +115,10 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
                      scheduled=scheduled, conflicts=False) as txn:
         job = CompactionJob(table.location, txn.instant, reads, wanted, rules, _slice_schema(spec), avro_schema,
                             bloom_filter=bloom_filters_expected(config.to_properties()))
-        rows = (spark.range(len(reads), numPartitions=max(1, len(reads)))
+        # a few slices per task (each merged and written on its own, memory bounded per slice): a task
+        # per slice paid a Python worker's start-up per slice
+        tasks_n = max(1, min(len(reads), spark.sparkContext.defaultParallelism * 2))
+        rows = (spark.range(len(reads), numPartitions=tasks_n)
                 .mapInArrow(functools.partial(compact_slices, job), tasks.STATS_DDL).collect())
         stats = [r.asDict() for r in rows]
         crash_point("compaction_written")
