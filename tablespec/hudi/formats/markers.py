@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.config import META_FOLDER
 from tablespec.hudi.io import Storage, join, outside_reason
 
 MARKER_FOLDER = ".temp"
@@ -28,7 +29,7 @@ class Marker:
 
 
 def marker_dir(base: str, instant: str) -> str:
-    return join(base, ".hoodie", MARKER_FOLDER, instant)
+    return join(base, META_FOLDER, MARKER_FOLDER, instant)
 
 
 def write_marker(storage: Storage, base: str, instant: str, partition: str, file_name: str, kind: str) -> None:
