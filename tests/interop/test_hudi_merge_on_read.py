@@ -228,6 +228,7 @@ def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsy
     assert hudi_rows(hudi, str(location)) == after
     assert hudi_rows(hudi, str(location), **RO) == tablespec_rows(table, view="read_optimized") == after
     hudi_validates(hudi, str(location))   # the metadata table lists the new base files
+    assert _values(hudi_rs_rows(table.location)) == _values(after)   # the second reader, too
 
     hudi_write(hudi.createDataFrame(ON_TOP, SCHEMA), str(location), _options(location.name, "bucket", "upsert"))
     assert tablespec_rows(table) == hudi_rows(hudi, str(location))
