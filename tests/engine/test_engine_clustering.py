@@ -381,29 +381,17 @@ def test_rewrites_run_a_pending_plan_first_and_never_replace_its_file_groups(spa
     assert not plan_for(unpartitioned, tmp_path).has_changes
 
 
-def test_clustering_on_local_cluster(tmp_path):
-    """Groups rewritten on separate executor JVMs: nothing depends on driver-local state."""
-    from helpers import run_script
+def clustering_on_separate_executors(spark, warehouse: str) -> None:
+    """File groups rewritten on separate executor JVMs (test_engine_local_cluster.py): nothing
+    depends on driver-local state."""
     text = spec_text("{strategy: ZORDER, sortColumns: [customer_id, amount], everyNCommits: 2, "
                      "targetFileSize: 6KiB, smallFileLimit: 5KiB}")
-    (tmp_path / "orders.yaml").write_text(text)
-    proc = run_script(f"""
-        sys.path.insert(0, {str(ROOT / 'tests')!r})
-        from test_engine_clustering import batch, cluster, content, file_columns, small_table
-        from helpers import assert_hudi_rs_agrees
-        from tablespec.engine.session import get_spark
-        spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
-        text = open({str(tmp_path / "orders.yaml")!r}).read()
-        table = small_table(spark, {str(tmp_path)!r}, text, commits=2, n=60)
-        before = content(table)
-        done = cluster(spark, table, text, {str(tmp_path)!r})
-        assert done["actual"].groups == 2 and done["actual"].rows == 120, done
-        assert content(table) == before
-        assert_hudi_rs_agrees(table)
-        spark.stop()
-        print("LOCAL-CLUSTER OK")
-    """)
-    assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-3000:]
+    table = small_table(spark, warehouse, text, commits=2, n=60)
+    before = content(table)
+    done = cluster(spark, table, text, warehouse)
+    assert done["actual"].groups == 2 and done["actual"].rows == 120, done
+    assert content(table) == before
+    assert_hudi_rs_agrees(table)
 
 
 def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterings(spark, tmp_path):

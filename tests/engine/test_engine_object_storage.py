@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from _support import ORDERS_SPEC, ROOT, S3_KEY_ID, S3_SECRET, storage_and_base
-from helpers import rows, run_script, tablespec_rows
+from helpers import make_table, rows, tablespec_rows
 
 from tablespec.apply import Applier
 from tablespec.cli import main
@@ -207,23 +207,15 @@ def test_demo_runs_on_an_s3_warehouse(spark, s3_bucket, capsys):
     assert "sales.orders" in page and "could not be read" not in err
 
 
-def test_executors_in_other_jvms_get_the_storage(s3_bucket, tmp_path):
-    """local-cluster: executors are separate JVMs and Python workers; the storage configuration
-    travels with the tasks, the credentials come from their environment."""
-    (tmp_path / "orders.yaml").write_text(SIMPLE)
-    proc = run_script(f"""
-        from helpers import make_table
-        from tablespec.engine.session import get_spark
-        spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
-        table = make_table(spark, {s3_bucket + "/wh"!r}, open({str(tmp_path / "orders.yaml")!r}).read())
-        df = spark.range(0, 200, numPartitions=4).selectExpr("concat('o', id) as order_id", "id as customer_id",
-            "cast(id as decimal(12,2)) as amount", "timestamp'2026-11-01 00:00:00' as updated_at",
-            "date'2026-11-01' + cast(id % 3 as int) as order_date")
-        assert table.write(df, "upsert").inserted == 200
-        assert table.read().count() == 200
-        print("ok")
-    """)
-    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+def s3_writes_on_separate_executors(spark, warehouse: str) -> None:
+    """Executors in other JVMs and Python workers (test_engine_local_cluster.py): the storage
+    configuration travels with the tasks, the credentials come from their environment."""
+    table = make_table(spark, warehouse, SIMPLE)
+    df = spark.range(0, 200, numPartitions=4).selectExpr("concat('o', id) as order_id", "id as customer_id",
+        "cast(id as decimal(12,2)) as amount", "timestamp'2026-11-01 00:00:00' as updated_at",
+        "date'2026-11-01' + cast(id % 3 as int) as order_date")
+    assert table.write(df, "upsert").inserted == 200
+    assert table.read().count() == 200
 
 
 def test_apply_to_an_s3_uri_reaches_the_bucket_not_a_local_folder(s3_bucket, tmp_path, monkeypatch, capsys):

@@ -187,29 +187,20 @@ def test_replace_table_into_record_level_rebuilds_the_index(spark, tmp_path):
     assert_hudi_rs_agrees(replaced)
 
 
-def test_record_level_writes_on_local_cluster(tmp_path):
-    """Tagging and index deltas on separate executor JVMs: nothing depends on driver-local state."""
-    (tmp_path / "people.yaml").write_text(SPEC)
-    proc = run_script(f"""
-        from helpers import make_table
-        from tablespec.engine.session import get_spark
-        from tablespec.hudi.table import HudiTable
-        from tablespec.index import verify
-        spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
-        table = make_table(spark, {str(tmp_path)!r}, open({str(tmp_path / "people.yaml")!r}).read())
-        df = spark.range(0, 300, numPartitions=4).selectExpr("concat('k', id) as id",
-                                                             "if(id % 2 = 0, 'ams', 'ber') as city", "cast(id as int) as n")
-        assert table.write(df, "upsert").inserted == 300
-        moved = df.filter("n < 50").selectExpr("id", "'cph' as city", "n + 1 as n")
-        r = table.write(moved, "upsert")
-        assert (r.inserted, r.deleted) == (50, 50), r
-        assert verify(HudiTable.open(table.location)).ok, str(verify(HudiTable.open(table.location)))
-        assert table.read().count() == 300 and table.read().filter("city = 'cph'").count() == 50
-        assert table.lookup(["k1", "k299", "nope"]).num_rows == 2
-        spark.stop()
-        print("LOCAL-CLUSTER OK")
-    """)
-    assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stderr[-3000:]
+def record_level_writes_on_separate_executors(spark, warehouse: str) -> None:
+    """Tagging and index deltas on separate executor JVMs (test_engine_local_cluster.py): nothing
+    depends on driver-local state."""
+    table = make_table(spark, warehouse, SPEC)
+    df = spark.range(0, 300, numPartitions=4).selectExpr("concat('k', id) as id",
+                                                         "if(id % 2 = 0, 'ams', 'ber') as city", "cast(id as int) as n")
+    assert table.write(df, "upsert").inserted == 300
+    moved = df.filter("n < 50").selectExpr("id", "'cph' as city", "n + 1 as n")
+    r = table.write(moved, "upsert")
+    assert (r.inserted, r.deleted) == (50, 50), r
+    report = verify(HudiTable.open(table.location))
+    assert report.ok, str(report)
+    assert table.read().count() == 300 and table.read().filter("city = 'cph'").count() == 50
+    assert table.lookup(["k1", "k299", "nope"]).num_rows == 2
 
 
 def test_index_build_on_a_table_without_commits_keeps_hudi_rs_reading(spark, tmp_path):

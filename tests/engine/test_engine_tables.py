@@ -5,7 +5,7 @@ import os
 
 import pytest
 from _support import storage_and_base
-from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table, run_script
+from helpers import assert_hudi_rs_agrees, hudi_rs_rows, make_table
 
 from tablespec.hudi.io import join
 from tablespec.hudi.table import HudiTable, Location
@@ -88,24 +88,15 @@ def test_crashed_write_is_rolled_back_by_next_writer(spark, warehouse):
     assert_hudi_rs_agrees(table)
 
 
-def test_upsert_on_local_cluster(tmp_path):
-    """The same write on separate executor JVMs (local-cluster): nothing depends on driver-local state."""
-    (tmp_path / "items.yaml").write_text(SPEC)
-    proc = run_script(f"""
-        from helpers import assert_hudi_rs_agrees, make_table
-        from tablespec.engine.session import get_spark
-        spark = get_spark("local-cluster[2,1,1024]", {{"spark.executor.memory": "512m"}})
-        table = make_table(spark, {str(tmp_path)!r}, open({str(tmp_path / "items.yaml")!r}).read())
-        df = spark.range(0, 400, numPartitions=4).selectExpr("concat('k', id) as id", "cast(id as int) as qty")
-        assert table.write(df, "upsert").inserted == 400
-        r = table.write(df.filter("qty < 100").selectExpr("id", "qty + 1 as qty"), "upsert")
-        assert (r.inserted, r.updated) == (0, 100), r
-        assert table.read().count() == 400 and table.read().filter("qty = 100").count() == 2
-        assert_hudi_rs_agrees(table)
-        spark.stop()
-        print("LOCAL-CLUSTER OK")
-    """)
-    assert "LOCAL-CLUSTER OK" in proc.stdout, proc.stderr[-3000:]
+def upsert_on_separate_executors(spark, warehouse: str) -> None:
+    """An upsert on separate executor JVMs (test_engine_local_cluster.py): nothing depends on driver-local state."""
+    table = make_table(spark, warehouse, SPEC)
+    df = spark.range(0, 400, numPartitions=4).selectExpr("concat('k', id) as id", "cast(id as int) as qty")
+    assert table.write(df, "upsert").inserted == 400
+    r = table.write(df.filter("qty < 100").selectExpr("id", "qty + 1 as qty"), "upsert")
+    assert (r.inserted, r.updated) == (0, 100), r
+    assert table.read().count() == 400 and table.read().filter("qty = 100").count() == 2
+    assert_hudi_rs_agrees(table)
 
 
 def test_bloom_index_on_real_table_uses_its_bloom_filters(spark, real_table):
