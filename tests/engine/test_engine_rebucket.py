@@ -123,8 +123,8 @@ def test_real_fixture_moved_to_bucket_index(spark, real_table, tmp_path):
 
 
 @pytest.mark.parametrize("point, warehouse", [
-    *[(p, "local") for p in ("before_requested", "mid_write", "after_data_files", "before_completion")],
-    ("after_data_files", "s3")], indirect=["warehouse"])
+    (p, "local") for p in ("before_requested", "mid_write", "after_data_files", "before_completion")],
+    indirect=["warehouse"])   # on S3: test_engine_object_storage.py::test_killed_apply_is_rolled_back_and_redone
 def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, warehouse, monkeypatch, point):
     specs = tmp_path / "specs"
     specs.mkdir()

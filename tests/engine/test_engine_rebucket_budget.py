@@ -73,7 +73,7 @@ def assert_layout(table, files: dict, buckets):
     assert table.verify().ok
 
 
-@pytest.mark.parametrize("warehouse", ["local", "s3"], indirect=True)
+@pytest.mark.parametrize("warehouse", ["local"], indirect=True)   # the split is storage-blind: S3 adds nothing
 def test_bootstrap_split_by_memory_budget_writes_the_same_table(spark, tmp_path, warehouse, monkeypatch):
     whole, split = (make_table(spark, f"{warehouse}/{name}", SIMPLE) for name in ("whole", "split"))
     for table in (whole, split):
