@@ -4,12 +4,13 @@ third compaction scheduled and deltacommits named by it while it is pending), co
 Hudi's `run_clean` on one copy and by `tablespec apply` with the same keepCommits on the other:
 both delete exactly the same base and log files, deltacommits counting as commits, the slice under
 the pending compaction kept. After tablespec's clean Hudi reads the same rows, validates its
-metadata table, and compacts and writes on."""
+metadata table, and compacts and writes on. The same with Apache Hudi 1.2 on table version 9."""
 from __future__ import annotations
 
 import shutil
 
 from helpers import tablespec_rows
+from hudi_process import sql_step, write_step
 from interop_support import hudi_rows, hudi_write
 from test_hudi_clean_agrees import _cleans, _files, _hudi_clean, _tablespec_clean
 from test_hudi_merge_on_read import COMPACT, SCHEDULE, _options, _record_index, _table, _values
@@ -80,3 +81,35 @@ def test_tablespec_and_hudi_clean_the_same_merge_on_read_files(hudi, tmp_path, c
                {**_options(ours.name, "bucket", "upsert"), **NO_CLEAN, **COMPACT})   # runs the pending compaction
     assert tablespec_rows(table) == hudi_rows(hudi, str(ours))
     assert _values(tablespec_rows(table)) == {"a": 14, "b": 21, "c": 32, "d": 41, "e": 5, "f": 6}
+
+
+def test_tablespec_and_hudi_1_2_clean_the_same_version_9_files(hudi1, tmp_path, capsys):
+    """The same history written by Apache Hudi 1.2 (table version 9: log files named by deltacommit,
+    sliced by completion time), cleaned by Hudi 1.2's `run_clean` and by `tablespec apply`."""
+    source = tmp_path / "source" / "mor9_cleaned"
+    hudi1.process.run([write_step(source, {**_options(source.name, "bucket", "upsert"), **NO_CLEAN, **extra}, SCHEMA, data)
+                       for extra, data in HISTORY])
+    _record_index(source, "bucket")
+    timeline = HudiTable.open(str(source)).timeline
+    assert [i.action for i in timeline.pending()] == ["compaction"]
+    written = _files(source)
+    keeps = (1, 3, 4, 5, 8)
+    steps = []
+    for keep in keeps:
+        theirs, ours = tmp_path / f"hudi-{keep}" / source.name, tmp_path / f"ours-{keep}" / source.name
+        shutil.copytree(source, theirs)
+        shutil.copytree(source, ours)
+        steps += [sql_step(f"create table mor9_clean_{keep} using hudi location '{theirs}'"),
+                  sql_step(f"call run_clean(table => 'mor9_clean_{keep}', retain_commits => {keep})"),
+                  sql_step(f"drop table mor9_clean_{keep}")]
+    hudi1.process.run(steps)
+    for keep in keeps:
+        theirs, ours = tmp_path / f"hudi-{keep}" / source.name, tmp_path / f"ours-{keep}" / source.name
+        kinds = _tablespec_clean(capsys, ours.parent, ours, keep)
+        deleted = written - _files(ours)
+        assert deleted == written - _files(theirs), f"keepCommits {keep}"
+        assert _cleans(ours) == _cleans(theirs), f"keepCommits {keep}"
+        if keep == 8:
+            assert kinds == ["update_settings"] and not deleted
+            continue
+        assert kinds == ["update_settings", "clean"] and {f for f in deleted if ".log." in f}, (keep, kinds)
