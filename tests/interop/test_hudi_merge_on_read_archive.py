@@ -4,17 +4,19 @@ hoodie.compact.inline.max.delta.commits N: nothing from the latest compaction on
 deltacommits followed it, else the last N deltacommits). A MOR table Hudi wrote (deltacommits, an
 inline compaction) is copied and archived by Hudi's `archive_commits` on one copy and by tablespec
 on the other, with fewer and with more than N deltacommits after the compaction: the same instants
-move; Hudi reads the table tablespec archived and writes on."""
+move; Hudi reads the table tablespec archived and writes on. The same on table version 9 against
+Hudi 1.2's archiver (its LSM history)."""
 from __future__ import annotations
 
 import shutil
 
+from hudi_process import sql_step, write_step
 from interop_support import hudi_rows, hudi_write
 from test_hudi_archived_timeline import _instant_files, _ours
 from test_hudi_merge_on_read import COMPACT, _options
 from test_hudi_tables import SCHEMA
 
-from tablespec.hudi.archive import ArchiveSettings, archive
+from tablespec.hudi.archive import ArchivedTimeline, ArchiveSettings, archive
 from tablespec.hudi.table import HudiTable
 
 P1 = "2024-01-01"
@@ -66,3 +68,32 @@ def test_tablespec_archives_merge_on_read_instants_as_hudi_does(hudi, tmp_path):
     _write(hudi, by_tablespec, 10, **{"hoodie.archive.automatic": "true", "hoodie.keep.min.commits": "2",
                                       "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1"})
     assert {"a", "k10"} <= {dict(r)["id"] for r in hudi_rows(hudi, str(by_tablespec))}
+
+
+def _archived_9(location) -> set[tuple[str, str]]:
+    return {(i.timestamp, i.action) for i in ArchivedTimeline.of(HudiTable.open(str(location))).completed()}
+
+
+def _active_9(location) -> list[str]:
+    return sorted(p.name for p in (location / ".hoodie" / "timeline").iterdir() if p.is_file() and p.name[:1].isdigit())
+
+
+def test_tablespec_archives_version_9_merge_on_read_instants_as_hudi_1_2_does(hudi1, tmp_path):
+    """The same on table version 9 (Hudi 1.2's LSM history), with more deltacommits than the trigger
+    after the compaction."""
+    location = tmp_path / "mor9_archived"
+    hudi1.process.run([write_step(location, {**_options(location.name, "bucket", "upsert"), **OFF,
+                                             **(COMPACT if n == 2 else {})}, SCHEMA, [("a", n, P1, n), (f"k{n}", n, P1, n)])
+                       for n in range(10)])
+    commits = HudiTable.open(str(location)).timeline.commits()
+    assert [i.action for i in commits] == ["deltacommit"] * 3 + ["commit"] + ["deltacommit"] * 7
+    by_hudi, by_tablespec = tmp_path / "hudi" / location.name, tmp_path / "ours" / location.name
+    shutil.copytree(location, by_hudi)
+    shutil.copytree(location, by_tablespec)
+    hudi1.process.run([sql_step(f"call archive_commits(path => '{by_hudi}', min_commits => 2, max_commits => 3, "
+                                "retain_commits => 1, enable_metadata => false)")])
+    archive(HudiTable.open(str(by_tablespec)), ArchiveSettings(2, 3, 1, compaction_delta_commits=DELTA_COMMITS))
+    ours = _archived_9(by_tablespec)
+    assert ours == _archived_9(by_hudi) and ours
+    assert _active_9(by_tablespec) == _active_9(by_hudi)
+    assert max(ts for ts, _ in ours) < commits[-DELTA_COMMITS].timestamp
