@@ -594,18 +594,15 @@ class Applier:
                 if not now:
                     return Compacted()
                 pending = now[0].params.instant
-            if pending is not None:
-                instant = Instant(pending, COMPACTION, "requested")
-                scheduled = None
-            else:
+            if pending is None:
                 wanted = policy(spec)
                 assert wanted is not None   # planned: a MERGE_ON_READ spec
                 instant, plan = schedule(table, wanted, a.reasons)
-                scheduled = instant.timestamp
-                if self.schedule_only:
-                    return Compacted(scheduled=scheduled, file_slices=len(plan.operations))
-            if self.schedule_only:
-                return Compacted()
+                scheduled, slices = instant.timestamp, len(plan.operations)
+            else:   # a plan scheduled already (by a Hudi writer or an earlier run) runs as it is
+                instant, scheduled, slices = Instant(pending, COMPACTION, "requested"), None, 0
+            if self.schedule_only:   # left pending: reports only what this run scheduled
+                return Compacted(scheduled=scheduled, file_slices=slices)
             done = compaction.run(self.spark, spec, table, instant, table_avro_schema(spec), lock,
                                   scheduled=scheduled is not None)
         return done.model_copy(update={"scheduled": scheduled})

@@ -126,3 +126,29 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     return Compacted(instant=txn.instant, file_slices=len(reads),
                      log_files=sum(len(r.logs) for r in reads), rows=sum(s["num_writes"] for s in stats),
                      bytes_written=sum(s["bytes"] for s in stats), seconds=round(time.monotonic() - started, 2))
+
+
+def after_deltacommit(spark, spec, table: HudiTable, avro_schema: str, lock) -> Compacted | None:
+    """Compaction as housekeeping after a tablespec deltacommit, under the table `lock` the writer
+    holds (as clean and archiving run after actions): when the spec gives compaction to tablespec and
+    its trigger is due, a plan is scheduled and run as `apply` does. None when it is not due, or when
+    a pending plan or write (another writer's) leaves it to the next `apply`."""
+    from datetime import UTC, datetime
+
+    from tablespec.hudi.services.clustering import planned_file_groups
+    from tablespec.hudi.services.compaction import SLICED_BY_COMPLETION, CompactionRefused, backlog, due_reasons, schedule, select
+    from tablespec.plan.compaction import policy, run_by_tablespec
+    wanted = policy(spec)
+    if wanted is None or not run_by_tablespec(spec) or table.table_config.version >= SLICED_BY_COMPLETION:
+        return None
+    timeline = table.timeline   # as the deltacommit left it (the writer refreshed the handle)
+    found = backlog(timeline, table.view, planned_file_groups(timeline))
+    reasons = due_reasons(wanted, found, datetime.now(UTC))
+    if found.pending or not reasons or not select(wanted, found.operations):
+        return None
+    try:
+        instant, _ = schedule(table, wanted, reasons)   # checked again under Hudi's lock
+    except CompactionRefused:   # another writer scheduled one or started a write meanwhile
+        return None
+    return run(spark, spec, table, instant, avro_schema, lock, scheduled=True).model_copy(
+        update={"scheduled": instant.timestamp})

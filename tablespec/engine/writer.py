@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
+from tablespec.engine.compaction import after_deltacommit
 from tablespec.engine.delta import log_targets
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
@@ -38,6 +39,7 @@ from tablespec.hudi.timeline.lock import TableLock
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import write_refusal
 from tablespec.plan.columns import spec_columns
+from tablespec.results import Compacted
 from tablespec.state import TableState, observe
 from tablespec.wording import counted
 
@@ -66,6 +68,7 @@ class WriteResult:
     tag_seconds: float = 0.0           # task seconds spent finding file groups (index lookup, insert placement)
     unchanged: bool = False            # the input has rows, but none changes the table: no commit
     archived: int = 0                  # instants housekeeping archived after the commit
+    compaction: Compacted | None = None  # the compaction housekeeping ran after a deltacommit
 
     def __str__(self) -> str:
         if self.unchanged:
@@ -77,8 +80,10 @@ class WriteResult:
             return f"nothing written ({self.operation}): the input has no rows, so no commit was made"
         ignored = f", {self.ignored} ignored (the stored row is newer)" if self.ignored else ""
         archived = f"; archived {counted(self.archived, 'instant')}" if self.archived else ""
+        compacted = (f"; compacted {counted(int(self.compaction.file_slices), 'file slice')} as {self.compaction.instant}"
+                     if self.compaction is not None else "")
         return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
-                f"{self.deleted} deleted{ignored}, {counted(len(self.files), 'file')} written{archived}")
+                f"{self.deleted} deleted{ignored}, {counted(len(self.files), 'file')} written{compacted}{archived}")
 
 
 def _pending_clustering_groups(timeline: Timeline) -> set[str]:
@@ -115,10 +120,11 @@ class TableWriter:
                     self._refuse(observe(self.table, check_metadata=False))
                 seen = self.table.timeline  # as `locked` read it
                 result = self._write_locked(df, operation, lock)
-                if result.instant is not None:  # the write added a commit: archive as the spec says, if due
-                    done = housekeep(self.table, self.spec.archive_settings, seen, added=1)
-                    if done is not None:
-                        result = dataclasses.replace(result, archived=len(done.archived))
+                if result.instant is not None:  # the write added a commit: compact and archive as the spec says, if due
+                    compacted = (after_deltacommit(self.spark, self.spec, self.table, table_avro_schema(self.spec), lock)
+                                 if self.table.table_config.table_type == "MERGE_ON_READ" else None)
+                    done = housekeep(self.table, self.spec.archive_settings, seen, added=1 + (compacted is not None))
+                    result = dataclasses.replace(result, archived=len(done.archived) if done else 0, compaction=compacted)
                 return result
         finally:
             lock.release()

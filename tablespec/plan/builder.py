@@ -200,9 +200,10 @@ def _beat(state: TableState, instant) -> str:
 
 
 MERGE_ON_READ = "MERGE_ON_READ"
-# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry and
-# compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`).
-MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction"})
+# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry,
+# compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`), clean
+# (file slices with their log files) and archiving (deltacommits and compactions).
+MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive"})
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -326,7 +327,7 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
             "table with Apache Hudi, or the spec to match it")
     left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
     warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
-                "(on merge-on-read tables tablespec runs compaction and no other table service yet)"] if left else []
+                "(on merge-on-read tables tablespec runs compaction, clean and archiving, not clustering yet)"] if left else []
     return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
 
 

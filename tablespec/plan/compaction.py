@@ -31,7 +31,7 @@ def policy(spec) -> Policy | None:
                   c.latest_partitions or Policy.latest_partitions)
 
 
-def _run_by_tablespec(spec) -> bool:
+def run_by_tablespec(spec) -> bool:
     return spec.compaction_settings is not None and spec.compaction_settings.run_by == "tablespec"
 
 
@@ -40,7 +40,7 @@ def pending_notes(state, spec=None) -> list[str]:
     backlog: Backlog | None = state.compaction
     if backlog is None:
         return []
-    who = RUN_BY_TABLESPEC if spec is not None and _run_by_tablespec(spec) else RUN_BY_HUDI
+    who = RUN_BY_TABLESPEC if spec is not None and run_by_tablespec(spec) else RUN_BY_HUDI
     return [f"compaction {instant.timestamp} ({instant.state}) over {len(plan.operations)} file slice(s) is "
             f"pending; {who}" for instant, plan in backlog.pending]
 
@@ -49,7 +49,7 @@ def compaction_actions(spec, state, now: datetime | None = None) -> tuple[list[C
     """The compaction to schedule now (runBy tablespec, the trigger due, nothing pending), and warnings:
     a due compaction that waits for pending writes."""
     wanted, backlog = policy(spec), state.compaction
-    if wanted is None or backlog is None or not _run_by_tablespec(spec):
+    if wanted is None or backlog is None or not run_by_tablespec(spec):
         return [], []
     if backlog.pending:   # one at a time: the pending plan runs (the next is scheduled by a later plan)
         instant, plan = backlog.pending[0]

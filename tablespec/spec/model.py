@@ -559,11 +559,15 @@ class TableSpec(SpecModel):
 
     @property
     def archive_settings(self) -> ArchiveSettings:
-        """The archiving limits the spec declares (or Hudi's defaults, following keepCommits)."""
-        retention = self.spec.retention
+        """The archiving limits the spec declares (or Hudi's defaults, following keepCommits); on a
+        MERGE_ON_READ table, the deltacommits a compaction trigger counts (Hudi's archiver keeps them)."""
+        retention, compaction = self.spec.retention, self.compaction_settings
+        counted = compaction.delta_commits if compaction is not None and compaction.trigger in ("DELTA_COMMITS", "BOTH") \
+            else None
         if retention.archive is None:
-            return ArchiveSettings.following(retention.keep_commits)
-        return ArchiveSettings(retention.archive.min_commits, retention.archive.max_commits, retention.keep_commits)
+            return ArchiveSettings.following(retention.keep_commits, compaction_delta_commits=counted)
+        return ArchiveSettings(retention.archive.min_commits, retention.archive.max_commits, retention.keep_commits,
+                               counted)
 
     @property
     def key_generator(self) -> str:

@@ -194,6 +194,23 @@ def test_plan_merge_on_read_table_is_refused():
         actions(BASE, state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"}))
 
 
+def test_plan_cleans_and_archives_a_merge_on_read_table():
+    """On a MERGE_ON_READ table clean and archiving are planned as on copy-on-write (file slices with
+    their log files; deltacommits and compactions), with no warning leaving them to Hudi's writers;
+    archiving keeps the deltacommits the compaction trigger counts."""
+    text = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  index:")
+    spec = load(text)[0].spec
+    assert spec.archive_settings.compaction_delta_commits == 5
+    state = replace(state_for(text, **{"hoodie.table.type": "MERGE_ON_READ"}),
+                    cleanable={10: {"earliest_instant_to_retain": "20261121000000000", "partitions": 1, "files": 3,
+                                    "bytes_to_free": 300}},
+                    archivable={spec.archive_settings: {"instants": 4, "active_commits": 31}})
+    plan = build_plan(load(text), {LOCATION: state}, Location.parse(WAREHOUSE))
+    assert [a.kind for a in plan.tables[0].actions] == ["clean", "archive"]
+    assert plan.tables[0].actions[0].estimate.files == 3
+    assert not [w for w in plan.tables[0].warnings if "left to Apache Hudi" in w]
+
+
 def test_plan_records_requirements_of_observed_state():
     plan = build_plan(load(BASE), {LOCATION: state_for(BASE)}, Location.parse(WAREHOUSE))
     reqs = {r.type: r for r in plan.tables[0].requirements}

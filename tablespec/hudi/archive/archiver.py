@@ -26,7 +26,7 @@ from tablespec.hudi.archive.timeline import ArchivedTimeline, instant_key
 from tablespec.hudi.io import FileInfo, Storage
 from tablespec.hudi.mdt import archiver as mdt_archiver
 from tablespec.hudi.timeline.active import Timeline
-from tablespec.hudi.timeline.instant import Instant, format_instant_time
+from tablespec.hudi.timeline.instant import COMPACTION, Instant, format_instant_time
 
 if TYPE_CHECKING:
     from tablespec.hudi.table import HudiTable
@@ -42,7 +42,11 @@ def _transition_time(info: FileInfo) -> str:
 
 def write_archive(storage: Storage, base: str, files: Sequence[StateFile], folder: str = DEFAULT_FOLDER) -> str:
     """Step 1: the archive version holding `files`' entries; returns its path."""
-    records = [entry_record(f.instant, storage.read_bytes(f.info.path), _transition_time(f.info), f.info.path)
+    # a compaction's states are archived with its plan, which only the requested file holds
+    plans = {f.instant.timestamp: f.info.path for f in files if f.instant.action == COMPACTION and f.instant.state == "requested"}
+    records = [entry_record(f.instant, storage.read_bytes(plans.get(f.instant.timestamp, f.info.path)
+                                                          if f.instant.action == COMPACTION else f.info.path),
+                            _transition_time(f.info), f.info.path)
                for f in files]
     return write_version(storage, base, records, folder)
 

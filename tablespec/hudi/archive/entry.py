@@ -9,6 +9,8 @@ modification time as `stateTransitionTime`, and the file's content in the field 
     replacecommit inflight / requested  HoodieInflightReplaceMetadata / hoodieRequestedReplaceMetadata
                                         (when the file has content)
     clean completed / pending           hoodieCleanMetadata / hoodieCleanerPlan
+    compaction requested / inflight     hoodieCompactionPlan (the requested file's plan, in both states;
+                                        completed, a compaction is a commit)
     rollback completed                  hoodieRollbackMetadata
     savepoint                           hoodieSavePointMetadata
 
@@ -32,8 +34,18 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA
 from tablespec.hudi.formats.clustering_format import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.formats.commit import CommitMetadata
+from tablespec.hudi.formats.compaction_format import PLAN_SCHEMA
 from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA
-from tablespec.hudi.timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, Instant
+from tablespec.hudi.timeline.instant import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+)
 
 NAMESPACE = "org.apache.hudi.avro.model"
 ROLLING_STAT = "ROLLING_STAT"   # the extra-metadata key Hudi's archiver adds, always empty
@@ -86,6 +98,7 @@ def _entry_schema() -> dict[str, Any]:
         {"name": "commitTime", "type": optional},
         {"name": "actionType", "type": optional},
         {"name": "version", "type": ["int", "null"]},
+        {"name": "hoodieCompactionPlan", "type": ["null", _plain(PLAN_SCHEMA)]},
         {"name": "hoodieCleanerPlan", "type": ["null", _plain(CLEANER_PLAN_SCHEMA)]},
         {"name": "actionState", "type": optional},
         {"name": "hoodieReplaceCommitMetadata",
@@ -145,7 +158,7 @@ def avro_commit(data: dict[str, Any], replace: bool = False) -> dict[str, Any]:
 
 def entry_record(instant: Instant, raw: bytes, transition_time: str | None, where: str) -> dict[str, Any]:
     """The HoodieArchivedMetaEntry Hudi 0.15's archiver writes for one state file of `instant`
-    whose content is `raw`; `where` names the file in errors."""
+    whose content is `raw` (a compaction's: its requested plan); `where` names the file in errors."""
     record: dict[str, Any] = {"commitTime": instant.timestamp, "actionType": instant.action,
                               "actionState": instant.state.upper(), "stateTransitionTime": transition_time,
                               "version": None}
@@ -169,6 +182,9 @@ def entry_record(instant: Instant, raw: bytes, transition_time: str | None, wher
     elif action == ROLLBACK:
         if state == "completed":
             record["hoodieRollbackMetadata"] = _avro_content(raw, ROLLBACK_METADATA_SCHEMA, where)
+    elif action == COMPACTION:
+        if raw.startswith(_AVRO_MAGIC):
+            record["hoodieCompactionPlan"] = _avro_content(raw, PLAN_SCHEMA, where)
     else:
         raise HudiFormatError(f"{where}: tablespec does not archive {action} instants")
     return record

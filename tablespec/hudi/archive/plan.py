@@ -11,7 +11,10 @@ When Hudi's metadata table is in use, nothing at or after its latest compaction 
 (nothing at all before its first). The limits follow the cleaner as Hudi adjusts them: at least
 two more than the commits after the cleaner's earliest commit to retain.
 
-Copy-on-write rules: Hudi's extra bound for merge-on-read compaction scheduling is not applied.
+On merge-on-read tables deltacommits count as commits, a completed compaction is a commit, and
+(ArchiveSettings.compaction_delta_commits, when the compaction trigger counts deltacommits) the
+deltacommits the trigger counts stay: nothing from the latest compaction on while fewer of them
+followed it, else nothing from the `compaction_delta_commits`-th latest of them on.
 """
 from __future__ import annotations
 
@@ -26,7 +29,9 @@ from tablespec.hudi.services.clean import earliest_commit_to_retain
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.instant import (
     CLEAN,
+    COMMIT,
     COMPACTION,
+    DELTA_COMMIT,
     LOG_COMPACTION,
     REPLACE_COMMIT,
     ROLLBACK,
@@ -56,6 +61,7 @@ class ArchiveSettings:
     min_commits: int = DEFAULT_MIN_COMMITS
     max_commits: int = DEFAULT_MAX_COMMITS
     cleaner_commits_retained: int = DEFAULT_CLEANER_COMMITS
+    compaction_delta_commits: int | None = None   # merge-on-read: the deltacommits compaction's trigger counts
 
     def __post_init__(self) -> None:
         for key, value in ((MIN_COMMITS_KEY, self.min_commits), (MAX_COMMITS_KEY, self.max_commits),
@@ -72,14 +78,14 @@ class ArchiveSettings:
 
     @classmethod
     def following(cls, cleaner_commits_retained: int, min_commits: int | None = None,
-                  max_commits: int | None = None) -> ArchiveSettings:
+                  max_commits: int | None = None, compaction_delta_commits: int | None = None) -> ArchiveSettings:
         """The settings with undeclared limits at Hudi's defaults, raised as Hudi's archiver raises
         them when the cleaner retains as many commits or more (min: one above the cleaner's; max:
         the default gap above min), so leaving them out is never an error."""
         low = min_commits if min_commits is not None else max(DEFAULT_MIN_COMMITS, cleaner_commits_retained + 1)
         gap = DEFAULT_MAX_COMMITS - DEFAULT_MIN_COMMITS
         high = max_commits if max_commits is not None else max(DEFAULT_MAX_COMMITS, low + gap)
-        return cls(low, high, cleaner_commits_retained)
+        return cls(low, high, cleaner_commits_retained, compaction_delta_commits)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], origin: str = "Hudi options") -> ArchiveSettings:
@@ -149,7 +155,22 @@ def _clustering_bound(timeline: Timeline, commits: tuple[Instant, ...], clean_re
     return bound
 
 
-def _commits_to_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds: Bounds) -> list[Instant]:
+def _compaction_bound(timeline: Timeline, delta_commits: int) -> str | None:
+    """The oldest instant kept for merge-on-read compaction scheduling
+    (CompactionUtils.getEarliestInstantToRetainForCompaction): the latest completed commit or
+    replacecommit (else the first deltacommit) while fewer than `delta_commits` deltacommits (any
+    state) followed it, else the `delta_commits`-th latest of those: the trigger counts them."""
+    last = max((i.timestamp for i in timeline.completed() if i.action in (COMMIT, REPLACE_COMMIT)), default=None)
+    deltas = [i.timestamp for i in timeline.instants if i.action == DELTA_COMMIT and (last is None or i.timestamp > last)]
+    if last is None and not deltas:
+        return None
+    if len(deltas) < delta_commits:
+        return last or deltas[0]
+    return deltas[len(deltas) - delta_commits]
+
+
+def _commits_to_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds: Bounds,
+                        delta_commits: int | None = None) -> list[Instant]:
     commits = timeline.commits()
     if len(commits) <= max_keep:
         return []
@@ -164,6 +185,9 @@ def _commits_to_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds
     clustering = _clustering_bound(timeline, commits, bounds.clean_retains)
     if clustering is not None:
         limits.append(clustering)
+    compaction = _compaction_bound(timeline, delta_commits) if delta_commits is not None else None
+    if compaction is not None:
+        limits.append(compaction)
     eligible = [c for c in commits if all(c.timestamp < limit for limit in limits)]
     return eligible[:len(commits) - min_keep]
 
@@ -193,15 +217,17 @@ def plan_archive(timeline: Timeline, settings: ArchiveSettings, bounds: Bounds =
     0.15's for a version-6 timeline, Hudi 1.2's (`plan_lsm_archive`) for a layout-2 one."""
     min_keep, max_keep = keep_limits(timeline, settings)
     if timeline.layout == 2:
-        return plan_lsm_archive(timeline, min_keep, max_keep, bounds)
-    candidates = _cleans_to_archive(timeline, min_keep, max_keep) + _commits_to_archive(timeline, min_keep, max_keep, bounds)
+        return plan_lsm_archive(timeline, min_keep, max_keep, bounds, settings.compaction_delta_commits)
+    candidates = _cleans_to_archive(timeline, min_keep, max_keep) + _commits_to_archive(
+        timeline, min_keep, max_keep, bounds, settings.compaction_delta_commits)
     if bounds.metadata_table:
         compacted = bounds.metadata_compacted
         candidates = [] if compacted is None else [i for i in candidates if i.timestamp < compacted]
     return ArchivePlan(tuple(candidates), min_keep, max_keep)
 
 
-def plan_lsm_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds: Bounds) -> ArchivePlan:
+def plan_lsm_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds: Bounds,
+                     delta_commits: int | None = None) -> ArchivePlan:
     """Hudi 1.2's rules (TimelineArchiverV2) on a layout-2 timeline, after the limits: commits as
     in 0.15 (pending, savepoint and clustering bounds), but the metadata table's bound is the
     first commit that *completed* after its latest compaction (completion times order what its
@@ -209,7 +235,7 @@ def plan_lsm_archive(timeline: Timeline, min_keep: int, max_keep: int, bounds: B
     requested before the newest commit archived, whatever their count. All in requested-time order."""
     if bounds.metadata_table and bounds.metadata_compacted is None:
         return ArchivePlan((), min_keep, max_keep)   # before its first compaction, nothing
-    commits = _commits_to_archive(timeline, min_keep, max_keep, bounds)
+    commits = _commits_to_archive(timeline, min_keep, max_keep, bounds, delta_commits)
     if bounds.metadata_table and bounds.metadata_compacted is not None:
         compacted = bounds.metadata_compacted
         after = [c.timestamp for c in timeline.commits() if c.completed_at > compacted][:1]
