@@ -70,7 +70,8 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
 def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, capsys, monkeypatch):
     """A table whose metadata table has column_stats: import declares it (spec.dataSkipping) and plans
     clean; a spec without the section keeps it; one whose section leaves it out drops it; one declaring
-    an index the table lacks, or bloom filters, is refused in one line naming the file and line."""
+    an index the table lacks plans its build (files to read, bytes); bloom filters are refused in one
+    line naming the file and line."""
     base = real_table(TABLE)
     monkeypatch.chdir(tmp_path)
     warehouse = str(base.parent)
@@ -110,9 +111,15 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     assert HudiTable.open(str(base)).table_config.to_properties()[PARTITIONS_KEY] == "files"
 
     (tmp_path / "t.yaml").write_text(out)                           # declared, but the table lacks it now
-    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
-    assert code == 1 and "declares column_stats, which its metadata table does not have" in err
-    assert len([n for n in err.splitlines() if ": warning:" not in n]) == 1 and "Traceback" not in err
+    [build] = _plan(capsys, "t.yaml", warehouse)                    # built from the latest base files' footers
+    latest = [s.base_file for s in HudiTable.open(str(base)).view.latest_slices() if s.base_file is not None]
+    assert build["kind"] == "build_data_skipping" and build["params"] == {"partitions": ["column_stats"]}
+    assert build["estimate"] == {"partitions": len(on_storage := writer.list_data_files(LocalStorage(), str(base))),
+                                 "files": len(latest), "bytes": sum(f.size for f in latest)}
+    assert 0 < len(latest) < sum(map(len, on_storage.values()))     # latest files only, not older versions
+    assert "declares column_stats, which the table's metadata table does not have" in build["reasons"][0]
+    code, text, _ = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
+    assert code == 0 and "~ build_data_skipping" in text and f"files={len(latest)}" in text, text
     lines = out.splitlines()
     at = lines.index("    columnStats: {}") + 2
     (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    columnStats: {}\n    bloomFilters: true\n"))
