@@ -7,6 +7,7 @@ column, tight bounds over its latest files), each at its own initializing deltac
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from tablespec.hudi.mdt.record_index import file_group_indices
 from tablespec.hudi.mdt.records import encode
 
 if TYPE_CHECKING:
+    from tablespec.hudi.config import TableConfig
     from tablespec.hudi.table import HudiTable
 
 FILE_GROUPS = {COLUMN_STATS: 2, PARTITION_STATS: 1}   # Hudi's defaults (...column.stats.file.group.count)
@@ -56,14 +58,14 @@ def initialize(table: HudiTable, ranges: Mapping[tuple[str, str], Sequence[Colum
     `initializer.initialize` says."""
     one_x = table.config is not None and table.config.version >= 8
 
-    def define(config):
+    def define(config: TableConfig) -> TableConfig:
         return index_defs.with_index(table.storage, table.base, config,
                                      index_defs.column_stats_definition(list(columns or ())))
     instants = []
     for partition in (p for p in (COLUMN_STATS, PARTITION_STATS) if p in partitions):
         groups = by_file_group(records(partition, ranges, one_x), FILE_GROUPS[partition])
         instants.append(initializer.initialize(
-            table, partition, groups, lambda n, p=partition: file_id(p, n),
+            table, partition, groups, functools.partial(file_id, partition),
             lambda record, name: encode(record, name, one_x),
             define if partition == COLUMN_STATS and columns is not None else None))
     return instants

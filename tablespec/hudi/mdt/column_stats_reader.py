@@ -72,7 +72,7 @@ def excludes(stats: Mapping[str, Any], value: Any) -> bool:
 
 
 def skipped(found: Stats, partition: str, file_name: str, filters: Mapping[str, Any],
-            kinds: Mapping[str, str]) -> bool:
+            kinds: Mapping[str, str | None]) -> bool:
     """Whether a base file can be skipped for equality `filters` (column -> value); `kinds`: each
     column's kind (`column_stats.kind_of`), only COMPARED_KINDS are compared."""
     return any(kinds.get(c) in COMPARED_KINDS
