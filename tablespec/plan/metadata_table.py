@@ -9,10 +9,11 @@ from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
 from tablespec.hudi.mdt.layout import FILES
 from tablespec.hudi.mdt.sync import maintained_partitions
-from tablespec.hudi.metadata_table import unmaintained
+from tablespec.hudi.metadata_table import PARTITIONS_KEY, unmaintained
 from tablespec.plan.actions import (
     BuildDataSkipping,
     BuildMetadataTable,
+    Change,
     DataSkippingIndexes,
     DropMetadataPartitions,
     FooterEstimate,
@@ -105,16 +106,20 @@ def data_skipping_actions(spec, state: TableState) -> list:
     if missing:
         files = [g for g in state.file_groups if g.base_file]
         named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
+        columns = _indexed_columns(spec, state)
         actions.append(BuildDataSkipping(
-            params=DataSkippingIndexes(partitions=list(missing), columns=_indexed_columns(spec, state)),
+            params=DataSkippingIndexes(partitions=list(missing), columns=columns),
+            changes=[Change(path="metadataTable.partitions", new=list(missing), property=PARTITIONS_KEY)] + (
+                [Change(path="metadataTable.columnStats.columns", new=columns)]
+                if columns is not None and COLUMN_STATS in missing else []),
             estimate=FooterEstimate(partitions=len({g.partition for g in files}), files=len(files),
                                     bytes=sum(g.size for g in files)),
             reasons=[f"spec.dataSkipping declares {', '.join(missing)}, which the table's metadata table "
                      + (f"has half-built ({', '.join(named)}: dropped and built again, never trusted)" if named
                         else "does not have") + "; built from the Parquet footers of its latest base files"]))
-    columns = declared.column_stats.columns if declared.column_stats is not None else None
-    if COLUMN_STATS not in missing and columns is not None and state.table_config.version >= 8 and list(
-            columns) != list(indexed_columns(state.handle) or ()):
+    listed = declared.column_stats.columns if declared.column_stats is not None else None
+    if COLUMN_STATS not in missing and listed is not None and state.table_config.version >= 8 and list(
+            listed) != list(indexed_columns(state.handle) or ()):
         raise PlanError(f"{where}: spec.dataSkipping.columnStats.columns differ from the columns the table's "
                         f"column statistics cover ({', '.join(indexed_columns(state.handle) or ())}): changing them "
                         "rebuilds the index, which tablespec does not do yet")

@@ -120,6 +120,9 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     assert "declares column_stats, which the table's metadata table does not have" in build["reasons"][0]
     code, text, _ = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
     assert code == 0 and "~ build_data_skipping" in text and f"files={len(latest)}" in text, text
+    assert "+ metadataTable.partitions = [\"column_stats\"]" in text, text
+    code, text, _ = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse, "--format", "markdown")
+    assert code == 0 and "build_data_skipping" in text and "metadataTable.partitions" in text, text
     lines = out.splitlines()
     at = lines.index("    columnStats: {}") + 2
     (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    columnStats: {}\n    bloomFilters: true\n"))
