@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
-from tablespec.hudi.keys import METADATA_ENABLE
+from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
 from tablespec.hudi.mdt.layout import FILES
@@ -103,6 +103,11 @@ def data_skipping_actions(spec, state: TableState) -> list:
     where = f"table {spec.metadata.name} at {state.location}"
     actions: list = []
     missing = indexes_to_build(spec, state)
+    if missing and state.table_config.table_type == "MERGE_ON_READ":
+        raise PlanError(f"{where}: spec.dataSkipping declares {', '.join(missing)}, which the table lacks: tablespec "
+                        "builds them from base files' Parquet footers, and a MERGE_ON_READ table's log files have "
+                        f"none; build them with a Hudi writer ({METADATA_COLUMN_STATS_ENABLE.name}=true) or "
+                        "remove the declaration")
     if missing:
         files = [g for g in state.file_groups if g.base_file]
         named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from _support import cli as _cli
+from _support import table_files
 
 from tablespec.hudi.config import write_table_config
 from tablespec.hudi.formats.logfile import delete_block, encode_block
@@ -128,3 +129,18 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    columnStats: {}\n    bloomFilters: true\n"))
     code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
     assert code != 0 and f"t.yaml:{at}" in err and "bloom_filters partition is not kept by tablespec" in err, err
+
+
+def test_data_skipping_on_a_merge_on_read_table_is_refused_untouched(real_table, tmp_path, capsys, monkeypatch):
+    """Column statistics are built from base files' footers; a merge-on-read table's log files have none:
+    declaring them on such a table is refused in one line, the table untouched."""
+    base = real_table("mor_parquet_v6_simplekeygen_nonhivestyle")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(capsys, "import", str(base))
+    assert code == 0, err
+    (tmp_path / "t.yaml").write_text(out.replace("  retention:", "  dataSkipping:\n    columnStats: {}\n  retention:", 1))
+    before = table_files(base)
+    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", str(base.parent))
+    assert code == 1 and "a MERGE_ON_READ table's log files have none" in err, err
+    assert len([n for n in err.splitlines() if ": warning:" not in n]) == 1 and "Traceback" not in err
+    assert table_files(base) == before
