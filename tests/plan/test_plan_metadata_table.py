@@ -87,6 +87,9 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     (tmp_path / "t.yaml").write_text(out)
     [drop] = _plan(capsys, "t.yaml", warehouse)                    # ... and never trusted
     assert drop["params"] == {"partitions": ["column_stats"]} and "no completed file group" in drop["reasons"][0]
+    (tmp_path / "d.yaml").write_text(out.replace("  retention:", "  dataSkipping:\n    columnStats: {}\n  retention:", 1))
+    [build] = _plan(capsys, "d.yaml", warehouse)                   # declared: built again instead
+    assert build["kind"] == "build_data_skipping" and "half-built (column_stats" in build["reasons"][0]
     # its file groups as Hudi starts them: a first log file (an empty delete block) at a completed instant
     built = layout.timeline(LocalStorage(), str(base))[0].timestamp
     for n in range(2):
