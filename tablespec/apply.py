@@ -35,6 +35,7 @@ from tablespec.plan.actions import (
     Archive,
     BucketBootstrap,
     BucketRescale,
+    BuildDataSkipping,
     BuildMetadataTable,
     CatalogSync,
     Clean,
@@ -66,6 +67,7 @@ from tablespec.results import (
     Cleaned,
     Clustered,
     Compacted,
+    DataSkippingBuilt,
     IndexDropped,
     IndexResult,
     MetadataBuilt,
@@ -90,7 +92,7 @@ from tablespec.state import TableState, observe
 VERSION_9_ACTIONS = frozenset({"update_settings", "clean", "clustering", "rollback", "bucket_rescale",
                                "drop_metadata_partitions", "schema_evolution", "bucket_bootstrap",
                                "index_migration", "replace_table", "build_metadata_table", "archive", "catalog_sync",
-                               "record_index_build", "compaction"})
+                               "record_index_build", "compaction", "build_data_skipping"})
 # Actions that build a RECORD_LEVEL table's record index (which needs the metadata table's files partition).
 RECORD_INDEX_BUILDS = frozenset({"index_migration", "bucket_bootstrap", "replace_table", "record_index_build"})
 
@@ -537,6 +539,17 @@ class Applier:
             instant = mdt_writer.initialize(table, listing)
         return MetadataBuilt(instant=instant, files=sum(len(f) for f in listing.values()))
 
+    def visit_build_data_skipping(self, t: TablePlan, a: BuildDataSkipping, spec: TableSpec) -> DataSkippingBuilt:
+        """Build the declared data-skipping partitions from the latest base files' footers, once
+        `locked` dropped a half-built one or a build that died (named inflight); one a Hudi writer
+        built meanwhile is kept."""
+        from tablespec.engine.data_skipping import build
+        from tablespec.hudi.mdt.column_stats_changes import kept
+        table = self.table(t)
+        with self._locked(t):
+            wanted = [p for p in a.params.partitions if p not in kept(table)]
+            return build(self.spark, table, wanted, a.params.columns) if wanted else DataSkippingBuilt()
+
     def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
                                        spec: TableSpec) -> MetadataDropped:
         """Drop the metadata-table partitions tablespec does not maintain (as named under Hudi's lock)."""
@@ -644,6 +657,7 @@ EXECUTORS: dict[str, Callable[[Applier, TablePlan, Any, TableSpec], ActionOutcom
     "catalog_sync": Applier.visit_catalog_sync,
     "upgrade_table": Applier.visit_upgrade_table,
     "compaction": Applier.visit_compaction,
+    "build_data_skipping": Applier.visit_build_data_skipping,
 }
 """The executor of each action kind: the Applier step that runs it and returns its typed result."""
 if set(EXECUTORS) != set(KINDS):  # every kind has an executor: a plan never holds a kind apply cannot run

@@ -52,6 +52,12 @@ class MetadataBuilt(Measured):
     files: Count = 0                     # data files it lists
 
 
+class DataSkippingBuilt(Measured):
+    instants: list[str] = []             # the initializing deltacommit of each partition built
+    files: Count = 0                     # base files whose footers were read
+    seconds: Seconds | None = None
+
+
 class MetadataDropped(Measured):
     partitions: list[str] = []           # metadata-table partitions dropped (none: gone already)
 
@@ -109,4 +115,5 @@ class Upgraded(Measured):
 
 
 ActionOutcome = (NoResult | IndexResult | IndexDropped | Rebucketed | Replaced | Cleaned | Archived | Clustered
-                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded | Compacted)
+                 | RolledBack | MetadataBuilt | MetadataDropped | CatalogSynced | Upgraded | Compacted
+                 | DataSkippingBuilt)

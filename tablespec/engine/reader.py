@@ -1,7 +1,9 @@
 """Snapshot, time-travel and incremental reads: the latest completed file slices, as Spark reads parquet.
 
 Which files to read is decided from metadata only (timeline + file-system view); Spark only
-reads them. An equality filter on every hash field of a BUCKET table prunes to one bucket.
+reads them. An equality filter on every hash field of a BUCKET table prunes to one bucket; with the
+metadata table's column statistics, equality filters skip base files whose range excludes the value
+(mdt/column_stats_reader.py; slices with log files are always read).
 On a merge-on-read table a snapshot reads each slice with log files merged on an executor
 (arrow/merge.py: one slice at a time, so memory is bounded per slice); the read-optimized view
 reads the newest base file of each file group only, as Hudi's read-optimized query does.
@@ -23,6 +25,7 @@ from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
+from tablespec.hudi.mdt import column_stats, column_stats_reader
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
 from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
@@ -76,7 +79,16 @@ def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filte
     if key_hash is not None:
         layout = BucketLayout.of_bucket_spec(spec)  # buckets per partition (RFC-89) decide the modulus
         slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
-    return slices
+    return _skipped_by_statistics(table, slices, spec, filters)
+
+
+def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], spec, filters: dict | None) -> list[FileSlice]:
+    """`slices` less the base files (without log files) whose column statistics exclude a filter's value."""
+    if not filters or spec is None or (found := column_stats_reader.stored(table)) is None:
+        return slices
+    kinds = {f.name: column_stats.kind_of(f) for f in data_schema(spec)}
+    return [s for s in slices if s.log_files or s.base_file is None
+            or not column_stats_reader.skipped(found, s.partition, s.base_file.name, filters, kinds)]
 
 
 def _filter_hash(spec, filters: dict | None) -> int | None:

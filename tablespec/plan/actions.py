@@ -23,7 +23,7 @@ ActionKind = Literal[
     "create_table", "update_settings", "index_migration", "bucket_bootstrap", "bucket_rescale",
     "schema_evolution", "replace_table", "rollback", "clean", "record_index_build", "clustering",
     "archive", "build_metadata_table", "drop_metadata_partitions", "catalog_sync", "upgrade_table",
-    "compaction",
+    "compaction", "build_data_skipping",
 ]
 IndexType = Literal["SIMPLE", "BLOOM", "BUCKET", "RECORD_LEVEL"]
 
@@ -159,6 +159,13 @@ class MetadataPartitions(Measured):
     partitions: list[str]   # Hudi metadata-table partitions dropped
 
 
+class DataSkippingIndexes(Measured):
+    """The data-skipping partitions a build writes, and (version 9) the columns its definition lists."""
+
+    partitions: list[str]             # column_stats, and partition_stats (version 9)
+    columns: list[str] | None = None  # None: every column Hudi 0.15 indexes (version 6)
+
+
 class ClusteringParams(Measured):
     instant: str | None = None   # a pending plan to run (else the next step is scheduled)
     step: Step | None = None
@@ -215,6 +222,12 @@ class MetadataBuildEstimate(Measured):
     partitions: Count
     files: Count            # data files the `files` partition lists
     bytes: Bytes
+
+
+class FooterEstimate(Measured):
+    partitions: Count       # data partitions
+    files: Count            # latest base files whose Parquet footers are read (not their rows)
+    bytes: Bytes            # those files' size, which the statistics describe
 
 
 class ClusteringEstimate(Measured):
@@ -353,6 +366,16 @@ class DropMetadataPartitions(BaseAction):
     housekeeping: ClassVar[bool] = True
 
 
+class BuildDataSkipping(BaseAction):
+    """Building the data-skipping indexes a spec declares that the table lacks or has half-built
+    (Hudi's `column_stats`, and `partition_stats` on version 9): from the footers of the latest base
+    files, read on Spark, each partition initialized in the metadata table as Hudi initializes it."""
+    kind: Literal["build_data_skipping"] = "build_data_skipping"
+    params: DataSkippingIndexes
+    estimate: FooterEstimate
+    needs_spark: ClassVar[bool] = True
+
+
 class RecordIndexBuild(BaseAction):
     """Building Hudi's record index (the metadata table's `record_index` partition) of a RECORD_LEVEL
     table that lacks it (Hudi wrote without it), and removing tablespec's earlier private index
@@ -406,7 +429,7 @@ class Compaction(BaseAction):
 Action = Annotated[CreateTable | UpdateSettings | IndexMigration | BucketBootstrap | BucketRescale | SchemaEvolution
                    | ReplaceTable | Rollback | Clean | Archive | RecordIndexBuild
                    | Clustering | BuildMetadataTable | DropMetadataPartitions | CatalogSync | UpgradeTable
-                   | Compaction,
+                   | Compaction | BuildDataSkipping,
                    Field(discriminator="kind")]
 KINDS: dict[str, type[BaseAction]] = {
     cls.model_fields["kind"].default: cls for cls in get_args(get_args(Action)[0])}

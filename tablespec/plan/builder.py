@@ -51,7 +51,7 @@ from tablespec.plan.clustering import clustering_actions, pending_runs, spec_cov
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
-from tablespec.plan.metadata_table import data_skipping_actions, metadata_table_actions, rebuilt
+from tablespec.plan.metadata_table import data_skipping_actions, indexes_to_build, metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
     HASH_FIELDS,
     LABEL_PREFIX,
@@ -279,7 +279,7 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     if upgrade is not None:   # housekeeping waits for the table at its new version (the next plan)
         return _table_plan(loaded, state, actions, [])
     switching = any(a.kind in ("index_migration", "replace_table", "bucket_bootstrap") for a in actions)
-    drops = metadata_table_actions(state) + data_skipping_actions(spec, state)
+    drops = metadata_table_actions(state, indexes_to_build(spec, state)) + data_skipping_actions(spec, state)
     actions[at:at] = _merged_drops(drops + ([] if switching else _record_index_dropped(spec, state)))
     cleanable = state.cleanable.get(spec.spec.retention.keep_commits) if state.exists else None
     if cleanable and not any(a.destructive for a in actions):

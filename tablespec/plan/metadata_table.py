@@ -6,31 +6,38 @@ from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
 from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
-from tablespec.hudi.mdt.column_stats_changes import half_built, indexed_columns, kept_in
+from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
 from tablespec.hudi.mdt.layout import FILES
 from tablespec.hudi.mdt.sync import maintained_partitions
-from tablespec.hudi.metadata_table import unmaintained
+from tablespec.hudi.metadata_table import PARTITIONS_KEY, unmaintained
 from tablespec.plan.actions import (
+    BuildDataSkipping,
     BuildMetadataTable,
+    Change,
+    DataSkippingIndexes,
     DropMetadataPartitions,
+    FooterEstimate,
     MetadataBuildEstimate,
     MetadataPartitions,
 )
 from tablespec.state import TableState
 
 
-def metadata_table_actions(state: TableState) -> list:
-    """The actions that make an existing table's metadata table one tablespec keeps true."""
+def metadata_table_actions(state: TableState, rebuilt_by_spec: tuple[str, ...] = ()) -> list:
+    """The actions that make an existing table's metadata table one tablespec keeps true;
+    `rebuilt_by_spec`: the data-skipping partitions a `build_data_skipping` builds (again): not
+    dropped here (its apply drops a half-built one first)."""
     if not state.exists or unwritable_version(state.table_config) is not None:
         return []  # a table tablespec does not write keeps what its Hudi writers keep
     actions: list = []
-    dropped = unmaintained(state.config, maintained_partitions(state.config))
+    dropped = tuple(p for p in unmaintained(state.config, maintained_partitions(state.config)) if p not in rebuilt_by_spec)
     if dropped:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(dropped)), reasons=[
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
-    unbuilt = half_built(state.table) if state.table is not None and kept_in(state.config) else ()
+    unbuilt = tuple(p for p in half_built(state.table) if p not in rebuilt_by_spec) \
+        if state.table is not None and kept_in(state.config) else ()
     if unbuilt:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(unbuilt)), reasons=[
             f"Hudi's metadata table names {', '.join(unbuilt)} but holds no completed file group of it (a restore "
@@ -52,43 +59,81 @@ def metadata_table_actions(state: TableState) -> list:
     return actions
 
 
-def undeclared_indexes(spec, config) -> tuple[str, ...]:
-    """The data-skipping partitions a table with `config` has that its spec's `dataSkipping` section (when
-    it has one) does not declare: dropped, as a Hudi writer with them off drops them."""
+def declared_indexes(spec) -> tuple[str, ...]:
+    """The data-skipping partitions the spec's `dataSkipping` section declares."""
     declared = spec.spec.data_skipping
     if declared is None:
         return ()
-    wanted = {COLUMN_STATS} if declared.column_stats is not None else set()
-    wanted |= {PARTITION_STATS} if declared.partition_stats else set()
-    return tuple(p for p in kept_in(config) if p not in wanted)
+    return tuple(p for p, on in ((COLUMN_STATS, declared.column_stats is not None),
+                                 (PARTITION_STATS, declared.partition_stats)) if on)
+
+
+def undeclared_indexes(spec, config) -> tuple[str, ...]:
+    """The data-skipping partitions a table with `config` has that its spec's `dataSkipping` section (when
+    it has one) does not declare: dropped, as a Hudi writer with them off drops them."""
+    if spec.spec.data_skipping is None:
+        return ()
+    return tuple(p for p in kept_in(config) if p not in declared_indexes(spec))
+
+
+def indexes_to_build(spec, state: TableState) -> tuple[str, ...]:
+    """The declared data-skipping partitions the table lacks, has half-built or is building (a
+    build that died): built (again) by `build_data_skipping`."""
+    if not state.exists or unwritable_version(state.table_config) is not None:
+        return ()
+    ready = [p for p in kept_in(state.config) if state.table is None or p not in half_built(state.table)]
+    return tuple(p for p in declared_indexes(spec) if p not in ready)
+
+
+def _indexed_columns(spec, state: TableState) -> list[str] | None:
+    """The columns a build indexes: on version 9 the declared ones or Hudi 1.x's default selection
+    (its definition lists them); None on version 6 (every column Hudi 0.15 indexes)."""
+    if state.table_config.version < 8:
+        return None
+    listed = spec.spec.data_skipping.column_stats.columns if spec.spec.data_skipping.column_stats else None
+    return list(listed) if listed is not None else hudi_default_columns((c.name, c.type) for c in state.columns)
 
 
 def data_skipping_actions(spec, state: TableState) -> list:
-    """Dropping the data-skipping partitions the spec does not declare; refused: one it declares that
-    the table lacks (tablespec does not build them yet), or other columns than the table's."""
+    """Building the declared data-skipping partitions the table lacks (or has half-built), and
+    dropping those the spec does not declare; refused: other columns than the table's."""
     if not state.exists or unwritable_version(state.table_config) is not None or spec.spec.data_skipping is None:
         return []
     declared = spec.spec.data_skipping
-    found = kept_in(state.config)
-    missing = [p for p, on in ((COLUMN_STATS, declared.column_stats is not None),
-                               (PARTITION_STATS, declared.partition_stats)) if on and p not in found]
     where = f"table {spec.metadata.name} at {state.location}"
+    actions: list = []
+    missing = indexes_to_build(spec, state)
+    if missing and state.table_config.table_type == "MERGE_ON_READ":
+        raise PlanError(f"{where}: spec.dataSkipping declares {', '.join(missing)}, which the table lacks: tablespec "
+                        "builds them from base files' Parquet footers, and a MERGE_ON_READ table's log files have "
+                        f"none; build them with a Hudi writer ({METADATA_COLUMN_STATS_ENABLE.name}=true) or "
+                        "remove the declaration")
     if missing:
-        raise PlanError(f"{where}: spec.dataSkipping declares {', '.join(missing)}, which its metadata table does "
-                        "not have: tablespec keeps these indexes but does not build them yet (a Hudi writer with "
-                        f"{METADATA_COLUMN_STATS_ENABLE.name}=true builds them); remove the declaration for now")
-    columns = declared.column_stats.columns if declared.column_stats is not None else None
-    if columns is not None and state.table_config.version >= 8 and list(columns) != list(
-            indexed_columns(state.handle) or ()):
+        files = [g for g in state.file_groups if g.base_file]
+        named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
+        columns = _indexed_columns(spec, state)
+        actions.append(BuildDataSkipping(
+            params=DataSkippingIndexes(partitions=list(missing), columns=columns),
+            changes=[Change(path="metadataTable.partitions", new=list(missing), property=PARTITIONS_KEY)] + (
+                [Change(path="metadataTable.columnStats.columns", new=columns)]
+                if columns is not None and COLUMN_STATS in missing else []),
+            estimate=FooterEstimate(partitions=len({g.partition for g in files}), files=len(files),
+                                    bytes=sum(g.size for g in files)),
+            reasons=[f"spec.dataSkipping declares {', '.join(missing)}, which the table's metadata table "
+                     + (f"has half-built ({', '.join(named)}: dropped and built again, never trusted)" if named
+                        else "does not have") + "; built from the Parquet footers of its latest base files"]))
+    listed = declared.column_stats.columns if declared.column_stats is not None else None
+    if COLUMN_STATS not in missing and listed is not None and state.table_config.version >= 8 and list(
+            listed) != list(indexed_columns(state.handle) or ()):
         raise PlanError(f"{where}: spec.dataSkipping.columnStats.columns differ from the columns the table's "
                         f"column statistics cover ({', '.join(indexed_columns(state.handle) or ())}): changing them "
                         "rebuilds the index, which tablespec does not do yet")
     dropped = undeclared_indexes(spec, state.config)
-    if not dropped:
-        return []
-    return [DropMetadataPartitions(params=MetadataPartitions(partitions=list(dropped)), reasons=[
-        f"the spec's dataSkipping section does not declare {', '.join(dropped)}: dropped, as a Hudi writer with "
-        "them off drops them; declaring them again needs a Hudi writer to build them"])]
+    if dropped:
+        actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(dropped)), reasons=[
+            f"the spec's dataSkipping section does not declare {', '.join(dropped)}: dropped, as a Hudi writer "
+            "with them off drops them"]))
+    return actions
 
 
 def rebuilt(state: TableState) -> tuple[str, ...]:

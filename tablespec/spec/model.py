@@ -315,8 +315,8 @@ class SecondaryIndex(SpecModel):
 
 class DataSkipping(SpecModel):
     """Indexes in Hudi's metadata table that Hudi's readers skip files and partitions with. tablespec keeps the
-    declared ones in every change, computed from the Parquet footers it writes, and drops an undeclared one;
-    without this section a table keeps those it has."""
+    declared ones in every change, computed from the Parquet footers it writes, builds a declared one the table
+    lacks (`build_data_skipping`) and drops an undeclared one; without this section a table keeps those it has."""
 
     column_stats: ColumnStatsIndex | None = None
     """Keep column statistics (`{}`: Hudi's default columns)."""

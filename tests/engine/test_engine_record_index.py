@@ -10,8 +10,10 @@ from helpers import assert_hudi_rs_agrees, make_table, run_script
 
 from tablespec.hudi import private_index
 from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.mdt import initializer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt import record_index_writer as rli_writer
+from tablespec.hudi.metadata_table import INFLIGHT_KEY
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.index import verify
@@ -417,8 +419,9 @@ def test_a_table_hudi_wrote_without_the_record_index_gets_it_built(spark, tmp_pa
 
 
 def test_a_build_that_died_before_naming_the_partition_is_redone(spark, tmp_path):
-    """initialize names record_index in hoodie.properties last: a build killed before leaves files
-    no reader uses, which the next apply deletes before building again."""
+    """initialize names record_index ready in hoodie.properties last (inflight before its first
+    file, as Hudi does): a build killed before leaves files no reader uses, which the next apply
+    drops (the inflight partition) and deletes before building again."""
     from test_engine_rebucket import plan_for
 
     from tablespec.apply import Applier
@@ -427,14 +430,15 @@ def test_a_build_that_died_before_naming_the_partition_is_redone(spark, tmp_path
     plan, _ = plan_for(SPEC, tmp_path)
 
     def crash(*_args, **_kw):
-        raise OSError("killed before hoodie.properties")
+        raise OSError("killed before the deltacommit completed")
 
     with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="killed"):
-        mp.setattr(rli_writer, "write_table_config", crash)
+        mp.setattr(initializer, "complete_instant", crash)
         Applier(spark=spark).apply(plan)
-    assert file_groups(table.location) == 0  # not named: no reader or writer uses the files
+    assert file_groups(table.location) == 0  # not named ready: no reader or writer uses the files
+    assert HudiTable.open(table.location).table_config.extra[INFLIGHT_KEY] == "record_index"
     plan, _ = plan_for(SPEC, tmp_path)
-    assert [a.kind for _, a in plan.actions] == ["index_migration"]
+    assert [a.kind for _, a in plan.actions] == ["drop_metadata_partitions", "index_migration"]
     Applier(spark=spark).apply(plan)
     assert file_groups(table.location) == 3 and not plan_for(SPEC, tmp_path)[0].has_changes
     from tablespec.table import Table

@@ -7,11 +7,13 @@ new rows satisfy; its own column-stats lookup finds each file's range; its next 
 defaults does not build the partitions again."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from _support import cli
 from helpers import tablespec_rows
-from hudi_process import column_stats_step, read_step, sql_step, write_step
+from hudi_process import Batch, column_stats_step, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata, clustered_and_cleaned
 from test_hudi_metadata_table import assert_listing_is_storage
@@ -87,3 +89,57 @@ def test_tablespec_keeps_column_and_partition_stats_hudi_1_2_skips_with(hudi, hu
     assert _initializations(location) == built
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
     assert sorted(dict(r)["id"] for r in tablespec_rows(table)) == ["a", "b", "c", "d", "x", "y", "z"]
+
+
+WITHOUT = {**DEFAULTS, "hoodie.datasource.write.operation": "upsert", "hoodie.metadata.index.column.stats.enable": "false",
+           "hoodie.metadata.index.partition.stats.enable": "false"}
+V9_PLAIN = tuple(Batch.of(WITHOUT, SCHEMA, batch) for batch in (
+    [("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-01", 1), ("c", 3, "2024-01-02", 1)],
+    [("a", 10, "2024-01-01", 2), ("x", 500, "2024-01-09", 50)]))
+
+
+def test_declared_column_and_partition_stats_are_built_hudi_1_2_skips_with(hudi, hudi1, tmp_path, capsys):
+    """A version 9 table Hudi 1.2 wrote with its data-skipping partitions off: declaring them plans one
+    `build_data_skipping` (both partitions, the columns of Hudi's default selection, files and bytes to
+    read); apply builds them from the footers with the column_stats definition; Hudi 1.2 then reads
+    with data skipping on what it reads with it off, its lookup finds each file's range, its
+    validation passes, and its next write with its defaults continues both partitions."""
+    location, _ = hudi1.copy(V9_PLAIN, tmp_path / "b9")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    assert "dataSkipping" not in doc["spec"]
+    doc["spec"]["dataSkipping"] = {"columnStats": {}, "partitionStats": True}
+    save_spec(doc, spec_file)
+    latest = [s.base_file for s in HudiTable.open(str(location)).view.latest_slices() if s.base_file is not None]
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    [build] = [a for t in json.loads(out)["tables"] for a in t["actions"]]
+    assert build["kind"] == "build_data_skipping" and build["params"] == {
+        "partitions": ["column_stats", "partition_stats"],
+        "columns": ["_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key", "id", "v", "dt", "ts"]}
+    assert build["estimate"] == {"partitions": 3, "files": len(latest), "bytes": sum(f.size for f in latest)}
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["build_data_skipping"]
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
+    built = _initializations(location)
+    code, out, _ = cli(capsys, "import", str(location))
+    assert code == 0 and "dataSkipping:\n    columnStats: {}\n    partitionStats: true\n" in out, out
+
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("y", 600, "2024-01-09", 60)], SCHEMA))     # kept from now on
+    files = _latest_files(location)
+    expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v") for p, n in files}
+    steps = [step for where in NEW_ONLY for step in (read_step(location, where, **ON), read_step(location, where, **OFF))]
+    steps += [column_stats_step(location, files, "v"),
+              sql_step(f"CREATE TABLE b9 USING hudi LOCATION '{location}'"),
+              sql_step("CALL validate_metadata_table_files(table => 'b9')"),
+              write_step(location, {**DEFAULTS, "hoodie.datasource.write.operation": "upsert"}, SCHEMA,
+                         [("z", 700, "2024-01-02", 70)]),
+              read_step(location, "v >= 500", **ON)]
+    *reads, stats, _, differences, _, after = hudi1.process.run(steps)
+    for where, on, off in zip(NEW_ONLY, reads[::2], reads[1::2]):
+        assert _ids(on) == _ids(off) and _ids(on), where
+    assert [_ids(r) for r in reads[::2]] == [["x", "y"], ["x", "y"], ["x"], ["x", "y"]]
+    assert {f: [int(lo), int(hi)] for f, (lo, hi, _, _) in stats.items()} == {
+        f: [min(v.to_pylist()), max(v.to_pylist())] for f, v in expected.items()}
+    assert differences == []
+    assert _ids(after) == ["x", "y", "z"]
+    assert _initializations(location) == built                  # Hudi's write continued them
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING

@@ -6,14 +6,20 @@ filters only the new rows satisfy, its own column-stats lookup finds each latest
 its next write with column stats on does not build the partition again."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from _support import cli
 from hudi_process import column_stats_lookup
 from interop_support import apply_until_done, hudi_df, hudi_write, save_spec
 from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _options, _table
 
+from tablespec.faults import CRASH_ENV
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
@@ -64,3 +70,82 @@ def test_tablespec_keeps_column_stats_hudi_0_15_skips_with(hudi, tmp_path, capsy
     assert [i.timestamp for i in layout.timeline(handle.storage, str(location)) if i.timestamp.startswith("0" * 14)] \
         == built
     assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y", "z"]
+
+
+KILLED_BUILD = """
+import sys
+import pyarrow.parquet as pq
+from tablespec.hudi.mdt import column_stats, column_stats_init
+from tablespec.hudi.table import HudiTable
+table = HudiTable.open(sys.argv[1])
+ranges = {}
+for s in table.view.latest_slices():
+    with table.storage.open_input_file(s.base_file.path) as f:
+        ranges[(s.partition, s.base_file.name)] = column_stats.file_ranges(pq.read_metadata(f), s.base_file.name)
+column_stats_init.initialize(table, ranges, ["column_stats"], None)
+"""
+
+
+def test_declared_column_stats_are_built_from_footers_hudi_0_15_skips_with(hudi, tmp_path, capsys):
+    """A version 6 table Hudi 0.15 wrote without column stats: declaring them plans
+    `build_data_skipping` (latest base files, bytes); a build killed half-way leaves them inflight,
+    planned to be built again; apply builds them from the footers; Hudi 0.15 then skips with them
+    (equal rows to a read without), its lookup finds each file's range, and its next write with
+    column stats on continues the partition instead of building it again."""
+    location = tmp_path / "b6"
+    options = _options("orders_b6", **{"hoodie.metadata.enable": "true"})
+    for batch in ([("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-01", 1), ("c", 3, "2024-01-02", 1)],
+                  [("a", 10, "2024-01-01", 2), ("x", 500, "2024-01-09", 50)]):
+        hudi_write(hudi.createDataFrame(batch, SCHEMA), str(location), options)
+    doc, spec_file = _import(tmp_path, location, capsys)
+    assert "dataSkipping" not in doc["spec"]
+    doc["spec"]["dataSkipping"] = {"columnStats": {}}
+    save_spec(doc, spec_file)
+    view = HudiTable.open(str(location)).view
+    latest = [s.base_file for s in view.latest_slices() if s.base_file is not None]
+    [build] = _actions(capsys, spec_file, tmp_path)
+    assert build["kind"] == "build_data_skipping" and build["params"] == {"partitions": ["column_stats"]}
+    assert build["estimate"] == {"partitions": 3, "files": len(latest), "bytes": sum(f.size for f in latest)}
+
+    # killed after its first file group: named inflight, no reader uses it; planned to be built again
+    killed = subprocess.run([sys.executable, "-c", KILLED_BUILD, str(location)], capture_output=True,
+                            env={**os.environ, CRASH_ENV: "during_metadata_partition_build"})
+    assert killed.returncode == -9, killed.stderr
+    assert observe(HudiTable.open(str(location))).metadata_table.inflight == ("column_stats",)
+    [build] = _actions(capsys, spec_file, tmp_path)
+    assert build["kind"] == "build_data_skipping" and "half-built (column_stats" in build["reasons"][0]
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["build_data_skipping"]
+    state = observe(HudiTable.open(str(location)))
+    assert state.metadata_table.partitions == ("column_stats", "files") and state.metadata_table.inflight == ()
+    built = _initializations(location)
+    assert len(built) == 2                                   # files, then column_stats (the killed one's is gone)
+
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("y", 600, "2024-01-09", 60)], SCHEMA))     # kept from now on
+    for where in NEW_ONLY:
+        assert _ids(hudi, location, where, **ON) == _ids(hudi, location, where, **OFF) != [], where
+    assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y"]
+    view = HudiTable.open(str(location)).view
+    files = [(s.partition, s.base_file.name) for s in view.latest_slices() if s.base_file is not None]
+    found = column_stats_lookup(hudi, str(location), files, "v")
+    expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v").to_pylist() for p, n in files}
+    assert {f: [int(lo), int(hi)] for f, (lo, hi, _, _) in found.items()} == {
+        f: [min(v), max(v)] for f, v in expected.items()}
+    assert_listing_is_storage(str(location))
+
+    hudi_write(hudi.createDataFrame([("z", 700, "2024-01-02", 70)], SCHEMA), str(location), {**options, **COLUMN_STATS})
+    assert _initializations(location) == built
+    assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y", "z"]
+
+
+def _actions(capsys, spec_file, warehouse) -> list[dict]:
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--format", "json")
+    assert code == 0, err
+    return [a for t in json.loads(out)["tables"] for a in t["actions"]]
+
+
+def _initializations(location) -> list[str]:
+    """The metadata table's deltacommits that initialized a partition: Hudi's at the table's first
+    write (`00000000000000010`), or a data instant's time and a 3-digit suffix."""
+    return [i.timestamp for i in layout.timeline(HudiTable.open(str(location)).storage, str(location))
+            if i.action == layout.DELTA_COMMIT and (i.timestamp.startswith("0" * 14) or len(i.timestamp) > 17)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from _support import cli as _cli
+from _support import table_files
 
 from tablespec.hudi.config import write_table_config
 from tablespec.hudi.formats.logfile import delete_block, encode_block
@@ -70,7 +71,8 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
 def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, capsys, monkeypatch):
     """A table whose metadata table has column_stats: import declares it (spec.dataSkipping) and plans
     clean; a spec without the section keeps it; one whose section leaves it out drops it; one declaring
-    an index the table lacks, or bloom filters, is refused in one line naming the file and line."""
+    an index the table lacks plans its build (files to read, bytes); bloom filters are refused in one
+    line naming the file and line."""
     base = real_table(TABLE)
     monkeypatch.chdir(tmp_path)
     warehouse = str(base.parent)
@@ -85,6 +87,9 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     (tmp_path / "t.yaml").write_text(out)
     [drop] = _plan(capsys, "t.yaml", warehouse)                    # ... and never trusted
     assert drop["params"] == {"partitions": ["column_stats"]} and "no completed file group" in drop["reasons"][0]
+    (tmp_path / "d.yaml").write_text(out.replace("  retention:", "  dataSkipping:\n    columnStats: {}\n  retention:", 1))
+    [build] = _plan(capsys, "d.yaml", warehouse)                   # declared: built again instead
+    assert build["kind"] == "build_data_skipping" and "half-built (column_stats" in build["reasons"][0]
     # its file groups as Hudi starts them: a first log file (an empty delete block) at a completed instant
     built = layout.timeline(LocalStorage(), str(base))[0].timestamp
     for n in range(2):
@@ -110,11 +115,35 @@ def test_data_skipping_declared_imported_kept_or_dropped(real_table, tmp_path, c
     assert HudiTable.open(str(base)).table_config.to_properties()[PARTITIONS_KEY] == "files"
 
     (tmp_path / "t.yaml").write_text(out)                           # declared, but the table lacks it now
-    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
-    assert code == 1 and "declares column_stats, which its metadata table does not have" in err
-    assert len([n for n in err.splitlines() if ": warning:" not in n]) == 1 and "Traceback" not in err
+    [build] = _plan(capsys, "t.yaml", warehouse)                    # built from the latest base files' footers
+    latest = [s.base_file for s in HudiTable.open(str(base)).view.latest_slices() if s.base_file is not None]
+    assert build["kind"] == "build_data_skipping" and build["params"] == {"partitions": ["column_stats"]}
+    assert build["estimate"] == {"partitions": len(on_storage := writer.list_data_files(LocalStorage(), str(base))),
+                                 "files": len(latest), "bytes": sum(f.size for f in latest)}
+    assert 0 < len(latest) < sum(map(len, on_storage.values()))     # latest files only, not older versions
+    assert "declares column_stats, which the table's metadata table does not have" in build["reasons"][0]
+    code, text, _ = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
+    assert code == 0 and "~ build_data_skipping" in text and f"files={len(latest)}" in text, text
+    assert "+ metadataTable.partitions = [\"column_stats\"]" in text, text
+    code, text, _ = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse, "--format", "markdown")
+    assert code == 0 and "build_data_skipping" in text and "metadataTable.partitions" in text, text
     lines = out.splitlines()
     at = lines.index("    columnStats: {}") + 2
     (tmp_path / "t.yaml").write_text(out.replace("    columnStats: {}\n", "    columnStats: {}\n    bloomFilters: true\n"))
     code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", warehouse)
     assert code != 0 and f"t.yaml:{at}" in err and "bloom_filters partition is not kept by tablespec" in err, err
+
+
+def test_data_skipping_on_a_merge_on_read_table_is_refused_untouched(real_table, tmp_path, capsys, monkeypatch):
+    """Column statistics are built from base files' footers; a merge-on-read table's log files have none:
+    declaring them on such a table is refused in one line, the table untouched."""
+    base = real_table("mor_parquet_v6_simplekeygen_nonhivestyle")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _cli(capsys, "import", str(base))
+    assert code == 0, err
+    (tmp_path / "t.yaml").write_text(out.replace("  retention:", "  dataSkipping:\n    columnStats: {}\n  retention:", 1))
+    before = table_files(base)
+    code, _, err = _cli(capsys, "plan", "t.yaml", "--warehouse", str(base.parent))
+    assert code == 1 and "a MERGE_ON_READ table's log files have none" in err, err
+    assert len([n for n in err.splitlines() if ": warning:" not in n]) == 1 and "Traceback" not in err
+    assert table_files(base) == before

@@ -97,7 +97,7 @@ def test_every_kind_has_one_model_and_one_executor():
     assert all(callable(getattr(Applier(), EXECUTORS[kind].__name__)) for kind in KINDS)
     assert {k for k, cls in KINDS.items() if cls.needs_spark} == {
         "bucket_bootstrap", "bucket_rescale", "replace_table", "index_migration", "record_index_build",
-        "clustering", "compaction"}
+        "clustering", "compaction", "build_data_skipping"}
     assert {k for k, cls in KINDS.items() if cls.housekeeping} == {"update_settings", "schema_evolution", "rollback",
                                                                     "clean", "archive", "build_metadata_table",
                                                                     "drop_metadata_partitions", "compaction"}

@@ -1,7 +1,8 @@
 """Hudi 1.x's index definitions: a JSON file (`hoodie.table.index.defs.path`, by default
 `.hoodie/.index_defs/index.json`) naming each metadata-table index Hudi 1.x built, with its options
 and index version. Hudi 1.2 adds `record_index` (global: `isPartitioned` false; index version V1)
-when it initializes the record index, and removes an index's definition when it drops the index;
+when it initializes the record index and `column_stats` (its source fields; V2) with column
+statistics (`partition_stats` has none), and removes an index's definition when it drops the index;
 tablespec does the same, so a table reads as one Hudi 1.2 kept. Version 6 tables have none."""
 from __future__ import annotations
 
@@ -59,12 +60,19 @@ def check(storage: Storage, base: str, config: TableConfig) -> None:
     _read(storage, _path(base, config))
 
 
-def with_record_index(storage: Storage, base: str, config: TableConfig) -> TableConfig:
-    """Define the record index (call before hoodie.properties name its partition); returns `config`
+def column_stats_definition(fields: list[str]) -> dict[str, Any]:
+    """The definition Hudi 1.2 writes for column statistics of `fields` (partition statistics,
+    built from the same fields, have none of their own)."""
+    return {"indexName": "column_stats", "indexType": "column_stats", "indexFunction": "column_stats",
+            "sourceFields": list(fields), "indexOptions": {}, "version": "V2"}
+
+
+def with_index(storage: Storage, base: str, config: TableConfig, definition: dict[str, Any]) -> TableConfig:
+    """Define an index (call before hoodie.properties name its partition); returns `config`
     naming the definitions file, for the caller to write."""
     path = _path(base, config)
     content = _read(storage, path)
-    content["indexDefinitions"]["record_index"] = RECORD_INDEX_DEFINITION
+    content["indexDefinitions"][definition["indexName"]] = definition
     _write(storage, path, content)
     return config.with_updates(extra={keys.INDEX_DEFS_PATH.name: keys.INDEX_DEFS_PATH.value(config.extra) or
                                       keys.INDEX_DEFS_PATH.default or "", **config.extra})
@@ -95,4 +103,4 @@ def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, .
         _write(storage, path, content)
 
 
-__all__ = ["RECORD_INDEX_DEFINITION", "check", "remove", "source_fields", "with_record_index"]
+__all__ = ["RECORD_INDEX_DEFINITION", "check", "column_stats_definition", "remove", "source_fields", "with_index"]

@@ -117,7 +117,8 @@ class ColumnRange:
     scale: int = 0
 
 
-def _kind(field: pa.Field) -> str | None:
+def kind_of(field: pa.Field) -> str | None:
+    """A column's kind (a key of TYPE_ORDINALS), None where Hudi does not index it."""
     t = field.type
     if pa.types.is_boolean(t):
         return "boolean"
@@ -144,7 +145,7 @@ def _kind(field: pa.Field) -> str | None:
 
 def indexable(schema: pa.Schema) -> list[str]:
     """The top-level columns of a base file's schema whose statistics Hudi keeps, in order."""
-    return [f.name for f in schema if _kind(f) is not None]
+    return [f.name for f in schema if kind_of(f) is not None]
 
 
 def _physical(value: Any, kind: str, scale: int) -> Any:
@@ -170,11 +171,11 @@ def file_ranges(metadata: pq.FileMetaData, file_name: str, columns: Collection[s
     None: every column Hudi can index). A row group without bounds for a column with values
     leaves that column's bounds unknown (None), as Hudi reads the same footer."""
     schema = metadata.schema.to_arrow_schema()
-    wanted = [f for f in schema if _kind(f) is not None and (columns is None or f.name in columns)]
+    wanted = [f for f in schema if kind_of(f) is not None and (columns is None or f.name in columns)]
     index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
     out = []
     for field in wanted:
-        kind = _kind(field)
+        kind = kind_of(field)
         assert kind is not None
         position = index.get(field.name)
         if position is None:
@@ -298,5 +299,5 @@ def latest(records: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Mappin
 
 
 __all__ = ["COLUMN_STATS", "PARTITION_STATS", "ColumnRange", "column_stats_key", "column_stats_record",
-           "deleted_record", "file_ranges", "indexable", "latest", "merged", "partition_stats_key",
+           "deleted_record", "file_ranges", "indexable", "kind_of", "latest", "merged", "partition_stats_key",
            "partition_stats_record", "xxhash64"]

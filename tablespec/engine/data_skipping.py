@@ -1,0 +1,83 @@
+"""Building the data-skipping indexes a spec declares (`column_stats`, and `partition_stats` on
+version 9) on Spark: executors read the Parquet footer of each latest base file (never its rows)
+and return its column ranges; the driver writes the partitions (mdt/column_stats_init.py) under
+Hudi's transaction lock, refused if another writer committed meanwhile. A slice with log files
+(merge-on-read, not compacted) is refused: its statistics are not in any footer.
+"""
+from __future__ import annotations
+
+import functools
+import pickle
+import time
+from collections.abc import Collection, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tablespec.engine.session import job_description
+from tablespec.errors import TablespecError
+from tablespec.hudi.mdt import column_stats, column_stats_init
+from tablespec.hudi.mdt.column_stats import ColumnRange
+from tablespec.hudi.table import HudiTable, Location
+from tablespec.results import DataSkippingBuilt
+
+FILES_DDL = "partition string, path string, name string"
+RANGES_DDL = "partition string, name string, ranges binary"
+
+
+def footer_ranges(location: Location, columns: Collection[str] | None, batches):
+    """Executor: each base file's column ranges from its footer (pickled: values of every type)."""
+    for batch in batches:
+        found: dict[str, list] = {"partition": [], "name": [], "ranges": []}
+        for r in batch.to_pylist():
+            with location.storage.open_input_file(r["path"]) as f:
+                metadata = pq.read_metadata(f)
+            found["partition"].append(r["partition"])
+            found["name"].append(r["name"])
+            found["ranges"].append(pickle.dumps(column_stats.file_ranges(metadata, r["name"], columns)))
+        yield pa.RecordBatch.from_pydict(found, pa.schema([("partition", pa.string()), ("name", pa.string()),
+                                                           ("ranges", pa.binary())]))
+
+
+def latest_base_files(table: HudiTable) -> list[tuple[str, str, str]]:
+    """(partition, path, name) of each latest base file; refused where a slice has log files."""
+    slices = table.view.latest_slices()
+    logged = [s for s in slices if s.log_files]
+    if logged:
+        raise TablespecError(f"{table.base}: {len(logged)} file slice(s) have log files (e.g. {logged[0].partition}/"
+                             f"{logged[0].file_id}); column statistics are built from base files' footers: compact "
+                             "the table first, then apply again")
+    return [(s.partition, s.base_file.path, s.base_file.name) for s in slices if s.base_file is not None]
+
+
+def read_ranges(spark, table: HudiTable, columns: Collection[str] | None) -> dict[tuple[str, str], list[ColumnRange]]:
+    """Each latest base file's column ranges, by (partition, file name), read on executors."""
+    from tablespec.engine.reader import to_arrow
+    files = latest_base_files(table)
+    if not files:
+        return {}
+    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+    with job_description(spark, "tablespec: data-skipping index build"):
+        df = spark.createDataFrame(files, FILES_DDL).repartition(n)
+        out = to_arrow(df.mapInArrow(functools.partial(footer_ranges, table.location, columns), RANGES_DDL))
+    return {(p, name): pickle.loads(raw) for p, name, raw in zip(   # noqa: S301 - our own executors' output
+        *(out.column(c).to_pylist() for c in ("partition", "name", "ranges")))}
+
+
+def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[str] | None) -> DataSkippingBuilt:
+    """Build `partitions` from the latest base files' footers (`columns`: those indexed, None: every
+    column Hudi 0.15 indexes). The caller holds the table lock, with recovery done and half-built
+    partitions dropped (`locked`)."""
+    started = time.monotonic()
+    head = table.timeline.head
+    ranges = read_ranges(spark, table, columns)
+    with table.transaction_lock("data-skipping index build"):
+        now = table.fresh_timeline().head
+        if now != head:
+            raise TablespecError(f"{table.base}: another writer committed {now} while the column statistics were "
+                                 "being read; nothing was built: run `tablespec apply` again")
+        instants = column_stats_init.initialize(table, ranges, partitions, columns)
+    return DataSkippingBuilt(instants=instants, files=len(ranges), seconds=round(time.monotonic() - started, 3))
+
+
+__all__ = ["build", "latest_base_files", "read_ranges"]

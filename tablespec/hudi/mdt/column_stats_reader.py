@@ -1,0 +1,83 @@
+"""Reading the metadata table's `column_stats` to skip base files, as Hudi's readers do: a file whose
+range of a column excludes the value an equality filter asks for holds no matching row.
+
+The partition's latest slices are merged as Hudi merges them (a key's newest record wins, deleted
+keys left out; only completed instants the data table counts). A file without statistics is
+read, never skipped; so is any file when the partition is not ready (named in hoodie.properties,
+with a completed file group) or does not decode (`MetadataTableDamaged`). Only columns of the kinds
+whose bounds are stored as the values themselves (integers, floats, strings, booleans), and values of
+a matching Python type, are compared: others never skip a file.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tablespec.errors import MetadataTableDamaged
+from tablespec.hudi.mdt import column_stats, layout, reader
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS
+from tablespec.hudi.mdt.column_stats_changes import half_built, kept
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
+
+Stats = Mapping[str, Mapping[str, Any]]   # column_stats key -> its ColumnStatsMetadata
+COMPARED_KINDS = frozenset({"boolean", "int", "long", "float", "double", "string"})
+
+
+def stored(table: HudiTable) -> Stats | None:
+    """Every file's statistics the table's `column_stats` holds, by key; None when it has none ready
+    or it does not decode (reads then skip nothing)."""
+    if COLUMN_STATS not in kept(table) or COLUMN_STATS in half_built(table):
+        return None
+    storage, base = table.storage, table.base
+    fmt = layout.Format.of(table.config)
+    metadata = layout.timeline(storage, base, fmt)
+    valid = reader.valid_instants(table.timeline, metadata)
+    slices = layout.latest_slices(storage, base, layout.completions(metadata), COLUMN_STATS, fmt)
+    try:
+        merged = column_stats.latest(itertools.chain.from_iterable(
+            reader.slice_records(storage, base, s, valid) for s in slices))
+    except MetadataTableDamaged:
+        return None
+    return {k: r["ColumnStatsMetadata"] for k, r in merged.items() if r.get("ColumnStatsMetadata")}
+
+
+def _bound(wrapped: Any) -> Any:
+    """A bound's value out of Hudi's wrapper (a record holding `value`), None where there is none."""
+    if isinstance(wrapped, tuple):        # a named union branch: (wrapper name, record)
+        wrapped = wrapped[1]
+    return wrapped.get("value") if isinstance(wrapped, Mapping) else None
+
+
+def _comparable(value: Any, bound: Any) -> bool:
+    if isinstance(value, bool) or isinstance(bound, bool):
+        return isinstance(value, bool) and isinstance(bound, bool)
+    if isinstance(value, (int, float)):
+        return isinstance(bound, (int, float))
+    return isinstance(value, str) and isinstance(bound, str)
+
+
+def excludes(stats: Mapping[str, Any], value: Any) -> bool:
+    """Whether a file with these statistics of a column holds no row whose column equals `value`."""
+    if value is None:
+        return False                      # `= null` matches nothing anyway: leave it to the read
+    if stats.get("valueCount") is not None and stats.get("valueCount") == stats.get("nullCount"):
+        return True                       # every value is null: none equals `value`
+    lo, hi = _bound(stats.get("minValue")), _bound(stats.get("maxValue"))
+    if lo is None or hi is None or not (_comparable(value, lo) and _comparable(value, hi)):
+        return False
+    return bool(value < lo or value > hi)
+
+
+def skipped(found: Stats, partition: str, file_name: str, filters: Mapping[str, Any],
+            kinds: Mapping[str, str | None]) -> bool:
+    """Whether a base file can be skipped for equality `filters` (column -> value); `kinds`: each
+    column's kind (`column_stats.kind_of`), only COMPARED_KINDS are compared."""
+    return any(kinds.get(c) in COMPARED_KINDS
+               and (s := found.get(column_stats.column_stats_key(c, partition, file_name))) is not None
+               and excludes(s, v) for c, v in filters.items())
+
+
+__all__ = ["excludes", "skipped", "stored"]
