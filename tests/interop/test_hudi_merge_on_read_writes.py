@@ -22,6 +22,8 @@ from interop_support import hudi_rows, hudi_write
 from test_hudi_merge_on_read import HISTORY, RO, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
+from tablespec.engine.schema import conform
+from tablespec.engine.writer import TableWriter
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
@@ -109,6 +111,30 @@ def test_tablespec_deltacommits_read_as_hudi_reads_them(hudi, tmp_path, capsys):
     assert _values(ours) == {"a": 11, "b": 22, "c": 33, "d": 44, "n": 8, "w": 5, "y": 1}
     assert _values(hudi_rs_rows(table.location)) == _values(ours)
     _assert_listing_is_storage(location)
+
+
+def test_a_deltacommit_ships_the_log_targets_of_the_partitions_it_writes_only(hudi, tmp_path, capsys):
+    """Every task gets the job: a deltacommit into one partition of a three-partition table carries
+    the log targets (and slice reads) of that partition's file groups, none of the others'."""
+    location = tmp_path / "mor_partitions"
+    rows = [(k, 1, f"2024-01-0{p}", 1) for p in (1, 2, 3) for k in ("a", "b", "c", "d")]
+    hudi_write(hudi.createDataFrame([(f"{k}{dt[-1]}", v, dt, ts) for k, v, dt, ts in rows], SCHEMA), str(location),
+               _options(location.name, "bucket", "upsert"))
+    _record_index(location, "bucket")
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    view = table.table.view
+    assert {s.partition for s in view.latest_slices()} == {"2024-01-01", "2024-01-02", "2024-01-03"}
+    writer = TableWriter(hudi, table.spec, table.table)
+    batch = conform(hudi.createDataFrame([("a2", 5, "2024-01-02", 2), ("z", 5, "2024-01-02", 2)], SCHEMA), table.spec)
+    job = writer._job("20990101000000000", "upsert", view, table.table.table_config.to_properties(), batch)
+    mine = {s.file_id for s in view.latest_slices() if s.partition == "2024-01-02"}
+    assert set(job.log_targets) == mine and len(mine) == 2
+    assert {t.partition for t in job.log_targets.values()} == {t.read.partition for t in job.log_targets.values()} \
+        == {"2024-01-02"}
+    result = table.write(batch)
+    assert {p.split("/")[0] for p in result.files} == {"2024-01-02"}, str(result)
+    assert _values(_agree(hudi, table, location))["a2"] == 5
 
 
 def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProcess:
