@@ -18,8 +18,8 @@ import sys
 import pytest
 from _support import ROOT
 from helpers import hudi_rs_rows, tablespec_rows
-from interop_support import hudi_rows, hudi_write
-from test_hudi_merge_on_read import HISTORY, RO, _options, _record_index, _values
+from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
+from test_hudi_merge_on_read import COMPACT, HISTORY, RO, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.engine.schema import conform
@@ -135,6 +135,55 @@ def test_a_deltacommit_ships_the_log_targets_of_the_partitions_it_writes_only(hu
     result = table.write(batch)
     assert {p.split("/")[0] for p in result.files} == {"2024-01-02"}, str(result)
     assert _values(_agree(hudi, table, location))["a2"] == 5
+
+
+def _properties(location) -> dict[str, str]:
+    lines = (location / ".hoodie" / "hoodie.properties").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+# What every table tablespec creates leaves to Hudi's defaults (the values Hudi 0.15 writes).
+DEFAULTED = ("hoodie.database.name", "hoodie.partition.metafile.use.base.format", "hoodie.table.base.file.format",
+             "hoodie.table.cdc.enabled", "hoodie.table.timeline.timezone")
+
+
+def test_a_merge_on_read_table_created_from_its_spec_is_hudis(hudi, tmp_path, capsys):
+    """`plan`/`apply` create a version 6 MERGE_ON_READ BUCKET table from its spec with the
+    hoodie.properties Hudi 0.15 creates one with (but the payload, which the spec's ordering field
+    makes DefaultHoodieRecordPayload: tablespec's upserts keep the greater ordering value, in base
+    files as in logs); tablespec's deltacommits read as Hudi reads them, Hudi upserts on top and
+    compacts, and tablespec reads what Hudi wrote."""
+    hudis, _ = _mor_table(hudi, tmp_path, capsys, "mor_by_hudi")
+    doc, _ = _import(tmp_path, hudis, capsys)
+    doc["metadata"]["name"] = doc["spec"]["location"] = "mor_by_spec"
+    doc["spec"]["compaction"] = {"runBy": "hudi", "deltaCommits": 1}   # Hudi's writer compacts as COMPACT says
+    spec_file = tmp_path / "mor_by_spec.yaml"
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["create_table"]
+    location = tmp_path / "mor_by_spec"
+    ours, theirs = _properties(location), _properties(hudis)
+    assert sorted(set(theirs) - set(ours)) == sorted(DEFAULTED), "a property Hudi 0.15 writes is missing"
+    assert {k: ours[k] for k in ("hoodie.table.type", "hoodie.table.version", "hoodie.table.precombine.field",
+                                 "hoodie.table.recordkey.fields", "hoodie.table.partition.fields",
+                                 "hoodie.compaction.record.merger.strategy")} == \
+        {k: theirs[k] for k in ("hoodie.table.type", "hoodie.table.version", "hoodie.table.precombine.field",
+                                "hoodie.table.recordkey.fields", "hoodie.table.partition.fields",
+                                "hoodie.compaction.record.merger.strategy")}
+    assert ours["hoodie.compaction.payload.class"] == "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+    table = _table(hudi, doc, location)
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    table.write(df(HISTORY[0][1]))                                        # into new buckets: base files
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("e", 5, "2024-01-01", 5)]))
+    assert (result.inserted, result.updated) == (1, 1) and all(".log." in f for f in result.files), str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5}
+    hudi_write(df([("b", 20, "2024-01-01", 6), ("c", 30, "2024-01-02", 6)]), str(location),
+               {**_options(location.name, "bucket", "upsert"), **COMPACT})
+    assert any(i.action == "commit" for i in Timeline.load(LOCAL, str(location)).completed()), "Hudi did not compact"
+    ours_rows = _agree(hudi, table, location)
+    assert _values(ours_rows) == {"a": 10, "b": 20, "c": 30, "d": 4, "e": 5}
+    assert _values(hudi_rs_rows(table.location)) == _values(ours_rows)
+    _assert_listing_is_storage(location)
 
 
 def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProcess:
