@@ -35,7 +35,8 @@ def _distinct_partitions(job: WriteJob, batches: Iterable[pa.RecordBatch]):
         yield pa.RecordBatch.from_arrays([pc.unique(parts)], names=["p"])
 
 
-def log_targets(table: HudiTable, view: FileSystemView, partitions: frozenset[str]) -> dict[str, Any]:
+def log_targets(table: HudiTable, view: FileSystemView, partitions: frozenset[str],
+                no_fill: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The WriteJob fields of a deltacommit into `partitions`: each of their file groups' latest slice
     as a LogTarget (its next log version after every log file of the slice on storage, a failed
     write's included), the instants whose log blocks count and the table's merge rule."""
@@ -50,4 +51,7 @@ def log_targets(table: HudiTable, view: FileSystemView, partitions: frozenset[st
             base_file=s.base_file.name if s.base_file is not None else "",
             log_files=tuple(n.format() for n in names),
             next_version=max((n.version for n in names), default=0) + 1, read=reads[s.file_id])
-    return {"log_targets": targets, "counting": wanted, "merge_rules": MergeRules.of(table.table_config)}
+    with_logs = frozenset(s.file_id for s in view.latest_slices() if s.log_files)
+    return {"log_targets": targets, "counting": wanted, "merge_rules": MergeRules.of(table.table_config),
+            # SIMPLE / BLOOM inserts fill small files whose slice has no log files only (Hudi 0.15, measured)
+            "no_fill": no_fill | with_logs}

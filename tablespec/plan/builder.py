@@ -247,16 +247,17 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
-MERGE_ON_READ_INDEXES = ("BUCKET",)   # the indexes tablespec writes deltacommits with (table version 6)
+MERGE_ON_READ_INDEXES = ("BUCKET", "SIMPLE", "BLOOM")   # the indexes tablespec writes deltacommits with (version 6)
 
 
 def unwritable_merge_on_read(version: int, index: str) -> str | None:
     """Why tablespec does not write deltacommits into a merge-on-read table of this version and index
     type, or None: it writes them on table version 6 with MERGE_ON_READ_INDEXES (a bucket's changes to
-    a log file of its file group)."""
+    a log file of its file group; SIMPLE and BLOOM: updates and deletes to a log file of the key's file
+    group, inserts to base files)."""
     if version == 6 and index in MERGE_ON_READ_INDEXES:
         return None
-    return (f"tablespec writes deltacommits on table version 6 with the {' or '.join(MERGE_ON_READ_INDEXES)} index "
+    return (f"tablespec writes deltacommits on table version 6 with the {', '.join(MERGE_ON_READ_INDEXES)} indexes "
             f"only (this one: version {version}, index {index})")
 
 

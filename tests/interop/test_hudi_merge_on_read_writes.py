@@ -19,7 +19,7 @@ import pytest
 from _support import ROOT
 from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
-from test_hudi_merge_on_read import COMPACT, HISTORY, RO, _options, _record_index, _values
+from test_hudi_merge_on_read import COMPACT, HISTORY, RO, SCHEDULE, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.engine.schema import conform
@@ -235,13 +235,71 @@ def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_pa
     assert _values(_agree(hudi, table, location)) == {**_values(before), "b": 20, "c": 30, "z": 7}
 
 
-def test_merge_on_read_writes_stay_refused_where_tablespec_does_not_write_them(hudi, tmp_path, capsys):
-    location = tmp_path / "mor_simple"
-    hudi_write(hudi.createDataFrame(HISTORY[0][1], SCHEMA), str(location), _options(location.name, "simple", "upsert"))
+BLOOM = {"hoodie.index.type": "BLOOM"}
+
+
+@pytest.mark.parametrize("index", ["simple", "bloom"])
+def test_simple_and_bloom_deltacommits_are_laid_out_as_hudi_lays_them_out(hudi, tmp_path, capsys, index):
+    """SIMPLE / BLOOM on version 6 (Hudi 0.15, measured): updates and deletes go to a log file of the
+    key's file group; inserts go to base files: a small slice without log files is merged into its
+    next base file (updates to it too), a slice with log files takes none, then new file groups."""
+    location = tmp_path / f"mor_{index}_writes"
+    options = {**_options(location.name, "simple", "upsert"), **(BLOOM if index == "bloom" else {})}
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    hudi_write(df(HISTORY[0][1]), str(location), options)
+    if index == "bloom":   # Hudi records no index in hoodie.properties; tablespec's import reads it there
+        props = location / ".hoodie" / "hoodie.properties"
+        props.write_text(props.read_text() + "hoodie.index.type=BLOOM\n")
+        (location / ".hoodie" / ".hoodie.properties.crc").unlink(missing_ok=True)
+    doc, _ = _import(tmp_path, location, capsys)
+    assert doc["spec"]["index"]["type"] == index.upper()
+    table = _table(hudi, doc, location)
+    [first] = {p.name.split("_")[0] for p in (location / "2024-01-01").glob("*.parquet")}
+
+    # a's update and the insert x into the small slice without logs: its next base file, no log
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5)]))
+    assert (result.inserted, result.updated) == (1, 1) and len(result.files) == 1, str(result)
+    assert result.files[0].endswith(f"{result.instant}.parquet") and first in result.files[0] and not _logs(location)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "x": 7}
+
+    # b's update alone: to a log file of its file group
+    result = table.write(df([("b", 20, "2024-01-01", 6)]))
+    assert [LogFileName.parse(f.split("/")[-1]).file_id for f in result.files] == [first], str(result)
+    # the slice has a log now: a's update to another log file of it, the insert y to a new file group
+    result = table.write(df([("a", 12, "2024-01-01", 7), ("y", 8, "2024-01-01", 7)]))
+    [log] = [f for f in result.files if ".log." in f]
+    [new] = [f for f in result.files if f.endswith(".parquet")]
+    assert LogFileName.parse(log.split("/")[-1]).file_id == first and first not in new, str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 12, "b": 20, "c": 3, "d": 4, "x": 7, "y": 8}
+
+    # deletes of b (its latest version in a log file) and x: a delete block in their file group's log
+    result = table.write(df([("b", 0, "2024-01-01", 9), ("x", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]),
+                         "delete")
+    assert result.deleted == 2 and all(".log." in f for f in result.files), str(result)
+    assert any(b.type == BlockType.DELETE for blocks in _logs(location).values() for b in blocks)
+    assert _values(_agree(hudi, table, location)) == {"a": 12, "c": 3, "d": 4, "y": 8}
+    _assert_listing_is_storage(location)
+
+    # Apache Hudi upserts on top and compacts; tablespec reads what it wrote, hudi-rs the same
+    hudi_write(df([("a", 11, "2024-01-01", 10), ("c", 33, "2024-01-02", 10), ("b", 2, "2024-01-01", 10)]),
+               str(location), {**options, **COMPACT})
+    assert any(i.action == "commit" for i in Timeline.load(LOCAL, str(location)).completed()), "Hudi did not compact"
+    ours = _agree(hudi, table, location)
+    assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}
+    assert _values(hudi_rs_rows(table.location)) == _values(ours)
+    table.write(df([("y", 80, "2024-01-01", 11)]))
+    assert _values(_agree(hudi, table, location))["y"] == 80
+
+
+def test_merge_on_read_writes_wait_for_a_pending_compaction(hudi, tmp_path, capsys):
+    location = tmp_path / "mor_pending"
+    for n, (_, data) in enumerate(HISTORY[:2]):
+        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location),
+                   {**_options(location.name, "simple", "upsert"), **(SCHEDULE if n else {})})
     doc, _ = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)
     files = sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file())
-    with pytest.raises(Exception, match="MERGE_ON_READ table: tablespec writes deltacommits on table version 6 "
-                                        "with the BUCKET index only"):
+    with pytest.raises(Exception, match="MERGE_ON_READ table: compaction [0-9]+ is pending; tablespec writes "
+                                        "deltacommits once it has run"):
         table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
     assert sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file()) == files
