@@ -41,6 +41,7 @@ def creation_properties(spec) -> dict[str, str]:
     props[keys.CREATE_SCHEMA.name] = json.dumps(schema, separators=(",", ":"))
     if spec.spec.table_type == "MERGE_ON_READ":   # Hudi's compaction merges log records with it (as writers do)
         props[keys.COMPACTION_PAYLOAD_CLASS.name] = ORDERED_PAYLOAD if spec.spec.ordering_field else LATEST_PAYLOAD
+        props[keys.COMPACTION_MERGER_STRATEGY.name] = mdt_writer.MERGER_STRATEGY   # as Hudi 0.15 creates one
     return props
 
 

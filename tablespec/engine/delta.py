@@ -1,20 +1,46 @@
 """The driver's part of a deltacommit on a merge-on-read table: where each file group's log file
-goes and how its stored rows are read, decided from the timeline and the file-system view."""
+goes and how its stored rows are read, decided from the timeline and the file-system view, for
+the partitions the batch writes only (a deltacommit touches no file group elsewhere, and every
+task gets the job)."""
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from typing import Any
 
-from tablespec.engine.tasks import LogTarget
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablespec.arrow.keys import partition_paths
+from tablespec.engine.tasks import LogTarget, WriteJob
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.merge_on_read import MergeRules, counting, slice_reads
 from tablespec.hudi.table import HudiTable
 
 
-def log_targets(table: HudiTable, view: FileSystemView) -> dict[str, Any]:
-    """The WriteJob fields of a deltacommit: each file group's latest slice as a LogTarget (its next
-    log version after every log file of the slice on storage, a failed write's included), the
-    instants whose log blocks count and the table's merge rule."""
-    slices = view.latest_slices()
+def batch_partitions(df, job: WriteJob) -> frozenset[str]:
+    """The partition paths of the batch's rows: one Spark pass over the partition columns only (a
+    columnar source reads no other column)."""
+    if not job.partition_fields:
+        return frozenset({""})
+    rows = (df.select(*job.partition_fields)
+            .mapInArrow(functools.partial(_distinct_partitions, job), "p string").distinct().collect())
+    return frozenset(r[0] for r in rows)
+
+
+def _distinct_partitions(job: WriteJob, batches: Iterable[pa.RecordBatch]):
+    for batch in batches:
+        table = pa.Table.from_batches([batch])
+        parts = partition_paths(table, list(job.partition_fields), job.hive_style, job.url_encode, job.timestamp)
+        yield pa.RecordBatch.from_arrays([pc.unique(parts)], names=["p"])
+
+
+def log_targets(table: HudiTable, view: FileSystemView, partitions: frozenset[str],
+                no_fill: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The WriteJob fields of a deltacommit into `partitions`: each of their file groups' latest slice
+    as a LogTarget (its next log version after every log file of the slice on storage, a failed
+    write's included), the instants whose log blocks count and the table's merge rule."""
+    slices = [s for s in view.latest_slices() if s.partition in partitions]
     wanted = counting(view.timeline)
     reads = {r.file_id: r for r in slice_reads(view.timeline, slices, wanted)}
     targets = {}
@@ -25,4 +51,7 @@ def log_targets(table: HudiTable, view: FileSystemView) -> dict[str, Any]:
             base_file=s.base_file.name if s.base_file is not None else "",
             log_files=tuple(n.format() for n in names),
             next_version=max((n.version for n in names), default=0) + 1, read=reads[s.file_id])
-    return {"log_targets": targets, "counting": wanted, "merge_rules": MergeRules.of(table.table_config)}
+    with_logs = frozenset(s.file_id for s in view.latest_slices() if s.log_files)
+    return {"log_targets": targets, "counting": wanted, "merge_rules": MergeRules.of(table.table_config),
+            # SIMPLE / BLOOM inserts fill small files whose slice has no log files only (Hudi 0.15, measured)
+            "no_fill": no_fill | with_logs}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.compaction import after_deltacommit
-from tablespec.engine.delta import log_targets
+from tablespec.engine.delta import batch_partitions, log_targets
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
@@ -189,9 +189,7 @@ class TableWriter:
         action = "replacecommit" if replace else "deltacommit" if merge_on_read else "commit"
         with Transaction(self.table, action, lock, basis=timeline,
                          rewrites=[ALL_PARTITIONS] if replace else ()) as txn:
-            job = self._job(txn.instant, operation, view, props)
-            if merge_on_read:
-                job = dataclasses.replace(job, **log_targets(self.table, view))
+            job = self._job(txn.instant, operation, view, props, df if merge_on_read else None)
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
@@ -214,7 +212,10 @@ class TableWriter:
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), ignored, tag_seconds)
 
-    def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str]) -> tasks.WriteJob:
+    def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str],
+             delta=None) -> tasks.WriteJob:
+        """What every task gets; `delta`: the batch of a deltacommit, whose partitions' file groups
+        get their log targets."""
         spec = self.spec.spec
         slices = view.latest_slices()
         base_files = {s.file_id: (s.partition, s.base_file.name, s.base_instant, s.base_file.size)
@@ -227,7 +228,7 @@ class TableWriter:
                     raise HudiFormatError(f"{self.base}: partition {s.partition!r} has two file groups for bucket "
                                           f"{key[1]}: {bucket_groups[key]} and {s.file_id}; the table is corrupt")
                 bucket_groups[key] = s.file_id
-        return tasks.WriteJob(
+        job = tasks.WriteJob(
             location=self.table.location, instant=instant_ts, operation=operation, data_schema=data_schema(self.spec),
             avro_schema=table_avro_schema(self.spec),
             key_fields=tuple(spec.record_key.fields), complex_key=self.spec.complex_record_key, auto_keys=spec.record_key.auto_generate,
@@ -240,6 +241,9 @@ class TableWriter:
             target_file_size=spec.clustering.target_file_size, small_file_limit=spec.clustering.small_file_limit,
             no_fill=frozenset(_pending_clustering_groups(view.timeline)),
             bloom_filter=bloom_filters_expected(props))
+        if delta is None:
+            return job
+        return dataclasses.replace(job, **log_targets(self.table, view, batch_partitions(delta, job), job.no_fill))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None,
              bulk: bool = False) -> tuple[list[dict], float]:

@@ -141,9 +141,10 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
     if not state.exists:
         if state.contents:
             return [at("spec.location", occupied_message(state.location, state.contents))]
-        if spec.spec.table_type == MERGE_ON_READ:
-            return [at("spec.tableType", "tablespec does not create MERGE_ON_READ tables yet (it reads, imports and "
-                                         "plans merge-on-read tables Apache Hudi writes); use COPY_ON_WRITE")]
+        if spec.spec.table_type == MERGE_ON_READ and (
+                why := unwritable_merge_on_read(loaded.new_table_version, spec.spec.index.type)) is not None:
+            return [at("spec.tableType", f"tablespec creates the MERGE_ON_READ tables it writes: {why}; use "
+                                         "COPY_ON_WRITE, or create the table with Apache Hudi and import it")]
         if loaded.new_table_version not in CREATED:
             path = "spec.tableVersion" if spec.spec.table_version else "spec"
             return [at(path, f"tablespec creates tables at Hudi table version {' or '.join(map(str, CREATED))}, not "
@@ -247,13 +248,26 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
+MERGE_ON_READ_INDEXES = ("BUCKET", "SIMPLE", "BLOOM")   # the indexes tablespec writes deltacommits with (version 6)
+
+
+def unwritable_merge_on_read(version: int, index: str) -> str | None:
+    """Why tablespec does not write deltacommits into a merge-on-read table of this version and index
+    type, or None: it writes them on table version 6 with MERGE_ON_READ_INDEXES (a bucket's changes to
+    a log file of its file group; SIMPLE and BLOOM: updates and deletes to a log file of the key's file
+    group, inserts to base files)."""
+    if version == 6 and index in MERGE_ON_READ_INDEXES:
+        return None
+    return (f"tablespec writes deltacommits on table version 6 with the {', '.join(MERGE_ON_READ_INDEXES)} indexes "
+            f"only (this one: version {version}, index {index})")
+
+
 def _unwritable_merge_on_read(spec, state: TableState) -> str | None:
-    """Why tablespec does not write deltacommits into this merge-on-read table, or None: it writes
-    them on table version 6 with the BUCKET index (each bucket's changes to a log file of its file
-    group), and not while a compaction is pending (Hudi names new log files by its instant)."""
-    if state.table_config.version != 6 or spec.spec.index.type != "BUCKET":
-        return (f"tablespec writes deltacommits on table version 6 with the BUCKET index only (this one: version "
-                f"{state.table_config.version}, index {spec.spec.index.type}); write it with Apache Hudi")
+    """Why tablespec does not write deltacommits into this merge-on-read table, or None: not at a
+    version or index it does not write them with, and not while a compaction is pending (Hudi names
+    new log files by its instant)."""
+    if (why := unwritable_merge_on_read(state.table_config.version, spec.spec.index.type)) is not None:
+        return f"{why}; write it with Apache Hudi"
     pending = [i.timestamp for i in state.pending if i.action == "compaction"]
     if pending:
         return (f"compaction {', '.join(pending)} is pending; tablespec writes deltacommits once it has run "

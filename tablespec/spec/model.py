@@ -458,8 +458,8 @@ class TableBody(SpecModel):
     """Table directory, relative to the warehouse root (e.g. sales/orders); not absolute, no `..`."""
     table_type: Literal["COPY_ON_WRITE", "MERGE_ON_READ"] = "COPY_ON_WRITE"
     """Hudi table type: COPY_ON_WRITE rewrites base files on every update; MERGE_ON_READ appends updates to log
-    files (deltacommits), merged into base files by compaction. tablespec imports, reads and plans MERGE_ON_READ
-    tables Apache Hudi writes and schedules their compaction; it does not write them yet."""
+    files (deltacommits), merged into base files by compaction. tablespec imports, reads, plans and compacts
+    MERGE_ON_READ tables, and creates and writes them at table version 6 with the BUCKET, SIMPLE or BLOOM index."""
     table_version: Literal[6, 8, 9] | None = None
     """Hudi table version (6: Hudi 0.14/0.15; 8: Hudi 1.0; 9: Hudi 1.1 and 1.2). New tables are created at it (default: the project's `tableVersion`, else 6); an existing table keeps its version unless this names another: 6 -> 8 or 9 upgrades it as Hudi 1.x does, a downgrade is refused."""  # noqa: E501
     columns: Annotated[list[Column], Field(min_length=1)]

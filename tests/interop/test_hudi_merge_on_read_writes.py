@@ -18,10 +18,12 @@ import sys
 import pytest
 from _support import ROOT
 from helpers import hudi_rs_rows, tablespec_rows
-from interop_support import hudi_rows, hudi_write
-from test_hudi_merge_on_read import HISTORY, RO, _options, _record_index, _values
+from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
+from test_hudi_merge_on_read import COMPACT, HISTORY, RO, SCHEDULE, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
+from tablespec.engine.schema import conform
+from tablespec.engine.writer import TableWriter
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
@@ -111,6 +113,79 @@ def test_tablespec_deltacommits_read_as_hudi_reads_them(hudi, tmp_path, capsys):
     _assert_listing_is_storage(location)
 
 
+def test_a_deltacommit_ships_the_log_targets_of_the_partitions_it_writes_only(hudi, tmp_path, capsys):
+    """Every task gets the job: a deltacommit into one partition of a three-partition table carries
+    the log targets (and slice reads) of that partition's file groups, none of the others'."""
+    location = tmp_path / "mor_partitions"
+    rows = [(k, 1, f"2024-01-0{p}", 1) for p in (1, 2, 3) for k in ("a", "b", "c", "d")]
+    hudi_write(hudi.createDataFrame([(f"{k}{dt[-1]}", v, dt, ts) for k, v, dt, ts in rows], SCHEMA), str(location),
+               _options(location.name, "bucket", "upsert"))
+    _record_index(location, "bucket")
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    view = table.table.view
+    assert {s.partition for s in view.latest_slices()} == {"2024-01-01", "2024-01-02", "2024-01-03"}
+    writer = TableWriter(hudi, table.spec, table.table)
+    batch = conform(hudi.createDataFrame([("a2", 5, "2024-01-02", 2), ("z", 5, "2024-01-02", 2)], SCHEMA), table.spec)
+    job = writer._job("20990101000000000", "upsert", view, table.table.table_config.to_properties(), batch)
+    mine = {s.file_id for s in view.latest_slices() if s.partition == "2024-01-02"}
+    assert set(job.log_targets) == mine and len(mine) == 2
+    assert {t.partition for t in job.log_targets.values()} == {t.read.partition for t in job.log_targets.values()} \
+        == {"2024-01-02"}
+    result = table.write(batch)
+    assert {p.split("/")[0] for p in result.files} == {"2024-01-02"}, str(result)
+    assert _values(_agree(hudi, table, location))["a2"] == 5
+
+
+def _properties(location) -> dict[str, str]:
+    lines = (location / ".hoodie" / "hoodie.properties").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+# What every table tablespec creates leaves to Hudi's defaults (the values Hudi 0.15 writes).
+DEFAULTED = ("hoodie.database.name", "hoodie.partition.metafile.use.base.format", "hoodie.table.base.file.format",
+             "hoodie.table.cdc.enabled", "hoodie.table.timeline.timezone")
+
+
+def test_a_merge_on_read_table_created_from_its_spec_is_hudis(hudi, tmp_path, capsys):
+    """`plan`/`apply` create a version 6 MERGE_ON_READ BUCKET table from its spec with the
+    hoodie.properties Hudi 0.15 creates one with (but the payload, which the spec's ordering field
+    makes DefaultHoodieRecordPayload: tablespec's upserts keep the greater ordering value, in base
+    files as in logs); tablespec's deltacommits read as Hudi reads them, Hudi upserts on top and
+    compacts, and tablespec reads what Hudi wrote."""
+    hudis, _ = _mor_table(hudi, tmp_path, capsys, "mor_by_hudi")
+    doc, _ = _import(tmp_path, hudis, capsys)
+    doc["metadata"]["name"] = doc["spec"]["location"] = "mor_by_spec"
+    doc["spec"]["compaction"] = {"runBy": "hudi", "deltaCommits": 1}   # Hudi's writer compacts as COMPACT says
+    spec_file = tmp_path / "mor_by_spec.yaml"
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["create_table"]
+    location = tmp_path / "mor_by_spec"
+    ours, theirs = _properties(location), _properties(hudis)
+    assert sorted(set(theirs) - set(ours)) == sorted(DEFAULTED), "a property Hudi 0.15 writes is missing"
+    assert {k: ours[k] for k in ("hoodie.table.type", "hoodie.table.version", "hoodie.table.precombine.field",
+                                 "hoodie.table.recordkey.fields", "hoodie.table.partition.fields",
+                                 "hoodie.compaction.record.merger.strategy")} == \
+        {k: theirs[k] for k in ("hoodie.table.type", "hoodie.table.version", "hoodie.table.precombine.field",
+                                "hoodie.table.recordkey.fields", "hoodie.table.partition.fields",
+                                "hoodie.compaction.record.merger.strategy")}
+    assert ours["hoodie.compaction.payload.class"] == "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+    table = _table(hudi, doc, location)
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    table.write(df(HISTORY[0][1]))                                        # into new buckets: base files
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("e", 5, "2024-01-01", 5)]))
+    assert (result.inserted, result.updated) == (1, 1) and all(".log." in f for f in result.files), str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5}
+    hudi_write(df([("b", 20, "2024-01-01", 6), ("c", 30, "2024-01-02", 6)]), str(location),
+               {**_options(location.name, "bucket", "upsert"), **COMPACT})
+    assert any(i.action == "commit" for i in Timeline.load(LOCAL, str(location)).completed()), "Hudi did not compact"
+    ours_rows = _agree(hudi, table, location)
+    assert _values(ours_rows) == {"a": 10, "b": 20, "c": 30, "d": 4, "e": 5}
+    assert _values(hudi_rs_rows(table.location)) == _values(ours_rows)
+    _assert_listing_is_storage(location)
+
+
 def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProcess:
     env = {**os.environ, CRASH_ENV: point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     return subprocess.run([sys.executable, "-m", "tablespec.cli", "ingest", str(spec_file), "--input", str(csv),
@@ -160,13 +235,71 @@ def test_a_killed_deltacommit_is_rolled_back_as_hudi_rolls_one_back(hudi, tmp_pa
     assert _values(_agree(hudi, table, location)) == {**_values(before), "b": 20, "c": 30, "z": 7}
 
 
-def test_merge_on_read_writes_stay_refused_where_tablespec_does_not_write_them(hudi, tmp_path, capsys):
-    location = tmp_path / "mor_simple"
-    hudi_write(hudi.createDataFrame(HISTORY[0][1], SCHEMA), str(location), _options(location.name, "simple", "upsert"))
+BLOOM = {"hoodie.index.type": "BLOOM"}
+
+
+@pytest.mark.parametrize("index", ["simple", "bloom"])
+def test_simple_and_bloom_deltacommits_are_laid_out_as_hudi_lays_them_out(hudi, tmp_path, capsys, index):
+    """SIMPLE / BLOOM on version 6 (Hudi 0.15, measured): updates and deletes go to a log file of the
+    key's file group; inserts go to base files: a small slice without log files is merged into its
+    next base file (updates to it too), a slice with log files takes none, then new file groups."""
+    location = tmp_path / f"mor_{index}_writes"
+    options = {**_options(location.name, "simple", "upsert"), **(BLOOM if index == "bloom" else {})}
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    hudi_write(df(HISTORY[0][1]), str(location), options)
+    if index == "bloom":   # Hudi records no index in hoodie.properties; tablespec's import reads it there
+        props = location / ".hoodie" / "hoodie.properties"
+        props.write_text(props.read_text() + "hoodie.index.type=BLOOM\n")
+        (location / ".hoodie" / ".hoodie.properties.crc").unlink(missing_ok=True)
+    doc, _ = _import(tmp_path, location, capsys)
+    assert doc["spec"]["index"]["type"] == index.upper()
+    table = _table(hudi, doc, location)
+    [first] = {p.name.split("_")[0] for p in (location / "2024-01-01").glob("*.parquet")}
+
+    # a's update and the insert x into the small slice without logs: its next base file, no log
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5)]))
+    assert (result.inserted, result.updated) == (1, 1) and len(result.files) == 1, str(result)
+    assert result.files[0].endswith(f"{result.instant}.parquet") and first in result.files[0] and not _logs(location)
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 3, "d": 4, "x": 7}
+
+    # b's update alone: to a log file of its file group
+    result = table.write(df([("b", 20, "2024-01-01", 6)]))
+    assert [LogFileName.parse(f.split("/")[-1]).file_id for f in result.files] == [first], str(result)
+    # the slice has a log now: a's update to another log file of it, the insert y to a new file group
+    result = table.write(df([("a", 12, "2024-01-01", 7), ("y", 8, "2024-01-01", 7)]))
+    [log] = [f for f in result.files if ".log." in f]
+    [new] = [f for f in result.files if f.endswith(".parquet")]
+    assert LogFileName.parse(log.split("/")[-1]).file_id == first and first not in new, str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 12, "b": 20, "c": 3, "d": 4, "x": 7, "y": 8}
+
+    # deletes of b (its latest version in a log file) and x: a delete block in their file group's log
+    result = table.write(df([("b", 0, "2024-01-01", 9), ("x", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]),
+                         "delete")
+    assert result.deleted == 2 and all(".log." in f for f in result.files), str(result)
+    assert any(b.type == BlockType.DELETE for blocks in _logs(location).values() for b in blocks)
+    assert _values(_agree(hudi, table, location)) == {"a": 12, "c": 3, "d": 4, "y": 8}
+    _assert_listing_is_storage(location)
+
+    # Apache Hudi upserts on top and compacts; tablespec reads what it wrote, hudi-rs the same
+    hudi_write(df([("a", 11, "2024-01-01", 10), ("c", 33, "2024-01-02", 10), ("b", 2, "2024-01-01", 10)]),
+               str(location), {**options, **COMPACT})
+    assert any(i.action == "commit" for i in Timeline.load(LOCAL, str(location)).completed()), "Hudi did not compact"
+    ours = _agree(hudi, table, location)
+    assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}
+    assert _values(hudi_rs_rows(table.location)) == _values(ours)
+    table.write(df([("y", 80, "2024-01-01", 11)]))
+    assert _values(_agree(hudi, table, location))["y"] == 80
+
+
+def test_merge_on_read_writes_wait_for_a_pending_compaction(hudi, tmp_path, capsys):
+    location = tmp_path / "mor_pending"
+    for n, (_, data) in enumerate(HISTORY[:2]):
+        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location),
+                   {**_options(location.name, "simple", "upsert"), **(SCHEDULE if n else {})})
     doc, _ = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)
     files = sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file())
-    with pytest.raises(Exception, match="MERGE_ON_READ table: tablespec writes deltacommits on table version 6 "
-                                        "with the BUCKET index only"):
+    with pytest.raises(Exception, match="MERGE_ON_READ table: compaction [0-9]+ is pending; tablespec writes "
+                                        "deltacommits once it has run"):
         table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
     assert sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file()) == files

@@ -29,14 +29,25 @@ def log_requests(storage: Storage, base: str, instant: str) -> list[dict[str, An
             for (p, f, b), logs in sorted(grouped.items())]
 
 
-def _slice_logs(storage: Storage, base: str, request: dict[str, Any]) -> list[tuple[LogFileName, str, int]]:
-    partition = request["partitionPath"]
-    out = []
-    for info in storage.list_dir(join(base, partition) if partition else base):
-        name = LogFileName.parse(info.name)
-        if name is not None and name.file_id == request["fileId"] and name.base_instant == request["latestBaseInstant"]:
-            out.append((name, info.path, info.size))
-    return sorted(out, key=lambda f: (f[0].version, f[0].write_token or ""))
+SliceLogs = dict[tuple[str, str, str], list[tuple[LogFileName, str, int]]]
+
+
+def slice_logs(storage: Storage, base: str, requests: list[dict[str, Any]]) -> SliceLogs:
+    """(partition, file id, base instant) -> the slice's log files (name, path, size), oldest first,
+    each requested partition listed once (one request per file group, many in a partition)."""
+    out: SliceLogs = {}
+    for partition in sorted({r["partitionPath"] for r in requests if r.get("logBlocksToBeDeleted")}):
+        for info in storage.list_dir(join(base, partition) if partition else base):
+            name = LogFileName.parse(info.name)
+            if name is not None:
+                out.setdefault((partition, name.file_id, name.base_instant), []).append((name, info.path, info.size))
+    for logs in out.values():
+        logs.sort(key=lambda f: (f[0].version, f[0].write_token or ""))
+    return out
+
+
+def _of(logs: SliceLogs, request: dict[str, Any]) -> list[tuple[LogFileName, str, int]]:
+    return logs.get((request["partitionPath"], request["fileId"], request["latestBaseInstant"]), [])
 
 
 def _rolled_back_in(storage: Storage, path: str, target: str) -> bool:
@@ -45,14 +56,16 @@ def _rolled_back_in(storage: Storage, path: str, target: str) -> bool:
 
 
 def append_rollback_blocks(storage: Storage, base: str, rollback_ts: str, target: str,
-                           requests: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+                           requests: list[dict[str, Any]], listed: SliceLogs | None = None) -> dict[str, dict[str, int]]:
     """Give each requested file group its rollback command block (once: a resumed rollback finds the
-    block an earlier attempt wrote). Returns partition -> rollback log file path -> size."""
+    block an earlier attempt wrote). `listed`: `slice_logs` of the requests, listed before (else here).
+    Returns partition -> rollback log file path -> size."""
+    listed = slice_logs(storage, base, requests) if listed is None else listed
     written: dict[str, dict[str, int]] = {}
     for request in requests:
         if not request.get("logBlocksToBeDeleted"):
             continue
-        partition, logs = request["partitionPath"], _slice_logs(storage, base, request)
+        partition, logs = request["partitionPath"], _of(listed, request)
         done = next(((path, size) for name, path, size in logs
                      if name.write_token == ROLLBACK_TOKEN and _rolled_back_in(storage, path, target)), None)
         if done is None:
@@ -66,13 +79,15 @@ def append_rollback_blocks(storage: Storage, base: str, rollback_ts: str, target
     return written
 
 
-def failed_log_files(storage: Storage, base: str, requests: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def failed_log_files(storage: Storage, base: str, requests: list[dict[str, Any]],
+                     listed: SliceLogs | None = None) -> dict[str, dict[str, int]]:
     """partition -> name -> size of the failed write's log files that exist (the metadata table lists
-    them: they stay on storage)."""
+    them: they stay on storage). `listed`: `slice_logs` of the requests, listed before (else here)."""
+    listed = slice_logs(storage, base, requests) if listed is None else listed
     out: dict[str, dict[str, int]] = {}
     for request in requests:
         named = set(request.get("logBlocksToBeDeleted") or ())
-        for name, path, size in _slice_logs(storage, base, request) if named else ():
+        for name, path, size in _of(listed, request) if named else ():
             if name.format() in named:
                 out.setdefault(request["partitionPath"], {})[path.rsplit("/", 1)[-1]] = size
     return out

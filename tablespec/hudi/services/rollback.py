@@ -187,8 +187,10 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
                              f"{len(failed)} file(s): {'; '.join(failed[:5])}. It stays pending and is retried "
                              f"by the next recovery")
     requests = [r for r in plan.get("RollbackRequests") or () if r.get("logBlocksToBeDeleted")]
-    rollback_logs = log_rollback.append_rollback_blocks(storage, base, rollback.timestamp, target.timestamp, requests)
-    failed_logs = log_rollback.failed_log_files(storage, base, requests)
+    listed = log_rollback.slice_logs(storage, base, requests)   # each partition once; the failed logs predate it
+    rollback_logs = log_rollback.append_rollback_blocks(storage, base, rollback.timestamp, target.timestamp, requests,
+                                                        listed)
+    failed_logs = log_rollback.failed_log_files(storage, base, requests, listed)
     storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
     if target.action == REPLACE_COMMIT and timeline.layout == 2:   # a bucket rescale's hashing config too
         partition_buckets.discard(storage, base, target.timestamp)
