@@ -185,7 +185,7 @@ class TableWriter:
                          rewrites=[ALL_PARTITIONS] if replace else ()) as txn:
             job = self._job(txn.instant, operation, view, props)
             if merge_on_read:
-                job = dataclasses.replace(job, **log_targets(self.table, view))
+                job = dataclasses.replace(job, **log_targets(self.table, view, txn.instant))
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:

@@ -248,10 +248,10 @@ def write_refusal(spec, state: TableState) -> str | None:
 
 def _unwritable_merge_on_read(spec, state: TableState) -> str | None:
     """Why tablespec does not write deltacommits into this merge-on-read table, or None: it writes
-    them on table version 6 with the BUCKET index (each bucket's changes to a log file of its file
-    group), and not while a compaction is pending (Hudi names new log files by its instant)."""
-    if state.table_config.version != 6 or spec.spec.index.type != "BUCKET":
-        return (f"tablespec writes deltacommits on table version 6 with the BUCKET index only (this one: version "
+    them on table versions 6 and 9 with the BUCKET index (each bucket's changes to a log file of its
+    file group), and not while a compaction is pending (version 6 names new log files by its instant)."""
+    if state.table_config.version not in (6, 9) or spec.spec.index.type != "BUCKET":
+        return (f"tablespec writes deltacommits on table versions 6 and 9 with the BUCKET index only (this one: version "
                 f"{state.table_config.version}, index {spec.spec.index.type}); write it with Apache Hudi")
     pending = [i.timestamp for i in state.pending if i.action == "compaction"]
     if pending:

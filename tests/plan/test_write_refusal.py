@@ -92,4 +92,4 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     simple = _with(merge_on_read, index="{type: SIMPLE}")
     assert write_refusal(_spec(simple), state_for(simple)) == (
         "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec writes deltacommits on table "
-        "version 6 with the BUCKET index only (this one: version 6, index SIMPLE); write it with Apache Hudi")
+        "versions 6 and 9 with the BUCKET index only (this one: version 6, index SIMPLE); write it with Apache Hudi")
