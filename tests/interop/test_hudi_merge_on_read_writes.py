@@ -221,3 +221,41 @@ def test_tablespec_deltacommits_on_version_9_read_as_hudi_1_2_reads_them(hudi, h
     assert tablespec_rows(table) == _as_read(after) == _as_read(after_ro)
     assert _values(tablespec_rows(table)) == {"a": 11, "b": 2, "c": 33, "d": 4, "n": 8}
     assert _values(hudi_rs_rows(table.location)) == _values(tablespec_rows(table))
+
+
+def test_a_killed_version_9_deltacommit_is_rolled_back_by_deleting_its_files(hudi, hudi1, tmp_path, capsys,
+                                                                              monkeypatch):
+    """kill -9 before a version 9 deltacommit completes; the next tablespec write rolls it back as
+    Hudi 1.x does on version 9: its log files (named by it) deleted, no command block; Hudi 1.2
+    reads the same rows and its metadata validation agrees."""
+    from hudi_process import read_step, write_step
+    from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+    from test_hudi_merge_on_read import _as_read
+    location = tmp_path / "mor9_crash"
+    hudi1.process.run([write_step(location, _options(location.name, "bucket", "upsert"), SCHEMA, HISTORY[0][1])])
+    _record_index(location, "bucket")
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    before = tablespec_rows(table)
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v,dt,ts\na,50,2024-01-01,8\nb,60,2024-01-01,8\nz,70,2024-01-02,8\n")
+    proc = _ingest(tmp_path / f"{location.name}.yaml", tmp_path, csv, "before_completion")
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [crashed] = HudiTable.open(str(location)).timeline.pending()
+    assert crashed.action == "deltacommit" and any(crashed.timestamp in name for name in _logs(location))
+    assert tablespec_rows(table) == before    # its log files count nowhere
+
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    table.write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA))   # recovery first
+    timeline = HudiTable.open(str(location)).timeline
+    assert [i.action for i in timeline.completed() if i.timestamp > crashed.timestamp][:1] == ["rollback"]
+    assert crashed.timestamp not in {i.timestamp for i in timeline.instants if i.action == "deltacommit"}
+    assert not any(crashed.timestamp in name for name in _logs(location))
+    assert not any(b.type == BlockType.COMMAND for blocks in _logs(location).values() for b in blocks)
+    assert not (location / ".hoodie" / ".temp" / crashed.timestamp).exists()
+    ours = tablespec_rows(table)
+    assert _values(ours) == {**_values(before), "c": 30}
+    on_storage = _on_storage(location)
+    snapshot, _, every, differences, _ = hudi1.process.run([read_step(location), *_hudi_checks(location, "mor9_crash")])
+    assert _as_read(snapshot) == ours
+    _assert_validated(on_storage, every, differences)
