@@ -166,9 +166,8 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collecti
                         group.file_id in written.get(partition, {}) and group.file_id not in appended):
                     continue   # a new base file replaces the slice; a new log file joins it
                 current = group.latest_slice
-                files = [current.base_file] if current.base_file is not None else []
-                for f in [*files, *current.log_files]:
-                    name = f.file_name.format()
+                names = [current.base_file.name] if current.base_file is not None else []
+                for name in [*names, *(f.file_name.format() for f in current.log_files)]:
                     ranges += _footer_ranges(table, f"{partition}/{name}" if partition else name, columns)
             out[PARTITION_STATS].records += [column_stats.partition_stats_record(partition, r)
                                      for r in column_stats.merged(ranges, column_stats.partition_name(partition))]
