@@ -27,7 +27,8 @@ executes the plan again (as Hudi's compaction does: recovery leaves compactions 
 Apache Hudi job may be running one without a heartbeat). A deltacommit (merge-on-read) of table
 version 6 is rolled back as Hudi 0.15 does it: its new base files deleted, its log blocks cancelled
 by rollback command blocks (log_rollback.py); one of versions 8/9 as Hudi 1.x does it: its log
-files (named by the deltacommit) are deleted with its base files, no command block.
+files (named by the deltacommit) are deleted with its base files, no command block (version 8's are
+left to Hudi: untested).
 Callers hold the table lock (lock.py) while recovering.
 """
 from __future__ import annotations
@@ -65,7 +66,13 @@ if TYPE_CHECKING:
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING, COMPACTION)
 
 
-_ROLLED_BACK = (*ROLLBACK_ACTIONS, DELTA_COMMIT)   # the pending actions tablespec rolls back (deltacommits: MOR)
+DELTA_COMMIT_VERSIONS = (6, 9)   # table versions whose failed deltacommits tablespec rolls back (tested with Hudi)
+
+
+def _rolled_back(table: HudiTable) -> tuple[str, ...]:
+    """The pending actions tablespec rolls back on this table (deltacommits: merge-on-read, versions 6 and 9)."""
+    deltas = (DELTA_COMMIT,) if table.table_config.version in DELTA_COMMIT_VERSIONS else ()
+    return (*ROLLBACK_ACTIONS, *deltas)
 
 
 @dataclass(frozen=True)
@@ -153,9 +160,9 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     started = time.monotonic()
     writer = TimelineWriter.of(timeline)
     target = rollback_target(timeline, rollback)
-    if target.action not in _ROLLED_BACK:
+    if target.action not in _rolled_back(table):
         raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
-                                    f"back only {', '.join(_ROLLED_BACK)} instants")
+                                    f"back only {', '.join(_rolled_back(table))} instants")
     meta = timeline.meta
     if writer.is_completed(target):
         raise HudiFormatError(f"rollback {rollback.timestamp} targets {target.timestamp}.{target.action}, which is "
@@ -261,9 +268,9 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
         return done
     if current.is_completed:
         raise TablespecError(f"cannot roll back {current}: it is completed (only pending writes are rolled back)")
-    if current.action not in _ROLLED_BACK:
+    if current.action not in _rolled_back(table):
         raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
-                                    f"{', '.join(_ROLLED_BACK)} instants")
+                                    f"{', '.join(_rolled_back(table))} instants")
     clustering = is_clustering_plan(timeline, current)
     if current.state == "requested" and (clustering and not discard_plan or current.action == COMPACTION):
         what = "compaction" if current.action == COMPACTION else "clustering"
@@ -298,7 +305,7 @@ def pending_to_roll_back(table: HudiTable, tolerance_seconds: float = DEFAULT_TO
     timeline = table.timeline
     targeted = {rollback_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
     return [i for i in timeline.pending()
-            if i.action in _ROLLED_BACK and i.action != COMPACTION and i.timestamp not in targeted
+            if i.action in _rolled_back(table) and i.action != COMPACTION and i.timestamp not in targeted
             and not (i.state == "requested" and is_clustering_plan(timeline, i))
             and heartbeat_expired(table.storage, table.base, i.timestamp, tolerance_seconds, now)]
 
