@@ -53,6 +53,7 @@ STRATEGIES = {name: _STRATEGY_PACKAGE + cls for name, cls in (
 )}
 COMPACT = "COMPACT"   # the operationType of a compaction's commit
 REASONS_KEY = "tablespec.compaction.reasons"   # the plan's extra metadata: why it was scheduled
+SCHEDULED_ON = (6, 9)   # table versions tablespec schedules compactions on (tested with Hudi 0.15 and 1.2)
 # spec trigger -> Hudi's trigger strategy
 TRIGGERS = {"DELTA_COMMITS": "NUM_COMMITS", "ELAPSED_TIME": "TIME_ELAPSED", "EITHER": "NUM_OR_TIME",
             "BOTH": "NUM_AND_TIME"}
@@ -184,6 +185,9 @@ def schedule(table: HudiTable, policy: Policy, reasons: list[str]) -> tuple[Inst
     no requested instant (Hudi records a compaction when it completes). On versions 8/9 the instant
     time is after every completion time too (the timeline writer checks it), so each log file the
     plan takes completed before its instant and every later one slices onto the new base file."""
+    if table.table_config.version not in SCHEDULED_ON:
+        raise CompactionRefused(f"{table.base}: compaction not scheduled: tablespec schedules compactions on table "
+                                f"versions 6 and 9 (this one: {table.table_config.version}); nothing was written")
     with table.transaction_lock("compaction"):
         timeline = table.fresh_timeline()
         if (waits := waiting_for(timeline)):
