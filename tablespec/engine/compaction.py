@@ -136,10 +136,10 @@ def after_deltacommit(spark, spec, table: HudiTable, avro_schema: str, lock) -> 
     from datetime import UTC, datetime
 
     from tablespec.hudi.services.clustering import planned_file_groups
-    from tablespec.hudi.services.compaction import SLICED_BY_COMPLETION, CompactionRefused, backlog, due_reasons, schedule, select
+    from tablespec.hudi.services.compaction import SCHEDULED_ON, CompactionRefused, backlog, due_reasons, schedule, select
     from tablespec.plan.compaction import policy, run_by_tablespec
     wanted = policy(spec)
-    if wanted is None or not run_by_tablespec(spec) or table.table_config.version >= SLICED_BY_COMPLETION:
+    if wanted is None or not run_by_tablespec(spec) or table.table_config.version not in SCHEDULED_ON:
         return None
     timeline = table.timeline   # as the deltacommit left it (the writer refreshed the handle)
     found = backlog(timeline, table.view, planned_file_groups(timeline))

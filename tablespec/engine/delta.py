@@ -35,19 +35,26 @@ def _distinct_partitions(job: WriteJob, batches: Iterable[pa.RecordBatch]):
         yield pa.RecordBatch.from_arrays([pc.unique(parts)], names=["p"])
 
 
-def log_targets(table: HudiTable, view: FileSystemView, partitions: frozenset[str],
+def log_targets(table: HudiTable, view: FileSystemView, instant: str, partitions: frozenset[str],
                 no_fill: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The WriteJob fields of a deltacommit into `partitions`: each of their file groups' latest slice
-    as a LogTarget (its next log version after every log file of the slice on storage, a failed
-    write's included), the instants whose log blocks count and the table's merge rule."""
+    """The WriteJob fields of deltacommit `instant` into `partitions`: each of their file groups'
+    latest slice as a LogTarget, the instants whose log blocks count and the table's merge rule.
+    Version 6 (timeline layout 1): the log file is named by the slice's base instant, the next
+    version after every log file of the slice on storage (a failed write's included); versions 8/9:
+    named by the deltacommit, version 1, and the write stat names no base file and only its own log
+    file (as Hudi 1.2 writes it, measured)."""
     slices = [s for s in view.latest_slices() if s.partition in partitions]
     wanted = counting(view.timeline)
     reads = {r.file_id: r for r in slice_reads(view.timeline, slices, wanted)}
     targets = {}
     for s in slices:
+        if view.timeline.layout >= 2:
+            targets[s.file_id] = LogTarget(partition=s.partition, log_instant=instant, base_file="", log_files=(),
+                                           next_version=1, read=reads[s.file_id])
+            continue
         names = [f.file_name for f in s.log_files if f.file_name.base_instant == s.base_instant]
         targets[s.file_id] = LogTarget(
-            partition=s.partition, base_instant=s.base_instant,
+            partition=s.partition, log_instant=s.base_instant,
             base_file=s.base_file.name if s.base_file is not None else "",
             log_files=tuple(n.format() for n in names),
             next_version=max((n.version for n in names), default=0) + 1, read=reads[s.file_id])

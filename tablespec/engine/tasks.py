@@ -393,13 +393,14 @@ def write_file_groups(job: WriteJob, batches):
 
 @dataclass(frozen=True)
 class LogTarget:
-    """A merge-on-read file group's latest slice as a deltacommit appends to it: the new log file
-    is named by the slice's base instant with the next version (Hudi 0.15's Spark writers start a
-    new log file in every deltacommit, measured), `read` gives its stored rows."""
+    """A merge-on-read file group's latest slice as a deltacommit appends to it: a new log file in
+    every deltacommit (measured on Hudi 0.15 and 1.2), named by `log_instant` with `next_version`;
+    `read` gives its stored rows. `log_instant`, `base_file` and `log_files` are also what the write
+    stat records (prevCommit, baseFile, logFiles with the new one appended)."""
     partition: str
-    base_instant: str
-    base_file: str                      # its base file's name ("" for a slice without one)
-    log_files: tuple[str, ...]          # its log files' names, oldest first
+    log_instant: str                    # version 6: the slice's base instant; 8/9: the deltacommit
+    base_file: str                      # its base file's name ("" for a slice without one; 8/9: "")
+    log_files: tuple[str, ...]          # its log files' names, oldest first (8/9: none)
     next_version: int
     read: SliceRead
 
@@ -488,9 +489,9 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
             updates, inserts = int((matched & take).sum()), int((~matched).sum())
             ignored = int((matched & ~take).sum())
     if not take.any():
-        return _unchanged(partition, file_id, target.base_instant, ignored)
+        return _unchanged(partition, file_id, target.log_instant, ignored)
     incoming, keys = incoming.filter(pa.array(take)), keys.filter(pa.array(take))
-    name = LogFileName(file_id, target.base_instant, target.next_version, token).format()
+    name = LogFileName(file_id, target.log_instant, target.next_version, token).format()
     rel = f"{partition}/{name}" if partition else name
     schema = with_meta_fields(job.avro_schema)
     if job.operation == "delete":
@@ -503,7 +504,7 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
     data = encode_block(block)
     write_marker(job.storage, job.base, job.instant, partition, name, "APPEND")
     job.storage.write_bytes(join(job.base, rel), data)
-    return dict(partition=partition, file_id=file_id, path=rel, prev_commit=target.base_instant,
+    return dict(partition=partition, file_id=file_id, path=rel, prev_commit=target.log_instant,
                 num_writes=0 if job.operation == "delete" else len(keys), num_inserts=inserts, num_updates=updates,
                 num_deletes=deletes, bytes=len(data), invalid=0, invalid_sample="", num_ignored=ignored,
                 log_version=target.next_version, base_file=target.base_file,

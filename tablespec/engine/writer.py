@@ -243,7 +243,7 @@ class TableWriter:
             bloom_filter=bloom_filters_expected(props))
         if delta is None:
             return job
-        return dataclasses.replace(job, **log_targets(self.table, view, batch_partitions(delta, job), job.no_fill))
+        return dataclasses.replace(job, **log_targets(self.table, view, instant_ts, batch_partitions(delta, job), job.no_fill))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None,
              bulk: bool = False) -> tuple[list[dict], float]:

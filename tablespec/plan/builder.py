@@ -141,8 +141,9 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
     if not state.exists:
         if state.contents:
             return [at("spec.location", occupied_message(state.location, state.contents))]
-        if spec.spec.table_type == MERGE_ON_READ and (
-                why := unwritable_merge_on_read(loaded.new_table_version, spec.spec.index.type)) is not None:
+        if spec.spec.table_type == MERGE_ON_READ and (why := (
+                unwritable_merge_on_read(loaded.new_table_version, spec.spec.index.type)
+                if loaded.new_table_version == 6 else f"at table version 6 (this spec: {loaded.new_table_version})")):
             return [at("spec.tableType", f"tablespec creates the MERGE_ON_READ tables it writes: {why}; use "
                                          "COPY_ON_WRITE, or create the table with Apache Hudi and import it")]
         if loaded.new_table_version not in CREATED:
@@ -248,24 +249,24 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
-MERGE_ON_READ_INDEXES = ("BUCKET", "SIMPLE", "BLOOM")   # the indexes tablespec writes deltacommits with (version 6)
+MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM"), 9: ("BUCKET",)}   # index types with deltacommits, by version
 
 
 def unwritable_merge_on_read(version: int, index: str) -> str | None:
     """Why tablespec does not write deltacommits into a merge-on-read table of this version and index
-    type, or None: it writes them on table version 6 with MERGE_ON_READ_INDEXES (a bucket's changes to
-    a log file of its file group; SIMPLE and BLOOM: updates and deletes to a log file of the key's file
-    group, inserts to base files)."""
-    if version == 6 and index in MERGE_ON_READ_INDEXES:
+    type, or None: it writes them with MERGE_ON_READ_WRITES (a bucket's changes to a log file of its
+    file group; SIMPLE and BLOOM: updates and deletes to a log file of the key's file group, inserts
+    to base files)."""
+    if index in MERGE_ON_READ_WRITES.get(version, ()):
         return None
-    return (f"tablespec writes deltacommits on table version 6 with the {', '.join(MERGE_ON_READ_INDEXES)} indexes "
-            f"only (this one: version {version}, index {index})")
+    return ("tablespec writes deltacommits on table version 6 with the BUCKET, SIMPLE and BLOOM indexes and on "
+            f"version 9 with BUCKET (this one: version {version}, index {index})")
 
 
 def _unwritable_merge_on_read(spec, state: TableState) -> str | None:
     """Why tablespec does not write deltacommits into this merge-on-read table, or None: not at a
-    version or index it does not write them with, and not while a compaction is pending (Hudi names
-    new log files by its instant)."""
+    version or index it does not write them with, and not while a compaction is pending (version 6
+    names new log files by its instant)."""
     if (why := unwritable_merge_on_read(state.table_config.version, spec.spec.index.type)) is not None:
         return f"{why}; write it with Apache Hudi"
     pending = [i.timestamp for i in state.pending if i.action == "compaction"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tablespec.hudi.keys import COMPACT_INLINE
-from tablespec.hudi.services.compaction import SLICED_BY_COMPLETION, Backlog, Policy, due_reasons, select
+from tablespec.hudi.services.compaction import SCHEDULED_ON, Backlog, Policy, due_reasons, select
 from tablespec.hudi.timeline.instant import WRITE_ACTIONS
 from tablespec.plan.actions import Compaction, CompactionEstimate, CompactionParams
 from tablespec.spec.sizes import MiB
@@ -60,10 +60,10 @@ def compaction_actions(spec, state, now: datetime | None = None) -> tuple[list[C
     operations = select(wanted, backlog.operations) if reasons else ()
     if not operations:
         return [], []
-    if state.table_config.version >= SLICED_BY_COMPLETION:
-        return [], [f"compaction is due ({'; '.join(reasons)}); tablespec schedules compactions of table version "
-                    f"{state.table_config.version} once it slices their log files by completion time (a later "
-                    "release): until then a Hudi job or `run_compaction(op => 'schedule')` schedules it"]
+    if state.table_config.version not in SCHEDULED_ON:
+        return [], [f"compaction is due ({'; '.join(reasons)}); tablespec schedules compactions on table versions "
+                    f"6 and 9 (this one: {state.table_config.version}): a Hudi job or `run_compaction(op => "
+                    "'schedule')` schedules it"]
     writes = [i for i in state.pending if i.action in WRITE_ACTIONS and i not in state.pending_clustering]
     if writes:
         return [], [f"compaction is due ({'; '.join(reasons)}) and waits for pending write(s) "

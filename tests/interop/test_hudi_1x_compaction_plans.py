@@ -2,7 +2,8 @@
 schema, `missingSchedulePartitions` too) reads back field for field and names the log files Hudi
 1.2 wrote (named by their deltacommit); Hudi keeps the compaction settings out of hoodie.properties;
 plan shows the pending plan (to run, with runBy tablespec) and schedules none beside it, nor one of
-its own on version 9 (tablespec runs Hudi's plans there: tests/interop/test_hudi_merge_on_read.py)."""
+its own while Hudi's is pending; a plan tablespec schedules on version 9 is run by Hudi 1.2's
+run_compaction (tablespec runs both: tests/interop/test_hudi_merge_on_read.py)."""
 from __future__ import annotations
 
 import pytest
@@ -44,8 +45,34 @@ def test_hudi_1_2_plans_read_back_field_for_field(hudi1, tmp_path):
     spec = _spec("mor9", "{runBy: tablespec, deltaCommits: 1}")
     [run], _ = compaction_actions(spec, state)   # runBy tablespec: the pending plan is run (none scheduled beside it)
     assert run.params.instant == instant.timestamp and run.estimate.file_slices == 2
-    with pytest.raises(CompactionRefused, match="table version 9 slices log files by completion time"):
+    with pytest.raises(CompactionRefused, match=f"compaction {instant.timestamp} is pending already"):
         schedule(table, policy(spec), [])
+
+
+def test_hudi_1_2_runs_a_plan_tablespec_scheduled_on_version_9(hudi1, tmp_path):
+    """Hudi 1.2 writes a version 9 table; `plan` shows the due compaction and tablespec schedules it
+    (`T.compaction.requested` in `.hoodie/timeline`, the 1.x plan naming the log files by their
+    deltacommit); Hudi 1.2's run_compaction runs the plan and reads the same rows as before."""
+    path = tmp_path / "mor9s"
+    options = {"hoodie.table.name": "mor9s", **MOR, "hoodie.compact.inline": "false"}
+    before = hudi1.process.run([write_step(path, options, SCHEMA, rows) for rows in [FIRST, *UPDATES]]
+                               + [read_step(path)])[-1]
+    table = HudiTable.open(str(path))
+    spec = _spec("mor9s", "{runBy: tablespec, deltaCommits: 2, strategy: UNBOUNDED}")
+    [due], warnings = compaction_actions(spec, observe(table))
+    assert warnings == [] and due.estimate.file_slices == 2 and due.params.instant is None
+    instant, plan = schedule(table, policy(spec), ["test"])
+    requested = path / ".hoodie" / "timeline" / f"{instant.timestamp}.compaction.requested"
+    assert plan_record(plan, one_x=True) == avro_content(requested.read_bytes(), str(requested))
+    deltas = [i.timestamp for i in table.timeline.completed() if i.action == "deltacommit"]
+    assert {log.split(".log.")[0].rsplit("_", 1)[1] for op in plan.operations for log in op.log_files} == \
+        set(deltas[1:])
+    [after] = hudi1.process.run([sql_step(f"call run_compaction(op => 'run', path => '{path}')"), read_step(path)])[1:]
+    table = HudiTable.open(str(path))
+    assert table.timeline.contains_completed(instant.timestamp) and table.table_config.version == 9
+    assert {s.base_instant for s in table.view.latest_slices()} == {instant.timestamp}
+    assert [s for s in table.view.latest_slices() if s.log_files] == []
+    assert sorted((r["id"], r["v"]) for r in after) == sorted((r["id"], r["v"]) for r in before)
 
 
 def test_hudi_1_2_runs_a_plan_tablespec_scheduled_on_version_6(hudi, hudi1, tmp_path):

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import read_step, write_step
 from interop_support import apply_until_done, cli, hudi_rows, hudi_write, save_spec
@@ -235,21 +236,26 @@ def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsy
     assert _values(tablespec_rows(table)) == {"a": 7, "b": 20, "c": 30, "e": 5, "f": 6}
 
 
-def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1, tmp_path, capsys):
-    """Hudi 1.2 schedules a compaction (its log files named by deltacommit); tablespec runs it (apply,
-    runBy tablespec); Hudi 1.2 reads the same, validates its metadata table and upserts on top."""
+@pytest.mark.parametrize("scheduled_by", ["hudi", "tablespec"])
+def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1, tmp_path, capsys, scheduled_by):
+    """Hudi 1.2 schedules a compaction (its log files named by deltacommit), or tablespec schedules
+    its own; tablespec runs it (apply, runBy tablespec); Hudi 1.2 reads the same, validates its
+    metadata table and upserts on top."""
     location = tmp_path / "mor9_compact"
     steps = [write_step(location, _options(location.name, "simple", operation), SCHEMA, data)
              for operation, data in HISTORY]
-    steps[-1]["options"].update(SCHEDULE)
+    if scheduled_by == "hudi":
+        steps[-1]["options"].update(SCHEDULE)
     hudi1.process.run(steps)
-    assert list((location / ".hoodie" / "timeline").glob("*.compaction.requested")), "Hudi scheduled none"
+    pending = list((location / ".hoodie" / "timeline").glob("*.compaction.requested"))
+    assert len(pending) == (scheduled_by == "hudi"), pending
     doc, spec_file = _import(tmp_path, location, capsys)
     table = _table(hudi, doc, location)
     before = tablespec_rows(table)
 
     instant = _compacted_by_apply(tmp_path, location, capsys, doc, spec_file)
     assert HudiTable.open(str(location)).timeline.contains_completed(instant)
+    assert (location / ".hoodie" / "timeline" / f"{instant}.compaction.requested").is_file()
     after = tablespec_rows(table)
     assert _no_file_name(after) == _no_file_name(before)
     assert tablespec_rows(table, view="read_optimized") == after

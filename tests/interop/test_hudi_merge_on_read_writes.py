@@ -303,3 +303,92 @@ def test_merge_on_read_writes_wait_for_a_pending_compaction(hudi, tmp_path, caps
                                         "deltacommits once it has run"):
         table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
     assert sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file()) == files
+
+
+def test_tablespec_deltacommits_on_version_9_read_as_hudi_1_2_reads_them(hudi, hudi1, tmp_path, capsys):
+    """Version 9 (a BUCKET table Hudi 1.2 created), laid out as Hudi 1.2 lays a deltacommit out
+    (measured): each bucket's changes to a new log file named by the deltacommit (version 1), an Avro
+    data or delete block; the write stat names the deltacommit as its previous commit, no base file,
+    and only its own log file; `T_<completion>.deltacommit`. Hudi 1.2's snapshot and read-optimized
+    reads and its metadata validation agree; Hudi upserts on top and compacts; tablespec and hudi-rs
+    read what it wrote."""
+    from hudi_process import read_step, write_step
+    from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+    from test_hudi_merge_on_read import COMPACT, _as_read
+    location = tmp_path / "mor9_writes"
+    hudi1.process.run([write_step(location, _options(location.name, "bucket", "upsert"), SCHEMA, HISTORY[0][1])])
+    _record_index(location, "bucket")
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5), ("n", 8, "2024-01-09", 5)]))
+    assert (result.inserted, result.updated) == (2, 1), str(result)
+    timeline = HudiTable.open(str(location)).timeline
+    assert timeline.head.action == "deltacommit" and timeline.head.timestamp == result.instant
+    assert (location / ".hoodie" / "timeline" / f"{result.instant}_{timeline.head.completion}.deltacommit").is_file()
+    logs = _logs(location)
+    assert logs and all(LogFileName.parse(n).base_instant == result.instant and LogFileName.parse(n).version == 1
+                        and [b.type for b in blocks] == [BlockType.AVRO_DATA] for n, blocks in logs.items())
+    delta = [s for s in timeline.commit_metadata(timeline.head).write_stats() if ".log." in (s.path or "")]
+    assert delta and all(s.prev_commit == result.instant and s.extra["baseFile"] == "" and s.extra["logVersion"] == 1
+                         and s.extra["logFiles"] == [s.path.rsplit("/", 1)[-1]] for s in delta)
+    assert not (location / ".hoodie" / ".temp" / result.instant).exists()   # markers dropped
+
+    result = table.write(df([("x", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]), "delete")
+    assert result.deleted == 1, str(result)
+    ours, ours_ro = tablespec_rows(table), tablespec_rows(table, view="read_optimized")
+    assert _values(ours) == {"a": 10, "b": 2, "c": 3, "d": 4, "n": 8}
+    on_storage = _on_storage(location)
+    on_top = [("a", 11, "2024-01-01", 6), ("c", 33, "2024-01-02", 6)]
+    reads = hudi1.process.run([read_step(location), read_step(location, **RO), *_hudi_checks(location, "mor9_writes"),
+                               write_step(location, {**_options(location.name, "bucket", "upsert"), **COMPACT},
+                                          SCHEMA, on_top),
+                               read_step(location), read_step(location, **RO)])
+    snapshot, optimized, _, every, differences, through_metadata, _, after, after_ro = reads
+    assert _as_read(snapshot) == ours == _as_read(through_metadata)
+    assert _as_read(optimized) == ours_ro
+    _assert_validated(on_storage, every, differences)
+    compacted = HudiTable.open(str(location))
+    assert any(i.action == "commit" for i in compacted.timeline.commits())   # Hudi compacted inline
+    assert tablespec_rows(table) == _as_read(after) == _as_read(after_ro)
+    assert _values(tablespec_rows(table)) == {"a": 11, "b": 2, "c": 33, "d": 4, "n": 8}
+    assert _values(hudi_rs_rows(table.location)) == _values(tablespec_rows(table))
+
+
+def test_a_killed_version_9_deltacommit_is_rolled_back_by_deleting_its_files(hudi, hudi1, tmp_path, capsys,
+                                                                              monkeypatch):
+    """kill -9 before a version 9 deltacommit completes; the next tablespec write rolls it back as
+    Hudi 1.x does on version 9: its log files (named by it) deleted, no command block; Hudi 1.2
+    reads the same rows and its metadata validation agrees."""
+    from hudi_process import read_step, write_step
+    from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+    from test_hudi_merge_on_read import _as_read
+    location = tmp_path / "mor9_crash"
+    hudi1.process.run([write_step(location, _options(location.name, "bucket", "upsert"), SCHEMA, HISTORY[0][1])])
+    _record_index(location, "bucket")
+    doc, _ = _import(tmp_path, location, capsys)
+    table = _table(hudi, doc, location)
+    before = tablespec_rows(table)
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,v,dt,ts\na,50,2024-01-01,8\nb,60,2024-01-01,8\nz,70,2024-01-02,8\n")
+    proc = _ingest(tmp_path / f"{location.name}.yaml", tmp_path, csv, "before_completion")
+    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [crashed] = HudiTable.open(str(location)).timeline.pending()
+    assert crashed.action == "deltacommit" and any(crashed.timestamp in name for name in _logs(location))
+    assert tablespec_rows(table) == before    # its log files count nowhere
+
+    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+    table.write(hudi.createDataFrame([("c", 30, "2024-01-02", 9)], SCHEMA))   # recovery first
+    timeline = HudiTable.open(str(location)).timeline
+    assert [i.action for i in timeline.completed() if i.timestamp > crashed.timestamp][:1] == ["rollback"]
+    assert crashed.timestamp not in {i.timestamp for i in timeline.instants if i.action == "deltacommit"}
+    assert not any(crashed.timestamp in name for name in _logs(location))
+    assert not any(b.type == BlockType.COMMAND for blocks in _logs(location).values() for b in blocks)
+    assert not (location / ".hoodie" / ".temp" / crashed.timestamp).exists()
+    ours = tablespec_rows(table)
+    assert _values(ours) == {**_values(before), "c": 30}
+    on_storage = _on_storage(location)
+    snapshot, _, every, differences, _ = hudi1.process.run([read_step(location), *_hudi_checks(location, "mor9_crash")])
+    assert _as_read(snapshot) == ours
+    _assert_validated(on_storage, every, differences)

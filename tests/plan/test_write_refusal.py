@@ -94,5 +94,5 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     record_level = _with(merge_on_read, index="{type: RECORD_LEVEL}")
     assert write_refusal(_spec(record_level), state_for(record_level)) == (
         "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec writes deltacommits on table "
-        "version 6 with the BUCKET, SIMPLE, BLOOM indexes only (this one: version 6, index RECORD_LEVEL); write it "
-        "with Apache Hudi")
+        "version 6 with the BUCKET, SIMPLE and BLOOM indexes and on version 9 with BUCKET (this one: version 6, "
+        "index RECORD_LEVEL); write it with Apache Hudi")

@@ -1,21 +1,27 @@
 """What a data instant does to the metadata table's `column_stats` and `partition_stats`, read from
-the Parquet footers of the files it wrote (no pass over the data).
+the Parquet footers of the base files it wrote (no pass over the data) and the records of the log
+files a deltacommit wrote.
 
-A commit or replacecommit adds each written base file's column ranges; on table version 9 each
-partition it touched gets its statistics anew over that partition's latest base files (the ones it
-wrote, and the footers of the others), tight bounds as Hudi 1.x writes them. A clean records each
+A commit, replacecommit or deltacommit adds each written file's column ranges; on table version 9
+each partition it touched gets its statistics anew over that partition's latest file slices (the
+files it wrote, and the base and log files of the others, a log file joining its slice), tight
+bounds as Hudi 1.x writes them. A clean records each
 deleted file's ranges as deleted. A rollback needs nothing here: the metadata table's deltacommit
 of the rolled-back instant is rolled back with it (sync.py), its records with it.
 """
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablespec.hudi.formats import index_defs
+from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, parquet_block_table, read_blocks
+from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import column_stats, layout
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
@@ -83,9 +89,53 @@ def indexed_columns(table: HudiTable) -> Collection[str] | None:
 
 
 def _footer_ranges(table: HudiTable, path: str, columns: Collection[str] | None) -> list[ColumnRange]:
+    """A file's column ranges: a base file's from its footer, a log file's over its data blocks' records."""
+    name = posixpath.basename(path)
+    if LogFileName.parse(name) is not None:
+        return _log_ranges(table, path, columns)
     with table.storage.open_input_file(join(table.base, path)) as f:
         metadata = pq.read_metadata(f)
-    return column_stats.file_ranges(metadata, path.rsplit("/", 1)[-1], columns)
+    return column_stats.file_ranges(metadata, name, columns)
+
+
+# Avro primitive (or logical) type -> the Arrow type of the Parquet a block's records are measured in
+_AVRO_ARROW = {"int": pa.int32(), "long": pa.int64(), "float": pa.float32(), "double": pa.float64(),
+               "string": pa.string(), "boolean": pa.bool_(), "bytes": pa.binary(), "date": pa.date32(),
+               "timestamp-micros": pa.timestamp("us", tz="UTC"), "timestamp-millis": pa.timestamp("ms", tz="UTC")}
+
+
+def _arrow_field(field: dict[str, Any]) -> pa.Field | None:
+    """The Arrow field of an Avro record field whose statistics Hudi keeps (None: not indexed)."""
+    t = field.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), None)
+    if isinstance(t, dict):
+        if t.get("logicalType") == "decimal":
+            return pa.field(field["name"], pa.decimal128(t["precision"], t.get("scale", 0)))
+        t = t.get("logicalType") or t.get("type")
+    arrow = _AVRO_ARROW.get(t) if isinstance(t, str) else None
+    return None if arrow is None else pa.field(field["name"], arrow)
+
+
+def _log_ranges(table: HudiTable, path: str, columns: Collection[str] | None) -> list[ColumnRange]:
+    """A log file's column ranges over the records of its data blocks (delete blocks hold none), measured
+    as the footer of a Parquet file holding them would give them."""
+    tables = []
+    for block in read_blocks(table.storage.read_bytes(join(table.base, path))):
+        if block.type == BlockType.PARQUET_DATA:
+            tables.append(parquet_block_table(block))
+        elif block.type == BlockType.AVRO_DATA:
+            fields = [f for f in json.loads(block.header[Header.SCHEMA]).get("fields") or ()
+                      if (columns is None or f.get("name") in columns)]
+            schema = pa.schema([a for a in map(_arrow_field, fields) if a is not None])
+            tables.append(pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in avro_records(block)],
+                                               schema=schema))
+    if not tables:
+        return []
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.concat_tables(tables, promote_options="default"), sink)
+    metadata = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return column_stats.file_ranges(metadata, posixpath.basename(path), columns)
 
 
 def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collection[str]) -> dict[str, HashedChange]:
@@ -94,6 +144,8 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collecti
     one_x = table.config is not None and table.config.version >= 8
     columns = indexed_columns(table)
     written: dict[str, dict[str, list[ColumnRange]]] = {}      # partition -> file id -> its ranges
+    appended = {st.file_id for stats in metadata.partition_to_write_stats.values() for st in stats
+                if st.path and LogFileName.parse(posixpath.basename(st.path)) is not None}
     out: dict[str, HashedChange] = {p: HashedChange() for p in partitions}
     for partition, stats in metadata.partition_to_write_stats.items():
         for stat in stats:
@@ -110,11 +162,13 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collecti
         for partition in touched:
             ranges = [r for rs in written.get(partition, {}).values() for r in rs]
             for group in view.file_groups(partition):
-                if group.file_id in written.get(partition, {}) or group.file_id in replaced.get(partition, ()):
-                    continue
-                base = group.latest_slice.base_file
-                if base is not None:
-                    ranges += _footer_ranges(table, f"{partition}/{base.name}" if partition else base.name, columns)
+                if group.file_id in replaced.get(partition, ()) or (
+                        group.file_id in written.get(partition, {}) and group.file_id not in appended):
+                    continue   # a new base file replaces the slice; a new log file joins it
+                current = group.latest_slice
+                names = [current.base_file.name] if current.base_file is not None else []
+                for name in [*names, *(f.file_name.format() for f in current.log_files)]:
+                    ranges += _footer_ranges(table, f"{partition}/{name}" if partition else name, columns)
             out[PARTITION_STATS].records += [column_stats.partition_stats_record(partition, r)
                                      for r in column_stats.merged(ranges, column_stats.partition_name(partition))]
     return {p: change for p, change in out.items() if not change.empty}

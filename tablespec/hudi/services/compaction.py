@@ -52,8 +52,8 @@ STRATEGIES = {name: _STRATEGY_PACKAGE + cls for name, cls in (
     ("UNBOUNDED", "UnBoundedCompactionStrategy"),
 )}
 COMPACT = "COMPACT"   # the operationType of a compaction's commit
-SLICED_BY_COMPLETION = 8   # table versions whose log files are named by deltacommit, sliced by completion time
 REASONS_KEY = "tablespec.compaction.reasons"   # the plan's extra metadata: why it was scheduled
+SCHEDULED_ON = (6, 9)   # table versions tablespec schedules compactions on (tested with Hudi 0.15 and 1.2)
 # spec trigger -> Hudi's trigger strategy
 TRIGGERS = {"DELTA_COMMITS": "NUM_COMMITS", "ELAPSED_TIME": "TIME_ELAPSED", "EITHER": "NUM_OR_TIME",
             "BOTH": "NUM_AND_TIME"}
@@ -182,11 +182,12 @@ def schedule(table: HudiTable, policy: Policy, reasons: list[str]) -> tuple[Inst
     and file slices as they are now (a deltacommit completed since `plan` adds its log files), a new
     instant time after every other, `T.compaction.requested` holding the plan. Refused before any
     change while a write is pending or a compaction is pending already. The metadata table records
-    no requested instant (Hudi records a compaction when it completes)."""
-    if table.table_config.version >= SLICED_BY_COMPLETION:
-        raise CompactionRefused(f"{table.base}: compaction not scheduled: table version {table.table_config.version} "
-                                "slices log files by completion time, which tablespec's file-system view does not "
-                                "yet; nothing was written")
+    no requested instant (Hudi records a compaction when it completes). On versions 8/9 the instant
+    time is after every completion time too (the timeline writer checks it), so each log file the
+    plan takes completed before its instant and every later one slices onto the new base file."""
+    if table.table_config.version not in SCHEDULED_ON:
+        raise CompactionRefused(f"{table.base}: compaction not scheduled: tablespec schedules compactions on table "
+                                f"versions 6 and 9 (this one: {table.table_config.version}); nothing was written")
     with table.transaction_lock("compaction"):
         timeline = table.fresh_timeline()
         if (waits := waiting_for(timeline)):

@@ -26,7 +26,9 @@ new base files deleted, `T.compaction.inflight` back to its requested plan), by 
 executes the plan again (as Hudi's compaction does: recovery leaves compactions alone, since an
 Apache Hudi job may be running one without a heartbeat). A deltacommit (merge-on-read) of table
 version 6 is rolled back as Hudi 0.15 does it: its new base files deleted, its log blocks cancelled
-by rollback command blocks (log_rollback.py); deltacommits of versions 8/9 are left to Hudi.
+by rollback command blocks (log_rollback.py); one of versions 8/9 as Hudi 1.x does it: its log
+files (named by the deltacommit) are deleted with its base files, no command block (version 8's are
+left to Hudi: untested).
 Callers hold the table lock (lock.py) while recovering.
 """
 from __future__ import annotations
@@ -38,8 +40,8 @@ from urllib.parse import urlparse
 
 from tablespec.errors import HudiFormatError, TablespecError, UnsupportedTableError
 from tablespec.hudi import partition_buckets
-from tablespec.hudi.formats.markers import MARKER_FOLDER
-from tablespec.hudi.formats.naming import BaseFileName
+from tablespec.hudi.formats.markers import marker_dir
+from tablespec.hudi.formats.naming import BaseFileName, LogFileName
 from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
 from tablespec.hudi.io import Storage, join, path_inside
 from tablespec.hudi.mdt import sync as mdt_sync
@@ -64,13 +66,13 @@ if TYPE_CHECKING:
 ROLLBACK_ACTIONS = (COMMIT, REPLACE_COMMIT, CLUSTERING, COMPACTION)
 
 
-def _rolls_back(timeline: Timeline, action: str) -> bool:
-    """Whether tablespec rolls back a pending `action` on this timeline (deltacommits: layout 1)."""
-    return action in ROLLBACK_ACTIONS or (action == DELTA_COMMIT and timeline.layout == 1)
+DELTA_COMMIT_VERSIONS = (6, 9)   # table versions whose failed deltacommits tablespec rolls back (tested with Hudi)
 
 
-def _actions(timeline: Timeline) -> str:
-    return ", ".join(ROLLBACK_ACTIONS + ((DELTA_COMMIT,) if timeline.layout == 1 else ()))
+def _rolled_back(table: HudiTable) -> tuple[str, ...]:
+    """The pending actions tablespec rolls back on this table (deltacommits: merge-on-read, versions 6 and 9)."""
+    deltas = (DELTA_COMMIT,) if table.table_config.version in DELTA_COMMIT_VERSIONS else ()
+    return (*ROLLBACK_ACTIONS, *deltas)
 
 
 @dataclass(frozen=True)
@@ -83,19 +85,22 @@ class RollbackResult:
     rollback_instant: str
 
 
-def _instant_files(storage: Storage, base: str, instant_ts: str) -> dict[str, str]:
-    """Every data file named with `instant_ts` below `base`: path -> partition (relative dir).
+def _instant_files(storage: Storage, base: str, instant_ts: str, logs: bool = False) -> dict[str, str]:
+    """Every data file named with `instant_ts` below `base`: path -> partition (relative dir);
+    `logs`: log files too (timeline layout 2 names them by the deltacommit that wrote them).
     All visible directories are searched, not only marked partitions: a write can die between
     creating a partition directory and marking it."""
     found: dict[str, str] = {}
 
     def visit(path: str, rel: str) -> None:
         for info in storage.list_dir(path):
-            if info.name.startswith("."):
-                continue
-            if info.is_dir:
+            if info.is_dir and not info.name.startswith("."):
                 visit(info.path, f"{rel}/{info.name}" if rel else info.name)
+            elif info.is_dir:
+                continue
             elif (name := BaseFileName.parse(info.name)) is not None and name.instant == instant_ts:
+                found[info.path] = rel
+            elif logs and (log := LogFileName.parse(info.name)) is not None and log.base_instant == instant_ts:
                 found[info.path] = rel
 
     visit(base, "")
@@ -155,9 +160,9 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     started = time.monotonic()
     writer = TimelineWriter.of(timeline)
     target = rollback_target(timeline, rollback)
-    if not _rolls_back(timeline, target.action):
+    if target.action not in _rolled_back(table):
         raise UnsupportedTableError(f"rollback {rollback.timestamp} targets a {target.action}; tablespec rolls "
-                                    f"back only {_actions(timeline)} instants")
+                                    f"back only {', '.join(_rolled_back(table))} instants")
     meta = timeline.meta
     if writer.is_completed(target):
         raise HudiFormatError(f"rollback {rollback.timestamp} targets {target.timestamp}.{target.action}, which is "
@@ -169,7 +174,8 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     files = {path_inside(base, _storage_path(path), origin): req["partitionPath"]
              for req in plan.get("RollbackRequests") or () for path in req["filesToBeDeleted"]}
     inflight = rollback if rollback.state == "inflight" else writer.start(rollback)
-    files.update(_instant_files(storage, base, target.timestamp))  # also files written after planning
+    files.update(_instant_files(storage, base, target.timestamp,  # also files written after planning
+                                logs=target.action == DELTA_COMMIT and timeline.layout == 2))
     # a discarded clustering plan lists its own requested file among the files to delete
     discard = join(meta, target.to("requested").file_name) in files
     keep_plan = not discard and (target.action == COMPACTION or is_clustering_plan(timeline, target))
@@ -191,7 +197,7 @@ def _run(table: HudiTable, timeline: Timeline, rollback: Instant) -> RollbackRes
     rollback_logs = log_rollback.append_rollback_blocks(storage, base, rollback.timestamp, target.timestamp, requests,
                                                         listed)
     failed_logs = log_rollback.failed_log_files(storage, base, requests, listed)
-    storage.delete_tree(join(meta, MARKER_FOLDER, target.timestamp))
+    storage.delete_tree(marker_dir(base, target.timestamp))   # .hoodie/.temp on every layout
     if target.action == REPLACE_COMMIT and timeline.layout == 2:   # a bucket rescale's hashing config too
         partition_buckets.discard(storage, base, target.timestamp)
     if keep_plan:
@@ -264,18 +270,20 @@ def rollback(table: HudiTable, instant: Instant, rollback_ts: str | None = None,
         return done
     if current.is_completed:
         raise TablespecError(f"cannot roll back {current}: it is completed (only pending writes are rolled back)")
-    if not _rolls_back(timeline, current.action):
+    if current.action not in _rolled_back(table):
         raise UnsupportedTableError(f"cannot roll back {current}: tablespec rolls back only "
-                                    f"{_actions(timeline)} instants")
+                                    f"{', '.join(_rolled_back(table))} instants")
     clustering = is_clustering_plan(timeline, current)
     if current.state == "requested" and (clustering and not discard_plan or current.action == COMPACTION):
         what = "compaction" if current.action == COMPACTION else "clustering"
         raise TablespecError(f"{current} is a scheduled {what} plan, not a failed write: nothing to roll back")
     ts = rollback_ts or new_instant_time(timeline.latest_time)
-    files = _instant_files(storage, base, current.timestamp)
+    by_name = current.action == DELTA_COMMIT and timeline.layout == 2   # its log files go as its base files do
+    files = _instant_files(storage, base, current.timestamp, logs=by_name)
     if discard_plan and clustering:
         files[join(timeline.meta, current.to("requested").file_name)] = ""
-    logs = log_rollback.log_requests(storage, base, current.timestamp) if current.action == DELTA_COMMIT else []
+    logs = log_rollback.log_requests(storage, base, current.timestamp) \
+        if current.action == DELTA_COMMIT and not by_name else []
     plan = _plan(current, files, logs)
     requested = TimelineWriter.of(timeline).request(ROLLBACK, ts, plan)
     table.recorded(requested, plan)
@@ -299,7 +307,7 @@ def pending_to_roll_back(table: HudiTable, tolerance_seconds: float = DEFAULT_TO
     timeline = table.timeline
     targeted = {rollback_target(timeline, i).timestamp for i in timeline.pending() if i.action == ROLLBACK}
     return [i for i in timeline.pending()
-            if _rolls_back(timeline, i.action) and i.action != COMPACTION and i.timestamp not in targeted
+            if i.action in _rolled_back(table) and i.action != COMPACTION and i.timestamp not in targeted
             and not (i.state == "requested" and is_clustering_plan(timeline, i))
             and heartbeat_expired(table.storage, table.base, i.timestamp, tolerance_seconds, now)]
 
