@@ -75,6 +75,17 @@ def _cleans(location) -> list[str]:
     return [timeline.read_metadata(i)["earliestCommitToRetain"] for i in timeline.completed() if i.action == "clean"]
 
 
+def same_clean(capsys, written: set[str], theirs, ours, keep: int) -> tuple[list[str], set[str]]:
+    """tablespec's clean (`apply` with keepCommits `keep`) of `ours` against Hudi's of `theirs`, two
+    copies of a table whose files were `written`: the same files deleted and the same earliest
+    commit to retain. Returns the kinds of the actions applied and the files deleted."""
+    kinds = _tablespec_clean(capsys, ours.parent, ours, keep)
+    deleted = written - _files(ours)
+    assert deleted == written - _files(theirs), f"keepCommits {keep}"
+    assert _cleans(ours) == _cleans(theirs), f"keepCommits {keep}"
+    return kinds, deleted
+
+
 def test_tablespec_and_hudi_clean_the_same_files(hudi, tmp_path, capsys):
     source = tmp_path / "source" / "cleaned"
     commits, replaced = _hudi_state(hudi, source)
@@ -86,9 +97,7 @@ def test_tablespec_and_hudi_clean_the_same_files(hudi, tmp_path, capsys):
         shutil.copytree(source, theirs)
         shutil.copytree(source, ours)
         _hudi_clean(hudi, theirs, keep)
-        kinds = _tablespec_clean(capsys, ours.parent, ours, keep)
-        deleted = written - _files(ours)
-        assert deleted == written - _files(theirs), f"keepCommits {keep}"
+        kinds, deleted = same_clean(capsys, written, theirs, ours, keep)
         parquet = {f for f in deleted if f.endswith(".parquet")}
         if keep == 5:
             assert kinds == ["update_settings"] and not deleted

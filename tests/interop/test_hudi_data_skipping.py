@@ -34,6 +34,20 @@ def _ids(spark, location, where: str, **options: str) -> list[str]:
     return sorted(r.id for r in hudi_df(spark, str(location), **options).where(where).select("id").collect())
 
 
+
+def _assert_hudi_skips_with_it(hudi, location) -> None:
+    """Hudi's reads with data skipping on equal its reads with it off, and its column-stats lookup
+    gives each latest base file's range of `v`."""
+    for where in NEW_ONLY:
+        assert _ids(hudi, location, where, **ON) == _ids(hudi, location, where, **OFF) != [], where
+    assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y"]
+    view = HudiTable.open(str(location)).view
+    files = [(s.partition, s.base_file.name) for s in view.latest_slices() if s.base_file is not None]
+    found = column_stats_lookup(hudi, str(location), files, "v")
+    expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v").to_pylist() for p, n in files}
+    assert {f: [int(lo), int(hi)] for f, (lo, hi, _, _) in found.items()} == {
+        f: [min(v), max(v)] for f, v in expected.items()}
+
 def test_tablespec_keeps_column_stats_hudi_0_15_skips_with(hudi, tmp_path, capsys):
     location = tmp_path / "s6"
     options = _options("orders_s6", **COLUMN_STATS)
@@ -54,15 +68,7 @@ def test_tablespec_keeps_column_stats_hudi_0_15_skips_with(hudi, tmp_path, capsy
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == ("column_stats", "files")
     assert_listing_is_storage(str(location))
 
-    for where in NEW_ONLY:
-        assert _ids(hudi, location, where, **ON) == _ids(hudi, location, where, **OFF) != [], where
-    assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y"]
-    view = HudiTable.open(str(location)).view
-    files = [(s.partition, s.base_file.name) for s in view.latest_slices() if s.base_file is not None]
-    found = column_stats_lookup(hudi, str(location), files, "v")
-    expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v").to_pylist() for p, n in files}
-    assert {f: [int(lo), int(hi)] for f, (lo, hi, _, _) in found.items()} == {
-        f: [min(v), max(v)] for f, v in expected.items()}
+    _assert_hudi_skips_with_it(hudi, location)
 
     # Hudi's next write with column stats on continues the partition: nothing built again
     hudi_write(hudi.createDataFrame([("z", 700, "2024-01-02", 70)], SCHEMA), str(location), options)
@@ -122,15 +128,7 @@ def test_declared_column_stats_are_built_from_footers_hudi_0_15_skips_with(hudi,
 
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("y", 600, "2024-01-09", 60)], SCHEMA))     # kept from now on
-    for where in NEW_ONLY:
-        assert _ids(hudi, location, where, **ON) == _ids(hudi, location, where, **OFF) != [], where
-    assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y"]
-    view = HudiTable.open(str(location)).view
-    files = [(s.partition, s.base_file.name) for s in view.latest_slices() if s.base_file is not None]
-    found = column_stats_lookup(hudi, str(location), files, "v")
-    expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v").to_pylist() for p, n in files}
-    assert {f: [int(lo), int(hi)] for f, (lo, hi, _, _) in found.items()} == {
-        f: [min(v), max(v)] for f, v in expected.items()}
+    _assert_hudi_skips_with_it(hudi, location)
     assert_listing_is_storage(str(location))
 
     hudi_write(hudi.createDataFrame([("z", 700, "2024-01-02", 70)], SCHEMA), str(location), {**options, **COLUMN_STATS})

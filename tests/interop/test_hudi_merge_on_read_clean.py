@@ -12,7 +12,7 @@ import shutil
 from helpers import tablespec_rows
 from hudi_process import sql_step, write_step
 from interop_support import hudi_rows, hudi_write
-from test_hudi_clean_agrees import _cleans, _files, _hudi_clean, _tablespec_clean
+from test_hudi_clean_agrees import _cleans, _files, _hudi_clean, same_clean
 from test_hudi_merge_on_read import COMPACT, SCHEDULE, _options, _record_index, _table, _values
 from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import SCHEMA
@@ -61,10 +61,7 @@ def test_tablespec_and_hudi_clean_the_same_merge_on_read_files(hudi, tmp_path, c
         shutil.copytree(source, theirs)
         shutil.copytree(source, ours)
         _hudi_clean(hudi, theirs, keep)
-        kinds = _tablespec_clean(capsys, ours.parent, ours, keep)
-        deleted = written - _files(ours)
-        assert deleted == written - _files(theirs), f"keepCommits {keep}"
-        assert _cleans(ours) == _cleans(theirs), f"keepCommits {keep}"
+        kinds, deleted = same_clean(capsys, written, theirs, ours, keep)
         if keep == 8:
             assert kinds == ["update_settings"] and not deleted
             continue
@@ -105,10 +102,7 @@ def test_tablespec_and_hudi_1_2_clean_the_same_version_9_files(hudi1, tmp_path, 
     hudi1.process.run(steps)
     for keep in keeps:
         theirs, ours = tmp_path / f"hudi-{keep}" / source.name, tmp_path / f"ours-{keep}" / source.name
-        kinds = _tablespec_clean(capsys, ours.parent, ours, keep)
-        deleted = written - _files(ours)
-        assert deleted == written - _files(theirs), f"keepCommits {keep}"
-        assert _cleans(ours) == _cleans(theirs), f"keepCommits {keep}"
+        kinds, deleted = same_clean(capsys, written, theirs, ours, keep)
         if keep == 8:
             assert kinds == ["update_settings"] and not deleted
             continue
