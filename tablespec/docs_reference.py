@@ -293,8 +293,11 @@ def render_pages() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    out_dir = Path(args[0] if args else "docs/reference")
+    parser = argparse.ArgumentParser(prog="python -m tablespec.docs_reference",
+                                     description="Write the generated reference pages (spec.md, cli.md).")
+    parser.add_argument("out_dir", nargs="?", default="docs/reference", type=Path,
+                        help="folder to write them into (default: docs/reference)")
+    out_dir = parser.parse_args(sys.argv[1:] if argv is None else argv).out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in render_pages().items():
         (out_dir / name).write_text(text, encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 
+import pytest
 from _support import ROOT
 
 from tablespec.cli import _parser
@@ -75,3 +76,12 @@ def test_readme_runs_the_ci_test_command_and_stays_a_front_page():
     assert len(readme.splitlines()) <= 200
     links = re.findall(r"\]\((?!https?://|#)([^)#]+)(?:#[^)]*)?\)", readme)
     assert links and [link for link in links if not (ROOT / link).exists()] == []
+
+
+def test_the_page_generator_takes_a_folder_and_prints_its_usage(tmp_path, capsys):
+    from tablespec.docs_reference import main
+    assert main([str(tmp_path / "ref")]) == 0
+    assert {p.name for p in (tmp_path / "ref").iterdir()} == set(render_pages())
+    with pytest.raises(SystemExit) as stopped:   # --help is not a folder to write into
+        main(["--help"])
+    assert stopped.value.code == 0 and "out_dir" in capsys.readouterr().out
