@@ -12,6 +12,7 @@ from tablespec.engine.reader import snapshot_files, to_arrow
 
 pytestmark = pytest.mark.spark
 
+DDL = "id string, v int, f float, dt string"
 SPEC = """apiVersion: tablespec/v1
 kind: HudiTable
 metadata: {name: ranges}
@@ -20,6 +21,7 @@ spec:
   columns:
     - {name: id, type: string, nullable: false}
     - {name: v, type: int}
+    - {name: f, type: float}
     - {name: dt, type: string}
   recordKey: {fields: [id]}
   partitioning: {fields: [dt]}
@@ -29,10 +31,11 @@ spec:
 def test_equality_filters_skip_files_by_column_statistics(spark, warehouse):
     table = make_table(spark, warehouse, SPEC)
     for dt, values in (("d1", range(0, 10)), ("d2", range(10, 20))):
-        table.write(spark.createDataFrame([(f"k{v}", v, dt) for v in values], "id string, v int, dt string"))
+        table.write(spark.createDataFrame([(f"k{v}", v, 16777216.0 if v == 15 else float(v), dt) for v in values],
+                                          DDL))
     with locked(table.table):
         build(spark, table.table, ["column_stats"], None)
-    table.write(spark.createDataFrame([("k30", 30, "d3"), ("k31", None, "d3")], "id string, v int, dt string"))
+    table.write(spark.createDataFrame([("k30", 30, 30.0, "d3"), ("k31", None, None, "d3")], DDL))
 
     def files(**filters):
         return [p.rsplit("/", 2)[-2].removeprefix("dt=") for p in snapshot_files(table.table.refresh(), None, table.spec, filters)]
@@ -43,7 +46,8 @@ def test_equality_filters_skip_files_by_column_statistics(spark, warehouse):
     assert files(v=99) == [] and files(v=15, id="k1") == []
     assert sorted(files(id="k30")) == ["d1", "d3"]           # strings, as Hudi orders them: k10..k19 excludes it
     assert sorted(files(v="15")) == ["d1", "d2", "d3"]       # a value of another type skips nothing
-    for filters in ({"v": 15}, {"v": 30}, {"v": 99}, {"id": "k30"}, {"dt": "d1", "v": 5}):
+    assert files(f=16777217) == ["d2"]   # Spark compares it as float32, 16777216.0: d2's maximum (k15)
+    for filters in ({"v": 15}, {"v": 30}, {"v": 99}, {"id": "k30"}, {"dt": "d1", "v": 5}, {"f": 16777217}):
         everything = table.read()
         for name, value in filters.items():
             everything = everything.filter(everything[name] == value)

@@ -11,6 +11,7 @@ a matching Python type, are compared: others never skip a file.
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +60,21 @@ def _comparable(value: Any, bound: Any) -> bool:
     return isinstance(value, str) and isinstance(bound, str)
 
 
-def excludes(stats: Mapping[str, Any], value: Any) -> bool:
-    """Whether a file with these statistics of a column holds no row whose column equals `value`."""
+def _as_spark_compares(value: Any, lo: Any, hi: Any, kind: str | None) -> tuple[Any, Any, Any]:
+    """The value and bounds as Spark's `column == literal` compares them: in floating point when
+    either side is (a float column's literal rounded to float32 first), else as they are. Casting is
+    monotonic, so the cast bounds still bound the cast values."""
+    if isinstance(value, bool) or not (kind in ("float", "double") or isinstance(value, float)):
+        return value, lo, hi
+    value = float(value)
+    if kind == "float":
+        value = struct.unpack("f", struct.pack("f", value))[0] if abs(value) < 3.5e38 else value
+    return value, float(lo), float(hi)
+
+
+def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None) -> bool:
+    """Whether a file with these statistics of a column (of `kind`, `column_stats.kind_of`) holds no
+    row whose column equals `value` as Spark compares them."""
     if value is None:
         return False                      # `= null` matches nothing anyway: leave it to the read
     if stats.get("valueCount") is not None and stats.get("valueCount") == stats.get("nullCount"):
@@ -68,6 +82,7 @@ def excludes(stats: Mapping[str, Any], value: Any) -> bool:
     lo, hi = _bound(stats.get("minValue")), _bound(stats.get("maxValue"))
     if lo is None or hi is None or not (_comparable(value, lo) and _comparable(value, hi)):
         return False
+    value, lo, hi = _as_spark_compares(value, lo, hi, kind)
     return bool(value < lo or value > hi)
 
 
@@ -77,7 +92,7 @@ def skipped(found: Stats, partition: str, file_name: str, filters: Mapping[str, 
     column's kind (`column_stats.kind_of`), only COMPARED_KINDS are compared."""
     return any(kinds.get(c) in COMPARED_KINDS
                and (s := found.get(column_stats.column_stats_key(c, partition, file_name))) is not None
-               and excludes(s, v) for c, v in filters.items())
+               and excludes(s, v, kinds.get(c)) for c, v in filters.items())
 
 
 __all__ = ["excludes", "skipped", "stored"]
