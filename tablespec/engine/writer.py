@@ -69,6 +69,7 @@ class WriteResult:
     unchanged: bool = False            # the input has rows, but none changes the table: no commit
     archived: int = 0                  # instants housekeeping archived after the commit
     compaction: Compacted | None = None  # the compaction housekeeping ran after a deltacommit
+    compaction_failed: str = ""        # why that compaction did not complete (the write stands; apply runs it)
 
     def __str__(self) -> str:
         if self.unchanged:
@@ -82,6 +83,9 @@ class WriteResult:
         archived = f"; archived {counted(self.archived, 'instant')}" if self.archived else ""
         compacted = (f"; compacted {counted(int(self.compaction.file_slices), 'file slice')} as {self.compaction.instant}"
                      if self.compaction is not None else "")
+        if self.compaction_failed:
+            compacted = (f"; the compaction after it did not complete ({self.compaction_failed}): "
+                         "`tablespec apply` runs it")
         return (f"committed {self.instant} ({self.operation}): {self.inserted} inserted, {self.updated} updated, "
                 f"{self.deleted} deleted{ignored}, {counted(len(self.files), 'file')} written{compacted}{archived}")
 
@@ -121,13 +125,26 @@ class TableWriter:
                 seen = self.table.timeline  # as `locked` read it
                 result = self._write_locked(df, operation, lock)
                 if result.instant is not None:  # the write added a commit: compact and archive as the spec says, if due
-                    compacted = (after_deltacommit(self.spark, self.spec, self.table, table_avro_schema(self.spec), lock)
-                                 if self.table.table_config.table_type == "MERGE_ON_READ" else None)
+                    compacted, failed = self._compact_after(lock)
+                    if failed:   # the table changed in ways archiving has not been checked against: next time
+                        return dataclasses.replace(result, compaction_failed=failed)
                     done = housekeep(self.table, self.spec.archive_settings, seen, added=1 + (compacted is not None))
                     result = dataclasses.replace(result, archived=len(done.archived) if done else 0, compaction=compacted)
                 return result
         finally:
             lock.release()
+
+    def _compact_after(self, lock: TableLock) -> tuple[Compacted | None, str]:
+        """The compaction housekeeping after a deltacommit, and why it failed ("" when it did not): the
+        deltacommit is committed, so a failure is reported, not raised (a caller retrying an insert
+        would write its rows twice); the plan stays pending for the next `apply`."""
+        if self.table.table_config.table_type != "MERGE_ON_READ":
+            return None, ""
+        try:
+            return after_deltacommit(self.spark, self.spec, self.table, table_avro_schema(self.spec), lock), ""
+        except Exception as e:   # noqa: BLE001 - any failure, Spark's included: the write stands
+            said = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+            return None, f"{type(e).__name__}: {said[:300]}"
 
     def _refuse(self, state: TableState) -> TableState:
         """Raise WriteRefused when the table must not be written as observed (planner.write_refusal),

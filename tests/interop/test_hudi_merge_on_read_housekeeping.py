@@ -17,12 +17,12 @@ from tablespec.hudi.table import HudiTable
 P1, P2 = "2024-01-01", "2024-01-02"
 
 
-def _housekept(hudi, tmp_path, capsys, run_by: str):
-    location = tmp_path / f"mor_{run_by}"
+def _housekept(hudi, tmp_path, capsys, run_by: str, delta_commits: int = 2, name: str = ""):
+    location = tmp_path / (name or f"mor_{run_by}")
     hudi_write(hudi.createDataFrame(HISTORY[0][1], SCHEMA), str(location), _options(location.name, "bucket", "upsert"))
     _record_index(location, "bucket")
     doc, _ = _import(tmp_path, location, capsys)
-    doc["spec"]["compaction"] = {"runBy": run_by, "deltaCommits": 2, "strategy": "UNBOUNDED"}
+    doc["spec"]["compaction"] = {"runBy": run_by, "deltaCommits": delta_commits, "strategy": "UNBOUNDED"}
     return location, _table(hudi, doc, location)
 
 
@@ -60,3 +60,25 @@ def test_a_write_leaves_compaction_to_hudi_when_the_spec_says_so(hudi, tmp_path,
         result = table.write(hudi.createDataFrame([("a", 10 + n, P1, 5 + n)], SCHEMA))
         assert result.compaction is None, str(result)
     assert [i.action for i in HudiTable.open(str(location)).timeline.instants] == ["deltacommit"] * 3
+
+
+def test_a_compaction_that_fails_after_a_write_leaves_the_write_committed(hudi, tmp_path, capsys):
+    """The deltacommit completes before its housekeeping compacts: a compaction that fails (here a
+    base file of another partition's slice that no longer decodes) is reported in the WriteResult,
+    not raised (a caller retrying an insert would write its rows twice), and stays pending."""
+    location, table = _housekept(hudi, tmp_path, capsys, "tablespec", delta_commits=3, name="mor_failing")
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    assert table.write(df([("c", 30, P2, 5)])).compaction is None      # 2 deltacommits: not due yet
+    [broken] = [s.base_file.path for s in HudiTable.open(str(location)).view.latest_slices()
+                if s.partition.endswith(P2) and s.log_files]
+    stored = open(broken, "rb").read()
+    open(broken, "wb").write(b"\0" * len(stored))    # same size: nothing but the decoding notices
+
+    result = table.write(df([("a", 11, P1, 6)]))     # the 3rd: compaction due, and it fails on P2's slice
+    assert result.compaction is None and result.compaction_failed, str(result)
+    assert "the compaction after it did not complete" in str(result) and "`tablespec apply` runs it" in str(result)
+    timeline = HudiTable.open(str(location)).timeline
+    assert result.instant in {i.timestamp for i in timeline.completed() if i.action == "deltacommit"}
+    assert [i.action for i in timeline.pending()] == ["compaction"]
+    open(broken, "wb").write(stored)
+    assert _values(tablespec_rows(table))["a"] == 11 and tablespec_rows(table) == hudi_rows(hudi, str(location))
