@@ -62,3 +62,13 @@ def log_targets(table: HudiTable, view: FileSystemView, instant: str, partitions
     return {"log_targets": targets, "counting": wanted, "merge_rules": MergeRules.of(table.table_config),
             # SIMPLE / BLOOM inserts fill small files whose slice has no log files only (Hudi 0.15, measured)
             "no_fill": no_fill | with_logs}
+
+
+def untargeted(view: FileSystemView, job: WriteJob, stats: list[dict]) -> list[str]:
+    """The partitions of existing file groups the tasks wrote without a log target. The job holds
+    targets for the partitions the batch had on its first read; rows elsewhere on the second read (an
+    input that changes between reads) would get a new base file that hides their committed slice."""
+    existing = {s.file_id: s.partition for s in view.latest_slices()}
+    targets = job.log_targets or {}
+    return sorted({existing[s["file_id"]] for s in stats
+                   if s["path"] and s["file_id"] in existing and s["file_id"] not in targets})

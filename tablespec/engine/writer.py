@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.compaction import after_deltacommit
-from tablespec.engine.delta import batch_partitions, log_targets
+from tablespec.engine.delta import batch_partitions, log_targets, untargeted
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
@@ -213,6 +213,11 @@ class TableWriter:
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
             stats, tag_seconds = self._run(df, job, view, index, bulk=operation == "bulk_insert")
             self._refuse_bad(stats, timeline)
+            if merge_on_read and (unseen := untargeted(view, job, stats)):
+                raise WriteRefused(f"the input of the {operation} into {self.spec.qualified_name} gave rows in "
+                                   f"partition(s) {', '.join(map(repr, unseen))} that its first read did not: it "
+                                   "changes between reads (a non-deterministic expression, or a source that "
+                                   "changes); nothing was committed. Cache it, or write it from files that stay put")
             if not replace:  # a lost latest file: the tasks read the older slice (or missed its keys)
                 refuse_missing_latest(view, {s["partition"] for s in stats}, doing=f"the {operation}")
             ignored = sum(s.get("num_ignored") or 0 for s in stats)

@@ -1,0 +1,54 @@
+"""Deltacommits on a merge-on-read table tablespec created (version 6, BUCKET): what the driver
+decides from the batch's first read must hold for the rows the tasks write."""
+from __future__ import annotations
+
+import pytest
+from helpers import make_table
+
+from tablespec.engine.writer import WriteRefused
+from tablespec.hudi.table import HudiTable
+
+pytestmark = pytest.mark.spark
+
+SPEC = """apiVersion: tablespec/v1
+kind: HudiTable
+metadata: {name: events}
+spec:
+  location: events
+  tableType: MERGE_ON_READ
+  tableVersion: 6
+  columns:
+    - {name: id, type: string, nullable: false}
+    - {name: v, type: int}
+    - {name: dt, type: string}
+  recordKey: {fields: [id]}
+  partitioning: {fields: [dt]}
+  index: {type: BUCKET, numBuckets: 1}
+"""
+
+
+def test_an_input_that_changes_between_reads_is_refused_before_it_hides_a_slice(spark, tmp_path):
+    """The log targets come from the partitions of the batch's first read; a row the second read puts
+    in another partition (here a non-deterministic partition value) would get a new base file for an
+    existing file group, hiding its committed rows. The write is refused and nothing is lost."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([("k1", 1, "d1"), ("k2", 2, "d2")], "id string, v int, dt string"))
+    before = sorted(tuple(r) for r in table.read().select("id", "v", "dt").collect())
+    calls = tmp_path / "calls"
+
+    def day(_):   # d1, d2, d1, ... one call after another, in whichever process
+        with open(calls, "a+") as f:
+            f.seek(0)
+            n = len(f.read())
+            f.write("x")
+        return "d1" if n % 2 == 0 else "d2"
+
+    flipping = (spark.createDataFrame([("k3", 3)], "id string, v int")
+                .withColumn("dt", F.udf(day, StringType()).asNondeterministic()(F.col("id"))))
+    with pytest.raises(WriteRefused, match="that its first read did not: it changes between reads"):
+        table.write(flipping)
+    assert sorted(tuple(r) for r in table.read().select("id", "v", "dt").collect()) == before
+    assert [i.action for i in HudiTable.open(table.location).timeline.completed()] == ["deltacommit", "rollback"]
