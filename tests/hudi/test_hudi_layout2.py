@@ -139,14 +139,17 @@ def test_layout_2_file_names(name, action, state, completion):
 
 @pytest.mark.parametrize("name", [f"{T1}_{T2}.commit.requested", f"{T1}_{T2}.inflight", f"{T1}_2025.commit",
                                   f"{T1}_{T2}", f"{T1}.clustering", f"{T1}_2026112800182X509.commit",
-                                  f"{T1}_2026112800182350.commit"])
+                                  f"{T1}_2026112800182350.commit",
+                                  f"{T1}.inflightx.8d58d825-501f-42af-8bdd-fec4fe144d66"])   # no instant's name + UUID
 def test_layout_2_refuses_damaged_instant_names(name):
     """A completed instant with a malformed completion time is no pending instant: refused."""
     with pytest.raises(HudiFormatError, match="not a timeline file name"):
         Instant.parse(name, layout=2)
 
 
-@pytest.mark.parametrize("name", ["history", "hoodie.properties", f".{T1}_{T2}.commit.crc"])
+@pytest.mark.parametrize("name", ["history", "hoodie.properties", f".{T1}_{T2}.commit.crc",
+                                  f"{T1}.inflight.8d58d825-501f-42af-8bdd-fec4fe144d66",   # Hudi 1.2 writing it
+                                  f"{T1}_{T2}.commit.0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"])
 def test_layout_2_ignores_other_names(name):
     assert Instant.parse(name, layout=2) is None
 

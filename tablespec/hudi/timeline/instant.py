@@ -116,7 +116,7 @@ class Instant:
         key = _BY_SUFFIX.get("." + rest) if dot else None
         if (key is None or not _TIMESTAMP.fullmatch(ts) or (completion and not _TIMESTAMP.fullmatch(completion))
                 or (completion and key[1] != "completed")):
-            if file_name[:1].isdigit():
+            if file_name[:1].isdigit() and not _is_arriving(file_name, layout):
                 raise HudiFormatError(f"{where or file_name}: not a timeline file name (<requested time>"
                                       f"{'[_<completion time>]' if layout >= 2 else ''}.<action>[.<state>], "
                                       "times of 17 digits); restore its name or move it out of the timeline")
@@ -125,6 +125,20 @@ class Instant:
 
     def __str__(self) -> str:
         return f"{self.timestamp}.{self.action}[{self.state}]"
+
+
+_ARRIVING = re.compile(r"(.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _is_arriving(file_name: str, layout: int) -> bool:
+    """A timeline file on its way in: Apache Hudi 1.x writes one as `<its name>.<random UUID>` and
+    renames it into place (seen beside a running Hudi 1.2 job), so a listing can catch the temporary
+    name. No instant's yet; ignored as Hudi's own listings ignore it."""
+    arriving = _ARRIVING.fullmatch(file_name)
+    try:
+        return arriving is not None and Instant.parse(arriving.group(1), layout) is not None
+    except HudiFormatError:
+        return False
 
 
 def plan_action(layout: int) -> str:
