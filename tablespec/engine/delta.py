@@ -58,7 +58,7 @@ def log_targets(table: HudiTable, view: FileSystemView, instant: str, partitions
             base_file=s.base_file.name if s.base_file is not None else "",
             log_files=tuple(n.format() for n in names),
             next_version=max((n.version for n in names), default=0) + 1, read=reads[s.file_id])
-    with_logs = frozenset(s.file_id for s in view.latest_slices() if s.log_files)
+    with_logs = frozenset(s.file_id for s in slices if s.log_files)  # no rows land elsewhere (`untargeted`)
     return {"log_targets": targets, "counting": wanted, "merge_rules": MergeRules.of(table.table_config),
             # SIMPLE / BLOOM inserts fill small files whose slice has no log files only (Hudi 0.15, measured)
             "no_fill": no_fill | with_logs}
