@@ -24,6 +24,7 @@ from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_sto
 from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
+from tablespec.engine.reader import to_arrow
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.instant import COMMIT, COMPACTION, ROLLBACK
@@ -184,6 +185,11 @@ RUN_BY_TABLESPEC = {"runBy": "tablespec", "deltaCommits": 1, "strategy": "UNBOUN
 ON_TOP = [("a", 7, "2024-01-01", 20), ("f", 6, "2024-01-02", 20)]
 
 
+def _incremental(begin: str, end: str) -> dict[str, str]:
+    return {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
+            "hoodie.datasource.read.end.instanttime": end}
+
+
 def _no_file_name(table_rows: list[tuple]) -> list[tuple]:
     """Rows but the file name (a merged log record names its file group's log, a compacted one its base file)."""
     return [tuple(kv for kv in row if kv[0] != "_hoodie_file_name") for row in table_rows]
@@ -235,6 +241,16 @@ def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsy
     assert tablespec_rows(table) == hudi_rows(hudi, str(location))
     assert _values(tablespec_rows(table)) == {"a": 7, "b": 20, "c": 30, "e": 5, "f": 6}
 
+    # Incremental reads as Hudi 0.15's: d0..d3 HISTORY, c tablespec's compaction, d4 ON_TOP. Only the
+    # range's files and log blocks merge: over d2 alone a's older update (ordering 2) is returned,
+    # though the snapshot keeps d1's (5); over the compaction its base file's rows of the range.
+    d0, d1, d2, d3, c, d4 = (i.timestamp for i in HudiTable.open(str(location)).timeline.commits())
+    for begin, end, expected in [(d1, d2, {"a": 100, "b": 20}), (d0, c, {"a": 10, "b": 20, "c": 30, "e": 5}),
+                                 (d2, d4, {"a": 7, "f": 6})]:
+        ours = rows(to_arrow(table.read_incremental(begin, end)))
+        assert ours == hudi_rows(hudi, str(location), **_incremental(begin, end)), (begin, end)
+        assert _values(ours) == expected, (begin, end)
+
 
 @pytest.mark.parametrize("scheduled_by", ["hudi", "tablespec"])
 def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1, tmp_path, capsys, scheduled_by):
@@ -269,6 +285,15 @@ def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1,
     _assert_validated(on_storage, every, differences)
     assert tablespec_rows(table) == _as_read(on_top)
     assert _values(tablespec_rows(table)) == {"a": 7, "b": 2, "c": 30, "e": 5, "f": 6}
+
+    # Incremental reads as Hudi 1.2's, ranges by completion time (d0..d3 HISTORY, c the compaction, d4 ON_TOP)
+    d0, d1, d2, d3, c, d4 = (i.completed_at for i in HudiTable.open(str(location)).timeline.commits())
+    # Over d2 alone b's older update is returned, though the snapshot keeps its base row (event time).
+    expected = {(d1, d2): {"a": 100, "b": 20}, (d0, c): {"a": 10, "c": 30, "e": 5}, (d2, d4): {"a": 7, "f": 6}}
+    theirs = hudi1.process.run([read_step(location, **_incremental(begin, end)) for begin, end in expected])
+    for (begin, end), read in zip(expected, theirs):
+        ours = rows(to_arrow(table.read_incremental(begin, end)))
+        assert ours == _as_read(read) and _values(ours) == expected[begin, end], (begin, end)
 
 
 def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tmp_path, capsys):
