@@ -126,8 +126,10 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     config = table.config
     assert config is not None, "a table with a compaction plan has hoodie.properties"
     rules = MergeRules.of(config)
+    crash_point("compaction_requested")
     with Transaction(table, COMPACTION, lock, requested=instant.to("requested"), basis=timeline,
                      scheduled=scheduled, conflicts=False) as txn:
+        crash_point("compaction_inflight")
         job = CompactionJob(table.location, txn.instant, reads, wanted, rules, _slice_schema(spec), avro_schema,
                             bloom_filter=bloom_filters_expected(config.to_properties()))
         # a few slices per task (each merged and written on its own, memory bounded per slice): a task

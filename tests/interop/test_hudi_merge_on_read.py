@@ -296,29 +296,38 @@ def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1,
         assert ours == _as_read(read) and _values(ours) == expected[begin, end], (begin, end)
 
 
-def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tmp_path, capsys):
-    """kill -9 once the new base files are written: the compaction stays inflight, readers see the
-    table as before; the next apply rolls it back to its plan (a rollback instant, its files deleted),
-    runs it again and the table reads as Hudi 0.15 reads it."""
+# kill -9 in each phase: the plan requested; inflight; its base files written; Hudi's metadata
+# table recording them, the compaction not completed
+KILLED_AT = ["compaction_requested", "compaction_inflight", "compaction_written", "before_completion"]
+
+
+@pytest.mark.parametrize("point", KILLED_AT)
+def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tmp_path, capsys, point):
+    """kill -9 in each phase of a compaction: it stays pending, readers see the table as before; the
+    next apply runs a requested plan, rolls an inflight one back to its plan (a rollback instant, its
+    files deleted and its metadata-table record undone) and runs it again, and the table reads as
+    Hudi 0.15 reads it."""
     location, doc, spec_file, table, before = _hudi_0_15_history(hudi, tmp_path / "mor_killed", capsys)
     doc["spec"]["compaction"] = RUN_BY_TABLESPEC
     save_spec(doc, spec_file)
-    env = {**os.environ, CRASH_ENV: "compaction_written", "TABLESPEC_SPARK_MASTER": "local[1]",
+    env = {**os.environ, CRASH_ENV: point, "TABLESPEC_SPARK_MASTER": "local[1]",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     died = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", spec_file, "--warehouse", str(tmp_path),
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert died.returncode == -9, died.stdout[-2000:] + died.stderr[-2000:]
     [dead] = HudiTable.open(str(location)).timeline.pending()
-    assert (dead.action, dead.state) == (COMPACTION, "inflight")   # the policy was recorded before it
+    started = point != "compaction_requested"
+    assert (dead.action, dead.state) == (COMPACTION, "inflight" if started else "requested")
     written = sorted(p.name for p in location.rglob(f"*_{dead.timestamp}.parquet"))
-    assert written, "the killed run wrote no base file"
+    assert bool(written) == (point in ("compaction_written", "before_completion")), written
     assert tablespec_rows(table) == before == hudi_rows(hudi, str(location))   # readers see the table as before
-    os.utime(location / ".hoodie" / ".heartbeat" / dead.timestamp, (0, 0))   # its heartbeat long stale
+    if started:
+        os.utime(location / ".hoodie" / ".heartbeat" / dead.timestamp, (0, 0))   # its heartbeat long stale
 
     assert _compacted_by_apply(tmp_path, location, capsys, doc, spec_file) == dead.timestamp
     timeline = HudiTable.open(str(location)).timeline
-    [rolled] = [i for i in timeline.completed() if i.action == ROLLBACK]
-    assert timeline.read_metadata(rolled)["commitsRollback"] == [dead.timestamp]
+    rolled = [i for i in timeline.completed() if i.action == ROLLBACK]
+    assert [timeline.read_metadata(i)["commitsRollback"] for i in rolled] == ([[dead.timestamp]] if started else [])
     assert _no_file_name(tablespec_rows(table)) == _no_file_name(before)
     assert tablespec_rows(table) == hudi_rows(hudi, str(location))
     hudi_validates(hudi, str(location))
