@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from tablespec.arrow.align import align_to_schema
 from tablespec.hudi.formats.logfile import BlockType, LogBlock, avro_records, delete_records, parquet_block_table
 from tablespec.hudi.io import Storage
-from tablespec.hudi.merge_on_read import EVENT_TIME, Counting, MergeRules, SliceRead, damaged, log_blocks
+from tablespec.hudi.merge_on_read import EVENT_TIME, Counting, LogScan, MergeRules, SliceRead, damaged, log_blocks
 
 RECORD_KEY, IS_DELETED = "_hoodie_record_key", "_hoodie_is_deleted"
 
@@ -75,9 +75,9 @@ def _decoded(path: str, block: LogBlock, schema: pa.Schema, ordering_field: str 
 
 
 def merge_slice(base: pa.Table | None, blocks: Sequence[tuple[str, LogBlock]], rules: MergeRules,
-                schema: pa.Schema) -> pa.Table:
+                schema: pa.Schema, scan: LogScan | None = None) -> pa.Table:
     """The slice's rows as `schema` (`base`: the base file's rows as `schema`, None without one),
-    merged as the module says."""
+    merged as the module says; `scan` counts the logs' data records and merged keys."""
     base = schema.empty_table() if base is None else base
     tables: list[pa.Table] = []
     events: list[list[tuple[str, Any, bool, int, int]]] = []   # per block: (key, ordering, deleted, table, row)
@@ -87,12 +87,16 @@ def merge_slice(base: pa.Table | None, blocks: Sequence[tuple[str, LogBlock]], r
         if table is not None:
             index = len(tables)
             tables.append(table)
+            if scan is not None:
+                scan.records += table.num_rows
         events.append([(k, o, d, index, r) for k, o, d, r in found])
     versions: dict[str, _Version] = {}
     for found in events:
         for key, ordering, deleted, index, row in found:
             old, new = versions.get(key), _Version(ordering, deleted, index, row)
             versions[key] = new if old is None or _wins(rules.mode, old, new) else old
+    if scan is not None:
+        scan.merged_keys = len(versions)
     in_logs = pc.is_in(base.column(RECORD_KEY), value_set=pa.array(list(versions), pa.string()))
     rows = pc.indices_nonzero(in_logs).to_pylist()
     if rows:    # keys the base file holds too: its row against the logs' version, by the base rule

@@ -15,8 +15,9 @@ compaction does.
 from __future__ import annotations
 
 import functools
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,9 +29,10 @@ from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import bloom_filters_expected
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.io import join
-from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, log_blocks, slice_reads
+from tablespec.hudi.merge_on_read import Counting, LogScan, MergeRules, SliceRead, counting, log_blocks, slice_reads
 from tablespec.hudi.services.compaction import COMPACT, compaction_metadata, operation_slices, pending_plans
 from tablespec.hudi.services.rollback import rollback
 from tablespec.hudi.table import AtLocation, HudiTable, Location
@@ -62,8 +64,11 @@ def compact_slices(job: CompactionJob, batches):
 
 def _compact(job: CompactionJob, read: SliceRead, partition_id: int, token: str) -> dict:
     storage = job.storage
-    base = read_base(storage, read, job.schema)
-    merged = merge_slice(base, log_blocks(storage, read, job.wanted), job.rules, job.schema)
+    base, scan, started = read_base(storage, read, job.schema), LogScan(), time.monotonic()
+    blocks = log_blocks(storage, read, job.wanted, scan)
+    scanned = time.monotonic()
+    scan.scan_ms = round((scanned - started) * 1000)
+    merged = merge_slice(base, blocks, job.rules, job.schema, scan)
     name = BaseFileName(read.file_id, token, job.instant).format()
     rel = f"{read.partition}/{name}" if read.partition else name
     written = write_base_file(join(job.base, rel), merged.drop_columns([RECORD_KEY]), commit_time=job.instant,
@@ -77,7 +82,17 @@ def _compact(job: CompactionJob, read: SliceRead, partition_id: int, token: str)
     deletes = int(pc.sum(pc.invert(pc.is_in(before.column(RECORD_KEY), merged.column(RECORD_KEY)))).as_py() or 0)
     return dict(partition=read.partition, file_id=read.file_id, path=rel, prev_commit="null",
                 num_writes=written.num_rows, num_inserts=inserts, num_updates=changed - inserts, num_deletes=deletes,
-                bytes=written.size, invalid=0, invalid_sample="", num_ignored=0)
+                bytes=written.size, invalid=0, invalid_sample="", num_ignored=0,
+                log_scan=json.dumps(scan.write_stat_fields(round((time.monotonic() - scanned) * 1000),
+                                                           created=base is None)))
+
+
+def _with_log_scans(written: CommitMetadata, stats: list[dict]) -> CommitMetadata:
+    """`written` with each new base file's log counts and timings (`LogScan`), as Hudi's compaction records them."""
+    scans = {(s["partition"], s["file_id"]): json.loads(s["log_scan"]) for s in stats}
+    return replace(written, partition_to_write_stats={
+        partition: [replace(st, **scans[(partition, st.file_id)]) for st in found]
+        for partition, found in written.partition_to_write_stats.items()})
 
 
 def _slice_schema(spec) -> pa.Schema:
@@ -111,8 +126,10 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     config = table.config
     assert config is not None, "a table with a compaction plan has hoodie.properties"
     rules = MergeRules.of(config)
+    crash_point("compaction_requested")
     with Transaction(table, COMPACTION, lock, requested=instant.to("requested"), basis=timeline,
                      scheduled=scheduled, conflicts=False) as txn:
+        crash_point("compaction_inflight")
         job = CompactionJob(table.location, txn.instant, reads, wanted, rules, _slice_schema(spec), avro_schema,
                             bloom_filter=bloom_filters_expected(config.to_properties()))
         # a few slices per task (each merged and written on its own, memory bounded per slice): a task
@@ -122,7 +139,8 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
                 .mapInArrow(functools.partial(compact_slices, job), tasks.STATS_DDL).collect())
         stats = [r.asDict() for r in rows]
         crash_point("compaction_written")
-        txn.commit(stats, compaction_metadata(plan, commit_metadata(stats, COMPACT, avro_schema)))
+        txn.commit(stats, compaction_metadata(plan, _with_log_scans(commit_metadata(stats, COMPACT, avro_schema),
+                                                                    stats)))
     return Compacted(instant=txn.instant, file_slices=len(reads),
                      log_files=sum(len(r.logs) for r in reads), rows=sum(s["num_writes"] for s in stats),
                      bytes_written=sum(s["bytes"] for s in stats), seconds=round(time.monotonic() - started, 2))

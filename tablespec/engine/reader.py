@@ -26,7 +26,7 @@ from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
 from tablespec.hudi.mdt import column_stats, column_stats_reader
-from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
+from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, incremental_slices, slice_reads
 from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline
@@ -127,7 +127,7 @@ def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict 
     # Files written before a schema evolution are read with their own columns and converted.
     df = read_files(spark, table, files, spec, ddl) if files else spark.createDataFrame([], ddl)
     if merged:
-        df = df.unionByName(_merged_slices(spark, table, merged, as_of, ddl))
+        df = df.unionByName(_merged_slices(spark, table, merged, counting(table.timeline, as_of), ddl))
     if as_of is not None:
         df = _as_of_columns(df, timeline.latest_schema(as_of=as_of), spec)
     for name, value in (filters or {}).items():
@@ -135,13 +135,13 @@ def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict 
     return df
 
 
-def _merged_slices(spark, table: HudiTable, slices: list[FileSlice], as_of: str | None, ddl: str):
-    """The slices with log files as one DataFrame of `ddl`'s columns, each slice merged by a task."""
+def _merged_slices(spark, table: HudiTable, slices: list[FileSlice], wanted: Counting, ddl: str):
+    """The slices with log files as one DataFrame of `ddl`'s columns, each slice merged by a task
+    with the log blocks of the instants `wanted`."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import _parse_datatype_string
 
     schema = _parse_datatype_string(ddl)
-    wanted = counting(table.timeline, as_of)
     reads = slice_reads(table.timeline, slices, wanted)
     config = table.config
     assert config is not None, "a table with log files has hoodie.properties"
@@ -173,13 +173,12 @@ def incremental_commits(timeline: Timeline, begin: str, end: str | None = None) 
 def read_incremental(spark, table: HudiTable, spec, begin: str, end: str | None = None):
     """A DataFrame of the records the commits in `incremental_commits(begin, end)` wrote that are
     still their latest version at the last of them (meta columns first), in the table's latest
-    schema, as Hudi's incremental query on a copy-on-write table returns them."""
+    schema, as Hudi's incremental query returns them. On a merge-on-read table the files those
+    commits wrote are merged (`incremental_slices`: blocks of commits outside the range do not
+    count), deletes are not returned."""
     from pyspark.sql import functions as F
 
     timeline = table.refresh().timeline
-    if table.config is not None and table.config.table_type == "MERGE_ON_READ":
-        raise ReadError(f"{table.base}: incremental reads of a MERGE_ON_READ table are not supported yet; "
-                        "read a snapshot (Table.read) or the read-optimized view")
     commits = incremental_commits(timeline, begin, end)
     ddl = table_ddl(spec)
     if not commits:
@@ -189,8 +188,17 @@ def read_incremental(spark, table: HudiTable, spec, begin: str, end: str | None 
     if earliest is not None and first < earliest:
         raise ReadError(f"{table.base}: an incremental read from {begin} needs commit {first}, whose files have "
                         f"been cleaned (spec.retention.keepCommits); the earliest instant still readable is {earliest}")
-    files = snapshot_files(table, max(i.timestamp for i in commits), spec)
+    last = max(i.timestamp for i in commits)
+    if table.config is not None and table.config.table_type == "MERGE_ON_READ":
+        slices = incremental_slices(timeline, table.view.latest_slices(as_of=last), commits)
+        files = [s.base_file.path for s in slices if not s.log_files and s.base_file is not None]
+        merged = [s for s in slices if s.log_files]
+    else:
+        files, merged = snapshot_files(table, last, spec), []
     df = read_files(spark, table, files, spec, ddl) if files else spark.createDataFrame([], ddl)
+    if merged:
+        wanted = Counting(frozenset(i.timestamp for i in commits))
+        df = df.unionByName(_merged_slices(spark, table, merged, wanted, ddl))
     return df.filter(F.col("_hoodie_commit_time").isin([i.timestamp for i in commits]))
 
 

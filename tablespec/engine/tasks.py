@@ -54,10 +54,12 @@ STATS_SCHEMA = pa.schema([
     ("num_ignored", pa.int64()),   # incoming rows not written: the stored row's ordering value is greater
     # a log file a deltacommit wrote (merge-on-read): its version, its slice's base file, the slice's log files (JSON)
     ("log_version", pa.int64()), ("base_file", pa.string()), ("log_files", pa.string()),
+    ("log_scan", pa.string()),   # a compacted slice: what its log files held (LogScan.write_stat_fields, JSON)
 ])
 STATS_DDL = ("partition string, file_id string, path string, prev_commit string, num_writes bigint, "
              "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
-             "invalid_sample string, num_ignored bigint, log_version bigint, base_file string, log_files string")
+             "invalid_sample string, num_ignored bigint, log_version bigint, base_file string, log_files string, "
+             "log_scan string")
 DEFAULT_RECORD_BYTES = 128   # bytes per stored record where no base file tells
 TASK_MEMORY_BYTES = 512 * 1024 * 1024
 

@@ -6,6 +6,7 @@ hudi-options makes a Hudi job compact by the spec's policy or not at
 all; Hudi keeps none of the compaction settings in hoodie.properties (write options only)."""
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 
 import pytest
@@ -96,6 +97,17 @@ def _rows(spark, path, **options: str) -> list[tuple]:
     return [tuple(kv for kv in row if kv[0] != "_hoodie_file_name") for row in hudi_rows(spark, path, **options)]
 
 
+def _compaction_stats(path, instant: str) -> dict:
+    timeline = HudiTable.open(str(path)).timeline
+    [done] = [i for i in timeline.commits() if i.timestamp == instant]
+    meta = timeline.commit_metadata(done)
+    unlike = {"path", "totalWriteBytes", "fileSizeInBytes"}
+    return {"operationType": meta.operation_type, "compacted": meta.compacted, **{
+        (partition, st.file_id): {k: sorted(v) if k == "runtimeStats" else v   # timings: their names
+                                  for k, v in st.to_dict().items() if k not in unlike}
+        for partition, found in meta.partition_to_write_stats.items() for st in found}}
+
+
 def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
     path = tmp_path / "scheduled_by_tablespec"
     _write(hudi, path, [FIRST, *UPDATES], **{"hoodie.compact.inline": "false"})
@@ -125,9 +137,16 @@ def test_tablespec_schedules_what_hudi_runs(hudi, tmp_path):
     with pytest.raises(CompactionRefused, match="is pending already"):   # nor scheduled beside it
         schedule(table.refresh(), policy(due), action.reasons)
     assert table_files(path) == files
+    copy = tmp_path / "run_by_tablespec"   # the same plan, run by tablespec on a copy of the table
+    shutil.copytree(path, copy)
     # Hudi runs tablespec's plan: a commit at its instant, the log files merged into new base files
     hudi.sql(f"call run_compaction(op => 'run', path => '{path}')").collect()
     assert f"{instant.timestamp}.commit" in _instants(path)
+    [run], _ = compaction_actions(due, observe(HudiTable.open(str(copy))))
+    Applier(spark=hudi).visit_compaction(planned.model_copy(update={"location": str(copy), "actions": [run]}), run, due)
+    # its commit's write stats are Hudi's, field by field (totalLogRecords, totalLogBlocks, ...), but
+    # file names, sizes and timings
+    assert _compaction_stats(copy, instant.timestamp) == _compaction_stats(path, instant.timestamp)
     assert _rows(hudi, path) == before
     compacted = HudiTable.open(str(path))
     assert {s.base_instant for s in compacted.view.latest_slices()} == {instant.timestamp}

@@ -24,6 +24,7 @@ from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_sto
 from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
+from tablespec.engine.reader import to_arrow
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.instant import COMMIT, COMPACTION, ROLLBACK
@@ -184,6 +185,11 @@ RUN_BY_TABLESPEC = {"runBy": "tablespec", "deltaCommits": 1, "strategy": "UNBOUN
 ON_TOP = [("a", 7, "2024-01-01", 20), ("f", 6, "2024-01-02", 20)]
 
 
+def _incremental(begin: str, end: str) -> dict[str, str]:
+    return {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": begin,
+            "hoodie.datasource.read.end.instanttime": end}
+
+
 def _no_file_name(table_rows: list[tuple]) -> list[tuple]:
     """Rows but the file name (a merged log record names its file group's log, a compacted one its base file)."""
     return [tuple(kv for kv in row if kv[0] != "_hoodie_file_name") for row in table_rows]
@@ -235,6 +241,16 @@ def test_version_6_tablespec_compacts_what_hudi_0_15_reads(hudi, tmp_path, capsy
     assert tablespec_rows(table) == hudi_rows(hudi, str(location))
     assert _values(tablespec_rows(table)) == {"a": 7, "b": 20, "c": 30, "e": 5, "f": 6}
 
+    # Incremental reads as Hudi 0.15's: d0..d3 HISTORY, c tablespec's compaction, d4 ON_TOP. Only the
+    # range's files and log blocks merge: over d2 alone a's older update (ordering 2) is returned,
+    # though the snapshot keeps d1's (5); over the compaction its base file's rows of the range.
+    d0, d1, d2, d3, c, d4 = (i.timestamp for i in HudiTable.open(str(location)).timeline.commits())
+    for begin, end, expected in [(d1, d2, {"a": 100, "b": 20}), (d0, c, {"a": 10, "b": 20, "c": 30, "e": 5}),
+                                 (d2, d4, {"a": 7, "f": 6})]:
+        ours = rows(to_arrow(table.read_incremental(begin, end)))
+        assert ours == hudi_rows(hudi, str(location), **_incremental(begin, end)), (begin, end)
+        assert _values(ours) == expected, (begin, end)
+
 
 @pytest.mark.parametrize("scheduled_by", ["hudi", "tablespec"])
 def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1, tmp_path, capsys, scheduled_by):
@@ -270,30 +286,48 @@ def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1,
     assert tablespec_rows(table) == _as_read(on_top)
     assert _values(tablespec_rows(table)) == {"a": 7, "b": 2, "c": 30, "e": 5, "f": 6}
 
+    # Incremental reads as Hudi 1.2's, ranges by completion time (d0..d3 HISTORY, c the compaction, d4 ON_TOP)
+    d0, d1, d2, d3, c, d4 = (i.completed_at for i in HudiTable.open(str(location)).timeline.commits())
+    # Over d2 alone b's older update is returned, though the snapshot keeps its base row (event time).
+    expected = {(d1, d2): {"a": 100, "b": 20}, (d0, c): {"a": 10, "c": 30, "e": 5}, (d2, d4): {"a": 7, "f": 6}}
+    theirs = hudi1.process.run([read_step(location, **_incremental(begin, end)) for begin, end in expected])
+    for (begin, end), read in zip(expected, theirs):
+        ours = rows(to_arrow(table.read_incremental(begin, end)))
+        assert ours == _as_read(read) and _values(ours) == expected[begin, end], (begin, end)
 
-def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tmp_path, capsys):
-    """kill -9 once the new base files are written: the compaction stays inflight, readers see the
-    table as before; the next apply rolls it back to its plan (a rollback instant, its files deleted),
-    runs it again and the table reads as Hudi 0.15 reads it."""
+
+# kill -9 in each phase: the plan requested; inflight; its base files written; Hudi's metadata
+# table recording them, the compaction not completed
+KILLED_AT = ["compaction_requested", "compaction_inflight", "compaction_written", "before_completion"]
+
+
+@pytest.mark.parametrize("point", KILLED_AT)
+def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tmp_path, capsys, point):
+    """kill -9 in each phase of a compaction: it stays pending, readers see the table as before; the
+    next apply runs a requested plan, rolls an inflight one back to its plan (a rollback instant, its
+    files deleted and its metadata-table record undone) and runs it again, and the table reads as
+    Hudi 0.15 reads it."""
     location, doc, spec_file, table, before = _hudi_0_15_history(hudi, tmp_path / "mor_killed", capsys)
     doc["spec"]["compaction"] = RUN_BY_TABLESPEC
     save_spec(doc, spec_file)
-    env = {**os.environ, CRASH_ENV: "compaction_written", "TABLESPEC_SPARK_MASTER": "local[1]",
+    env = {**os.environ, CRASH_ENV: point, "TABLESPEC_SPARK_MASTER": "local[1]",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     died = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", spec_file, "--warehouse", str(tmp_path),
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert died.returncode == -9, died.stdout[-2000:] + died.stderr[-2000:]
     [dead] = HudiTable.open(str(location)).timeline.pending()
-    assert (dead.action, dead.state) == (COMPACTION, "inflight")   # the policy was recorded before it
+    started = point != "compaction_requested"
+    assert (dead.action, dead.state) == (COMPACTION, "inflight" if started else "requested")
     written = sorted(p.name for p in location.rglob(f"*_{dead.timestamp}.parquet"))
-    assert written, "the killed run wrote no base file"
+    assert bool(written) == (point in ("compaction_written", "before_completion")), written
     assert tablespec_rows(table) == before == hudi_rows(hudi, str(location))   # readers see the table as before
-    os.utime(location / ".hoodie" / ".heartbeat" / dead.timestamp, (0, 0))   # its heartbeat long stale
+    if started:
+        os.utime(location / ".hoodie" / ".heartbeat" / dead.timestamp, (0, 0))   # its heartbeat long stale
 
     assert _compacted_by_apply(tmp_path, location, capsys, doc, spec_file) == dead.timestamp
     timeline = HudiTable.open(str(location)).timeline
-    [rolled] = [i for i in timeline.completed() if i.action == ROLLBACK]
-    assert timeline.read_metadata(rolled)["commitsRollback"] == [dead.timestamp]
+    rolled = [i for i in timeline.completed() if i.action == ROLLBACK]
+    assert [timeline.read_metadata(i)["commitsRollback"] for i in rolled] == ([[dead.timestamp]] if started else [])
     assert _no_file_name(tablespec_rows(table)) == _no_file_name(before)
     assert tablespec_rows(table) == hudi_rows(hudi, str(location))
     hudi_validates(hudi, str(location))
