@@ -327,10 +327,10 @@ def merged_logs_note(plan: ClusteringPlan) -> list[str]:
     if not logs:
         return []
     files, size = sum(len(s.delta_files) for s in logs), sum(s.log_size for s in logs)
-    return [f"merge-on-read: {counted(len(logs), 'file slice')} are read merged with their "
-            f"{counted(files, 'log file')} ({human_bytes(size)}) into new base files; until the clustering "
-            "completes its file groups take no updates (a deltacommit into them is refused, as Apache Hudi 0.15's "
-            "default update strategy rejects it) and no compaction"]
+    return [f"merge-on-read: reads {counted(len(logs), 'file slice')} merged with {counted(files, 'log file')} "
+            f"({human_bytes(size)}) into new base files; until it completes, the file groups it takes get no updates "
+            "(a deltacommit into them is refused, as Apache Hudi 0.15's default update strategy rejects it) and no "
+            "compaction"]
 
 
 def _action(plan: ClusteringPlan, groups: list[GroupSummary], reasons: list[str], instant: str | None = None,
