@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import re
 
-from _support import cli
+import pytest
+from _support import cli, table_files
 
+from tablespec.engine import clustering
+from tablespec.errors import TablespecError
+from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, SliceInfo
 from tablespec.hudi.services.compaction import schedule
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.compaction import policy
@@ -47,3 +51,26 @@ def test_clustering_plan_of_merged_slices_and_a_pending_compaction(real_table, t
     assert "merge-on-read:" not in out and "files=2 -> 2" in out, out
     assert "1 file group under a pending compaction are not clustered until it completes (RFC-19)" in out, out
     assert logs.file_id not in out
+
+
+def test_a_plan_missing_a_slices_log_file_is_discarded_not_run(real_table, tmp_path, capsys):
+    """A plan (Hudi's, say) naming a slice's base file but not its log file would drop the log's
+    records: `plan` offers to discard it, and running it is refused before anything changes."""
+    base = real_table("mor_parquet_v6_simplekeygen_nonhivestyle")
+    warehouse = base.parent.parent
+    code, text, err = cli(capsys, "import", str(base), "--warehouse", str(warehouse))
+    assert code == 0, err
+    spec_file = tmp_path / "t.yaml"
+    spec_file.write_text(re.sub(r"clustering: \{.*\}", SORTED, text))
+    table = HudiTable.open(str(base))
+    [logs] = [s for s in table.view.latest_slices() if s.log_files]
+    instant = clustering.schedule(table, ClusteringPlan((ClusteringGroup((SliceInfo(
+        logs.partition, logs.file_id, logs.base_file.path),)),)))
+    out = _plan(capsys, spec_file, warehouse)
+    assert (f"clustering plan {instant.timestamp} can no longer run (file group {logs.file_id} has other log files "
+            "than the plan's (1, not 0)): it is rolled back and discarded") in " ".join(out.split()), out
+    files = table_files(base)
+    spec = load_spec_text(spec_file.read_text(), "t.yaml").specs[0].spec
+    with pytest.raises(TablespecError, match=f"clustering plan {instant.timestamp} merges 0 log file"):
+        clustering.run(None, spec, table.refresh(), instant, "")
+    assert table_files(base) == files
