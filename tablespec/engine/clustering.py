@@ -2,8 +2,9 @@
 
 Each clustering group is one Spark task: it reads its slices (pyarrow, aligned to the table's
 current columns; a merge-on-read slice merged with the log files the plan names, as a snapshot
-read and compaction merge it: arrow/merge.py), lays the rows out (engine/arrow/layout.py), and writes `numOutputFileGroups`
-new file groups of consecutive rows, so every output file holds a narrow range of the layout.
+read and compaction merge it: arrow/merge.py), lays the rows out (engine/arrow/layout.py), and
+writes `numOutputFileGroups` new file groups of consecutive rows, so every output file holds a
+narrow range of the layout.
 With fewer groups than cores, a task reads and writes its files on several threads (the cores
 other tasks leave idle).
 Rows keep their record key, `_hoodie_commit_time` and `_hoodie_commit_seqno`. The replacecommit
