@@ -63,6 +63,7 @@ class FileGroupState:
     base_file: str = ""   # the base file's name (empty for a slice without one)
     log_files: int = 0    # merge-on-read: the slice's log files, and their bytes
     log_bytes: int = 0
+    log_names: tuple[str, ...] = ()   # merge-on-read: the log files' names, in the slice's order
 
     @property
     def bucket(self) -> int | None:
@@ -201,7 +202,8 @@ def _observe(table: HudiTable, keep_commits: int | None, archive: ArchiveSetting
         FileGroupState(fg.partition, fg.file_id, fg.latest_slice.base_instant,
                        fg.latest_slice.base_file.size if fg.latest_slice.base_file else 0,
                        fg.latest_slice.base_file.name if fg.latest_slice.base_file else "",
-                       len(fg.latest_slice.log_files), sum(f.size for f in fg.latest_slice.log_files))
+                       len(fg.latest_slice.log_files), sum(f.size for f in fg.latest_slice.log_files),
+                       tuple(f.file_name.format() for f in fg.latest_slice.log_files))
         for fg in view.file_groups() if fg.latest_slice is not None
     )
     schema = timeline.latest_schema() or config.create_schema

@@ -1,13 +1,16 @@
 """Running a clustering plan: `T.replacecommit.requested` (the plan) -> inflight -> completed.
 
 Each clustering group is one Spark task: it reads its slices (pyarrow, aligned to the table's
-current columns), lays the rows out (engine/arrow/layout.py), and writes `numOutputFileGroups`
-new file groups of consecutive rows, so every output file holds a narrow range of the layout.
+current columns; a merge-on-read slice merged with the log files the plan names, as a snapshot
+read and compaction merge it: arrow/merge.py), lays the rows out (engine/arrow/layout.py), and
+writes `numOutputFileGroups` new file groups of consecutive rows, so every output file holds a
+narrow range of the layout.
 With fewer groups than cores, a task reads and writes its files on several threads (the cores
 other tasks leave idle).
 Rows keep their record key, `_hoodie_commit_time` and `_hoodie_commit_seqno`. The replacecommit
 (operationType CLUSTER) names the input file groups as replaced: until it completes readers
-see the old files, after it the new ones. Writers refuse file groups under a pending plan.
+see the old files, after it the new ones. Writers refuse file groups under a pending plan
+(deltacommits too: the logs a plan names are all it merges), and compaction skips them.
 
 A plan is run from its requested file, whoever scheduled it (tablespec or Apache Hudi). A run
 that fails rolls back to the requested plan; a run killed mid-way leaves an inflight instant
@@ -29,14 +32,16 @@ import pyarrow.parquet as pq
 from tablespec.arrow.align import align_to_schema
 from tablespec.arrow.basefile import write_base_file
 from tablespec.arrow.layout import layout_indices
+from tablespec.arrow.merge import read_slice
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import data_schema
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import bloom_filters_expected, table_index_type
 from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, bucket_of
-from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
+from tablespec.hudi.fs_view import FileSlice, FileSystemView, refuse_missing_latest
 from tablespec.hudi.io import Storage, join
+from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
 from tablespec.hudi.services.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.hudi.timeline.active import TimelineWriter
@@ -47,9 +52,9 @@ from tablespec.types import Array, Map, Struct
 
 @dataclass(frozen=True)
 class GroupTask:
-    """One clustering group as an executor gets it: input files, output file ids."""
+    """One clustering group as an executor gets it: input slices, output file ids."""
     partition: str
-    files: tuple[str, ...]
+    slices: tuple[SliceRead, ...]
     output_ids: tuple[str, ...]
 
 
@@ -64,6 +69,8 @@ class ClusteringJob(AtLocation):
     groups: tuple[GroupTask, ...]
     bloom_filter: bool = False
     threads: int = 1              # per task: the cores fewer groups than cores leave idle
+    wanted: Counting = Counting(frozenset())   # merge-on-read: the instants whose log blocks merge
+    rules: MergeRules = MergeRules()           # merge-on-read: how they merge
 
 
 @dataclass
@@ -99,8 +106,7 @@ def cluster_groups(job: ClusteringJob, batches):
 def _cluster_group(job: ClusteringJob, group: GroupTask, schema: pa.Schema, partition_id: int, token: str) -> list[dict]:
     threads = max(1, min(job.threads, os.cpu_count() or 1))
     with ThreadPoolExecutor(threads) as pool:  # pyarrow releases the GIL: files read and written side by side
-        rows = pa.concat_tables(list(pool.map(functools.partial(_read_aligned, job.storage, schema=schema),
-                                              group.files)))
+        rows = pa.concat_tables(list(pool.map(functools.partial(_read_slice, job, schema=schema), group.slices)))
         order = None
         if job.strategy != "NONE" and rows.num_rows:
             rows = rows.combine_chunks()  # one chunk: takes from it cost about half
@@ -127,6 +133,14 @@ def _write_output(job: ClusteringJob, group: GroupTask, rows: pa.Table, order: p
                 bytes=written.size, invalid=0, invalid_sample="")
 
 
+def _read_slice(job: ClusteringJob, read: SliceRead, schema: pa.Schema) -> pa.Table:
+    """A slice's rows in `schema`: its base file, merged with its log files when it has some."""
+    if read.logs:
+        return read_slice(job.storage, read, job.wanted, job.rules, schema)
+    assert read.base_path is not None, "a plan's slice has a base file (decode_plan)"
+    return _read_aligned(job.storage, read.base_path, schema)
+
+
 def _read_aligned(storage: Storage, path: str, schema: pa.Schema) -> pa.Table:
     """A base file's rows in `schema` (columns it predates are null); its footer is read once."""
     with storage.open_whole_file(path) as f:
@@ -145,23 +159,28 @@ def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool)
     return tuple(ids)
 
 
-def _input_files(view: FileSystemView, base: str, plan: ClusteringPlan,
-                 instant: Instant) -> tuple[list[tuple[str, ...]], int]:
-    """Each group's base files and their total bytes, checked against the file-system view: a
-    plan whose slices are no longer the latest of their file groups (or gone) cannot run."""
+def _input_slices(view: FileSystemView, base: str, plan: ClusteringPlan,
+                  instant: Instant) -> tuple[list[list[FileSlice]], int]:
+    """Each group's file slices and their total bytes, checked against the file-system view: a
+    plan whose slices are no longer the latest of their file groups (or gone), or whose slices
+    have other log files than it names (merging fewer would lose their records), cannot run."""
     latest = {(s.partition, s.file_id): s for s in view.latest_slices()}
     out, size = [], 0
     for g in plan.groups:
-        files = []
+        slices = []
         for s in g.slices:
             current = latest.get((s.partition, s.file_id))
             if current is None or current.base_file is None or current.base_file.name != s.file_name:
                 raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name} of file group "
                                      f"{s.file_id}, which is not the file group's latest base file; `tablespec plan` "
                                      "offers to roll the plan back (discarding it)")
-            files.append(current.base_file.path)
-            size += current.base_file.size
-        out.append(tuple(files))
+            if tuple(f.file_name.format() for f in current.log_files) != s.log_names:
+                raise TablespecError(f"{base}: clustering plan {instant.timestamp} merges {len(s.log_names)} log "
+                                     f"file(s) of file group {s.file_id}, whose latest slice has "
+                                     f"{len(current.log_files)}; `tablespec plan` offers to roll the plan back")
+            slices.append(current)
+            size += current.size
+        out.append(slices)
     return out, size
 
 
@@ -197,7 +216,10 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     _check_layout(spec, plan.layout)
     view = table.view  # as before the clustering
     refuse_missing_latest(view, {g.partition for g in plan.groups}, doing=f"to run clustering plan {instant.timestamp}")
-    files, bytes_read = _input_files(view, base, plan, instant)
+    slices, bytes_read = _input_slices(view, base, plan, instant)
+    logs = any(s.log_files for group in slices for s in group)
+    wanted = counting(timeline, as_of=instant.timestamp)   # the log blocks of writes before the plan
+    reads = [slice_reads(timeline, group, wanted) for group in slices]
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
     props = table.table_config.to_properties()
     bucketed = table_index_type(props) == "BUCKET"
@@ -207,12 +229,13 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
                              "table (each group must be one bucket's file group, written into one file group)")
     with Transaction(table, "replacecommit", lock, requested=instant.to("requested"), basis=timeline,
                      scheduled=scheduled) as txn:
-        groups = tuple(GroupTask(g.partition, f, _output_ids(base, txn.instant, i, g, bucketed))
-                       for i, (g, f) in enumerate(zip(plan.groups, files)))
+        groups = tuple(GroupTask(g.partition, tuple(r), _output_ids(base, txn.instant, i, g, bucketed))
+                       for i, (g, r) in enumerate(zip(plan.groups, reads)))
         cores = spark.sparkContext.defaultParallelism
         job = ClusteringJob(table.location, txn.instant, plan.layout.strategy, plan.layout.columns, data_schema(spec),
                             avro_schema, groups, bloom_filter=bloom_filters_expected(props),
-                            threads=max(1, cores // max(1, len(groups))))
+                            threads=max(1, cores // max(1, len(groups))), wanted=wanted,
+                            rules=MergeRules.of(table.table_config) if logs else MergeRules())
         rows = (spark.range(len(groups), numPartitions=max(1, len(groups)))
                 .mapInArrow(functools.partial(cluster_groups, job), tasks.STATS_DDL).collect())
         stats = [r.asDict() for r in rows]
@@ -221,7 +244,7 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
         # keys moved to new file groups: Hudi's record index (if any) records them with the commit (mdt/sync.py)
         txn.commit(stats, commit_metadata(stats, CLUSTER, avro_schema, {"tablespec.action": "clustering"},
                                           replaced=replaced))
-    return ClusteringResult(txn.instant, len(groups), sum(len(f) for f in files), len(stats), bytes_read,
+    return ClusteringResult(txn.instant, len(groups), sum(len(g) for g in slices), len(stats), bytes_read,
                             sum(s["bytes"] for s in stats), sum(s["num_writes"] for s in stats),
                             time.monotonic() - started)
 

@@ -47,7 +47,7 @@ from tablespec.plan.actions import (
     requirements_for,
 )
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
-from tablespec.plan.clustering import clustering_actions, pending_runs, spec_coverage
+from tablespec.plan.clustering import clustering_actions, compacting, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
@@ -68,6 +68,7 @@ from tablespec.spec.diagnostics import Diagnostic
 from tablespec.spec.loader import LoadedSpec
 from tablespec.state import TableState
 from tablespec.version import __version__
+from tablespec.wording import counted
 
 
 def display_name(spec) -> str:
@@ -204,8 +205,11 @@ def _beat(state: TableState, instant) -> str:
 MERGE_ON_READ = "MERGE_ON_READ"
 # What plan and apply do on a merge-on-read table so far: its settings, its catalog entry,
 # compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`), clean
-# (file slices with their log files) and archiving (deltacommits and compactions).
+# (file slices with their log files), archiving (deltacommits and compactions), and on table version 6
+# clustering (slices read merged with their log files, RFC-19) and rollback (of dead writes, which
+# every apply's lock recovers anyway, and of clustering plans that can no longer run).
 MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive"})
+MERGE_ON_READ_V6_ACTIONS = MERGE_ON_READ_ACTIONS | {"clustering", "rollback"}
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -334,16 +338,22 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
     """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
     for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
     of the table's data or layout, which would need its log files merged."""
-    changing = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS and not a.housekeeping]
+    runs = MERGE_ON_READ_V6_ACTIONS if state.table_config.version == 6 else MERGE_ON_READ_ACTIONS
+    changing = [a.kind for a in actions if a.kind not in runs and not a.housekeeping]
     if changing:
         raise UnsupportedTableError(
             f"{state.location}: the spec asks for {', '.join(dict.fromkeys(changing))} on a MERGE_ON_READ table; "
             "tablespec does not rewrite merge-on-read tables yet (it reads, imports and plans them): change the "
             "table with Apache Hudi, or the spec to match it")
-    left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
+    left = [a.kind for a in actions if a.kind not in runs]
     warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
-                "(on merge-on-read tables tablespec runs compaction, clean and archiving, not clustering yet)"] if left else []
-    return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
+                "(on merge-on-read tables tablespec runs compaction, clean and archiving, and clustering and "
+                "rollback on table version 6 only)"] if left else []
+    if skipped := compacting(state) & {(fg.partition, fg.file_id) for fg in state.file_groups}:
+        if any(a.kind == "clustering" for a in actions if a.kind in runs):
+            warnings.append(f"{counted(len(skipped), 'file group')} under a pending compaction are not clustered "
+                            "until it completes (RFC-19)")
+    return [a for a in actions if a.kind in runs], warnings
 
 
 def _table_plan(loaded: LoadedSpec, state: TableState, actions: list[Action], warnings: list[str]) -> TablePlan:

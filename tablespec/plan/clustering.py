@@ -128,9 +128,17 @@ def describe_coverage(cov: dict) -> str:
             f"({cov['percent']}%){scope}, {human_bytes(cov['laid_out_bytes'])} of {human_bytes(cov['bytes'])}")
 
 
+def compacting(state) -> set[tuple[str, str]]:
+    """(partition, file id) of the file groups under a pending compaction (merge-on-read): a
+    clustering does not take them until it completes (RFC-19), as Hudi's plan strategies skip them."""
+    pending = state.compaction.pending if state.compaction is not None else ()
+    return set().union(*(plan.file_ids() for _, plan in pending))
+
+
 def _open(spec, state) -> list:
-    """File groups a clustering may take: with a base file, in a clustered partition, under no pending plan."""
-    locked = set().union(*(plan.file_ids() for plan in state.pending_clustering.values()))
+    """File groups a clustering may take: with a base file, in a clustered partition, under no pending
+    clustering or compaction plan."""
+    locked = set().union(*(plan.file_ids() for plan in state.pending_clustering.values())) | compacting(state)
     parts = _scope(spec, state)
     return [fg for fg in state.file_groups
             if fg.base_file and fg.partition in parts and (fg.partition, fg.file_id) not in locked]
@@ -193,7 +201,9 @@ def _pack_groups(spec, state, todo: list, joining: list) -> list[ClusteringGroup
     by_partition: dict[str, list[SliceInfo]] = {}
     for fg in todo + joining:
         path = join(state.location, fg.partition, fg.base_file)
-        by_partition.setdefault(fg.partition, []).append(SliceInfo(fg.partition, fg.file_id, path, fg.size))
+        logs = tuple(join(state.location, fg.partition, name) for name in fg.log_names)
+        by_partition.setdefault(fg.partition, []).append(
+            SliceInfo(fg.partition, fg.file_id, path, fg.size + fg.log_bytes, logs, fg.log_bytes))
     bucketed = spec.spec.index.type == "BUCKET"
     groups: list[ClusteringGroup] = []
     for partition in sorted(by_partition, key=lambda p: (p not in started, -sum(s.size for s in by_partition[p]), p)):
@@ -276,13 +286,15 @@ def pending_runs(state) -> list[ClusteringAction | Rollback]:
 def unrunnable(plan: ClusteringPlan, state) -> str | None:
     """Why a pending plan cannot run any more (changed outside tablespec: an input file group was
     rewritten or replaced, a sort column dropped), or None."""
-    latest = {(fg.partition, fg.file_id): fg.base_file for fg in state.file_groups}
+    latest = {(fg.partition, fg.file_id): fg for fg in state.file_groups}
     for s in (s for g in plan.groups for s in g.slices):
-        name = latest.get((s.partition, s.file_id))
-        if name is None:
+        fg = latest.get((s.partition, s.file_id))
+        if fg is None:
             return f"file group {s.file_id} in partition '{s.partition}' is no longer in the table"
-        if s.file_name and s.file_name != name:
+        if s.file_name and s.file_name != fg.base_file:
             return f"file group {s.file_id} has a newer base file than the plan's {s.file_name}"
+        if s.log_names != fg.log_names:
+            return f"file group {s.file_id} has other log files than the plan's ({len(fg.log_names)}, not {len(s.log_names)})"
     columns = {c.name for c in state.columns}
     missing = [c for c in plan.layout.columns if c not in columns]
     return f"sort column(s) {', '.join(missing)} not in the table" if missing else None
@@ -309,8 +321,21 @@ def clustering_actions(spec, state) -> list[ClusteringAction | Rollback]:
     return actions
 
 
+def merged_logs_note(plan: ClusteringPlan) -> list[str]:
+    """What a clustering of merge-on-read slices with log files does beyond copy-on-write's ([]: none)."""
+    logs = [s for g in plan.groups for s in g.slices if s.delta_files]
+    if not logs:
+        return []
+    files, size = sum(len(s.delta_files) for s in logs), sum(s.log_size for s in logs)
+    return [f"merge-on-read: reads {counted(len(logs), 'file slice')} merged with {counted(files, 'log file')} "
+            f"({human_bytes(size)}) into new base files; until it completes, the file groups it takes get no updates "
+            "(a deltacommit into them is refused, as Apache Hudi 0.15's default update strategy rejects it) and no "
+            "compaction"]
+
+
 def _action(plan: ClusteringPlan, groups: list[GroupSummary], reasons: list[str], instant: str | None = None,
             step: Step | None = None) -> ClusteringAction:
+    reasons = reasons + merged_logs_note(plan)
     read = sum(g.input_bytes for g in groups)
     estimate = ClusteringEstimate(
         strategy=str(plan.layout),

@@ -139,12 +139,15 @@ def test_a_clean_plan_naming_files_outside_the_table_is_refused_before_any_chang
     assert _tree(tmp_path) == before
 
 
-@pytest.mark.parametrize(("partition", "path"), [("../other", "p/f1_0-1-2_20250101000000001.parquet"),
-                                                 ("p", "p/../../other/f1_0-1-2_20250101000000001.parquet"),
-                                                 ("/abs", "f.parquet")])
-def test_a_clustering_plan_naming_a_slice_outside_the_table_is_refused(partition, path):
-    """Clustering rewrites the slices its plan names, into their partitions: both stay inside."""
+@pytest.mark.parametrize(("partition", "path", "logs"), [
+    ("../other", "p/f1_0-1-2_20250101000000001.parquet", []),
+    ("p", "p/../../other/f1_0-1-2_20250101000000001.parquet", []),
+    ("/abs", "f.parquet", []),
+    ("p", "p/f1_0-1-2_20250101000000001.parquet", ["p/../../other/.f1_20250101000000001.log.1_0-1-2"]),  # merge-on-read
+])
+def test_a_clustering_plan_naming_a_slice_outside_the_table_is_refused(partition, path, logs):
+    """Clustering rewrites the slices its plan names (their log files too), into their partitions: all stay inside."""
     plan = {"clusteringPlan": {"inputGroups": [{"slices": [{"fileId": "f1", "partitionPath": partition,
-                                                            "dataFilePath": path}]}]}}
+                                                            "dataFilePath": path, "deltaFilePaths": logs}]}]}}
     with pytest.raises(HudiFormatError, match=r"^/t/.hoodie/T.replacecommit.requested: slice 'f1' .* leads outside"):
         decode_plan(plan, "/t/.hoodie/T.replacecommit.requested")

@@ -50,15 +50,22 @@ METRIC_LOG_SIZE, METRIC_LOG_FILES = "TOTAL_LOG_FILE_SIZE", "TOTAL_LOG_FILES"
 
 @dataclass(frozen=True)
 class SliceInfo:
-    """One input file slice: its file group and base file (copy-on-write: no log files)."""
+    """One input file slice: its file group, base file and (merge-on-read) log files, which a
+    clustering reads merged into the rows it writes (RFC-19)."""
     partition: str
     file_id: str
     data_file: str | None    # the base file's path as the plan records it
-    size: int = 0            # bytes (for estimates; not part of Hudi's slice info)
+    size: int = 0            # bytes, base file and log files (for estimates; not part of Hudi's slice info)
+    delta_files: tuple[str, ...] = ()   # the log files' paths as the plan records them (Hudi: deltaFilePaths)
+    log_size: int = 0        # bytes of the log files (the group's metrics)
 
     @property
     def file_name(self) -> str | None:
         return posixpath.basename(self.data_file) if self.data_file else None
+
+    @property
+    def log_names(self) -> tuple[str, ...]:
+        return tuple(posixpath.basename(p) for p in self.delta_files)
 
 
 @dataclass(frozen=True)
@@ -128,12 +135,13 @@ class ClusteringPlan:
 def _metrics(group: ClusteringGroup) -> dict[str, float]:
     mb = group.input_bytes / (1024 * 1024)
     return {METRIC_READ_MB: mb, METRIC_WRITE_MB: mb, METRIC_IO_MB: 2 * mb,
-            METRIC_LOG_SIZE: 0.0, METRIC_LOG_FILES: 0.0}
+            METRIC_LOG_SIZE: float(sum(s.log_size for s in group.slices)),
+            METRIC_LOG_FILES: float(sum(len(s.delta_files) for s in group.slices))}
 
 
 def encode_plan(plan: ClusteringPlan) -> bytes:
     """The plan as the content of `T.replacecommit.requested`."""
-    groups: list[dict[str, Any]] = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": [], "fileId": s.file_id,
+    groups: list[dict[str, Any]] = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": list(s.delta_files), "fileId": s.file_id,
                            "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in g.slices],
                "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None,
                "version": 1}
@@ -155,13 +163,17 @@ def encode_plan(plan: ClusteringPlan) -> bytes:
 
 
 def _inside(slice_info: dict[str, Any], where: str) -> None:
-    """A slice's partition and file stay inside the table (clustering rewrites what they name):
-    the partition a relative path, the file (a full path in Hudi's plans) without a `..`."""
+    """A slice's partition and files stay inside the table (clustering rewrites what they name):
+    the partition a relative path, the files (full paths in Hudi's plans) without a `..`."""
     partition, path, file_id = (slice_info.get(k) for k in ("partitionPath", "dataFilePath", "fileId"))
+    logs = slice_info.get("deltaFilePaths") or []
     reasons = [outside_reason(partition or ""), None if isinstance(path, str) else "not a path",
                None if isinstance(file_id, str) and "/" not in file_id else "not a file group id"]
-    if isinstance(path, str) and (reason := outside_reason(path)) is not None and not reason.startswith("an absolute"):
-        reasons.append(reason)
+    for file in [path, *logs]:
+        if not isinstance(file, str):
+            reasons.append("not a path")
+        elif (reason := outside_reason(file)) is not None and not reason.startswith("an absolute"):
+            reasons.append(reason)
     if any(reasons):
         raise HudiFormatError(f"{where}: slice {file_id!r} ({partition!r}, {path!r}) leads outside the table "
                               f"({next(r for r in reasons if r)}); refused")
@@ -177,13 +189,12 @@ def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
     for i, group in enumerate(plan.get("inputGroups") or ()):
         slices = []
         for s in group.get("slices") or ():
-            if s.get("deltaFilePaths"):
-                raise HudiFormatError(f"{where}: group {i} reads log files of file group {s.get('fileId')}; "
-                                      "tablespec clusters copy-on-write tables only")
             if not s.get("fileId") or not s.get("dataFilePath"):
-                raise HudiFormatError(f"{where}: group {i} has a slice without fileId or dataFilePath")
+                raise HudiFormatError(f"{where}: group {i} has a slice without fileId or dataFilePath (a slice of "
+                                      "log files only: tablespec clusters slices with a base file)")
             _inside(s, where)
-            slices.append(SliceInfo(s.get("partitionPath") or "", s["fileId"], s["dataFilePath"]))
+            slices.append(SliceInfo(s.get("partitionPath") or "", s["fileId"], s["dataFilePath"],
+                                    delta_files=tuple(s.get("deltaFilePaths") or ())))
         groups.append(ClusteringGroup(tuple(slices), int(group.get("numOutputFileGroups") or 1)))
     strategy = plan.get("strategy") or {}
     params = dict(strategy.get("strategyParams") or {})
