@@ -35,7 +35,8 @@ def test_equality_filters_skip_files_by_column_statistics(spark, warehouse):
                                           DDL))
     with locked(table.table):
         build(spark, table.table, ["column_stats"], None)
-    table.write(spark.createDataFrame([("k30", 30, 30.0, "d3"), ("k31", None, None, "d3")], DDL))
+    table.write(spark.createDataFrame([("k30", 30, 30.0, "d3"), ("k31", None, None, "d3"),
+                                       ("k32", 32, float("-inf"), "d3")], DDL))
 
     def files(**filters):
         return [p.rsplit("/", 2)[-2].removeprefix("dt=") for p in snapshot_files(table.table.refresh(), None, table.spec, filters)]
@@ -47,7 +48,9 @@ def test_equality_filters_skip_files_by_column_statistics(spark, warehouse):
     assert sorted(files(id="k30")) == ["d1", "d3"]           # strings, as Hudi orders them: k10..k19 excludes it
     assert sorted(files(v="15")) == ["d1", "d2", "d3"]       # a value of another type skips nothing
     assert files(f=16777217) == ["d2"]   # Spark compares it as float32, 16777216.0: d2's maximum (k15)
-    for filters in ({"v": 15}, {"v": 30}, {"v": 99}, {"id": "k30"}, {"dt": "d1", "v": 5}, {"f": 16777217}):
+    assert files(f=-1e39) == ["d3"] and files(f=1e39) == []   # beyond float32: compared as doubles, as Spark does
+    for filters in ({"v": 15}, {"v": 30}, {"v": 99}, {"id": "k30"}, {"dt": "d1", "v": 5}, {"f": 16777217},
+                    {"f": -1e39}, {"f": float("-inf")}):
         everything = table.read()
         for name, value in filters.items():
             everything = everything.filter(everything[name] == value)

@@ -11,9 +11,10 @@ a matching Python type, are compared: others never skip a file.
 from __future__ import annotations
 
 import itertools
-import struct
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tablespec.errors import MetadataTableDamaged
 from tablespec.hudi.mdt import column_stats, layout, reader
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 Stats = Mapping[str, Mapping[str, Any]]   # column_stats key -> its ColumnStatsMetadata
 COMPARED_KINDS = frozenset({"boolean", "int", "long", "float", "double", "string"})
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def stored(table: HudiTable) -> Stats | None:
@@ -55,21 +57,24 @@ def _bound(wrapped: Any) -> Any:
 def _comparable(value: Any, bound: Any) -> bool:
     if isinstance(value, bool) or isinstance(bound, bool):
         return isinstance(value, bool) and isinstance(bound, bool)
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):            # beyond a long Spark's literal is a decimal: not compared
+        return _LONG_MIN <= value <= _LONG_MAX and isinstance(bound, (int, float))
+    if isinstance(value, float):
         return isinstance(bound, (int, float))
     return isinstance(value, str) and isinstance(bound, str)
 
 
 def _as_spark_compares(value: Any, lo: Any, hi: Any, kind: str | None) -> tuple[Any, Any, Any]:
-    """The value and bounds as Spark's `column == literal` compares them: in floating point when
-    either side is (a float column's literal rounded to float32 first), else as they are. Casting is
-    monotonic, so the cast bounds still bound the cast values."""
+    """The value and bounds as Spark's `column <op> literal` compares them: in floating point when
+    either side is, an integer literal cast to float32 against a float column (Spark casts the
+    narrower side: int and long to float, float to double; a Python float is a double literal, which
+    a float column's values widen to exactly). Casting is monotonic, so the cast bounds still bound
+    the cast values."""
     if isinstance(value, bool) or not (kind in ("float", "double") or isinstance(value, float)):
         return value, lo, hi
-    value = float(value)
-    if kind == "float":
-        value = struct.unpack("f", struct.pack("f", value))[0] if abs(value) < 3.5e38 else value
-    return value, float(lo), float(hi)
+    if kind == "float" and isinstance(value, int):
+        value = float(np.int64(value).astype(np.float32))   # rounded once, as Java's (float) long
+    return float(value), float(lo), float(hi)
 
 
 def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None) -> bool:
