@@ -1,5 +1,5 @@
 """Reading the metadata table's `column_stats` to skip base files, as Hudi's readers do: a file whose
-range of a column excludes the value an equality filter asks for holds no matching row.
+range of a column rules out a filter's condition (=, !=, <, <=, >, >=, in) holds no matching row.
 
 The partition's latest slices are merged as Hudi merges them (a key's newest record wins, deleted
 keys left out; only completed instants the data table counts). A file without statistics is
@@ -11,7 +11,7 @@ a matching Python type, are compared: others never skip a file.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,16 +29,16 @@ COMPARED_KINDS = frozenset({"boolean", "int", "long", "float", "double", "string
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def stored(table: HudiTable) -> Stats | None:
-    """Every file's statistics the table's `column_stats` holds, by key; None when it has none ready
-    or it does not decode (reads then skip nothing)."""
-    if COLUMN_STATS not in kept(table) or COLUMN_STATS in half_built(table):
+def stored(table: HudiTable, partition: str = COLUMN_STATS) -> Stats | None:
+    """Every file's statistics the table's `column_stats` (or each data partition's, `partition_stats`)
+    holds, by key; None when it has none ready or it does not decode (reads then skip nothing)."""
+    if partition not in kept(table) or partition in half_built(table):
         return None
     storage, base = table.storage, table.base
     fmt = layout.Format.of(table.config)
     metadata = layout.timeline(storage, base, fmt)
     valid = reader.valid_instants(table.timeline, metadata)
-    slices = layout.latest_slices(storage, base, layout.completions(metadata), COLUMN_STATS, fmt)
+    slices = layout.latest_slices(storage, base, layout.completions(metadata), partition, fmt)
     try:
         merged = column_stats.latest(itertools.chain.from_iterable(
             reader.slice_records(storage, base, s, valid) for s in slices))
@@ -77,27 +77,47 @@ def _as_spark_compares(value: Any, lo: Any, hi: Any, kind: str | None) -> tuple[
     return float(value), float(lo), float(hi)
 
 
-def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None) -> bool:
+def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None, op: str = "=") -> bool:
     """Whether a file with these statistics of a column (of `kind`, `column_stats.kind_of`) holds no
-    row whose column equals `value` as Spark compares them."""
-    if value is None:
-        return False                      # `= null` matches nothing anyway: leave it to the read
+    row for which `column <op> value` holds as Spark compares them (op: =, !=, <, <=, >, >=, or `in`
+    with a tuple of values). A float or double column's maximum leaves NaN out (Parquet's statistics
+    do) while Spark orders NaN above every value: its maximum never rules out >, >= or !=."""
+    if value is None and op != "in":
+        return False                      # a comparison with null matches nothing anyway: leave it to the read
     if stats.get("valueCount") is not None and stats.get("valueCount") == stats.get("nullCount"):
-        return True                       # every value is null: none equals `value`
+        return True                       # every value is null: no comparison holds
+    if op == "in":
+        return all(excludes(stats, v, kind) for v in value if v is not None)
     lo, hi = _bound(stats.get("minValue")), _bound(stats.get("maxValue"))
     if lo is None or hi is None or not (_comparable(value, lo) and _comparable(value, hi)):
         return False
     value, lo, hi = _as_spark_compares(value, lo, hi, kind)
-    return bool(value < lo or value > hi)
+    by_max = kind not in ("float", "double")
+    if op == "=":
+        return bool(value < lo or value > hi)
+    if op == "<":
+        return bool(lo >= value)
+    if op == "<=":
+        return bool(lo > value)
+    if op == ">":
+        return by_max and bool(hi <= value)
+    if op == ">=":
+        return by_max and bool(hi < value)
+    return op == "!=" and by_max and bool(lo == hi == value)
 
 
-def skipped(found: Stats, partition: str, file_name: str, filters: Mapping[str, Any],
+def skipped(found: Stats, partition: str, file_name: str, conditions: Iterable[tuple[str, str, Any]],
             kinds: Mapping[str, str | None]) -> bool:
-    """Whether a base file can be skipped for equality `filters` (column -> value); `kinds`: each
-    column's kind (`column_stats.kind_of`), only COMPARED_KINDS are compared."""
-    return any(kinds.get(c) in COMPARED_KINDS
-               and (s := found.get(column_stats.column_stats_key(c, partition, file_name))) is not None
-               and excludes(s, v, kinds.get(c)) for c, v in filters.items())
+    """Whether a base file can be skipped for `conditions` that all hold ((column, op, value), as
+    `excludes` takes them); `kinds`: each column's kind (`column_stats.kind_of`), only COMPARED_KINDS
+    are compared."""
+    return _rules_out(found, lambda c: column_stats.column_stats_key(c, partition, file_name), conditions, kinds)
+
+
+def _rules_out(found: Stats, key: Callable[[str], str], conditions: Iterable[tuple[str, str, Any]],
+               kinds: Mapping[str, str | None]) -> bool:
+    return any(kinds.get(c) in COMPARED_KINDS and (s := found.get(key(c))) is not None
+               and excludes(s, v, kinds.get(c), op) for c, op, v in conditions)
 
 
 __all__ = ["excludes", "skipped", "stored"]
