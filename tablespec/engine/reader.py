@@ -2,8 +2,10 @@
 
 Which files to read is decided from metadata only (timeline + file-system view); Spark only
 reads them. Filters (engine/filters.py) prune: an equality filter on every hash field of a BUCKET
-table to one bucket; with the metadata table's column statistics, base files whose ranges rule a
-condition out are skipped (mdt/column_stats_reader.py; slices with log files are always read).
+table to one bucket; with the metadata table's partition statistics, the partitions whose ranges rule
+a condition out are not even listed (latest snapshot only); with its column statistics, base files
+whose ranges rule a condition out are skipped (mdt/column_stats_reader.py; slices with log files are
+always read).
 On a merge-on-read table a snapshot reads each slice with log files merged on an executor
 (arrow/merge.py: one slice at a time, so memory is bounded per slice); the read-optimized view
 reads the newest base file of each file group only, as Hudi's read-optimized query does.
@@ -23,7 +25,7 @@ from tablespec.errors import TablespecError
 from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.naming import bucket_of
-from tablespec.hudi.fs_view import FileSlice
+from tablespec.hudi.fs_view import FileSlice, FileSystemView
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
 from tablespec.hudi.mdt import column_stats, column_stats_reader
@@ -72,7 +74,7 @@ def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filte
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
     conds = _conditions(spec, filters) if spec is not None else ()
     kinds = {f.name: column_stats.kind_of(f) for f in data_schema(spec)} if conds else {}
-    files = table.view
+    files = pruned_view(table, as_of, conds, kinds)
     if view == READ_OPTIMIZED:
         slices = [FileSlice(s.file_id, s.partition, s.base_instant, s.base_file)
                   for g in files.file_groups(as_of=as_of)
@@ -91,6 +93,14 @@ def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filte
 
 def _conditions(spec, filters) -> tuple[Condition, ...]:
     return conditions(filters, [*META_FIELDS, *data_schema(spec).names])
+
+
+def pruned_view(table: HudiTable, as_of: str | None, conds: tuple[Condition, ...],
+                 kinds: dict[str, str | None]) -> FileSystemView:
+    """The table's view, or, when the metadata table's `partition_stats` rule partitions out of the
+    latest snapshot, a view of the other partitions only: the ruled-out ones are not listed."""
+    left = column_stats_reader.partitions_left(table, conds, kinds) if as_of is None else None
+    return table.view if left is None else table.view_of(table.timeline, left)
 
 
 def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], conds: tuple[Condition, ...],

@@ -10,15 +10,16 @@ a matching Python type, are compared: others never skip a file.
 """
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tablespec.errors import MetadataTableDamaged
 from tablespec.hudi.mdt import column_stats, layout, reader
-from tablespec.hudi.mdt.column_stats import COLUMN_STATS
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, kept
 
 if TYPE_CHECKING:
@@ -120,4 +121,24 @@ def _rules_out(found: Stats, key: Callable[[str], str], conditions: Iterable[tup
                and excludes(s, v, kinds.get(c), op) for c, op, v in conditions)
 
 
-__all__ = ["excludes", "skipped", "stored"]
+def _partition_key(partition: str, column: str) -> str:
+    return column_stats.partition_stats_key(column, partition)
+
+
+def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any]],
+                    kinds: Mapping[str, str | None]) -> list[str] | None:
+    """The data partitions the metadata table lists less those whose `partition_stats` (tight bounds
+    over each partition's latest files: for the latest snapshot only) rule a condition out; None
+    when none is ruled out or the statistics or the listing are not there to trust."""
+    if not conditions or (found := stored(table, PARTITION_STATS)) is None:
+        return None
+    try:
+        partitions = reader.listing(table).partitions
+    except MetadataTableDamaged:
+        return None
+    out = [p for p in sorted(partitions)
+           if not _rules_out(found, functools.partial(_partition_key, p), conditions, kinds)]
+    return out if partitions and len(out) < len(partitions) else None
+
+
+__all__ = ["excludes", "partitions_left", "skipped", "stored"]
