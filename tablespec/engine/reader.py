@@ -105,8 +105,10 @@ def pruned_view(table: HudiTable, as_of: str | None, conds: tuple[Condition, ...
 
 def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], conds: tuple[Condition, ...],
                            kinds: dict[str, str | None]) -> list[FileSlice]:
-    """`slices` less the base files (without log files) whose column statistics rule a condition out."""
-    if (found := column_stats_reader.stored(table)) is None:
+    """`slices` less the base files (without log files) whose column statistics rule a condition out
+    (only their statistics of the compared columns are read)."""
+    files = [(s.partition, s.base_file.name) for s in slices if not s.log_files and s.base_file is not None]
+    if (found := column_stats_reader.file_stats(table, files, conds, kinds)) is None:
         return slices
     return [s for s in slices if s.log_files or s.base_file is None
             or not column_stats_reader.skipped(found, s.partition, s.base_file.name, conds, kinds)]

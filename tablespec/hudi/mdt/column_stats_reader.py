@@ -1,8 +1,12 @@
 """Reading the metadata table's `column_stats` to skip base files, as Hudi's readers do: a file whose
 range of a column rules out a filter's condition (=, !=, <, <=, >, >=, in) holds no matching row.
 
-The partition's latest slices are merged as Hudi merges them (a key's newest record wins, deleted
-keys left out; only completed instants the data table counts). A file without statistics is
+On version 9 the `partition_stats` partition rules out whole data partitions the same way.
+Only the keys a read needs are looked up (a compared column's key for each candidate file or
+partition: Hudi's keys are hashes, so a column's entries lie scattered through the HFiles), each in
+the data blocks the HFiles' block indexes point to; the partition's latest slices are merged as Hudi
+merges them (a key's newest record wins, deleted keys left out; only completed instants the data
+table counts). A file without statistics is
 read, never skipped; so is any file when the partition is not ready (named in hoodie.properties,
 with a completed file group) or does not decode (`MetadataTableDamaged`). Only columns of the kinds
 whose bounds are stored as the values themselves (integers, floats, strings, booleans), and values of
@@ -30,9 +34,10 @@ COMPARED_KINDS = frozenset({"boolean", "int", "long", "float", "double", "string
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def stored(table: HudiTable, partition: str = COLUMN_STATS) -> Stats | None:
-    """Every file's statistics the table's `column_stats` (or each data partition's, `partition_stats`)
-    holds, by key; None when it has none ready or it does not decode (reads then skip nothing)."""
+def stored(table: HudiTable, partition: str, keys: Collection[str]) -> Stats | None:
+    """The statistics of `keys` the table's `column_stats` (per file) or `partition_stats` (per data
+    partition) holds, looked up through the HFiles' block indexes, not the whole partition read;
+    None when it has none ready or it does not decode (reads then skip nothing)."""
     if partition not in kept(table) or partition in half_built(table):
         return None
     storage, base = table.storage, table.base
@@ -42,7 +47,7 @@ def stored(table: HudiTable, partition: str = COLUMN_STATS) -> Stats | None:
     slices = layout.latest_slices(storage, base, layout.completions(metadata), partition, fmt)
     try:
         merged = column_stats.latest(itertools.chain.from_iterable(
-            reader.slice_records(storage, base, s, valid) for s in slices))
+            reader.slice_records(storage, base, s, valid, keys) for s in slices))
     except MetadataTableDamaged:
         return None
     return {k: r["ColumnStatsMetadata"] for k, r in merged.items() if r.get("ColumnStatsMetadata")}
@@ -107,6 +112,19 @@ def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None, op: 
     return op == "!=" and by_max and bool(lo == hi == value)
 
 
+def file_stats(table: HudiTable, files: Iterable[tuple[str, str]], conditions: Iterable[tuple[str, str, Any]],
+               kinds: Mapping[str, str | None]) -> Stats | None:
+    """`stored` for the compared columns of `conditions` and the base `files` ((partition, file name))
+    only: their keys are looked up, not the whole partition read."""
+    columns = _compared(conditions, kinds)
+    keys = {column_stats.column_stats_key(c, p, f) for p, f in files for c in columns}
+    return stored(table, COLUMN_STATS, keys) if keys else None
+
+
+def _compared(conditions: Iterable[tuple[str, str, Any]], kinds: Mapping[str, str | None]) -> set[str]:
+    return {c for c, _, _ in conditions if kinds.get(c) in COMPARED_KINDS}
+
+
 def skipped(found: Stats, partition: str, file_name: str, conditions: Iterable[tuple[str, str, Any]],
             kinds: Mapping[str, str | None]) -> bool:
     """Whether a base file can be skipped for `conditions` that all hold ((column, op, value), as
@@ -130,15 +148,19 @@ def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any
     """The data partitions the metadata table lists less those whose `partition_stats` (tight bounds
     over each partition's latest files: for the latest snapshot only) rule a condition out; None
     when none is ruled out or the statistics or the listing are not there to trust."""
-    if not conditions or (found := stored(table, PARTITION_STATS)) is None:
+    columns = _compared(conditions, kinds)
+    if not columns or PARTITION_STATS not in kept(table):
         return None
     try:
         partitions = reader.listing(table).partitions
     except MetadataTableDamaged:
+        return None
+    keys = {column_stats.partition_stats_key(c, p) for p in partitions for c in columns}
+    if not keys or (found := stored(table, PARTITION_STATS, keys)) is None:
         return None
     out = [p for p in sorted(partitions)
            if not _rules_out(found, functools.partial(_partition_key, p), conditions, kinds)]
     return out if partitions and len(out) < len(partitions) else None
 
 
-__all__ = ["excludes", "partitions_left", "skipped", "stored"]
+__all__ = ["excludes", "file_stats", "partitions_left", "skipped", "stored"]
