@@ -83,9 +83,11 @@ class Table:
         from tablespec.state import observe
         return sync_table(self.catalog, self.spec, observe(self.table.refresh()))
 
-    def read(self, as_of: str | None = None, filters: dict | None = None, view: str = "snapshot"):
-        """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame; `view`
-        "read_optimized" reads a merge-on-read table's base files only, without its log files."""
+    def read(self, as_of: str | None = None, filters=None, view: str = "snapshot"):
+        """The latest snapshot (or the one as of a completed instant) as a Spark DataFrame; `filters`:
+        a mapping of column to value, or a list of (column, op, value) conditions that all hold
+        (engine/filters.py), which also prune the files read; `view` "read_optimized" reads a
+        merge-on-read table's base files only, without its log files."""
         from tablespec.engine.reader import read
         return read(self.spark, self.table, self.spec, as_of, filters, view)
 

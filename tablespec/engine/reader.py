@@ -1,9 +1,11 @@
 """Snapshot, time-travel and incremental reads: the latest completed file slices, as Spark reads parquet.
 
 Which files to read is decided from metadata only (timeline + file-system view); Spark only
-reads them. An equality filter on every hash field of a BUCKET table prunes to one bucket; with the
-metadata table's column statistics, equality filters skip base files whose range excludes the value
-(mdt/column_stats_reader.py; slices with log files are always read).
+reads them. Filters (engine/filters.py) prune: an equality filter on every hash field of a BUCKET
+table to one bucket; with the metadata table's partition statistics, the partitions whose ranges rule
+a condition out are not even listed (latest snapshot only); with its column statistics, base files
+whose ranges rule a condition out are skipped (mdt/column_stats_reader.py; slices with log files are
+always read).
 On a merge-on-read table a snapshot reads each slice with log files merged on an executor
 (arrow/merge.py: one slice at a time, so memory is bounded per slice); the read-optimized view
 reads the newest base file of each file group only, as Hudi's read-optimized query does.
@@ -17,12 +19,13 @@ import pyarrow as pa
 from tablespec.arrow.keys import record_keys
 from tablespec.arrow.merge import read_slice
 from tablespec.engine.evolution import read_files
+from tablespec.engine.filters import Condition, conditions, equalities, spark_filter
 from tablespec.engine.schema import META_FIELDS, data_schema, table_ddl
 from tablespec.errors import TablespecError
 from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.naming import bucket_of
-from tablespec.hudi.fs_view import FileSlice
+from tablespec.hudi.fs_view import FileSlice, FileSystemView
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
 from tablespec.hudi.mdt import column_stats, column_stats_reader
@@ -43,16 +46,17 @@ SNAPSHOT, READ_OPTIMIZED = "snapshot", "read_optimized"
 VIEWS = (SNAPSHOT, READ_OPTIMIZED)
 
 
-def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filters: dict | None = None) -> list[str]:
+def snapshot_files(table: HudiTable, as_of: str | None = None, spec=None, filters=None) -> list[str]:
     """Base files a snapshot (as of a completed instant) reads, pruned by bucket when possible
     (from the handle's timeline and view)."""
     return [s.base_file.path for s in snapshot_slices(table, as_of, spec, filters) if s.base_file is not None]
 
 
-def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filters: dict | None = None,
+def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filters=None,
                     view: str = SNAPSHOT) -> list[FileSlice]:
-    """The file slices a snapshot (as of a completed instant) reads, pruned by bucket when possible;
-    `view` READ_OPTIMIZED: each file group's newest slice with a base file, without its log files."""
+    """The file slices a snapshot (as of a completed instant) reads, pruned by `filters` (a mapping or
+    conditions, engine/filters.py; only with `spec`) when possible; `view` READ_OPTIMIZED: each file
+    group's newest slice with a base file, without its log files."""
     base, timeline = table.base, table.timeline
     if as_of is not None:
         earliest = earliest_readable_instant(timeline)
@@ -68,30 +72,49 @@ def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filte
                                 f"reads the active timeline, whose earliest commit is {completed[0]}")
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
+    conds = _conditions(spec, filters) if spec is not None else ()
+    kinds = {f.name: column_stats.kind_of(f) for f in data_schema(spec)} if conds else {}
+    files = pruned_view(table, as_of, conds, kinds)
     if view == READ_OPTIMIZED:
         slices = [FileSlice(s.file_id, s.partition, s.base_instant, s.base_file)
-                  for g in table.view.file_groups(as_of=as_of)
+                  for g in files.file_groups(as_of=as_of)
                   if (s := next((s for s in reversed(g.slices) if s.base_file is not None
                                  and (as_of is None or s.base_instant <= as_of)), None)) is not None]
     else:
-        slices = [s for s in table.view.latest_slices(as_of=as_of) if s.base_file is not None or s.log_files]
-    key_hash = _filter_hash(spec, filters)
+        slices = [s for s in files.latest_slices(as_of=as_of) if s.base_file is not None or s.log_files]
+    if not conds:
+        return slices
+    key_hash = _filter_hash(spec, equalities(conds))
     if key_hash is not None:
         layout = BucketLayout.of_bucket_spec(spec)  # buckets per partition (RFC-89) decide the modulus
         slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
-    return _skipped_by_statistics(table, slices, spec, filters)
+    return _skipped_by_statistics(table, slices, conds, kinds)
 
 
-def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], spec, filters: dict | None) -> list[FileSlice]:
-    """`slices` less the base files (without log files) whose column statistics exclude a filter's value."""
-    if not filters or spec is None or (found := column_stats_reader.stored(table)) is None:
+def _conditions(spec, filters) -> tuple[Condition, ...]:
+    return conditions(filters, [*META_FIELDS, *data_schema(spec).names])
+
+
+def pruned_view(table: HudiTable, as_of: str | None, conds: tuple[Condition, ...],
+                 kinds: dict[str, str | None]) -> FileSystemView:
+    """The table's view, or, when the metadata table's `partition_stats` rule partitions out of the
+    latest snapshot, a view of the other partitions only: the ruled-out ones are not listed."""
+    left = column_stats_reader.partitions_left(table, conds, kinds) if as_of is None else None
+    return table.view if left is None else table.view_of(table.timeline, left)
+
+
+def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], conds: tuple[Condition, ...],
+                           kinds: dict[str, str | None]) -> list[FileSlice]:
+    """`slices` less the base files (without log files) whose column statistics rule a condition out
+    (only their statistics of the compared columns are read)."""
+    files = [(s.partition, s.base_file.name) for s in slices if not s.log_files and s.base_file is not None]
+    if (found := column_stats_reader.file_stats(table, files, conds, kinds)) is None:
         return slices
-    kinds = {f.name: column_stats.kind_of(f) for f in data_schema(spec)}
     return [s for s in slices if s.log_files or s.base_file is None
-            or not column_stats_reader.skipped(found, s.partition, s.base_file.name, filters, kinds)]
+            or not column_stats_reader.skipped(found, s.partition, s.base_file.name, conds, kinds)]
 
 
-def _filter_hash(spec, filters: dict | None) -> int | None:
+def _filter_hash(spec, filters: dict) -> int | None:
     """The key hash an equality filter on all hash fields pins down, if the table is bucketed."""
     if not filters or spec is None or spec.spec.index.type != "BUCKET":
         return None
@@ -109,17 +132,16 @@ def _filter_hash(spec, filters: dict | None) -> int | None:
     return int(record_key_hashes(keys, hash_fields).view("uint32")[0])
 
 
-def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict | None = None, view: str = SNAPSHOT):
+def read(spark, table: HudiTable, spec, as_of: str | None = None, filters=None, view: str = SNAPSHOT):
     """A DataFrame of the table (meta columns first) as of the latest or a given commit, as the
     table is now (a handle may have read it earlier: a read sees the latest commits). `view`:
     SNAPSHOT (log files merged) or READ_OPTIMIZED (base files only; the same on copy-on-write)."""
-    from pyspark.sql import functions as F
-
     if view not in VIEWS:
         raise ReadError(f"unknown view {view!r}: {' or '.join(VIEWS)}")
     # The table's files as they are now: a view kept over an unchanged timeline would still list a
     # base file removed outside any instant (lost or deleted by hand), which readers go on without.
     timeline = table.refresh().timeline
+    conds = _conditions(spec, filters)          # a bad filter is refused before anything is read
     slices = snapshot_slices(table, as_of, spec, filters, view)
     merged = [s for s in slices if s.log_files]
     files = [s.base_file.path for s in slices if not s.log_files and s.base_file is not None]
@@ -130,9 +152,7 @@ def read(spark, table: HudiTable, spec, as_of: str | None = None, filters: dict 
         df = df.unionByName(_merged_slices(spark, table, merged, counting(table.timeline, as_of), ddl))
     if as_of is not None:
         df = _as_of_columns(df, timeline.latest_schema(as_of=as_of), spec)
-    for name, value in (filters or {}).items():
-        df = df.filter(F.col(f"`{name}`") == F.lit(value))
-    return df
+    return spark_filter(df, conds)
 
 
 def _merged_slices(spark, table: HudiTable, slices: list[FileSlice], wanted: Counting, ddl: str):

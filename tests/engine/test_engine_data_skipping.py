@@ -8,11 +8,16 @@ from helpers import make_table, rows
 
 from tablespec.engine.commit import locked
 from tablespec.engine.data_skipping import build
-from tablespec.engine.reader import snapshot_files, to_arrow
+from tablespec.engine.filters import FilterError
+from tablespec.engine.filters import conditions as conditions_of
+from tablespec.engine.reader import pruned_view, snapshot_files, to_arrow
+from tablespec.engine.schema import data_schema
+from tablespec.hudi.mdt import column_stats
 
 pytestmark = pytest.mark.spark
 
 DDL = "id string, v int, f float, dt string"
+COLUMNS = ("id", "v", "f", "dt")
 SPEC = """apiVersion: tablespec/v1
 kind: HudiTable
 metadata: {name: ranges}
@@ -28,28 +33,70 @@ spec:
 """
 
 
-def test_equality_filters_skip_files_by_column_statistics(spark, warehouse):
+def test_filters_skip_files_by_column_statistics(spark, warehouse):
     table = make_table(spark, warehouse, SPEC)
     for dt, values in (("d1", range(0, 10)), ("d2", range(10, 20))):
         table.write(spark.createDataFrame([(f"k{v}", v, 16777216.0 if v == 15 else float(v), dt) for v in values],
                                           DDL))
     with locked(table.table):
         build(spark, table.table, ["column_stats"], None)
-    table.write(spark.createDataFrame([("k30", 30, 30.0, "d3"), ("k31", None, None, "d3")], DDL))
+    table.write(spark.createDataFrame([("k30", 30, 30.0, "d3"), ("k31", None, None, "d3"),
+                                       ("k32", 32, float("-inf"), "d3")], DDL))
 
-    def files(**filters):
-        return [p.rsplit("/", 2)[-2].removeprefix("dt=") for p in snapshot_files(table.table.refresh(), None, table.spec, filters)]
+    def files(*conditions, **equal):
+        return sorted(p.rsplit("/", 2)[-2].removeprefix("dt=")
+                      for p in snapshot_files(table.table.refresh(), None, table.spec, list(conditions) or equal))
 
-    assert sorted(files()) == ["d1", "d2", "d3"]
+    assert files() == ["d1", "d2", "d3"]
     assert files(v=15) == ["d2"]                             # the other files' ranges exclude 15
     assert files(v=30) == ["d3"]                             # kept by the write after the build
     assert files(v=99) == [] and files(v=15, id="k1") == []
-    assert sorted(files(id="k30")) == ["d1", "d3"]           # strings, as Hudi orders them: k10..k19 excludes it
-    assert sorted(files(v="15")) == ["d1", "d2", "d3"]       # a value of another type skips nothing
+    assert files(id="k30") == ["d1", "d3"]                   # strings, as Hudi orders them: k10..k19 excludes it
+    assert files(v="15") == ["d1", "d2", "d3"]               # a value of another type skips nothing
     assert files(f=16777217) == ["d2"]   # Spark compares it as float32, 16777216.0: d2's maximum (k15)
-    for filters in ({"v": 15}, {"v": 30}, {"v": 99}, {"id": "k30"}, {"dt": "d1", "v": 5}, {"f": 16777217}):
-        everything = table.read()
-        for name, value in filters.items():
-            everything = everything.filter(everything[name] == value)
-        assert rows(to_arrow(table.read(filters=filters))) == rows(to_arrow(everything)), filters
+    assert files(f=-1e39) == ["d3"] and files(f=1e39) == []   # beyond float32: compared as doubles, as Spark does
+    # Ranges: by the minimum and maximum; a float column's maximum leaves NaN out, so never by it.
+    assert files(("v", "<", 10)) == ["d1"] and files(("v", ">=", 19)) == ["d2", "d3"]
+    assert files(("v", "between", (5, 12))) == ["d1", "d2"] and files(("v", ">", 9), ("v", "<", 30)) == ["d2"]
+    assert files(("v", "in", (3, 31, None))) == ["d1", "d3"] and files(("dt", "!=", "d1")) == ["d2", "d3"]
+    assert files(("f", "<", 10.0000001)) == ["d1", "d2", "d3"]   # a double literal is not rounded to float32 (10.0)
+    assert files(("f", ">", 20.0)) == ["d1", "d2", "d3"] and files(("f", "<=", -1e39)) == ["d3"]
+    cases = [({"v": 15}, "v = 15"), ({"v": 30}, "v = 30"), ({"v": 99}, "v = 99"), ({"id": "k30"}, "id = 'k30'"),
+             ({"dt": "d1", "v": 5}, "dt = 'd1' AND v = 5"), ({"f": 16777217}, "f = 16777217"),
+             ({"f": -1e39}, "f = -1e39D"), ({"f": float("-inf")}, "f = CAST('-Infinity' AS DOUBLE)")]
+    if warehouse.startswith("s3"):
+        cases = cases[:1]
+    else:
+        cases += [([("v", ">", 9), ("v", "<", 30)], "v > 9 AND v < 30"), ([("v", "between", (5, 12))], "v BETWEEN 5 AND 12"),
+                  ([("v", "in", (3, 31, None))], "v IN (3, 31, NULL)"), ([("dt", "!=", "d1")], "dt != 'd1'"),
+                  ([("f", "<", 10.0000001)], "f < 10.0000001D"), ([("id", ">=", "k5")], "id >= 'k5'")]
+    everything = table.read()
+    for filters, condition in cases:
+        assert rows(to_arrow(table.read(filters=filters))) == rows(to_arrow(everything.filter(condition))), filters
     assert rows(to_arrow(table.read(filters={"v": 15}).select("id"))) == [(("id", "k15"),)]
+    for bad, message in (([("w", "<", 1)], "the table has no column 'w'"), ([("v", "~", 1)], "unknown op '~'"),
+                         ([("v", "between", (1,))], r"`between` takes a \(low, high\) pair")):
+        with pytest.raises(FilterError, match=message):
+            table.read(filters=bad)
+
+
+def test_partition_statistics_leave_ruled_out_partitions_unlisted(spark, tmp_path):
+    table = make_table(spark, str(tmp_path), SPEC.replace("  location: ranges\n", "  location: ranges\n  tableVersion: 9\n"))
+    table.write(spark.createDataFrame([(f"k{v}", v, float(v), "d1" if v < 10 else "d2") for v in range(20)], DDL))
+    with locked(table.table):
+        build(spark, table.table, ["column_stats", "partition_stats"], None)
+    table.write(spark.createDataFrame([("k30", 30, 30.0, "d3"), ("k31", None, None, "d3")], DDL))   # kept by writes
+    kinds = {f.name: column_stats.kind_of(f) for f in data_schema(table.spec)}
+
+    def listed(*conditions, as_of=None):
+        handle = table.table.refresh()
+        return [p.removeprefix("dt=") for p in pruned_view(handle, as_of, conditions_of(list(conditions), COLUMNS), kinds).partitions]
+
+    assert listed(("v", ">=", 25)) == ["d3"] and listed(("v", "between", (3, 12))) == ["d1", "d2"]
+    assert listed(("dt", "=", "d2"), ("id", "<", "k2")) == ["d2"]     # k10..k19 only
+    assert listed(("f", ">", 25.0)) == ["d1", "d2", "d3"]              # a float maximum rules nothing out
+    first = table.table.timeline.commits()[0].timestamp
+    assert listed(("v", ">=", 25), as_of=first) == ["d1", "d2", "d3"]  # the statistics are the latest snapshot's
+    everything = table.read()
+    for filters, condition in (([("v", ">=", 25)], "v >= 25"), ([("v", "<", 3)], "v < 3")):
+        assert rows(to_arrow(table.read(filters=filters))) == rows(to_arrow(everything.filter(condition))), filters

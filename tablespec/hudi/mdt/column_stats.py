@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import hashlib
 import struct
 from collections.abc import Collection, Iterable, Mapping
@@ -79,6 +80,7 @@ def xxhash64(data: bytes, seed: int = _SEED) -> int:
     return h ^ (h >> 32)
 
 
+@functools.lru_cache(maxsize=4096)     # a read's keys repeat each column and partition per file
 def name_id(name: str) -> str:
     """A column's or a partition's part of a key."""
     return base64.b64encode(xxhash64(name.encode("utf-8")).to_bytes(8, "big")).decode()

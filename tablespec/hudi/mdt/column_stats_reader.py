@@ -1,8 +1,12 @@
 """Reading the metadata table's `column_stats` to skip base files, as Hudi's readers do: a file whose
-range of a column excludes the value an equality filter asks for holds no matching row.
+range of a column rules out a filter's condition (=, !=, <, <=, >, >=, in) holds no matching row.
 
-The partition's latest slices are merged as Hudi merges them (a key's newest record wins, deleted
-keys left out; only completed instants the data table counts). A file without statistics is
+On version 9 the `partition_stats` partition rules out whole data partitions the same way.
+Only the keys a read needs are looked up (a compared column's key for each candidate file or
+partition: Hudi's keys are hashes, so a column's entries lie scattered through the HFiles), each in
+the data blocks the HFiles' block indexes point to; the partition's latest slices are merged as Hudi
+merges them (a key's newest record wins, deleted keys left out; only completed instants the data
+table counts). A file without statistics is
 read, never skipped; so is any file when the partition is not ready (named in hoodie.properties,
 with a completed file group) or does not decode (`MetadataTableDamaged`). Only columns of the kinds
 whose bounds are stored as the values themselves (integers, floats, strings, booleans), and values of
@@ -10,14 +14,16 @@ a matching Python type, are compared: others never skip a file.
 """
 from __future__ import annotations
 
+import functools
 import itertools
-import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tablespec.errors import MetadataTableDamaged
 from tablespec.hudi.mdt import column_stats, layout, reader
-from tablespec.hudi.mdt.column_stats import COLUMN_STATS
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, kept
 
 if TYPE_CHECKING:
@@ -25,21 +31,23 @@ if TYPE_CHECKING:
 
 Stats = Mapping[str, Mapping[str, Any]]   # column_stats key -> its ColumnStatsMetadata
 COMPARED_KINDS = frozenset({"boolean", "int", "long", "float", "double", "string"})
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def stored(table: HudiTable) -> Stats | None:
-    """Every file's statistics the table's `column_stats` holds, by key; None when it has none ready
-    or it does not decode (reads then skip nothing)."""
-    if COLUMN_STATS not in kept(table) or COLUMN_STATS in half_built(table):
+def stored(table: HudiTable, partition: str, keys: Collection[str]) -> Stats | None:
+    """The statistics of `keys` the table's `column_stats` (per file) or `partition_stats` (per data
+    partition) holds, looked up through the HFiles' block indexes, not the whole partition read;
+    None when it has none ready or it does not decode (reads then skip nothing)."""
+    if partition not in kept(table) or partition in half_built(table):
         return None
     storage, base = table.storage, table.base
     fmt = layout.Format.of(table.config)
     metadata = layout.timeline(storage, base, fmt)
     valid = reader.valid_instants(table.timeline, metadata)
-    slices = layout.latest_slices(storage, base, layout.completions(metadata), COLUMN_STATS, fmt)
+    slices = layout.latest_slices(storage, base, layout.completions(metadata), partition, fmt)
     try:
         merged = column_stats.latest(itertools.chain.from_iterable(
-            reader.slice_records(storage, base, s, valid) for s in slices))
+            reader.slice_records(storage, base, s, valid, keys) for s in slices))
     except MetadataTableDamaged:
         return None
     return {k: r["ColumnStatsMetadata"] for k, r in merged.items() if r.get("ColumnStatsMetadata")}
@@ -55,44 +63,104 @@ def _bound(wrapped: Any) -> Any:
 def _comparable(value: Any, bound: Any) -> bool:
     if isinstance(value, bool) or isinstance(bound, bool):
         return isinstance(value, bool) and isinstance(bound, bool)
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):            # beyond a long Spark's literal is a decimal: not compared
+        return _LONG_MIN <= value <= _LONG_MAX and isinstance(bound, (int, float))
+    if isinstance(value, float):
         return isinstance(bound, (int, float))
     return isinstance(value, str) and isinstance(bound, str)
 
 
 def _as_spark_compares(value: Any, lo: Any, hi: Any, kind: str | None) -> tuple[Any, Any, Any]:
-    """The value and bounds as Spark's `column == literal` compares them: in floating point when
-    either side is (a float column's literal rounded to float32 first), else as they are. Casting is
-    monotonic, so the cast bounds still bound the cast values."""
+    """The value and bounds as Spark's `column <op> literal` compares them: in floating point when
+    either side is, an integer literal cast to float32 against a float column (Spark casts the
+    narrower side: int and long to float, float to double; a Python float is a double literal, which
+    a float column's values widen to exactly). Casting is monotonic, so the cast bounds still bound
+    the cast values."""
     if isinstance(value, bool) or not (kind in ("float", "double") or isinstance(value, float)):
         return value, lo, hi
-    value = float(value)
-    if kind == "float":
-        value = struct.unpack("f", struct.pack("f", value))[0] if abs(value) < 3.5e38 else value
-    return value, float(lo), float(hi)
+    if kind == "float" and isinstance(value, int):
+        value = float(np.int64(value).astype(np.float32))   # rounded once, as Java's (float) long
+    return float(value), float(lo), float(hi)
 
 
-def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None) -> bool:
+def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None, op: str = "=") -> bool:
     """Whether a file with these statistics of a column (of `kind`, `column_stats.kind_of`) holds no
-    row whose column equals `value` as Spark compares them."""
-    if value is None:
-        return False                      # `= null` matches nothing anyway: leave it to the read
+    row for which `column <op> value` holds as Spark compares them (op: =, !=, <, <=, >, >=, or `in`
+    with a tuple of values). A float or double column's maximum leaves NaN out (Parquet's statistics
+    do) while Spark orders NaN above every value: its maximum never rules out >, >= or !=."""
+    if value is None and op != "in":
+        return False                      # a comparison with null matches nothing anyway: leave it to the read
     if stats.get("valueCount") is not None and stats.get("valueCount") == stats.get("nullCount"):
-        return True                       # every value is null: none equals `value`
+        return True                       # every value is null: no comparison holds
+    if op == "in":
+        return all(excludes(stats, v, kind) for v in value if v is not None)
     lo, hi = _bound(stats.get("minValue")), _bound(stats.get("maxValue"))
     if lo is None or hi is None or not (_comparable(value, lo) and _comparable(value, hi)):
         return False
     value, lo, hi = _as_spark_compares(value, lo, hi, kind)
-    return bool(value < lo or value > hi)
+    by_max = kind not in ("float", "double")
+    if op == "=":
+        return bool(value < lo or value > hi)
+    if op == "<":
+        return bool(lo >= value)
+    if op == "<=":
+        return bool(lo > value)
+    if op == ">":
+        return by_max and bool(hi <= value)
+    if op == ">=":
+        return by_max and bool(hi < value)
+    return op == "!=" and by_max and bool(lo == hi == value)
 
 
-def skipped(found: Stats, partition: str, file_name: str, filters: Mapping[str, Any],
+def file_stats(table: HudiTable, files: Iterable[tuple[str, str]], conditions: Iterable[tuple[str, str, Any]],
+               kinds: Mapping[str, str | None]) -> Stats | None:
+    """`stored` for the compared columns of `conditions` and the base `files` ((partition, file name))
+    only: their keys are looked up, not the whole partition read."""
+    columns = _compared(conditions, kinds)
+    keys = {column_stats.column_stats_key(c, p, f) for p, f in files for c in columns}
+    return stored(table, COLUMN_STATS, keys) if keys else None
+
+
+def _compared(conditions: Iterable[tuple[str, str, Any]], kinds: Mapping[str, str | None]) -> set[str]:
+    return {c for c, _, _ in conditions if kinds.get(c) in COMPARED_KINDS}
+
+
+def skipped(found: Stats, partition: str, file_name: str, conditions: Iterable[tuple[str, str, Any]],
             kinds: Mapping[str, str | None]) -> bool:
-    """Whether a base file can be skipped for equality `filters` (column -> value); `kinds`: each
-    column's kind (`column_stats.kind_of`), only COMPARED_KINDS are compared."""
-    return any(kinds.get(c) in COMPARED_KINDS
-               and (s := found.get(column_stats.column_stats_key(c, partition, file_name))) is not None
-               and excludes(s, v, kinds.get(c)) for c, v in filters.items())
+    """Whether a base file can be skipped for `conditions` that all hold ((column, op, value), as
+    `excludes` takes them); `kinds`: each column's kind (`column_stats.kind_of`), only COMPARED_KINDS
+    are compared."""
+    return _rules_out(found, lambda c: column_stats.column_stats_key(c, partition, file_name), conditions, kinds)
 
 
-__all__ = ["excludes", "skipped", "stored"]
+def _rules_out(found: Stats, key: Callable[[str], str], conditions: Iterable[tuple[str, str, Any]],
+               kinds: Mapping[str, str | None]) -> bool:
+    return any(kinds.get(c) in COMPARED_KINDS and (s := found.get(key(c))) is not None
+               and excludes(s, v, kinds.get(c), op) for c, op, v in conditions)
+
+
+def _partition_key(partition: str, column: str) -> str:
+    return column_stats.partition_stats_key(column, partition)
+
+
+def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any]],
+                    kinds: Mapping[str, str | None]) -> list[str] | None:
+    """The data partitions the metadata table lists less those whose `partition_stats` (tight bounds
+    over each partition's latest files: for the latest snapshot only) rule a condition out; None
+    when none is ruled out or the statistics or the listing are not there to trust."""
+    columns = _compared(conditions, kinds)
+    if not columns or PARTITION_STATS not in kept(table):
+        return None
+    try:
+        partitions = reader.listing(table).partitions
+    except MetadataTableDamaged:
+        return None
+    keys = {column_stats.partition_stats_key(c, p) for p in partitions for c in columns}
+    if not keys or (found := stored(table, PARTITION_STATS, keys)) is None:
+        return None
+    out = [p for p in sorted(partitions)
+           if not _rules_out(found, functools.partial(_partition_key, p), conditions, kinds)]
+    return out if partitions and len(out) < len(partitions) else None
+
+
+__all__ = ["excludes", "file_stats", "partitions_left", "skipped", "stored"]

@@ -16,7 +16,7 @@ them again. A block that counts but cannot be decoded is refused too.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -76,10 +76,13 @@ def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from damaged_if_unreadable(layout.FILES, partial(_decoded, block.content, path, schema))
 
 
-def _decoded(data: bytes, path: str, schema: str | None, named: bool = False) -> list[tuple[str, dict[str, Any]]]:
-    """The records of one metadata HFile (base file or log block); a `files` record is checked for the
-    fields the listing merges (a schema whose field names were changed decodes, into other fields)."""
-    found = list(metadata_records(HFileReader(data, path), schema, named=named))
+def _decoded(data: bytes | HFileReader, path: str, schema: str | None, named: bool = False,
+             keys: Collection[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The records of one metadata HFile (base file or log block; only those of `keys`, found through
+    its block index, when given); a `files` record is checked for the fields the listing merges (a
+    schema whose field names were changed decodes, into other fields)."""
+    hfile = data if isinstance(data, HFileReader) else HFileReader(data, path)
+    found = list(metadata_records(hfile, schema, None if keys is None else hfile.get_many(keys), named=named))
     for key, record in found:
         entries = record.get("filesystemMetadata") or {}
         if not isinstance(entries, dict) or not all(
@@ -173,21 +176,28 @@ def log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[st
     return blocks
 
 
-def slice_records(storage: Storage, base: str, current: layout.Slice,
-                  valid: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every record of one file slice readers merge, oldest first: its base file's, then its valid
-    log blocks' (a delete block's keys as records without a payload: `{"isDeleted": True}`), with
-    unions of records named (`metadata_records`), so they encode back as they were."""
+def slice_records(storage: Storage, base: str, current: layout.Slice, valid: set[str],
+                  keys: Collection[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every record of one file slice readers merge (or only those of `keys`: the base file is then
+    read by ranges, the blocks its index points the keys to), oldest first: its base file's, then its
+    valid log blocks' (a delete block's keys as records without a payload: `{"isDeleted": True}`),
+    with unions of records named (`metadata_records`), so they encode back as they were."""
     folder = layout.partition_path(base, current.partition)
     if current.base_file:
         path = join(folder, current.base_file)
-        yield from damaged_if_unreadable(current.partition, partial(_decoded, storage.read_bytes(path), path, None, True))
+        yield from damaged_if_unreadable(current.partition, partial(_base_records, storage, path, current.base_size, keys))
     for path, block in log_blocks(storage, base, current, valid):
         if block.type == BlockType.HFILE_DATA:
             schema = block_schema(current.partition, path, block)
-            yield from damaged_if_unreadable(current.partition, partial(_decoded, block.content, path, schema, True))
+            yield from damaged_if_unreadable(current.partition, partial(_decoded, block.content, path, schema, True, keys))
         else:
-            yield from ((key, {"isDeleted": True}) for key, _ in deleted_keys(block))
+            yield from ((key, {"isDeleted": True}) for key, _ in deleted_keys(block) if keys is None or key in keys)
+
+
+def _base_records(storage: Storage, path: str, size: int, keys: Collection[str] | None) -> list[tuple[str, dict[str, Any]]]:
+    if keys is None:
+        return _decoded(storage.read_bytes(path), path, None, True)
+    return _decoded(HFileReader.open(storage, path, size), path, None, True, keys)
 
 
 def listing(table: HudiTable) -> FilesListing:
