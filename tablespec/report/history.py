@@ -61,8 +61,7 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
     timeline = table.timeline
     archived, archive_files = _archive(table)
     history = History(timeline, archived)
-    mtimes = ({f.name: f.mtime_ms for f in table.storage.list_dir(timeline.meta) if not f.is_dir}
-              if timeline.layout == 1 else {})
+    mtimes = {f.name: f.mtime_ms for f in table.meta_listing if not f.is_dir} if timeline.layout == 1 else {}
     wanted = {(g.partition, g.file_id, g.base_instant) for g in state.file_groups if g.base_file}
     slice_rows: dict[SliceKey, int] = {}
     by_action: Counter[str] = Counter()

@@ -9,10 +9,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE
