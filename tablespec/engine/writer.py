@@ -265,7 +265,10 @@ class TableWriter:
             bloom_filter=bloom_filters_expected(props))
         if delta is None:
             return job
-        return dataclasses.replace(job, **log_targets(self.table, view, instant_ts, batch_partitions(delta, job), job.no_fill))
+        # RECORD_LEVEL: a key moving partition leaves a file group of another partition (a delete block)
+        partitions = (frozenset(s.partition for s in slices) if spec.index.type == "RECORD_LEVEL"
+                      else batch_partitions(delta, job))
+        return dataclasses.replace(job, **log_targets(self.table, view, instant_ts, partitions, job.no_fill))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None,
              bulk: bool = False) -> tuple[list[dict], float]:
