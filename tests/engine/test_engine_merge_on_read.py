@@ -52,3 +52,16 @@ def test_an_input_that_changes_between_reads_is_refused_before_it_hides_a_slice(
         table.write(flipping)
     assert sorted(tuple(r) for r in table.read().select("id", "v", "dt").collect()) == before
     assert [i.action for i in HudiTable.open(table.location).timeline.completed()] == ["deltacommit", "rollback"]
+
+
+def test_a_bulk_insert_into_a_bucket_table_is_refused_and_changes_nothing(spark, tmp_path):
+    """Apache Hudi 0.15's bulk_insert into a merge-on-read BUCKET table opens a second file group for
+    a bucket that has one (measured); tablespec refuses it in one line before anything changes."""
+    from _support import table_files
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([("k1", 1, "d1")], "id string, v int, dt string"))
+    files = table_files(table.location)
+    with pytest.raises(WriteRefused, match="^bulk_insert into the MERGE_ON_READ BUCKET table .*events is refused: "
+                                           "Apache Hudi 0.15's opens a second file group for a bucket"):
+        table.write(spark.createDataFrame([("k2", 2, "d1")], "id string, v int, dt string"), "bulk_insert")
+    assert table_files(table.location) == files

@@ -54,6 +54,10 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
             if stat.path is None:
                 raise HudiFormatError(f"{table.base}: commit {instant} names no path for file group {stat.file_id}")
             if LogFileName.parse(stat.path.rsplit("/", 1)[-1]) is not None:
+                if stat.num_inserts:   # a bucket table's inserts: not measured, so not guessed
+                    raise HudiFormatError(f"{table.base}: deltacommit {instant} inserts keys into the log file "
+                                          f"{stat.path}; tablespec keeps Hudi's record index for inserts into base "
+                                          "files only (RECORD_LEVEL): drop the record index or write with Apache Hudi")
                 old_keys.append(_deleted(table, stat.path))
                 continue
             new = base_file_keys(join(table.base, stat.path), table.storage, stat.file_size_in_bytes or None)
