@@ -7,8 +7,9 @@ only its file groups (`record_index_reader.lookup_file_group` with the slices th
 once) and sees every row of a key; it keeps each key's latest row and gives it the key's current
 file group. Global semantics: a key found in another partition is inserted in its new partition
 and removed from the old file group (a delete row for that group); with an ordering field, a
-stored row that is newer wins and the key stays. What the commit does to the index is recorded
-with its metadata-table deltacommit (mdt/sync.py), read back from the files it wrote.
+stored row that is newer wins and the key stays (on merge-on-read the row a snapshot reads, base
+file merged with log files, as Apache Hudi compares it). What the commit does to the index is
+recorded with its metadata-table deltacommit (mdt/sync.py), read back from the files it wrote.
 
 Build (`build_index`): executors read `_hoodie_record_key` of every latest base file; each key's
 entry is (key, partition, file id, base instant of its slice), as Hudi bootstraps the index, and
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from tablespec.arrow.merge import read_slice
 from tablespec.engine import tasks
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
@@ -32,6 +33,7 @@ from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
 from tablespec.hudi.mdt.layout import Slice
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_indices
+from tablespec.hudi.merge_on_read import Counting, MergeRules, counting, slice_reads
 from tablespec.hudi.services.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.results import IndexDropped, IndexResult
@@ -52,7 +54,9 @@ class IndexJob(AtLocation):
     slices: tuple[Slice, ...]     # the record index's latest slices, sorted by file id
     valid: frozenset[str]         # metadata-table instants whose log blocks count
     ordering_field: str | None = None
-    file_groups: dict = field(default_factory=dict)  # live file id -> its base file (a location elsewhere is stale)
+    file_groups: dict = field(default_factory=dict)  # live file id -> its latest slice's SliceRead (elsewhere: stale)
+    counting: Counting = Counting(frozenset())       # merge-on-read: the log blocks that count, and how they merge
+    merge_rules: MergeRules = MergeRules()
 
 
 def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
@@ -64,8 +68,12 @@ def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
     found, valid = record_index_reader.slices(table)
     if not found:
         raise IndexMissing(f"{table.base}: Hudi's record index has no file groups; the metadata table is damaged")
-    live = {s.file_id: s.base_file.path for s in table.view.latest_slices() if s.base_file is not None}
-    return IndexJob(table.location, tuple(found), frozenset(valid), ordering_field, live)
+    live = [s for s in table.view.latest_slices() if s.base_file is not None]
+    merge_on_read = table.table_config.table_type == "MERGE_ON_READ"   # copy-on-write: no log files
+    wanted = counting(table.timeline) if merge_on_read else Counting(frozenset())
+    return IndexJob(table.location, tuple(found), frozenset(valid), ordering_field,
+                    {r.file_id: r for r in slice_reads(table.timeline, live, wanted)}, wanted,
+                    MergeRules.of(table.table_config) if merge_on_read else MergeRules())
 
 
 def add_file_group(job: IndexJob, batches):
@@ -134,21 +142,19 @@ def probe_rows(job: IndexJob, operation: str, batches):
 
 
 def _stored_wins(job: IndexJob, rows: pa.Table, keys: pa.Array, old_fg: pa.Array, moved: np.ndarray) -> np.ndarray:
-    """Of the keys about to move partition, those whose stored row has a strictly greater ordering
-    value (or a value where the incoming one is null): the rule `tasks._write_group` applies in place."""
+    """Of the keys about to move partition, those whose stored row (its latest slice as a snapshot
+    reads it, log files merged) has a strictly greater ordering value (or a value where the incoming
+    one is null): the rule `tasks._write_group` and `tasks._append_group` apply in place."""
     wins = np.zeros(len(keys), bool)
     idx = np.flatnonzero(moved)
     fids = np.asarray(old_fg.take(pa.array(idx)).to_pylist(), dtype=object)
     incoming = rows.column(job.ordering_field).combine_chunks()
+    # a file written before the field existed reads it as null, the smallest
+    schema = pa.schema([pa.field(tasks.KEY, pa.string()), pa.field(job.ordering_field, incoming.type)])
     for fid in set(fids):
         sel = idx[fids == fid]
-        path = job.file_groups[fid]
         wanted = keys.take(pa.array(sel))
-        with job.storage.open_input_file(path) as f:
-            file = pq.ParquetFile(f)
-            if job.ordering_field not in file.schema_arrow.names:
-                continue  # written before the field existed: its value is null, the smallest
-            stored = file.read(columns=[tasks.KEY, job.ordering_field])
+        stored = read_slice(job.storage, job.file_groups[fid], job.counting, job.merge_rules, schema)
         stored = stored.filter(pc.is_in(stored.column(tasks.KEY), value_set=wanted))
         old = stored.column(job.ordering_field).combine_chunks().take(pc.index_in(wanted, value_set=stored.column(tasks.KEY)))
         new = incoming.take(pa.array(sel))

@@ -443,10 +443,10 @@ def append_file_groups(job: WriteJob, batches):
 
 
 def _merges_inserts(job: WriteJob, group: pa.Table, file_id: str, target: LogTarget) -> bool:
-    """SIMPLE and BLOOM (whose lookups read base files only): a slice without log files that the
-    batch gives inserts (a small file chosen for them) is merged into a new base file, updates and
-    all, as Apache Hudi 0.15 does (measured); other slices take the changes in a log file."""
-    if job.lookup is None or job.operation == "delete" or target.log_files or not target.base_file:
+    """SIMPLE, BLOOM and RECORD_LEVEL (not BUCKET): a slice without log files that the batch gives
+    inserts (a small file chosen for them) is merged into a new base file, updates and all, as
+    Apache Hudi 0.15 does (measured); other slices take the changes in a log file."""
+    if job.buckets is not None or job.operation == "delete" or target.log_files or not target.base_file:
         return False
     partition, name, _, size = job.base_files[file_id]
     stored = base_file_keys(join(job.base, partition, name), job.storage, size)
@@ -468,6 +468,12 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
     (an upsert's row older than the stored one is ignored, as on copy-on-write; a delete of a key
     the slice does not hold deletes nothing). Nothing to write: no file, only the counts."""
     partition = target.partition
+    leaving = pa.array([], pa.string())
+    if DEL in group.column_names:   # RECORD_LEVEL: keys moving partition leave this file group (a delete block)
+        if job.operation != "delete":
+            leaving = group.filter(group.column(DEL)).column(KEY).combine_chunks()
+            group = group.filter(pc.invert(group.column(DEL)))
+        group = group.drop_columns([DEL])
     if job.operation in ("upsert", "delete"):
         group = latest_per_key(group, job.ordering_field)
     incoming = group.select(job.data_schema.names).cast(job.data_schema)
@@ -477,7 +483,7 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
     take = np.ones(n, dtype=bool)
     if job.operation == "insert":
         inserts = n
-    else:
+    elif n:
         stored = _stored_versions(job, target)
         pos = pc.index_in(keys, value_set=stored.column(KEY).combine_chunks())
         matched = np.asarray(pos.is_valid())
@@ -490,20 +496,24 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
                 take[idx[_old_wins(old, incoming.column(job.ordering_field).take(pa.array(idx)))]] = False
             updates, inserts = int((matched & take).sum()), int((~matched).sum())
             ignored = int((matched & ~take).sum())
-    if not take.any():
+    if not take.any() and not len(leaving):
         return _unchanged(partition, file_id, target.log_instant, ignored)
     incoming, keys = incoming.filter(pa.array(take)), keys.filter(pa.array(take))
     name = LogFileName(file_id, target.log_instant, target.next_version, token).format()
     rel = f"{partition}/{name}" if partition else name
     schema = with_meta_fields(job.avro_schema)
+    blocks = []
     if job.operation == "delete":
-        block = delete_block(job.instant, [(k, partition) for k in keys.to_pylist()], schema)
-    else:
+        blocks.append(delete_block(job.instant, [(k, partition) for k in keys.to_pylist()], schema))
+    elif len(keys):
         meta = {COMMIT_TIME: job.instant, "_hoodie_partition_path": partition, "_hoodie_file_name": file_id}
         records = [{**meta, SEQNO: f"{job.instant}_{partition_id}_{i}", KEY: key, **row}
                    for i, (key, row) in enumerate(zip(keys.to_pylist(), incoming.to_pylist()))]
-        block = avro_block(records, json.loads(schema), job.instant)
-    data = encode_block(block)
+        blocks.append(avro_block(records, json.loads(schema), job.instant))
+    if len(leaving):   # after the data block, as Hudi's append handle writes both
+        blocks.append(delete_block(job.instant, [(k, partition) for k in leaving.to_pylist()], schema))
+        deletes += len(leaving)
+    data = b"".join(encode_block(b) for b in blocks)
     write_marker(job.storage, job.base, job.instant, partition, name, "APPEND")
     job.storage.write_bytes(join(job.base, rel), data)
     return dict(partition=partition, file_id=file_id, path=rel, prev_commit=target.log_instant,

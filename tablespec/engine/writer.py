@@ -108,6 +108,11 @@ class TableWriter:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
         state = self._refuse(observe(self.table.refresh(), check_metadata=False))  # before the lock, the table as it is now
+        if (operation == "bulk_insert" and self.spec.spec.index.type == "BUCKET"
+                and state.table_config.table_type == "MERGE_ON_READ"):
+            raise WriteRefused(f"bulk_insert into the MERGE_ON_READ BUCKET table {self.spec.qualified_name} is refused: "
+                               "Apache Hudi 0.15's opens a second file group for a bucket that has one, which readers "
+                               "cannot tell apart; use insert (each bucket's rows to a log file of its file group)")
         lock = table_lock(self.table, "writer", self.lock_timeout)
         try:
             # Refusals come before anything changes: `locked` drops metadata-table partitions tablespec
@@ -200,13 +205,13 @@ class TableWriter:
             refuse_replacing_planned(timeline, replaced, self.base)
             refuse_missing_latest(view, doing="to rewrite the table")  # it would carry older slices over
         merge_on_read = not replace and self.table.table_config.table_type == "MERGE_ON_READ"
-        if merge_on_read and operation == "bulk_insert":
-            raise WriteRefused(f"bulk_insert into the MERGE_ON_READ table {self.spec.qualified_name} is not supported "
-                               "yet (tablespec appends deltacommits for insert, upsert and delete): use insert")
+        # bulk_insert: new file groups of base files in a deltacommit, as Hudi 0.15 writes it (measured);
+        # RECORD_LEVEL's runs as an upsert (keys stay unique), to log files where keys are stored
+        logs = merge_on_read and (operation != "bulk_insert" or index is not None)
         action = "replacecommit" if replace else "deltacommit" if merge_on_read else "commit"
         with Transaction(self.table, action, lock, basis=timeline,
                          rewrites=[ALL_PARTITIONS] if replace else ()) as txn:
-            job = self._job(txn.instant, operation, view, props, df if merge_on_read else None)
+            job = self._job(txn.instant, operation, view, props, df if logs else None)
             if index is not None and operation in ("insert", "bulk_insert"):
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
@@ -265,7 +270,10 @@ class TableWriter:
             bloom_filter=bloom_filters_expected(props))
         if delta is None:
             return job
-        return dataclasses.replace(job, **log_targets(self.table, view, instant_ts, batch_partitions(delta, job), job.no_fill))
+        # RECORD_LEVEL: a key moving partition leaves a file group of another partition (a delete block)
+        partitions = (frozenset(s.partition for s in slices) if spec.index.type == "RECORD_LEVEL"
+                      else batch_partitions(delta, job))
+        return dataclasses.replace(job, **log_targets(self.table, view, instant_ts, partitions, job.no_fill))
 
     def _run(self, df, job: tasks.WriteJob, view: FileSystemView, index=None,
              bulk: bool = False) -> tuple[list[dict], float]:

@@ -253,18 +253,18 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
-MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM"), 9: ("BUCKET",)}   # index types with deltacommits, by version
+MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"), 9: ("BUCKET",)}   # index types with deltacommits, by version
 
 
 def unwritable_merge_on_read(version: int, index: str) -> str | None:
     """Why tablespec does not write deltacommits into a merge-on-read table of this version and index
     type, or None: it writes them with MERGE_ON_READ_WRITES (a bucket's changes to a log file of its
-    file group; SIMPLE and BLOOM: updates and deletes to a log file of the key's file group, inserts
-    to base files)."""
+    file group; SIMPLE, BLOOM and RECORD_LEVEL: updates and deletes to a log file of the key's file
+    group, inserts to base files)."""
     if index in MERGE_ON_READ_WRITES.get(version, ()):
         return None
-    return ("tablespec writes deltacommits on table version 6 with the BUCKET, SIMPLE and BLOOM indexes and on "
-            f"version 9 with BUCKET (this one: version {version}, index {index})")
+    return ("tablespec writes deltacommits on table version 6 with the BUCKET, SIMPLE, BLOOM and RECORD_LEVEL "
+            f"indexes and on version 9 with BUCKET (this one: version {version}, index {index})")
 
 
 def _unwritable_merge_on_read(spec, state: TableState) -> str | None:

@@ -52,3 +52,36 @@ def test_an_input_that_changes_between_reads_is_refused_before_it_hides_a_slice(
         table.write(flipping)
     assert sorted(tuple(r) for r in table.read().select("id", "v", "dt").collect()) == before
     assert [i.action for i in HudiTable.open(table.location).timeline.completed()] == ["deltacommit", "rollback"]
+
+
+def test_a_bulk_insert_into_a_bucket_table_is_refused_and_changes_nothing(spark, tmp_path):
+    """Apache Hudi 0.15's bulk_insert into a merge-on-read BUCKET table opens a second file group for
+    a bucket that has one (measured); tablespec refuses it in one line before anything changes."""
+    from _support import table_files
+    table = make_table(spark, tmp_path, SPEC)
+    table.write(spark.createDataFrame([("k1", 1, "d1")], "id string, v int, dt string"))
+    files = table_files(table.location)
+    with pytest.raises(WriteRefused, match="^bulk_insert into the MERGE_ON_READ BUCKET table .*events is refused: "
+                                           "Apache Hudi 0.15's opens a second file group for a bucket"):
+        table.write(spark.createDataFrame([("k2", 2, "d1")], "id string, v int, dt string"), "bulk_insert")
+    assert table_files(table.location) == files
+
+
+def test_a_move_older_than_the_keys_log_record_is_ignored(spark, tmp_path):
+    """RECORD_LEVEL: an upsert moving a key to another partition is checked against the key's merged
+    stored row (base file and log files), as Apache Hudi does: the newest version, in a log file, is
+    newer than the incoming row, so the row is ignored and the key stays where it is."""
+    from tablespec.hudi.mdt import record_index_reader
+    text = (SPEC.replace("{type: BUCKET, numBuckets: 1}", "{type: RECORD_LEVEL, recordLevel: {numBuckets: 1}}")
+            + "  orderingField: v\n")
+    table = make_table(spark, tmp_path, text)
+    ddl = "id string, v int, dt string"
+    table.write(spark.createDataFrame([("k1", 1, "d1")], ddl))
+    table.write(spark.createDataFrame([("k1", 10, "d1")], ddl))     # to a log file of k1's file group
+    assert list(tmp_path.rglob(".*.log.*"))
+    [(fg, _)] = {(r._hoodie_file_name.split("_")[0], r.v) for r in table.read().collect()}
+    result = table.write(spark.createDataFrame([("k1", 5, "d2")], ddl))   # older than the log record
+    assert (result.inserted, result.deleted, result.ignored) == (0, 0, 1), str(result)
+    assert [(r.id, r.v, r.dt) for r in table.read().collect()] == [("k1", 10, "d1")]
+    entry = record_index_reader.scan(HudiTable.open(table.location))["k1"]
+    assert (entry.partition, entry.file_id) == ("dt=d1", fg)

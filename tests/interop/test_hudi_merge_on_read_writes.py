@@ -279,13 +279,23 @@ def test_simple_and_bloom_deltacommits_are_laid_out_as_hudi_lays_them_out(hudi, 
     assert any(b.type == BlockType.DELETE for blocks in _logs(location).values() for b in blocks)
     assert _values(_agree(hudi, table, location)) == {"a": 12, "c": 3, "d": 4, "y": 8}
     _assert_listing_is_storage(location)
+    expected = {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}
+    if index == "simple":   # bulk_insert: a new file group's base file in a deltacommit (Hudi 0.15, measured)
+        bases = {p.name for p in location.rglob("*.parquet")}
+        result = table.write(df([("v", 9, "2024-01-02", 9)]), "bulk_insert")
+        timeline = Timeline.load(LOCAL, str(location))
+        assert timeline.head.action == "deltacommit" and timeline.commit_metadata(timeline.head).operation_type == \
+            "BULK_INSERT", str(result)
+        [new] = {p.name for p in location.rglob("*.parquet")} - bases
+        assert result.files == (f"2024-01-02/{new}",) and BaseFileName.parse(new).file_id not in str(bases)
+        expected["v"] = 9
 
     # Apache Hudi upserts on top and compacts; tablespec reads what it wrote, hudi-rs the same
     hudi_write(df([("a", 11, "2024-01-01", 10), ("c", 33, "2024-01-02", 10), ("b", 2, "2024-01-01", 10)]),
                str(location), {**options, **COMPACT})
     assert any(i.action == "commit" for i in Timeline.load(LOCAL, str(location)).completed()), "Hudi did not compact"
     ours = _agree(hudi, table, location)
-    assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}
+    assert _values(ours) == expected
     assert _values(hudi_rs_rows(table.location)) == _values(ours)
     table.write(df([("y", 80, "2024-01-01", 11)]))
     assert _values(_agree(hudi, table, location))["y"] == 80
@@ -392,3 +402,83 @@ def test_a_killed_version_9_deltacommit_is_rolled_back_by_deleting_its_files(hud
     snapshot, _, every, differences, _ = hudi1.process.run([read_step(location), *_hudi_checks(location, "mor9_crash")])
     assert _as_read(snapshot) == ours
     _assert_validated(on_storage, every, differences)
+
+
+def _record_index_is_the_table(spark, location) -> dict:
+    """tablespec's scan of Hudi's record index, Hudi's own lookup in it, and where Hudi's snapshot
+    read finds each key (a log record names its file id) agree; returns the index."""
+    from test_hudi_metadata_record_index import hudi_lookup
+
+    from tablespec.hudi.mdt import record_index_reader
+    ours = record_index_reader.scan(HudiTable.open(str(location)))
+    read = hudi_rows(spark, str(location))
+    found = {dict(r)["_hoodie_record_key"]: (dict(r)["_hoodie_partition_path"], dict(r)["_hoodie_file_name"])
+             for r in read}
+    assert len(found) == len(read), "a key is in the table twice"
+    assert {k: (v.partition, v.file_id) for k, v in ours.items()} == \
+        {k: (p, f if BaseFileName.parse(f) is None else BaseFileName.parse(f).file_id) for k, (p, f) in found.items()}
+    assert hudi_lookup(spark, str(location), sorted(found) + ["no-such-key"]) == ours
+    return ours
+
+
+def test_record_level_deltacommits_are_laid_out_as_hudi_lays_them_out(hudi, tmp_path, capsys):
+    """RECORD_LEVEL on version 6, laid out as Hudi 0.15 lays a deltacommit out with its record index
+    (measured): keys tagged through the index; updates and deletes to a log file of the file group it
+    names, inserts into a small slice without log files (merged with its updates into its next base
+    file) or new file groups; a key moving partition is inserted in its new partition and deleted from
+    its old file group by a delete block; the index records inserted, moved and deleted keys (an
+    update keeps the key's entry) in the same deltacommit. Hudi reads, looks keys up, validates its
+    metadata table, upserts through the index tablespec kept and compacts; tablespec and hudi-rs read it."""
+    from test_hudi_metadata_record_index import RECORD_INDEX_ON
+    from test_hudi_metadata_table_kept import hudi_validates_in_place
+    location = tmp_path / "mor_record_level"
+    options = {**_options(location.name, "simple", "upsert"), **RECORD_INDEX_ON}
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    hudi_write(df(HISTORY[0][1]), str(location), options)
+    doc, _ = _import(tmp_path, location, capsys)
+    assert doc["spec"]["index"]["type"] == "RECORD_LEVEL"
+    table = _table(hudi, doc, location)
+    [first] = {p.name.split("_")[0] for p in (location / "2024-01-01").glob("*.parquet")}
+    start = _record_index_is_the_table(hudi, location)
+
+    # a's update and the insert x into the small slice without logs: its next base file; x indexed there
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5)]))
+    assert (result.inserted, result.updated) == (1, 1) and len(result.files) == 1, str(result)
+    assert result.files[0].endswith(f"{result.instant}.parquet") and first in result.files[0] and not _logs(location)
+    index = _record_index_is_the_table(hudi, location)
+    assert index["a"] == start["a"] and index["x"].instant == result.instant   # an update keeps its entry
+
+    # b's update to a log file; then a's to another log file of it and the insert y to a new file group
+    table.write(df([("b", 20, "2024-01-01", 6)]))
+    result = table.write(df([("a", 12, "2024-01-01", 7), ("y", 8, "2024-01-01", 7)]))
+    [log] = [f for f in result.files if ".log." in f]
+    [new] = [f for f in result.files if f.endswith(".parquet")]
+    assert LogFileName.parse(log.split("/")[-1]).file_id == first and first not in new, str(result)
+
+    # x moves partition: inserted into 2024-01-02's small slice, a delete block in its old file group's log
+    result = table.write(df([("x", 70, "2024-01-02", 8)]))
+    moved = [f for f in result.files if ".log." in f]
+    assert (result.inserted, result.deleted) == (1, 1) and len(moved) == 1 and first in moved[0], str(result)
+    assert [b.type for b in _logs(location)[moved[0].split("/")[-1]]] == [BlockType.DELETE]
+    index = _record_index_is_the_table(hudi, location)
+    assert index["x"].partition == "2024-01-02" and index["x"].instant == result.instant
+
+    # deletes of b (its latest version in a log file) and y: delete blocks; the index drops them
+    result = table.write(df([("b", 0, "2024-01-01", 9), ("y", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]),
+                         "delete")
+    assert result.deleted == 2 and all(".log." in f for f in result.files), str(result)
+    assert _values(_agree(hudi, table, location)) == {"a": 12, "c": 3, "d": 4, "x": 70}
+    assert set(_record_index_is_the_table(hudi, location)) == {"a", "c", "d", "x"}
+    _assert_listing_is_storage(location)
+    hudi_validates_in_place(hudi, str(location))
+
+    # Apache Hudi upserts through the record index tablespec kept (a: into its log, no second a) and compacts
+    hudi_write(df([("a", 11, "2024-01-01", 10), ("x", 71, "2024-01-02", 10), ("w", 1, "2024-01-01", 10)]),
+               str(location), {**options, **COMPACT})
+    assert any(i.action == "commit" for i in Timeline.load(LOCAL, str(location)).completed()), "Hudi did not compact"
+    ours = _agree(hudi, table, location)
+    assert _values(ours) == {"a": 11, "c": 3, "d": 4, "x": 71, "w": 1}
+    assert _values(hudi_rs_rows(table.location)) == _values(ours)
+    assert set(_record_index_is_the_table(hudi, location)) == {"a", "c", "d", "x", "w"}
+    table.write(df([("w", 2, "2024-01-01", 11)]))
+    assert _values(_agree(hudi, table, location))["w"] == 2

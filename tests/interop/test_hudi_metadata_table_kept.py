@@ -38,6 +38,12 @@ def assert_metadata_table_true(spark, table) -> list[tuple]:
     assert_listing_is_storage(base)
     ours = tablespec_rows(table)
     assert hudi_rows(spark, base, **METADATA_ON) == ours, "Apache Hudi reads other rows through the metadata table"
+    hudi_validates_in_place(spark, base)
+    return ours
+
+
+def hudi_validates_in_place(spark, base: str) -> None:
+    """`hudi_validates`, with the table's hoodie.properties as it was before."""
     # Hudi's CREATE TABLE (the procedure needs a catalog table) rewrites hoodie.properties with
     # its own view of the table: the table's own file is put back for the steps that follow
     meta = Path(base) / ".hoodie"
@@ -52,7 +58,6 @@ def assert_metadata_table_true(spark, table) -> list[tuple]:
                 p.write_bytes(data)
             else:
                 p.unlink(missing_ok=True)
-    return ours
 
 
 def _spec_doc(text: str) -> dict:

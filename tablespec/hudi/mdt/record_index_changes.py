@@ -10,6 +10,11 @@ driver from the key column (`_hoodie_record_key`, a Parquet projection) of each 
 instant wrote, compared with the slice it replaces in the same file group: keys new to the file
 group are upserts; keys of the replaced slices (and of replaced file groups) the instant wrote
 nowhere are deletes. Cost: one key-column read per new base file and per previous base file.
+
+A deltacommit's log file (merge-on-read) holds updates of keys its file group has (inserts go to
+base files, as Hudi 0.15 lays them out with its record index, measured: an update keeps the key's
+entry) and the keys its delete blocks remove: those are deletes unless the instant wrote them into
+a base file elsewhere (a key moving partition). Cost: reading the log file the instant wrote.
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ import pyarrow.compute as pc
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.base_keys import base_file_keys
+from tablespec.hudi.formats.logfile import BlockType, deleted_keys, read_blocks
+from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 
@@ -46,6 +53,13 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
         for stat in stats:
             if stat.path is None:
                 raise HudiFormatError(f"{table.base}: commit {instant} names no path for file group {stat.file_id}")
+            if LogFileName.parse(stat.path.rsplit("/", 1)[-1]) is not None:
+                if stat.num_inserts:   # a bucket table's inserts: not measured, so not guessed
+                    raise HudiFormatError(f"{table.base}: deltacommit {instant} inserts keys into the log file "
+                                          f"{stat.path}; tablespec keeps Hudi's record index for inserts into base "
+                                          "files only (RECORD_LEVEL): drop the record index or write with Apache Hudi")
+                old_keys.append(_deleted(table, stat.path))
+                continue
             new = base_file_keys(join(table.base, stat.path), table.storage, stat.file_size_in_bytes or None)
             old = _keys(table, before.get((partition, stat.file_id)))
             location = Location(partition, stat.file_id, instant)
@@ -57,6 +71,12 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
     kept = pa.concat_arrays(new_keys) if new_keys else _NO_KEYS
     deletes = set(pc.filter(old, pc.invert(pc.is_in(old, kept))).to_pylist())
     return RecordIndexChange(upserts, deletes)
+
+
+def _deleted(table: HudiTable, path: str) -> pa.Array:
+    """The keys the delete blocks of the log file at `path` (relative to the table) remove."""
+    blocks = read_blocks(table.storage.read_bytes(join(table.base, path)))
+    return pa.array([key for b in blocks if b.type == BlockType.DELETE for key, _ in deleted_keys(b)], pa.string())
 
 
 def _keys(table: HudiTable, slice_: FileSlice | None) -> pa.Array:
