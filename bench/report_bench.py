@@ -12,6 +12,7 @@ Prints a table and writes JSON (default bench/results/report_bench.json). No Spa
 
     python bench/report_bench.py [--tables 100] [--commits 1000] [--repeat 3] [--profile 25]
     python bench/report_bench.py --quick      # development: 10 tables of 200 commits
+    python bench/report_bench.py --keep /tmp/rb100   # builds the tables there once, reuses them after
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -102,6 +104,8 @@ def main() -> int:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="print the N costliest functions of one more HTML report, made in one process")
     ap.add_argument("--quick", action="store_true", help="development size: 10 tables of 200 commits")
+    ap.add_argument("--keep", metavar="DIR", help="build the specs and tables in DIR and keep them; "
+                    "a later run with the same DIR, --tables and --commits reuses them (setup takes minutes)")
     ap.add_argument("--out", default="bench/results/report_bench.json")
     args = ap.parse_args()
     if args.quick:
@@ -109,21 +113,26 @@ def main() -> int:
     sink = io.BytesIO()
     pq.write_table(pa.table({"_hoodie_commit_time": ["x"], "id": ["a"]}), sink)
     parquet = sink.getvalue()
-    with tempfile.TemporaryDirectory() as tmp:
-        specs, warehouse, out = Path(tmp, "specs"), Path(tmp, "warehouse"), Path(tmp, "report")
-        specs.mkdir()
-        for i in range(args.tables):
-            (specs / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=BUCKETS, keep=10))
+    with contextlib.ExitStack() as stack:
+        tmp = (Path(args.keep, f"{args.tables}x{args.commits}") if args.keep
+               else Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        specs, warehouse, out = tmp / "specs", tmp / "warehouse", tmp / "report"
+        built = tmp / "built"   # written last: the tables in DIR are complete
         t0 = time.perf_counter()
-        archived = 0
-        for i, ls in enumerate(load_specs([str(specs)]).specs):
-            loc = table_location(str(warehouse), ls.spec.spec.location)
-            props = creation_properties(ls.spec)
-            init_table(LocalStorage(), loc, TableConfig.from_properties(props), props)
-            write_commits(loc, args.commits, parquet)
-            if i % 2:   # as Hudi's archiver keeps it by default: 20 to 30 commits active
-                archive(HudiTable.open(loc), ArchiveSettings(min_commits=20, max_commits=30, cleaner_commits_retained=10))
-                archived += 1
+        archived = args.tables // 2
+        if not built.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+            specs.mkdir(parents=True)
+            for i in range(args.tables):
+                (specs / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=BUCKETS, keep=10))
+            for i, ls in enumerate(load_specs([str(specs)]).specs):
+                loc = table_location(str(warehouse), ls.spec.spec.location)
+                props = creation_properties(ls.spec)
+                init_table(LocalStorage(), loc, TableConfig.from_properties(props), props)
+                write_commits(loc, args.commits, parquet)
+                if i % 2:   # as Hudi's archiver keeps it by default: 20 to 30 commits active
+                    archive(HudiTable.open(loc), ArchiveSettings(min_commits=20, max_commits=30, cleaner_commits_retained=10))
+            built.write_text("")
         setup = time.perf_counter() - t0
         timings: dict[str, list[float]] = {"json": [], "html": []}
         cpu: dict[str, list[float]] = {"json": [], "html": []}

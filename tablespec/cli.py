@@ -492,19 +492,20 @@ def _holds_specs(folder: Path) -> bool:
 def cmd_report(ctx: _Context) -> int:
     import json
 
-    from tablespec.report.warehouse import build_report
+    from tablespec.report.warehouse import build_report, drawn_report
     targets, warehouse = _report_targets(ctx)
     if not targets:
         raise TablespecError("no tables to report on: pass spec files, table paths or a warehouse holding tables")
     out = ctx.args.out or (None if ctx.args.format == "json" else "report.html")
     if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
         raise TablespecError(f"--out {out}: its directory does not exist")
-    report = build_report(targets, warehouse)
     if ctx.args.format == "json":
+        report = build_report(targets, warehouse)
         text = json.dumps(report, indent=2) + "\n"
     else:
-        from tablespec.report.html import render_html
-        text = render_html(report)
+        from tablespec.report.html import charts, render_html
+        report, drawn = drawn_report(targets, warehouse, draw=charts)
+        text = render_html(report, drawn)
     if out:
         Path(out).write_text(text, encoding="utf-8")
     else:

@@ -50,6 +50,8 @@ def outside_reason(relative: str) -> str | None:
     joined to (absolute, a URI scheme, a `..` segment, a backslash or NUL), or None."""
     if not isinstance(relative, str):
         return "not a path"
+    if not (relative.startswith("/") or ":" in relative or "\\" in relative or "\0" in relative or ".." in relative):
+        return None   # the usual partition or file name: none of the checks below can find anything
     if relative.startswith("/") or re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:/", relative):
         return "an absolute path or URI"
     if "\\" in relative or "\0" in relative:

@@ -19,6 +19,7 @@ from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config, t
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import (
     LOCAL,
+    FileInfo,
     Storage,
     check_location,
     is_object_store,
@@ -115,6 +116,7 @@ class HudiTable:
         self._config_read = False
         self._timeline: Timeline | None = None
         self._meta_folders: frozenset[str] = frozenset()   # folders below .hoodie/ as `timeline` listed them
+        self._meta_listing: tuple[FileInfo, ...] = ()        # the whole of that listing
         self._leftovers: tuple[str, ...] = ()   # versions 8/9: layout-1 instant files that listing showed in .hoodie/
         self._read: Timeline | None = None   # the last timeline loaded (whose instant contents were read)
         self.generation = 0   # counts what the handle forgot or was told changed: same generation, same state
@@ -200,7 +202,7 @@ class HudiTable:
             timeline.keep_contents(self._read)
         view = self._view.over(timeline) if same and self._view is not None else None
         self._timeline, self._view, self._read = timeline, view, timeline
-        self._meta_folders, self._leftovers = folders, leftovers
+        self._meta_folders, self._leftovers, self._meta_listing = folders, leftovers, tuple(listed)
         return not same
 
     @property
@@ -210,6 +212,14 @@ class HudiTable:
         if self._timeline is None:
             self._load_timeline()
         return self._leftovers
+
+    @property
+    def meta_listing(self) -> tuple[FileInfo, ...]:
+        """The listing of .hoodie/ `timeline` came from (sizes and modification times of its
+        files: version 6's instant files among them), so that none need list it again."""
+        if self._timeline is None:
+            self._load_timeline()
+        return self._meta_listing
 
     def lists_folder(self, folder: str) -> bool:
         """Whether the .hoodie/ listing `timeline` came from shows `folder` (its first level):

@@ -61,8 +61,7 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
     timeline = table.timeline
     archived, archive_files = _archive(table)
     history = History(timeline, archived)
-    mtimes = ({f.name: f.mtime_ms for f in table.storage.list_dir(timeline.meta) if not f.is_dir}
-              if timeline.layout == 1 else {})
+    mtimes = {f.name: f.mtime_ms for f in table.meta_listing if not f.is_dir} if timeline.layout == 1 else {}
     wanted = {(g.partition, g.file_id, g.base_instant) for g in state.file_groups if g.base_file}
     slice_rows: dict[SliceKey, int] = {}
     by_action: Counter[str] = Counter()
@@ -84,15 +83,15 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
             stats = meta.write_stats()
             operation = meta.operation_type or "UNKNOWN"
             by_operation[operation] += 1
+            rows = inserts = updates = deletes = written = 0   # one pass over a commit's stats
             for s in stats:
                 if (key := (s.partition_path or "", s.file_id, instant.timestamp)) in wanted:
                     slice_rows[key] = slice_rows.get(key, 0) + s.num_writes
+                rows, inserts, updates = rows + s.num_writes, inserts + s.num_inserts, updates + s.num_update_writes
+                deletes, written = deletes + s.num_deletes, written + s.total_write_bytes
             commits.append({"instant": instant.timestamp, "action": instant.action, "operation": operation,
-                            "rows": sum(s.num_writes for s in stats), "inserts": sum(s.num_inserts for s in stats),
-                            "updates": sum(s.num_update_writes for s in stats),
-                            "deletes": sum(s.num_deletes for s in stats),
-                            "bytes": sum(s.total_write_bytes for s in stats), "files": len(stats),
-                            "seconds": seconds, "archived": source is archived})
+                            "rows": rows, "inserts": inserts, "updates": updates, "deletes": deletes,
+                            "bytes": written, "files": len(stats), "seconds": seconds, "archived": source is archived})
             if seconds is not None:
                 durations.append(seconds)
         elif instant.action == CLEAN:

@@ -23,6 +23,7 @@ COMMON = {"style": STYLE, "js": [], "width": 640, "height": 300, "disable_xml_de
           "show_y_guides": True, "legend_at_bottom": True, "truncate_label": 18, "x_label_rotation": 30,
           "print_values": False, "margin": 8}
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S)
+FEW_POINTS = 12   # a line chart of at most this many points labels and marks each
 MOST = 30   # partitions and days a chart shows (the largest partitions, the latest days)
 
 
@@ -87,9 +88,11 @@ def instants_chart(timeline: dict) -> str:
 
 def commits_chart(timeline: dict) -> str:
     recent = timeline["recent"]
-    chart = pygal.Line(title=f"The last {len(recent)} commits: rows written and seconds taken", show_x_labels=len(recent) <= 12,
-                       **COMMON)
-    chart.x_labels = [c["instant"] for c in recent]
+    few = len(recent) <= FEW_POINTS
+    chart = pygal.Line(title=f"The last {len(recent)} commits: rows written and seconds taken", show_x_labels=few,
+                       show_dots=few, **COMMON)
+    if few:   # more: labels and dots would not be readable (and each dot is SVG nodes to draw); the JSON's `recent` lists them
+        chart.x_labels = [c["instant"] for c in recent]
     chart.add("rows (left axis)", [c["rows"] for c in recent])
     chart.add("seconds (right axis)", [c["seconds"] for c in recent], secondary=True)
     return _svg(chart)
@@ -138,11 +141,13 @@ def _env() -> Environment:
     return env
 
 
-def render_html(report: dict) -> str:
-    """The page: the overview, then one section per table (worst score first)."""
-    tables = sorted(report["tables"], key=lambda t: (t["score"], t["name"]))
-    drawn = map_tables(charts, tables, tables[0]["location"]) if tables else []
+def render_html(report: dict, drawn: list[dict[str, str]] | None = None) -> str:
+    """The page: the overview, then one section per table (worst score first). `drawn`: each
+    table's `charts`, in the report's order, if already drawn (warehouse.drawn_report)."""
+    if drawn is None:
+        drawn = map_tables(charts, report["tables"], report["tables"][0]["location"]) if report["tables"] else []
+    tables = sorted(zip(report["tables"], drawn), key=lambda td: (td[0]["score"], td[0]["name"]))
     return _env().get_template("report.html.j2").render(
-        report=report, overview=report["overview"], tables=list(zip(tables, drawn)),
+        report=report, overview=report["overview"], tables=tables,
         score_chart=score_chart(report["tables"]) if report["tables"] else None,
         activity_chart=activity_chart(report["overview"]) if report["overview"]["instantsByDay"] else None)

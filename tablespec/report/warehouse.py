@@ -12,6 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE
@@ -144,11 +145,30 @@ def map_tables(fn: Callable, items: list, location: str) -> list:
         return list(pool.map(fn, items))
 
 
+def _entry_drawn(target: Target, warehouse: str, now: str, draw: Callable[[dict], Any]) -> tuple[dict, Any]:
+    entry = table_entry(target, warehouse, now)
+    return entry, draw(entry)
+
+
 def build_report(targets: list[Target], warehouse: str | None, now: datetime | None = None) -> dict:
     """The report of `targets` (the JSON `--format json` prints; the HTML shows the same);
     `warehouse`: the root the specs' tables are under (None: tables given by path only)."""
+    return drawn_report(targets, warehouse, now)[0]
+
+
+def drawn_report(targets: list[Target], warehouse: str | None, now: datetime | None = None,
+                 draw: Callable[[dict], Any] | None = None) -> tuple[dict, list]:
+    """The report, and `draw(entry)` of each table's entry (in the report's order) made in the
+    worker that read the table (the HTML's charts: no second pass shipping every entry to workers)."""
     created = (now or datetime.now(UTC)).isoformat(timespec="seconds")
-    entries = map_tables(functools.partial(table_entry, warehouse=warehouse or "", now=created), targets,
-                         warehouse or (targets[0].table.base if targets else ""))
-    return {"reportVersion": REPORT_VERSION, "tablespecVersion": __version__, "createdAt": created,
-            "warehouse": warehouse, "overview": overview(entries), "tables": entries}
+    where = warehouse or (targets[0].table.base if targets else "")
+    if draw is None:
+        pairs = [(e, None) for e in map_tables(functools.partial(table_entry, warehouse=warehouse or "", now=created),
+                                               targets, where)]
+    else:
+        pairs = map_tables(functools.partial(_entry_drawn, warehouse=warehouse or "", now=created, draw=draw),
+                           targets, where)
+    entries = [e for e, _ in pairs]
+    report = {"reportVersion": REPORT_VERSION, "tablespecVersion": __version__, "createdAt": created,
+              "warehouse": warehouse, "overview": overview(entries), "tables": entries}
+    return report, [d for _, d in pairs]

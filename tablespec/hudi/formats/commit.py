@@ -44,7 +44,7 @@ _STAT_FIELDS: tuple[tuple[str, str, Any], ...] = (
 _STAT_KEYS = {key for key, _, _ in _STAT_FIELDS}
 _STAT_PATHS = {"path", "tempPath", "partitionPath"}
 _STAT_DEFAULTS = {attr: default for _, attr, default in _STAT_FIELDS}
-_STAT_RENAMES = tuple((key, attr) for key, attr, _ in _STAT_FIELDS)
+_STAT_ATTRS = {key: attr for key, attr, _ in _STAT_FIELDS}
 _STAT_PATH_FIELDS = tuple((key, attr) for key, attr, _ in _STAT_FIELDS if key in _STAT_PATHS)
 _STAT_INT_FIELDS = tuple((key, attr) for key, attr, default in _STAT_FIELDS
                          if key not in _STAT_PATHS and isinstance(default, int))
@@ -107,17 +107,22 @@ class WriteStat:
         if not isinstance(data, dict):
             raise HudiFormatError(f"write stat must be a JSON object, found {type(data).__name__}")
         values = dict(_STAT_DEFAULTS)              # a commit holds thousands of stats: each key looked at once
-        values.update((attr, data[key]) for key, attr in _STAT_RENAMES if key in data)
+        extra = {}
+        for key, value in data.items():
+            if (attr := _STAT_ATTRS.get(key)) is not None:
+                values[attr] = value
+            else:
+                extra[key] = value
         for key, attr in _STAT_PATH_FIELDS:
             _path(values[attr], f"write stat {key}")
-        for key, attr in _STAT_INT_FIELDS:
-            value = values[attr]
-            if value is not None and type(value) is not int:   # an int passes at once; anything else is checked
-                _typed(value, int, f"write stat {key}")
+        if not all(type(values[attr]) is int for _, attr in _STAT_INT_FIELDS):   # ints (the usual) pass at once
+            for key, attr in _STAT_INT_FIELDS:
+                if (value := values[attr]) is not None:
+                    _typed(value, int, f"write stat {key}")
         if "/" in _typed(values["file_id"], str, "write stat fileId"):
             raise HudiFormatError(f"write stat fileId {values['file_id']!r}: not a file group id")
         _typed(values["prev_commit"], str, "write stat prevCommit")
-        return cls(**values, extra={k: v for k, v in data.items() if k not in _STAT_KEYS})
+        return cls(**values, extra=extra)
 
 
 _TOP_KEYS = ("partitionToWriteStats", "compacted", "extraMetadata", "operationType", "partitionToReplaceFileIds")
