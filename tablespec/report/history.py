@@ -76,13 +76,14 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
         by_action[instant.action] += 1
         ts = instant.timestamp
         day = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}"
-        by_day.setdefault(day, Counter())[instant.action] += 1
+        counts = by_day.setdefault(day, Counter())
         seconds = _seconds(instant, _finished(instant, archived if source is archived else None, mtimes))
         if instant.action in WRITE_ACTIONS:
             meta = source.commit_metadata(instant)
             stats = meta.write_stats()
             operation = meta.operation_type or "UNKNOWN"
             by_operation[operation] += 1
+            counts[f"{instant.action} {operation}"] += 1   # writes per day by action and operation
             rows = inserts = updates = deletes = written = 0   # one pass over a commit's stats
             for s in stats:
                 if (key := (s.partition_path or "", s.file_id, instant.timestamp)) in wanted:
@@ -94,13 +95,15 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
                             "bytes": written, "files": len(stats), "seconds": seconds, "archived": source is archived})
             if seconds is not None:
                 durations.append(seconds)
-        elif instant.action == CLEAN:
-            deleted = source.read_metadata(instant).get("totalFilesDeleted")
-            cleans += 1
-            files_cleaned += deleted if isinstance(deleted, int) else 0
-            last_clean = instant.timestamp
-        elif instant.action == ROLLBACK:
-            rollbacks += 1
+        else:
+            counts[instant.action] += 1
+            if instant.action == CLEAN:
+                deleted = source.read_metadata(instant).get("totalFilesDeleted")
+                cleans += 1
+                files_cleaned += deleted if isinstance(deleted, int) else 0
+                last_clean = instant.timestamp
+            elif instant.action == ROLLBACK:
+                rollbacks += 1
     expired = set(state.expired)
     figures = {
         "activeInstants": len(timeline.instants),

@@ -78,11 +78,11 @@ def bucket_chart(buckets: dict) -> str:
 
 def instants_chart(timeline: dict) -> str:
     days = timeline["byDay"][-MOST:]
-    actions = sorted({k for d in days for k in d if k != "day"})
-    chart = pygal.StackedBar(title="Completed instants per day, by action", **COMMON)
+    kinds = sorted({k for d in days for k in d if k != "day"})   # "commit UPSERT", "clean", ...
+    chart = pygal.StackedBar(title="Completed instants per day, by action and operation", **COMMON)
     chart.x_labels = [d["day"] for d in days]
-    for action in actions:
-        chart.add(action, [d.get(action, 0) for d in days])
+    for kind in kinds:
+        chart.add(kind, [d.get(kind, 0) for d in days])
     return _svg(chart)
 
 

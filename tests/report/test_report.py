@@ -116,6 +116,12 @@ def test_json_numbers_equal_what_show_and_the_file_system_say(warehouse, capsys)
     assert missing > 0
     assert orders["timeline"]["byAction"] == {"clean": 1, "commit": 4, "replacecommit": 1}
     assert orders["timeline"]["byOperation"] == {"INSERT": 1, "INSERT_OVERWRITE": 1, "UPSERT": 3}
+    per_day: dict[str, int] = defaultdict(int)   # writes per day by action and operation, other instants by action
+    for day in orders["timeline"]["byDay"]:
+        for kind, n in day.items():
+            per_day[kind] += 0 if kind == "day" else n
+    assert dict(per_day) == {"day": 0, "clean": 1, "commit INSERT": 1, "commit UPSERT": 3,
+                             "replacecommit INSERT_OVERWRITE": 1}
     # logs: 8 commits written, 2 left active, the rest read back from the archive
     assert logs["timeline"]["commits"] == 8 and logs["timeline"]["archivedInstants"] == 6
     assert logs["timeline"]["archive"]["files"] == len(list((wh / "ops/logs/.hoodie/archived").iterdir()))
