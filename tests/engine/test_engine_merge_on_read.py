@@ -85,3 +85,30 @@ def test_a_move_older_than_the_keys_log_record_is_ignored(spark, tmp_path):
     assert [(r.id, r.v, r.dt) for r in table.read().collect()] == [("k1", 10, "d1")]
     entry = record_index_reader.scan(HudiTable.open(table.location))["k1"]
     assert (entry.partition, entry.file_id) == ("dt=d1", fg)
+
+
+def test_clustering_a_file_group_a_key_moved_out_of_keeps_the_key_indexed(spark, tmp_path):
+    """RECORD_LEVEL: a key that moved partition left its old file group by a delete block; its base
+    file still holds the key. Clustering that file group writes the merged rows (without the key)
+    and moves no live key out of the index: the key stays indexed where it lives now."""
+    from test_engine_clustering import plan_for
+
+    from tablespec.apply import Applier
+    from tablespec.hudi.mdt import record_index_reader
+    text = (SPEC.replace("{type: BUCKET, numBuckets: 1}", "{type: RECORD_LEVEL, recordLevel: {numBuckets: 1}}")
+            + "  orderingField: v\n")
+    table = make_table(spark, tmp_path, text)
+    ddl = "id string, v int, dt string"
+    table.write(spark.createDataFrame([("k1", 1, "d1"), ("k2", 1, "d1")], ddl))
+    table.write(spark.createDataFrame([("k2", 2, "d1")], ddl))      # a log file in d1's file group
+    table.write(spark.createDataFrame([("k1", 3, "d2")], ddl))      # k1 moves: a delete block in that log
+    plan = plan_for(text + "  clustering: {strategy: SORT, sortColumns: [v], everyNCommits: 1, partitionFilter: 'dt=d1'}\n", tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["update_settings", "clustering"], plan.actions
+    Applier(spark=spark).apply(plan)
+    clustered = HudiTable.open(table.location)
+    assert clustered.timeline.last("replacecommit") is not None
+    assert sorted((r.id, r.v, r.dt) for r in table.read().collect()) == [("k1", 3, "d2"), ("k2", 2, "d1")]
+    index = record_index_reader.scan(clustered)
+    assert {k: e.partition for k, e in index.items()} == {"k1": "dt=d2", "k2": "dt=d1"}
+    live = {(s.partition, s.file_id) for s in clustered.view.latest_slices()}
+    assert {(e.partition, e.file_id) for e in index.values()} <= live

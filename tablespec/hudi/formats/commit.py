@@ -125,6 +125,8 @@ class WriteStat:
         return cls(**values, extra=extra)
 
 
+CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: a clustering plan's requested metadata and its completed commit
+
 _TOP_KEYS = ("partitionToWriteStats", "compacted", "extraMetadata", "operationType", "partitionToReplaceFileIds")
 
 

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.base_keys import base_file_keys
+from tablespec.hudi.formats.commit import CLUSTER
 from tablespec.hudi.formats.logfile import BlockType, deleted_keys, read_blocks
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
@@ -66,6 +67,10 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
             upserts.update((k, location) for k in pc.filter(new, pc.invert(pc.is_in(new, old))).to_pylist())
             new_keys.append(new)
             old_keys.append(old)
+    if metadata.operation_type == CLUSTER:
+        # a clustering moves every live key and deletes none: a key a replaced base file holds but the
+        # output lacks left by a log's delete block (deleted, or moved to another partition, already indexed)
+        return RecordIndexChange(upserts, set())
     old_keys += [_keys(table, before.get((p, file_id))) for p, ids in replaced.items() for file_id in ids]
     old = pa.concat_arrays(old_keys) if old_keys else _NO_KEYS
     kept = pa.concat_arrays(new_keys) if new_keys else _NO_KEYS

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys
 from tablespec.hudi.formats.clustering_format import REQUESTED_REPLACE_SCHEMA
+from tablespec.hudi.formats.commit import CLUSTER
 from tablespec.hudi.io import join, outside_reason
 from tablespec.hudi.services.rollback import is_clustering_plan
 from tablespec.hudi.timeline.active import Timeline, avro_record
@@ -35,7 +36,6 @@ class ClusteringPending(TablespecError):
     """A write or rewrite refused because it touches file groups under a pending clustering plan."""
 
 
-CLUSTER = "CLUSTER"  # WriteOperationType.CLUSTER: requested metadata and completed commit
 # Hudi's Spark executor of sorted (linear / z-order / hilbert) and unsorted clusterings.
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 SORT_COLUMNS_PARAM = keys.SORT_COLUMNS.name
