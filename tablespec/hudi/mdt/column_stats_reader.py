@@ -78,9 +78,17 @@ def _as_spark_compares(value: Any, lo: Any, hi: Any, kind: str | None) -> tuple[
     the cast values."""
     if isinstance(value, bool) or not (kind in ("float", "double") or isinstance(value, float)):
         return value, lo, hi
-    if kind == "float" and isinstance(value, int):
-        value = float(np.int64(value).astype(np.float32))   # rounded once, as Java's (float) long
+    if kind == "float":   # an int literal, and int bounds (files written before the column became a float)
+        value, lo, hi = (_float32(x) if isinstance(x, int) else x for x in (value, lo, hi))
     return float(value), float(lo), float(hi)
+
+
+def _float32(value: int) -> float:
+    """An integer as a float column holds it: rounded once, as Java's (float) long (a bound beyond a
+    long, which no int column writes, through a double)."""
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        return float(np.float32(float(value)))
+    return float(np.int64(value).astype(np.float32))
 
 
 def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None, op: str = "=") -> bool:
