@@ -20,7 +20,8 @@ PERCENTILES = (0, 10, 25, 50, 75, 90, 100)
 EDGES = [0] + [1024 * 4**k for k in range(12)]
 # plan actions that keep a table as it is (cleaning, archiving, clustering, rollbacks, the
 # metadata table's upkeep): the report lists them as services due, the rest as drift
-SERVICE_KINDS = ("rollback", "clean", "archive", "clustering", "build_metadata_table", "drop_metadata_partitions")
+SERVICE_KINDS = ("rollback", "clean", "archive", "clustering", "compaction", "build_metadata_table",
+                 "drop_metadata_partitions", "build_data_skipping")
 
 
 def summary(state: TableState) -> dict:
@@ -162,9 +163,23 @@ def service_figures(state: TableState, table_plan: TablePlan | None) -> dict:
                        "coverage": coverage_dict(cov)},
         "cleanable": {"files": clean["files"], "bytes": clean["bytes_to_free"],
                       "earliestRetained": clean["earliest_instant_to_retain"]} if clean else None,
+        "compaction": compaction_figures(state),
         "due": due,
         "metadataTable": metadata_table_figures(state),
     }
+
+
+def compaction_figures(state: TableState) -> dict | None:
+    """A merge-on-read table's compaction backlog (None on copy-on-write): the latest compaction, the
+    deltacommits since, pending plans, and the latest slices with log files (their files and bytes)."""
+    backlog = state.compaction
+    if backlog is None:
+        return None
+    with_logs = [fg for fg in state.file_groups if fg.log_files]
+    return {"last": backlog.last_compaction, "deltaCommitsSince": len(backlog.delta_commits),
+            "pendingPlans": sorted(i.timestamp for i, _ in backlog.pending),
+            "slicesWithLogs": len(with_logs), "logFiles": sum(fg.log_files for fg in with_logs),
+            "logBytes": sum(fg.log_bytes for fg in with_logs)}
 
 
 def drift_figures(plan: Plan) -> dict:

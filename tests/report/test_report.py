@@ -302,3 +302,23 @@ def test_a_table_plan_refuses_is_reported_with_the_refusal_as_its_drift(warehous
     assert "does not convert between table types" in t["drift"]["error"] and t["drift"]["inSync"] is None
     assert any(r["reason"].startswith("not planned: ") for r in t["reasons"])
     assert report["overview"]["drifted"] == ["sales.orders"]
+
+
+def test_a_merge_on_read_table_shows_its_compaction_backlog_and_due_compaction_as_a_service(real_table, tmp_path,
+                                                                                          capsys, monkeypatch):
+    """A merge-on-read table Apache Hudi wrote (two deltacommits, one log file): its compaction backlog is
+    in the services section, and the compaction its spec makes due is a service due, not drift."""
+    base = real_table("mor_parquet_v6_simplekeygen_nonhivestyle")
+    monkeypatch.chdir(tmp_path)
+    code, spec, err = cli(capsys, "import", str(base))
+    assert code == 0, err
+    spec_file = tmp_path / "t.yaml"
+    spec_file.write_text(spec + "  compaction: {runBy: tablespec, deltaCommits: 1}\n")
+    code, report, err = _report_json(capsys, str(spec_file), "--warehouse", str(base.parent))
+    assert code == 0, err
+    (t,) = report["tables"]
+    logs = [f for f in base.rglob(".*.log.*") if f.is_file()]
+    assert t["services"]["compaction"] == {"last": None, "deltaCommitsSince": 2, "pendingPlans": [], "slicesWithLogs": 1,
+                                           "logFiles": len(logs), "logBytes": sum(f.stat().st_size for f in logs)}
+    assert [d["kind"] for d in t["services"]["due"]] == ["compaction"]
+    assert [a["kind"] for a in t["drift"]["actions"]] == ["update_settings"]   # the spec's new compaction settings
