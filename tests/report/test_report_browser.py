@@ -94,3 +94,22 @@ def test_an_unreadable_table_renders_too(browser, report_page, tmp_path, capsys)
     browser.open(out.as_uri())
     assert browser.errors() == []
     assert str(commit) in browser.evaluate("document.querySelector('.error').textContent")
+
+
+def test_the_report_of_tables_apache_hudi_wrote_renders_with_its_charts(browser, real_table, tmp_path, capsys):
+    """Tables Apache Hudi wrote (the real copy-on-write and merge-on-read tables of ../shared/fixtures,
+    no spec): the page logs no console error and each table's charts are drawn."""
+    bases = [real_table(name) for name in ("cow_v6_complexkeygen_hivestyle", "mor_parquet_v6_simplekeygen_nonhivestyle")]
+    out = tmp_path / "hudi.html"
+    code, _, err = cli(capsys, "report", *map(str, bases), "--out", str(out))
+    assert code == 0, err
+    browser.open(out.as_uri())
+    charts = json.loads(browser.evaluate(CHARTS))
+    assert browser.errors() == []
+    assert browser.evaluate("document.querySelectorAll('section.table').length") == 2
+    assert "Compaction: never, 2 deltacommits since" in browser.evaluate("document.body.textContent")
+    tables = {table for table, *_ in charts if table != "overview"}
+    assert len(tables) == 2
+    for table, kind, x, y, width, height in charts:
+        share, colours = drawn(browser.screenshot(x, y, width, height))
+        assert share > 0.03 and colours >= 4, f"{table} {kind}: {share:.1%} drawn, {colours} colours"
