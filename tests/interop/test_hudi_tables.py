@@ -35,7 +35,7 @@ def _df(spark, data):
 
 def _import(tmp_path, location, capsys, kinds: tuple[str, ...] = ()) -> tuple[dict, str]:
     """`tablespec import` of the table, saved as a spec file that plans with no changes (but
-    `kinds`: metadata-table actions)."""
+    `kinds`: the actions due, such as metadata-table upkeep or the rollback of a dead write)."""
     code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
     assert code == 0, err
     spec_file = tmp_path / f"{location.name}.yaml"
