@@ -28,7 +28,11 @@ spec:
 """
 
 
-def test_two_applies_serialize_per_table(spark, tmp_path, warehouse):
+def test_two_applies_serialize_per_table(spark, tmp_path):
+    """On local disk: the lock's storage operations on S3 (a conditional create refused while the
+    holder renews, taken over once it died) are
+    test_engine_object_storage.py::test_two_processes_contend_for_the_table_lock[s3]'s."""
+    warehouse = str(tmp_path / "wh")
     names = ("left", "right")
     for name in names:
         table = make_table(spark, warehouse, SPEC.format(name=name, index="{type: SIMPLE}"))

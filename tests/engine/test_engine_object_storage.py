@@ -129,10 +129,11 @@ def test_every_action_and_read(spark, warehouse):
 
 
 @pytest.mark.parametrize("warehouse", ["s3"], indirect=True)
-@pytest.mark.parametrize("point", ["mid_write", "before_completion"])
-def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monkeypatch, point):
-    """kill -9 during a bucket bootstrap on S3; readers see the table as before, the next apply
-    recovers (on local disk at every crash point: test_engine_rebucket.py)."""
+def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monkeypatch):
+    """kill -9 during a bucket bootstrap on S3, its data files written, before it completes;
+    readers see the table as before, the next apply recovers (on local disk at every
+    crash point: test_engine_rebucket.py; killed mid-write on S3:
+    test_engine_clustering.py::test_clustering_killed_mid_execution_reruns_its_plan)."""
     spec = plan_apply(spark, SIMPLE, warehouse, ["create_table"])
     table = Table(spec, table_location(warehouse, "sales/orders"), spark)
     table.write(orders(spark, 0, 30), "insert")
@@ -141,7 +142,7 @@ def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monk
     specs.mkdir()
     target = SIMPLE.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 2}")
     (specs / "orders.yaml").write_text(target)
-    env = {**os.environ, "TABLESPEC_CRASH_AT": point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, "TABLESPEC_CRASH_AT": "before_completion", "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", warehouse,
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]

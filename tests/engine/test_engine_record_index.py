@@ -63,8 +63,10 @@ def assert_consistent(table):
     return data
 
 
-def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, warehouse):
-    table = make_table(spark, warehouse, SPEC)
+def test_upsert_move_delete_reinsert_keep_index_and_data_consistent(spark, tmp_path):
+    """On local disk: the index's storage operations on S3 (built, written by upserts, looked up)
+    are test_engine_object_storage.py::test_every_action_and_read[s3]'s."""
+    table = make_table(spark, tmp_path, SPEC)
     rows = [(f"k{i}", ["ams", "ber", "cph"][i % 3], i) for i in range(30)]
     assert table.write(spark.createDataFrame(rows, DDL), "insert").inserted == 30
     first = assert_consistent(table)
@@ -138,10 +140,11 @@ def test_lookup_refuses_other_indexes_clearly_verify_checks_them(spark, tmp_path
     assert "record-level" not in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("point, warehouse", [("after_data_files", "local"), ("before_completion", "local"),
-                                              ("after_data_files", "s3")], indirect=["warehouse"])
-def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, warehouse, point):
-    table = make_table(spark, warehouse, SPEC)
+@pytest.mark.parametrize("point", ["after_data_files", "before_completion"])
+def test_crashed_write_rolls_back_data_and_index_together(spark, tmp_path, point):
+    """On local disk: a killed write rolled back on S3 (its data files and metadata-table
+    deltacommit) is test_engine_object_storage.py::test_killed_apply_is_rolled_back_and_redone."""
+    table = make_table(spark, tmp_path / "wh", SPEC)
     table.write(spark.createDataFrame([(f"k{i}", "ams", i) for i in range(12)], DDL), "insert")
     before = assert_consistent(table)
     (tmp_path / "people.yaml").write_text(SPEC)
