@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import subprocess
 import sys
 from decimal import Decimal
@@ -18,6 +19,7 @@ from tablespec.engine.reader import ReadError
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive import ArchivedTimeline, History
 from tablespec.hudi.archive.timeline import instant_key
+from tablespec.hudi.io import table_location
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
@@ -95,15 +97,24 @@ def test_writes_keep_the_active_timeline_bounded_and_history_whole(spark, tmp_pa
     assert assert_hudi_rs_agrees(table) == rows
 
 
-@pytest.mark.parametrize("point", [None, "archive_written", "archive_pending_deleted"])
-def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, point):
-    """A table written with archiving at Hudi's defaults (20/30: nothing archived) gets the spec's
-    tighter limits: apply archives after the settings change. An archiving run killed (-9) at
-    `point` before leaves both timelines readable, and the apply's lock recovery finishes it.
-    Nine writes: the metadata table's first compaction (as in Hudi, archiving waits for it)."""
-    table = make_table(spark, tmp_path, PLAIN)
+@pytest.fixture(scope="module")
+def nine_commits(spark, tmp_path_factory) -> tuple[Table, list[str], list[tuple]]:
+    """A table written with archiving at Hudi's defaults (20/30: nothing archived), nine writes:
+    the metadata table's first compaction (as in Hudi, archiving waits for it). Written once for
+    the module, each test archives a copy."""
+    table = make_table(spark, tmp_path_factory.mktemp("nine"), PLAIN)
     instants = [table.write(batch(spark, n)).instant for n in range(9)]
-    before = tablespec_rows(table)
+    return table, instants, tablespec_rows(table)
+
+
+@pytest.mark.parametrize("point", [None, "archive_written", "archive_pending_deleted"])
+def test_apply_archives_and_finishes_a_killed_run(spark, tmp_path, nine_commits, point):
+    """The table of nine commits gets the spec's tighter archiving limits: apply archives after the
+    settings change. An archiving run killed (-9) at `point` before leaves both timelines
+    readable, and the apply's lock recovery finishes it."""
+    written, instants, before = nine_commits
+    table = Table(written.spec, table_location(str(tmp_path), written.spec.spec.location), spark)
+    shutil.copytree(written.location, table.location)
     if point is not None:
         code = ("from tablespec.hudi.table import HudiTable; from tablespec.hudi.archive import ArchiveSettings, "
                 f"housekeep; housekeep(HudiTable.open({table.location!r}), ArchiveSettings(2, 3, 1))")
