@@ -3,8 +3,8 @@
 each as a version-9 transaction (`<requested>_<completion>.<action>` in Avro, a replacecommit for a
 rewrite, the metadata table's `files` partition kept). After each, Hudi 1.2 (its own process)
 validates the metadata table (`validate_metadata_table_files`), reads through it what tablespec
-reads, upserts with `hudi-options`, and tablespec reads the same and plans clean. One apply is
-killed inside its replacecommit and the next apply finishes it."""
+reads, upserts with `hudi-options`, and tablespec reads the same and plans clean. The bucket
+bootstrap's apply is killed inside its replacecommit and the next apply finishes it."""
 from __future__ import annotations
 
 import contextlib
@@ -61,8 +61,8 @@ def _replace(doc: dict) -> None:   # v int -> string: destructive, every row rew
             column["type"] = "string"
 
 
-CHANGES = {"schema_evolution": _evolve, "bucket_bootstrap": _bucket, "index_migration": _bloom,
-           "replace_table": _replace}
+# the bucket bootstrap runs in the killed case: killed inside its replacecommit, then run to the end
+CHANGES = {"schema_evolution": _evolve, "index_migration": _bloom, "replace_table": _replace}
 
 
 class _Captured:
@@ -206,29 +206,37 @@ def _typed(doc: dict, batch: list) -> list:
 def test_apply_runs_on_a_version_9_table_hudi_1_2_created(hudi, cases, capsys, kind):
     case = cases[kind]
     assert case.applied == [kind]
-    handle = HudiTable.open(str(case.location))
-    assert "hoodie.table.version=9" in case.props
     if kind == "index_migration":   # between non-RECORD_LEVEL types: hoodie.properties only
         assert case.added == [] and "hoodie.index.type=BLOOM" in case.props
     else:
         [new] = case.added
-        assert new.completion > new.timestamp and f"{new.timestamp}_{new.completion}.{new.action}" in case.names
-        assert handle.timeline.read_bytes(new).startswith(b"Obj\x01")   # Avro, as Hudi 1.x writes it
-        assert new.action == ("commit" if kind == "schema_evolution" else REPLACE_COMMIT)
-        if new.action == REPLACE_COMMIT:   # a rewrite, not a clustering: replacecommit from its request on
-            assert handle.timeline.commit_metadata(new).partition_to_replace_file_ids
-            assert f"{new.timestamp}.replacecommit.requested" in case.names
+        _assert_version_9_instant(case, new, "commit" if kind == "schema_evolution" else REPLACE_COMMIT)
     assert not case.pending
     _hudi_agrees(hudi, capsys, case)
 
 
+def _assert_version_9_instant(case: Case, new, action: str) -> None:
+    """`new` completed as Hudi 1.x completes one: `<requested>_<completion>.<action>`, in Avro; a
+    rewrite (not a clustering) a replacecommit from its request on."""
+    handle = HudiTable.open(str(case.location))
+    assert "hoodie.table.version=9" in case.props
+    assert new.completion > new.timestamp and f"{new.timestamp}_{new.completion}.{new.action}" in case.names
+    assert handle.timeline.read_bytes(new).startswith(b"Obj\x01")   # Avro, as Hudi 1.x writes it
+    assert new.action == action
+    if new.action == REPLACE_COMMIT:
+        assert handle.timeline.commit_metadata(new).partition_to_replace_file_ids
+        assert f"{new.timestamp}.replacecommit.requested" in case.names
+
+
 def test_a_bucket_bootstrap_killed_inside_its_replacecommit_is_finished(hudi, cases, capsys):
     """kill -9 after the rewrite's data files, before its replacecommit completes: the next apply
-    rolls it back (in 1.x form) and bootstraps again; Hudi 1.2 agrees on the result."""
+    rolls it back (in 1.x form) and bootstraps again, a version 9 replacecommit; Hudi 1.2 agrees
+    on the result."""
     case = cases["killed"]
     assert "bucket_bootstrap" in case.applied, case.applied
     assert not case.pending and case.dead.timestamp not in {i.timestamp for i in case.added}
     assert [i.action for i in case.added] == ["rollback", REPLACE_COMMIT]
-    rolled = case.added[0]
+    rolled, new = case.added
+    _assert_version_9_instant(case, new, REPLACE_COMMIT)
     assert HudiTable.open(str(case.location)).timeline.read_metadata(rolled)["commitsRollback"] == [case.dead.timestamp]
     _hudi_agrees(hudi, capsys, case)
