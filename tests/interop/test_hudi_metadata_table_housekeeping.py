@@ -1,17 +1,17 @@
 """The metadata table's own archiving and cleaning, judged by Apache Hudi 0.15: after ~25 tablespec
-writes with small archive limits, Hudi's archived-timeline API of the metadata table lists what
-tablespec archived there, the old file slices are cleaned with a clean instant on its timeline,
-Hudi reads through the metadata table what tablespec reads, its metadata validation finds no
-difference, and a Hudi upsert (its own metadata writer archiving and cleaning after ours) works."""
+writes with small archive limits (to a RECORD_LEVEL table: its `files` and `record_index`
+partitions), Hudi's archived-timeline API of the metadata table lists what tablespec archived
+there, the old file slices are cleaned with a clean instant on its timeline, Hudi reads through
+the metadata table what tablespec reads, its metadata validation finds no difference, and a Hudi
+upsert (its own metadata writer archiving and cleaning after ours) works."""
 from __future__ import annotations
 
-from helpers import make_table, tablespec_rows
+from helpers import make_table
 from interop_support import hudi_write
 from test_hudi_archived_timeline import _meta_client
 from test_hudi_metadata_record_index import RECORD_INDEX_ON, assert_index_is_the_table
 from test_hudi_metadata_record_index_kept import SPEC as RLI_SPEC
 from test_hudi_metadata_record_index_kept import assert_index_kept
-from test_hudi_metadata_table import SPEC
 from test_hudi_metadata_table_kept import assert_metadata_table_true
 from test_hudi_reads import batch
 
@@ -41,11 +41,18 @@ def _hudis(spark, base: str) -> set[tuple[str, str, str]]:
 
 
 def test_metadata_table_archives_and_cleans_as_hudi_reads_it(hudi, tmp_path):
-    table = make_table(hudi, tmp_path, SPEC + ARCHIVING)
+    """On a RECORD_LEVEL table whose record index tablespec built, upserts of stored keys and of a
+    new key each (a record-index log block): the metadata table's compactions rewrite its `files`
+    and `record_index` file groups, its cleans remove the superseded slices of both, its archiving
+    is what Hudi's archived-timeline API lists; Hudi's lookup, validation and reads agree, and a
+    Hudi RECORD_INDEX upsert goes through the cleaned index, its metadata writer archiving and
+    cleaning after ours. (One table for both partitions: the writes are what costs.)"""
+    spec = RLI_SPEC.replace("index: {type: RECORD_LEVEL}", "index: {type: RECORD_LEVEL, recordLevel: {numBuckets: 2}}")
+    table = make_table(hudi, tmp_path, spec + ARCHIVING)   # created with its record index: 2 file groups
     base = table.location
     table.write(batch(hudi, range(0, 12)), "insert")
     for v in range(1, WRITES):
-        table.write(batch(hudi, range(v % 10, v % 10 + 2), version=v), "upsert")
+        table.write(batch(hudi, [*range(v % 10, v % 10 + 2), 100 + v], version=v), "upsert")
 
     ours = _ours(base)
     assert any(a == "deltacommit" for _, a, _ in ours) and any(a == "commit" for _, a, _ in ours)
@@ -59,47 +66,28 @@ def test_metadata_table_archives_and_cleans_as_hudi_reads_it(hudi, tmp_path):
     hfiles = [i.name for i in LOCAL.list_dir(layout.partition_path(base)) if i.name.endswith(".hfile")]
     assert len(hfiles) <= 2
     assert len([i for i in active if i.action in ("deltacommit", "compaction")]) <= 3 + 1 + 10
-    assert_metadata_table_true(hudi, table)
-
-    # Apache Hudi upserts with the metadata table on: its metadata writer takes over from here
-    options = {**hudi_write_options(table.spec, HudiTable.open(base)), "hoodie.datasource.write.operation": "upsert",
-               "hoodie.upsert.shuffle.parallelism": "2"}
-    hudi_write(batch(hudi, range(3, 9), version=50), base, options)
-    assert _ours(base) >= ours
-    after = assert_metadata_table_true(hudi, table)
-    table.write(batch(hudi, range(30, 32), version=60), "upsert")
-    assert assert_metadata_table_true(hudi, table) != after
-    assert tablespec_rows(table)
-
-
-def test_record_index_file_groups_are_cleaned_as_hudi_reads_them(hudi, tmp_path):
-    """On a RECORD_LEVEL table whose record index tablespec built, upserts of new keys add log files
-    to record-index file groups; the metadata table's compactions rewrite them and its cleans
-    remove the superseded slices of `record_index` too; Hudi's lookup, validation and reads agree
-    after, and a Hudi RECORD_INDEX upsert goes through the cleaned index."""
-    spec = RLI_SPEC.replace("index: {type: RECORD_LEVEL}", "index: {type: RECORD_LEVEL, recordLevel: {numBuckets: 2}}")
-    table = make_table(hudi, tmp_path, spec + ARCHIVING)   # created with its record index: 2 file groups
-    base = table.location
-    table.write(batch(hudi, range(0, 12)), "insert")
-    for v in range(1, WRITES):
-        table.write(batch(hudi, [100 + v], version=v), "upsert")      # a new key: a record-index log block
 
     meta = layout.meta_path(base)
-    cleans = [i for i in layout.timeline(LOCAL, base) if i.action == "clean" and i.completed]
-    cleaned = {p for c in cleans for p in avro_content(LOCAL.read_bytes(f"{meta}/{c.timestamp}.clean"),
-                                                       "clean")["partitionMetadata"]}
+    completed = [i for i in active if i.action == "clean" and i.completed]
+    cleaned = {p for c in completed for p in avro_content(LOCAL.read_bytes(f"{meta}/{c.timestamp}.clean"),
+                                                          "clean")["partitionMetadata"]}
     assert RECORD_INDEX in cleaned
     names = [i.name for i in LOCAL.list_dir(layout.partition_path(base, RECORD_INDEX))]
     for file_id in (file_group_id(0), file_group_id(1)):
         assert 1 <= len([n for n in names if n.startswith(file_id) and n.endswith(".hfile")]) <= 2
-    index = assert_index_kept(hudi, table)
+    index = assert_index_kept(hudi, table)                    # assert_metadata_table_true included
     assert set(index) == {f"o{i:04d}" for i in [*range(12), *range(101, 100 + WRITES)]}
 
+    # Apache Hudi upserts through the record index: its metadata writer takes over from here
     write_table_config(LOCAL, base, read_table_config(LOCAL, base).with_updates(index_type="RECORD_INDEX"))
     options = {**hudi_write_options(table.spec, HudiTable.open(base)), **RECORD_INDEX_ON,
                "hoodie.datasource.write.operation": "upsert"}
     hudi_write(batch(hudi, [5, 101, 300], version=70), base, options)
+    assert _ours(base) >= ours
     after = assert_index_is_the_table(hudi, base)
     assert set(after) == set(index) | {"o0300"}
     for key in ("o0005", "o0101"):                                           # updated where the index said
         assert (after[key].partition, after[key].file_id) == (index[key].partition, index[key].file_id)
+    rows = assert_metadata_table_true(hudi, table)
+    table.write(batch(hudi, range(30, 32), version=60), "upsert")
+    assert assert_metadata_table_true(hudi, table) != rows
