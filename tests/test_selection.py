@@ -19,8 +19,10 @@ def _collected(*args: str) -> set[str]:
 def test_plain_pytest_deselects_spark_tests_and_full_runs_them():
     fast, full = _collected(), _collected("--full")
     assert fast < full
-    spark_files = ("tests/interop/", "tests/engine/test_engine_write.py")
+    spark_files = ("tests/interop/", "tests/engine/test_engine_write.py",
+                   "tests/engine/test_engine_local_cluster.py")   # a JVM started in a subprocess only
     assert not [t for t in fast if t.startswith(spark_files)]
+    assert [t for t in full if t.startswith("tests/engine/test_engine_local_cluster.py")]
     assert [t for t in full if t.startswith("tests/interop/")]
     assert [t for t in full if t.startswith("tests/engine/test_engine_write.py")]
     # a file with no `spark` marker whose tests ask for the session is left out too
