@@ -5,8 +5,11 @@ One cluster start serves every scenario (each module keeps its own, next to the 
 with); a cluster takes three JVMs, the costliest start of the suite."""
 from __future__ import annotations
 
+import pytest
 from _support import ROOT
 from helpers import run_script
+
+pytestmark = pytest.mark.spark   # starts JVMs in a subprocess: not in the fast selection (tests/conftest.py)
 
 SCENARIOS = {   # name: (module, function)
     "upsert": ("test_engine_tables", "upsert_on_separate_executors"),
