@@ -57,6 +57,11 @@ def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filte
     """The file slices a snapshot (as of a completed instant) reads, pruned by `filters` (a mapping or
     conditions, engine/filters.py; only with `spec`) when possible; `view` READ_OPTIMIZED: each file
     group's newest slice with a base file, without its log files."""
+    return _slices(table, as_of, spec, _conditions(spec, filters) if spec is not None else (), view)
+
+
+def _slices(table: HudiTable, as_of: str | None, spec, conds: tuple[Condition, ...], view: str) -> list[FileSlice]:
+    """`snapshot_slices` pruned by conditions already normalized."""
     base, timeline = table.base, table.timeline
     if as_of is not None:
         earliest = earliest_readable_instant(timeline)
@@ -72,7 +77,6 @@ def snapshot_slices(table: HudiTable, as_of: str | None = None, spec=None, filte
                                 f"reads the active timeline, whose earliest commit is {completed[0]}")
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
-    conds = _conditions(spec, filters) if spec is not None else ()
     kinds = {f.name: column_stats.kind_of(f) for f in data_schema(spec)} if conds else {}
     files = pruned_view(table, as_of, conds, kinds)
     if view == READ_OPTIMIZED:
@@ -142,7 +146,7 @@ def read(spark, table: HudiTable, spec, as_of: str | None = None, filters=None, 
     # base file removed outside any instant (lost or deleted by hand), which readers go on without.
     timeline = table.refresh().timeline
     conds = _conditions(spec, filters)          # a bad filter is refused before anything is read
-    slices = snapshot_slices(table, as_of, spec, filters, view)
+    slices = _slices(table, as_of, spec, conds, view)
     merged = [s for s in slices if s.log_files]
     files = [s.base_file.path for s in slices if not s.log_files and s.base_file is not None]
     ddl = table_ddl(spec)

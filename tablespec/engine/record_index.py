@@ -33,7 +33,7 @@ from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
 from tablespec.hudi.mdt.layout import Slice
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_indices
-from tablespec.hudi.merge_on_read import Counting, MergeRules, counting, slice_reads
+from tablespec.hudi.merge_on_read import Counting, MergeRules, counting, slice_read, written_ranges
 from tablespec.hudi.services.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.results import IndexDropped, IndexResult
@@ -54,8 +54,9 @@ class IndexJob(AtLocation):
     slices: tuple[Slice, ...]     # the record index's latest slices, sorted by file id
     valid: frozenset[str]         # metadata-table instants whose log blocks count
     ordering_field: str | None = None
-    file_groups: dict = field(default_factory=dict)  # live file id -> its latest slice's SliceRead (elsewhere: stale)
+    file_groups: dict = field(default_factory=dict)  # live file id -> its latest FileSlice (elsewhere: stale)
     counting: Counting = Counting(frozenset())       # merge-on-read: the log blocks that count, and how they merge
+    ranges: dict = field(default_factory=dict)       # merge-on-read: `written_ranges` of the counting deltacommits
     merge_rules: MergeRules = MergeRules()
 
 
@@ -68,11 +69,11 @@ def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
     found, valid = record_index_reader.slices(table)
     if not found:
         raise IndexMissing(f"{table.base}: Hudi's record index has no file groups; the metadata table is damaged")
-    live = [s for s in table.view.latest_slices() if s.base_file is not None]
+    live = {s.file_id: s for s in table.view.latest_slices() if s.base_file is not None}
     merge_on_read = table.table_config.table_type == "MERGE_ON_READ"   # copy-on-write: no log files
     wanted = counting(table.timeline) if merge_on_read else Counting(frozenset())
-    return IndexJob(table.location, tuple(found), frozenset(valid), ordering_field,
-                    {r.file_id: r for r in slice_reads(table.timeline, live, wanted)}, wanted,
+    return IndexJob(table.location, tuple(found), frozenset(valid), ordering_field, live, wanted,
+                    written_ranges(table.timeline, wanted) if merge_on_read else {},
                     MergeRules.of(table.table_config) if merge_on_read else MergeRules())
 
 
@@ -154,7 +155,8 @@ def _stored_wins(job: IndexJob, rows: pa.Table, keys: pa.Array, old_fg: pa.Array
     for fid in set(fids):
         sel = idx[fids == fid]
         wanted = keys.take(pa.array(sel))
-        stored = read_slice(job.storage, job.file_groups[fid], job.counting, job.merge_rules, schema)
+        read = slice_read(job.file_groups[fid], job.ranges)   # only the moving keys' file groups are read
+        stored = read_slice(job.storage, read, job.counting, job.merge_rules, schema)
         stored = stored.filter(pc.is_in(stored.column(tasks.KEY), value_set=wanted))
         old = stored.column(job.ordering_field).combine_chunks().take(pc.index_in(wanted, value_set=stored.column(tasks.KEY)))
         new = incoming.take(pa.array(sel))

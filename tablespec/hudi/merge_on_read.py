@@ -20,7 +20,7 @@ the later write wins; EVENT_TIME_ORDERING). Custom payloads and mergers are refu
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,13 +127,15 @@ def written_ranges(timeline: Timeline, wanted: Counting) -> dict[str, list[tuple
 def slice_reads(timeline: Timeline, slices: Iterable[FileSlice], wanted: Counting) -> list[SliceRead]:
     """The slices as executors read them, with the bytes each log file's counting deltacommits wrote."""
     ranges = written_ranges(timeline, wanted)
-    out = []
-    for s in slices:
-        logs = tuple((f.path, tuple(ranges.get(f"{s.partition}/{f.file_name.format()}" if s.partition
-                                               else f.file_name.format(), ())))
-                     for f in s.log_files)
-        out.append(SliceRead(s.partition, s.file_id, s.base_file.path if s.base_file else None, logs))
-    return out
+    return [slice_read(s, ranges) for s in slices]
+
+
+def slice_read(s: FileSlice, ranges: Mapping[str, list[tuple[int, int, str]]]) -> SliceRead:
+    """One slice as executors read it, given the `written_ranges` of the deltacommits that count."""
+    logs = tuple((f.path, tuple(ranges.get(f"{s.partition}/{f.file_name.format()}" if s.partition
+                                           else f.file_name.format(), ())))
+                 for f in s.log_files)
+    return SliceRead(s.partition, s.file_id, s.base_file.path if s.base_file else None, logs)
 
 
 def incremental_slices(timeline: Timeline, slices: Iterable[FileSlice], commits: Iterable[Instant]) -> list[FileSlice]:

@@ -1,10 +1,9 @@
 """The report as one self-contained HTML page: the figures (report/warehouse.py) in the template
 `report.html.j2`, charts drawn by pygal as inline SVG (no script: pygal's tooltip script would be
 fetched from the network, so charts are static and every number is also in a table beside): the
-page holds no script at all."""
+page holds no script at all, and pygal's stylesheet once (`chart_style`), not in every chart."""
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import pygal
@@ -19,18 +18,42 @@ STYLE = Style(background="white", plot_background="white", foreground="#333", fo
               foreground_subtle="#ccc", font_family="system-ui, -apple-system, 'Segoe UI', sans-serif",
               colors=("#3b6fb6", "#e08a2c", "#4a9a5b", "#c0504d", "#8064a2", "#4bacc6", "#9b8b5a", "#d36f9e"),
               title_font_size=14, label_font_size=11, major_label_font_size=11, legend_font_size=11)
-COMMON = {"style": STYLE, "js": [], "width": 640, "height": 300, "disable_xml_declaration": True,
+COMMON = {"style": STYLE, "js": [], "css": [], "width": 640, "height": 300, "disable_xml_declaration": True,
           "show_y_guides": True, "legend_at_bottom": True, "truncate_label": 18, "x_label_rotation": 30,
           "print_values": False, "margin": 8}
-_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S)
 FEW_POINTS = 12   # a line chart of at most this many points labels and marks each
 MOST = 30   # partitions and days a chart shows (the largest partitions, the latest days)
 
 
+def _bare(root):
+    """pygal's chart less its stylesheet (the page holds it once) and the script it adds for its
+    tooltips (their configuration: nothing runs it without them)."""
+    defs = root.find("defs")
+    for node in defs.findall("style") + defs.findall("script"):
+        defs.remove(node)
+    return root
+
+
 def _svg(chart) -> str:
-    """The chart as inline SVG (the template marks it safe: pygal escapes the text it draws), less
-    the script pygal adds for its tooltips (their configuration: nothing runs it without them)."""
-    return _SCRIPT.sub("", chart.render(is_unicode=True))
+    """The chart as inline SVG (the template marks it safe: pygal escapes the text it draws)."""
+    chart.add_xml_filter(_bare)
+    return chart.render(is_unicode=True)
+
+
+def chart_style(series: int) -> str:
+    """pygal's stylesheet for the page's charts, with colours for `series` series: drawn once with a
+    chart of pygal's own stylesheets, scoped to pygal's chart class instead of that chart's id."""
+    chart = pygal.Bar(**{**COMMON, "css": pygal.Config().css})
+    for n in range(series):
+        chart.add(str(n), [1])
+    style: list[str] = []
+
+    def take(root):
+        style.append(root.find("defs/style").text)
+        return root
+    chart.add_xml_filter(take)
+    chart.render()
+    return style[0].replace(f"#chart-{chart.uuid}", ".pygal-chart")
 
 
 def _size_range(b: dict) -> str:
@@ -76,9 +99,14 @@ def bucket_chart(buckets: dict) -> str:
     return _svg(chart)
 
 
+def _kinds(days: list[dict]) -> list[str]:
+    """The series of an instants chart: "commit UPSERT", "clean", ..."""
+    return sorted({k for d in days for k in d if k != "day"})
+
+
 def instants_chart(timeline: dict) -> str:
     days = timeline["byDay"][-MOST:]
-    kinds = sorted({k for d in days for k in d if k != "day"})   # "commit UPSERT", "clean", ...
+    kinds = _kinds(days)
     chart = pygal.StackedBar(title="Completed instants per day, by action and operation", **COMMON)
     chart.x_labels = [d["day"] for d in days]
     for kind in kinds:
@@ -147,7 +175,9 @@ def render_html(report: dict, drawn: list[dict[str, str]] | None = None) -> str:
     if drawn is None:
         drawn = map_tables(charts, report["tables"], report["tables"][0]["location"]) if report["tables"] else []
     tables = sorted(zip(report["tables"], drawn), key=lambda td: (td[0]["score"], td[0]["name"]))
+    series = max([len(STYLE.colors)] + [len(_kinds(t["timeline"]["byDay"][-MOST:])) for t in report["tables"] if not t["error"]])
     return _env().get_template("report.html.j2").render(
+        chart_style=chart_style(series),
         report=report, overview=report["overview"], tables=tables,
         score_chart=score_chart(report["tables"]) if report["tables"] else None,
         activity_chart=activity_chart(report["overview"]) if report["overview"]["instantsByDay"] else None)

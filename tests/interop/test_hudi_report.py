@@ -4,6 +4,7 @@ pending). Its numbers are what `show`, Hudi's read of the table and the file sys
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from interop_support import cli, hudi_rows, hudi_write
@@ -50,5 +51,26 @@ def test_the_report_of_a_table_apache_hudi_wrote(hudi, tmp_path, capsys, monkeyp
     (failed,) = timeline["pending"]   # the failed write, until a writer rolls it back
     assert failed["action"] == "commit" and failed["state"] in ("requested", "inflight")
     assert all(c["seconds"] is None or c["seconds"] >= 0 for c in timeline["recent"])
-    page = render_html(json.loads(out))
-    assert page.count('data-chart="') >= 4 and "<script" not in page
+    page = tmp_path / "report.html"
+    page.write_text(render_html(json.loads(out)))
+    assert page.read_text().count('data-chart="') >= 4 and "<script" not in page.read_text()
+    _renders_in_chromium(page)
+
+
+def _renders_in_chromium(page):
+    """The page of the table (archived commits, a replacecommit, a failed write) in headless Chromium
+    (tests/report/chromium.py): no console error, every chart laid out with its series drawn."""
+    from report.chromium import Browser, binary
+    if (path := binary()) is None:
+        assert os.environ.get("CI") != "true", "CI=true: the browser tier must run; .ci/run installs chromium"
+        return
+    browser = Browser(path)
+    try:
+        browser.open(page.as_uri())
+        assert browser.errors() == []
+        charts = json.loads(browser.evaluate(
+            "JSON.stringify([...document.querySelectorAll('figure.chart svg')].map(s => { const r = s.getBoundingClientRect(); "
+            "return [r.width, r.height, [...s.querySelectorAll('.series > *')].filter(e => e.getBBox().width > 0).length]; }))"))
+    finally:
+        browser.close()
+    assert len(charts) >= 4 and all(w > 300 and h > 120 and drawn > 0 for w, h, drawn in charts), charts

@@ -69,6 +69,13 @@ def test_the_report_renders_without_a_console_error_and_its_charts_are_drawn(bro
         assert width > 300 and height > 120, (table, kind, width, height)
         share, colours = drawn(browser.screenshot(x, y, width, height))
         assert share > 0.03 and colours >= 4, f"{table} {kind}: {share:.1%} drawn, {colours} colours"
+    # pygal's stylesheet, once in the page, styles every chart: its first series in the palette's first
+    # colour, its title in the configured size (unstyled: black, the browser's 16px)
+    styled = json.loads(browser.evaluate(
+        "JSON.stringify([...document.querySelectorAll('figure.chart svg')].map(s => "
+        "[getComputedStyle(s.querySelector('.color-0')).fill, getComputedStyle(s.querySelector('.title')).fontSize]))"))
+    assert styled and set(map(tuple, styled)) == {("rgb(59, 111, 182)", "14px")}
+    assert browser.evaluate("document.querySelectorAll('style').length") == 1
     # the measure tells an empty chart from a drawn one: a chart region of the page with nothing in it
     browser.evaluate("document.querySelector('section.table').insertAdjacentHTML('beforeend', "
                      "'<figure class=chart id=blank style=\"height:300px\"></figure>')")

@@ -147,10 +147,6 @@ def _rules_out(found: Stats, key: Callable[[str], str], conditions: Iterable[tup
                and excludes(s, v, kinds.get(c), op) for c, op, v in conditions)
 
 
-def _partition_key(partition: str, column: str) -> str:
-    return column_stats.partition_stats_key(column, partition)
-
-
 def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any]],
                     kinds: Mapping[str, str | None]) -> list[str] | None:
     """The data partitions the metadata table lists less those whose `partition_stats` (tight bounds
@@ -167,7 +163,7 @@ def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any
     if not keys or (found := stored(table, PARTITION_STATS, keys)) is None:
         return None
     out = [p for p in sorted(partitions)
-           if not _rules_out(found, functools.partial(_partition_key, p), conditions, kinds)]
+           if not _rules_out(found, functools.partial(column_stats.partition_stats_key, partition=p), conditions, kinds)]
     return out if partitions and len(out) < len(partitions) else None
 
 
