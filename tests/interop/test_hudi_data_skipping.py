@@ -131,9 +131,10 @@ column_stats_init.initialize(table, ranges, ["column_stats"], None)
 def test_declared_column_stats_are_built_from_footers_hudi_0_15_skips_with(hudi, tmp_path, capsys):
     """A version 6 table Hudi 0.15 wrote without column stats: declaring them plans
     `build_data_skipping` (latest base files, bytes); a build killed half-way leaves them inflight,
-    planned to be built again; apply builds them from the footers; Hudi 0.15 then skips with them
-    (equal rows to a read without), its lookup finds each file's range, and its next write with
-    column stats on continues the partition instead of building it again."""
+    planned to be built again; apply builds them (and the bloom filters, declared too) from the
+    footers; Hudi 0.15 then skips with them (equal rows to a read without), its lookups find each
+    file's range and filter, and its next write with both on continues the partitions instead of
+    building them again."""
     location = tmp_path / "b6"
     options = _options("orders_b6", **{"hoodie.metadata.enable": "true"})
     for batch in ([("a", 1, "2024-01-01", 1), ("b", 2, "2024-01-01", 1), ("c", 3, "2024-01-02", 1)],
@@ -141,12 +142,13 @@ def test_declared_column_stats_are_built_from_footers_hudi_0_15_skips_with(hudi,
         hudi_write(hudi.createDataFrame(batch, SCHEMA), str(location), options)
     doc, spec_file = _import(tmp_path, location, capsys)
     assert "dataSkipping" not in doc["spec"]
-    doc["spec"]["dataSkipping"] = {"columnStats": {}}
+    doc["spec"]["dataSkipping"] = {"columnStats": {}, "bloomFilters": True}
     save_spec(doc, spec_file)
     view = HudiTable.open(str(location)).view
     latest = [s.base_file for s in view.latest_slices() if s.base_file is not None]
     [build] = _actions(capsys, spec_file, tmp_path)
-    assert build["kind"] == "build_data_skipping" and build["params"] == {"partitions": ["column_stats"]}
+    assert build["kind"] == "build_data_skipping" and build["params"] == {"partitions": ["column_stats",
+                                                                                        "bloom_filters"]}
     assert build["estimate"] == {"partitions": 3, "files": len(latest), "bytes": sum(f.size for f in latest)}
 
     # killed after its first file group: named inflight, no reader uses it; planned to be built again
@@ -158,16 +160,19 @@ def test_declared_column_stats_are_built_from_footers_hudi_0_15_skips_with(hudi,
     assert build["kind"] == "build_data_skipping" and "half-built (column_stats" in build["reasons"][0]
     assert apply_until_done(capsys, spec_file, tmp_path) == ["build_data_skipping"]
     state = observe(HudiTable.open(str(location)))
-    assert state.metadata_table.partitions == ("column_stats", "files") and state.metadata_table.inflight == ()
+    assert state.metadata_table.partitions == ("bloom_filters", "column_stats", "files")
+    assert state.metadata_table.inflight == ()
     built = _initializations(location)
-    assert len(built) == 2                                   # files, then column_stats (the killed one's is gone)
+    assert len(built) == 3                # files, then column_stats (the killed one's is gone), bloom_filters
 
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("y", 600, "2024-01-09", 60)], SCHEMA))     # kept from now on
     _assert_hudi_skips_with_it(hudi, location)
+    _assert_hudi_finds_the_filters(hudi, location, [])
     assert_listing_is_storage(str(location))
 
-    hudi_write(hudi.createDataFrame([("z", 700, "2024-01-02", 70)], SCHEMA), str(location), {**options, **COLUMN_STATS})
+    hudi_write(hudi.createDataFrame([("z", 700, "2024-01-02", 70)], SCHEMA), str(location),
+               {**options, **COLUMN_STATS, **BLOOM_FILTERS})
     assert _initializations(location) == built
     assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y", "z"]
 
