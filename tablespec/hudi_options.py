@@ -223,6 +223,7 @@ def data_skipping(table: HudiTable) -> dict[str, str]:
     `hoodie.metadata.auto.delete.partitions`), and one that turns it on where the table lacks it
     builds it from every file. The column list is left to Hudi's default (what a table Hudi created
     with its defaults was indexed with; Hudi 1.x keeps its definition's list)."""
+    from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
     from tablespec.hudi.mdt.column_stats_changes import kept
     try:
@@ -234,6 +235,8 @@ def data_skipping(table: HudiTable) -> dict[str, str]:
         out[keys.METADATA_COLUMN_STATS_ENABLE.name] = "true"
     if PARTITION_STATS in found:
         out[keys.METADATA_PARTITION_STATS_ENABLE.name] = "true"
+    if BLOOM_FILTERS in found:
+        out[keys.METADATA_BLOOM_FILTER_ENABLE.name] = "true"
     return out
 
 

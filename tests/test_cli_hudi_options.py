@@ -206,3 +206,22 @@ def test_merge_on_read_jobs_compact_with_the_specs_policy_or_leave_it(run_by, in
 def test_copy_on_write_jobs_get_no_compaction_options():
     options = hudi_write_options(load_spec_text(ORDERS_SPEC, "o.yaml").specs[0].spec, HudiTable.open("/wh/sales/orders"))
     assert not [k for k in options if "compact" in k]
+
+
+@pytest.mark.parametrize("partitions, rendered", [
+    ("files,bloom_filters", {"hoodie.metadata.index.bloom.filter.enable": "true"}),
+    ("files,column_stats,bloom_filters", {"hoodie.metadata.index.column.stats.enable": "true",
+                                          "hoodie.metadata.index.bloom.filter.enable": "true"}),
+    ("files", {})])
+def test_the_data_skipping_partitions_a_table_keeps_are_enabled_for_hudis_writers(tmp_path, partitions, rendered):
+    """A Hudi 0.15 writer with a metadata partition off lets it go stale: hudi-options enables those the
+    table has (bloom filters among them) and no other."""
+    from tablespec.hudi.config import TableConfig, init_table
+    from tablespec.hudi.io import LocalStorage
+    from tablespec.hudi.metadata_table import PARTITIONS_KEY
+    base = str(tmp_path / "t")
+    init_table(LocalStorage(), base, TableConfig(name="orders", table_type="COPY_ON_WRITE", record_key_fields=["id"],
+                                                 extra={PARTITIONS_KEY: partitions}))
+    spec = load_spec_text(_orders("SIMPLE"), "orders.yaml").specs[0].spec
+    options = hudi_write_options(spec, HudiTable.open(base))
+    assert {k: v for k, v in options.items() if k.startswith("hoodie.metadata.index.")} == rendered

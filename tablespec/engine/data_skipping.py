@@ -1,6 +1,6 @@
-"""Building the data-skipping indexes a spec declares (`column_stats`, and `partition_stats` on
-version 9) on Spark: executors read the Parquet footer of each latest base file (never its rows)
-and return its column ranges; the driver writes the partitions (mdt/column_stats_init.py) under
+"""Building the data-skipping indexes a spec declares (`column_stats`, `bloom_filters`, and
+`partition_stats` on version 9) on Spark: executors read the Parquet footer of each latest base file
+(never its rows) and return its column ranges and bloom filter; the driver writes the partitions (mdt/column_stats_init.py) under
 Hudi's transaction lock, refused if another writer committed meanwhile. A slice with log files
 (merge-on-read, not compacted) is refused: its statistics are not in any footer.
 """
@@ -16,17 +16,19 @@ import pyarrow.parquet as pq
 
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
-from tablespec.hudi.mdt import column_stats, column_stats_init
+from tablespec.hudi.mdt import bloom_filters, column_stats, column_stats_init
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS, Footer
 from tablespec.hudi.mdt.column_stats import ColumnRange
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.results import DataSkippingBuilt
 
 FILES_DDL = "partition string, path string, name string"
-RANGES_DDL = "partition string, name string, ranges binary"
+RANGES_DDL = "partition string, name string, ranges binary"   # ranges: pickled (ranges, footer filter)
 
 
-def footer_ranges(location: Location, columns: Collection[str] | None, batches):
-    """Executor: each base file's column ranges from its footer (pickled: values of every type)."""
+def footer_ranges(location: Location, columns: Collection[str] | None, filters: bool, batches):
+    """Executor: each base file's column ranges from its footer, and (`filters`) its bloom filter
+    (pickled: values of every type)."""
     for batch in batches:
         found: dict[str, list] = {"partition": [], "name": [], "ranges": []}
         for r in batch.to_pylist():
@@ -34,7 +36,8 @@ def footer_ranges(location: Location, columns: Collection[str] | None, batches):
                 metadata = pq.read_metadata(f)
             found["partition"].append(r["partition"])
             found["name"].append(r["name"])
-            found["ranges"].append(pickle.dumps(column_stats.file_ranges(metadata, r["name"], columns)))
+            found["ranges"].append(pickle.dumps((column_stats.file_ranges(metadata, r["name"], columns),
+                                                 bloom_filters.footer_filter(metadata) if filters else None)))
         yield pa.RecordBatch.from_pydict(found, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                                            ("ranges", pa.binary())]))
 
@@ -50,8 +53,12 @@ def latest_base_files(table: HudiTable) -> list[tuple[str, str, str]]:
     return [(s.partition, s.base_file.path, s.base_file.name) for s in slices if s.base_file is not None]
 
 
-def read_ranges(spark, table: HudiTable, columns: Collection[str] | None) -> dict[tuple[str, str], list[ColumnRange]]:
-    """Each latest base file's column ranges, by (partition, file name), read on executors."""
+Footers = dict[tuple[str, str], tuple[list[ColumnRange], Footer | None]]
+
+
+def read_footers(spark, table: HudiTable, columns: Collection[str] | None, filters: bool = False) -> Footers:
+    """Each latest base file's column ranges and (`filters`) bloom filter, by (partition, file name),
+    read on executors."""
     from tablespec.engine.reader import to_arrow
     files = latest_base_files(table)
     if not files:
@@ -59,9 +66,10 @@ def read_ranges(spark, table: HudiTable, columns: Collection[str] | None) -> dic
     n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
     with job_description(spark, "tablespec: data-skipping index build"):
         df = spark.createDataFrame(files, FILES_DDL).repartition(n)
-        out = to_arrow(df.mapInArrow(functools.partial(footer_ranges, table.location, columns), RANGES_DDL))
+        out = to_arrow(df.mapInArrow(functools.partial(footer_ranges, table.location, columns, filters), RANGES_DDL))
     return {(p, name): pickle.loads(raw) for p, name, raw in zip(   # noqa: S301 - our own executors' output
         *(out.column(c).to_pylist() for c in ("partition", "name", "ranges")))}
+
 
 
 def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[str] | None) -> DataSkippingBuilt:
@@ -70,14 +78,21 @@ def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[
     partitions dropped (`locked`)."""
     started = time.monotonic()
     head = table.timeline.head
-    ranges = read_ranges(spark, table, columns)
+    footers = read_footers(spark, table, columns, BLOOM_FILTERS in partitions)
+    missing = [f"{p}/{name}" for (p, name), (_, found) in footers.items() if found is None and BLOOM_FILTERS in partitions]
+    if missing:
+        raise TablespecError(f"{table.base}: {len(missing)} base file(s) have no bloom filter in their footer (e.g. "
+                             f"{missing[0]}); the {BLOOM_FILTERS} partition is built from them: rewrite them "
+                             "(clustering) or remove bloomFilters")
+    ranges = {f: r for f, (r, _) in footers.items()}
+    filters = {f: found for f, (_, found) in footers.items() if found is not None}
     with table.transaction_lock("data-skipping index build"):
         now = table.fresh_timeline().head
         if now != head:
             raise TablespecError(f"{table.base}: another writer committed {now} while the column statistics were "
                                  "being read; nothing was built: run `tablespec apply` again")
-        instants = column_stats_init.initialize(table, ranges, partitions, columns)
+        instants = column_stats_init.initialize(table, ranges, partitions, columns, filters)
     return DataSkippingBuilt(instants=instants, files=len(ranges), seconds=round(time.monotonic() - started, 3))
 
 
-__all__ = ["build", "latest_base_files", "read_ranges"]
+__all__ = ["build", "latest_base_files", "read_footers"]

@@ -93,6 +93,12 @@ def maven_jar(coord: str, fetch: bool = True) -> Path:
     return jar
 
 
+# Hudi's BLOOM index reading the filters from the metadata table (hoodie.bloom.index.use.metadata)
+# serializes a ReentrantReadWriteLock with Kryo, which Java 17 refuses unless its package is open
+# (measured with Hudi 0.15: "module java.base does not opens java.util.concurrent.locks").
+DRIVER_OPENS = "--add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED"
+
+
 def session_conf(jar: Path | str) -> dict[str, str]:
     """Spark settings that load Hudi from `jar` into a session tablespec also runs in."""
-    return {"spark.jars": str(jar), **SESSION_CONF}
+    return {"spark.jars": str(jar), **SESSION_CONF, "spark.driver.extraJavaOptions": DRIVER_OPENS}

@@ -325,9 +325,12 @@ def index_recorded(props: Mapping[str, str]) -> bool:
 
 
 def bloom_filters_expected(props: Mapping[str, str]) -> bool:
-    """Whether new base files must carry Hudi's bloom filter: on BLOOM tables, and on tables whose
-    index is not recorded (a Hudi BLOOM writer fails on a file without a filter)."""
-    return not index_recorded(props) or table_index_type(props) == "BLOOM"
+    """Whether new base files must carry Hudi's bloom filter: on BLOOM tables, on tables whose
+    index is not recorded (a Hudi BLOOM writer fails on a file without a filter), and where the
+    metadata table keeps each file's filter (its `bloom_filters` partition, ready or being built)."""
+    named = {n.strip() for key in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT)
+             for n in (props.get(key.name) or "").split(",")}
+    return not index_recorded(props) or table_index_type(props) == "BLOOM" or "bloom_filters" in named
 
 
 def fingerprint(props: Mapping[str, str] | TableConfig) -> str:

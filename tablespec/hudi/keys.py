@@ -235,6 +235,10 @@ METADATA_COLUMN_STATS_ENABLE = HudiKey("hoodie.metadata.index.column.stats.enabl
 METADATA_PARTITION_STATS_ENABLE = HudiKey("hoodie.metadata.index.partition.stats.enable",
                                           "Whether Hudi 1.x writers maintain the metadata table's partition statistics.",
                                           scope="writer", allowed=_BOOL, versions=(8, 9))
+METADATA_BLOOM_FILTER_ENABLE = HudiKey("hoodie.metadata.index.bloom.filter.enable",
+                                       "Whether writers build and maintain the metadata table's bloom filters "
+                                       "(each base file's, which the BLOOM index reads with "
+                                       "hoodie.bloom.index.use.metadata).", scope="writer", allowed=_BOOL)
 METADATA_RECORD_INDEX_ENABLE = HudiKey("hoodie.metadata.record.index.enable",
                                        "Whether writers build and maintain the metadata table's record index.",
                                        scope="writer", default="false", allowed=_BOOL)

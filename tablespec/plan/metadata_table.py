@@ -5,6 +5,7 @@ from __future__ import annotations
 from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
 from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
 from tablespec.hudi.mdt.layout import FILES
@@ -65,7 +66,8 @@ def declared_indexes(spec) -> tuple[str, ...]:
     if declared is None:
         return ()
     return tuple(p for p, on in ((COLUMN_STATS, declared.column_stats is not None),
-                                 (PARTITION_STATS, declared.partition_stats)) if on)
+                                 (PARTITION_STATS, declared.partition_stats),
+                                 (BLOOM_FILTERS, declared.bloom_filters)) if on)
 
 
 def undeclared_indexes(spec, config) -> tuple[str, ...]:
@@ -111,7 +113,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
     if missing:
         files = [g for g in state.file_groups if g.base_file]
         named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
-        columns = _indexed_columns(spec, state)
+        columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else None
         actions.append(BuildDataSkipping(
             params=DataSkippingIndexes(partitions=list(missing), columns=columns),
             changes=[Change(path="metadataTable.partitions", new=list(missing), property=PARTITIONS_KEY)] + (
@@ -121,7 +123,9 @@ def data_skipping_actions(spec, state: TableState) -> list:
                                     bytes=sum(g.size for g in files)),
             reasons=[f"spec.dataSkipping declares {', '.join(missing)}, which the table's metadata table "
                      + (f"has half-built ({', '.join(named)}: dropped and built again, never trusted)" if named
-                        else "does not have") + "; built from the Parquet footers of its latest base files"]))
+                        else "does not have") + "; built from the Parquet footers of its latest base files"
+                     + (" (their bloom filters: a file written without one stops the build)"
+                        if BLOOM_FILTERS in missing else "")]))
     listed = declared.column_stats.columns if declared.column_stats is not None else None
     if COLUMN_STATS not in missing and listed is not None and state.table_config.version >= 8 and list(
             listed) != list(indexed_columns(state.handle) or ()):

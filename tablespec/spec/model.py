@@ -324,18 +324,10 @@ class DataSkipping(SpecModel):
     """Keep partition statistics (the partition_stats partition: table version 9, Hudi 1.1+'s default;
     needs columnStats)."""
     bloom_filters: bool = False
-    """Hudi's bloom_filters partition: not kept by tablespec yet (refused)."""
+    """Keep each base file's bloom filter of record keys in the metadata table (the bloom_filters partition), which
+    Hudi's BLOOM index reads instead of the files' footers (hoodie.bloom.index.use.metadata)."""
     secondary_indexes: list[SecondaryIndex] = []
     """Hudi 1.x's secondary indexes: not kept by tablespec yet (refused)."""
-
-    @field_validator("bloom_filters")
-    @classmethod
-    def _bloom_filters_refused(cls, value: bool) -> bool:
-        if value:
-            raise problem("the metadata table's bloom_filters partition is not kept by tablespec yet: remove "
-                          "bloomFilters (tablespec drops the partition before a change; Hudi's BLOOM index reads "
-                          "the filters in the base files' footers instead)")
-        return value
 
     @field_validator("secondary_indexes")
     @classmethod

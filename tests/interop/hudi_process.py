@@ -52,6 +52,11 @@ def column_stats_step(path, files: list[tuple[str, str]], column: str) -> dict:
     return {"op": "column_stats", "path": str(path), "files": [list(f) for f in files], "column": column}
 
 
+def bloom_filter_step(path, files: list[tuple[str, str]], keys: list[str]) -> dict:
+    """Hudi's own lookup of `files`' bloom filters in the metadata table (`bloom_filter_lookup`)."""
+    return {"op": "bloom_filters", "path": str(path), "files": [list(f) for f in files], "keys": list(keys)}
+
+
 def record_index_step(path, keys: list[str]) -> dict:
     """Hudi 1.x's own lookup of `keys` in the table's record index
     (HoodieBackedTableMetadata.readRecordIndexLocationsWithKeys): key -> [partition, file id, instant]."""
@@ -229,6 +234,8 @@ def _step(spark, step: dict):
         return _record_index(spark, step["path"], step["keys"])
     if step["op"] == "column_stats":
         return column_stats_lookup(spark, step["path"], step["files"], step["column"])
+    if step["op"] == "bloom_filters":
+        return bloom_filter_lookup(spark, step["path"], step["files"], step["keys"])
     raise ValueError(f"unknown step {step['op']!r}")
 
 
@@ -246,6 +253,29 @@ def _record_index(spark, base: str, keys: list[str]) -> dict:
         found = metadata.readRecordIndexLocationsWithKeys(wanted).collectAsList()
         return {p.getKey(): [p.getValue().getPartitionPath(), p.getValue().getFileId(), p.getValue().getInstantTime()]
                 for p in found}
+    finally:
+        metadata.close()
+
+
+def bloom_filter_lookup(spark, base: str, files: list, keys: list[str]) -> dict:
+    """Hudi's lookup of (partition, file name) pairs in the metadata table's bloom_filters
+    (HoodieTableMetadata.getBloomFilters): "partition/file" -> those of `keys` its filter may hold;
+    a file without a live filter there is left out."""
+    jvm, jsc = spark._jvm, spark._jsc
+    hudi = jvm.org.apache.hudi
+    context = hudi.client.common.HoodieSparkEngineContext(jsc)
+    storage = hudi.storage.HoodieStorageUtils.getStorage(
+        base, hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration()))
+    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
+    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, config, base)
+    try:
+        pairs = jvm.java.util.ArrayList([hudi.common.util.collection.Pair.of(p, f) for p, f in files])
+        try:
+            found = metadata.getBloomFilters(pairs)
+        except Exception:  # noqa: BLE001 - Hudi 1.x names the metadata partition to read
+            found = metadata.getBloomFilters(pairs, "bloom_filters")
+        return {f"{e.getKey().getLeft()}/{e.getKey().getRight()}": [k for k in keys if e.getValue().mightContain(k)]
+                for e in found.entrySet().toArray()}
     finally:
         metadata.close()
 

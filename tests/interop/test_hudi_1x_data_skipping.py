@@ -1,10 +1,11 @@
 """Hudi's data-skipping indexes kept on a version 9 table: Apache Hudi 1.2.0 creates the table with
-its defaults (`column_stats` and `partition_stats` on), tablespec imports it and plans clean, writes
-rows whose values lie outside every file's range into an existing and a new partition, clusters
-and cleans, keeping both partitions in each change (and compacting them with the metadata table).
-Then Hudi 1.2 reads with data skipping on exactly what it reads with it off, for filters only the
-new rows satisfy; its own column-stats lookup finds each file's range; its next write with its
-defaults does not build the partitions again."""
+its defaults (`column_stats` and `partition_stats` on) and `bloom_filters` on, tablespec imports it
+and plans clean, writes rows whose values lie outside every file's range into an existing and a new
+partition, clusters and cleans, keeping the three partitions in each change (and compacting them
+with the metadata table). Then Hudi 1.2 reads with data skipping on exactly what it reads with it
+off, for filters only the new rows satisfy; its own column-stats lookup finds each file's range and
+its bloom-filter lookup each file's filter; its next write (BLOOM index reading the filters from the
+metadata table) updates the keys tablespec wrote and does not build the partitions again."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from _support import cli
 from helpers import tablespec_rows
-from hudi_process import Batch, column_stats_step, read_step, sql_step, write_step
+from hudi_process import Batch, bloom_filter_step, column_stats_step, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata, clustered_and_cleaned
 from test_hudi_metadata_table import assert_listing_is_storage
@@ -27,6 +28,10 @@ SKIPPING = ("column_stats", "files", "partition_stats")
 ON = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "true",
       "hoodie.metadata.index.column.stats.enable": "true"}
 OFF = {"hoodie.metadata.enable": "true", "hoodie.enable.data.skipping": "false"}
+BLOOM_FILTERS = {"hoodie.metadata.index.bloom.filter.enable": "true"}
+V9_BLOOM = tuple(Batch.of({**dict(b.options), **BLOOM_FILTERS}, b.schema, list(b.rows)) for b in V9_MDT)
+# Hudi's BLOOM index with each file's filter (and key range) read from the metadata table
+BLOOM_FROM_METADATA = {"hoodie.index.type": "BLOOM", "hoodie.bloom.index.use.metadata": "true"}
 # filters only rows tablespec wrote satisfy: values past every range Hudi's files had
 NEW_ONLY = ("v >= 500", "ts >= 50", "id = 'x'", "dt = '2024-01-09' and v > 0")
 
@@ -46,22 +51,26 @@ def _initializations(location) -> list[str]:
     return [i.timestamp for i in metadata if i.timestamp.startswith("0" * 14)]
 
 
-def test_tablespec_keeps_column_and_partition_stats_hudi_1_2_skips_with(hudi, hudi1, tmp_path, capsys):
-    location, _ = hudi1.copy(V9_MDT, tmp_path / "s9")
+def test_tablespec_keeps_column_and_partition_stats_and_bloom_filters_hudi_1_2_skips_with(hudi, hudi1, tmp_path,
+                                                                                         capsys):
+    location, _ = hudi1.copy(V9_BLOOM, tmp_path / "s9")
+    kept = ("bloom_filters", *SKIPPING)
     built = _initializations(location)
     doc, spec_file = _import(tmp_path, location, capsys)       # plans clean: nothing to drop
     # Hudi's default column selection imports as the default: it follows the schema as it evolves
-    assert doc["spec"]["dataSkipping"] == {"columnStats": {}, "partitionStats": True}
+    assert doc["spec"]["dataSkipping"] == {"columnStats": {}, "partitionStats": True, "bloomFilters": True}
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("x", 500, "2024-01-01", 50)], SCHEMA))     # an existing partition
     table.write(hudi.createDataFrame([("y", 600, "2024-01-09", 60)], SCHEMA))     # a new one
-    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == kept
 
     # clustering and a clean through `apply`: a replacecommit and a clean, each recorded in both
+    doc["spec"]["index"] = {"type": "BLOOM"}                    # Hudi's BLOOM writer below agrees with the table
     handle, metadata = clustered_and_cleaned(capsys, doc, spec_file, tmp_path, location)
-    assert observe(handle).metadata_table.partitions == SKIPPING
+    assert observe(handle).metadata_table.partitions == kept
     assert any(i.action == layout.COMPACTION and i.completed for i in metadata)
     assert list(Path(location, ".hoodie", "metadata", "column_stats").glob("col-stats-*.hfile"))
+    assert list(Path(location, ".hoodie", "metadata", "bloom_filters").glob("bloom-filters-*.hfile"))
     assert_listing_is_storage(str(location))
     doc["spec"]["clustering"]["everyNCommits"] = 4
     doc["spec"]["retention"]["keepCommits"] = 10
@@ -70,14 +79,23 @@ def test_tablespec_keeps_column_and_partition_stats_hudi_1_2_skips_with(hudi, hu
 
     files = _latest_files(location)
     expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v") for p, n in files}
+    held = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["_hoodie_record_key"]).column(0).to_pylist()
+            for p, n in files}
+    keys = sorted({k for found in held.values() for k in found})
     steps = [step for where in NEW_ONLY for step in (read_step(location, where, **ON), read_step(location, where, **OFF))]
-    steps += [column_stats_step(location, files, "v"),
+    steps += [column_stats_step(location, files, "v"), bloom_filter_step(location, files, keys),
               sql_step(f"CREATE TABLE s9 USING hudi LOCATION '{location}'"),
               sql_step("CALL validate_metadata_table_files(table => 's9')"),
-              write_step(location, {**DEFAULTS, "hoodie.datasource.write.operation": "upsert"}, SCHEMA,
-                         [("z", 700, "2024-01-02", 70)]),
-              read_step(location, "v >= 500", **ON)]
-    *reads, stats, _, differences, _, after = hudi1.process.run(steps)
+              write_step(location, {**DEFAULTS, "hoodie.datasource.write.operation": "upsert", **BLOOM_FILTERS,
+                                    **BLOOM_FROM_METADATA}, SCHEMA,
+                         [("z", 700, "2024-01-02", 70), ("x", 501, "2024-01-01", 51), ("y", 601, "2024-01-09", 61)]),
+              read_step(location, "v >= 500", **ON), read_step(location)]
+    *reads, stats, filters, _, differences, _, after, every = hudi1.process.run(steps)
+    assert set(filters) == set(held)
+    for name, found in held.items():        # each file's filter holds its keys, not every key of the table
+        assert set(found) <= set(filters[name]) != set(keys), name
+    assert sorted((r["id"], r["v"]) for r in every if r["v"] >= 500) == [("x", 501), ("y", 601), ("z", 700)]
+    assert len(every) == len({r["id"] for r in every})          # the BLOOM index found x and y: no key twice
     for where, on, off in zip(NEW_ONLY, reads[::2], reads[1::2]):
         assert _ids(on) == _ids(off) and _ids(on), where
     assert [_ids(r) for r in reads[::2]] == [["x", "y"], ["x", "y"], ["x"], ["y"]]
@@ -87,7 +105,7 @@ def test_tablespec_keeps_column_and_partition_stats_hudi_1_2_skips_with(hudi, hu
     assert _ids(after) == ["x", "y", "z"]
     # Hudi's write with its defaults kept the partitions: none built again
     assert _initializations(location) == built
-    assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
+    assert observe(HudiTable.open(str(location))).metadata_table.partitions == kept
     assert sorted(dict(r)["id"] for r in tablespec_rows(table)) == ["a", "b", "c", "d", "x", "y", "z"]
 
 

@@ -261,14 +261,14 @@ def test_plan_builds_a_missing_metadata_table_and_drops_partitions_it_does_not_m
     assert [a.kind for a in acts] == ["build_metadata_table"]
     assert acts[0].estimate.model_dump() == {"partitions": 2, "files": 3, "bytes": 3000}
     assert "hoodie.metadata.enable=false" in acts[0].reasons[0]
-    stale = state_for(BASE, **{metadata_table.PARTITIONS_KEY: "files,column_stats,bloom_filters,record_index",
+    stale = state_for(BASE, **{metadata_table.PARTITIONS_KEY: "files,column_stats,secondary_index_by_id,record_index",
                                metadata_table.INFLIGHT_KEY: "partition_stats"})
     acts = actions(BASE, stale)
     assert [a.kind for a in acts] == ["drop_metadata_partitions"]
     # record_index: maintained on RECORD_LEVEL tables; on this BUCKET table dropped, as Hudi's writers drop it;
     # column_stats: maintained; a partition still being built never is
-    assert acts[0].params.partitions == ["bloom_filters", "partition_stats", "record_index"]
-    assert "bloom_filters, partition_stats" in acts[0].reasons[0] and "Apache Hudi 0.15's writers" in acts[0].reasons[1]
+    assert acts[0].params.partitions == ["secondary_index_by_id", "partition_stats", "record_index"]
+    assert "secondary_index_by_id, partition_stats" in acts[0].reasons[0] and "Apache Hudi 0.15's writers" in acts[0].reasons[1]
 
 
 @pytest.mark.parametrize("version", ["8", "9"])

@@ -331,15 +331,14 @@ def test_hilbert_with_two_columns_is_fine(broken):
 
 
 def test_data_skipping_section_refusals_name_their_line(broken):
-    """What tablespec does not keep (bloom filters, secondary indexes) and what cannot hold (partition
+    """What tablespec does not keep (secondary indexes) and what cannot hold (partition
     statistics without column statistics or on version 6, a column list on version 6 or naming no
     column) are refused at their place."""
     section = ("  clustering:\n", "  dataSkipping:\n    columnStats: {columns: [_hoodie_record_key, amount, nope]}\n"
                "    partitionStats: true\n    bloomFilters: true\n    secondaryIndexes: [{name: by_customer, column: customer_id}]\n"
                "  clustering:\n")
     out = broken(section)
-    assert any(m.startswith("t.yaml:27:5: spec.dataSkipping.bloomFilters: the metadata table's bloom_filters "
-                            "partition is not kept by tablespec yet") for m in out), out
+    assert not any("bloomFilters" in m for m in out), out                 # bloom filters are kept
     assert any(m.startswith("t.yaml:28:5: spec.dataSkipping.secondaryIndexes: secondary indexes") for m in out), out
     assert broken(section, ("    bloomFilters: true\n", ""),
                   ("    secondaryIndexes: [{name: by_customer, column: customer_id}]\n", "")) == [

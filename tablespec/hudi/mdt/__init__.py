@@ -15,9 +15,9 @@ or deleted. Modules:
 - `reader`: the listing the metadata table gives, with Hudi's rules for which log blocks count.
 - `record_index`, `record_index_writer`, `record_index_reader`: Hudi's record index (the
   `record_index` partition): key hashing and records, building it, lookups and scans.
-- `column_stats`, `column_stats_changes`: Hudi's data-skipping partitions (`column_stats`,
-  `partition_stats` on version 9): key hashing and records, and what an instant does to them, read
-  from the Parquet footers of the files it wrote.
+- `column_stats`, `bloom_filters`, `column_stats_changes`: Hudi's data-skipping partitions
+  (`column_stats`, `bloom_filters`, `partition_stats` on version 9): key hashing and records, and
+  what an instant does to them, read from the Parquet footers of the files it wrote.
 - `cleaner`, `archiver`: the metadata table's own clean (after its compaction) and archive (after
   the data table's), so its files stay bounded; `lsm_archiver` archives Hudi 1.x's into its own
   LSM history.

@@ -1,13 +1,14 @@
-"""What a data instant does to the metadata table's `column_stats` and `partition_stats`, read from
-the Parquet footers of the base files it wrote (no pass over the data) and the records of the log
-files a deltacommit wrote.
+"""What a data instant does to the metadata table's `column_stats`, `partition_stats` and
+`bloom_filters`, read from the Parquet footers of the base files it wrote (no pass over the data)
+and the records of the log files a deltacommit wrote.
 
 A commit, replacecommit or deltacommit adds each written file's column ranges; on table version 9
 each partition it touched gets its statistics anew over that partition's latest file slices (the
 files it wrote, and the base and log files of the others, a log file joining its slice), tight
-bounds as Hudi 1.x writes them. A clean records each
-deleted file's ranges as deleted. A rollback needs nothing here: the metadata table's deltacommit
-of the rolled-back instant is rolled back with it (sync.py), its records with it.
+bounds as Hudi 1.x writes them. Each base file written adds its footer's bloom filter (log files
+have none in the partition, as Hudi's). A clean records each deleted file's ranges and filter as
+deleted. A rollback needs nothing here: the metadata table's deltacommit of the rolled-back instant
+is rolled back with it (sync.py), its records with it.
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats import index_defs
 from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, parquet_block_table, read_blocks
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import column_stats, layout
+from tablespec.hudi.mdt import bloom_filters, column_stats, layout
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
 from tablespec.hudi.mdt.record_index import HashedChange
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
@@ -41,7 +44,7 @@ META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_k
 
 def kept(table: HudiTable) -> tuple[str, ...]:
     """The data-skipping partitions the table's hoodie.properties name (ready) that tablespec keeps:
-    `column_stats`, and `partition_stats` on a version 9 table."""
+    `column_stats`, `bloom_filters`, and `partition_stats` on a version 9 table."""
     return kept_in(table.config)
 
 
@@ -49,7 +52,8 @@ def kept_in(config: TableConfig | None) -> tuple[str, ...]:
     """`kept` of a table with `config` (its hoodie.properties)."""
     names = {n.strip() for n in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
     one_x = config is not None and config.version >= 8
-    return tuple(p for p in (COLUMN_STATS, PARTITION_STATS) if p in names and (p == COLUMN_STATS or one_x))
+    return tuple(p for p in (COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS)
+                 if p in names and (p != PARTITION_STATS or one_x))
 
 
 def half_built(table: HudiTable) -> tuple[str, ...]:
@@ -88,14 +92,19 @@ def indexed_columns(table: HudiTable) -> Collection[str] | None:
     return None if fields is None else tuple(fields)
 
 
-def _footer_ranges(table: HudiTable, path: str, columns: Collection[str] | None) -> list[ColumnRange]:
-    """A file's column ranges: a base file's from its footer, a log file's over its data blocks' records."""
+def _footer(table: HudiTable, path: str) -> pq.FileMetaData:
+    with table.storage.open_input_file(join(table.base, path)) as f:
+        return pq.read_metadata(f)
+
+
+def _footer_ranges(table: HudiTable, path: str, columns: Collection[str] | None,
+                   footer: pq.FileMetaData | None = None) -> list[ColumnRange]:
+    """A file's column ranges: a base file's from its footer (`footer`: read already), a log file's
+    over its data blocks' records."""
     name = posixpath.basename(path)
     if LogFileName.parse(name) is not None:
         return _log_ranges(table, path, columns)
-    with table.storage.open_input_file(join(table.base, path)) as f:
-        metadata = pq.read_metadata(f)
-    return column_stats.file_ranges(metadata, name, columns)
+    return column_stats.file_ranges(footer or _footer(table, path), name, columns)
 
 
 # Avro primitive (or logical) type -> the Arrow type of the Parquet a block's records are measured in
@@ -138,9 +147,10 @@ def _log_ranges(table: HudiTable, path: str, columns: Collection[str] | None) ->
     return column_stats.file_ranges(metadata, posixpath.basename(path), columns)
 
 
-def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collection[str]) -> dict[str, HashedChange]:
-    """The change of each kept partition (`partitions`, from `kept`) for a commit or replacecommit that
-    has not completed yet (the handle's timeline shows it pending)."""
+def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata,
+                partitions: Collection[str]) -> dict[str, HashedChange]:
+    """The change of each kept partition (`partitions`, from `kept`) for a commit or replacecommit
+    `instant` that has not completed yet (the handle's timeline shows it pending)."""
     one_x = table.config is not None and table.config.version >= 8
     columns = indexed_columns(table)
     written: dict[str, dict[str, list[ColumnRange]]] = {}      # partition -> file id -> its ranges
@@ -151,7 +161,17 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, partitions: Collecti
         for stat in stats:
             if not stat.path:
                 continue
-            ranges = _footer_ranges(table, stat.path, columns)
+            name = posixpath.basename(stat.path)
+            footer = None if LogFileName.parse(name) is not None else _footer(table, stat.path)
+            if BLOOM_FILTERS in out and footer is not None:
+                found = bloom_filters.footer_filter(footer)
+                if found is None:
+                    raise HudiFormatError(f"{join(table.base, stat.path)}: no bloom filter in its footer, which "
+                                          f"the table's {BLOOM_FILTERS} partition needs")
+                out[BLOOM_FILTERS].records.append(bloom_filters.bloom_filter_record(partition, name, instant, found))
+            if COLUMN_STATS not in out and PARTITION_STATS not in out:
+                continue
+            ranges = _footer_ranges(table, stat.path, columns, footer)
             written.setdefault(partition, {})[stat.file_id] = ranges
             if COLUMN_STATS in out:
                 out[COLUMN_STATS].records += [column_stats.column_stats_record(partition, r, one_x) for r in ranges]
@@ -180,18 +200,27 @@ def _schema_columns(table: HudiTable) -> list[str]:
     return [*META_COLUMNS, *(f for f in fields if isinstance(f, str) and f not in META_COLUMNS)]
 
 
-def from_removed(table: HudiTable, change: FilesChange, partitions: Collection[str]) -> dict[str, HashedChange]:
-    """What a clean that deleted files does: each indexed column's statistics of each file go (Hudi
-    1.x: their keys in a delete block; 0.15: a record marked deleted)."""
-    if COLUMN_STATS not in partitions or not change.removed:
+def from_removed(table: HudiTable, instant: str, change: FilesChange,
+                 partitions: Collection[str]) -> dict[str, HashedChange]:
+    """What a clean (`instant`) that deleted files does: each indexed column's statistics of each file
+    and each base file's bloom filter go (Hudi 1.x: their keys in a delete block; 0.15: a record
+    marked deleted)."""
+    if not change.removed:
         return {}
     one_x = table.config is not None and table.config.version >= 8
+    out = {}
+    if BLOOM_FILTERS in partitions:
+        based = [(p, n) for p, files in sorted(change.removed.items()) for n in sorted(files) if LogFileName.parse(n) is None]
+        out[BLOOM_FILTERS] = HashedChange(deletes=[bloom_filters.key(p, n) for p, n in based]) if one_x else \
+            HashedChange(records=[bloom_filters.deleted_record(p, n, instant) for p, n in based])
+    if COLUMN_STATS not in partitions:
+        return out
     columns = indexed_columns(table)
     names: Iterable[str] = columns if columns is not None else _schema_columns(table)
     gone = [(partition, name, column) for partition, files in change.removed.items() for name in files for column in names]
     if one_x:
-        return {COLUMN_STATS: HashedChange(deletes=[column_stats.column_stats_key(c, p, n) for p, n, c in gone])}
-    return {COLUMN_STATS: HashedChange(records=[column_stats.deleted_record(p, n, c, False) for p, n, c in gone])}
+        return {**out, COLUMN_STATS: HashedChange(deletes=[column_stats.column_stats_key(c, p, n) for p, n, c in gone])}
+    return {**out, COLUMN_STATS: HashedChange(records=[column_stats.deleted_record(p, n, c, False) for p, n, c in gone])}
 
 
 __all__ = ["from_commit", "from_removed", "half_built", "indexed_columns", "kept", "kept_in"]

@@ -26,6 +26,7 @@ from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.compaction_format import PLAN_SCHEMA, PLAN_SCHEMA_1X, PLAN_VERSION
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import column_stats, layout, reader, record_index_reader
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant
 from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, V1, Format, MetaInstant
@@ -75,7 +76,7 @@ def slices_to_compact(storage: Storage, base: str, fmt: Format = V1) -> list[lay
     current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
-    others = [p for p in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS) if storage.is_dir(layout.partition_path(base, p))]
+    others = [p for p in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS) if storage.is_dir(layout.partition_path(base, p))]
     return [current, *(s for p in others for s in layout.latest_slices(storage, base, completed, p, fmt) if s.log_files)]
 
 
@@ -121,7 +122,7 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
         elif previous.partition == RECORD_INDEX:
             found = record_index_reader.entries(table, previous, valid)
             records = [(k, found[k]) for k in sorted(found, key=str.encode)]
-        else:   # column_stats, partition_stats: a key's newest record, deleted ones left out
+        else:   # column_stats, partition_stats, bloom_filters: a key's newest record, deleted ones left out
             merged_stats = column_stats.latest(reader.slice_records(storage, base, previous, valid))
             records = [(k, dict(merged_stats[k])) for k in sorted(merged_stats, key=str.encode)]
         stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records,

@@ -41,6 +41,7 @@ from tablespec.hudi.mdt import (
     records,
     writer,
 )
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, Format, MetaInstant
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, HashedChange, RecordIndexChange
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from tablespec.hudi.config import TableConfig
     from tablespec.hudi.table import HudiTable
 
-MAINTAINED = frozenset({FILES, RECORD_INDEX, COLUMN_STATS})   # metadata-table partitions tablespec keeps true
+MAINTAINED = frozenset({FILES, RECORD_INDEX, COLUMN_STATS, BLOOM_FILTERS})   # metadata-table partitions tablespec keeps true
 MAINTAINED_1X = MAINTAINED | {PARTITION_STATS}                # and on Hudi 1.x's tables (versions 8, 9)
 
 
@@ -71,8 +72,8 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
     from their footers, and those of files a clean deleted, by partition. A compaction moves no key
     (its slices' keys stay in their file groups; deletes were recorded by the deltacommits that wrote them)."""
     skipping = column_stats_changes.kept(table)
-    stats = (column_stats_changes.from_commit(table, commit, skipping) if commit is not None
-             else column_stats_changes.from_removed(table, change, skipping)) if skipping else {}
+    stats = (column_stats_changes.from_commit(table, instant, commit, skipping) if commit is not None
+             else column_stats_changes.from_removed(table, instant, change, skipping)) if skipping else {}
     if not record_index_writer.is_enabled(table):
         return change, None, stats
     if commit is None or commit.compacted:
