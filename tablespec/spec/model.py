@@ -305,12 +305,15 @@ class ColumnStatsIndex(SpecModel):
 
 
 class SecondaryIndex(SpecModel):
-    """A Hudi 1.x secondary index (CREATE INDEX): not kept by tablespec (refused)."""
+    """A Hudi 1.x secondary index (`CREATE INDEX name ON t (column)`): the metadata table's
+    `secondary_index_<name>` partition maps each value of `column` to the record keys holding it, which Hudi's
+    readers look up for equality filters on the column. Table version 9 copy-on-write, with the RECORD_LEVEL
+    index (Hudi requires its record index)."""
 
     name: Name
-    """Index name."""
+    """Index name (its metadata partition is `secondary_index_<name>`)."""
     column: str
-    """Indexed column."""
+    """Indexed column (a table column of a primitive type)."""
 
 
 class DataSkipping(SpecModel):
@@ -326,7 +329,7 @@ class DataSkipping(SpecModel):
     bloom_filters: bool = False
     """Hudi's bloom_filters partition: not kept by tablespec yet (refused)."""
     secondary_indexes: list[SecondaryIndex] = []
-    """Hudi 1.x's secondary indexes: not kept by tablespec yet (refused)."""
+    """Hudi 1.x's secondary indexes (table version 9, copy-on-write, RECORD_LEVEL index): kept in every change."""
 
     @field_validator("bloom_filters")
     @classmethod
@@ -335,14 +338,6 @@ class DataSkipping(SpecModel):
             raise problem("the metadata table's bloom_filters partition is not kept by tablespec yet: remove "
                           "bloomFilters (tablespec drops the partition before a change; Hudi's BLOOM index reads "
                           "the filters in the base files' footers instead)")
-        return value
-
-    @field_validator("secondary_indexes")
-    @classmethod
-    def _secondary_indexes_refused(cls, value: list[SecondaryIndex]) -> list[SecondaryIndex]:
-        if value:
-            raise problem("secondary indexes (Hudi 1.x's CREATE INDEX) are not kept by tablespec yet: remove "
-                          "secondaryIndexes (tablespec drops them before a change)")
         return value
 
 
