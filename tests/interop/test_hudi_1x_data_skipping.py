@@ -203,3 +203,37 @@ def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_p
     assert SECONDARY not in observe(HudiTable.open(str(location))).metadata_table.partitions
     assert SECONDARY not in json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
     assert not Path(location, ".hoodie", "metadata", SECONDARY).exists()
+
+
+def test_a_declared_secondary_index_is_built_hudi_1_2_reads_and_continues_it(hudi, hudi1, tmp_path, capsys):
+    """Declaring a secondary index on a version 9 RECORD_LEVEL table that lacks it plans one `build_data_skipping`
+    (the partition, files and bytes of the latest base files to read); apply builds it as Hudi 1.2 lays it out;
+    `import` declares it; Hudi 1.2 reads by value with data skipping what it reads without, validates, and its
+    next upsert continues the index tablespec built."""
+    location, _ = hudi1.copy(V9_RLI, tmp_path / "y9")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    doc["spec"]["dataSkipping"] = {"secondaryIndexes": [{"name": "idx_v", "column": "v"}]}
+    save_spec(doc, spec_file)
+    latest = [s.base_file for s in HudiTable.open(str(location)).view.latest_slices() if s.base_file is not None]
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    [build] = [a for t in json.loads(out)["tables"] for a in t["actions"]]
+    assert build["kind"] == "build_data_skipping" and build["params"]["partitions"] == [SECONDARY]
+    assert build["estimate"] == {"partitions": 3, "files": len(latest), "bytes": sum(f.size for f in latest)}
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["build_data_skipping"]
+    code, out, _ = cli(capsys, "import", str(location))
+    assert code == 0 and "dataSkipping:\n    secondaryIndexes:\n    - name: idx_v\n      column: v\n" in out, out
+    assert json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"][
+        SECONDARY] == secondary_index.definition("idx_v", "v")
+    assert _secondary_index(location) == _pairs(tablespec_rows(_table(hudi, doc, location)))
+
+    steps = [read_step(location, "v = 10", **ON), read_step(location, "v = 10", **OFF),
+             sql_step(f"CREATE TABLE y9 USING hudi LOCATION '{location}'"),
+             sql_step("CALL validate_metadata_table_files(table => 'y9')"),
+             write_step(location, {**HUDI_RLI, "hoodie.write.lock.provider": LOCKED.split("=", 1)[1]}, SCHEMA,
+                        [("d", 40, "2024-01-03", 5)]),
+             read_step(location, "v = 40", **ON), read_step(location)]
+    on, off, _, differences, _, after, every = hudi1.process.run(steps)
+    assert _ids(on) == _ids(off) == ["a"]
+    assert differences == []
+    assert _ids(after) == ["d"]
+    assert _secondary_index(location) == _pairs(every)
