@@ -110,7 +110,7 @@ def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:
     from tablespec.hudi.formats import index_defs
     out = {}
     for name in partitions:
-        found = index_defs.definition(table.storage, table.base, table.config, name)
+        found = index_defs.definition(table.storage, table.base, table.config, name) if table.config else None
         fields = (found or {}).get("sourceFields")
         if not found or found.get("indexFunction", "identity") != "identity" or not isinstance(fields, list) \
                 or len(fields) != 1 or not isinstance(fields[0], str):
@@ -150,10 +150,11 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str
         new: set[tuple[str | None, str]] = set()
         for stats in written.values():
             for stat in stats:
-                if LogFileName.parse(stat.path.rsplit("/", 1)[-1]) is not None:
+                path = stat.path or ""
+                if LogFileName.parse(path.rsplit("/", 1)[-1]) is not None:
                     raise HudiFormatError(f"{table.base}: {name} is kept on copy-on-write tables only (a log file "
-                                          f"{stat.path} was written)")
-                new |= _pairs(table, join(table.base, stat.path), stat.file_size_in_bytes or None, column)
+                                          f"{path} was written)")
+                new |= _pairs(table, join(table.base, path), stat.file_size_in_bytes or None, column)
         old: set[tuple[str | None, str]] = set()
         for key in old_files:
             slice_ = before.get(key)
