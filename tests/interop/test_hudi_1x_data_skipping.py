@@ -221,7 +221,7 @@ def test_a_declared_secondary_index_is_built_hudi_1_2_reads_and_continues_it(hud
     assert build["estimate"] == {"partitions": 3, "files": len(latest), "bytes": sum(f.size for f in latest)}
     assert apply_until_done(capsys, spec_file, tmp_path) == ["build_data_skipping"]
     code, out, _ = cli(capsys, "import", str(location))
-    assert code == 0 and "dataSkipping:\n    secondaryIndexes:\n    - name: idx_v\n      column: v\n" in out, out
+    assert code == 0 and "dataSkipping:\n    secondaryIndexes:\n    - {name: idx_v, column: v}\n" in out, out
     assert json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"][
         SECONDARY] == secondary_index.definition("idx_v", "v")
     assert _secondary_index(location) == _pairs(tablespec_rows(_table(hudi, doc, location)))

@@ -10,7 +10,7 @@ with its record index):
   group, which Hudi's lookups by value read alone);
 - a commit appends, per file group touched, a data block of the new (value, key) pairs and a delete
   block of the pairs gone (an update changing the value deletes `old$key` and inserts `new$key`; a
-  deleted key deletes `value$key`; an update keeping the value writes nothing);
+  deleted key deletes `value$key`; an update keeping the value, or a clustering, writes nothing);
 - the definition in `.hoodie/.index_defs/index.json`: `secondary_index_<name>`, type `secondary_index`,
   function `identity`, its column as the one source field, no options, version V2.
 
