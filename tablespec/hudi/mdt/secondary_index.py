@@ -120,16 +120,24 @@ def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def _pairs(table: HudiTable, path: str, size: int | None, column: str) -> set[tuple[str | None, str]]:
-    """(value as Hudi keys it, record key) of every row of a base file."""
+Pairs = set[tuple[str | None, str]]   # (value as Hudi keys it, record key)
+
+
+def _pairs(table: HudiTable, path: str, size: int | None, columns: Iterable[str]) -> dict[str, Pairs]:
+    """Column -> the (value, record key) pairs of every row of a base file: one read of the key and
+    indexed columns."""
+    wanted = sorted(set(columns))
     with table.storage.open_input_file(path, size) as f:
-        found = pq.read_table(f, columns=[column, KEY_COLUMN])
-    values = found.column(column)
-    if not any(check(values.type) for check in SUPPORTED):
-        raise HudiFormatError(f"{table.base}: the secondary index on column {column} of type {values.type}: tablespec "
-                              "keeps secondary indexes on string and integer columns only")
-    texts = values.cast(pa.string()).to_pylist()
-    return set(zip(texts, found.column(KEY_COLUMN).cast(pa.string()).to_pylist()))
+        found = pq.read_table(f, columns=[*wanted, KEY_COLUMN])
+    keys = found.column(KEY_COLUMN).cast(pa.string()).to_pylist()
+    out = {}
+    for column in wanted:
+        values = found.column(column)
+        if not any(check(values.type) for check in SUPPORTED):
+            raise HudiFormatError(f"{table.base}: the secondary index on column {column} of type {values.type}: "
+                                  "tablespec keeps secondary indexes on string and integer columns only")
+        out[column] = set(zip(values.cast(pa.string()).to_pylist(), keys))
+    return out
 
 
 def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str, str]) -> dict[str, HashedChange]:
@@ -145,24 +153,24 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str
     before = {(g.partition, g.file_id): g.latest_slice for g in view.file_groups()}
     old_files = {(p, s.file_id) for p, stats in written.items() for s in stats}
     old_files |= {(p, i) for p, ids in replaced.items() for i in ids}
-    out = {}
-    for name, column in sorted(indexed.items()):
-        new: set[tuple[str | None, str]] = set()
-        for stats in written.values():
-            for stat in stats:
-                path = stat.path or ""
-                if LogFileName.parse(path.rsplit("/", 1)[-1]) is not None:
-                    raise HudiFormatError(f"{table.base}: {name} is kept on copy-on-write tables only (a log file "
-                                          f"{path} was written)")
-                new |= _pairs(table, join(table.base, path), stat.file_size_in_bytes or None, column)
-        old: set[tuple[str | None, str]] = set()
-        for key in old_files:
-            slice_ = before.get(key)
-            if slice_ is not None and slice_.base_file is not None:
-                old |= _pairs(table, slice_.base_file.path, slice_.base_file.size, column)
-        out[name] = HashedChange(records=[(k, record(k)) for k in sorted({index_key(*p) for p in new - old})],
-                                 deletes=sorted({index_key(*p) for p in old - new}))
-    return out
+    new: dict[str, Pairs] = {c: set() for c in indexed.values()}
+    old: dict[str, Pairs] = {c: set() for c in indexed.values()}
+    for stats in written.values():
+        for stat in stats:
+            path = stat.path or ""
+            if LogFileName.parse(path.rsplit("/", 1)[-1]) is not None:
+                raise HudiFormatError(f"{table.base}: secondary indexes are kept on copy-on-write tables only (a log "
+                                      f"file {path} was written)")
+            for column, pairs in _pairs(table, join(table.base, path), stat.file_size_in_bytes or None, new).items():
+                new[column] |= pairs
+    for key in old_files:
+        slice_ = before.get(key)
+        if slice_ is not None and slice_.base_file is not None:
+            for column, pairs in _pairs(table, slice_.base_file.path, slice_.base_file.size, old).items():
+                old[column] |= pairs
+    return {name: HashedChange(records=[(k, record(k)) for k in sorted({index_key(*p) for p in new[c] - old[c]})],
+                               deletes=sorted({index_key(*p) for p in old[c] - new[c]}))
+            for name, c in sorted(indexed.items())}
 
 
 def stored(table: HudiTable, name: str) -> dict[str, str]:
@@ -199,7 +207,8 @@ def initialize(table: HudiTable, name: str, column: str) -> str:
     keys: set[str] = set()
     for slice_ in table.view.latest_slices():
         if slice_.base_file is not None:
-            keys |= {index_key(*p) for p in _pairs(table, slice_.base_file.path, slice_.base_file.size, column)}
+            pairs = _pairs(table, slice_.base_file.path, slice_.base_file.size, (column,))[column]
+            keys |= {index_key(*p) for p in pairs}
     groups: list[list[tuple[str, dict[str, Any]]]] = [[] for _ in range(FILE_GROUPS)]
     for key in sorted(keys, key=str.encode):
         groups[file_group(key, FILE_GROUPS)].append((key, record(key)))
