@@ -169,7 +169,7 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str
             for column, pairs in _pairs(table, slice_.base_file.path, slice_.base_file.size, old).items():
                 old[column] |= pairs
     return {name: HashedChange(records=[(k, record(k)) for k in sorted({index_key(*p) for p in new[c] - old[c]})],
-                               deletes=sorted({index_key(*p) for p in old[c] - new[c]}))
+                               deletes=sorted({index_key(*p) for p in old[c] - new[c]}), group=file_group)
             for name, c in sorted(indexed.items())}
 
 

@@ -26,17 +26,10 @@ from tablespec.hudi.formats.logfile import BlockType, delete_block, encode_block
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
 from tablespec.hudi.formats.partition import discover_partitions, write_partition_metadata
 from tablespec.hudi.io import Storage, join
-from tablespec.hudi.mdt import compaction, layout, secondary_index
+from tablespec.hudi.mdt import compaction, layout
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant, write_instant_file
 from tablespec.hudi.mdt.layout import FILE_ID, FILES, V1, WRITE_TOKEN, Format, LogAppend, MetaInstant
-from tablespec.hudi.mdt.record_index import (
-    RECORD_INDEX,
-    HashedChange,
-    RecordIndexChange,
-    file_group_index,
-    hashed_appends,
-    log_appends,
-)
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, HashedChange, RecordIndexChange, hashed_appends, log_appends
 from tablespec.hudi.mdt.records import FilesChange, base_hfile, data_block, listing_records, schema_json
 from tablespec.hudi.metadata_table import INFLIGHT_KEY, PARTITIONS_KEY
 
@@ -240,8 +233,7 @@ def record(table: HudiTable, instant: str, change: FilesChange,
         slices = layout.latest_slices(storage, base, completed, partition, fmt)
         if not slices:
             raise HudiFormatError(f"{layout.partition_path(base, partition)}: the metadata partition has no file group")
-        appends += hashed_appends(slices, instant, partition, found, fmt.is_1x, secondary_index.file_group
-                                  if partition.startswith(secondary_index.PREFIX) else file_group_index)
+        appends += hashed_appends(slices, instant, partition, found, fmt.is_1x)
     write_instant_file(storage, base, layout.instant_file(instant, layout.DELTA_COMMIT, "requested"), fmt=fmt)
     planned = [(a.slice, a.records) for a in appends] or [(current, 0)]
     inflight = CommitMetadata(_by_partition(
