@@ -543,12 +543,18 @@ class Applier:
         """Build the declared data-skipping partitions from the latest base files' footers, once
         `locked` dropped a half-built one or a build that died (named inflight); one a Hudi writer
         built meanwhile is kept."""
-        from tablespec.engine.data_skipping import build
+        from tablespec.engine.data_skipping import build, build_secondary_indexes
+        from tablespec.hudi.mdt import secondary_index
         from tablespec.hudi.mdt.column_stats_changes import kept
         table = self.table(t)
         with self._locked(t):
-            wanted = [p for p in a.params.partitions if p not in kept(table)]
-            return build(self.spark, table, wanted, a.params.columns) if wanted else DataSkippingBuilt()
+            secondary = {i.name: i.column for i in (spec.spec.data_skipping.secondary_indexes
+                                                    if spec.spec.data_skipping else ())
+                         if secondary_index.partition(i.name) in a.params.partitions
+                         and secondary_index.partition(i.name) not in secondary_index.kept_in(table.config)}
+            wanted = [p for p in a.params.partitions if p not in kept(table) and not p.startswith(secondary_index.PREFIX)]
+            built = build(self.spark, table, wanted, a.params.columns) if wanted else DataSkippingBuilt()
+            return build_secondary_indexes(table, secondary, built) if secondary else built
 
     def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
                                        spec: TableSpec) -> MetadataDropped:

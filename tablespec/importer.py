@@ -237,23 +237,27 @@ def _set(doc: dict, path: str, value) -> None:
 def observed_data_skipping(state: TableState) -> dict | None:
     """The `dataSkipping` section of the data-skipping partitions the table has that tablespec keeps
     (column statistics with the columns its index definition lists, unless they are Hudi's default
-    selection; partition statistics; bloom filters), None
+    selection; partition statistics; bloom filters; secondary indexes with their columns), None
     without any; a half-built one is not declared (plan drops it)."""
+    from tablespec.hudi.mdt import secondary_index
     from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
     from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
     found = [p for p in kept_in(state.config) if p not in half_built(state.handle)]   # a half-built one is dropped
-    if COLUMN_STATS not in found:
-        return {"bloomFilters": True} if BLOOM_FILTERS in found else None
-    columns = indexed_columns(state.handle)
-    if columns is not None and set(columns) == set(hudi_default_columns((c.name, c.type) for c in state.columns)):
-        columns = None   # Hudi's default selection: it follows the schema as it evolves, so the spec says default
-    out: dict = {"columnStats": {"columns": list(columns)} if columns is not None else {}}
-    if PARTITION_STATS in found:
-        out["partitionStats"] = True
+    out: dict = {}
+    if COLUMN_STATS in found:
+        columns = indexed_columns(state.handle)
+        if columns is not None and set(columns) == set(hudi_default_columns((c.name, c.type) for c in state.columns)):
+            columns = None   # Hudi's default selection: it follows the schema as it evolves, so the spec says default
+        out["columnStats"] = {"columns": list(columns)} if columns is not None else {}
+        if PARTITION_STATS in found:
+            out["partitionStats"] = True
     if BLOOM_FILTERS in found:
         out["bloomFilters"] = True
-    return out
+    if indexed := secondary_index.kept_in(state.config):
+        out["secondaryIndexes"] = [{"name": p[len(secondary_index.PREFIX):], "column": column}
+                                   for p, column in secondary_index.columns(state.handle, indexed).items()]
+    return out or None
 
 
 def spec_document(state: TableState, warehouse: Location, timestamp: dict[str, str] | None = None) -> dict:

@@ -9,14 +9,14 @@ from __future__ import annotations
 import functools
 import pickle
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
-from tablespec.hudi.mdt import bloom_filters, column_stats, column_stats_init
+from tablespec.hudi.mdt import bloom_filters, column_stats, column_stats_init, secondary_index
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS, Footer
 from tablespec.hudi.mdt.column_stats import ColumnRange
 from tablespec.hudi.table import HudiTable, Location
@@ -71,7 +71,6 @@ def read_footers(spark, table: HudiTable, columns: Collection[str] | None, filte
         *(out.column(c).to_pylist() for c in ("partition", "name", "ranges")))}
 
 
-
 def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[str] | None) -> DataSkippingBuilt:
     """Build `partitions` from the latest base files' footers (`columns`: those indexed, None: every
     column Hudi 0.15 indexes). The caller holds the table lock, with recovery done and half-built
@@ -95,4 +94,18 @@ def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[
     return DataSkippingBuilt(instants=instants, files=len(ranges), seconds=round(time.monotonic() - started, 3))
 
 
-__all__ = ["build", "latest_base_files", "read_footers"]
+def build_secondary_indexes(table: HudiTable, indexes: Mapping[str, str], built: DataSkippingBuilt) -> DataSkippingBuilt:
+    """Build the secondary indexes `indexes` (name -> column) after `built`, each from the key and indexed
+    columns of the latest base files; the caller holds the table lock, as for `build`."""
+    started = time.monotonic()
+    instants = list(built.instants)
+    files = sum(1 for s in table.view.latest_slices() if s.base_file is not None)
+    with table.transaction_lock("secondary index build"):
+        table.fresh_timeline()
+        for name, column in sorted(indexes.items()):
+            instants.append(secondary_index.initialize(table, name, column))
+    return DataSkippingBuilt(instants=instants, files=max(built.files, files),
+                             seconds=round((built.seconds or 0) + time.monotonic() - started, 3))
+
+
+__all__ = ["build", "build_secondary_indexes", "latest_base_files", "read_footers"]

@@ -5,10 +5,12 @@ from __future__ import annotations
 from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
 from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
+from tablespec.hudi.mdt import secondary_index
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
 from tablespec.hudi.mdt.layout import FILES
+from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.mdt.sync import maintained_partitions
 from tablespec.hudi.metadata_table import PARTITIONS_KEY, unmaintained
 from tablespec.plan.actions import (
@@ -67,7 +69,12 @@ def declared_indexes(spec) -> tuple[str, ...]:
         return ()
     return tuple(p for p, on in ((COLUMN_STATS, declared.column_stats is not None),
                                  (PARTITION_STATS, declared.partition_stats),
-                                 (BLOOM_FILTERS, declared.bloom_filters)) if on)
+                                 (BLOOM_FILTERS, declared.bloom_filters)) if on) + tuple(
+        secondary_index.partition(i.name) for i in declared.secondary_indexes)
+
+
+def _kept(config) -> tuple[str, ...]:
+    return kept_in(config) + secondary_index.kept_in(config)
 
 
 def undeclared_indexes(spec, config) -> tuple[str, ...]:
@@ -75,7 +82,7 @@ def undeclared_indexes(spec, config) -> tuple[str, ...]:
     it has one) does not declare: dropped, as a Hudi writer with them off drops them."""
     if spec.spec.data_skipping is None:
         return ()
-    return tuple(p for p in kept_in(config) if p not in declared_indexes(spec))
+    return tuple(p for p in _kept(config) if p not in declared_indexes(spec))
 
 
 def indexes_to_build(spec, state: TableState) -> tuple[str, ...]:
@@ -84,7 +91,29 @@ def indexes_to_build(spec, state: TableState) -> tuple[str, ...]:
     if not state.exists or unwritable_version(state.table_config) is not None:
         return ()
     ready = [p for p in kept_in(state.config) if state.table is None or p not in half_built(state.table)]
+    ready += secondary_index.kept_in(state.config)
     return tuple(p for p in declared_indexes(spec) if p not in ready)
+
+
+def _secondary_index_problems(spec, state: TableState, where: str) -> str | None:
+    """Why the spec's secondary indexes cannot be kept on this table, or None."""
+    declared = spec.spec.data_skipping.secondary_indexes
+    if not declared:
+        return None
+    config = state.table_config
+    if config.version < 9 or config.table_type != "COPY_ON_WRITE":
+        return (f"{where}: spec.dataSkipping.secondaryIndexes: tablespec keeps secondary indexes on table version 9 "
+                f"COPY_ON_WRITE tables only (the table is version {config.version} {config.table_type})")
+    if RECORD_INDEX not in state.metadata_table.partitions:
+        return (f"{where}: spec.dataSkipping.secondaryIndexes need Hudi's record index, which the table lacks: "
+                "apply index.type RECORD_LEVEL first, then declare the secondary indexes")
+    have = secondary_index.columns(state.handle, secondary_index.kept_in(state.config))
+    changed = [f"{i.name} ({have[p]} -> {i.column})" for i in declared
+               if (p := secondary_index.partition(i.name)) in have and have[p] != i.column]
+    if changed:
+        return (f"{where}: spec.dataSkipping.secondaryIndexes change the column of {', '.join(changed)}: tablespec does "
+                "not rebuild an index on another column yet; remove it (one apply drops it), then declare it again")
+    return None
 
 
 def _indexed_columns(spec, state: TableState) -> list[str] | None:
@@ -104,6 +133,8 @@ def data_skipping_actions(spec, state: TableState) -> list:
     declared = spec.spec.data_skipping
     where = f"table {spec.metadata.name} at {state.location}"
     actions: list = []
+    if (problem := _secondary_index_problems(spec, state, where)) is not None:
+        raise PlanError(problem)
     missing = indexes_to_build(spec, state)
     if missing and state.table_config.table_type == "MERGE_ON_READ":
         raise PlanError(f"{where}: spec.dataSkipping declares {', '.join(missing)}, which the table lacks: tablespec "
@@ -113,6 +144,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
     if missing:
         files = [g for g in state.file_groups if g.base_file]
         named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
+        secondary = [p for p in missing if p.startswith(secondary_index.PREFIX)]
         columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else None
         actions.append(BuildDataSkipping(
             params=DataSkippingIndexes(partitions=list(missing), columns=columns),
@@ -123,7 +155,10 @@ def data_skipping_actions(spec, state: TableState) -> list:
                                     bytes=sum(g.size for g in files)),
             reasons=[f"spec.dataSkipping declares {', '.join(missing)}, which the table's metadata table "
                      + (f"has half-built ({', '.join(named)}: dropped and built again, never trusted)" if named
-                        else "does not have") + "; built from the Parquet footers of its latest base files"
+                        else "does not have") + "; built from the " + (
+                         "Parquet footers of its latest base files" if not secondary else
+                         "latest base files (footers; the indexed and key columns of each file for "
+                         f"{', '.join(secondary)})")
                      + (" (their bloom filters: a file written without one stops the build)"
                         if BLOOM_FILTERS in missing else "")]))
     listed = declared.column_stats.columns if declared.column_stats is not None else None

@@ -305,12 +305,15 @@ class ColumnStatsIndex(SpecModel):
 
 
 class SecondaryIndex(SpecModel):
-    """A Hudi 1.x secondary index (CREATE INDEX): not kept by tablespec (refused)."""
+    """A Hudi 1.x secondary index (`CREATE INDEX name ON t (column)`): the metadata table's
+    `secondary_index_<name>` partition maps each value of `column` to the record keys holding it, which Hudi's
+    readers look up for equality filters on the column. Table version 9 copy-on-write, with the RECORD_LEVEL
+    index (Hudi requires its record index)."""
 
     name: Name
-    """Index name."""
+    """Index name (its metadata partition is `secondary_index_<name>`)."""
     column: str
-    """Indexed column."""
+    """Indexed column (a table column of a primitive type)."""
 
 
 class DataSkipping(SpecModel):
@@ -327,15 +330,7 @@ class DataSkipping(SpecModel):
     """Keep each base file's bloom filter of record keys in the metadata table (the bloom_filters partition), which
     Hudi's BLOOM index reads instead of the files' footers (hoodie.bloom.index.use.metadata)."""
     secondary_indexes: list[SecondaryIndex] = []
-    """Hudi 1.x's secondary indexes: not kept by tablespec yet (refused)."""
-
-    @field_validator("secondary_indexes")
-    @classmethod
-    def _secondary_indexes_refused(cls, value: list[SecondaryIndex]) -> list[SecondaryIndex]:
-        if value:
-            raise problem("secondary indexes (Hudi 1.x's CREATE INDEX) are not kept by tablespec yet: remove "
-                          "secondaryIndexes (tablespec drops them before a change)")
-        return value
+    """Hudi 1.x's secondary indexes (table version 9, copy-on-write, RECORD_LEVEL index): kept in every change."""
 
 
 class Clustering(SpecModel):

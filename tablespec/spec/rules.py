@@ -207,6 +207,7 @@ def _data_skipping(body: TableBody) -> list[Problem]:
     if skipping.partition_stats and body.table_version == 6:
         problems.append((("dataSkipping", "partitionStats"), "partition statistics need table version 9 "
                                                              "(Hudi 1.1+); version 6 has none"))
+    problems += _secondary_indexes(body, skipping.secondary_indexes)
     columns = skipping.column_stats.columns if skipping.column_stats is not None else None
     if columns is None:
         return problems
@@ -217,6 +218,25 @@ def _data_skipping(body: TableBody) -> list[Problem]:
     problems += [p for i, name in enumerate(columns) if name not in META_COLUMNS
                  for p in _reference(by_name, (*loc, i), name, "column with statistics", primitive=True)]
     return problems + _duplicates(loc, columns, "column with statistics")
+
+
+def _secondary_indexes(body: TableBody, indexes: list) -> list[Problem]:
+    """Secondary indexes: Hudi 1.x's (table version 9), on copy-on-write tables with the record index."""
+    if not indexes:
+        return []
+    loc = ("dataSkipping", "secondaryIndexes")
+    if body.table_version not in (None, 9):   # None: the project's version, checked against the table by plan
+        return [(loc, f"secondary indexes are Hudi 1.x's (CREATE INDEX): they need tableVersion: 9 (the spec says "
+                      f"{body.table_version})")]
+    if body.table_type != "COPY_ON_WRITE":
+        return [(loc, "tablespec keeps secondary indexes on COPY_ON_WRITE tables only: not yet on MERGE_ON_READ "
+                      "(remove secondaryIndexes)")]
+    problems: list[Problem] = []
+    if body.index.type != "RECORD_LEVEL":
+        problems.append((loc, f"a secondary index needs Hudi's record index: set index.type: RECORD_LEVEL "
+                              f"(it is {body.index.type})"))
+    problems += _references(body, loc, [i.column for i in indexes], "secondary index column", primitive=True)
+    return problems + _duplicates(loc, [i.name for i in indexes], "secondary index name")
 
 
 @_body_rule

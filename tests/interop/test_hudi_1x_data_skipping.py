@@ -17,10 +17,11 @@ from helpers import tablespec_rows
 from hudi_process import Batch, bloom_filter_step, column_stats_step, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata, clustered_and_cleaned
+from test_hudi_1x_record_index import HUDI_RLI, V9_RLI
 from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
-from tablespec.hudi.mdt import layout
+from tablespec.hudi.mdt import layout, secondary_index
 from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
 
@@ -161,3 +162,96 @@ def test_declared_column_and_partition_stats_are_built_hudi_1_2_skips_with(hudi,
     assert _ids(after) == ["x", "y", "z"]
     assert _initializations(location) == built                  # Hudi's write continued them
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == SKIPPING
+
+
+LOCKED = "SET hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.InProcessLockProvider"  # CREATE INDEX needs one
+SECONDARY = "secondary_index_idx_v"
+
+
+def _secondary_index(location) -> dict[str, str]:
+    """The secondary index's live keys (merged as readers merge them), each checked in its value's file group."""
+    handle = HudiTable.open(str(location))
+    found = secondary_index.stored(handle, SECONDARY)
+    for key, group in found.items():
+        assert group == secondary_index.file_id("idx_v", secondary_index.file_group(key, secondary_index.FILE_GROUPS))
+    return dict.fromkeys(found)
+
+
+def _pairs(read) -> dict[str, None]:
+    return dict.fromkeys(sorted(f"{dict(r)['v']}${dict(r)['id']}" for r in read))
+
+
+def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_path, capsys):
+    """A version 9 copy-on-write table with Hudi 1.2's record index and `CREATE INDEX idx_v ON t (v)`: it imports
+    with the index declared and plans clean; tablespec's upsert (a value changed, a key moved with a new value, a
+    key inserted) and delete keep the index as Hudi keeps it (the old value's entry deleted, the new one
+    inserted, in the file group of the value); Hudi 1.2 reads by value with data skipping what it reads without,
+    validates, and writes on; removing the declaration drops the partition and its definition."""
+    location, _ = hudi1.copy(V9_RLI, tmp_path / "x9")
+    hudi1.process.run([sql_step(f"CREATE TABLE x9 USING hudi LOCATION '{location}'"), sql_step(LOCKED),
+                       sql_step("CREATE INDEX idx_v ON x9 (v)")])
+    doc, spec_file = _import(tmp_path, location, capsys)       # plans clean: nothing to drop
+    assert doc["spec"]["dataSkipping"] == {"secondaryIndexes": [{"name": "idx_v", "column": "v"}]}
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("b", 20, "2024-01-03", 3), ("c", 30, "2024-01-02", 3),
+                                      ("d", 4, "2024-01-01", 3), ("e", 5, "2024-01-01", 3)], SCHEMA))
+    table.write(hudi.createDataFrame([("a", 10, "2024-01-02", 4)], SCHEMA), "delete")
+    ours = tablespec_rows(table)
+    assert sorted((dict(r)["id"], dict(r)["v"]) for r in ours) == [("b", 20), ("c", 30), ("d", 4), ("e", 5)]
+    assert _secondary_index(location) == _pairs(ours)
+
+    wheres = ("v = 20", "v = 30", "v = 4", "v = 5", "v = 10", "v = 2", "v = 3")
+    steps = [step for where in wheres for step in (read_step(location, where, **ON), read_step(location, where, **OFF))]
+    steps += [sql_step(f"CREATE TABLE x9 USING hudi LOCATION '{location}'"),
+              sql_step("CALL validate_metadata_table_files(table => 'x9')"),
+              write_step(location, {**HUDI_RLI, "hoodie.write.lock.provider": LOCKED.split("=", 1)[1]}, SCHEMA,
+                         [("c", 31, "2024-01-02", 5), ("f", 6, "2024-01-09", 5)]),
+              read_step(location, "v = 31", **ON), read_step(location)]
+    *reads, _, differences, _, after, every = hudi1.process.run(steps)
+    for where, on, off in zip(wheres, reads[::2], reads[1::2]):
+        assert _ids(on) == _ids(off), where
+    assert [_ids(r) for r in reads[::2]] == [["b"], ["c"], ["d"], ["e"], [], [], []]
+    assert differences == []
+    assert _ids(after) == ["c"]
+    assert _secondary_index(location) == _pairs(every)             # Hudi continued it
+
+    doc["spec"]["dataSkipping"] = {}                            # declares none: the index is dropped
+    save_spec(doc, spec_file)
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["drop_metadata_partitions"]
+    assert SECONDARY not in observe(HudiTable.open(str(location))).metadata_table.partitions
+    assert SECONDARY not in json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
+    assert not Path(location, ".hoodie", "metadata", SECONDARY).exists()
+
+
+def test_a_declared_secondary_index_is_built_hudi_1_2_reads_and_continues_it(hudi, hudi1, tmp_path, capsys):
+    """Declaring a secondary index on a version 9 RECORD_LEVEL table that lacks it plans one `build_data_skipping`
+    (the partition, files and bytes of the latest base files to read); apply builds it as Hudi 1.2 lays it out;
+    `import` declares it; Hudi 1.2 reads by value with data skipping what it reads without, validates, and its
+    next upsert continues the index tablespec built."""
+    location, _ = hudi1.copy(V9_RLI, tmp_path / "y9")
+    doc, spec_file = _import(tmp_path, location, capsys)
+    doc["spec"]["dataSkipping"] = {"secondaryIndexes": [{"name": "idx_v", "column": "v"}]}
+    save_spec(doc, spec_file)
+    latest = [s.base_file for s in HudiTable.open(str(location)).view.latest_slices() if s.base_file is not None]
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    [build] = [a for t in json.loads(out)["tables"] for a in t["actions"]]
+    assert build["kind"] == "build_data_skipping" and build["params"]["partitions"] == [SECONDARY]
+    assert build["estimate"] == {"partitions": 3, "files": len(latest), "bytes": sum(f.size for f in latest)}
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["build_data_skipping"]
+    code, out, _ = cli(capsys, "import", str(location))
+    assert code == 0 and "dataSkipping:\n    secondaryIndexes:\n    - {name: idx_v, column: v}\n" in out, out
+    assert json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"][
+        SECONDARY] == secondary_index.definition("idx_v", "v")
+    assert _secondary_index(location) == _pairs(tablespec_rows(_table(hudi, doc, location)))
+
+    steps = [read_step(location, "v = 10", **ON), read_step(location, "v = 10", **OFF),
+             sql_step(f"CREATE TABLE y9 USING hudi LOCATION '{location}'"),
+             sql_step("CALL validate_metadata_table_files(table => 'y9')"),
+             write_step(location, {**HUDI_RLI, "hoodie.write.lock.provider": LOCKED.split("=", 1)[1]}, SCHEMA,
+                        [("d", 40, "2024-01-03", 5)]),
+             read_step(location, "v = 40", **ON), read_step(location)]
+    on, off, _, differences, _, after, every = hudi1.process.run(steps)
+    assert _ids(on) == _ids(off) == ["a"]
+    assert differences == []
+    assert _ids(after) == ["d"]
+    assert _secondary_index(location) == _pairs(every)

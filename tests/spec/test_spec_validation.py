@@ -314,6 +314,32 @@ WARNINGS = [
 ]
 
 
+RECORD_LEVEL = ("    type: BUCKET\n    numBuckets: 16\n    hashFields: [order_id]\n", "    type: RECORD_LEVEL\n")
+
+
+def test_secondary_indexes_are_version_9_copy_on_write_with_the_record_index(broken):
+    """Secondary indexes (Hudi 1.x's CREATE INDEX) are accepted on a version 9 copy-on-write RECORD_LEVEL table,
+    on a table column of a primitive type, each name once; refused at their line on version 6, on merge-on-read,
+    and on a missing or complex column."""
+    section = ("  clustering:\n", "  tableVersion: 9\n  dataSkipping:\n    secondaryIndexes: [{name: by_customer, "
+                                  "column: customer_id}, {name: by_date, column: order_date}]\n  clustering:\n")
+    assert broken(section, RECORD_LEVEL) == []
+    assert broken((section[0], section[1].replace("9", "6")), RECORD_LEVEL) == [
+        "t.yaml:24:5: spec.dataSkipping.secondaryIndexes: secondary indexes are Hudi 1.x's (CREATE INDEX): they need "
+        "tableVersion: 9 (the spec says 6)"]
+    assert broken(section, RECORD_LEVEL, ("  location: sales/orders\n", "  location: sales/orders\n  tableType: "
+                                          "MERGE_ON_READ\n")) == [
+        "t.yaml:25:5: spec.dataSkipping.secondaryIndexes: tablespec keeps secondary indexes on COPY_ON_WRITE tables "
+        "only: not yet on MERGE_ON_READ (remove secondaryIndexes)"]
+    out = broken((section[0], section[1].replace("order_date}", "nope}, {name: by_customer, column: address}")),
+                 RECORD_LEVEL)
+    assert [m.split(": ", 2)[1:] for m in out] == [
+        ["spec.dataSkipping.secondaryIndexes[1]", "secondary index column 'nope' is not a column"],
+        ["spec.dataSkipping.secondaryIndexes[2]", "secondary index column 'address' has the complex type "
+                                                  "struct<city:string>; it must be a primitive type"],
+        ["spec.dataSkipping.secondaryIndexes[2]", "secondary index name 'by_customer' is listed twice"]], out
+
+
 @pytest.mark.parametrize("replacement, expected", WARNINGS)
 def test_doubtful_settings_are_warnings(broken, replacement, expected):
     assert broken(replacement) == [expected]
@@ -331,7 +357,7 @@ def test_hilbert_with_two_columns_is_fine(broken):
 
 
 def test_data_skipping_section_refusals_name_their_line(broken):
-    """What tablespec does not keep (secondary indexes) and what cannot hold (partition
+    """What cannot hold (a secondary index without the record index, partition
     statistics without column statistics or on version 6, a column list on version 6 or naming no
     column) are refused at their place."""
     section = ("  clustering:\n", "  dataSkipping:\n    columnStats: {columns: [_hoodie_record_key, amount, nope]}\n"
@@ -339,7 +365,8 @@ def test_data_skipping_section_refusals_name_their_line(broken):
                "  clustering:\n")
     out = broken(section)
     assert not any("bloomFilters" in m for m in out), out                 # bloom filters are kept
-    assert any(m.startswith("t.yaml:28:5: spec.dataSkipping.secondaryIndexes: secondary indexes") for m in out), out
+    assert any(m.startswith("t.yaml:28:5: spec.dataSkipping.secondaryIndexes: a secondary index needs Hudi's "
+                            "record index: set index.type: RECORD_LEVEL (it is BUCKET)") for m in out), out
     assert broken(section, ("    bloomFilters: true\n", ""),
                   ("    secondaryIndexes: [{name: by_customer, column: customer_id}]\n", "")) == [
         "t.yaml:25:57: spec.dataSkipping.columnStats.columns[2]: column with statistics 'nope' is not a column"]

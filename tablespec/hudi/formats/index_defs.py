@@ -78,6 +78,14 @@ def with_index(storage: Storage, base: str, config: TableConfig, definition: dic
                                       keys.INDEX_DEFS_PATH.default or "", **config.extra})
 
 
+def definition(storage: Storage, base: str, config: TableConfig, name: str) -> dict[str, Any] | None:
+    """The definition of index `name`; None without one."""
+    if keys.INDEX_DEFS_PATH.name not in config.extra:
+        return None
+    found = _read(storage, _path(base, config))["indexDefinitions"].get(name)
+    return dict(found) if found is not None else None
+
+
 def source_fields(storage: Storage, base: str, config: TableConfig, name: str) -> list[str] | None:
     """The source fields of index `name` as its definition lists them; None without a definition."""
     if keys.INDEX_DEFS_PATH.name not in config.extra:
@@ -103,4 +111,4 @@ def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, .
         _write(storage, path, content)
 
 
-__all__ = ["RECORD_INDEX_DEFINITION", "check", "column_stats_definition", "remove", "source_fields", "with_index"]
+__all__ = ["RECORD_INDEX_DEFINITION", "check", "column_stats_definition", "definition", "remove", "source_fields", "with_index"]

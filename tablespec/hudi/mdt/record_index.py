@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -421,6 +421,7 @@ class HashedChange:
     record index's do (`column_stats`, `partition_stats`): records written, keys deleted."""
     records: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
+    group: Callable[[str, int], int] = file_group_index   # a key's file group (secondary indexes: by value)
 
     @property
     def empty(self) -> bool:
@@ -430,13 +431,14 @@ class HashedChange:
 def hashed_appends(slices: Sequence[Slice], instant: str, partition: str, change: HashedChange,
                    one_x: bool = False) -> list[LogAppend]:
     """The log files a deltacommit at `instant` appends to such a partition (its latest `slices`,
-    sorted by file id): per file group touched, a data block of its records, then a delete block
-    of its deleted keys, each sorted by key."""
+    sorted by file id): per file group touched (`change.group`), a data block of its records, then a
+    delete block of its deleted keys, each sorted by key."""
+    group = change.group
     groups: dict[int, tuple[list[tuple[str, Mapping[str, Any]]], list[str]]] = {}
     for key, record in sorted(change.records, key=lambda kv: kv[0].encode()):
-        groups.setdefault(file_group_index(key, len(slices)), ([], []))[0].append((key, record))
+        groups.setdefault(group(key, len(slices)), ([], []))[0].append((key, record))
     for key in sorted(set(change.deletes), key=str.encode):
-        groups.setdefault(file_group_index(key, len(slices)), ([], []))[1].append(key)
+        groups.setdefault(group(key, len(slices)), ([], []))[1].append(key)
     out = []
     for index, (records, deleted) in sorted(groups.items()):
         blocks = [data_block(instant, records, one_x)] if records else []

@@ -39,6 +39,7 @@ from tablespec.hudi.mdt import (
     record_index_changes,
     record_index_writer,
     records,
+    secondary_index,
     writer,
 )
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
@@ -58,8 +59,11 @@ MAINTAINED_1X = MAINTAINED | {PARTITION_STATS}                # and on Hudi 1.x'
 
 
 def maintained_partitions(config: TableConfig | None) -> frozenset[str]:
-    """The metadata partitions tablespec keeps true on a table with `config` (its hoodie.properties)."""
-    return MAINTAINED_1X if config is not None and config.version >= 8 else MAINTAINED
+    """The metadata partitions tablespec keeps true on a table with `config` (its hoodie.properties): and
+    the secondary indexes of a version 9 copy-on-write table with the record index."""
+    if config is None or config.version < 8:
+        return MAINTAINED
+    return MAINTAINED_1X | frozenset(secondary_index.kept_in(config))
 ROLLBACK_SUFFIX = "006"                  # Hudi's suffix of a metadata-table rollback instant
 
 
@@ -74,6 +78,8 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
     skipping = column_stats_changes.kept(table)
     stats = (column_stats_changes.from_commit(table, instant, commit, skipping) if commit is not None
              else column_stats_changes.from_removed(table, instant, change, skipping)) if skipping else {}
+    if commit is not None and not commit.compacted and (indexed := secondary_index.kept_in(table.config)):
+        stats |= secondary_index.from_commit(table, commit, secondary_index.columns(table, indexed))
     if not record_index_writer.is_enabled(table):
         return change, None, stats
     if commit is None or commit.compacted:
