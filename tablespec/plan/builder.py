@@ -253,7 +253,8 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
-MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"), 9: ("BUCKET", "SIMPLE", "BLOOM")}   # index types with deltacommits, by version
+# index types with deltacommits, by version
+MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"), 9: ("BUCKET", "SIMPLE", "BLOOM")}
 
 
 def unwritable_merge_on_read(version: int, index: str) -> str | None:
