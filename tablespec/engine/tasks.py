@@ -424,7 +424,7 @@ def append_file_groups(job: WriteJob, batches):
             sample += bad.drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3 - len(sample)).to_pylist()
         elif invalid:
             continue
-        elif file_id in targets and not _merges_inserts(job, group, file_id, targets[file_id]):
+        elif file_id in targets and not _merges_inserts(job, group, file_id):
             stats.append(_append_group(job, group, file_id, targets[file_id], token, partition_id))
         elif file_id in targets:   # a small base file takes inserts: merged into its next base file
             target = targets[file_id]
@@ -442,11 +442,13 @@ def append_file_groups(job: WriteJob, batches):
         yield stats_batch(stats)
 
 
-def _merges_inserts(job: WriteJob, group: pa.Table, file_id: str, target: LogTarget) -> bool:
+def _merges_inserts(job: WriteJob, group: pa.Table, file_id: str) -> bool:
     """SIMPLE, BLOOM and RECORD_LEVEL (not BUCKET): a slice without log files that the batch gives
     inserts (a small file chosen for them) is merged into a new base file, updates and all, as
-    Apache Hudi 0.15 does (measured); other slices take the changes in a log file."""
-    if job.buckets is not None or job.operation == "delete" or target.log_files or not target.base_file:
+    Apache Hudi 0.15 and 1.2 do (measured); other slices take the changes in a log file. The slice's
+    facts come from the job (`no_fill` holds the slices with log files), not from the target, whose
+    base and log files are what the write stat names (none on version 9)."""
+    if job.buckets is not None or job.operation == "delete" or file_id in job.no_fill or file_id not in job.base_files:
         return False
     partition, name, _, size = job.base_files[file_id]
     stored = base_file_keys(join(job.base, partition, name), job.storage, size)

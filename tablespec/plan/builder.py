@@ -253,7 +253,8 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
-MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"), 9: ("BUCKET",)}   # index types with deltacommits, by version
+# index types with deltacommits, by version
+MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"), 9: ("BUCKET", "SIMPLE", "BLOOM")}
 
 
 def unwritable_merge_on_read(version: int, index: str) -> str | None:
@@ -264,7 +265,7 @@ def unwritable_merge_on_read(version: int, index: str) -> str | None:
     if index in MERGE_ON_READ_WRITES.get(version, ()):
         return None
     return ("tablespec writes deltacommits on table version 6 with the BUCKET, SIMPLE, BLOOM and RECORD_LEVEL "
-            f"indexes and on version 9 with BUCKET (this one: version {version}, index {index})")
+            f"indexes and on version 9 with BUCKET, SIMPLE and BLOOM (this one: version {version}, index {index})")
 
 
 def _unwritable_merge_on_read(spec, state: TableState) -> str | None:

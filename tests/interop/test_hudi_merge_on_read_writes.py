@@ -486,3 +486,76 @@ def test_record_level_deltacommits_are_laid_out_as_hudi_lays_them_out(hudi, tmp_
     assert set(_record_index_is_the_table(hudi, location)) == {"a", "c", "d", "x", "w"}
     table.write(df([("w", 2, "2024-01-01", 11)]))
     assert _values(_agree(hudi, table, location))["w"] == 2
+
+
+@pytest.mark.parametrize("index", ["simple", "bloom"])
+def test_simple_and_bloom_deltacommits_on_version_9_are_laid_out_as_hudi_1_2_lays_them_out(hudi, hudi1, tmp_path,
+                                                                                          capsys, index):
+    """SIMPLE / BLOOM on version 9 (Hudi 1.2, measured): version 6's layout with version 9's log files
+    (named by the deltacommit, version 1; the write stat names no base file and its own log only):
+    inserts merge a small slice without log files into its next base file (updates to it too; the
+    stat's previous commit is the old base instant), a slice with log files takes updates and deletes
+    in a log file and no inserts, which open new file groups. Hudi 1.2 reads and validates each, then
+    upserts and compacts on top; tablespec and hudi-rs read what it wrote."""
+    from hudi_process import read_step, write_step
+    from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+    from test_hudi_merge_on_read import _as_read
+    location = tmp_path / f"mor9_{index}_writes"
+    options = {**_options(location.name, "simple", "upsert"), **(BLOOM if index == "bloom" else {})}
+    hudi1.process.run([write_step(location, options, SCHEMA, HISTORY[0][1])])
+    if index == "bloom":   # Hudi records no index in hoodie.properties; tablespec's import reads it there
+        props = location / ".hoodie" / "hoodie.properties"
+        props.write_text(props.read_text() + "hoodie.index.type=BLOOM\n")
+        (location / ".hoodie" / ".hoodie.properties.crc").unlink()
+    doc, _ = _import(tmp_path, location, capsys)
+    assert doc["spec"]["index"]["type"] == index.upper()
+    table = _table(hudi, doc, location)
+    df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
+    [first] = (location / "2024-01-01").glob("*.parquet")
+    file_id = BaseFileName.parse(first.name).file_id
+
+    # a's update and the insert x into the small slice without logs: its next base file, no log
+    result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5)]))
+    assert (result.inserted, result.updated) == (1, 1) and result.files == (
+        f"2024-01-01/{file_id}_{result.files[0].split('_')[1]}_{result.instant}.parquet",), str(result)
+    assert not _logs(location)
+    timeline = HudiTable.open(str(location)).timeline
+    [merged] = timeline.commit_metadata(timeline.head).write_stats()
+    assert merged.prev_commit == BaseFileName.parse(first.name).instant and "logFiles" not in merged.extra
+
+    # b's update to a log file named by the deltacommit; then a's update to another, the insert y to a
+    # new file group (the slice has logs now)
+    result = table.write(df([("b", 20, "2024-01-01", 6)]))
+    result = table.write(df([("a", 12, "2024-01-01", 7), ("y", 8, "2024-01-01", 7)]))
+    [log] = [f for f in result.files if ".log." in f]
+    [new] = [f for f in result.files if f.endswith(".parquet")]
+    name = LogFileName.parse(log.split("/")[-1])
+    assert (name.file_id, name.base_instant, name.version) == (file_id, result.instant, 1) and file_id not in new
+    timeline = HudiTable.open(str(location)).timeline
+    [delta] = [s for s in timeline.commit_metadata(timeline.head).write_stats() if ".log." in s.path]
+    assert delta.prev_commit == result.instant and delta.extra["baseFile"] == "" and \
+        delta.extra["logFiles"] == [log.split("/")[-1]]
+
+    # deletes of b (its latest version in a log file) and x: a delete block in their file group's log
+    result = table.write(df([("b", 0, "2024-01-01", 9), ("x", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]),
+                         "delete")
+    assert result.deleted == 2 and all(".log." in f for f in result.files), str(result)
+    assert [[b.type for b in blocks] for blocks in _logs(location).values()] == \
+        [[BlockType.AVRO_DATA], [BlockType.AVRO_DATA], [BlockType.DELETE]]
+    ours, ours_ro = tablespec_rows(table), tablespec_rows(table, view="read_optimized")
+    assert _values(ours) == {"a": 12, "c": 3, "d": 4, "y": 8}
+    on_storage = _on_storage(location)
+    on_top = [("a", 11, "2024-01-01", 10), ("c", 33, "2024-01-02", 10), ("b", 2, "2024-01-01", 10)]
+    reads = hudi1.process.run([read_step(location), read_step(location, **RO), *_hudi_checks(location, location.name),
+                               write_step(location, {**options, **COMPACT}, SCHEMA, on_top),
+                               read_step(location), read_step(location, **RO)])
+    snapshot, optimized, _, every, differences, through_metadata, _, after, after_ro = reads
+    assert _as_read(snapshot) == ours == _as_read(through_metadata)
+    assert _as_read(optimized) == ours_ro
+    _assert_validated(on_storage, every, differences)
+    assert any(i.action == "commit" for i in HudiTable.open(str(location)).timeline.commits())   # Hudi compacted
+    ours = tablespec_rows(table)
+    assert ours == _as_read(after) == _as_read(after_ro)
+    assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}
+    assert len(_values(ours)) == len(ours)   # no key twice
+    assert _values(hudi_rs_rows(table.location)) == _values(ours)

@@ -97,5 +97,6 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     assert write_refusal(_spec(record_level), state_for(record_level, **indexed)) is None   # version 6: deltacommits
     assert write_refusal(_spec(record_level), state_for(record_level, **indexed, **{"hoodie.table.version": "9"})) == (
         "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec writes deltacommits on table "
-        "version 6 with the BUCKET, SIMPLE, BLOOM and RECORD_LEVEL indexes and on version 9 with BUCKET (this one: "
+        "version 6 with the BUCKET, SIMPLE, BLOOM and RECORD_LEVEL indexes and on version 9 with BUCKET, SIMPLE and "
+        "BLOOM (this one: "
         "version 9, index RECORD_LEVEL); write it with Apache Hudi")
