@@ -239,17 +239,25 @@ def _step(spark, step: dict):
     raise ValueError(f"unknown step {step['op']!r}")
 
 
-def _record_index(spark, base: str, keys: list[str]) -> dict:
-    """Hudi 1.x's record-index lookup, run as a Spark job over the keys."""
-    jvm, jsc = spark._jvm, spark._jsc
-    hudi = jvm.org.apache.hudi
+def _table_metadata(spark, base: str, record_index: bool = False):
+    """Hudi's reader of the table's metadata table (`record_index`: with its global record index on)."""
+    jsc = spark._jsc
+    hudi = spark._jvm.org.apache.hudi
     context = hudi.client.common.HoodieSparkEngineContext(jsc)
     storage = hudi.storage.HoodieStorageUtils.getStorage(
         base, hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration()))
-    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).withEnableGlobalRecordLevelIndex(True)
-    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, config.build(), base)
+    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True)
+    if record_index:
+        config = config.withEnableGlobalRecordLevelIndex(True)
+    return hudi.metadata.HoodieBackedTableMetadata(context, storage, config.build(), base)
+
+
+def _record_index(spark, base: str, keys: list[str]) -> dict:
+    """Hudi 1.x's record-index lookup, run as a Spark job over the keys."""
+    jvm, jsc = spark._jvm, spark._jsc
+    metadata = _table_metadata(spark, base, record_index=True)
     try:
-        wanted = hudi.data.HoodieJavaRDD.of(jsc.parallelize(jvm.java.util.ArrayList(keys), 1))
+        wanted = jvm.org.apache.hudi.data.HoodieJavaRDD.of(jsc.parallelize(jvm.java.util.ArrayList(keys), 1))
         found = metadata.readRecordIndexLocationsWithKeys(wanted).collectAsList()
         return {p.getKey(): [p.getValue().getPartitionPath(), p.getValue().getFileId(), p.getValue().getInstantTime()]
                 for p in found}
@@ -261,13 +269,9 @@ def bloom_filter_lookup(spark, base: str, files: list, keys: list[str]) -> dict:
     """Hudi's lookup of (partition, file name) pairs in the metadata table's bloom_filters
     (HoodieTableMetadata.getBloomFilters): "partition/file" -> those of `keys` its filter may hold;
     a file without a live filter there is left out."""
-    jvm, jsc = spark._jvm, spark._jsc
+    jvm = spark._jvm
     hudi = jvm.org.apache.hudi
-    context = hudi.client.common.HoodieSparkEngineContext(jsc)
-    storage = hudi.storage.HoodieStorageUtils.getStorage(
-        base, hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration()))
-    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
-    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, config, base)
+    metadata = _table_metadata(spark, base)
     try:
         pairs = jvm.java.util.ArrayList([hudi.common.util.collection.Pair.of(p, f) for p, f in files])
         try:
@@ -282,13 +286,9 @@ def bloom_filter_lookup(spark, base: str, files: list, keys: list[str]) -> dict:
 
 def column_stats_lookup(spark, base: str, files: list, column: str) -> dict:
     """Hudi's column-stats lookup of (partition, file name) pairs for one column."""
-    jvm, jsc = spark._jvm, spark._jsc
+    jvm = spark._jvm
     hudi = jvm.org.apache.hudi
-    context = hudi.client.common.HoodieSparkEngineContext(jsc)
-    storage = hudi.storage.HoodieStorageUtils.getStorage(
-        base, hudi.storage.hadoop.HadoopStorageConfiguration(jsc.hadoopConfiguration()))
-    config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
-    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, config, base)
+    metadata = _table_metadata(spark, base)
     try:
         pairs = jvm.java.util.ArrayList([hudi.common.util.collection.Pair.of(p, f) for p, f in files])
         found = metadata.getColumnStats(pairs, column)
