@@ -1,8 +1,10 @@
 """Building the data-skipping indexes a spec declares (`column_stats`, `bloom_filters`, and
 `partition_stats` on version 9) on Spark: executors read the Parquet footer of each latest base file
-(never its rows) and return its column ranges and bloom filter; the driver writes the partitions (mdt/column_stats_init.py) under
-Hudi's transaction lock, refused if another writer committed meanwhile. A slice with log files
-(merge-on-read, not compacted) is refused: its statistics are not in any footer.
+(never its rows) and return its column ranges and bloom filter (built from the file's record-key column
+where the footer holds none, as on SIMPLE, BUCKET and RECORD_LEVEL tables); the driver writes the
+partitions (mdt/column_stats_init.py) under Hudi's transaction lock, refused if another writer committed
+meanwhile. A slice with log files (merge-on-read, not compacted) is refused: its statistics are not in
+any footer.
 """
 from __future__ import annotations
 
@@ -14,16 +16,28 @@ from collections.abc import Collection, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tablespec.arrow.bloom import build_bloom_filter
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
+from tablespec.hudi.formats.base_keys import KEY
 from tablespec.hudi.mdt import bloom_filters, column_stats, column_stats_init, secondary_index
-from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS, Footer
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS, FILTER_TYPE, Footer
 from tablespec.hudi.mdt.column_stats import ColumnRange
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.results import DataSkippingBuilt
 
 FILES_DDL = "partition string, path string, name string"
 RANGES_DDL = "partition string, name string, ranges binary"   # ranges: pickled (ranges, footer filter)
+
+
+def _file_filter(f, metadata: pq.FileMetaData) -> Footer:
+    """A base file's bloom filter: its footer's, or for a file written without one (SIMPLE, BUCKET and
+    RECORD_LEVEL tables) the filter of its record keys, as a writer would have put there."""
+    found = bloom_filters.footer_filter(metadata)
+    if found is not None:
+        return found
+    keys = pq.ParquetFile(f, metadata=metadata).read(columns=[KEY]).column(KEY)
+    return build_bloom_filter(keys), FILTER_TYPE
 
 
 def footer_ranges(location: Location, columns: Collection[str] | None, filters: bool, batches):
@@ -34,10 +48,10 @@ def footer_ranges(location: Location, columns: Collection[str] | None, filters: 
         for r in batch.to_pylist():
             with location.storage.open_input_file(r["path"]) as f:
                 metadata = pq.read_metadata(f)
+                footer = _file_filter(f, metadata) if filters else None
             found["partition"].append(r["partition"])
             found["name"].append(r["name"])
-            found["ranges"].append(pickle.dumps((column_stats.file_ranges(metadata, r["name"], columns),
-                                                 bloom_filters.footer_filter(metadata) if filters else None)))
+            found["ranges"].append(pickle.dumps((column_stats.file_ranges(metadata, r["name"], columns), footer)))
         yield pa.RecordBatch.from_pydict(found, pa.schema([("partition", pa.string()), ("name", pa.string()),
                                                            ("ranges", pa.binary())]))
 
@@ -78,11 +92,6 @@ def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[
     started = time.monotonic()
     head = table.timeline.head
     footers = read_footers(spark, table, columns, BLOOM_FILTERS in partitions)
-    missing = [f"{p}/{name}" for (p, name), (_, found) in footers.items() if found is None and BLOOM_FILTERS in partitions]
-    if missing:
-        raise TablespecError(f"{table.base}: {len(missing)} base file(s) have no bloom filter in their footer (e.g. "
-                             f"{missing[0]}); the {BLOOM_FILTERS} partition is built from them: rewrite them "
-                             "(clustering) or remove bloomFilters")
     ranges = {f: r for f, (r, _) in footers.items()}
     filters = {f: found for f, (_, found) in footers.items() if found is not None}
     with table.transaction_lock("data-skipping index build"):

@@ -28,6 +28,7 @@ from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import table_ddl
 from tablespec.hudi import partition_buckets
+from tablespec.hudi.config import bloom_filters_expected
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
@@ -54,6 +55,7 @@ class RebucketJob(AtLocation):
     avro_schema: str
     data_columns: tuple[str, ...]
     read_schema: pa.Schema        # commit time, seqno, record key, then the data columns as stored
+    bloom_filter: bool = False    # the table keeps bloom_filters (or a BLOOM writer may follow): filters in footers
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def _write_subset(job: RebucketJob, item: BucketSubset, partition_id: int, token
         table = group.select([tasks.COMMIT_TIME, tasks.SEQNO] + list(job.data_columns))
         written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=item.partition,
                                   partition_id=partition_id, record_keys=group.column(tasks.KEY),
-                                  avro_schema_json=job.avro_schema, preserve_meta=True, storage=job.storage)
+                                  avro_schema_json=job.avro_schema, preserve_meta=True, bloom_filter=job.bloom_filter,
+                                  storage=job.storage)
         stats.append(dict(partition=item.partition, file_id=file_id, path=rel, prev_commit="null",
                           num_writes=written.num_rows, num_inserts=written.num_rows, num_updates=0, num_deletes=0,
                           bytes=written.size, invalid=0, invalid_sample=""))
@@ -149,7 +152,8 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
     with Transaction(table, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
         job = RebucketJob(table.location, txn.instant, BucketLayout.of_bucket_spec(spec), tuple(spec.effective_hash_fields),
-                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec))
+                          avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec),
+                          bloom_filters_expected(table.table_config.to_properties()))
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []

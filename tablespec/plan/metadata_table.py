@@ -125,6 +125,13 @@ def _indexed_columns(spec, state: TableState) -> list[str] | None:
     return list(listed) if listed is not None else hudi_default_columns((c.name, c.type) for c in state.columns)
 
 
+def _kept_columns(state: TableState, missing: tuple[str, ...]) -> list[str] | None:
+    """The columns partition_stats built beside the column_stats a table keeps covers: those the index
+    definition lists, the only ones each write keeps (bounds of another column would go stale)."""
+    covered = indexed_columns(state.handle) if PARTITION_STATS in missing else None
+    return None if covered is None else list(covered)
+
+
 def data_skipping_actions(spec, state: TableState) -> list:
     """Building the declared data-skipping partitions the table lacks (or has half-built), and
     dropping those the spec does not declare; refused: other columns than the table's."""
@@ -145,7 +152,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
         files = [g for g in state.file_groups if g.base_file]
         named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
         secondary = [p for p in missing if p.startswith(secondary_index.PREFIX)]
-        columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else None
+        columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else _kept_columns(state, missing)
         actions.append(BuildDataSkipping(
             params=DataSkippingIndexes(partitions=list(missing), columns=columns),
             changes=[Change(path="metadataTable.partitions", new=list(missing), property=PARTITIONS_KEY)] + (
@@ -159,7 +166,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
                          "Parquet footers of its latest base files" if not secondary else
                          "latest base files (footers; the indexed and key columns of each file for "
                          f"{', '.join(secondary)})")
-                     + (" (their bloom filters: a file written without one stops the build)"
+                     + (" (their bloom filters; a file written without one: the filter of its record keys)"
                         if BLOOM_FILTERS in missing else "")]))
     listed = declared.column_stats.columns if declared.column_stats is not None else None
     if COLUMN_STATS not in missing and listed is not None and state.table_config.version >= 8 and list(

@@ -124,3 +124,70 @@ def test_int_statistics_of_a_column_now_float_compare_as_its_values(spark, tmp_p
     for filters, condition in (({"f": 16777217}, "f = 16777217"), ([("f", ">=", 16777217)], "f >= 16777217"),
                                ([("f", "<", 16777217)], "f < 16777217"), ({"f": 16777216.0}, "f = 16777216.0D")):
         assert rows(to_arrow(evolved.read(filters=filters))) == rows(to_arrow(everything.filter(condition))), filters
+
+
+def test_partition_statistics_added_beside_column_statistics_cover_its_columns(spark, tmp_path):
+    """partitionStats added to a version 9 table that keeps column statistics of `id` only are built for
+    `id`: bounds of `v`, which later writes do not keep, would rule out a partition `v` now matches in."""
+    from test_engine_clustering import plan_for
+
+    from tablespec.apply import Applier
+    text = SPEC.replace("  location: ranges\n", "  location: ranges\n  tableVersion: 9\n") + (
+        "  dataSkipping:\n    columnStats: {columns: [id]}\n")
+    table = make_table(spark, str(tmp_path), text)
+    table.write(spark.createDataFrame([("k1", 1, 1.0, "d1"), ("k2", 2, 2.0, "d2")], DDL))
+    Applier(spark=spark).apply(plan_for(text, tmp_path))                    # column_stats of id
+    plan = plan_for(text + "    partitionStats: true\n", tmp_path)
+    [build_stats] = [a for _, a in plan.actions if a.kind == "build_data_skipping"]
+    assert build_stats.params.columns == ["id"]
+    Applier(spark=spark).apply(plan)
+    table.write(spark.createDataFrame([("k3", 99, 3.0, "d1")], DDL))
+    assert rows(to_arrow(table.read(filters={"v": 99}).select("id"))) == [(("id", "k3"),)]
+
+
+def _bloom_records(handle) -> dict[tuple[str, str], bytes]:
+    """Each latest base file's bloom_filters record (the filter as its footer stores it), by (partition, name)."""
+    from tablespec.hudi.mdt import bloom_filters, layout, reader
+    files = [(s.partition, s.base_file.name) for s in handle.view.latest_slices() if s.base_file is not None]
+    keys = {bloom_filters.key(p, n): (p, n) for p, n in files}
+    fmt = layout.Format.of(handle.config)
+    metadata = layout.timeline(handle.storage, handle.base, fmt)
+    valid = reader.valid_instants(handle.timeline, metadata)
+    found = column_stats.latest(r for s in layout.latest_slices(handle.storage, handle.base, layout.completions(metadata),
+                                                                bloom_filters.BLOOM_FILTERS, fmt)
+                                for r in reader.slice_records(handle.storage, handle.base, s, valid, list(keys)))
+    assert set(found) == set(keys)
+    return {keys[k]: r["BloomFilterMetadata"]["bloomFilter"] for k, r in found.items()}
+
+
+def test_bloom_filters_declared_on_a_simple_table_built_and_kept_through_bucket_bootstrap(spark, tmp_path):
+    """A SIMPLE-index table's files carry no footer filter: declaring bloomFilters builds each file's
+    filter from its keys, and a bucket bootstrap afterwards writes new files with theirs."""
+    import pyarrow.parquet as pq
+    from test_engine_clustering import plan_for
+
+    from tablespec.apply import Applier
+    from tablespec.arrow.bloom import build_bloom_filter, read_bloom_filter
+    text = SPEC.replace("  partitioning:", "  index: {type: SIMPLE}\n  partitioning:") + (
+        "  dataSkipping:\n    bloomFilters: true\n")
+    table = make_table(spark, str(tmp_path), text)
+    table.write(spark.createDataFrame([(f"k{v}", v, float(v), f"d{v % 2}") for v in range(6)], DDL))
+    assert all(read_bloom_filter(s.base_file.path) is None
+               for s in table.table.refresh().view.latest_slices())
+    Applier(spark=spark).apply(plan_for(text, tmp_path))
+    handle = table.table.refresh()
+
+    def keys(partition, name):
+        return pq.read_table(f"{table.location}/{partition}/{name}", columns=["_hoodie_record_key"]).column(0)
+
+    built = _bloom_records(handle)
+    assert len(built) == 2 and all(encoded == build_bloom_filter(keys(*f)) for f, encoded in built.items())
+    bucketed = text.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 2, hashFields: [id]}")
+    plan = plan_for(bucketed, tmp_path)
+    assert [a.kind for _, a in plan.actions] == ["bucket_bootstrap"], plan.actions
+    Applier(spark=spark).apply(plan)
+    kept = _bloom_records(table.table.refresh())
+    assert set(kept).isdisjoint(built) and len(kept) >= 2
+    for (p, n), encoded in kept.items():
+        assert read_bloom_filter(f"{table.location}/{p}/{n}").might_contain(keys(p, n)).all()
+        assert encoded == build_bloom_filter(keys(p, n))

@@ -26,6 +26,7 @@ FILE_GROUPS = 4            # hoodie.metadata.index.bloom.filter.file.group.count
 FILE_ID_PREFIX = "bloom-filters-"
 
 Footer = tuple[bytes, str]   # a base file's filter as its footer stores it, and its type code
+FILTER_TYPE = "DYNAMIC_V0"   # the type of the filters Hudi and tablespec write
 
 
 def key(partition: str, file_name: str) -> str:
