@@ -3,9 +3,25 @@ with `CREATE INDEX idx_v ON t (v)` over v = 1, 2, 3, 3 and then 5: keys `1$a`, `
 file groups 5, 6, 7, 7, 9 of 10), and the escaping of its key parts."""
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from test_hudi_mdt_1x import ST, TIMELINE, _start, _table
 
-from tablespec.hudi.mdt import secondary_index
+from tablespec.hudi.archive.archiver import archive
+from tablespec.hudi.archive.plan import ArchiveSettings
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
+from tablespec.hudi.formats.hfile import HFileReader
+from tablespec.hudi.formats.naming import BaseFileName, new_file_id
+from tablespec.hudi.formats.partition import write_partition_metadata
+from tablespec.hudi.io import join
+from tablespec.hudi.mdt import layout, record_index_writer, secondary_index, sync
+from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
+from tablespec.hudi.mdt.records import SCHEMA_JSON
+from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.active import TimelineWriter
+
+FG = new_file_id()
 
 
 @pytest.mark.parametrize("key, group", [("1$a", 5), ("2$b", 6), ("3$c", 7), ("3$d", 7), ("5$a", 9)])
@@ -20,3 +36,81 @@ def test_key_parts_are_escaped_and_a_null_value_is_nul():
     assert secondary_index.index_key("a\0", "k") == "a\\\0$k"
     # the value part (up to the first unescaped `$`) picks the file group, whatever the record key
     assert secondary_index.file_group("x\\$y$k1", 10) == secondary_index.file_group("x\\$y$other", 10)
+
+
+# ---------------------------------------------------------------- kept on tables written here (no JVM)
+
+def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: dict | None = None) -> str:
+    """A copy-on-write commit rewriting file group FG of partition `p` to hold `rows` (record key -> v),
+    recorded in the metadata table (files, record index, secondary index) before it completes, then the
+    metadata table compacted when due, as tablespec's writers do."""
+    ts, inflight = _start(base)
+    write_partition_metadata(ST, base, "p", ts)
+    rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"
+    columns = {"_hoodie_record_key": pa.array(list(rows), pa.string()),
+               "_hoodie_partition_path": pa.array(["p"] * len(rows), pa.string())}
+    columns |= {name: pa.array(list(rows.values()), kind) for name, kind in (schema or {"v": pa.int64()}).items()}
+    pq.write_table(pa.table(columns), join(base, rel))
+    metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
+                                              partition_path="p", file_size_in_bytes=ST.info(join(base, rel)).size)]},
+                              operation_type="UPSERT", extra_metadata={"schema": SCHEMA_JSON})
+    table = HudiTable.open(base)
+    with sync.completing(table, "commit") as locked:
+        recorded = sync.record_commit(table, ts, metadata)
+        TimelineWriter(ST, base, TIMELINE).complete(inflight, metadata, locked=locked)
+    sync.compact_if_due(HudiTable.open(base), recorded)
+    return ts
+
+
+def _indexed(tmp_path, rows: dict[str, int | None], schema: dict | None = None) -> tuple[str, str]:
+    """A version 9 copy-on-write table of `rows` in one file group, with its record index and the secondary
+    index `idx_v` on column v built over it."""
+    base = _table(tmp_path)
+    first = _commit(base, rows, schema=schema)
+    record_index_writer.initialize(HudiTable.open(base), [(k, "p", FG, first) for k in rows], 2)
+    table = HudiTable.open(base)
+    with table.transaction_lock("secondary index build"):
+        secondary_index.initialize(table, "idx_v", "v")
+    return base, first
+
+
+def _pairs(rows: dict[str, int | None]) -> set[str]:
+    return {secondary_index.index_key(None if v is None else str(v), k) for k, v in rows.items()}
+
+
+def _slices(base: str) -> list[layout.Slice]:
+    completed = layout.completions(layout.timeline(ST, base, layout.V2))
+    return layout.latest_slices(ST, base, completed, secondary_index.partition("idx_v"), layout.V2)
+
+
+def test_compaction_absorbs_the_index_so_archiving_loses_none_of_it(tmp_path):
+    """Each write's index changes live in log blocks named by its data instant, which count only while that
+    instant is on the active timeline: the metadata table's compaction merges them (a delete block's pair
+    gone) into a base file sorted by key, so the index stays whole after the data timeline is archived."""
+    rows = {"a": 1, "b": 2, "c": 3}
+    base, prev = _indexed(tmp_path, rows)
+    compacted = None
+    for n in range(MAX_DELTA_COMMITS):          # values change, keys come and go, until the metadata table compacts
+        rows = {**{k: v for k, v in rows.items() if k != "a"}, "b": 20 + n, f"n{n}": n, "a": 100 + n} if n % 2 \
+            else {k: v for k, v in rows.items() if k != "a"} | {f"n{n}": n}
+        prev = _commit(base, rows, prev)
+        compacted = [i for i in layout.timeline(ST, base, layout.V2) if i.action == layout.COMPACTION and i.completed]
+        if compacted:
+            break
+    assert compacted, "the metadata table never compacted"
+    table = HudiTable.open(base)
+    assert set(secondary_index.stored(table, "secondary_index_idx_v")) == _pairs(rows)
+    with_keys = [s for s in _slices(base) if s.base_file is not None]
+    assert with_keys and all(s.base_instant == compacted[-1].timestamp and not s.log_files for s in with_keys)
+    for s in with_keys:                          # Hudi's base file: keys sorted, no deleted pairs
+        keys = [k.decode() for k, _ in HFileReader(ST.read_bytes(join(layout.partition_path(
+            base, s.partition), s.base_file)), s.base_file).records()]
+        assert keys == sorted(keys, key=str.encode) and set(keys) <= _pairs(rows)
+
+    rows = {**rows, "z": 7}
+    _commit(base, rows, prev)
+    table = HudiTable.open(base)
+    with table.transaction_lock("archive"):
+        archived = archive(table, ArchiveSettings(2, 3, 1))
+    assert archived.archived                     # the data instants that wrote the index's first changes are gone
+    assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs(rows)

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
+from tablespec.hudi.mdt.layout import SECONDARY_INDEX_PREFIX
 from tablespec.hudi.mdt.record_index import HashedChange, file_group_index
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from tablespec.hudi.formats.commit import CommitMetadata
     from tablespec.hudi.table import HudiTable
 
-PREFIX = "secondary_index_"
+PREFIX = SECONDARY_INDEX_PREFIX
 SECONDARY_INDEX_TYPE = 7
 FILE_GROUPS = 10           # what Hudi 1.2 gives a small table's secondary index (measured)
 KEY_COLUMN = "_hoodie_record_key"
@@ -177,18 +178,13 @@ def stored(table: HudiTable, name: str) -> dict[str, str]:
     """Every live index key of partition `name` -> the file group holding it, merged as readers merge
     the latest slices (a delete block's key removes it)."""
     from tablespec.hudi.mdt import layout, reader
+    from tablespec.hudi.mdt.column_stats import latest
     storage, base = table.storage, table.base
     fmt = layout.Format.of(table.config)
     metadata = layout.timeline(storage, base, fmt)
     valid = reader.valid_instants(table.timeline, metadata)
-    out: dict[str, str] = {}
-    for slice_ in layout.latest_slices(storage, base, layout.completions(metadata), name, fmt):
-        for key, found in reader.slice_records(storage, base, slice_, valid):
-            if found.get("isDeleted") or (found.get("SecondaryIndexMetadata") or {}).get("isDeleted"):
-                out.pop(key, None)
-            else:
-                out[key] = slice_.file_id
-    return out
+    return {key: slice_.file_id for slice_ in layout.latest_slices(storage, base, layout.completions(metadata), name, fmt)
+            for key in latest(reader.slice_records(storage, base, slice_, valid))}
 
 
 def file_id(name: str, index: int) -> str:
