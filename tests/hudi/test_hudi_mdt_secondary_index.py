@@ -114,3 +114,12 @@ def test_compaction_absorbs_the_index_so_archiving_loses_none_of_it(tmp_path):
         archived = archive(table, ArchiveSettings(2, 3, 1))
     assert archived.archived                     # the data instants that wrote the index's first changes are gone
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs(rows)
+
+
+def test_a_file_written_before_the_column_was_added_indexes_its_rows_as_null(tmp_path):
+    """Schema evolution: a base file written before the indexed column existed reads it as null (Hudi's key
+    for a null value is NUL alone), at the build and when a write replaces that file."""
+    base, prev = _indexed(tmp_path, {"a": 1, "b": 2}, schema={"w": pa.int64()})     # no column v yet
+    assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == {"\0$a", "\0$b"}
+    _commit(base, {"a": 5, "b": None}, prev)
+    assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 5, "b": None})

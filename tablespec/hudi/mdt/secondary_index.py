@@ -43,8 +43,10 @@ SECONDARY_INDEX_TYPE = 7
 FILE_GROUPS = 10           # what Hudi 1.2 gives a small table's secondary index (measured)
 KEY_COLUMN = "_hoodie_record_key"
 _ESCAPED = ("\\", "$", "\0")
-# Arrow types whose values Hudi 1.2 keys by their plain text (measured for int; the others print alike)
+# Arrow types whose values Hudi 1.2 keys by their plain text (measured for int; the others print alike), and
+# the spec's column types they are; the text of other types (double, date, timestamp, ...) is not measured
 SUPPORTED = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
+COLUMN_TYPES = ("string", "byte", "short", "int", "long")
 
 
 def partition(name: str) -> str:
@@ -126,13 +128,18 @@ Pairs = set[tuple[str | None, str]]   # (value as Hudi keys it, record key)
 
 def _pairs(table: HudiTable, path: str, size: int | None, columns: Iterable[str]) -> dict[str, Pairs]:
     """Column -> the (value, record key) pairs of every row of a base file: one read of the key and
-    indexed columns."""
+    indexed columns; a column the file lacks (written before the column was added) is null in every row."""
     wanted = sorted(set(columns))
     with table.storage.open_input_file(path, size) as f:
-        found = pq.read_table(f, columns=[*wanted, KEY_COLUMN])
+        parquet = pq.ParquetFile(f)
+        present = [c for c in wanted if c in parquet.schema_arrow.names]
+        found = parquet.read(columns=[*present, KEY_COLUMN])
     keys = found.column(KEY_COLUMN).cast(pa.string()).to_pylist()
     out = {}
     for column in wanted:
+        if column not in present:
+            out[column] = {(None, k) for k in keys}
+            continue
         values = found.column(column)
         if not any(check(values.type) for check in SUPPORTED):
             raise HudiFormatError(f"{table.base}: the secondary index on column {column} of type {values.type}: "
@@ -214,5 +221,5 @@ def initialize(table: HudiTable, name: str, column: str) -> str:
                                                                        definition(name, column)))
 
 
-__all__ = ["FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "from_commit",
+__all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "from_commit",
            "index_key", "initialize", "kept_in", "named", "partition", "record", "stored"]
