@@ -238,7 +238,8 @@ def observed_data_skipping(state: TableState) -> dict | None:
     """The `dataSkipping` section of the data-skipping partitions the table has that tablespec keeps
     (column statistics with the columns its index definition lists, unless they are Hudi's default
     selection; partition statistics; bloom filters; secondary indexes with their columns), None
-    without any; a half-built one is not declared (plan drops it)."""
+    without any; a half-built one is not declared (plan drops it), nor a secondary index on a column of a
+    type tablespec cannot key (plan refuses a table keeping one)."""
     from tablespec.hudi.mdt import secondary_index
     from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
@@ -254,9 +255,13 @@ def observed_data_skipping(state: TableState) -> dict | None:
             out["partitionStats"] = True
     if BLOOM_FILTERS in found:
         out["bloomFilters"] = True
-    if indexed := secondary_index.kept_in(state.config):
+    types = {c.name: c.type for c in state.columns}
+    if indexed := secondary_index.kept_in(state.config):     # one on a column tablespec cannot key: plan refuses
         out["secondaryIndexes"] = [{"name": p[len(secondary_index.PREFIX):], "column": column}
-                                   for p, column in secondary_index.columns(state.handle, indexed).items()]
+                                   for p, column in secondary_index.columns(state.handle, indexed).items()
+                                   if types.get(column, "string") in secondary_index.COLUMN_TYPES]
+        if not out["secondaryIndexes"]:
+            del out["secondaryIndexes"]
     return out or None
 
 

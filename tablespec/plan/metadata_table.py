@@ -116,6 +116,23 @@ def _secondary_index_problems(spec, state: TableState, where: str) -> str | None
     return None
 
 
+def _unkeyable_secondary_indexes(spec, state: TableState, where: str) -> str | None:
+    """Why the table's secondary indexes this plan keeps cannot be kept: one on a column of a type tablespec
+    cannot key (every write would fail after writing its data files), or None."""
+    kept = [p for p in secondary_index.kept_in(state.config) if p not in undeclared_indexes(spec, state.config)]
+    if not kept:
+        return None
+    types = {c.name: c.type for c in state.columns}
+    found = [f"secondary index {p[len(secondary_index.PREFIX):]} is on column {column} of type {types[column]}"
+             for p, column in secondary_index.columns(state.handle, kept).items()
+             if types.get(column, "string") not in secondary_index.COLUMN_TYPES]
+    if not found:
+        return None
+    return (f"{where}: the table's {'; '.join(found)}: tablespec keeps secondary indexes on string and integer "
+            f"columns only ({', '.join(secondary_index.COLUMN_TYPES)}); remove it: declare spec.dataSkipping "
+            "without it (apply drops it), or DROP INDEX with Apache Hudi")
+
+
 def _indexed_columns(spec, state: TableState) -> list[str] | None:
     """The columns a build indexes: on version 9 the declared ones or Hudi 1.x's default selection
     (its definition lists them); None on version 6 (every column Hudi 0.15 indexes)."""
@@ -128,10 +145,14 @@ def _indexed_columns(spec, state: TableState) -> list[str] | None:
 def data_skipping_actions(spec, state: TableState) -> list:
     """Building the declared data-skipping partitions the table lacks (or has half-built), and
     dropping those the spec does not declare; refused: other columns than the table's."""
-    if not state.exists or unwritable_version(state.table_config) is not None or spec.spec.data_skipping is None:
+    if not state.exists or unwritable_version(state.table_config) is not None:
+        return []
+    where = f"table {spec.metadata.name} at {state.location}"
+    if (problem := _unkeyable_secondary_indexes(spec, state, where)) is not None:
+        raise PlanError(problem)
+    if spec.spec.data_skipping is None:
         return []
     declared = spec.spec.data_skipping
-    where = f"table {spec.metadata.name} at {state.location}"
     actions: list = []
     if (problem := _secondary_index_problems(spec, state, where)) is not None:
         raise PlanError(problem)

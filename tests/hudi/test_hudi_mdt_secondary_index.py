@@ -3,9 +3,12 @@ with `CREATE INDEX idx_v ON t (v)` over v = 1, 2, 3, 3 and then 5: keys `1$a`, `
 file groups 5, 6, 7, 7, 9 of 10), and the escaping of its key parts."""
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _support import cli, table_files
 from test_hudi_mdt_1x import ST, TIMELINE, _start, _table
 
 from tablespec.hudi.archive.archiver import archive
@@ -15,9 +18,11 @@ from tablespec.hudi.formats.hfile import HFileReader
 from tablespec.hudi.formats.naming import BaseFileName, new_file_id
 from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import layout, record_index_writer, secondary_index, sync
+from tablespec.hudi.mdt import layout, record_index_writer, secondary_index, sync, writer
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
+from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 from tablespec.hudi.mdt.records import SCHEMA_JSON
+from tablespec.hudi.mdt.records import from_commit as files_change
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import TimelineWriter
 
@@ -123,3 +128,45 @@ def test_a_file_written_before_the_column_was_added_indexes_its_rows_as_null(tmp
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == {"\0$a", "\0$b"}
     _commit(base, {"a": 5, "b": None}, prev)
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 5, "b": None})
+
+
+def test_a_kept_index_on_a_column_tablespec_cannot_key_is_refused_by_plan(tmp_path, capsys):
+    """A secondary index Hudi built on a double column (tablespec cannot write its keys: their text is not
+    measured): import leaves it out (a spec declaring it does not validate), and a plan that keeps it is
+    refused in one line naming the index, before any change; one whose dataSkipping leaves it out drops it."""
+    base = _table(tmp_path)
+    record_index_writer.initialize(HudiTable.open(base), [], 2)
+    table = HudiTable.open(base)
+    with table.transaction_lock("secondary index build"):
+        secondary_index.initialize(table, "idx_v", "v")          # over no rows yet
+    ts, inflight = _start(base)                                  # Hudi's write of a row with a double v
+    write_partition_metadata(ST, base, "p", ts)
+    rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"
+    pq.write_table(pa.table({"_hoodie_record_key": ["a"], "_hoodie_partition_path": ["p"], "id": ["a"],
+                             "part": ["p"], "v": [1.5]}), join(base, rel))
+    schema = {"type": "record", "name": "t_record", "namespace": "hoodie.t", "fields": [
+        {"name": "id", "type": "string"}, {"name": "part", "type": "string"},
+        {"name": "v", "type": ["null", "double"], "default": None}]}
+    metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit="null", num_writes=1, partition_path="p",
+                                              file_size_in_bytes=ST.info(join(base, rel)).size)]},
+                              operation_type="UPSERT", extra_metadata={"schema": json.dumps(schema)})
+    writer.record(HudiTable.open(base), ts, files_change(metadata),        # Hudi's index entry left out
+                  record_index=RecordIndexChange(upserts={"a": Location("p", FG, ts)}))
+    TimelineWriter(ST, base, TIMELINE).complete(inflight, metadata)
+
+    code, out, err = cli(capsys, "import", base, "--warehouse", str(tmp_path))
+    assert code == 0, err
+    assert "secondaryIndexes" not in out
+    spec_file = tmp_path / "t.yaml"
+    spec_file.write_text(out)
+    before = table_files(base)
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
+    assert code != 0 and len(err.strip().splitlines()) == 1, out + err
+    assert "secondary index idx_v is on column v of type double" in err and "string, byte, short, int, long" in err, err
+    assert table_files(base) == before
+
+    spec_file.write_text(spec_file.read_text().replace("\n  index:", "\n  dataSkipping: {}\n  index:", 1))
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    [drop] = [a for t in json.loads(out)["tables"] for a in t["actions"] if a["kind"] == "drop_metadata_partitions"]
+    assert drop["params"]["partitions"] == ["secondary_index_idx_v"]
