@@ -255,7 +255,7 @@ def observed_data_skipping(state: TableState) -> dict | None:
             out["partitionStats"] = True
     if BLOOM_FILTERS in found:
         out["bloomFilters"] = True
-    types = {c.name: c.type for c in state.columns}
+    types = {c.name: str(c.type) for c in state.columns}
     if indexed := secondary_index.kept_in(state.config):     # one on a column tablespec cannot key: plan refuses
         out["secondaryIndexes"] = [{"name": p[len(secondary_index.PREFIX):], "column": column}
                                    for p, column in secondary_index.columns(state.handle, indexed).items()

@@ -122,7 +122,7 @@ def _unkeyable_secondary_indexes(spec, state: TableState, where: str) -> str | N
     kept = [p for p in secondary_index.kept_in(state.config) if p not in undeclared_indexes(spec, state.config)]
     if not kept:
         return None
-    types = {c.name: c.type for c in state.columns}
+    types = {c.name: str(c.type) for c in state.columns}
     found = [f"secondary index {p[len(secondary_index.PREFIX):]} is on column {column} of type {types[column]}"
              for p, column in secondary_index.columns(state.handle, kept).items()
              if types.get(column, "string") not in secondary_index.COLUMN_TYPES]
