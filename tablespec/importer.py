@@ -244,7 +244,8 @@ def observed_data_skipping(state: TableState) -> dict | None:
     from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
     from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
-    found = [p for p in kept_in(state.config) if p not in half_built(state.handle)]   # a half-built one is dropped
+    unbuilt = half_built(state.handle)                                  # a half-built one is dropped
+    found = [p for p in kept_in(state.config) if p not in unbuilt]
     out: dict = {}
     if COLUMN_STATS in found:
         columns = indexed_columns(state.handle)
@@ -256,7 +257,8 @@ def observed_data_skipping(state: TableState) -> dict | None:
     if BLOOM_FILTERS in found:
         out["bloomFilters"] = True
     types = {c.name: str(c.type) for c in state.columns}
-    if indexed := secondary_index.kept_in(state.config):     # one on a column tablespec cannot key: plan refuses
+    indexed = [p for p in secondary_index.kept_in(state.config) if p not in unbuilt]
+    if indexed:     # one on a column tablespec cannot key: not declared, plan refuses
         out["secondaryIndexes"] = [{"name": p[len(secondary_index.PREFIX):], "column": column}
                                    for p, column in secondary_index.columns(state.handle, indexed).items()
                                    if types.get(column, "string") in secondary_index.COLUMN_TYPES]

@@ -40,7 +40,7 @@ def metadata_table_actions(state: TableState, rebuilt_by_spec: tuple[str, ...] =
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
     unbuilt = tuple(p for p in half_built(state.table) if p not in rebuilt_by_spec) \
-        if state.table is not None and kept_in(state.config) else ()
+        if state.table is not None and _kept(state.config) else ()
     if unbuilt:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(unbuilt)), reasons=[
             f"Hudi's metadata table names {', '.join(unbuilt)} but holds no completed file group of it (a restore "
@@ -90,8 +90,7 @@ def indexes_to_build(spec, state: TableState) -> tuple[str, ...]:
     build that died): built (again) by `build_data_skipping`."""
     if not state.exists or unwritable_version(state.table_config) is not None:
         return ()
-    ready = [p for p in kept_in(state.config) if state.table is None or p not in half_built(state.table)]
-    ready += secondary_index.kept_in(state.config)
+    ready = [p for p in _kept(state.config) if state.table is None or p not in half_built(state.table)]
     return tuple(p for p in declared_indexes(spec) if p not in ready)
 
 
@@ -164,7 +163,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
                         "remove the declaration")
     if missing:
         files = [g for g in state.file_groups if g.base_file]
-        named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
+        named = [p for p in missing if p in _kept(state.config) or p in state.metadata_table.inflight]
         secondary = [p for p in missing if p.startswith(secondary_index.PREFIX)]
         columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else None
         actions.append(BuildDataSkipping(

@@ -4,6 +4,7 @@ file groups 5, 6, 7, 7, 9 of 10), and the escaping of its key parts."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -11,6 +12,7 @@ import pytest
 from _support import cli, table_files
 from test_hudi_mdt_1x import ST, TIMELINE, _start, _table
 
+from tablespec.engine.commit import locked
 from tablespec.hudi.archive.archiver import archive
 from tablespec.hudi.archive.plan import ArchiveSettings
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
@@ -21,8 +23,8 @@ from tablespec.hudi.io import join
 from tablespec.hudi.mdt import layout, record_index_writer, secondary_index, sync, writer
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
-from tablespec.hudi.mdt.records import SCHEMA_JSON
 from tablespec.hudi.mdt.records import from_commit as files_change
+from tablespec.hudi.metadata_table import PARTITIONS_KEY
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import TimelineWriter
 
@@ -45,6 +47,14 @@ def test_key_parts_are_escaped_and_a_null_value_is_nul():
 
 # ---------------------------------------------------------------- kept on tables written here (no JVM)
 
+def _avro_schema(columns: dict) -> str:
+    """The table schema a commit records: key and partition columns, then `columns` (name -> Arrow type)."""
+    avro = {pa.int64(): "long", pa.float64(): "double"}
+    return json.dumps({"type": "record", "name": "t_record", "namespace": "hoodie.t", "fields": [
+        {"name": "id", "type": "string"}, {"name": "part", "type": "string"},
+        *({"name": n, "type": ["null", avro[t]], "default": None} for n, t in columns.items())]})
+
+
 def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: dict | None = None) -> str:
     """A copy-on-write commit rewriting file group FG of partition `p` to hold `rows` (record key -> v),
     recorded in the metadata table (files, record index, secondary index) before it completes, then the
@@ -58,7 +68,7 @@ def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: 
     pq.write_table(pa.table(columns), join(base, rel))
     metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
                                               partition_path="p", file_size_in_bytes=ST.info(join(base, rel)).size)]},
-                              operation_type="UPSERT", extra_metadata={"schema": SCHEMA_JSON})
+                              operation_type="UPSERT", extra_metadata={"schema": _avro_schema(schema or {"v": pa.int64()})})
     table = HudiTable.open(base)
     with sync.completing(table, "commit") as locked:
         recorded = sync.record_commit(table, ts, metadata)
@@ -144,12 +154,9 @@ def test_a_kept_index_on_a_column_tablespec_cannot_key_is_refused_by_plan(tmp_pa
     rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"
     pq.write_table(pa.table({"_hoodie_record_key": ["a"], "_hoodie_partition_path": ["p"], "id": ["a"],
                              "part": ["p"], "v": [1.5]}), join(base, rel))
-    schema = {"type": "record", "name": "t_record", "namespace": "hoodie.t", "fields": [
-        {"name": "id", "type": "string"}, {"name": "part", "type": "string"},
-        {"name": "v", "type": ["null", "double"], "default": None}]}
     metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit="null", num_writes=1, partition_path="p",
                                               file_size_in_bytes=ST.info(join(base, rel)).size)]},
-                              operation_type="UPSERT", extra_metadata={"schema": json.dumps(schema)})
+                              operation_type="UPSERT", extra_metadata={"schema": _avro_schema({"v": pa.float64()})})
     writer.record(HudiTable.open(base), ts, files_change(metadata),        # Hudi's index entry left out
                   record_index=RecordIndexChange(upserts={"a": Location("p", FG, ts)}))
     TimelineWriter(ST, base, TIMELINE).complete(inflight, metadata)
@@ -170,3 +177,33 @@ def test_a_kept_index_on_a_column_tablespec_cannot_key_is_refused_by_plan(tmp_pa
     assert code == 0, err
     [drop] = [a for t in json.loads(out)["tables"] for a in t["actions"] if a["kind"] == "drop_metadata_partitions"]
     assert drop["params"]["partitions"] == ["secondary_index_idx_v"]
+
+
+def test_an_index_named_ready_without_a_completed_file_group_is_dropped_or_built_again(tmp_path, capsys):
+    """hoodie.properties name the index, but it has no completed file group (a restore rolled back its build):
+    import does not declare it, plan drops it (every write would otherwise fail recording into it), a spec
+    declaring it builds it again; a write drops it before it records its changes (it would fail recording into it)."""
+    base, prev = _indexed(tmp_path, {"a": 1, "b": 2})
+    shutil.rmtree(layout.partition_path(base, "secondary_index_idx_v"))
+    code, out, err = cli(capsys, "import", base, "--warehouse", str(tmp_path))
+    assert code == 0 and "secondaryIndexes" not in out, out + err
+    spec_file = tmp_path / "t.yaml"
+    spec_file.write_text(out.replace("\n  index:", "\n  dataSkipping:\n    secondaryIndexes: [{name: idx_v, column: v}]"
+                                                   "\n  index:", 1))
+    [build] = _plan(capsys, spec_file, tmp_path)
+    assert build["kind"] == "build_data_skipping" and "half-built (secondary_index_idx_v" in build["reasons"][0]
+    spec_file.write_text(out)
+    [drop] = _plan(capsys, spec_file, tmp_path)
+    assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["secondary_index_idx_v"]}
+    assert "no completed file group" in drop["reasons"][0]
+    with locked(HudiTable.open(base), "write"):      # as a write takes the table: dropped first
+        pass
+    assert "secondary_index" not in HudiTable.open(base).config.extra[PARTITIONS_KEY]
+    _commit(base, {"a": 3}, prev)                    # records into files and record_index alone
+    assert _plan(capsys, spec_file, tmp_path) == []
+
+
+def _plan(capsys, spec_file, warehouse) -> list[dict]:
+    code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--format", "json")
+    assert code == 0, err
+    return [a for t in json.loads(out)["tables"] for a in t["actions"]]
