@@ -119,6 +119,8 @@ def _unkeyable_secondary_indexes(spec, state: TableState, where: str) -> str | N
     """Why the table's secondary indexes this plan keeps cannot be kept: one on a column of a type tablespec
     cannot key (every write would fail after writing its data files), or None."""
     kept = [p for p in secondary_index.kept_in(state.config) if p not in undeclared_indexes(spec, state.config)]
+    if kept and state.table is not None:      # a half-built one is dropped: no column to check
+        kept = [p for p in kept if p not in half_built(state.table)]
     if not kept:
         return None
     types = {c.name: str(c.type) for c in state.columns}
