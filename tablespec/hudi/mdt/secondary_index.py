@@ -135,7 +135,7 @@ def _pairs(table: HudiTable, path: str, size: int | None, columns: Iterable[str]
         present = [c for c in wanted if c in parquet.schema_arrow.names]
         found = parquet.read(columns=[*present, KEY_COLUMN])
     keys = found.column(KEY_COLUMN).cast(pa.string()).to_pylist()
-    out = {}
+    out: dict[str, Pairs] = {}
     for column in wanted:
         if column not in present:
             out[column] = {(None, k) for k in keys}
