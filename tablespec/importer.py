@@ -238,12 +238,14 @@ def observed_data_skipping(state: TableState) -> dict | None:
     """The `dataSkipping` section of the data-skipping partitions the table has that tablespec keeps
     (column statistics with the columns its index definition lists, unless they are Hudi's default
     selection; partition statistics; bloom filters; secondary indexes with their columns), None
-    without any; a half-built one is not declared (plan drops it)."""
+    without any; a half-built one is not declared (plan drops it), nor a secondary index on a column of a
+    type tablespec cannot key (plan refuses a table keeping one)."""
     from tablespec.hudi.mdt import secondary_index
     from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
     from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
-    found = [p for p in kept_in(state.config) if p not in half_built(state.handle)]   # a half-built one is dropped
+    unbuilt = half_built(state.handle)                                  # a half-built one is dropped
+    found = [p for p in kept_in(state.config) if p not in unbuilt]
     out: dict = {}
     if COLUMN_STATS in found:
         columns = indexed_columns(state.handle)
@@ -254,9 +256,14 @@ def observed_data_skipping(state: TableState) -> dict | None:
             out["partitionStats"] = True
     if BLOOM_FILTERS in found:
         out["bloomFilters"] = True
-    if indexed := secondary_index.kept_in(state.config):
+    types = {c.name: str(c.type) for c in state.columns}
+    indexed = [p for p in secondary_index.kept_in(state.config) if p not in unbuilt]
+    if indexed:     # one on a column tablespec cannot key: not declared, plan refuses
         out["secondaryIndexes"] = [{"name": p[len(secondary_index.PREFIX):], "column": column}
-                                   for p, column in secondary_index.columns(state.handle, indexed).items()]
+                                   for p, column in secondary_index.columns(state.handle, indexed).items()
+                                   if types.get(column, "string") in secondary_index.COLUMN_TYPES]
+        if not out["secondaryIndexes"]:
+            del out["secondaryIndexes"]
     return out or None
 
 

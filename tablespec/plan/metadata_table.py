@@ -40,7 +40,7 @@ def metadata_table_actions(state: TableState, rebuilt_by_spec: tuple[str, ...] =
             f"readers would find them stale after tablespec's next change; Hudi rebuilds them when a "
             f"writer enables them again"]))
     unbuilt = tuple(p for p in half_built(state.table) if p not in rebuilt_by_spec) \
-        if state.table is not None and kept_in(state.config) else ()
+        if state.table is not None and _kept(state.config) else ()
     if unbuilt:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(unbuilt)), reasons=[
             f"Hudi's metadata table names {', '.join(unbuilt)} but holds no completed file group of it (a restore "
@@ -90,8 +90,7 @@ def indexes_to_build(spec, state: TableState) -> tuple[str, ...]:
     build that died): built (again) by `build_data_skipping`."""
     if not state.exists or unwritable_version(state.table_config) is not None:
         return ()
-    ready = [p for p in kept_in(state.config) if state.table is None or p not in half_built(state.table)]
-    ready += secondary_index.kept_in(state.config)
+    ready = [p for p in _kept(state.config) if state.table is None or p not in half_built(state.table)]
     return tuple(p for p in declared_indexes(spec) if p not in ready)
 
 
@@ -116,6 +115,25 @@ def _secondary_index_problems(spec, state: TableState, where: str) -> str | None
     return None
 
 
+def _unkeyable_secondary_indexes(spec, state: TableState, where: str) -> str | None:
+    """Why the table's secondary indexes this plan keeps cannot be kept: one on a column of a type tablespec
+    cannot key (every write would fail after writing its data files), or None."""
+    kept = [p for p in secondary_index.kept_in(state.config) if p not in undeclared_indexes(spec, state.config)]
+    if kept and state.table is not None:      # a half-built one is dropped: no column to check
+        kept = [p for p in kept if p not in half_built(state.table)]
+    if not kept:
+        return None
+    types = {c.name: str(c.type) for c in state.columns}
+    found = [f"secondary index {p[len(secondary_index.PREFIX):]} is on column {column} of type {types[column]}"
+             for p, column in secondary_index.columns(state.handle, kept).items()
+             if types.get(column, "string") not in secondary_index.COLUMN_TYPES]
+    if not found:
+        return None
+    return (f"{where}: the table's {'; '.join(found)}: tablespec keeps secondary indexes on string and integer "
+            f"columns only ({', '.join(secondary_index.COLUMN_TYPES)}); remove it: declare spec.dataSkipping "
+            "without it (apply drops it), or DROP INDEX with Apache Hudi")
+
+
 def _indexed_columns(spec, state: TableState) -> list[str] | None:
     """The columns a build indexes: on version 9 the declared ones or Hudi 1.x's default selection
     (its definition lists them); None on version 6 (every column Hudi 0.15 indexes)."""
@@ -135,10 +153,14 @@ def _kept_columns(state: TableState, missing: tuple[str, ...]) -> list[str] | No
 def data_skipping_actions(spec, state: TableState) -> list:
     """Building the declared data-skipping partitions the table lacks (or has half-built), and
     dropping those the spec does not declare; refused: other columns than the table's."""
-    if not state.exists or unwritable_version(state.table_config) is not None or spec.spec.data_skipping is None:
+    if not state.exists or unwritable_version(state.table_config) is not None:
+        return []
+    where = f"table {spec.metadata.name} at {state.location}"
+    if (problem := _unkeyable_secondary_indexes(spec, state, where)) is not None:
+        raise PlanError(problem)
+    if spec.spec.data_skipping is None:
         return []
     declared = spec.spec.data_skipping
-    where = f"table {spec.metadata.name} at {state.location}"
     actions: list = []
     if (problem := _secondary_index_problems(spec, state, where)) is not None:
         raise PlanError(problem)
@@ -150,7 +172,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
                         "remove the declaration")
     if missing:
         files = [g for g in state.file_groups if g.base_file]
-        named = [p for p in missing if p in kept_in(state.config) or p in state.metadata_table.inflight]
+        named = [p for p in missing if p in _kept(state.config) or p in state.metadata_table.inflight]
         secondary = [p for p in missing if p.startswith(secondary_index.PREFIX)]
         columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else _kept_columns(state, missing)
         actions.append(BuildDataSkipping(

@@ -236,7 +236,22 @@ def _secondary_indexes(body: TableBody, indexes: list) -> list[Problem]:
         problems.append((loc, f"a secondary index needs Hudi's record index: set index.type: RECORD_LEVEL "
                               f"(it is {body.index.type})"))
     problems += _references(body, loc, [i.column for i in indexes], "secondary index column", primitive=True)
+    problems += _secondary_index_types(body, loc, [i.column for i in indexes])
     return problems + _duplicates(loc, [i.name for i in indexes], "secondary index name")
+
+
+def _secondary_index_types(body: TableBody, loc: tuple, names: list[str]) -> list[Problem]:
+    """Primitive columns whose values tablespec cannot key as Hudi does (their text form is not measured):
+    refused here, as every write would otherwise fail after writing its data files."""
+    from tablespec.hudi.mdt.secondary_index import COLUMN_TYPES
+    try:
+        by_name = _columns_by_name(body)
+    except Unparsed:
+        return []
+    found = [(i, by_name[n]) for i, n in enumerate(names) if n in by_name and parsed(by_name[n], "type")]
+    return [((*loc, i), f"secondary index column '{c.name}' has the type {c.type}: tablespec keeps secondary indexes "
+                        f"on string and integer columns only ({', '.join(COLUMN_TYPES)})")
+            for i, c in found if not isinstance(c.data_type, Array | Map | Struct) and c.type not in COLUMN_TYPES]
 
 
 @_body_rule

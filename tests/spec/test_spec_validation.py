@@ -319,11 +319,14 @@ RECORD_LEVEL = ("    type: BUCKET\n    numBuckets: 16\n    hashFields: [order_id
 
 def test_secondary_indexes_are_version_9_copy_on_write_with_the_record_index(broken):
     """Secondary indexes (Hudi 1.x's CREATE INDEX) are accepted on a version 9 copy-on-write RECORD_LEVEL table,
-    on a table column of a primitive type, each name once; refused at their line on version 6, on merge-on-read,
-    and on a missing or complex column."""
+    on a string or integer table column, each name once; refused at their line on version 6, on merge-on-read,
+    on a missing or complex column, and on a primitive type whose keys tablespec cannot write (a date)."""
     section = ("  clustering:\n", "  tableVersion: 9\n  dataSkipping:\n    secondaryIndexes: [{name: by_customer, "
-                                  "column: customer_id}, {name: by_date, column: order_date}]\n  clustering:\n")
+                                  "column: customer_id}, {name: by_id, column: order_id}]\n  clustering:\n")
     assert broken(section, RECORD_LEVEL) == []
+    assert broken((section[0], section[1].replace("order_id}", "order_date}")), RECORD_LEVEL) == [
+        "t.yaml:24:66: spec.dataSkipping.secondaryIndexes[1]: secondary index column 'order_date' has the type date: "
+        "tablespec keeps secondary indexes on string and integer columns only (string, byte, short, int, long)"]
     assert broken((section[0], section[1].replace("9", "6")), RECORD_LEVEL) == [
         "t.yaml:24:5: spec.dataSkipping.secondaryIndexes: secondary indexes are Hudi 1.x's (CREATE INDEX): they need "
         "tableVersion: 9 (the spec says 6)"]
@@ -331,7 +334,7 @@ def test_secondary_indexes_are_version_9_copy_on_write_with_the_record_index(bro
                                           "MERGE_ON_READ\n")) == [
         "t.yaml:25:5: spec.dataSkipping.secondaryIndexes: tablespec keeps secondary indexes on COPY_ON_WRITE tables "
         "only: not yet on MERGE_ON_READ (remove secondaryIndexes)"]
-    out = broken((section[0], section[1].replace("order_date}", "nope}, {name: by_customer, column: address}")),
+    out = broken((section[0], section[1].replace("order_id}", "nope}, {name: by_customer, column: address}")),
                  RECORD_LEVEL)
     assert [m.split(": ", 2)[1:] for m in out] == [
         ["spec.dataSkipping.secondaryIndexes[1]", "secondary index column 'nope' is not a column"],

@@ -288,11 +288,12 @@ def partition_stats_record(partition: str, r: ColumnRange) -> tuple[str, dict[st
 
 
 def latest(records: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Mapping[str, Any]]:
-    """Records of a column_stats, partition_stats or bloom_filters file group merged oldest first, as
-    Hudi merges them: a key's newest record wins; a deleted one (or a delete block's key) removes the key."""
+    """Records of a column_stats, partition_stats, bloom_filters or secondary-index file group merged oldest
+    first, as Hudi merges them: a key's newest record wins; a deleted one (or a delete block's key) removes the key."""
     out: dict[str, Mapping[str, Any]] = {}
     for key, record in records:
-        stats = record.get("ColumnStatsMetadata") or record.get("BloomFilterMetadata") or {}
+        stats = (record.get("ColumnStatsMetadata") or record.get("BloomFilterMetadata")
+                 or record.get("SecondaryIndexMetadata") or {})
         if stats.get("isDeleted") or record.get("isDeleted"):
             out.pop(key, None)
         else:

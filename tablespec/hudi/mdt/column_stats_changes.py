@@ -25,7 +25,7 @@ from tablespec.hudi.formats import index_defs
 from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, parquet_block_table, read_blocks
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import bloom_filters, column_stats, layout
+from tablespec.hudi.mdt import bloom_filters, column_stats, layout, secondary_index
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
 from tablespec.hudi.mdt.record_index import HashedChange
@@ -57,10 +57,10 @@ def kept_in(config: TableConfig | None) -> tuple[str, ...]:
 
 
 def half_built(table: HudiTable) -> tuple[str, ...]:
-    """The kept data-skipping partitions hoodie.properties name that have no completed file group
-    (a Hudi restore can roll back the instant that built one): nothing to append to, so they are
-    dropped like a partition tablespec does not maintain, never trusted."""
-    found = kept(table)
+    """The kept data-skipping partitions and secondary indexes hoodie.properties name that have no
+    completed file group (a Hudi restore can roll back the instant that built one): nothing to append
+    to, so they are dropped like a partition tablespec does not maintain, never trusted."""
+    found = kept(table) + secondary_index.kept_in(table.config)
     if not found:
         return ()
     fmt = layout.Format.of(table.config)

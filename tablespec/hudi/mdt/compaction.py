@@ -1,7 +1,8 @@
 """Compacting the metadata table's `files` file group, when and as Apache Hudi 0.15 does.
 
-Every file group with log files is compacted: the `files` file group and the record index's
-touched ones.
+Every file group with log files is compacted: the `files` file group and the touched ones of the
+record index, the data-skipping partitions and the secondary indexes (whose changes would
+otherwise stay in log blocks named by data instants, which stop counting once archived).
 
 When: after a deltacommit, once `hoodie.metadata.compact.max.delta.commits` (default 10) completed
 deltacommits (the initializing one included) follow the last compaction, no metadata instant is
@@ -29,7 +30,17 @@ from tablespec.hudi.mdt import column_stats, layout, reader, record_index_reader
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.instants import commit_bytes, complete_instant
-from tablespec.hudi.mdt.layout import COMPACTION, COMPACTION_SUFFIX, DELTA_COMMIT, FILE_ID, FILES, V1, Format, MetaInstant
+from tablespec.hudi.mdt.layout import (
+    COMPACTION,
+    COMPACTION_SUFFIX,
+    DELTA_COMMIT,
+    FILE_ID,
+    FILES,
+    SECONDARY_INDEX_PREFIX,
+    V1,
+    Format,
+    MetaInstant,
+)
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.mdt.records import base_hfile, listing_records, schema_json
 from tablespec.hudi.timeline.active import Timeline, avro_record
@@ -69,14 +80,15 @@ def compaction_due(data: Timeline, metadata: list[MetaInstant], max_delta_commit
 
 
 def slices_to_compact(storage: Storage, base: str, fmt: Format = V1) -> list[layout.Slice]:
-    """The file slices a compaction merges: the `files` file group's and, of the record index and
-    the data-skipping partitions, each file group's with log files (Hudi plans only slices with
-    log files)."""
+    """The file slices a compaction merges: the `files` file group's and, of the record index, the
+    data-skipping partitions and the secondary indexes, each file group's with log files (Hudi plans
+    only slices with log files)."""
     completed = layout.completions(layout.timeline(storage, base, fmt))
     current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
     others = [p for p in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS) if storage.is_dir(layout.partition_path(base, p))]
+    others += [i.name for i in storage.list_dir(layout.table_path(base)) if i.is_dir and i.name.startswith(SECONDARY_INDEX_PREFIX)]
     return [current, *(s for p in others for s in layout.latest_slices(storage, base, completed, p, fmt) if s.log_files)]
 
 
@@ -122,7 +134,8 @@ def _run(table: HudiTable, instant: str) -> MetaInstant:
         elif previous.partition == RECORD_INDEX:
             found = record_index_reader.entries(table, previous, valid)
             records = [(k, found[k]) for k in sorted(found, key=str.encode)]
-        else:   # column_stats, partition_stats, bloom_filters: a key's newest record, deleted ones left out
+        else:   # column_stats, partition_stats, bloom_filters, secondary indexes: a key's newest record, deleted
+            # ones left out (a secondary index's `value$key` pair a delete block or isDeleted record removed)
             merged_stats = column_stats.latest(reader.slice_records(storage, base, previous, valid))
             records = [(k, dict(merged_stats[k])) for k in sorted(merged_stats, key=str.encode)]
         stats.setdefault(previous.partition, []).append(_compacted(storage, base, instant, previous, records,

@@ -28,6 +28,7 @@ from tablespec.hudi.io import Storage, join, join_inside
 FOLDER = "metadata"
 FILES = "files"
 FILE_ID = "files-0000-0"                      # the files partition's single file group
+SECONDARY_INDEX_PREFIX = "secondary_index_"   # a secondary index's partition: this and its name
 SOLO_COMMIT_TIMESTAMP = "00000000000000"        # Hudi's instant before any instant
 INIT_SUFFIX, COMPACTION_SUFFIX = "010", "001"
 WRITE_TOKEN = "0-0-0"

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
+from tablespec.hudi.mdt.layout import SECONDARY_INDEX_PREFIX
 from tablespec.hudi.mdt.record_index import HashedChange, file_group_index
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
 
@@ -37,13 +38,15 @@ if TYPE_CHECKING:
     from tablespec.hudi.formats.commit import CommitMetadata
     from tablespec.hudi.table import HudiTable
 
-PREFIX = "secondary_index_"
+PREFIX = SECONDARY_INDEX_PREFIX
 SECONDARY_INDEX_TYPE = 7
 FILE_GROUPS = 10           # what Hudi 1.2 gives a small table's secondary index (measured)
 KEY_COLUMN = "_hoodie_record_key"
 _ESCAPED = ("\\", "$", "\0")
-# Arrow types whose values Hudi 1.2 keys by their plain text (measured for int; the others print alike)
+# Arrow types whose values Hudi 1.2 keys by their plain text (measured for int; the others print alike), and
+# the spec's column types they are; the text of other types (double, date, timestamp, ...) is not measured
 SUPPORTED = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer)
+COLUMN_TYPES = ("string", "byte", "short", "int", "long")
 
 
 def partition(name: str) -> str:
@@ -125,13 +128,18 @@ Pairs = set[tuple[str | None, str]]   # (value as Hudi keys it, record key)
 
 def _pairs(table: HudiTable, path: str, size: int | None, columns: Iterable[str]) -> dict[str, Pairs]:
     """Column -> the (value, record key) pairs of every row of a base file: one read of the key and
-    indexed columns."""
+    indexed columns; a column the file lacks (written before the column was added) is null in every row."""
     wanted = sorted(set(columns))
     with table.storage.open_input_file(path, size) as f:
-        found = pq.read_table(f, columns=[*wanted, KEY_COLUMN])
+        parquet = pq.ParquetFile(f)
+        present = [c for c in wanted if c in parquet.schema_arrow.names]
+        found = parquet.read(columns=[*present, KEY_COLUMN])
     keys = found.column(KEY_COLUMN).cast(pa.string()).to_pylist()
-    out = {}
+    out: dict[str, Pairs] = {}
     for column in wanted:
+        if column not in present:
+            out[column] = {(None, k) for k in keys}
+            continue
         values = found.column(column)
         if not any(check(values.type) for check in SUPPORTED):
             raise HudiFormatError(f"{table.base}: the secondary index on column {column} of type {values.type}: "
@@ -177,18 +185,13 @@ def stored(table: HudiTable, name: str) -> dict[str, str]:
     """Every live index key of partition `name` -> the file group holding it, merged as readers merge
     the latest slices (a delete block's key removes it)."""
     from tablespec.hudi.mdt import layout, reader
+    from tablespec.hudi.mdt.column_stats import latest
     storage, base = table.storage, table.base
     fmt = layout.Format.of(table.config)
     metadata = layout.timeline(storage, base, fmt)
     valid = reader.valid_instants(table.timeline, metadata)
-    out: dict[str, str] = {}
-    for slice_ in layout.latest_slices(storage, base, layout.completions(metadata), name, fmt):
-        for key, found in reader.slice_records(storage, base, slice_, valid):
-            if found.get("isDeleted") or (found.get("SecondaryIndexMetadata") or {}).get("isDeleted"):
-                out.pop(key, None)
-            else:
-                out[key] = slice_.file_id
-    return out
+    return {key: slice_.file_id for slice_ in layout.latest_slices(storage, base, layout.completions(metadata), name, fmt)
+            for key in latest(reader.slice_records(storage, base, slice_, valid))}
 
 
 def file_id(name: str, index: int) -> str:
@@ -218,5 +221,5 @@ def initialize(table: HudiTable, name: str, column: str) -> str:
                                                                        definition(name, column)))
 
 
-__all__ = ["FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "from_commit",
+__all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "from_commit",
            "index_key", "initialize", "kept_in", "named", "partition", "record", "stored"]
