@@ -65,10 +65,18 @@ def table_index_type(props: Mapping[str, str] | TableConfig) -> str:
         props = props.to_properties()
     named = (props.get(TABLESPEC_INDEX_TYPE_KEY) or props.get(INDEX_TYPE_KEY) or "").strip().upper()
     if not named:  # Hudi keeps the index in its writers' config: a record index they built says which it was
-        ready = (props.get(keys.METADATA_PARTITIONS.name) or "").split(",")
-        named = RECORD_LEVEL if "record_index" in [p.strip() for p in ready] else DEFAULT_INDEX_TYPE
+        named = RECORD_LEVEL if "record_index" in named_partitions(props) else DEFAULT_INDEX_TYPE
     # Hudi's (global) record index is RECORD_LEVEL; Hudi 1.1+ renamed RECORD_INDEX GLOBAL_RECORD_LEVEL_INDEX
     return RECORD_LEVEL if named in (RECORD_LEVEL_HUDI_INDEX, RECORD_LEVEL_HUDI_1X_INDEX) else named
+
+
+def named_partitions(props: Mapping[str, str] | TableConfig | None, inflight: bool = False) -> tuple[str, ...]:
+    """The metadata-table partitions hoodie.properties name: ready ones (readers use them), or with
+    `inflight` those being built. The one place that reads the two lists."""
+    if isinstance(props, TableConfig):
+        props = props.extra
+    key = keys.METADATA_PARTITIONS_INFLIGHT if inflight else keys.METADATA_PARTITIONS
+    return tuple(p.strip() for p in ((props or {}).get(key.name) or "").split(",") if p.strip())
 
 
 def _parse_bool(key: str, raw: str) -> bool:
@@ -193,10 +201,10 @@ def check_table_paths(props: Mapping[str, str]) -> None:
         value = props.get(key.name)
         if value is not None and (reason := outside_reason(value.strip())) is not None:
             raise HudiFormatError(f"{key.name}={value} leads outside the table ({reason}); refused")
-    for key in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT):
-        for name in (props.get(key.name) or "").split(","):
-            if name.strip() and not METADATA_PARTITION_NAME.fullmatch(name.strip()):
-                raise HudiFormatError(f"{key.name} names {name.strip()!r}: not a metadata table partition Hudi "
+    for key, inflight in ((keys.METADATA_PARTITIONS, False), (keys.METADATA_PARTITIONS_INFLIGHT, True)):
+        for name in named_partitions(props, inflight):
+            if not METADATA_PARTITION_NAME.fullmatch(name):
+                raise HudiFormatError(f"{key.name} names {name!r}: not a metadata table partition Hudi "
                                       "writes (files, column_stats, bloom_filters, record_index, partition_stats, "
                                       "expr_index_<name>, secondary_index_<name>); refused")
 
@@ -328,8 +336,7 @@ def bloom_filters_expected(props: Mapping[str, str]) -> bool:
     """Whether new base files must carry Hudi's bloom filter: on BLOOM tables, on tables whose
     index is not recorded (a Hudi BLOOM writer fails on a file without a filter), and where the
     metadata table keeps each file's filter (its `bloom_filters` partition, ready or being built)."""
-    named = {n.strip() for key in (keys.METADATA_PARTITIONS, keys.METADATA_PARTITIONS_INFLIGHT)
-             for n in (props.get(key.name) or "").split(",")}
+    named = named_partitions(props) + named_partitions(props, inflight=True)
     return not index_recorded(props) or table_index_type(props) == "BLOOM" or "bloom_filters" in named
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablespec.hudi import keys
-from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, write_table_config
+from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, named_partitions, write_table_config
 from tablespec.hudi.formats import index_defs
 from tablespec.hudi.io import join, join_inside
 
@@ -29,10 +29,6 @@ INFLIGHT_KEY = keys.METADATA_PARTITIONS_INFLIGHT.name
 
 def folder(base: str) -> str:
     return join(base, META_FOLDER, FOLDER)
-
-
-def _names(value: str | None) -> tuple[str, ...]:
-    return tuple(p.strip() for p in (value or "").split(",") if p.strip())
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,6 @@ NONE = MetadataTable(False, (), (), 0)
 def describe(table: HudiTable) -> MetadataTable:
     """The metadata table of an existing table, as its (cached) hoodie.properties name it."""
     storage, path = table.storage, folder(table.base)
-    props = table.config.to_properties() if table.config is not None else {}
     present = storage.is_dir(path)
     files = list(storage.walk_files(path)) if present else []
     by_partition: dict[str, int] = {}
@@ -70,15 +65,14 @@ def describe(table: HudiTable) -> MetadataTable:
         top = f.path[len(root):].split("/", 1)[0] if f.path.startswith(root) else ""
         if top and not top.startswith(".") and "/" in f.path[len(root):]:
             by_partition[top] = by_partition.get(top, 0) + f.size
-    return MetadataTable(present, _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY)),
+    return MetadataTable(present, named_partitions(table.config), named_partitions(table.config, inflight=True),
                          sum(f.size for f in files), tuple(sorted(by_partition.items())))
 
 
 def unmaintained(config, maintained: frozenset[str]) -> tuple[str, ...]:
     """Metadata partitions hoodie.properties name (ready, or being built) that are not `maintained`
     (a partition still being built is never maintained: tablespec cannot finish Hudi's build)."""
-    props = config.to_properties() if config is not None else {}
-    ready, inflight = _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY))
+    ready, inflight = named_partitions(config), named_partitions(config, inflight=True)
     return tuple(dict.fromkeys([p for p in ready if p not in maintained] + list(inflight)))
 
 
@@ -90,8 +84,7 @@ def drop_partitions(table: HudiTable, partitions: tuple[str, ...]) -> tuple[str,
     config = table.fresh_config()
     if config is None or not partitions:
         return ()
-    props = config.to_properties()
-    ready, inflight = _names(props.get(PARTITIONS_KEY)), _names(props.get(INFLIGHT_KEY))
+    ready, inflight = named_partitions(config), named_partitions(config, inflight=True)
     named_ = [p for p in partitions if p in ready or p in inflight]
     index_defs.check(table.storage, table.base, config)   # refused before hoodie.properties changes
     if named_:

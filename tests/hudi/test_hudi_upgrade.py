@@ -282,6 +282,7 @@ def test_a_new_version_9_record_level_table_is_created_with_its_record_index(tmp
     """At version 9 too a RECORD_LEVEL table starts with Hudi's metadata table and an empty record
     index (Hudi 1.x's layout: both initialized on the metadata table's 1.x timeline)."""
     from tablespec.actions.metadata import create_table
+    from tablespec.hudi.config import named_partitions
     from tablespec.hudi.mdt import record_index_writer
     from tablespec.hudi.table import HudiTable
     from tablespec.spec.loader import load_spec_text
@@ -289,6 +290,6 @@ def test_a_new_version_9_record_level_table_is_created_with_its_record_index(tmp
                           + "  index: {type: RECORD_LEVEL}\n", "t.yaml").specs[0].spec
     table = HudiTable.open(str(tmp_path / "t"))
     config = create_table(table, spec)
-    assert config.version == 9 and record_index_writer.partitions(table) == ["files", "record_index"]
+    assert config.version == 9 and named_partitions(table.config) == ("files", "record_index")
     assert (tmp_path / "t" / ".hoodie" / "metadata" / ".hoodie" / "timeline").is_dir()
     assert record_index_writer.is_enabled(HudiTable.open(str(tmp_path / "t")))

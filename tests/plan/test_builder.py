@@ -10,7 +10,7 @@ from _support import ORDERS_SPEC
 from tablespec.actions.metadata import creation_properties
 from tablespec.errors import UnsupportedTableError
 from tablespec.hudi import metadata_table
-from tablespec.hudi.config import TableConfig
+from tablespec.hudi.config import TableConfig, named_partitions
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.table import Location
 from tablespec.plan.builder import build_plan
@@ -39,7 +39,7 @@ def state_for(text: str, **overrides) -> TableState:
     config = TableConfig.from_properties(props)
     return TableState(location=LOCATION, exists=True, config=config, properties_fingerprint="fp", columns=cols,
                       head="20261121000000000", metadata_table=metadata_table.MetadataTable(
-                          True, metadata_table._names(props.get(metadata_table.PARTITIONS_KEY)), (), 1))
+                          True, named_partitions(props), (), 1))
 
 
 def actions(text: str, state: TableState):

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError, TablespecError
-from tablespec.hudi import keys, metadata_table
+from tablespec.hudi import keys
+from tablespec.hudi.config import named_partitions
 from tablespec.hudi.mdt import layout as mdt_layout
 from tablespec.hudi.services.clean import earliest_commit_to_retain
 from tablespec.hudi.timeline.active import Timeline
@@ -253,7 +254,6 @@ def read_bounds(table: HudiTable) -> Bounds:
     for Hudi's file-versions policy) and, when hoodie.properties names metadata-table
     partitions, that table's latest compaction (a completed commit on its timeline)."""
     base, timeline = table.base, table.timeline
-    props = table.config.to_properties() if table.config is not None else {}
     retains = None
     clean = timeline.last(CLEAN)
     if clean is not None:
@@ -262,7 +262,7 @@ def read_bounds(table: HudiTable) -> Bounds:
         except FileNotFoundError:
             raise HudiFormatError(f"{base}: clean {clean.timestamp} has no requested plan") from None
         retains = (plan.get("earliestInstantToRetain") or {}).get("timestamp") or clean.timestamp
-    in_use = bool((props.get(metadata_table.PARTITIONS_KEY) or "").strip())
+    in_use = bool(named_partitions(table.config))
     compacted = None
     if in_use:   # the metadata table's timeline (its compactions have 20-digit times)
         done = [i.timestamp for i in mdt_layout.timeline(table.storage, base, mdt_layout.Format.of(table.config))

@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
+from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA, CLEANER_PLAN_SCHEMA, POLICY, VERSION, planned_files
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import instants, layout
 from tablespec.hudi.mdt.layout import COMMIT, COMPACTION, DELTA_COMMIT, FILES, V1, Format, MetaInstant
-from tablespec.hudi.metadata_table import PARTITIONS_KEY
 from tablespec.hudi.timeline.active import avro_content, avro_record
 from tablespec.hudi.timeline.instant import CLEAN, new_instant_time
 
@@ -107,8 +107,7 @@ def _slices_1x(names: Sequence[str], completed: Mapping[str, str] | set[str],
 
 def partitions(table: HudiTable) -> list[str]:
     """The metadata partitions to clean: those hoodie.properties names (the handle's), `files` at least."""
-    named = (table.config.extra.get(PARTITIONS_KEY, "") if table.config else "").split(",")
-    return sorted({FILES, *(n.strip() for n in named if n.strip())})
+    return sorted({FILES, *named_partitions(table.config)})
 
 
 def clean_due(metadata: Sequence[MetaInstant], fmt: Format = V1) -> bool:

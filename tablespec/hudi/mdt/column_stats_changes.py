@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats import index_defs
 from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, parquet_block_table, read_blocks
 from tablespec.hudi.formats.naming import LogFileName
@@ -29,7 +30,6 @@ from tablespec.hudi.mdt import bloom_filters, column_stats, layout, secondary_in
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
 from tablespec.hudi.mdt.record_index import HashedChange
-from tablespec.hudi.metadata_table import PARTITIONS_KEY
 from tablespec.types import Array, DataType, Map, Struct
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def kept(table: HudiTable) -> tuple[str, ...]:
 
 def kept_in(config: TableConfig | None) -> tuple[str, ...]:
     """`kept` of a table with `config` (its hoodie.properties)."""
-    names = {n.strip() for n in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
+    names = named_partitions(config)
     one_x = config is not None and config.version >= 8
     return tuple(p for p in (COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS)
                  if p in names and (p != PARTITION_STATS or one_x))

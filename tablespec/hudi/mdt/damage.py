@@ -17,12 +17,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
+from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats.hfile import HFileReader
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import layout, reader, record_index_reader
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
-from tablespec.hudi.metadata_table import PARTITIONS_KEY
 from tablespec.hudi.timeline.instant import CLEAN, RESTORE, ROLLBACK
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ class Damage:
 
 def checked(table: HudiTable) -> list[str]:
     """The partitions `find` checks: those of `CHECKED` hoodie.properties name as ready."""
-    config = table.config
-    named = {p.strip() for p in (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")}
+    named = named_partitions(table.config)
     return [p for p in CHECKED if p in named]
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.faults import crash_point
-from tablespec.hudi.config import TableConfig, write_table_config
+from tablespec.hudi.config import TableConfig, named_partitions, write_table_config
 from tablespec.hudi.formats import index_defs
 from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.hfile import write_hfile
@@ -41,13 +41,6 @@ if TYPE_CHECKING:
 
 # a file group's (key, record) pairs, sorted by key; `encode(record, base file name)` gives its stored bytes
 Group = Sequence[tuple[str, Any]]
-
-
-def named(table: HudiTable, key: str = PARTITIONS_KEY) -> list[str]:
-    """The metadata partitions the data table's hoodie.properties (as the handle read them) name
-    (`key`: ready ones, or those being built)."""
-    names = (table.config.extra.get(key, "") if table.config else "").split(",")
-    return [n.strip() for n in names if n.strip()]
 
 
 def _init_instant(head: str | None, taken: set[str], fmt: Format = layout.V1) -> str:
@@ -104,8 +97,8 @@ def _drop_leftover(table: HudiTable, partition: str, fmt: Format) -> None:
 
 def _name(table: HudiTable, config: TableConfig, partition: str, ready: bool) -> None:
     """Name `partition` in hoodie.properties: inflight, or ready (and no longer inflight)."""
-    inflight = [p for p in named(table, INFLIGHT_KEY) if p != partition] + ([] if ready else [partition])
-    partitions = sorted({*named(table), partition}) if ready else named(table)
+    inflight = [p for p in named_partitions(table.config, inflight=True) if p != partition] + ([] if ready else [partition])
+    partitions = sorted({*named_partitions(table.config), partition}) if ready else named_partitions(table.config)
     write_table_config(table.storage, table.base, config.with_updates(extra={
         **config.extra, PARTITIONS_KEY: ",".join(partitions), INFLIGHT_KEY: ",".join(inflight)}))
     table.refresh()
@@ -122,10 +115,10 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
     storage, base, config = table.storage, table.base, table.config
     if config is None:
         raise HudiFormatError(f"{base}: no Hudi table to build a {partition} partition for")
-    if partition != FILES and FILES not in named(table):
+    if partition != FILES and FILES not in named_partitions(table.config):
         raise HudiFormatError(f"{base}: the metadata table's {partition} partition needs its files partition; "
                               "build it first")
-    if partition in named(table):
+    if partition in named_partitions(table.config):
         raise HudiFormatError(f"{base}: the metadata table's {partition} partition already exists")
     if table.timeline.pending():
         raise HudiFormatError(f"{base}: cannot build the metadata table's {partition} partition while instants are "
@@ -163,4 +156,4 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
     return instant
 
 
-__all__ = ["Group", "initialize", "named"]
+__all__ = ["Group", "initialize"]

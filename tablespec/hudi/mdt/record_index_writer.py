@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats import index_defs
 from tablespec.hudi.mdt import initializer
 from tablespec.hudi.mdt.layout import Format
@@ -28,14 +29,9 @@ if TYPE_CHECKING:
 Entry = tuple[str, str, str, str]          # record key, data partition, file id, instant that wrote it
 
 
-def partitions(table: HudiTable) -> list[str]:
-    """The metadata partitions the data table's hoodie.properties (as the handle read them) name."""
-    return initializer.named(table)
-
-
 def is_enabled(table: HudiTable) -> bool:
     """Whether the table has Hudi's record index (its writers and readers use it)."""
-    return RECORD_INDEX in partitions(table)
+    return RECORD_INDEX in named_partitions(table.config)
 
 
 def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | None = None) -> str:
@@ -55,4 +51,4 @@ def initialize(table: HudiTable, entries: Iterable[Entry], file_groups: int | No
                                                                               index_defs.RECORD_INDEX_DEFINITION))
 
 
-__all__ = ["Entry", "initialize", "is_enabled", "partitions"]
+__all__ = ["Entry", "initialize", "is_enabled"]

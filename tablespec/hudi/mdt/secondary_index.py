@@ -27,11 +27,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt.layout import SECONDARY_INDEX_PREFIX
 from tablespec.hudi.mdt.record_index import HashedChange, file_group_index
-from tablespec.hudi.metadata_table import PARTITIONS_KEY
 
 if TYPE_CHECKING:
     from tablespec.hudi.config import TableConfig
@@ -94,8 +94,7 @@ def record(key: str) -> dict[str, Any]:
 
 def named(config: TableConfig | None) -> tuple[str, ...]:
     """The secondary-index partitions hoodie.properties name ready."""
-    names = (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")
-    return tuple(n.strip() for n in names if n.strip().startswith(PREFIX))
+    return tuple(n for n in named_partitions(config) if n.startswith(PREFIX))
 
 
 def kept_in(config: TableConfig | None) -> tuple[str, ...]:
@@ -103,8 +102,7 @@ def kept_in(config: TableConfig | None) -> tuple[str, ...]:
     version 9 copy-on-write table with Hudi's record index (others are dropped before a change)."""
     if config is None or config.version < 9 or config.table_type != "COPY_ON_WRITE":
         return ()
-    names = {n.strip() for n in config.extra.get(PARTITIONS_KEY, "").split(",")}
-    return named(config) if "record_index" in names else ()
+    return named(config) if "record_index" in named_partitions(config) else ()
 
 
 def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
-from tablespec.hudi.config import TableConfig, init_table, write_table_config
+from tablespec.hudi.config import TableConfig, init_table, named_partitions, write_table_config
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.logfile import BlockType, delete_block, encode_block, read_blocks
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
@@ -72,9 +72,7 @@ def metadata_config(data: TableConfig) -> TableConfig:
 def is_enabled(table: HudiTable) -> bool:
     """Whether the data table's hoodie.properties (as the handle read them) name the `files`
     partition (readers use it)."""
-    config = table.config
-    names = (config.extra.get(PARTITIONS_KEY, "") if config else "").split(",")
-    return FILES in (n.strip() for n in names)
+    return FILES in named_partitions(table.config)
 
 
 def list_data_files(storage: Storage, base: str, up_to: str | None = None) -> dict[str, dict[str, int]]:
