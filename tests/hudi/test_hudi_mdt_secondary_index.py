@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,13 +21,15 @@ from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.hfile import HFileReader
 from tablespec.hudi.formats.naming import BaseFileName, new_file_id
 from tablespec.hudi.formats.partition import write_partition_metadata
-from tablespec.hudi.io import join
-from tablespec.hudi.mdt import layout, record_index_writer, secondary_index, sync, writer
+from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.mdt import column_stats_init, layout, record_index_writer, secondary_index, sync, writer
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 from tablespec.hudi.mdt.records import from_commit as files_change
 from tablespec.hudi.metadata_table import PARTITIONS_KEY
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import Location as TableLocation
 from tablespec.hudi.timeline.active import TimelineWriter
 
 FG = new_file_id()
@@ -55,10 +59,11 @@ def _avro_schema(columns: dict) -> str:
         *({"name": n, "type": ["null", avro[t]], "default": None} for n, t in columns.items())]})
 
 
-def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: dict | None = None) -> str:
+def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: dict | None = None,
+            storage: LocalStorage = ST) -> str:
     """A copy-on-write commit rewriting file group FG of partition `p` to hold `rows` (record key -> v),
-    recorded in the metadata table (files, record index, secondary index) before it completes, then the
-    metadata table compacted when due, as tablespec's writers do."""
+    recorded in the metadata table (files, record index, secondary index; read through `storage`) before it
+    completes, then the metadata table compacted when due, as tablespec's writers do."""
     ts, inflight = _start(base)
     write_partition_metadata(ST, base, "p", ts)
     rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"
@@ -69,7 +74,7 @@ def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: 
     metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
                                               partition_path="p", file_size_in_bytes=ST.info(join(base, rel)).size)]},
                               operation_type="UPSERT", extra_metadata={"schema": _avro_schema(schema or {"v": pa.int64()})})
-    table = HudiTable.open(base)
+    table = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
     with sync.completing(table, "commit") as locked:
         recorded = sync.record_commit(table, ts, metadata)
         TimelineWriter(ST, base, TIMELINE).complete(inflight, metadata, locked=locked)
@@ -129,6 +134,48 @@ def test_compaction_absorbs_the_index_so_archiving_loses_none_of_it(tmp_path):
         archived = archive(table, ArchiveSettings(2, 3, 1))
     assert archived.archived                     # the data instants that wrote the index's first changes are gone
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs(rows)
+
+
+class _OpenCounting(LocalStorage):
+    """Local files, counting the reads of each data base file (a real store: the reads happen)."""
+
+    def __init__(self):
+        self.reads: Counter[str] = Counter()
+
+    def _count(self, path: str) -> None:
+        if path.endswith(".parquet"):
+            self.reads[path.rsplit("/", 1)[-1]] += 1
+
+    def read_bytes(self, path):
+        self._count(path)
+        return super().read_bytes(path)
+
+    def read_range(self, path, offset, length):
+        self._count(path)
+        return super().read_range(path, offset, length)
+
+    def open_input_file(self, path, size=None):
+        self._count(path)
+        return super().open_input_file(path, size)
+
+    def open_whole_file(self, path):
+        self._count(path)
+        return super().open_whole_file(path)
+
+
+def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
+    """The metadata update of a commit keeping column stats, the record index and a secondary index reads the
+    base file it wrote once (footer, key and indexed columns) and the one it replaced once, for all three."""
+    base, prev = _indexed(tmp_path, {"a": 1, "b": 2})
+    table = HudiTable.open(base)
+    with table.transaction_lock("column stats build"):
+        column_stats_init.initialize(table, {}, [COLUMN_STATS], ["v"])
+    [old] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
+    storage = _OpenCounting()
+    ts = _commit(base, {"a": 3, "c": 4}, prev, storage=storage)
+    [new] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
+    assert ts in new and storage.reads == {new: 1, old: 1}
+    assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 3, "c": 4})
 
 
 def test_a_file_written_before_the_column_was_added_indexes_its_rows_as_null(tmp_path):

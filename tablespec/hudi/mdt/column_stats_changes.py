@@ -27,6 +27,7 @@ from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, parq
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import bloom_filters, column_stats, layout, secondary_index
+from tablespec.hudi.mdt.base_reads import BaseFileReads
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, ColumnRange
 from tablespec.hudi.mdt.record_index import HashedChange
@@ -147,10 +148,12 @@ def _log_ranges(table: HudiTable, path: str, columns: Collection[str] | None) ->
     return column_stats.file_ranges(metadata, posixpath.basename(path), columns)
 
 
-def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata,
-                partitions: Collection[str]) -> dict[str, HashedChange]:
+def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata, partitions: Collection[str],
+                reads: BaseFileReads | None = None) -> dict[str, HashedChange]:
     """The change of each kept partition (`partitions`, from `kept`) for a commit or replacecommit
-    `instant` that has not completed yet (the handle's timeline shows it pending)."""
+    `instant` that has not completed yet (the handle's timeline shows it pending); the footers of the
+    base files it wrote come through `reads` (the update's shared reads)."""
+    reads = reads or BaseFileReads(table.storage)
     one_x = table.config is not None and table.config.version >= 8
     columns = indexed_columns(table)
     written: dict[str, dict[str, list[ColumnRange]]] = {}      # partition -> file id -> its ranges
@@ -162,7 +165,8 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata,
             if not stat.path:
                 continue
             name = posixpath.basename(stat.path)
-            footer = None if LogFileName.parse(name) is not None else _footer(table, stat.path)
+            footer = None if LogFileName.parse(name) is not None else \
+                reads.read(join(table.base, stat.path), stat.file_size_in_bytes or None).footer
             if BLOOM_FILTERS in out and footer is not None:
                 found = bloom_filters.footer_filter(footer)
                 if found is None:

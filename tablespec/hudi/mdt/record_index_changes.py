@@ -9,7 +9,8 @@ tablespec's executors do not report per-record locations, so the same change is 
 driver from the key column (`_hoodie_record_key`, a Parquet projection) of each base file the
 instant wrote, compared with the slice it replaces in the same file group: keys new to the file
 group are upserts; keys of the replaced slices (and of replaced file groups) the instant wrote
-nowhere are deletes. Cost: one key-column read per new base file and per previous base file.
+nowhere are deletes. Cost: one key-column read per new base file and per previous base file (the
+read the other indexes' updates share, base_reads.py).
 
 A deltacommit's log file (merge-on-read) holds updates of keys its file group has (inserts go to
 base files, as Hudi 0.15 lays them out with its record index, measured: an update keeps the key's
@@ -24,11 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablespec.errors import HudiFormatError
-from tablespec.hudi.formats.base_keys import base_file_keys
+from tablespec.hudi.formats.base_keys import KEY
 from tablespec.hudi.formats.commit import CLUSTER
 from tablespec.hudi.formats.logfile import BlockType, deleted_keys, read_blocks
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
+from tablespec.hudi.mdt.base_reads import BaseFileReads
 from tablespec.hudi.mdt.record_index import Location, RecordIndexChange
 
 if TYPE_CHECKING:
@@ -39,8 +41,11 @@ if TYPE_CHECKING:
 _NO_KEYS = pa.array([], pa.string())
 
 
-def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> RecordIndexChange:
-    """The record-index change of data instant `instant` (not yet completed) with `metadata`."""
+def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata,
+                reads: BaseFileReads | None = None) -> RecordIndexChange:
+    """The record-index change of data instant `instant` (not yet completed) with `metadata`, its base files
+    read through `reads` (the update's shared reads, the key column among their columns)."""
+    reads = reads or BaseFileReads(table.storage, (KEY,))
     written = {p: [s for s in stats if s.path] for p, stats in metadata.partition_to_write_stats.items()}
     replaced = metadata.partition_to_replace_file_ids or {}
     partitions = sorted({p for p, stats in written.items() if stats} | {p for p, ids in replaced.items() if ids})
@@ -61,8 +66,8 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
                                           "files only (RECORD_LEVEL): drop the record index or write with Apache Hudi")
                 old_keys.append(_deleted(table, stat.path))
                 continue
-            new = base_file_keys(join(table.base, stat.path), table.storage, stat.file_size_in_bytes or None)
-            old = _keys(table, before.get((partition, stat.file_id)))
+            new = reads.keys(join(table.base, stat.path), stat.file_size_in_bytes or None)
+            old = _keys(reads, before.get((partition, stat.file_id)))
             location = Location(partition, stat.file_id, instant)
             upserts.update((k, location) for k in pc.filter(new, pc.invert(pc.is_in(new, old))).to_pylist())
             new_keys.append(new)
@@ -71,7 +76,7 @@ def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> Rec
         # a clustering moves every live key and deletes none: a key a replaced base file holds but the
         # output lacks left by a log's delete block (deleted, or moved to another partition, already indexed)
         return RecordIndexChange(upserts, set())
-    old_keys += [_keys(table, before.get((p, file_id))) for p, ids in replaced.items() for file_id in ids]
+    old_keys += [_keys(reads, before.get((p, file_id))) for p, ids in replaced.items() for file_id in ids]
     old = pa.concat_arrays(old_keys) if old_keys else _NO_KEYS
     kept = pa.concat_arrays(new_keys) if new_keys else _NO_KEYS
     deletes = set(pc.filter(old, pc.invert(pc.is_in(old, kept))).to_pylist())
@@ -84,11 +89,11 @@ def _deleted(table: HudiTable, path: str) -> pa.Array:
     return pa.array([key for b in blocks if b.type == BlockType.DELETE for key, _ in deleted_keys(b)], pa.string())
 
 
-def _keys(table: HudiTable, slice_: FileSlice | None) -> pa.Array:
+def _keys(reads: BaseFileReads, slice_: FileSlice | None) -> pa.Array:
     """The record keys of a slice's base file (none for a missing slice or one without a base file)."""
     if slice_ is None or slice_.base_file is None:
         return _NO_KEYS
-    return base_file_keys(slice_.base_file.path, table.storage, slice_.base_file.size)
+    return reads.keys(slice_.base_file.path, slice_.base_file.size)
 
 
 __all__ = ["from_commit"]

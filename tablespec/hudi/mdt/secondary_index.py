@@ -24,12 +24,13 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import named_partitions
+from tablespec.hudi.formats.base_keys import KEY
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.io import join
+from tablespec.hudi.mdt.base_reads import BaseFileReads
 from tablespec.hudi.mdt.layout import SECONDARY_INDEX_PREFIX
 from tablespec.hudi.mdt.record_index import HashedChange, file_group_index
 
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 PREFIX = SECONDARY_INDEX_PREFIX
 SECONDARY_INDEX_TYPE = 7
 FILE_GROUPS = 10           # what Hudi 1.2 gives a small table's secondary index (measured)
-KEY_COLUMN = "_hoodie_record_key"
 _ESCAPED = ("\\", "$", "\0")
 # Arrow types whose values Hudi 1.2 keys by their plain text (measured for int; the others print alike), and
 # the spec's column types they are; the text of other types (double, date, timestamp, ...) is not measured
@@ -124,18 +124,14 @@ def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:
 Pairs = set[tuple[str | None, str]]   # (value as Hudi keys it, record key)
 
 
-def _pairs(table: HudiTable, path: str, size: int | None, columns: Iterable[str]) -> dict[str, Pairs]:
-    """Column -> the (value, record key) pairs of every row of a base file: one read of the key and
-    indexed columns; a column the file lacks (written before the column was added) is null in every row."""
-    wanted = sorted(set(columns))
-    with table.storage.open_input_file(path, size) as f:
-        parquet = pq.ParquetFile(f)
-        present = [c for c in wanted if c in parquet.schema_arrow.names]
-        found = parquet.read(columns=[*present, KEY_COLUMN])
-    keys = found.column(KEY_COLUMN).cast(pa.string()).to_pylist()
+def _pairs(table: HudiTable, found: pa.Table, columns: Iterable[str]) -> dict[str, Pairs]:
+    """Column -> the (value, record key) pairs of every row of a base file, from `found` (its key column and
+    those of `columns` it has); a column the file lacks (written before the column was added) is null in
+    every row."""
+    keys = found.column(KEY).cast(pa.string()).to_pylist()
     out: dict[str, Pairs] = {}
-    for column in wanted:
-        if column not in present:
+    for column in sorted(set(columns)):
+        if column not in found.column_names:
             out[column] = {(None, k) for k in keys}
             continue
         values = found.column(column)
@@ -146,15 +142,18 @@ def _pairs(table: HudiTable, path: str, size: int | None, columns: Iterable[str]
     return out
 
 
-def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str, str]) -> dict[str, HashedChange]:
+def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str, str],
+                reads: BaseFileReads | None = None) -> dict[str, HashedChange]:
     """Partition -> what a commit or replacecommit (pending: the view is the one before it) does to each
     secondary index (`indexed`: partition -> column): pairs of the files it wrote that the slices it
-    replaces lack are inserted, pairs of those slices it wrote nowhere are deleted."""
+    replaces lack are inserted, pairs of those slices it wrote nowhere are deleted. The files are read
+    through `reads` (the update's shared reads, with the key column and the indexed ones)."""
     written = {p: [s for s in stats if s.path] for p, stats in metadata.partition_to_write_stats.items()}
     replaced = metadata.partition_to_replace_file_ids or {}
     partitions = sorted({p for p, s in written.items() if s} | {p for p, ids in replaced.items() if ids})
     if not partitions or not indexed:
         return {}
+    reads = reads or BaseFileReads(table.storage, (KEY, *indexed.values()))
     view = table.view_of(table.timeline, partitions)
     before = {(g.partition, g.file_id): g.latest_slice for g in view.file_groups()}
     old_files = {(p, s.file_id) for p, stats in written.items() for s in stats}
@@ -167,12 +166,14 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str
             if LogFileName.parse(path.rsplit("/", 1)[-1]) is not None:
                 raise HudiFormatError(f"{table.base}: secondary indexes are kept on copy-on-write tables only (a log "
                                       f"file {path} was written)")
-            for column, pairs in _pairs(table, join(table.base, path), stat.file_size_in_bytes or None, new).items():
+            found = reads.read(join(table.base, path), stat.file_size_in_bytes or None).columns
+            for column, pairs in _pairs(table, found, new).items():
                 new[column] |= pairs
     for key in old_files:
         slice_ = before.get(key)
         if slice_ is not None and slice_.base_file is not None:
-            for column, pairs in _pairs(table, slice_.base_file.path, slice_.base_file.size, old).items():
+            found = reads.read(slice_.base_file.path, slice_.base_file.size).columns
+            for column, pairs in _pairs(table, found, old).items():
                 old[column] |= pairs
     return {name: HashedChange(records=[(k, record(k)) for k in sorted({index_key(*p) for p in new[c] - old[c]})],
                                deletes=sorted({index_key(*p) for p in old[c] - new[c]}), group=file_group)
@@ -208,7 +209,8 @@ def initialize(table: HudiTable, name: str, column: str) -> str:
     keys: set[str] = set()
     for slice_ in table.view.latest_slices():
         if slice_.base_file is not None:
-            pairs = _pairs(table, slice_.base_file.path, slice_.base_file.size, (column,))[column]
+            found = BaseFileReads(table.storage, (KEY, column)).read(slice_.base_file.path, slice_.base_file.size)
+            pairs = _pairs(table, found.columns, (column,))[column]
             keys |= {index_key(*p) for p in pairs}
     groups: list[list[tuple[str, dict[str, Any]]]] = [[] for _ in range(FILE_GROUPS)]
     for key in sorted(keys, key=str.encode):

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
+from tablespec.hudi.formats.base_keys import KEY
 from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA, ROLLBACK_PLAN_SCHEMA
@@ -42,6 +43,7 @@ from tablespec.hudi.mdt import (
     secondary_index,
     writer,
 )
+from tablespec.hudi.mdt.base_reads import BaseFileReads
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, Format, MetaInstant
@@ -76,15 +78,20 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
     from their footers, and those of files a clean deleted, by partition. A compaction moves no key
     (its slices' keys stay in their file groups; deletes were recorded by the deltacommits that wrote them)."""
     skipping = column_stats_changes.kept(table)
-    stats = (column_stats_changes.from_commit(table, instant, commit, skipping) if commit is not None
+    keyed = commit is not None and not commit.compacted     # its keys may have moved: the record and secondary indexes
+    indexed = secondary_index.columns(table, secondary_index.kept_in(table.config)) if keyed else {}
+    with_index = record_index_writer.is_enabled(table)
+    # each base file read once, with the columns every kept partition needs
+    reads = BaseFileReads(table.storage, ({KEY} if indexed or with_index else set()) | set(indexed.values()))
+    stats = (column_stats_changes.from_commit(table, instant, commit, skipping, reads) if commit is not None
              else column_stats_changes.from_removed(table, instant, change, skipping)) if skipping else {}
-    if commit is not None and not commit.compacted and (indexed := secondary_index.kept_in(table.config)):
-        stats |= secondary_index.from_commit(table, commit, secondary_index.columns(table, indexed))
-    if not record_index_writer.is_enabled(table):
+    if commit is not None and indexed:
+        stats |= secondary_index.from_commit(table, commit, indexed, reads)
+    if not with_index:
         return change, None, stats
     if commit is None or commit.compacted:
         return change, RecordIndexChange(), stats
-    return change, record_index_changes.from_commit(table, instant, commit), stats
+    return change, record_index_changes.from_commit(table, instant, commit, reads), stats
 
 
 def maintained(table: HudiTable) -> bool:
