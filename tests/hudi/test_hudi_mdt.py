@@ -210,6 +210,21 @@ def test_records_of_a_change_are_hudis():
     assert FilesChange().empty and FilesChange().records() == []
 
 
+class _FolderAsked(LocalStorage):
+    """Local files, counting the questions about what `folder` holds (a listing, or whether an entry is a folder)."""
+
+    def __init__(self, folder: str):
+        self.folder, self.count = folder.rstrip("/"), 0
+
+    def is_dir(self, path):
+        self.count += path.rstrip("/").rsplit("/", 1)[0] == self.folder
+        return super().is_dir(path)
+
+    def list_dir(self, path):
+        self.count += path.rstrip("/") == self.folder
+        return super().list_dir(path)
+
+
 def test_compaction_when_hudi_would_and_a_died_one_is_finished(tmp_path):
     base = _table(tmp_path)
     fg = new_file_id()
@@ -224,8 +239,10 @@ def test_compaction_when_hudi_would_and_a_died_one_is_finished(tmp_path):
     assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) == ts + "001"
 
     due = ts + "001"
+    asked = _FolderAsked(layout.table_path(base))
     ST.create_exclusive(join(layout.meta_path(base), f"{due}.compaction.requested"),
-                        avro_record(compaction.PLAN_SCHEMA, compaction.plan(ST, base, due)))
+                        avro_record(compaction.PLAN_SCHEMA, compaction.plan(asked, base, due)))
+    assert asked.count == 1            # which partitions exist: one listing of the metadata table's folder
     assert compaction.compaction_due(Timeline.load(ST, base), layout.timeline(ST, base)) is None   # one is pending
     _assert_listing_is_storage(base)                      # a scheduled compaction changes nothing for readers
     later = _commit(base, {("a", fg): 40})                # the next deltacommit finishes it first

@@ -87,8 +87,9 @@ def slices_to_compact(storage: Storage, base: str, fmt: Format = V1) -> list[lay
     current = layout.latest_slice(storage, base, completed, fmt=fmt)
     if current is None:
         raise HudiFormatError(f"{layout.partition_path(base)}: no completed file slice of {FILE_ID} to compact")
-    others = [p for p in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS) if storage.is_dir(layout.partition_path(base, p))]
-    others += [i.name for i in storage.list_dir(layout.table_path(base)) if i.is_dir and i.name.startswith(SECONDARY_INDEX_PREFIX)]
+    folders = [i.name for i in storage.list_dir(layout.table_path(base)) if i.is_dir]   # the partitions present
+    others = [p for p in (RECORD_INDEX, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS) if p in folders]
+    others += [name for name in folders if name.startswith(SECONDARY_INDEX_PREFIX)]
     return [current, *(s for p in others for s in layout.latest_slices(storage, base, completed, p, fmt) if s.log_files)]
 
 
