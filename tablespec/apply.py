@@ -548,10 +548,8 @@ class Applier:
         from tablespec.hudi.mdt.column_stats_changes import kept
         table = self.table(t)
         with self._locked(t):
-            secondary = {i.name: i.column for i in (spec.spec.data_skipping.secondary_indexes
-                                                    if spec.spec.data_skipping else ())
-                         if secondary_index.partition(i.name) in a.params.partitions
-                         and secondary_index.partition(i.name) not in secondary_index.kept_in(table.config)}
+            secondary = {i.name: i.column for i in a.params.secondary_indexes or ()
+                         if secondary_index.partition(i.name) not in secondary_index.kept_in(table.config)}
             wanted = [p for p in a.params.partitions if p not in kept(table) and not p.startswith(secondary_index.PREFIX)]
             built = build(self.spark, table, wanted, a.params.columns) if wanted else DataSkippingBuilt()
             return build_secondary_indexes(table, secondary, built) if secondary else built

@@ -159,11 +159,20 @@ class MetadataPartitions(Measured):
     partitions: list[str]   # Hudi metadata-table partitions dropped
 
 
-class DataSkippingIndexes(Measured):
-    """The data-skipping partitions a build writes, and (version 9) the columns its definition lists."""
+class SecondaryIndexBuild(Measured):
+    """A secondary index a build writes: its name and indexed column."""
 
-    partitions: list[str]             # column_stats, and partition_stats (version 9)
+    name: str
+    column: str
+
+
+class DataSkippingIndexes(Measured):
+    """The data-skipping partitions a build writes, (version 9) the columns the column stats' definition
+    lists, and the secondary indexes among the partitions."""
+
+    partitions: list[str]             # column_stats, bloom_filters, partition_stats and secondary indexes (version 9)
     columns: list[str] | None = None  # None: every column Hudi 0.15 indexes (version 6)
+    secondary_indexes: list[SecondaryIndexBuild] | None = None   # None: no secondary index to build
 
 
 class ClusteringParams(Measured):

@@ -22,6 +22,7 @@ from tablespec.plan.actions import (
     FooterEstimate,
     MetadataBuildEstimate,
     MetadataPartitions,
+    SecondaryIndexBuild,
 )
 from tablespec.state import TableState
 
@@ -174,9 +175,11 @@ def data_skipping_actions(spec, state: TableState) -> list:
         files = [g for g in state.file_groups if g.base_file]
         named = [p for p in missing if p in _kept(state.config) or p in state.metadata_table.inflight]
         secondary = [p for p in missing if p.startswith(secondary_index.PREFIX)]
+        built = [SecondaryIndexBuild(name=i.name, column=i.column) for i in declared.secondary_indexes
+                 if secondary_index.partition(i.name) in secondary]
         columns = _indexed_columns(spec, state) if COLUMN_STATS in missing else _kept_columns(state, missing)
         actions.append(BuildDataSkipping(
-            params=DataSkippingIndexes(partitions=list(missing), columns=columns),
+            params=DataSkippingIndexes(partitions=list(missing), columns=columns, secondary_indexes=built or None),
             changes=[Change(path="metadataTable.partitions", new=list(missing), property=PARTITIONS_KEY)] + (
                 [Change(path="metadataTable.columnStats.columns", new=columns)]
                 if columns is not None and COLUMN_STATS in missing else []),

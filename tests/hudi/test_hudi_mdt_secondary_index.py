@@ -239,6 +239,7 @@ def test_an_index_named_ready_without_a_completed_file_group_is_dropped_or_built
                                                    "\n  index:", 1))
     [build] = _plan(capsys, spec_file, tmp_path)
     assert build["kind"] == "build_data_skipping" and "half-built (secondary_index_idx_v" in build["reasons"][0]
+    assert build["params"] == {"partitions": ["secondary_index_idx_v"], "secondary_indexes": [{"name": "idx_v", "column": "v"}]}
     spec_file.write_text(out)
     [drop] = _plan(capsys, spec_file, tmp_path)
     assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["secondary_index_idx_v"]}
