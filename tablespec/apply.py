@@ -552,7 +552,7 @@ class Applier:
                          if secondary_index.partition(i.name) not in secondary_index.kept_in(table.config)}
             wanted = [p for p in a.params.partitions if p not in kept(table) and not p.startswith(secondary_index.PREFIX)]
             built = build(self.spark, table, wanted, a.params.columns) if wanted else DataSkippingBuilt()
-            return build_secondary_indexes(table, secondary, built) if secondary else built
+            return build_secondary_indexes(self.spark, table, secondary, built) if secondary else built
 
     def visit_drop_metadata_partitions(self, t: TablePlan, a: DropMetadataPartitions,
                                        spec: TableSpec) -> MetadataDropped:

@@ -4,7 +4,8 @@
 where the footer holds none, as on SIMPLE, BUCKET and RECORD_LEVEL tables); the driver writes the
 partitions (mdt/column_stats_init.py) under Hudi's transaction lock, refused if another writer committed
 meanwhile. A slice with log files (merge-on-read, not compacted) is refused: its statistics are not in
-any footer.
+any footer. Secondary indexes alike: executors read each latest base file's key and indexed columns
+once for all the indexes and return their index keys; the driver sorts them into file groups and writes.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from tablespec.results import DataSkippingBuilt
 
 FILES_DDL = "partition string, path string, name string"
 RANGES_DDL = "partition string, name string, ranges binary"   # ranges: pickled (ranges, footer filter)
+SIZED_FILES_DDL = "path string, size long"
+INDEX_KEYS_DDL = "name string, key string"                     # a secondary index, one of its keys
 
 
 def _file_filter(f, metadata: pq.FileMetaData) -> Footer:
@@ -103,18 +106,56 @@ def build(spark, table: HudiTable, partitions: Sequence[str], columns: Sequence[
     return DataSkippingBuilt(instants=instants, files=len(ranges), seconds=round(time.monotonic() - started, 3))
 
 
-def build_secondary_indexes(table: HudiTable, indexes: Mapping[str, str], built: DataSkippingBuilt) -> DataSkippingBuilt:
+def secondary_keys(location: Location, indexes: Mapping[str, str], batches):
+    """Executor: the index keys of each base file, for each of `indexes` (name -> column), from one read of
+    the file's key and indexed columns."""
+    schema = pa.schema([("name", pa.string()), ("key", pa.string())])
+    for batch in batches:
+        names: list[str] = []
+        keys: list[str] = []
+        for r in batch.to_pylist():
+            found = secondary_index.file_keys(location.storage, location.uri, r["path"], r["size"],
+                                              set(indexes.values()))
+            for name, column in indexes.items():
+                names += [name] * len(found[column])
+                keys += found[column]
+        yield pa.RecordBatch.from_pydict({"name": names, "key": keys}, schema)
+
+
+def read_secondary_keys(spark, table: HudiTable, indexes: Mapping[str, str]) -> tuple[dict[str, set[str]], int]:
+    """Each of `indexes`' (name -> column) keys over the latest base files, read on executors, and the
+    number of files read."""
+    from tablespec.engine.reader import to_arrow
+    files = [(s.base_file.path, s.base_file.size) for s in table.view.latest_slices() if s.base_file is not None]
+    out: dict[str, set[str]] = {name: set() for name in indexes}
+    if not files:
+        return out, 0
+    n = max(1, min(len(files), spark.sparkContext.defaultParallelism * 2))
+    with job_description(spark, "tablespec: secondary index build"):
+        df = spark.createDataFrame(files, SIZED_FILES_DDL).repartition(n)
+        found = to_arrow(df.mapInArrow(functools.partial(secondary_keys, table.location, dict(indexes)), INDEX_KEYS_DDL))
+    for name, key in zip(found.column("name").to_pylist(), found.column("key").to_pylist()):
+        out[name].add(key)
+    return out, len(files)
+
+
+def build_secondary_indexes(spark, table: HudiTable, indexes: Mapping[str, str],
+                            built: DataSkippingBuilt) -> DataSkippingBuilt:
     """Build the secondary indexes `indexes` (name -> column) after `built`, each from the key and indexed
-    columns of the latest base files; the caller holds the table lock, as for `build`."""
+    columns of the latest base files (read on executors); the caller holds the table lock, as for `build`."""
     started = time.monotonic()
     instants = list(built.instants)
-    files = sum(1 for s in table.view.latest_slices() if s.base_file is not None)
+    head = table.timeline.head
+    keys, files = read_secondary_keys(spark, table, indexes)
     with table.transaction_lock("secondary index build"):
-        table.fresh_timeline()
+        now = table.fresh_timeline().head
+        if now != head:
+            raise TablespecError(f"{table.base}: another writer committed {now} while the secondary indexes' keys "
+                                 "were being read; nothing more was built: run `tablespec apply` again")
         for name, column in sorted(indexes.items()):
-            instants.append(secondary_index.initialize(table, name, column))
+            instants.append(secondary_index.initialize(table, name, column, keys[name]))
     return DataSkippingBuilt(instants=instants, files=max(built.files, files),
                              seconds=round((built.seconds or 0) + time.monotonic() - started, 3))
 
 
-__all__ = ["build", "build_secondary_indexes", "latest_base_files", "read_footers"]
+__all__ = ["build", "build_secondary_indexes", "latest_base_files", "read_footers", "read_secondary_keys"]

@@ -89,8 +89,10 @@ def _indexed(tmp_path, rows: dict[str, int | None], schema: dict | None = None) 
     first = _commit(base, rows, schema=schema)
     record_index_writer.initialize(HudiTable.open(base), [(k, "p", FG, first) for k in rows], 2)
     table = HudiTable.open(base)
+    keys = set().union(*(secondary_index.file_keys(ST, base, s.base_file.path, s.base_file.size, {"v"})["v"]
+                         for s in table.view.latest_slices()))   # as the build's executors read them
     with table.transaction_lock("secondary index build"):
-        secondary_index.initialize(table, "idx_v", "v")
+        secondary_index.initialize(table, "idx_v", "v", keys)
     return base, first
 
 
@@ -195,7 +197,7 @@ def test_a_kept_index_on_a_column_tablespec_cannot_key_is_refused_by_plan(tmp_pa
     record_index_writer.initialize(HudiTable.open(base), [], 2)
     table = HudiTable.open(base)
     with table.transaction_lock("secondary index build"):
-        secondary_index.initialize(table, "idx_v", "v")          # over no rows yet
+        secondary_index.initialize(table, "idx_v", "v", ())      # over no rows yet
     ts, inflight = _start(base)                                  # Hudi's write of a row with a double v
     write_partition_metadata(ST, base, "p", ts)
     rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"

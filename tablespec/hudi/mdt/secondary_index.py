@@ -20,7 +20,7 @@ rewrite changes nothing, as a pair that survives is neither deleted nor inserted
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -29,7 +29,7 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats.base_keys import KEY
 from tablespec.hudi.formats.naming import LogFileName
-from tablespec.hudi.io import join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt.base_reads import BaseFileReads
 from tablespec.hudi.mdt.layout import SECONDARY_INDEX_PREFIX
 from tablespec.hudi.mdt.record_index import HashedChange, file_group_index
@@ -124,10 +124,10 @@ def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:
 Pairs = set[tuple[str | None, str]]   # (value as Hudi keys it, record key)
 
 
-def _pairs(table: HudiTable, found: pa.Table, columns: Iterable[str]) -> dict[str, Pairs]:
-    """Column -> the (value, record key) pairs of every row of a base file, from `found` (its key column and
-    those of `columns` it has); a column the file lacks (written before the column was added) is null in
-    every row."""
+def _pairs(where: str, found: pa.Table, columns: Iterable[str]) -> dict[str, Pairs]:
+    """Column -> the (value, record key) pairs of every row of a base file of the table at `where`, from
+    `found` (its key column and those of `columns` it has); a column the file lacks (written before the
+    column was added) is null in every row."""
     keys = found.column(KEY).cast(pa.string()).to_pylist()
     out: dict[str, Pairs] = {}
     for column in sorted(set(columns)):
@@ -136,7 +136,7 @@ def _pairs(table: HudiTable, found: pa.Table, columns: Iterable[str]) -> dict[st
             continue
         values = found.column(column)
         if not any(check(values.type) for check in SUPPORTED):
-            raise HudiFormatError(f"{table.base}: the secondary index on column {column} of type {values.type}: "
+            raise HudiFormatError(f"{where}: the secondary index on column {column} of type {values.type}: "
                                   "tablespec keeps secondary indexes on string and integer columns only")
         out[column] = set(zip(values.cast(pa.string()).to_pylist(), keys))
     return out
@@ -167,13 +167,13 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str
                 raise HudiFormatError(f"{table.base}: secondary indexes are kept on copy-on-write tables only (a log "
                                       f"file {path} was written)")
             found = reads.read(join(table.base, path), stat.file_size_in_bytes or None).columns
-            for column, pairs in _pairs(table, found, new).items():
+            for column, pairs in _pairs(table.base, found, new).items():
                 new[column] |= pairs
     for key in old_files:
         slice_ = before.get(key)
         if slice_ is not None and slice_.base_file is not None:
             found = reads.read(slice_.base_file.path, slice_.base_file.size).columns
-            for column, pairs in _pairs(table, found, old).items():
+            for column, pairs in _pairs(table.base, found, old).items():
                 old[column] |= pairs
     return {name: HashedChange(records=[(k, record(k)) for k in sorted({index_key(*p) for p in new[c] - old[c]})],
                                deletes=sorted({index_key(*p) for p in old[c] - new[c]}), group=file_group)
@@ -198,22 +198,23 @@ def file_id(name: str, index: int) -> str:
     return f"{partition(name).replace('_', '-')}-{index:04d}-0"
 
 
-def initialize(table: HudiTable, name: str, column: str) -> str:
-    """Build index `name` on `column` from the table's latest base files (their key and indexed columns, read
-    on the driver) in one initializing deltacommit, its definition written and hoodie.properties naming it.
-    Call as `initializer.initialize` says. Returns the initializing instant."""
+def file_keys(storage: Storage, where: str, path: str, size: int | None, columns: Collection[str]) -> dict[str, set[str]]:
+    """Column -> the index keys of every row of the base file at `path` of the table at `where`: one read of
+    its key and indexed `columns` (what a build reads of each latest base file, on executors)."""
+    found = BaseFileReads(storage, (KEY, *columns)).read(path, size).columns
+    return {column: {index_key(*p) for p in pairs} for column, pairs in _pairs(where, found, columns).items()}
+
+
+def initialize(table: HudiTable, name: str, column: str, keys: Iterable[str]) -> str:
+    """Build index `name` on `column` holding `keys` (of the table's latest base files, `file_keys`) in one
+    initializing deltacommit, its definition written and hoodie.properties naming it. Call as
+    `initializer.initialize` says. Returns the initializing instant."""
     from tablespec.hudi.formats import index_defs
     from tablespec.hudi.mdt import initializer
     from tablespec.hudi.mdt.records import encode
     one_x = table.config is not None and table.config.version >= 8
-    keys: set[str] = set()
-    for slice_ in table.view.latest_slices():
-        if slice_.base_file is not None:
-            found = BaseFileReads(table.storage, (KEY, column)).read(slice_.base_file.path, slice_.base_file.size)
-            pairs = _pairs(table, found.columns, (column,))[column]
-            keys |= {index_key(*p) for p in pairs}
     groups: list[list[tuple[str, dict[str, Any]]]] = [[] for _ in range(FILE_GROUPS)]
-    for key in sorted(keys, key=str.encode):
+    for key in sorted(set(keys), key=str.encode):
         groups[file_group(key, FILE_GROUPS)].append((key, record(key)))
     return initializer.initialize(table, partition(name), groups, lambda n: file_id(name, n),
                                   lambda rec, file_name: encode(rec, file_name, one_x),
@@ -221,5 +222,5 @@ def initialize(table: HudiTable, name: str, column: str) -> str:
                                                                        definition(name, column)))
 
 
-__all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "from_commit",
+__all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "file_keys", "from_commit",
            "index_key", "initialize", "kept_in", "named", "partition", "record", "stored"]
