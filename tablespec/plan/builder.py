@@ -142,10 +142,9 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
     if not state.exists:
         if state.contents:
             return [at("spec.location", occupied_message(state.location, state.contents))]
-        if spec.spec.table_type == MERGE_ON_READ and (why := (
-                unwritable_merge_on_read(loaded.new_table_version, spec.spec.index.type)
-                if loaded.new_table_version == 6 else f"at table version 6 (this spec: {loaded.new_table_version})")):
-            return [at("spec.tableType", f"tablespec creates the MERGE_ON_READ tables it writes: {why}; use "
+        if spec.spec.table_type == MERGE_ON_READ and loaded.new_table_version != 6:
+            return [at("spec.tableType", "tablespec creates the MERGE_ON_READ tables it writes: at table version 6 "
+                                         f"(this spec: {loaded.new_table_version}); use "
                                          "COPY_ON_WRITE, or create the table with Apache Hudi and import it")]
         if loaded.new_table_version not in CREATED:
             path = "spec.tableVersion" if spec.spec.table_version else "spec"
@@ -239,7 +238,7 @@ def write_refusal(spec, state: TableState) -> str | None:
                 "run `tablespec plan` and `tablespec apply` first")
     if (why := unmanaged(spec, state)) is not None:
         return why
-    if state.table_config.table_type == MERGE_ON_READ and (why := _unwritable_merge_on_read(spec, state)):
+    if state.table_config.table_type == MERGE_ON_READ and (why := _unwritable_merge_on_read(state)):
         return f"table {display_name(spec)} at {state.location} is a MERGE_ON_READ table: {why}"
     if (why := unwritable_version(state.table_config)) is not None:
         return f"table {display_name(spec)} at {state.location}: {why}"
@@ -253,26 +252,26 @@ def write_refusal(spec, state: TableState) -> str | None:
     return None
 
 
-# index types with deltacommits, by version
-MERGE_ON_READ_WRITES = {6: ("BUCKET", "SIMPLE", "BLOOM", "RECORD_LEVEL"), 9: ("BUCKET", "SIMPLE", "BLOOM")}
+# table versions tablespec writes deltacommits into, with every index type (BUCKET, SIMPLE, BLOOM, RECORD_LEVEL)
+MERGE_ON_READ_WRITES = (6, 9)
 
 
-def unwritable_merge_on_read(version: int, index: str) -> str | None:
-    """Why tablespec does not write deltacommits into a merge-on-read table of this version and index
-    type, or None: it writes them with MERGE_ON_READ_WRITES (a bucket's changes to a log file of its
-    file group; SIMPLE, BLOOM and RECORD_LEVEL: updates and deletes to a log file of the key's file
-    group, inserts to base files)."""
-    if index in MERGE_ON_READ_WRITES.get(version, ()):
+def unwritable_merge_on_read(version: int) -> str | None:
+    """Why tablespec does not write deltacommits into a merge-on-read table of this version, or None:
+    it writes them on MERGE_ON_READ_WRITES (a bucket's changes to a log file of its file group; SIMPLE,
+    BLOOM and RECORD_LEVEL: updates and deletes to a log file of the key's file group, inserts to base
+    files)."""
+    if version in MERGE_ON_READ_WRITES:
         return None
-    return ("tablespec writes deltacommits on table version 6 with the BUCKET, SIMPLE, BLOOM and RECORD_LEVEL "
-            f"indexes and on version 9 with BUCKET, SIMPLE and BLOOM (this one: version {version}, index {index})")
+    return (f"tablespec writes deltacommits on table versions {' and '.join(map(str, MERGE_ON_READ_WRITES))} "
+            f"(this one: version {version})")
 
 
-def _unwritable_merge_on_read(spec, state: TableState) -> str | None:
+def _unwritable_merge_on_read(state: TableState) -> str | None:
     """Why tablespec does not write deltacommits into this merge-on-read table, or None: not at a
-    version or index it does not write them with, and not while a compaction is pending (version 6
+    version it does not write them on, and not while a compaction is pending (version 6
     names new log files by its instant)."""
-    if (why := unwritable_merge_on_read(state.table_config.version, spec.spec.index.type)) is not None:
+    if (why := unwritable_merge_on_read(state.table_config.version)) is not None:
         return f"{why}; write it with Apache Hudi"
     pending = [i.timestamp for i in state.pending if i.action == "compaction"]
     if pending:

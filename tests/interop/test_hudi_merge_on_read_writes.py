@@ -32,6 +32,7 @@ from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt.reader import listing
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline
+from tablespec.index import verify
 from tablespec.table import Table
 
 
@@ -488,20 +489,43 @@ def test_record_level_deltacommits_are_laid_out_as_hudi_lays_them_out(hudi, tmp_
     assert _values(_agree(hudi, table, location))["w"] == 2
 
 
-@pytest.mark.parametrize("index", ["simple", "bloom"])
-def test_simple_and_bloom_deltacommits_on_version_9_are_laid_out_as_hudi_1_2_lays_them_out(hudi, hudi1, tmp_path,
-                                                                                          capsys, index):
-    """SIMPLE / BLOOM on version 9 (Hudi 1.2, measured): version 6's layout with version 9's log files
-    (named by the deltacommit, version 1; the write stat names no base file and its own log only):
+def _index(location) -> dict[str, tuple[str, str, str]]:
+    """Key -> (partition, file id, instant) as tablespec scans Hudi's record index."""
+    from tablespec.hudi.mdt import record_index_reader
+    return {k: (v.partition, v.file_id, v.instant)
+            for k, v in record_index_reader.scan(HudiTable.open(str(location))).items()}
+
+
+def _index_agrees(index: dict, read: list[dict], looked_up: dict) -> None:
+    """The record index (`_index`), Hudi 1.2's own lookup in it and where its snapshot read finds each
+    key (a log record names its file id) agree, each key once."""
+    found = {r["_hoodie_record_key"]: (r["_hoodie_partition_path"], r["_hoodie_file_name"].split("_")[0]) for r in read}
+    assert len(found) == len(read), "a key is in the table twice"
+    assert {k: v[:2] for k, v in index.items()} == found
+    assert {k: tuple(v) for k, v in looked_up.items()} == index
+
+
+@pytest.mark.parametrize("index", ["simple", "bloom", "record_level"])
+def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as_hudi_1_2_lays_them_out(
+        hudi, hudi1, tmp_path, capsys, index):
+    """SIMPLE / BLOOM / RECORD_LEVEL on version 9 (Hudi 1.2, measured): version 6's layout with version 9's
+    log files (named by the deltacommit, version 1; the write stat names no base file and its own log only):
     inserts merge a small slice without log files into its next base file (updates to it too; the
     stat's previous commit is the old base instant), a slice with log files takes updates and deletes
-    in a log file and no inserts, which open new file groups. Hudi 1.2 reads and validates each, then
-    upserts and compacts on top; tablespec and hudi-rs read what it wrote."""
-    from hudi_process import read_step, write_step
+    in a log file and no inserts, which open new file groups. RECORD_LEVEL (Hudi 1.2's record index,
+    RECORD_INDEX with hoodie.record.index.update.partition.path: its record index does not index log
+    files, so the layout is SIMPLE's): a key moving partition is inserted in its new partition and
+    removed from its old file group by a delete block; the same deltacommit's record index records
+    inserted and moved keys at the deltacommit, keeps an updated key's entry and drops deleted keys, as
+    Hudi 1.2's does (measured). Hudi 1.2 reads, looks keys up and validates, then upserts (through the
+    record index tablespec kept) and compacts on top; tablespec and hudi-rs read what it wrote."""
+    from hudi_process import read_step, record_index_step, write_step
     from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
     from test_hudi_merge_on_read import _as_read
+    from test_hudi_metadata_record_index import RECORD_INDEX_ON
     location = tmp_path / f"mor9_{index}_writes"
-    options = {**_options(location.name, "simple", "upsert"), **(BLOOM if index == "bloom" else {})}
+    extra = {"bloom": BLOOM, "record_level": RECORD_INDEX_ON}.get(index, {})
+    options = {**_options(location.name, "simple", "upsert"), **extra}
     hudi1.process.run([write_step(location, options, SCHEMA, HISTORY[0][1])])
     if index == "bloom":   # Hudi records no index in hoodie.properties; tablespec's import reads it there
         props = location / ".hoodie" / "hoodie.properties"
@@ -513,12 +537,17 @@ def test_simple_and_bloom_deltacommits_on_version_9_are_laid_out_as_hudi_1_2_lay
     df = lambda data: hudi.createDataFrame(data, SCHEMA)   # noqa: E731
     [first] = (location / "2024-01-01").glob("*.parquet")
     file_id = BaseFileName.parse(first.name).file_id
+    record_level = index == "record_level"
+    start = _index(location) if record_level else {}
 
     # a's update and the insert x into the small slice without logs: its next base file, no log
     result = table.write(df([("a", 10, "2024-01-01", 5), ("x", 7, "2024-01-01", 5)]))
     assert (result.inserted, result.updated) == (1, 1) and result.files == (
         f"2024-01-01/{file_id}_{result.files[0].split('_')[1]}_{result.instant}.parquet",), str(result)
     assert not _logs(location)
+    if record_level:   # x indexed at the deltacommit; a's update keeps its entry
+        indexed = _index(location)
+        assert indexed["x"] == ("2024-01-01", file_id, result.instant) and indexed["a"] == start["a"]
     timeline = HudiTable.open(str(location)).timeline
     [merged] = timeline.commit_metadata(timeline.head).write_stats()
     assert merged.prev_commit == BaseFileName.parse(first.name).instant and "logFiles" not in merged.extra
@@ -535,21 +564,39 @@ def test_simple_and_bloom_deltacommits_on_version_9_are_laid_out_as_hudi_1_2_lay
     [delta] = [s for s in timeline.commit_metadata(timeline.head).write_stats() if ".log." in s.path]
     assert delta.prev_commit == result.instant and delta.extra["baseFile"] == "" and \
         delta.extra["logFiles"] == [log.split("/")[-1]]
+    deletes = [[BlockType.DELETE]]
+    if record_level:   # x moves: into 2024-01-02's small slice, a delete block in its old file group's log
+        result = table.write(df([("x", 70, "2024-01-02", 8)]))
+        [moved] = [f for f in result.files if ".log." in f]
+        assert (result.inserted, result.deleted) == (1, 1) and file_id in moved, str(result)
+        assert [b.type for b in _logs(location)[moved.split("/")[-1]]] == [BlockType.DELETE]
+        assert _index(location)["x"][::2] == ("2024-01-02", result.instant)
+        deletes = [[BlockType.DELETE]] * 3   # the move's, then b's, then x's in its new file group
 
     # deletes of b (its latest version in a log file) and x: a delete block in their file group's log
     result = table.write(df([("b", 0, "2024-01-01", 9), ("x", 0, "2024-01-01", 9), ("zz", 0, "2024-01-01", 9)]),
                          "delete")
     assert result.deleted == 2 and all(".log." in f for f in result.files), str(result)
     assert [[b.type for b in blocks] for blocks in _logs(location).values()] == \
-        [[BlockType.AVRO_DATA], [BlockType.AVRO_DATA], [BlockType.DELETE]]
+        [[BlockType.AVRO_DATA], [BlockType.AVRO_DATA], *deletes]
     ours, ours_ro = tablespec_rows(table), tablespec_rows(table, view="read_optimized")
     assert _values(ours) == {"a": 12, "c": 3, "d": 4, "y": 8}
-    on_storage = _on_storage(location)
+    on_storage, indexed = _on_storage(location), _index(location) if record_level else {}
+    if record_level:   # `verify` takes each slice's live keys, log files merged: the rows of moved and
+        # deleted keys stay in their old base files, delete blocks remove them
+        checked = verify(HudiTable.open(str(location)))
+        assert checked.ok and checked.keys == 4, checked.differences
     on_top = [("a", 11, "2024-01-01", 10), ("c", 33, "2024-01-02", 10), ("b", 2, "2024-01-01", 10)]
+    lookup = [record_index_step(location, [*"abcdxy", "zz"])] if record_level else []
     reads = hudi1.process.run([read_step(location), read_step(location, **RO), *_hudi_checks(location, location.name),
-                               write_step(location, {**options, **COMPACT}, SCHEMA, on_top),
-                               read_step(location), read_step(location, **RO)])
-    snapshot, optimized, _, every, differences, through_metadata, _, after, after_ro = reads
+                               *lookup, write_step(location, {**options, **COMPACT}, SCHEMA, on_top),
+                               read_step(location), read_step(location, **RO), *lookup])
+    snapshot, optimized, _, every, differences, through_metadata = reads[:6]
+    after, after_ro = reads[-2 - len(lookup):len(reads) - len(lookup)]
+    if record_level:   # the index tablespec kept is Hudi's, before and after Hudi wrote through it
+        _index_agrees(indexed, snapshot, reads[6])
+        assert set(indexed) == {"a", "c", "d", "y"}
+        _index_agrees(_index(location), after, reads[-1])
     assert _as_read(snapshot) == ours == _as_read(through_metadata)
     assert _as_read(optimized) == ours_ro
     _assert_validated(on_storage, every, differences)

@@ -71,9 +71,9 @@ def test_every_row_shaping_setting_is_classified():
 
 def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     """A spec saying COPY_ON_WRITE for a MERGE_ON_READ table: plan and writes refuse it in one line.
-    A spec saying MERGE_ON_READ plans (no actions); writes commit deltacommits on version 6 with the BUCKET,
-    SIMPLE, BLOOM and RECORD_LEVEL indexes, and are refused on others (RECORD_LEVEL on version 9) and while a
-    compaction is pending."""
+    A spec saying MERGE_ON_READ plans (no actions); writes commit deltacommits on versions 6 and 9 with the
+    BUCKET, SIMPLE, BLOOM and RECORD_LEVEL indexes, and are refused on version 8 and while a compaction is
+    pending."""
     state = state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"})
     why = write_refusal(_spec(BASE), state)
     with pytest.raises(UnsupportedTableError) as planned:
@@ -94,9 +94,8 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     assert write_refusal(_spec(simple), state_for(simple)) is None   # SIMPLE (and BLOOM): deltacommits too
     record_level = _with(merge_on_read, index="{type: RECORD_LEVEL}")
     indexed = {"hoodie.table.metadata.partitions": "files,record_index"}   # its record index built
-    assert write_refusal(_spec(record_level), state_for(record_level, **indexed)) is None   # version 6: deltacommits
-    assert write_refusal(_spec(record_level), state_for(record_level, **indexed, **{"hoodie.table.version": "9"})) == (
+    assert write_refusal(_spec(record_level), state_for(record_level, **indexed)) is None   # versions 6 and 9: deltacommits
+    assert write_refusal(_spec(record_level), state_for(record_level, **indexed, **{"hoodie.table.version": "9"})) is None
+    assert write_refusal(_spec(record_level), state_for(record_level, **indexed, **{"hoodie.table.version": "8"})) == (
         "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: tablespec writes deltacommits on table "
-        "version 6 with the BUCKET, SIMPLE, BLOOM and RECORD_LEVEL indexes and on version 9 with BUCKET, SIMPLE and "
-        "BLOOM (this one: "
-        "version 9, index RECORD_LEVEL); write it with Apache Hudi")
+        "versions 6 and 9 (this one: version 8); write it with Apache Hudi")

@@ -13,9 +13,10 @@ nowhere are deletes. Cost: one key-column read per new base file and per previou
 read the other indexes' updates share, base_reads.py).
 
 A deltacommit's log file (merge-on-read) holds updates of keys its file group has (inserts go to
-base files, as Hudi 0.15 lays them out with its record index, measured: an update keeps the key's
-entry) and the keys its delete blocks remove: those are deletes unless the instant wrote them into
-a base file elsewhere (a key moving partition). Cost: reading the log file the instant wrote.
+base files, as Hudi 0.15 and, on version 9, Hudi 1.2 lay them out with their record index, measured:
+neither indexes log files, and an update keeps the key's entry) and the keys its delete blocks
+remove: those are deletes unless the instant wrote them into a base file elsewhere (a key moving
+partition). Cost: reading the log file the instant wrote.
 """
 from __future__ import annotations
 
