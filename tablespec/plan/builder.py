@@ -204,11 +204,11 @@ def _beat(state: TableState, instant) -> str:
 MERGE_ON_READ = "MERGE_ON_READ"
 # What plan and apply do on a merge-on-read table so far: its settings, its catalog entry,
 # compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`), clean
-# (file slices with their log files), archiving (deltacommits and compactions), and on table version 6
-# clustering (slices read merged with their log files, RFC-19) and rollback (of dead writes, which
-# every apply's lock recovers anyway, and of clustering plans that can no longer run).
-MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive"})
-MERGE_ON_READ_V6_ACTIONS = MERGE_ON_READ_ACTIONS | {"clustering", "rollback"}
+# (file slices with their log files), archiving (deltacommits and compactions), clustering (slices
+# read merged with their log files, RFC-19) and rollback (of dead writes, which every apply's lock
+# recovers anyway, and of clustering plans that can no longer run), on table versions 6 and 9.
+MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive",
+                                   "clustering", "rollback"})
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -338,7 +338,7 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
     """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
     for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
     of the table's data or layout, which would need its log files merged."""
-    runs = MERGE_ON_READ_V6_ACTIONS if state.table_config.version == 6 else MERGE_ON_READ_ACTIONS
+    runs = MERGE_ON_READ_ACTIONS
     changing = [a.kind for a in actions if a.kind not in runs and not a.housekeeping]
     if changing:
         raise UnsupportedTableError(
@@ -347,8 +347,7 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
             "table with Apache Hudi, or the spec to match it")
     left = [a.kind for a in actions if a.kind not in runs]
     warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
-                "(on merge-on-read tables tablespec runs compaction, clean and archiving, and clustering and "
-                "rollback on table version 6 only)"] if left else []
+                "(on merge-on-read tables tablespec runs compaction, clustering, clean, archiving and rollback)"] if left else []
     if skipped := compacting(state) & {(fg.partition, fg.file_id) for fg in state.file_groups}:
         if any(a.kind == "clustering" for a in actions if a.kind in runs):
             warnings.append(f"{counted(len(skipped), 'file group')} under a pending compaction are not clustered "

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import tablespec_rows
+from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
 from test_engine_clustering import plan_for
 from test_hudi_merge_on_read import HISTORY, RO, _no_file_name, _options
@@ -161,3 +161,78 @@ def test_clustering_plans_on_merge_on_read_cross_over_with_hudi(hudi, history, t
     assert _no_file_name(tablespec_rows(table)) == before
     assert tablespec_rows(table) == hudi_rows(hudi, str(location))
     hudi_validates(hudi, str(location))
+
+
+def test_version_9_clustering_crosses_over_with_hudi_1_2(hudi, hudi1, tmp_path, capsys):
+    """Version 9 (a SIMPLE-index table Hudi 1.2 wrote: base files, log files named by their
+    deltacommits). Hudi 1.2's plan is laid out as on version 6 (measured: `T.clustering.requested`,
+    `deltaFilePaths` full paths, newest log file first); tablespec schedules the same, Hudi 1.2's
+    `run_clustering` runs it; Hudi 1.2 schedules over new log files and tablespec runs its plan. After
+    each, Hudi 1.2's snapshot and read-optimized reads equal tablespec's, its metadata validation
+    passes; Hudi upserts and compacts on top, and tablespec and hudi-rs read what it wrote."""
+    from hudi_process import Batch, read_step, sql_step, write_step
+    from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+    from test_hudi_merge_on_read import _as_read, _values
+    name = "mor9_clustered"
+    recipe = tuple(Batch.of(_options(name, "simple", op), SCHEMA, data) for op, data in HISTORY)
+    location, _ = hudi1.copy(recipe, tmp_path / name)
+    doc, spec_file = _import(tmp_path, location, capsys)
+    doc["spec"]["clustering"] = {**SORTED, "everyNCommits": 100}
+    save_spec(doc, spec_file)
+    table = _table(hudi, doc, location)
+    before = _no_file_name(tablespec_rows(table))
+
+    def agree(run_first: list[dict], check: str) -> list:
+        """Hudi 1.2 runs `run_first`, then reads (snapshot, read-optimized) and validates its metadata table."""
+        results = hudi1.process.run([*run_first, read_step(location), read_step(location, **RO),
+                                     *_hudi_checks(location, check)])
+        snapshot, optimized, _, every, differences, _ = results[len(run_first):]
+        ours = tablespec_rows(table)
+        assert _as_read(snapshot) == ours == _as_read(optimized)   # every slice merged into a base file
+        _assert_validated(_on_storage(location), every, differences)
+        return ours
+
+    plan = _plan(spec_file, tmp_path)
+    [action] = [a for _, a in plan.actions if isinstance(a, Clustering)]
+    assert any("merge-on-read: reads" in r for r in action.reasons), action.reasons
+    assert not [w for w in plan.tables[0].warnings if "left to Apache Hudi" in w], plan.tables[0].warnings
+    Applier(spark=hudi, schedule_only=True).apply(plan)
+    hudi_table = HudiTable.open(str(location))
+    [(instant, _)] = pending_plans(hudi_table.timeline).items()
+    assert instant.action == "clustering"
+    requested = location / ".hoodie" / "timeline" / instant.file_name
+    slices = {(s.partition, s.file_id): s for s in hudi_table.view.latest_slices()}
+    listed = _listed_logs(avro_content(requested.read_bytes(), instant.file_name))
+    assert any(listed.values()) and listed == {k: [f.path for f in slices[k].log_files] for k in listed}
+    agree([sql_step(f"CALL run_clustering(path => '{location}', op => 'execute', instants => '{instant.timestamp}', "
+                    f"options => '{HUDI_OPTIONS}')")], "ran_ours")
+    assert HudiTable.open(str(location)).timeline.contains_completed(instant.timestamp) and not _with_logs(location)
+    assert _no_file_name(tablespec_rows(table)) == before
+
+    # Hudi 1.2 writes log files on the clustered table and schedules; tablespec runs its plan
+    hudi1.process.run([write_step(location, _options(name, "simple", "upsert"), SCHEMA,
+                                  [("b", 21, "2024-01-01", 31), ("c", 31, "2024-01-02", 31)]),
+                       sql_step(f"CALL run_clustering(path => '{location}', op => 'schedule', order => 'v', "
+                                f"options => '{HUDI_OPTIONS}')")])
+    before = _no_file_name(tablespec_rows(table))
+    scheduled = HudiTable.open(str(location))
+    [theirs] = pending_plans(scheduled.timeline)
+    slices = {(s.partition, s.file_id): s for s in scheduled.view.latest_slices()}
+    listed = _listed_logs(avro_content((location / ".hoodie" / "timeline" / theirs.file_name).read_bytes(),
+                                       theirs.file_name))
+    assert any(listed.values()) and listed == {k: [f.path for f in slices[k].log_files] for k in listed}
+    plan = _plan(spec_file, tmp_path)
+    assert [(a.kind, a.params.instant) for _, a in plan.actions if isinstance(a, Clustering)] == \
+        [("clustering", theirs.timestamp)]
+    Applier(spark=hudi).apply(plan)
+    assert HudiTable.open(str(location)).timeline.contains_completed(theirs.timestamp) and not _with_logs(location)
+    assert _no_file_name(agree([], "ran_theirs")) == before
+
+    on_top = [("a", 7, "2024-01-01", 40), ("e", 9, "2024-01-01", 40)]
+    *_, after = hudi1.process.run([write_step(location, _options(name, "simple", "upsert"), SCHEMA, on_top),
+                                   sql_step(f"CALL run_compaction(op => 'scheduleandexecute', path => '{location}')"),
+                                   read_step(location)])
+    assert any(i.action == "commit" for i in HudiTable.open(str(location)).timeline.commits()), "Hudi did not compact"
+    assert tablespec_rows(table) == _as_read(after)
+    assert _values(tablespec_rows(table)) == {"a": 7, "b": 21, "c": 31, "e": 9}
+    assert _values(hudi_rs_rows(str(location))) == _values(tablespec_rows(table))

@@ -13,6 +13,7 @@ from tablespec.hudi import metadata_table
 from tablespec.hudi.config import TableConfig, named_partitions
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.table import Location
+from tablespec.hudi.timeline.instant import Instant
 from tablespec.plan.builder import build_plan
 from tablespec.spec.loader import load_spec_text
 from tablespec.state import ObservedColumn, TableState
@@ -209,6 +210,20 @@ def test_plan_cleans_and_archives_a_merge_on_read_table():
     assert [a.kind for a in plan.tables[0].actions] == ["clean", "archive"]
     assert plan.tables[0].actions[0].estimate.files == 3
     assert not [w for w in plan.tables[0].warnings if "left to Apache Hudi" in w]
+
+
+@pytest.mark.parametrize("version", ["6", "9"])
+def test_plan_rolls_back_a_dead_deltacommit_on_merge_on_read(version):
+    """A deltacommit whose writer died is rolled back by the plan on table versions 6 and 9 alike (on
+    9 by deleting the log files it names), not left to Hudi's writers."""
+    text = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  index:")
+    dead = Instant("20261121000000001", "deltacommit", "inflight")
+    state = replace(state_for(text, **{"hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": version}),
+                    pending=(dead,), expired=(dead,))
+    plan = build_plan(load(text), {LOCATION: state}, Location.parse(WAREHOUSE))
+    [rollback] = plan.tables[0].actions
+    assert (rollback.kind, rollback.params.instants) == ("rollback", [dead.timestamp])
+    assert not plan.tables[0].warnings
 
 
 def test_plan_records_requirements_of_observed_state():
