@@ -48,12 +48,13 @@ def _finished(instant: Instant, archived: ArchivedTimeline | None, mtimes: dict[
 
 
 def _archive(table: HudiTable) -> tuple[ArchivedTimeline, dict]:
-    """The archived timeline (read only when .hoodie/ lists its folder) and its files' count and bytes."""
+    """The archived timeline's completed instants (read only when .hoodie/ lists its folder: the
+    report sums what completed) and its files' count and bytes."""
     folder = folder_of(table.config)
     if not table.lists_folder(folder):
         return ArchivedTimeline([]), {"files": 0, "bytes": 0}
     files = list(table.storage.walk_files(folder_path(table.base, folder)))
-    return ArchivedTimeline.of(table), {"files": len(files), "bytes": sum(f.size for f in files)}
+    return ArchivedTimeline.of(table, completed_only=True), {"files": len(files), "bytes": sum(f.size for f in files)}
 
 
 def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[SliceKey, int]]:
