@@ -127,9 +127,9 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
                 last_clean = ts
             elif action == ROLLBACK:
                 rollbacks += 1
-    by_day: dict[str, dict[str, int]] = {}
+    by_day: dict[str, dict[str, str | int]] = {}
     for (day, kind), n in sorted(by_kind.items()):
-        by_day.setdefault(day, {"day": day})[kind] = n   # type: ignore[assignment]
+        by_day.setdefault(day, {"day": day})[kind] = n
     expired = set(state.expired)
     figures = {
         "activeInstants": len(timeline.instants),
