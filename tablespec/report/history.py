@@ -44,8 +44,9 @@ def _epoch_ms(t: str) -> int:
 
 def _finished_ms(instant: Instant, archived: ArchivedTimeline | None, mtimes: dict[str, int]) -> int | None:
     """When `instant` completed (ms since the epoch), as far as the metadata tells (`archived`: the
-    archive it is read from); a completion time in a file name that is no date is refused as its
-    requested time is (`_started_ms`), an archived transition time that is none is unknown."""
+    archive it is read from). ValueError: a completion time in a file name that is no date (the
+    caller refuses it as it refuses such a requested time); an archived transition time that is
+    none is unknown (None)."""
     if instant.completion:
         return _epoch_ms(instant.completion)
     if archived is not None:
