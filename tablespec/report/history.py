@@ -8,52 +8,73 @@ as Hudi's archiver records it); None where neither is known or the clock went ba
 whose instant times are in another time zone)."""
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import date
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.archive import ArchivedTimeline, History
 from tablespec.hudi.archive.log import folder_of, folder_path
+from tablespec.hudi.io import join
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.instant import CLEAN, ROLLBACK, WRITE_ACTIONS, Instant
 from tablespec.state import TableState
 
+EPOCH = date(1970, 1, 1)
 RECENT = 50           # commits listed one by one (the JSON's `recent`, the per-commit charts)
 SliceKey = tuple[str, str, str]   # (partition, file id, base instant)
+COMMIT_KEYS = ("instant", "action", "operation", "rows", "inserts", "updates", "deletes", "bytes", "files", "seconds", "archived")
 
 
-def _moment(timestamp: str) -> datetime:
-    """An instant time (validated: 14 or 17 digits) as a UTC datetime; strptime is too slow for a
-    timeline of thousands of instants."""
-    t = timestamp
-    return datetime(int(t[:4]), int(t[4:6]), int(t[6:8]), int(t[8:10]), int(t[10:12]), int(t[12:14]),
-                    int(t[14:17] or 0) * 1000, tzinfo=UTC)
+@functools.lru_cache(maxsize=4096)
+def _day_ms(day: str) -> int:
+    """The start of `day` (yyyyMMdd, UTC) in milliseconds since the epoch; ValueError: not a date."""
+    return (date(int(day[:4]), int(day[4:6]), int(day[6:8])) - EPOCH).days * 86_400_000
 
 
-def _seconds(instant: Instant, finished: datetime | None) -> float | None:
-    if finished is None:
-        return None
-    took = (finished - _moment(instant.timestamp)).total_seconds()
-    return round(took, 3) if took >= 0 else None
+def _epoch_ms(t: str) -> int:
+    """An instant time (validated: 14 or 17 digits) in milliseconds since the epoch, UTC; ValueError:
+    not a date and time. Integer arithmetic on a cached day: a datetime per instant is too slow for
+    a timeline of thousands."""
+    hour, minute, second = int(t[8:10]), int(t[10:12]), int(t[12:14])
+    if hour > 23 or minute > 59 or second > 59:
+        raise ValueError(f"{t}: not a time of day")
+    return _day_ms(t[:8]) + ((hour * 60 + minute) * 60 + second) * 1000 + int(t[14:17] or 0)
 
 
-def _finished(instant: Instant, archived: ArchivedTimeline | None, mtimes: dict[str, int]) -> datetime | None:
-    """When `instant` completed, as far as the metadata tells (`archived`: the archive it is read from)."""
+def _finished_ms(instant: Instant, archived: ArchivedTimeline | None, mtimes: dict[str, int]) -> int | None:
+    """When `instant` completed (ms since the epoch), as far as the metadata tells (`archived`: the
+    archive it is read from). ValueError: a completion time in a file name that is no date (the
+    caller refuses it as it refuses such a requested time); an archived transition time that is
+    none is unknown (None)."""
     if instant.completion:
-        return _moment(instant.completion)
+        return _epoch_ms(instant.completion)
     if archived is not None:
         when = archived.records.get(instant, {}).get("stateTransitionTime")
-        return _moment(when) if isinstance(when, str) and when.isdigit() and len(when) in (14, 17) else None
-    ms = mtimes.get(instant.file_name)
-    return datetime.fromtimestamp(ms / 1000, UTC) if ms is not None else None
+        if not (isinstance(when, str) and when.isdigit() and len(when) in (14, 17)):
+            return None
+        try:
+            return _epoch_ms(when)
+        except ValueError:
+            return None
+    return mtimes.get(instant.file_name)
+
+
+def _seconds(started: int, finished: int | None) -> float | None:
+    """Seconds from `started` to `finished` (ms); None where unknown or the clock went backwards."""
+    if finished is None or finished < started:
+        return None
+    return round((finished - started) / 1000, 3)
 
 
 def _archive(table: HudiTable) -> tuple[ArchivedTimeline, dict]:
-    """The archived timeline (read only when .hoodie/ lists its folder) and its files' count and bytes."""
+    """The archived timeline's completed instants (read only when .hoodie/ lists its folder: the
+    report sums what completed) and its files' count and bytes."""
     folder = folder_of(table.config)
     if not table.lists_folder(folder):
         return ArchivedTimeline([]), {"files": 0, "bytes": 0}
     files = list(table.storage.walk_files(folder_path(table.base, folder)))
-    return ArchivedTimeline.of(table), {"files": len(files), "bytes": sum(f.size for f in files)}
+    return ArchivedTimeline.of(table, completed_only=True), {"files": len(files), "bytes": sum(f.size for f in files)}
 
 
 def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[SliceKey, int]]:
@@ -65,65 +86,71 @@ def timeline_figures(table: HudiTable, state: TableState) -> tuple[dict, dict[Sl
     wanted = {(g.partition, g.file_id, g.base_instant) for g in state.file_groups if g.base_file}
     slice_rows: dict[SliceKey, int] = {}
     by_action: Counter[str] = Counter()
+    by_kind: Counter[tuple[str, str]] = Counter()   # (day, "commit UPSERT" / "clean" / ...): instants
     by_operation: Counter[str] = Counter()
-    by_day: dict[str, Counter[str]] = {}
-    commits: list[dict] = []
+    commits: list[tuple] = []   # per commit: (instant, action, operation, rows, inserts, updates, deletes, bytes, files, seconds, archived)
     durations: list[float] = []
     cleans, files_cleaned, last_clean, rollbacks = 0, 0, None, 0
     archived_only = set(history.instants).difference(timeline.instants)   # History.is_archived, as a set
     for instant in history.completed():
-        source = archived if instant in archived_only else timeline
-        by_action[instant.action] += 1
-        ts = instant.timestamp
+        is_archived = instant in archived_only
+        source = archived if is_archived else timeline
+        action, ts = instant.action, instant.timestamp
+        by_action[action] += 1
         day = f"{ts[:4]}-{ts[4:6]}-{ts[6:8]}"
-        counts = by_day.setdefault(day, Counter())
-        seconds = _seconds(instant, _finished(instant, archived if source is archived else None, mtimes))
-        if instant.action in WRITE_ACTIONS:
+        if action in WRITE_ACTIONS:
+            try:   # only a write's duration is shown: the other instants' times are not read
+                seconds = _seconds(_epoch_ms(ts), _finished_ms(instant, archived if is_archived else None, mtimes))
+            except ValueError:
+                where = f"archived instant {instant}" if is_archived else join(timeline.meta, instant.file_name)
+                raise HudiFormatError(f"{where}: its time is not a date and time (yyyyMMddHHmmss[SSS])") from None
             meta = source.commit_metadata(instant)
-            stats = meta.write_stats()
             operation = meta.operation_type or "UNKNOWN"
             by_operation[operation] += 1
-            counts[f"{instant.action} {operation}"] += 1   # writes per day by action and operation
-            rows = inserts = updates = deletes = written = 0   # one pass over a commit's stats
-            for s in stats:
-                if (key := (s.partition_path or "", s.file_id, instant.timestamp)) in wanted:
-                    slice_rows[key] = slice_rows.get(key, 0) + s.num_writes
-                rows, inserts, updates = rows + s.num_writes, inserts + s.num_inserts, updates + s.num_update_writes
-                deletes, written = deletes + s.num_deletes, written + s.total_write_bytes
-            commits.append({"instant": instant.timestamp, "action": instant.action, "operation": operation,
-                            "rows": rows, "inserts": inserts, "updates": updates, "deletes": deletes,
-                            "bytes": written, "files": len(stats), "seconds": seconds, "archived": source is archived})
+            by_kind[day, f"{action} {operation}"] += 1   # writes per day by action and operation
+            rows = inserts = updates = deletes = written = files = 0   # one pass over a commit's stats
+            for stats in meta.partition_to_write_stats.values():
+                files += len(stats)
+                for s in stats:
+                    if (key := (s.partition_path or "", s.file_id, ts)) in wanted:
+                        slice_rows[key] = slice_rows.get(key, 0) + s.num_writes
+                    rows, inserts, updates = rows + s.num_writes, inserts + s.num_inserts, updates + s.num_update_writes
+                    deletes, written = deletes + s.num_deletes, written + s.total_write_bytes
+            commits.append((ts, action, operation, rows, inserts, updates, deletes, written, files, seconds, is_archived))
             if seconds is not None:
                 durations.append(seconds)
         else:
-            counts[instant.action] += 1
-            if instant.action == CLEAN:
+            by_kind[day, action] += 1
+            if action == CLEAN:
                 deleted = source.read_metadata(instant).get("totalFilesDeleted")
                 cleans += 1
                 files_cleaned += deleted if isinstance(deleted, int) else 0
-                last_clean = instant.timestamp
-            elif instant.action == ROLLBACK:
+                last_clean = ts
+            elif action == ROLLBACK:
                 rollbacks += 1
+    by_day: dict[str, dict[str, str | int]] = {}
+    for (day, kind), n in sorted(by_kind.items()):
+        by_day.setdefault(day, {"day": day})[kind] = n
     expired = set(state.expired)
     figures = {
         "activeInstants": len(timeline.instants),
         "archivedInstants": len(history.instants) - len(timeline.instants),
         "archive": archive_files,
         "commits": len(commits),
-        "firstCommit": commits[0]["instant"] if commits else None,
-        "lastCommit": commits[-1]["instant"] if commits else None,
+        "firstCommit": commits[0][0] if commits else None,
+        "lastCommit": commits[-1][0] if commits else None,
         "byAction": dict(sorted(by_action.items())),
         "byOperation": dict(sorted(by_operation.items())),
-        "byDay": [{"day": day, **dict(sorted(counts.items()))} for day, counts in sorted(by_day.items())],
-        "rowsWritten": sum(c["rows"] for c in commits),
-        "bytesWritten": sum(c["bytes"] for c in commits),
+        "byDay": list(by_day.values()),
+        "rowsWritten": sum(c[3] for c in commits),
+        "bytesWritten": sum(c[7] for c in commits),
         "durations": _spread(durations),
         "cleans": {"count": cleans, "filesDeleted": files_cleaned, "last": last_clean},
         "rollbacks": rollbacks,
         "pending": [{"instant": i.timestamp, "action": i.action, "state": i.state,
                      "heartbeatAgeSeconds": (None if (age := state.heartbeat_ages.get(i.timestamp)) is None else round(age)),
                      "failed": i in expired} for i in state.pending],
-        "recent": commits[-RECENT:],
+        "recent": [dict(zip(COMMIT_KEYS, c)) for c in commits[-RECENT:]],
     }
     return figures, slice_rows
 

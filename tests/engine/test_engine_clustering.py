@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import os
+import re
 import subprocess
 import sys
 from decimal import Decimal
+from pathlib import Path
 
 import fastavro
 import numpy as np
@@ -18,6 +21,7 @@ from helpers import assert_hudi_rs_agrees, hudi_rs_table, make_table
 
 from tablespec.apply import Applier
 from tablespec.engine.writer import WriteRefused
+from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.services.clustering import REQUESTED_REPLACE_SCHEMA
@@ -419,12 +423,33 @@ def test_layout_switch_cut_short_by_max_groups_is_finished_by_the_next_clusterin
     assert_hudi_rs_agrees(table)
 
 
+def laid_out_on_disk(location: str) -> tuple[dict[tuple[str, str], int], set[tuple[str, str]]]:
+    """From the files alone: the bytes of each file group's newest base file a completed instant wrote
+    (less the file groups completed replacecommits replaced), by (partition, file id), and the file
+    groups whose newest base file a completed clustering (a replacecommit of operation CLUSTER) wrote."""
+    meta = Path(location, ".hoodie")
+    done = {f.name.split(".")[0]: f for f in meta.iterdir() if re.fullmatch(r"\d{17}\.(commit|replacecommit)", f.name)}
+    replaced, clusterings = set(), set()
+    for ts, f in done.items():
+        if f.suffix == ".replacecommit":
+            written = json.loads(f.read_text())
+            replaced |= {(p, i) for p, ids in written["partitionToReplaceFileIds"].items() for i in ids}
+            clusterings |= {ts} if written["operationType"] == "CLUSTER" else set()
+    newest: dict[tuple[str, str], tuple[str, int]] = {}
+    for path in Path(location).rglob("*.parquet"):
+        name = BaseFileName.parse(path.name)
+        group = (path.parent.relative_to(location).as_posix(), name.file_id if name else "")
+        if ".hoodie" in path.parts or name is None or name.instant not in done or group in replaced:
+            continue
+        if group not in newest or newest[group][0] < name.instant:
+            newest[group] = (name.instant, path.stat().st_size)
+    return {g: size for g, (_, size) in newest.items()}, {g for g, (ts, _) in newest.items() if ts in clusterings}
+
+
 def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(spark, tmp_path, capsys):
     """A spec gaining SORT clusters the table at once, in steps of maxGroups; the next plan has
     nothing to do and reports every file group as laid out; an upsert then takes the file groups it
     rewrites out of the declared layout (shown) until everyNCommits re-clusters them."""
-    import json
-
     from tablespec.cli import main
     from tablespec.plan.render import render
     plain = spec_text("{}").replace("  clustering: {}\n", "")
@@ -470,6 +495,13 @@ def test_declared_layout_is_laid_out_in_bounded_steps_and_its_coverage_reported(
     assert main(["show", table.location, "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)["clusteringCoverage"]
     assert (shown["laidOut"], shown["fileGroups"], shown["percent"]) == (6, 8, 75)
+    # the report's coverage is show's, and what the files say: the latest base files a clustering wrote
+    assert main(["report", table.location, "--format", "json"]) == 0
+    reported = json.loads(capsys.readouterr().out)["tables"][0]["services"]["clustering"]["coverage"]
+    assert reported == shown
+    latest, clustered = laid_out_on_disk(table.location)
+    assert (reported["fileGroups"], reported["bytes"]) == (len(latest), sum(latest.values()))
+    assert (reported["laidOut"], reported["laidOutBytes"]) == (len(clustered), sum(latest[g] for g in clustered))
     new.write(batch(spark, 2, 1, days=4), "upsert")
     plan = plan_for(sort, tmp_path)
     (_, again), = plan.actions  # everyNCommits: the rewritten file groups are laid out again, in one step

@@ -259,6 +259,26 @@ def test_replacecommits_and_cleans_read_back_from_the_archive(table):
     assert [i.timestamp for i in history.instants] == [ts(n) for n in range(1, 14)]
 
 
+def test_the_completed_only_archive_is_the_archive_s_completed_entries(table):
+    """A reader of what completed (the report) decodes only the entries of completed states; an entry
+    of another state whose content holds the same bytes ("COMPLETED" as an Avro string) is dropped too."""
+    base, written = table
+    storage = LocalStorage()
+    writer = TimelineWriter(storage, base)
+    decoy = CommitMetadata(operation_type="UPSERT", extra_metadata={"state": "COMPLETED"}).to_json()
+    writer.complete(writer.start(writer.request("commit", ts(9)), decoy), CommitMetadata(operation_type="UPSERT"))
+    for n in (10, 11, 12):
+        written[n] = _write_commit(writer, n)
+    _write_clean(writer, 13, retain=11)
+    _write_clean(writer, 14, retain=12)
+    archive(HudiTable(Location(base, storage)), SETTINGS)
+    full, done = ArchivedTimeline.load(storage, base), ArchivedTimeline.load(storage, base, completed_only=True)
+    assert Instant(ts(9), "commit", "inflight") in full.records and Instant(ts(4), "clean") in full.records
+    assert done.records == {i: r for i, r in full.records.items() if i.is_completed}
+    assert done.instants == done.completed() == full.completed()
+    assert [done.commit_metadata(i) for i in done.commits()] == [full.commit_metadata(i) for i in full.commits()]
+
+
 def test_nothing_to_archive_writes_nothing(table):
     base, _ = table
     storage = LocalStorage()

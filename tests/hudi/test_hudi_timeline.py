@@ -158,6 +158,28 @@ def test_avro_metadata_is_decoded(tmp_path):
         tl.read_metadata(Instant(T2, "commit"))
 
 
+def test_json_metadata_reads_as_the_standard_library_reads_it(tmp_path):
+    """Commit files are parsed fast (orjson), as `json` reads them: an integer past 64 bits stays an
+    integer, what only `json` takes (NaN, infinity, a byte-order mark, a lone surrogate) is taken, and
+    a file neither takes fails in `json`'s words."""
+    cases = [b'{"a": 123456789012345678901234, "b": -9223372036854775809, "c": 18446744073709551615}',
+             b'{"a": NaN}', b'{"a": 1e400}', b'\xef\xbb\xbf{"a": 1}', b'{"a": "\\ud800"}', b'{"a": [1,]}', b'{"a": 1} x',
+             b'{"a": 1, "a": [2.5, -0.0, "\\u00e9"]}']
+    (tmp_path / ".hoodie").mkdir()
+    for n, raw in enumerate(cases):
+        (tmp_path / f".hoodie/{T1[:-1]}{n}.commit").write_bytes(raw)
+    tl = Timeline.load(ST, str(tmp_path))
+    for instant, raw in zip(tl.instants, cases, strict=True):
+        try:
+            expected = json.loads(raw)
+        except ValueError as e:
+            with pytest.raises(HudiFormatError) as refused:
+                tl.read_metadata(instant)
+            assert str(refused.value) == f"{tmp_path}/.hoodie/{instant.file_name}: unreadable metadata: {e}"
+        else:
+            assert repr(tl.read_metadata(instant)) == repr(expected)   # types too (an int is no float); nan != nan
+
+
 def test_replaced_file_ids_and_schema_from_completed_commits_only(tmp_path):
     base = str(tmp_path)
     w = TimelineWriter(ST, base)

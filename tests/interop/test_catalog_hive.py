@@ -7,6 +7,7 @@ and Hudi's sync into an empty metastore registers what tablespec registered.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from decimal import Decimal
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from _support import EXAMPLES
 from catalog_process import hive_sync_step, run_steps, sql_step
+from report.chromium import assert_page_renders
 
 from tablespec.catalog import EmbeddedMetastore
 from tablespec.catalog.diff import diff
@@ -143,6 +145,12 @@ def test_the_demos_tables_answer_spark_sql_by_name(spark, tmp_path, monkeypatch,
     warehouse, inputs = tmp_path / "wh", tmp_path / "wh-inputs"
     assert demo(["--warehouse", str(warehouse)]) == 0
     out = capsys.readouterr().out
+    # it ends with its tables' health report, beside its inputs: it opens in Chromium without a console
+    # error, every chart drawn, and shows how much of orders its clustering laid out
+    report = Path(re.search(r"health report \(one page, open it in a browser\): (\S+)\n", out).group(1))
+    assert report == inputs / "report.html"
+    assert_page_renders(report, tables=3)
+    assert "Laid out as declared (SORT(customer_id)): " in report.read_text()
     store = EmbeddedMetastore(inputs / ".tablespec" / "metastore.db", "test")
     sales, analytics = store.tables("sales"), store.tables("analytics")
     assert sorted(sales) == ["customers", "orders"] and sorted(analytics) == ["events"]

@@ -143,6 +143,28 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
+def assert_page_renders(page, tables: int | None = None) -> list[list]:
+    """A report page in headless Chromium (skipped where it is not installed, outside CI): no console
+    error, `tables` table sections (when given), every chart laid out with its series drawn. Returns
+    [width, height, drawn series elements] per chart."""
+    if (path := binary()) is None:
+        assert os.environ.get("CI") != "true", "CI=true: the browser tier must run; .ci/run installs chromium"
+        return []
+    browser = Browser(path)
+    try:
+        browser.open(page.as_uri())
+        assert browser.errors() == []
+        sections = browser.evaluate("document.querySelectorAll('section.table').length")
+        charts = json.loads(browser.evaluate(
+            "JSON.stringify([...document.querySelectorAll('figure.chart svg')].map(s => { const r = s.getBoundingClientRect(); "
+            "return [r.width, r.height, [...s.querySelectorAll('.series > *')].filter(e => e.getBBox().width > 0).length]; }))"))
+    finally:
+        browser.close()
+    assert tables is None or sections == tables, sections
+    assert len(charts) >= 4 and all(w > 300 and h > 120 and drawn > 0 for w, h, drawn in charts), charts
+    return charts
+
+
 def decode_png(data: bytes) -> np.ndarray:
     """The pixels of an 8-bit RGB or RGBA PNG (what Chromium writes) as a (height, width, channels) array."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"

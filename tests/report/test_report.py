@@ -179,15 +179,21 @@ def test_no_specs_here_reports_every_table_under_the_warehouse(warehouse, capsys
 
 
 def test_unreadable_tables_are_reported_and_the_others_still_are(warehouse, capsys):
-    """A corrupt commit file, a damaged hoodie.properties and a path holding no table: each is reported
-    for its table in one line (exit 1, no traceback), the other tables in full, and nothing is changed."""
+    """A corrupt commit file, a damaged hoodie.properties, a commit whose instant time is no date and a
+    path holding no table: each is reported for its table in one line (exit 1, no traceback), the
+    other tables in full, and nothing is changed."""
     specs, wh = warehouse
+    misdated = shutil.copytree(wh / "ops/logs", wh / "ops/misdated")   # its last commit: month 13
+    last = sorted((misdated / ".hoodie").glob("*.commit"))[-1].name.split(".")[0]
+    for f in (misdated / ".hoodie").glob(last + ".*"):
+        f.rename(f.with_name(last[:4] + "13" + f.name[6:]))
     commit = sorted((wh / "web/events/.hoodie").glob("*.commit"))[0]
     commit.write_text('{"partitionToWriteStats": {"day=2026-11-01": [{"fileId": 7}]}')
     (wh / "ops/logs/.hoodie/hoodie.properties").write_bytes(b"hoodie.table.version=six\n\x00\xff")
     (wh / "empty").mkdir()
     before = table_files(wh)
-    code, report, err = _report_json(capsys, str(specs), str(wh / "ops/logs"), str(wh / "empty"), "--warehouse", str(wh))
+    code, report, err = _report_json(capsys, str(specs), str(wh / "ops/logs"), str(wh / "empty"), str(misdated),
+                                     "--warehouse", str(wh))
     assert code == 1
     assert table_files(wh) == before
     tables = {t["name"]: t for t in report["tables"]}
@@ -197,10 +203,12 @@ def test_unreadable_tables_are_reported_and_the_others_still_are(warehouse, caps
     assert "files" not in events
     assert tables["logs"]["error"] and "hoodie.properties" in tables["logs"]["error"]
     assert "no Hudi table there" in tables["empty"]["error"]
+    renamed = sorted((misdated / ".hoodie").glob("*.commit"))[-1]
+    assert tables["misdated"]["error"] == f"{renamed}: its time is not a date and time (yyyyMMddHHmmss[SSS])"
     assert report["overview"]["unreadable"] == sorted(report["overview"]["unreadable"], key=list(tables).index)
-    assert set(report["overview"]["unreadable"]) == {"web.events", "logs", "empty"}
+    assert set(report["overview"]["unreadable"]) == {"web.events", "logs", "empty", "misdated"}
     lines = err.strip().splitlines()
-    assert "Traceback" not in err and len([x for x in lines if x.startswith("error: ")]) == 3
+    assert "Traceback" not in err and len([x for x in lines if x.startswith("error: ")]) == 4
     assert all(len(x) < 600 for x in lines)
     out = wh.parent / "bad.html"
     code, _, err = cli(capsys, "report", str(specs), str(wh / "ops/logs"), "--warehouse", str(wh), "--out", str(out))

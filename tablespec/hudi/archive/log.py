@@ -9,6 +9,8 @@ leaves the run's file complete or absent, and two archivers cannot write one ver
 """
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from tablespec.errors import HudiFormatError
 from tablespec.hudi import keys
 from tablespec.hudi.archive.entry import ENTRY_SCHEMA
 from tablespec.hudi.config import META_FOLDER, PROPERTIES_FILE, archive_folder
-from tablespec.hudi.formats.logfile import BlockType, avro_block, avro_records, encode_block, read_blocks
+from tablespec.hudi.formats.logfile import BlockType, Header, avro_block, avro_records, encode_block, read_blocks
 from tablespec.hudi.io import FileInfo, Storage, join, join_inside
 
 DEFAULT_FOLDER = "archived"      # hoodie.archivelog.folder
@@ -63,18 +65,50 @@ def archive_files_of(listed: Iterable[FileInfo]) -> list[ArchiveFile]:
     return sorted(out, key=lambda a: (a.version, a.info.name))
 
 
-def read_records(storage: Storage, file: ArchiveFile) -> Iterator[dict[str, Any]]:
+def read_records(storage: Storage, file: ArchiveFile, completed_only: bool = False) -> Iterator[dict[str, Any]]:
     """The entries of one archive file. A torn block (a writer that died appending) is skipped,
-    as Hudi's reader skips it; blocks of other types are not Hudi's and are refused."""
+    as Hudi's reader skips it; blocks of other types are not Hudi's and are refused.
+    `completed_only`: the entries of completed states only, the others not decoded (see `_completed`)."""
     for block in read_blocks(storage.read_bytes(file.path)):
         if block.type == BlockType.CORRUPT:
             continue
         if block.type != BlockType.AVRO_DATA:
             raise HudiFormatError(f"{file.path}: unexpected {block.type.name} block in the archived timeline")
+        wanted = _completed if completed_only and _state_is_text(block.header.get(Header.SCHEMA)) else None
         try:
-            yield from avro_records(block)
+            records = avro_records(block, wanted=wanted)
         except (HudiFormatError, ValueError, EOFError) as e:
             raise HudiFormatError(f"{file.path}: unreadable archived entries: {e}") from None
+        yield from (r for r in records if r.get("actionState") == COMPLETED) if completed_only else records
+
+
+COMPLETED = "COMPLETED"
+_COMPLETED_TEXT = b"\x12" + COMPLETED.encode()   # "COMPLETED" as an Avro string: its length 9 (zigzag 18), its bytes
+
+
+def _completed(raw: bytes) -> bool:
+    """Whether an encoded entry may be a completed state's: one is only if it holds its actionState
+    "COMPLETED" as an Avro string (the others are skipped undecoded; one that holds those bytes
+    elsewhere is decoded, and dropped by its actionState)."""
+    return _COMPLETED_TEXT in raw
+
+
+@functools.lru_cache(maxsize=16)
+def _state_is_text(schema: str | None) -> bool:
+    """Whether a block's writer schema types actionState as a string (Hudi's: null or string), so
+    that a completed entry's bytes hold the text; any other schema has every entry decoded."""
+    try:
+        fields = json.loads(schema or "").get("fields") or []
+        kind = next(f["type"] for f in fields if isinstance(f, dict) and f.get("name") == "actionState")
+    except (ValueError, AttributeError, TypeError, KeyError, StopIteration):
+        return False
+    branches = kind if isinstance(kind, list) else [kind]
+    return any(map(_is_string, branches)) and all(b == "null" or _is_string(b) for b in branches)
+
+
+def _is_string(kind: Any) -> bool:
+    """An Avro string type: "string", or {"type": "string", ...} (as Java-generated schemas write it)."""
+    return kind == "string" or (isinstance(kind, dict) and kind.get("type") == "string")
 
 
 def encode(records: Sequence[dict[str, Any]]) -> bytes:

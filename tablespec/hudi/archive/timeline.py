@@ -44,21 +44,25 @@ class ArchivedTimeline:
         self.instants: tuple[Instant, ...] = tuple(sorted(latest.values()))
 
     @classmethod
-    def load(cls, storage: Storage, base: str, folder: str = DEFAULT_FOLDER) -> ArchivedTimeline:
+    def load(cls, storage: Storage, base: str, folder: str = DEFAULT_FOLDER, completed_only: bool = False) -> ArchivedTimeline:
         """Every archive file of the table at `base` (`folder`: hoodie.archivelog.folder)."""
-        return cls.of_files(storage, archive_files(storage, base, folder))
+        return cls.of_files(storage, archive_files(storage, base, folder), completed_only)
 
     @classmethod
-    def of_files(cls, storage: Storage, files: Iterable[ArchiveFile]) -> ArchivedTimeline:
-        return cls((r, f.path) for f in files for r in read_records(storage, f))
+    def of_files(cls, storage: Storage, files: Iterable[ArchiveFile], completed_only: bool = False) -> ArchivedTimeline:
+        return cls((r, f.path) for f in files for r in read_records(storage, f, completed_only))
 
     @classmethod
-    def of(cls, table: Any) -> ArchivedTimeline:
+    def of(cls, table: Any, completed_only: bool = False) -> ArchivedTimeline:
         """The archived timeline of a `HudiTable` handle (its hoodie.archivelog.folder; versions 8
-        and 9: their LSM history)."""
+        and 9: their LSM history). `completed_only`: of the archive log's entries, only those of
+        completed states are decoded (a reader of what completed needs no other: they are two
+        thirds of the entries, as Hudi archives every state of an instant); an instant archived
+        without its completed state is then missing (Hudi archives completed instants only). The
+        LSM history holds completed instants only."""
         if table.config is not None and table.config.version >= 8:
             return LsmArchivedTimeline(lsm_rows(table))
-        return cls.load(table.storage, table.base, folder_of(table.config))
+        return cls.load(table.storage, table.base, folder_of(table.config), completed_only)
 
     def completed(self) -> tuple[Instant, ...]:
         return tuple(i for i in self.instants if i.is_completed)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 import json
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, cast
@@ -189,9 +189,11 @@ def avro_block(records: Iterable[Mapping[str, Any]], schema: Mapping[str, Any],
     return LogBlock(BlockType.AVRO_DATA, header, avro_content(records, schema))
 
 
-def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None,
+                 wanted: Callable[[bytes], bool] | None = None) -> list[dict[str, Any]]:
     """The records of an Avro data block, decoded with the writer's schema from its header
-    (projected onto `reader_schema` when given)."""
+    (projected onto `reader_schema` when given). `wanted`: a test of a record's encoded bytes;
+    the records it refuses are skipped undecoded (decoding is most of a block's cost)."""
     if block.type != BlockType.AVRO_DATA:
         raise HudiFormatError(f"not an Avro data block: {block.type.name}")
     if Header.SCHEMA not in block.header:
@@ -204,6 +206,8 @@ def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None
     records: list[dict[str, Any]] = []
     for _ in range(count):
         raw = c.take(c.int32())
+        if wanted is not None and not wanted(raw):
+            continue
         records.append(cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(raw), writer, reader)))
     return records
 

@@ -9,7 +9,6 @@ completed; creating the completed file is the commit point, so it is written las
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, cast
@@ -18,6 +17,7 @@ import fastavro
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.config import META_FOLDER
+from tablespec.hudi.formats import json_text
 from tablespec.hudi.formats.commit import CommitMetadata, to_hudi_json
 from tablespec.hudi.formats.commit_avro import encode_commit_metadata
 from tablespec.hudi.io import Storage, join
@@ -137,7 +137,7 @@ class Timeline:
         if raw.startswith(_AVRO_MAGIC):
             return avro_content(raw, join(self.meta, instant.file_name))
         try:
-            return json.loads(raw) if raw.strip() else {}
+            return json_text.loads(raw) if raw.strip() else {}
         except ValueError as e:
             raise HudiFormatError(f"{join(self.meta, instant.file_name)}: unreadable metadata: {e}") from None
 
