@@ -51,6 +51,8 @@ from tablespec.plan.clustering import clustering_actions, compacting, pending_ru
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
+from tablespec.plan.merge_on_read import REWRITES as MERGED_REWRITES
+from tablespec.plan.merge_on_read import merged_rewrite
 from tablespec.plan.metadata_table import data_skipping_actions, indexes_to_build, metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
     HASH_FIELDS,
@@ -207,9 +209,10 @@ MERGE_ON_READ = "MERGE_ON_READ"
 # compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`), clean
 # (file slices with their log files), archiving (deltacommits and compactions), and on table version 6
 # clustering (slices read merged with their log files, RFC-19) and rollback (of dead writes, which
-# every apply's lock recovers anyway, and of clustering plans that can no longer run).
+# every apply's lock recovers anyway, and of clustering plans that can no longer run), and index
+# changes: bucket bootstrap / rescale (slices read merged) and SIMPLE <-> BLOOM (plan/merge_on_read.py).
 MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive"})
-MERGE_ON_READ_V6_ACTIONS = MERGE_ON_READ_ACTIONS | {"clustering", "rollback"}
+MERGE_ON_READ_V6_ACTIONS = MERGE_ON_READ_ACTIONS | {"clustering", "rollback"} | MERGED_REWRITES
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -340,6 +343,7 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
     for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
     of the table's data or layout, which would need its log files merged."""
     runs = MERGE_ON_READ_V6_ACTIONS if state.table_config.version == 6 else MERGE_ON_READ_ACTIONS
+    actions = [merged_rewrite(a, state) if a.kind in MERGED_REWRITES and a.kind in runs else a for a in actions]
     changing = [a.kind for a in actions if a.kind not in runs and not a.housekeeping]
     if changing:
         raise UnsupportedTableError(
@@ -584,7 +588,7 @@ def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, change
     part_bytes = {p: 0 for p in partitions}
     for fg in state.file_groups:
         if fg.partition in part_bytes:
-            part_bytes[fg.partition] += fg.size
+            part_bytes[fg.partition] += fg.size + fg.log_bytes   # merge-on-read: slices are read merged
     sizes = [part_bytes[p] // layout.buckets_for(p) for p in partitions]
     estimate = BucketEstimate(
         partitions=len(partitions),

@@ -1,0 +1,63 @@
+"""Index changes on a merge-on-read table: which tablespec runs and why it refuses the others.
+
+A bucket bootstrap or rescale reads every slice merged with its log files (engine/rebucket.py)
+and replaces whole file groups, logs included; it cannot take a file group a pending compaction
+will rewrite, so it waits for that compaction. SIMPLE and BLOOM find a key in base files only:
+Apache Hudi's writers with them put inserts into base files, so a switch between the two is
+configuration only, but a switch from BUCKET (whose writers put inserts into log files) would
+miss the keys only log files hold until every slice is compacted. The record index is built
+from base-file keys (engine/record_index.py), which a slice's log records would contradict.
+"""
+from __future__ import annotations
+
+from tablespec.errors import UnsupportedTableError
+from tablespec.plan.actions import Action
+from tablespec.plan.clustering import compacting
+from tablespec.state import TableState
+from tablespec.wording import counted
+
+REWRITES = frozenset({"bucket_bootstrap", "bucket_rescale", "index_migration"})
+BASE_FILE_INDEXES = ("SIMPLE", "BLOOM")
+
+
+def merged_rewrite(action: Action, state: TableState) -> Action:
+    """The action as it runs on the merge-on-read table (a rewrite says which slices it reads merged
+    with their log files); UnsupportedTableError, one line, for one tablespec does not run there."""
+    if (why := refusal(action, state)) is not None:
+        raise UnsupportedTableError(f"{state.location}: {why}")
+    if action.kind not in ("bucket_bootstrap", "bucket_rescale"):
+        return action
+    rewritten = set(action.params.partitions)
+    logged = [fg for fg in state.file_groups if fg.partition in rewritten and fg.log_files]
+    if not logged:
+        return action
+    note = (f"merge-on-read: {counted(len(logged), 'file slice')} with log files "
+            f"({counted(sum(fg.log_files for fg in logged), 'log file')}: their updates and deletes applied) read "
+            "merged; the replacecommit replaces whole file groups, log files included")
+    return action.model_copy(update={"reasons": [*action.reasons, note]})
+
+
+def refusal(action: Action, state: TableState) -> str | None:
+    """Why tablespec does not run this index change on the merge-on-read table as observed, or None."""
+    if action.kind in ("bucket_bootstrap", "bucket_rescale"):
+        rewritten = set(action.params.partitions)
+        waiting = sorted(f"{p}/{f}" if p else f for p, f in compacting(state) if p in rewritten)
+        if waiting:
+            listed = ", ".join(i.timestamp for i, _ in state.compaction.pending) if state.compaction else ""
+            return (f"{action.kind} rewrites file groups under pending compaction {listed} ({', '.join(waiting[:3])}"
+                    f"{', ...' if len(waiting) > 3 else ''}): it runs first (Apache Hudi's `run_compaction`, or "
+                    "compaction.runBy: tablespec with the spec's index unchanged), then plan again")
+        return None
+    if action.kind != "index_migration":
+        return None
+    old, new = action.params.from_, action.params.to
+    if "RECORD_LEVEL" in (old, new):
+        return (f"index {old} -> {new} on a MERGE_ON_READ table: tablespec builds and drops Hudi's record index "
+                "on copy-on-write tables (its keys come from base files, a slice's log files would contradict "
+                "them); switch the index with Apache Hudi")
+    logged = [fg for fg in state.file_groups if fg.log_files]
+    if old == "BUCKET" and new in BASE_FILE_INDEXES and logged:
+        return (f"index BUCKET -> {new} on a MERGE_ON_READ table with log files ({len(logged)} file slice(s)): "
+                f"{new} finds keys in base files only, and BUCKET writers put inserts into log files; every "
+                "slice must be compacted first")
+    return None
