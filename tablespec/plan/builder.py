@@ -51,8 +51,8 @@ from tablespec.plan.clustering import clustering_actions, compacting, pending_ru
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
+from tablespec.plan.merge_on_read import CONVERSION_REASON, back_to_copy_on_write, converts_in_place, merged_rewrite
 from tablespec.plan.merge_on_read import REWRITES as MERGED_REWRITES
-from tablespec.plan.merge_on_read import merged_rewrite
 from tablespec.plan.metadata_table import data_skipping_actions, indexes_to_build, metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
     HASH_FIELDS,
@@ -223,9 +223,7 @@ def unmanaged(spec, state: TableState) -> str | None:
         return (f"{state.location}: table {display_name(spec)} is a {config.table_type} table; "
                 "tablespec manages COPY_ON_WRITE and MERGE_ON_READ tables")
     if config.table_type == MERGE_ON_READ and spec.spec.table_type != MERGE_ON_READ:
-        return (f"{state.location}: table {display_name(spec)} is a MERGE_ON_READ table and its spec says "
-                f"{spec.spec.table_type}: tablespec does not convert between table types; set "
-                "spec.tableType: MERGE_ON_READ (tablespec reads, imports and plans merge-on-read tables)")
+        return back_to_copy_on_write(state.location, display_name(spec))
     if (why := unmanaged_layout(config)) is not None:
         return f"{state.location}: table {display_name(spec)}: {why}"
     return None
@@ -436,7 +434,8 @@ def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
         return [_create(spec, version)]
     settings = diff_settings(spec, state.table_config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
-    destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
+    converting = [s for s in settings if converts_in_place(s, state)]
+    destructive = [s for s in settings if s.category == "key" and s not in converting] + [c for c in columns if c.destructive]
     renames = [s for s in settings if s.path == "metadata.name"]
     if destructive:
         return [_replace(destructive, columns, settings, renames, state)]
@@ -450,13 +449,13 @@ def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
     if evolutions:
         actions.append(SchemaEvolution(reasons=[c.describe() for c in evolutions],
                                        changes=[_change(c) for c in evolutions]))
-    rest = [s for s in settings if s.category == "settings"]
+    rest = converting + [s for s in settings if s.category == "settings"]
     if index:  # an index action writes every managed property: the index's own tuning goes with it
         tuning = [s for s in rest if s.path.startswith("spec.index.")]
         actions[0].changes.extend(_change(s) for s in tuning)
         rest = [s for s in rest if s not in tuning]
     if rest:
-        actions.append(UpdateSettings(reasons=[_rename(s) for s in rest if s in renames],
+        actions.append(UpdateSettings(reasons=[CONVERSION_REASON] * bool(converting) + [_rename(s) for s in rest if s in renames],
                                       changes=[_change(s) for s in rest]))
     return actions
 

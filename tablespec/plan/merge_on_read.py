@@ -11,11 +11,15 @@ from base-file keys (engine/record_index.py), which a slice's log records would 
 from __future__ import annotations
 
 from tablespec.errors import UnsupportedTableError
+from tablespec.hudi.keys import TABLE_TYPE
 from tablespec.plan.actions import Action
 from tablespec.plan.clustering import compacting
 from tablespec.state import TableState
 from tablespec.wording import counted
 
+MERGE_ON_READ = "MERGE_ON_READ"
+# Table versions a COPY_ON_WRITE table is converted in place at (checked with Apache Hudi 0.15)
+CONVERTED_ON = (6,)
 REWRITES = frozenset({"bucket_bootstrap", "bucket_rescale", "index_migration"})
 BASE_FILE_INDEXES = ("SIMPLE", "BLOOM")
 
@@ -61,3 +65,21 @@ def refusal(action: Action, state: TableState) -> str | None:
                 f"{new} finds keys in base files only, and BUCKET writers put inserts into log files; every "
                 "slice must be compacted first")
     return None
+
+
+def converts_in_place(change, state: TableState) -> bool:
+    """Whether a setting change (plan/settings.py) is COPY_ON_WRITE -> MERGE_ON_READ, done in place."""
+    return (change.prop == TABLE_TYPE.name and change.new == MERGE_ON_READ
+            and state.table_config.version in CONVERTED_ON)
+
+
+CONVERSION_REASON = ("COPY_ON_WRITE -> MERGE_ON_READ in place: hoodie.table.type switches, no file is rewritten "
+                     "(Apache Hudi's merge-on-read readers and compaction take the commits' base files as they are); "
+                     "Hudi's writers of the table write deltacommits from then on (`tablespec hudi-options`)")
+
+
+def back_to_copy_on_write(location: str, name: str) -> str:
+    """The one line refusing MERGE_ON_READ -> COPY_ON_WRITE."""
+    return (f"{location}: table {name} is a MERGE_ON_READ table and its spec says COPY_ON_WRITE: tablespec does not "
+            "convert it back (Apache Hudi's copy-on-write readers take neither log files nor the base files "
+            "deltacommits wrote); set spec.tableType: MERGE_ON_READ")

@@ -20,7 +20,7 @@ from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
 from test_engine_clustering import plan_for
 from test_hudi_merge_on_read import HISTORY, RO, _no_file_name, _options, _values
 from test_hudi_metadata_table import hudi_validates
-from test_hudi_tables import SCHEMA, _import, _table
+from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.apply import Applier
 from tablespec.errors import TablespecError
@@ -200,3 +200,38 @@ def test_tablespec_bucket_bootstraps_merged_slices_hudi_reads_upserts_and_compac
     assert tablespec_rows(table) == rows
     assert _values(rows) == {**_values(after), "a": 7, "d": 8, "e": 9}   # one row per key, d inserted again
     assert len(rows) == len(_values(rows))
+
+
+def test_copy_on_write_converts_to_merge_on_read_in_place(hudi, tmp_path, capsys):
+    """COPY_ON_WRITE -> MERGE_ON_READ switches hoodie.table.type, no file rewritten: Hudi 0.15 reads the
+    commits' base files as a merge-on-read table, writes deltacommits (log files) on them and compacts."""
+    location = tmp_path / "converted"
+    cow = {"hoodie.table.name": location.name, **KEYED, "hoodie.index.type": "SIMPLE",
+           "hoodie.datasource.write.operation": "upsert"}
+    for _, data in HISTORY[:2]:
+        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location), cow)
+    doc, spec_file = _import(tmp_path, location, capsys)
+    doc["spec"]["tableType"] = "MERGE_ON_READ"
+    doc["spec"]["compaction"] = {"deltaCommits": 1}   # stored in hoodie.properties: Hudi's inline compaction agrees
+    save_spec(doc, spec_file)
+    data = {p.relative_to(location): p.read_bytes() for p in location.rglob("*.parquet")}
+    before = hudi_rows(hudi, str(location))
+
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
+    table = _table(hudi, doc, location)
+    assert HudiTable.open(str(location)).config.table_type == "MERGE_ON_READ"
+    assert {p.relative_to(location): p.read_bytes() for p in location.rglob("*.parquet")} == data
+    assert hudi_rows(hudi, str(location)) == before == hudi_rows(hudi, str(location), **RO) == tablespec_rows(table)
+
+    for operation, rows in HISTORY[2:]:   # an update older than its base row, a delete: log files
+        hudi_write(hudi.createDataFrame(rows, SCHEMA), str(location), _options(location.name, "simple", operation))
+    assert _with_logs(location), "Hudi wrote no log files"
+    assert tablespec_rows(table) == hudi_rows(hudi, str(location))
+    commits = set((location / ".hoodie").glob("*.commit"))
+    hudi_write(hudi.createDataFrame([("e", 9, "2024-01-01", 21)], SCHEMA), str(location),
+               {**_options(location.name, "simple", "upsert"), "hoodie.compact.inline": "true",
+                "hoodie.compact.inline.max.delta.commits": "1"})
+    assert set((location / ".hoodie").glob("*.commit")) > commits, "Hudi did not compact"
+    assert tablespec_rows(table) == hudi_rows(hudi, str(location)) == hudi_rows(hudi, str(location), **RO)
+    assert "d" not in _values(tablespec_rows(table))
+    hudi_validates(hudi, str(location))

@@ -96,3 +96,14 @@ def test_bucket_to_simple_waits_for_every_slice_compacted():
     with pytest.raises(UnsupportedTableError, match=f"{LOCATION}: index BUCKET -> SIMPLE on a MERGE_ON_READ table "
                                                     r"with log files \(1 file slice\(s\)\)"):
         actions(simple, replace(bucketed, file_groups=(replace(group, log_files=1, log_bytes=5),)))
+
+
+def test_copy_on_write_converts_in_place_and_not_back():
+    mor = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  index:")
+    [action] = actions(mor, state_for(BASE))
+    assert action.kind == "update_settings" and action.reasons[0].startswith(
+        "COPY_ON_WRITE -> MERGE_ON_READ in place: hoodie.table.type switches, no file is rewritten")
+    assert [(c.path, c.old, c.new) for c in action.changes] == [("spec.tableType", "COPY_ON_WRITE", "MERGE_ON_READ")]
+    with pytest.raises(UnsupportedTableError, match="does not convert it back .Apache Hudi's copy-on-write readers "
+                                                    "take neither log files nor the base files deltacommits wrote"):
+        actions(BASE, state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ"}))
