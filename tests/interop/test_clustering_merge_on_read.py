@@ -19,6 +19,7 @@ from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
 from test_engine_clustering import plan_for
 from test_hudi_merge_on_read import HISTORY, RO, _no_file_name, _options, _values
+from test_hudi_metadata_record_index import RECORD_INDEX_ON, hudi_lookup
 from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
@@ -26,6 +27,7 @@ from tablespec.apply import Applier
 from tablespec.errors import TablespecError
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.formats.naming import bucket_of
+from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.services.clustering import pending_plans
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
@@ -234,4 +236,29 @@ def test_copy_on_write_converts_to_merge_on_read_in_place(hudi, tmp_path, capsys
     assert set((location / ".hoodie").glob("*.commit")) > commits, "Hudi did not compact"
     assert tablespec_rows(table) == hudi_rows(hudi, str(location)) == hudi_rows(hudi, str(location), **RO)
     assert "d" not in _values(tablespec_rows(table))
+    hudi_validates(hudi, str(location))
+
+
+def test_tablespec_builds_the_record_index_from_merged_slices_hudi_upserts_with_it(hudi, history, tmp_path, capsys):
+    """SIMPLE -> RECORD_LEVEL: the record index holds each slice's keys merged with its log files (a key
+    a log deletes is not indexed), as Hudi's own lookup reads it; Hudi's RECORD_INDEX upserts use it."""
+    location, spec_file, table = _copy(hudi, history, tmp_path, capsys, {})
+    doc = yaml.safe_load(Path(spec_file).read_text())
+    doc["spec"].pop("clustering")
+    doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
+    save_spec(doc, spec_file)
+    before = _values(tablespec_rows(table))
+    assert "d" not in before and "d" in _values(hudi_rows(hudi, str(location), **RO))   # d's delete: in a log
+
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["index_migration"]
+    indexed = rli_reader.scan(HudiTable.open(str(location)))
+    assert sorted(indexed) == sorted(before)
+    assert hudi_lookup(hudi, str(location), [*sorted(before), "d"]) == indexed
+
+    hudi_write(hudi.createDataFrame([("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20),
+                                     ("f", 9, "2024-01-02", 20)], SCHEMA), str(location),
+               {**_options(location.name, "simple", "upsert"), **RECORD_INDEX_ON})
+    rows = hudi_rows(hudi, str(location))
+    assert len(rows) == len(_values(rows)) and _values(rows) == {**before, "a": 7, "d": 8, "f": 9}
+    assert tablespec_rows(table) == rows
     hudi_validates(hudi, str(location))

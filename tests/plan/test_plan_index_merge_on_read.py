@@ -1,9 +1,10 @@
 """`plan` of index changes on a merge-on-read table (version 6), no JVM: a bucket bootstrap says
 which slices it reads merged with their log files and waits for a pending compaction (refused in
 one line, nothing changed, the engine refusing too); SIMPLE <-> BLOOM is configuration only; a
-switch that would lose keys only log files hold, or build the record index from base files, is
-refused. The real table is the hudi-rs fixture `mor_parquet_v6_simplekeygen_nonhivestyle` (one
-file group of three with a log file)."""
+switch that would lose keys only log files hold is refused, and a record index build without a
+metadata table. COPY_ON_WRITE -> MERGE_ON_READ converts in place, the way back is refused. The
+real table is the hudi-rs fixture `mor_parquet_v6_simplekeygen_nonhivestyle` (one file group of
+three with a log file)."""
 from __future__ import annotations
 
 import json
@@ -73,8 +74,8 @@ def test_bucket_bootstrap_reads_merged_slices_and_waits_for_a_pending_compaction
 
 @pytest.mark.parametrize(("index", "planned"), [
     ("{type: BLOOM}", "index SIMPLE -> BLOOM: configuration only, no data rewrite"),
-    ("{type: RECORD_LEVEL}", "index SIMPLE -> RECORD_LEVEL on a MERGE_ON_READ table: tablespec builds and drops "
-                             "Hudi's record index on copy-on-write tables"),
+    ("{type: RECORD_LEVEL}", "Hudi's record index is built into the metadata table, which this MERGE_ON_READ "
+                             "table has not got"),   # (the fixture was written without one)
 ])
 def test_index_switches_on_merge_on_read(real_table, tmp_path, capsys, index, planned):
     base, warehouse, spec_file = _imported(real_table, tmp_path, capsys, index)
@@ -107,3 +108,18 @@ def test_copy_on_write_converts_in_place_and_not_back():
     with pytest.raises(UnsupportedTableError, match="does not convert it back .Apache Hudi's copy-on-write readers "
                                                     "take neither log files nor the base files deltacommits wrote"):
         actions(BASE, state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ"}))
+
+
+def test_record_level_waits_for_log_only_file_groups_compacted():
+    mor = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  index:")
+    bucketed = state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ"})
+    record_level = mor.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
+    group = FileGroupState("2026-01-01", "00000000-0000-0000-0000-000000000000-0", "20261121000000000", 0,
+                           log_files=1, log_bytes=5)
+    with pytest.raises(UnsupportedTableError, match=r"index BUCKET -> RECORD_LEVEL on a MERGE_ON_READ table with 1 "
+                                                    r"file group\(s\) of log files only"):
+        actions(record_level, replace(bucketed, file_groups=(group,)))
+    [action] = actions(record_level, replace(bucketed, file_groups=(replace(group, base_file="f.parquet"),)))
+    assert action.kind == "index_migration" and action.reasons[-1].startswith(
+        "merge-on-read: 1 file slice with log files (1 log file: their updates and deletes applied) read merged "
+        "for their keys")
