@@ -39,10 +39,16 @@ def creation_properties(spec) -> dict[str, str]:
     if spec.spec.index.type == "RECORD_LEVEL":  # an empty table: Hudi's smallest record index, fixed from now on
         props.setdefault(RECORD_LEVEL_BUCKETS, str(file_group_count(0)))
     props[keys.CREATE_SCHEMA.name] = json.dumps(schema, separators=(",", ":"))
-    if spec.spec.table_type == "MERGE_ON_READ":   # Hudi's compaction merges log records with it (as writers do)
-        props[keys.COMPACTION_PAYLOAD_CLASS.name] = ORDERED_PAYLOAD if spec.spec.ordering_field else LATEST_PAYLOAD
-        props[keys.COMPACTION_MERGER_STRATEGY.name] = mdt_writer.MERGER_STRATEGY   # as Hudi 0.15 creates one
+    props.update(_merge_properties(spec))
     return props
+
+
+def _merge_properties(spec) -> dict[str, str]:
+    """A MERGE_ON_READ table's merge of log records: Hudi's compaction merges with it (as writers do)."""
+    if spec.spec.table_type != "MERGE_ON_READ":
+        return {}
+    return {keys.COMPACTION_PAYLOAD_CLASS.name: ORDERED_PAYLOAD if spec.spec.ordering_field else LATEST_PAYLOAD,
+            keys.COMPACTION_MERGER_STRATEGY.name: mdt_writer.MERGER_STRATEGY}   # as Hudi 0.15 creates one
 
 
 def create_table(table: HudiTable, spec, version: int | None = None) -> TableConfig:
@@ -84,7 +90,10 @@ def update_settings(table: HudiTable, spec, extra: dict[str, str] | None = None)
     a record-level index's bucket count), keeping everything else in the file. The caller holds
     the table lock, under which the handle's config is the file's."""
     current = table.table_config
-    config = TableConfig.from_properties({**managed_properties_update(current.to_properties(), spec), **(extra or {})})
+    props = managed_properties_update(current.to_properties(), spec)
+    if current.table_type != spec.spec.table_type:   # COPY_ON_WRITE -> MERGE_ON_READ: a merge, unless Hudi set one
+        props = {**_merge_properties(spec), **props}
+    config = TableConfig.from_properties({**props, **(extra or {})})
     layout = BucketLayout.from_spec(spec)   # versions 8/9: first where Hudi 1.x writers read the layout
     partition_buckets.record(table.storage, table.base, current, config, layout.rules if layout else ())
     table.wrote_config(write_table_config(table.storage, table.base, config))  # as written and verified

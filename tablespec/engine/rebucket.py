@@ -9,6 +9,13 @@ A partition's rows never cross the network: each Spark task streams one partitio
 files (pyarrow, through the table's storage) and writes the bucket file groups of one subset of
 its buckets. A partition too large for one task's memory budget is split into several subsets,
 each task reading the whole partition and keeping only its buckets' rows.
+
+On a merge-on-read table a slice with log files is read merged with them, as a snapshot read and
+compaction merge it (arrow/merge.py: updates and deletes in the logs win, a log-only file group
+counts), one slice at a time, and the replacecommit replaces the whole file group, its log files
+included (measured with Hudi 0.15: its snapshot and read-optimized reads, and its next compaction,
+then see only the new base files). A file group under a pending compaction is not rewritten: the
+compaction runs first.
 """
 from __future__ import annotations
 
@@ -24,9 +31,11 @@ import pyarrow.parquet as pq
 
 from tablespec.arrow.align import align_to_schema
 from tablespec.arrow.basefile import write_base_file
+from tablespec.arrow.merge import read_slice
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, crash_point
 from tablespec.engine.schema import table_ddl
+from tablespec.errors import TablespecError
 from tablespec.hudi import partition_buckets
 from tablespec.hudi.config import bloom_filters_expected
 from tablespec.hudi.formats.naming import BaseFileName
@@ -34,7 +43,9 @@ from tablespec.hudi.fs_view import refuse_missing_latest
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import join
 from tablespec.hudi.layout_switch import REWRITE_MARK
+from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
 from tablespec.hudi.services.clustering import refuse_replacing_planned
+from tablespec.hudi.services.compaction import pending_plans as pending_compactions
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.plan.buckets import BucketLayout
 from tablespec.results import Rebucketed
@@ -56,13 +67,15 @@ class RebucketJob(AtLocation):
     data_columns: tuple[str, ...]
     read_schema: pa.Schema        # commit time, seqno, record key, then the data columns as stored
     bloom_filter: bool = False    # the table keeps bloom_filters (or a BLOOM writer may follow): filters in footers
+    wanted: Counting = Counting(frozenset())   # merge-on-read: the instants whose log blocks count
+    rules: MergeRules = MergeRules()           # ... and how their records merge
 
 
 @dataclass(frozen=True)
 class BucketSubset:
-    """One task's work: the buckets `b` with `b % subsets == subset` of a partition, from its latest base files."""
+    """One task's work: the buckets `b` with `b % subsets == subset` of a partition, from its latest slices."""
     partition: str
-    files: tuple[str, ...]
+    slices: tuple[SliceRead, ...]
     subset: int
     subsets: int
 
@@ -92,22 +105,31 @@ def write_subsets(job: RebucketJob, work: tuple[BucketSubset, ...], batches):
             yield tasks.stats_batch(stats)
 
 
+def _slice_batches(job: RebucketJob, read: SliceRead):
+    """A slice's rows in batches: its base file streamed, or, with log files, the merged slice."""
+    if read.logs:
+        yield from read_slice(job.storage, read, job.wanted, job.rules, job.read_schema).to_batches()
+        return
+    assert read.base_path is not None, "a slice without log files has a base file"
+    with job.storage.open_whole_file(read.base_path) as f:
+        file = pq.ParquetFile(f)
+        present = set(file.schema_arrow.names)
+        yield from file.iter_batches(columns=[n for n in job.read_schema.names if n in present])
+
+
 def _subset_rows(job: RebucketJob, item: BucketSubset) -> tuple[pa.Table, np.ndarray]:
-    """The rows of the item's buckets and their buckets, read file by file, batch by batch, so the
+    """The rows of the item's buckets and their buckets, read slice by slice, batch by batch, so the
     task holds only its share of the partition. Files from before a schema evolution are cast up."""
     count = job.layout.buckets_for(item.partition)
     rows, buckets = [job.read_schema.empty_table()], [np.empty(0, np.int32)]
-    for path in item.files:
-        with job.storage.open_whole_file(path) as f:
-            file = pq.ParquetFile(f)
-            present = set(file.schema_arrow.names)
-            for batch in file.iter_batches(columns=[n for n in job.read_schema.names if n in present]):
-                ids = bucket_ids_for_record_keys(batch.column(tasks.KEY), list(job.hash_fields), count)
-                if item.subsets > 1:
-                    keep = ids % item.subsets == item.subset
-                    batch, ids = batch.filter(pa.array(keep)), ids[keep]
-                rows.append(align_to_schema(pa.Table.from_batches([batch]), job.read_schema))
-                buckets.append(ids)
+    for read in item.slices:
+        for batch in _slice_batches(job, read):
+            ids = bucket_ids_for_record_keys(batch.column(tasks.KEY), list(job.hash_fields), count)
+            if item.subsets > 1:
+                keep = ids % item.subsets == item.subset
+                batch, ids = batch.filter(pa.array(keep)), ids[keep]
+            rows.append(align_to_schema(pa.Table.from_batches([batch]), job.read_schema))
+            buckets.append(ids)
     return pa.concat_tables(rows), np.concatenate(buckets)
 
 
@@ -144,22 +166,28 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
     started = time.monotonic()
     timeline, view = table.timeline, table.view
     wanted = view.partitions if partitions is None else partitions
-    slices = {p: [s for s in view.latest_slices(p) if s.base_file is not None] for p in wanted}
+    slices = {p: [s for s in view.latest_slices(p) if s.base_file is not None or s.log_files] for p in wanted}
     slices = {p: ss for p, ss in slices.items() if ss}
-    total = sum(s.base_file.size for ss in slices.values() for s in ss if s.base_file is not None)
+    total = sum(s.size for ss in slices.values() for s in ss)
     replaced = {p: [s.file_id for s in ss] for p, ss in slices.items()}
     refuse_replacing_planned(timeline, replaced, base)
+    _refuse_compacting(timeline, replaced, base)
     refuse_missing_latest(view, wanted, doing="to rewrite the partitions into buckets")
+    logs = any(s.log_files for ss in slices.values() for s in ss)
+    wanted_blocks = counting(timeline)
+    reads = {p: slice_reads(timeline, ss, wanted_blocks) for p, ss in slices.items()}
     with Transaction(table, "replacecommit", lock, basis=timeline, rewrites=wanted) as txn:
         job = RebucketJob(table.location, txn.instant, BucketLayout.of_bucket_spec(spec), tuple(spec.effective_hash_fields),
                           avro_schema, tuple(c.name for c in spec.spec.columns), _read_schema(spec),
-                          bloom_filters_expected(table.table_config.to_properties()))
+                          bloom_filters_expected(table.table_config.to_properties()), wanted_blocks,
+                          MergeRules.of(table.table_config) if logs else MergeRules())
         result = RebucketResult(txn.instant, partitions=len(slices),
                                 file_groups_before=sum(len(ss) for ss in slices.values()), replaced=replaced)
         stats: list[dict] = []
         for batch in _batches(slices):
-            stats += _rewrite(spark, job, _subsets(slices, batch, job.layout, spark.sparkContext.defaultParallelism))
-            result.bytes_read += sum(s.base_file.size for p in batch for s in slices[p] if s.base_file is not None)
+            stats += _rewrite(spark, job, _subsets(slices, reads, batch, job.layout,
+                                                   spark.sparkContext.defaultParallelism))
+            result.bytes_read += sum(s.size for p in batch for s in slices[p])
             if progress:
                 progress(done_partitions=len({s["partition"] for s in stats}), partitions=len(slices),
                          done_bytes=result.bytes_read, total_bytes=total, elapsed=time.monotonic() - started)
@@ -174,18 +202,29 @@ def rebucket(spark, spec, table: HudiTable, partitions: list[str] | None, avro_s
     return result
 
 
+def _refuse_compacting(timeline, replaced: dict[str, list[str]], base: str) -> None:
+    """A rewrite must not replace file groups under a pending compaction (merge-on-read): the plan
+    could never run, and Hudi's writers would wait for it."""
+    planned = set().union(*(plan.file_ids() for plan in pending_compactions(timeline).values()))
+    hit = sorted(f"{p}/{f}" if p else f for p, ids in replaced.items() for f in ids if (p, f) in planned)
+    if hit:
+        raise TablespecError(f"{base}: the rewrite would replace file groups under a pending compaction "
+                                f"({', '.join(hit[:5])}{', ...' if len(hit) > 5 else ''}); run the compaction "
+                                "first (Apache Hudi's `run_compaction`, or tablespec with compaction.runBy: tablespec)")
+
+
 def _batches(slices: dict) -> list[list[str]]:
     batches, current, size = [], [], 0
     for partition in sorted(slices):
         current.append(partition)
-        size += sum(s.base_file.size for s in slices[partition])
+        size += sum(s.size for s in slices[partition])
         if size >= BATCH_BYTES:
             batches.append(current)
             current, size = [], 0
     return batches + ([current] if current else [])
 
 
-def _subsets(slices: dict, batch: list[str], layout: BucketLayout, parallelism: int) -> list[BucketSubset]:
+def _subsets(slices: dict, reads: dict, batch: list[str], layout: BucketLayout, parallelism: int) -> list[BucketSubset]:
     """The tasks of a partition batch: each partition's buckets in as many subsets as its estimated
     size needs to stay within the task memory budget (`tasks.task_memory_bytes`), and, when the
     batch has fewer partitions than `parallelism`, enough to keep every core busy; never more
@@ -193,11 +232,10 @@ def _subsets(slices: dict, batch: list[str], layout: BucketLayout, parallelism: 
     spread = math.ceil(parallelism / len(batch))
     budget = tasks.task_memory_bytes()
     work = []
-    for partition in sorted(batch, key=lambda p: -sum(s.base_file.size for s in slices[p])):  # largest first
-        size = sum(s.base_file.size for s in slices[partition]) * EXPANSION
+    for partition in sorted(batch, key=lambda p: -sum(s.size for s in slices[p])):  # largest first
+        size = sum(s.size for s in slices[partition]) * EXPANSION
         subsets = min(layout.buckets_for(partition), max(spread, math.ceil(size / budget)))
-        files = tuple(s.base_file.path for s in slices[partition])
-        work += [BucketSubset(partition, files, k, subsets) for k in range(subsets)]
+        work += [BucketSubset(partition, tuple(reads[partition]), k, subsets) for k in range(subsets)]
     return work
 
 

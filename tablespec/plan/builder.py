@@ -51,6 +51,8 @@ from tablespec.plan.clustering import clustering_actions, compacting, pending_ru
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
+from tablespec.plan.merge_on_read import CONVERSION_REASON, back_to_copy_on_write, converts_in_place, merged_rewrite
+from tablespec.plan.merge_on_read import REWRITES as MERGED_REWRITES
 from tablespec.plan.metadata_table import data_skipping_actions, indexes_to_build, metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
     HASH_FIELDS,
@@ -206,9 +208,12 @@ MERGE_ON_READ = "MERGE_ON_READ"
 # compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`), clean
 # (file slices with their log files), archiving (deltacommits and compactions), clustering (slices
 # read merged with their log files, RFC-19) and rollback (of dead writes, which every apply's lock
-# recovers anyway, and of clustering plans that can no longer run), on table versions 6 and 9.
+# recovers anyway, and of clustering plans that can no longer run), on table versions 6 and 9; on
+# version 6 also index changes: bucket bootstrap / rescale (slices read merged) and SIMPLE <-> BLOOM
+# (plan/merge_on_read.py).
 MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive",
                                    "clustering", "rollback"})
+MERGE_ON_READ_V6_ACTIONS = MERGE_ON_READ_ACTIONS | MERGED_REWRITES
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -219,9 +224,7 @@ def unmanaged(spec, state: TableState) -> str | None:
         return (f"{state.location}: table {display_name(spec)} is a {config.table_type} table; "
                 "tablespec manages COPY_ON_WRITE and MERGE_ON_READ tables")
     if config.table_type == MERGE_ON_READ and spec.spec.table_type != MERGE_ON_READ:
-        return (f"{state.location}: table {display_name(spec)} is a MERGE_ON_READ table and its spec says "
-                f"{spec.spec.table_type}: tablespec does not convert between table types; set "
-                "spec.tableType: MERGE_ON_READ (tablespec reads, imports and plans merge-on-read tables)")
+        return back_to_copy_on_write(state.location, display_name(spec))
     if (why := unmanaged_layout(config)) is not None:
         return f"{state.location}: table {display_name(spec)}: {why}"
     return None
@@ -338,7 +341,8 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
     """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
     for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
     of the table's data or layout, which would need its log files merged."""
-    runs = MERGE_ON_READ_ACTIONS
+    runs = MERGE_ON_READ_V6_ACTIONS if state.table_config.version == 6 else MERGE_ON_READ_ACTIONS
+    actions = [merged_rewrite(a, state) if a.kind in MERGED_REWRITES and a.kind in runs else a for a in actions]
     changing = [a.kind for a in actions if a.kind not in runs and not a.housekeeping]
     if changing:
         raise UnsupportedTableError(
@@ -430,7 +434,8 @@ def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
         return [_create(spec, version)]
     settings = diff_settings(spec, state.table_config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
-    destructive = [s for s in settings if s.category == "key"] + [c for c in columns if c.destructive]
+    converting = [s for s in settings if converts_in_place(s, state)]
+    destructive = [s for s in settings if s.category == "key" and s not in converting] + [c for c in columns if c.destructive]
     renames = [s for s in settings if s.path == "metadata.name"]
     if destructive:
         return [_replace(destructive, columns, settings, renames, state)]
@@ -444,13 +449,13 @@ def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
     if evolutions:
         actions.append(SchemaEvolution(reasons=[c.describe() for c in evolutions],
                                        changes=[_change(c) for c in evolutions]))
-    rest = [s for s in settings if s.category == "settings"]
+    rest = converting + [s for s in settings if s.category == "settings"]
     if index:  # an index action writes every managed property: the index's own tuning goes with it
         tuning = [s for s in rest if s.path.startswith("spec.index.")]
         actions[0].changes.extend(_change(s) for s in tuning)
         rest = [s for s in rest if s not in tuning]
     if rest:
-        actions.append(UpdateSettings(reasons=[_rename(s) for s in rest if s in renames],
+        actions.append(UpdateSettings(reasons=[CONVERSION_REASON] * bool(converting) + [_rename(s) for s in rest if s in renames],
                                       changes=[_change(s) for s in rest]))
     return actions
 
@@ -582,7 +587,7 @@ def _bucket_action(old_type: str, by_prop: dict, state: TableState, spec, change
     part_bytes = {p: 0 for p in partitions}
     for fg in state.file_groups:
         if fg.partition in part_bytes:
-            part_bytes[fg.partition] += fg.size
+            part_bytes[fg.partition] += fg.size + fg.log_bytes   # merge-on-read: slices are read merged
     sizes = [part_bytes[p] // layout.buckets_for(p) for p in partitions]
     estimate = BucketEstimate(
         partitions=len(partitions),

@@ -3,7 +3,8 @@ each file slice is read merged with its log files into new base files in a repla
 plan lists the log files (`deltaFilePaths`) as Hudi's does, and plans cross over both ways; a file
 group under a pending clustering takes no update (Hudi's default update strategy rejects it too)
 and no compaction. One small SIMPLE-index history Hudi wrote (base files and log files) serves
-every test, copied."""
+every test, copied. A bucket bootstrap reads the same merged slices (Hudi reads, upserts and
+compacts on its replacecommit)."""
 from __future__ import annotations
 
 import os
@@ -13,16 +14,20 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
 from test_engine_clustering import plan_for
-from test_hudi_merge_on_read import HISTORY, RO, _no_file_name, _options
+from test_hudi_merge_on_read import HISTORY, RO, _no_file_name, _options, _values
+from test_hudi_metadata_record_index import RECORD_INDEX_ON, hudi_lookup
 from test_hudi_metadata_table import hudi_validates
-from test_hudi_tables import SCHEMA, _import, _table
+from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.apply import Applier
 from tablespec.errors import TablespecError
 from tablespec.faults import CRASH_ENV
+from tablespec.hudi.formats.naming import bucket_of
+from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.services.clustering import pending_plans
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
@@ -236,3 +241,99 @@ def test_version_9_clustering_crosses_over_with_hudi_1_2(hudi, hudi1, tmp_path, 
     assert tablespec_rows(table) == _as_read(after)
     assert _values(tablespec_rows(table)) == {"a": 7, "b": 21, "c": 31, "e": 9}
     assert _values(hudi_rs_rows(str(location))) == _values(tablespec_rows(table))
+
+
+def test_tablespec_bucket_bootstraps_merged_slices_hudi_reads_upserts_and_compacts(hudi, history, tmp_path, capsys):
+    """SIMPLE -> BUCKET on a merge-on-read table: every slice read merged with its log files (an
+    update and a delete only the logs hold) into bucket base files in one replacecommit, the
+    replaced file groups' log files included; Hudi reads the new layout (snapshot and
+    read-optimized), validates its metadata table, upserts with its bucket index and compacts."""
+    location, spec_file, table = _copy(hudi, history, tmp_path, capsys, {})
+    doc = yaml.safe_load(Path(spec_file).read_text())
+    doc["spec"].pop("clustering")
+    doc["spec"]["index"] = {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]}
+    save_spec(doc, spec_file)
+    before = tablespec_rows(table)
+    assert "d" not in _values(before) and _with_logs(location)   # d's delete is in a log file
+    assert hudi_rows(hudi, str(location), **RO) != hudi_rows(hudi, str(location))   # logs hold rows
+
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["bucket_bootstrap"]
+    booted = HudiTable.open(str(location))
+    assert _with_logs(location) == [] and {bucket_of(s.file_id) for s in booted.view.latest_slices()} <= {0, 1}
+    after = tablespec_rows(table)
+    assert _no_file_name(after) == _no_file_name(before)   # nothing lost or resurrected, meta columns kept
+    assert hudi_rows(hudi, str(location)) == after == hudi_rows(hudi, str(location), **RO)
+    assert hudi_rs_rows(str(location)) == after
+    hudi_validates(hudi, str(location))
+
+    # Hudi's bucket-index writer updates into log files of the new bucket file groups and compacts
+    bucket = {**_options(location.name, "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
+    hudi_write(hudi.createDataFrame([("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20)], SCHEMA), str(location),
+               bucket)
+    hudi_write(hudi.createDataFrame([("e", 9, "2024-01-01", 21)], SCHEMA), str(location),
+               {**bucket, "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"})
+    assert list((location / ".hoodie").glob("*.commit")), "Hudi did not compact"
+    rows = hudi_rows(hudi, str(location))
+    assert tablespec_rows(table) == rows
+    assert _values(rows) == {**_values(after), "a": 7, "d": 8, "e": 9}   # one row per key, d inserted again
+    assert len(rows) == len(_values(rows))
+
+
+def test_copy_on_write_converts_to_merge_on_read_in_place(hudi, tmp_path, capsys):
+    """COPY_ON_WRITE -> MERGE_ON_READ switches hoodie.table.type, no file rewritten: Hudi 0.15 reads the
+    commits' base files as a merge-on-read table, writes deltacommits (log files) on them and compacts."""
+    location = tmp_path / "converted"
+    cow = {"hoodie.table.name": location.name, **KEYED, "hoodie.index.type": "SIMPLE",
+           "hoodie.datasource.write.operation": "upsert"}
+    for _, data in HISTORY[:2]:
+        hudi_write(hudi.createDataFrame(data, SCHEMA), str(location), cow)
+    doc, spec_file = _import(tmp_path, location, capsys)
+    doc["spec"]["tableType"] = "MERGE_ON_READ"
+    doc["spec"]["compaction"] = {"deltaCommits": 1}   # stored in hoodie.properties: Hudi's inline compaction agrees
+    save_spec(doc, spec_file)
+    data = {p.relative_to(location): p.read_bytes() for p in location.rglob("*.parquet")}
+    before = hudi_rows(hudi, str(location))
+
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
+    table = _table(hudi, doc, location)
+    assert HudiTable.open(str(location)).config.table_type == "MERGE_ON_READ"
+    assert {p.relative_to(location): p.read_bytes() for p in location.rglob("*.parquet")} == data
+    assert hudi_rows(hudi, str(location)) == before == hudi_rows(hudi, str(location), **RO) == tablespec_rows(table)
+
+    for operation, rows in HISTORY[2:]:   # an update older than its base row, a delete: log files
+        hudi_write(hudi.createDataFrame(rows, SCHEMA), str(location), _options(location.name, "simple", operation))
+    assert _with_logs(location), "Hudi wrote no log files"
+    assert tablespec_rows(table) == hudi_rows(hudi, str(location))
+    commits = set((location / ".hoodie").glob("*.commit"))
+    hudi_write(hudi.createDataFrame([("e", 9, "2024-01-01", 21)], SCHEMA), str(location),
+               {**_options(location.name, "simple", "upsert"), "hoodie.compact.inline": "true",
+                "hoodie.compact.inline.max.delta.commits": "1"})
+    assert set((location / ".hoodie").glob("*.commit")) > commits, "Hudi did not compact"
+    assert tablespec_rows(table) == hudi_rows(hudi, str(location)) == hudi_rows(hudi, str(location), **RO)
+    assert "d" not in _values(tablespec_rows(table))
+    hudi_validates(hudi, str(location))
+
+
+def test_tablespec_builds_the_record_index_from_merged_slices_hudi_upserts_with_it(hudi, history, tmp_path, capsys):
+    """SIMPLE -> RECORD_LEVEL: the record index holds each slice's keys merged with its log files (a key
+    a log deletes is not indexed), as Hudi's own lookup reads it; Hudi's RECORD_INDEX upserts use it."""
+    location, spec_file, table = _copy(hudi, history, tmp_path, capsys, {})
+    doc = yaml.safe_load(Path(spec_file).read_text())
+    doc["spec"].pop("clustering")
+    doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
+    save_spec(doc, spec_file)
+    before = _values(tablespec_rows(table))
+    assert "d" not in before and "d" in _values(hudi_rows(hudi, str(location), **RO))   # d's delete: in a log
+
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["index_migration"]
+    indexed = rli_reader.scan(HudiTable.open(str(location)))
+    assert sorted(indexed) == sorted(before)
+    assert hudi_lookup(hudi, str(location), [*sorted(before), "d"]) == indexed
+
+    hudi_write(hudi.createDataFrame([("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20),
+                                     ("f", 9, "2024-01-02", 20)], SCHEMA), str(location),
+               {**_options(location.name, "simple", "upsert"), **RECORD_INDEX_ON})
+    rows = hudi_rows(hudi, str(location))
+    assert len(rows) == len(_values(rows)) and _values(rows) == {**before, "a": 7, "d": 8, "f": 9}
+    assert tablespec_rows(table) == rows
+    hudi_validates(hudi, str(location))

@@ -80,8 +80,8 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
         actions(BASE, state)
     assert why == str(planned.value)
     assert why == ("/wh/sales/orders: table sales.orders is a MERGE_ON_READ table and its spec says COPY_ON_WRITE: "
-                   "tablespec does not convert between table types; set spec.tableType: MERGE_ON_READ (tablespec "
-                   "reads, imports and plans merge-on-read tables)")
+                   "tablespec does not convert it back (Apache Hudi's copy-on-write readers take neither log files "
+                   "nor the base files deltacommits wrote); set spec.tableType: MERGE_ON_READ")
     merge_on_read = _with(BASE, tableType="MERGE_ON_READ")
     state = state_for(merge_on_read)
     assert actions(merge_on_read, state) == []

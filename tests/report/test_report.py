@@ -307,7 +307,7 @@ def test_a_table_plan_refuses_is_reported_with_the_refusal_as_its_drift(warehous
     assert code == 0
     (t,) = report["tables"]
     assert t["files"]["count"] == 8 and t["services"]["due"] is None
-    assert "does not convert between table types" in t["drift"]["error"] and t["drift"]["inSync"] is None
+    assert "does not convert it back" in t["drift"]["error"] and t["drift"]["inSync"] is None
     assert any(r["reason"].startswith("not planned: ") for r in t["reasons"])
     assert report["overview"]["drifted"] == ["sales.orders"]
 
