@@ -5,7 +5,9 @@ reads them. Filters (engine/filters.py) prune: an equality filter on every hash 
 table to one bucket; with the metadata table's partition statistics, the partitions whose ranges rule
 a condition out are not even listed (latest snapshot only); with its column statistics, base files
 whose ranges rule a condition out are skipped (mdt/column_stats_reader.py; slices with log files are
-always read).
+always read); with a secondary index (version 9) on a column an equality or IN filter compares, only the
+file groups the record index places the keys of those values in (mdt/secondary_index_reader.py; latest
+snapshot only).
 On a merge-on-read table a snapshot reads each slice with log files merged on an executor
 (arrow/merge.py: one slice at a time, so memory is bounded per slice); the read-optimized view
 reads the newest base file of each file group only, as Hudi's read-optimized query does.
@@ -28,7 +30,7 @@ from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSlice, FileSystemView
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
-from tablespec.hudi.mdt import column_stats, column_stats_reader
+from tablespec.hudi.mdt import column_stats, column_stats_reader, secondary_index_reader
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, incremental_slices, slice_reads
 from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
@@ -92,6 +94,8 @@ def _slices(table: HudiTable, as_of: str | None, spec, conds: tuple[Condition, .
     if key_hash is not None:
         layout = BucketLayout.of_bucket_spec(spec)  # buckets per partition (RFC-89) decide the modulus
         slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
+    if as_of is None and (groups := secondary_index_reader.file_groups(table, conds, kinds)) is not None:
+        slices = [s for s in slices if (s.partition, s.file_id) in groups]
     return _skipped_by_statistics(table, slices, conds, kinds)
 
 
