@@ -265,3 +265,5 @@ def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_
     files = {(s.partition, s.base_file.name): s.base_file.path for s in handle.view.latest_slices() if s.base_file}
     assert StoredFilters.of(handle).filters(LocalStorage(), files) == {
         f: footer_filter(pq.read_metadata(path)) for f, path in files.items()}
+    code, shown, _ = cli(capsys, "show", table.location)
+    assert code == 0 and "; data-skipping indexes bloom_filters " in shown, shown

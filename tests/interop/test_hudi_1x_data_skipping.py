@@ -248,6 +248,8 @@ def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_p
     assert tablespec_rows(table, filters={"v": 31}) == [r for r in rows if dict(r)["id"] == "c"]
     assert apply_until_done(capsys, spec_file, tmp_path) == ["drop_metadata_partitions", "build_data_skipping"]
     assert _secondary_index(location) == _pairs(every)
+    code, shown, _ = cli(capsys, "show", str(location))
+    assert code == 0 and f"; data-skipping indexes {SECONDARY} " in shown, shown
 
     doc["spec"]["dataSkipping"] = {}                            # declares none: the index is dropped
     save_spec(doc, spec_file)
