@@ -215,7 +215,8 @@ class _Reads(LocalStorage):
 
 def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_path, capsys):
     """A BLOOM table keeping bloom_filters: tagging looks each base file's filter up in the metadata table
-    (no base file opened for it), the filter its footer holds; an upsert tags as the footers would. An index
+    (no base file opened for it), the filter its footer holds; an upsert tags as the footers would, and a read
+    by key reads only the file whose filter admits it. An index
     missing a file's filter is reported, planned for a rebuild, and tagging goes on correct without it."""
     import pyarrow.parquet as pq
     from test_engine_clustering import plan_for
@@ -239,6 +240,10 @@ def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_
     assert storage.paths and all("/.hoodie/metadata/bloom_filters/" in p for p in storage.paths)
     result = table.write(spark.createDataFrame([("k1", 10, 1.0, "d1"), ("k6", 60, 6.0, "d0"), ("k9", 9, 9.0, "d1")], DDL))
     assert (result.inserted, result.updated) == (1, 2)
+    every = snapshot_files(table.table.refresh(), spec=table.spec)         # a read by key skips files by filter
+    [only] = snapshot_files(table.table, spec=table.spec, filters={"id": "k1"})
+    assert len(every) >= 2 and only in every and "/dt=d1/" in only
+    assert rows(to_arrow(table.read(filters={"id": "k1"}).select("id", "v"))) == [(("id", "k1"), ("v", 10))]
     assert rows(to_arrow(table.read().select("id", "v"))) == rows(to_arrow(spark.createDataFrame(
         [("k0", 0), ("k1", 10), ("k2", 2), ("k3", 3), ("k4", 4), ("k5", 5), ("k6", 60), ("k9", 9)], "id string, v int")))
 
