@@ -6,6 +6,7 @@ from collections import Counter
 
 from tablespec.hudi import keygen, keys
 from tablespec.hudi.config import RECORD_LEVEL, index_recorded, table_index_type
+from tablespec.hudi.mdt.layout import SECONDARY_INDEX_PREFIX
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.plan.clustering import describe_coverage, recorded_coverage
 from tablespec.plan.settings import (
@@ -94,13 +95,14 @@ def _timestamp(props: dict) -> dict | None:
 
 
 def _metadata_table_text(mdt: dict) -> str:
-    """Hudi's metadata table in one line: folder and the partitions hoodie.properties names."""
+    """Hudi's metadata table in one line: folder, the partitions hoodie.properties names, and the size of
+    each data-skipping index (column and partition statistics, bloom filters, secondary indexes)."""
     if not mdt["present"] and not mdt["partitions"] and not mdt["inflightPartitions"]:
         return "(no Hudi metadata table)"
     where = f".hoodie/metadata, {human_bytes(mdt['bytes'])}" if mdt["present"] else "no .hoodie/metadata folder"
     sizes = mdt.get("partitionBytes") or {}
-    skipping = [f"{p} {human_bytes(sizes[p])}" for p in ("column_stats", "partition_stats") if p in sizes
-                and p in mdt["partitions"]]
+    skipping = [f"{p} {human_bytes(sizes[p])}" for p in mdt["partitions"] if p in sizes and (
+        p in ("column_stats", "partition_stats", "bloom_filters") or p.startswith(SECONDARY_INDEX_PREFIX))]
     return (f"Hudi metadata table: {where}; partitions {', '.join(mdt['partitions']) or '(none)'}; "
             f"inflight {', '.join(mdt['inflightPartitions']) or '(none)'}"
             + (f"; data-skipping indexes {', '.join(skipping)}" if skipping else ""))

@@ -5,7 +5,10 @@ reads them. Filters (engine/filters.py) prune: an equality filter on every hash 
 table to one bucket; with the metadata table's partition statistics, the partitions whose ranges rule
 a condition out are not even listed (latest snapshot only); with its column statistics, base files
 whose ranges rule a condition out are skipped (mdt/column_stats_reader.py; slices with log files are
-always read).
+always read); with a secondary index (version 9) on a column an equality or IN filter compares, only the
+file groups the record index places the keys of those values in (mdt/secondary_index_reader.py; latest
+snapshot only); with its `bloom_filters`, an equality on every record-key field skips the base files whose
+filter rules the key out.
 On a merge-on-read table a snapshot reads each slice with log files merged on an executor
 (arrow/merge.py: one slice at a time, so memory is bounded per slice); the read-optimized view
 reads the newest base file of each file group only, as Hudi's read-optimized query does.
@@ -16,6 +19,7 @@ import functools
 
 import pyarrow as pa
 
+from tablespec.arrow.bloom import parse_bloom_filter
 from tablespec.arrow.keys import record_keys
 from tablespec.arrow.merge import read_slice
 from tablespec.engine.evolution import read_files
@@ -28,7 +32,8 @@ from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSlice, FileSystemView
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
-from tablespec.hudi.mdt import column_stats, column_stats_reader
+from tablespec.hudi.mdt import column_stats, column_stats_reader, secondary_index_reader
+from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, incremental_slices, slice_reads
 from tablespec.hudi.services.clean import earliest_readable_instant
 from tablespec.hudi.table import HudiTable
@@ -88,10 +93,15 @@ def _slices(table: HudiTable, as_of: str | None, spec, conds: tuple[Condition, .
         slices = [s for s in files.latest_slices(as_of=as_of) if s.base_file is not None or s.log_files]
     if not conds:
         return slices
-    key_hash = _filter_hash(spec, equalities(conds))
+    key = _filter_key(spec, equalities(conds))
+    key_hash = _filter_hash(spec, key)
     if key_hash is not None:
         layout = BucketLayout.of_bucket_spec(spec)  # buckets per partition (RFC-89) decide the modulus
         slices = [s for s in slices if bucket_of(s.file_id) == (key_hash & 0x7FFFFFFF) % layout.buckets_for(s.partition)]
+    if as_of is None and (groups := secondary_index_reader.file_groups(table, conds, kinds)) is not None:
+        slices = [s for s in slices if (s.partition, s.file_id) in groups]
+    if key is not None:
+        slices = _skipped_by_bloom_filters(table, slices, key)
     return _skipped_by_statistics(table, slices, conds, kinds)
 
 
@@ -118,22 +128,41 @@ def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], conds: tup
             or not column_stats_reader.skipped(found, s.partition, s.base_file.name, conds, kinds)]
 
 
-def _filter_hash(spec, filters: dict) -> int | None:
-    """The key hash an equality filter on all hash fields pins down, if the table is bucketed."""
-    if not filters or spec is None or spec.spec.index.type != "BUCKET":
+def _filter_key(spec, filters: dict) -> pa.Array | None:
+    """The record key (a one-element array) an equality filter on every key field pins down."""
+    key_fields = spec.spec.record_key.fields if spec is not None else ()
+    if not filters or not key_fields or not set(key_fields) <= set(filters):
+        return None
+    schema = data_schema(spec)
+    try:
+        row = pa.table({f: pa.array([filters[f]], schema.field(f).type) for f in key_fields})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None          # a value of another type: Spark compares it, no key to derive
+    keys, invalid = record_keys(row, key_fields, spec.complex_record_key)
+    return None if invalid.any() else keys
+
+
+def _filter_hash(spec, key: pa.Array | None) -> int | None:
+    """The key hash an equality filter on all key fields pins down, if the table is bucketed on them."""
+    if key is None or spec.spec.index.type != "BUCKET":
         return None
     hash_fields = spec.effective_hash_fields
-    if not set(hash_fields) <= set(filters):
-        return None
-    key_fields = spec.spec.record_key.fields
-    schema = data_schema(spec)
-    row = pa.table({f: pa.array([filters.get(f)], schema.field(f).type) for f in key_fields})
-    keys, invalid = record_keys(row, key_fields, spec.complex_record_key)
-    if invalid.any():
-        return None
-    if set(hash_fields) != set(key_fields):
+    if set(hash_fields) != set(spec.spec.record_key.fields):
         return None  # key fields beyond the hash fields are unknown: cannot build the key
-    return int(record_key_hashes(keys, hash_fields).view("uint32")[0])
+    return int(record_key_hashes(key, hash_fields).view("uint32")[0])
+
+
+def _skipped_by_bloom_filters(table: HudiTable, slices: list[FileSlice], key: pa.Array) -> list[FileSlice]:
+    """`slices` less the base files (without log files) whose bloom filter in the metadata table's
+    `bloom_filters` rules the key out (no footer opened; a file it holds no filter of is read)."""
+    stored = StoredFilters.of(table)
+    files = {(s.partition, s.base_file.name) for s in slices if not s.log_files and s.base_file is not None}
+    if stored is None or not files:
+        return slices
+    found = stored.filters(table.storage, files)
+    return [s for s in slices if s.log_files or s.base_file is None
+            or (f := found.get((s.partition, s.base_file.name))) is None
+            or bool(parse_bloom_filter(*f).might_contain(key)[0])]
 
 
 def read(spark, table: HudiTable, spec, as_of: str | None = None, filters=None, view: str = SNAPSHOT):

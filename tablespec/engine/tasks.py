@@ -30,7 +30,7 @@ from tablespec.arrow.basefile import (
     within_java_range,
     write_base_file,
 )
-from tablespec.arrow.bloom import read_bloom_filter
+from tablespec.arrow.bloom import parse_bloom_filter, read_bloom_filter
 from tablespec.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.arrow.merge import read_slice
 from tablespec.hudi.formats.base_keys import base_file_keys
@@ -40,6 +40,7 @@ from tablespec.hudi.formats.naming import BaseFileName, LogFileName, bucket_file
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import LOCAL, Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
+from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead
 from tablespec.hudi.table import AtLocation, Location
 from tablespec.plan.buckets import BucketLayout
@@ -96,6 +97,7 @@ class WriteJob(AtLocation):
     small_file_limit: int = 100 * 1024 * 1024   # file groups below it take inserts
     no_fill: frozenset = frozenset()    # file groups that take no inserts: under a pending clustering plan; MOR: with logs
     bloom_filter: bool = False          # BLOOM tables: Hudi writers expect a bloom filter in every footer
+    stored_filters: StoredFilters | None = None   # BLOOM: the metadata table's bloom_filters, read before footers
     memory_bytes: int = field(default_factory=task_memory_bytes)  # base files above it are merged streaming
     # merge-on-read: the file groups whose changes go to a new log file (file id -> LogTarget), and how
     # their stored rows are read (the instants that count, the merge rule); None on copy-on-write
@@ -241,6 +243,8 @@ def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], f
     """The file group holding each key among `files` (null: none does). `counted` gets the
     record count of each file whose keys were read."""
     found = np.full(len(keys), None, dtype=object)
+    if job.lookup == "BLOOM" and job.stored_filters is not None:
+        _stored_filters(job, [f for f in files if f[1] not in footers], footers)
     for file_id, path, size in files:
         if job.lookup == "BLOOM" and not may_hold(path, keys, footers, job.storage):
             continue
@@ -249,6 +253,15 @@ def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], f
             counted[path] = len(stored)
         found[np.asarray(pc.is_in(keys, value_set=stored))] = file_id
     return pa.array(found, pa.string())
+
+
+def _stored_filters(job: WriteJob, files: list[tuple[str, str, int]], footers: dict) -> None:
+    """Put into `footers` the filters of `files` the metadata table holds (no key range: the footers are
+    not opened); a file it holds none of is left to its footer."""
+    assert job.stored_filters is not None
+    named = {job.base_files[file_id][:2]: path for file_id, path, _ in files if file_id in job.base_files}
+    for where, (encoded, type_code) in job.stored_filters.filters(job.storage, named).items():
+        footers[named[where]] = (None, None, parse_bloom_filter(encoded, type_code))
 
 
 def may_hold(path: str, keys: pa.Array, footers: dict, storage: Storage = LOCAL) -> bool:

@@ -30,6 +30,7 @@ from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.mdt import record_index_writer
+from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
 from tablespec.hudi.mdt.damage import record_index_damage
 from tablespec.hudi.services.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.table import HudiTable
@@ -267,7 +268,8 @@ class TableWriter:
             lookup=spec.index.type if spec.index.type in ("SIMPLE", "BLOOM") else None,
             target_file_size=spec.clustering.target_file_size, small_file_limit=spec.clustering.small_file_limit,
             no_fill=frozenset(_pending_clustering_groups(view.timeline)),
-            bloom_filter=bloom_filters_expected(props))
+            bloom_filter=bloom_filters_expected(props),
+            stored_filters=StoredFilters.of(self.table) if spec.index.type == "BLOOM" else None)
         if delta is None:
             return job
         # RECORD_LEVEL: a key moving partition leaves a file group of another partition (a delete block)

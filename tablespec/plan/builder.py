@@ -547,11 +547,13 @@ def _record_index_build(spec, state: TableState) -> list[Action]:
 
 
 def _merged_drops(actions: list) -> list:
-    """One drop_metadata_partitions action for all the partitions dropped, first."""
+    """One drop_metadata_partitions action for all the partitions dropped (each once: a damaged one may be
+    undeclared too), first."""
     drops = [a for a in actions if isinstance(a, DropMetadataPartitions)]
     if len(drops) < 2:
         return actions
-    merged = DropMetadataPartitions(params=MetadataPartitions(partitions=[p for d in drops for p in d.params.partitions]),
+    partitions = list(dict.fromkeys(p for d in drops for p in d.params.partitions))
+    merged = DropMetadataPartitions(params=MetadataPartitions(partitions=partitions),
                                     reasons=[r for d in drops for r in d.reasons])
     return [merged] + [a for a in actions if not isinstance(a, DropMetadataPartitions)]
 

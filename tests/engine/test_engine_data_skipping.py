@@ -12,6 +12,7 @@ from tablespec.engine.filters import FilterError
 from tablespec.engine.filters import conditions as conditions_of
 from tablespec.engine.reader import pruned_view, snapshot_files, to_arrow
 from tablespec.engine.schema import data_schema
+from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import column_stats
 
 pytestmark = pytest.mark.spark
@@ -191,3 +192,83 @@ def test_bloom_filters_declared_on_a_simple_table_built_and_kept_through_bucket_
     for (p, n), encoded in kept.items():
         assert read_bloom_filter(f"{table.location}/{p}/{n}").might_contain(keys(p, n)).all()
         assert encoded == build_bloom_filter(keys(p, n))
+
+
+class _Reads(LocalStorage):
+    """The local file system, recording the path of every read."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def read_bytes(self, path):
+        self.paths.append(path)
+        return super().read_bytes(path)
+
+    def read_range(self, path, offset, length):
+        self.paths.append(path)
+        return super().read_range(path, offset, length)
+
+    def open_input_file(self, path, size=None):
+        self.paths.append(path)
+        return super().open_input_file(path, size)
+
+
+def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_path, capsys):
+    """A BLOOM table keeping bloom_filters: tagging looks each base file's filter up in the metadata table
+    (no base file opened for it), the filter its footer holds; an upsert tags as the footers would, and a read
+    by key reads only the file whose filter admits it. An index
+    missing a file's filter is reported, planned for a rebuild, and tagging goes on correct without it."""
+    import pyarrow.parquet as pq
+    from test_engine_clustering import plan_for
+
+    from tablespec.apply import Applier
+    from tablespec.hudi.mdt.bloom_filters import footer_filter
+    from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
+    text = SPEC.replace("  partitioning:", "  index: {type: BLOOM}\n  partitioning:") + (
+        "  dataSkipping:\n    bloomFilters: true\n")
+    table = make_table(spark, str(tmp_path), text)
+    table.write(spark.createDataFrame([(f"k{v}", v, float(v), f"d{v % 2}") for v in range(6)], DDL))
+    Applier(spark=spark).apply(plan_for(text, tmp_path))
+    table.write(spark.createDataFrame([("k6", 6, 6.0, "d0")], DDL))         # a new file the write adds to the index
+    handle = table.table.refresh()
+    files = {(s.partition, s.base_file.name): s.base_file.path for s in handle.view.latest_slices() if s.base_file}
+    storage = _Reads()
+    stored = StoredFilters.of(handle)
+    assert stored is not None
+    found = stored.filters(storage, files)
+    assert found == {f: footer_filter(pq.read_metadata(path)) for f, path in files.items()}
+    assert storage.paths and all("/.hoodie/metadata/bloom_filters/" in p for p in storage.paths)
+    result = table.write(spark.createDataFrame([("k1", 10, 1.0, "d1"), ("k6", 60, 6.0, "d0"), ("k9", 9, 9.0, "d1")], DDL))
+    assert (result.inserted, result.updated) == (1, 2)
+    every = snapshot_files(table.table.refresh(), spec=table.spec)         # a read by key skips files by filter
+    [only] = snapshot_files(table.table, spec=table.spec, filters={"id": "k1"})
+    assert len(every) >= 2 and only in every and "/dt=d1/" in only
+    assert rows(to_arrow(table.read(filters={"id": "k1"}).select("id", "v"))) == [(("id", "k1"), ("v", 10))]
+    assert rows(to_arrow(table.read().select("id", "v"))) == rows(to_arrow(spark.createDataFrame(
+        [("k0", 0), ("k1", 10), ("k2", 2), ("k3", 3), ("k4", 4), ("k5", 5), ("k6", 60), ("k9", 9)], "id string, v int")))
+
+    # the index misses a file tablespec wrote (the log file holding its filter lost): verify reports it, plan
+    # proposes the rebuild and changes nothing, tagging still finds the file's keys (its footer); apply rebuilds it
+    from pathlib import Path
+
+    from _support import cli, table_files
+    folder = Path(table.location, ".hoodie", "metadata", "bloom_filters")
+    for log in folder.glob(".bloom-filters-*.log.*"):
+        if log.stat().st_size > 1000:           # blocks holding filters (an empty block is 83 bytes)
+            log.unlink()
+    code, out, err = cli(capsys, "verify", table.location)
+    assert code != 0 and "no bloom filter of" in out, out + err
+    before = table_files(table.location)
+    [(_, drop)] = plan_for(text, tmp_path).actions
+    assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == ["bloom_filters"]
+    assert drop.reasons[0].startswith("rebuild: ") and table_files(table.location) == before
+    result = table.write(spark.createDataFrame([("k9", 90, 9.0, "d1"), ("k6", 61, 6.0, "d0")], DDL))
+    assert (result.inserted, result.updated) == (0, 2)
+    Applier(spark=spark).apply(plan_for(text, tmp_path))       # drops it
+    Applier(spark=spark).apply(plan_for(text, tmp_path))       # builds it again
+    handle = table.table.refresh()
+    files = {(s.partition, s.base_file.name): s.base_file.path for s in handle.view.latest_slices() if s.base_file}
+    assert StoredFilters.of(handle).filters(LocalStorage(), files) == {
+        f: footer_filter(pq.read_metadata(path)) for f, path in files.items()}
+    code, shown, _ = cli(capsys, "show", table.location)
+    assert code == 0 and "; data-skipping indexes bloom_filters " in shown, shown

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from _support import cli
+from _support import cli, table_files
 from helpers import tablespec_rows
 from hudi_process import Batch, bloom_filter_step, column_stats_step, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
@@ -21,7 +21,8 @@ from test_hudi_1x_record_index import HUDI_RLI, V9_RLI
 from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
-from tablespec.hudi.mdt import layout, secondary_index
+from tablespec.engine.reader import snapshot_slices
+from tablespec.hudi.mdt import layout, record_index_reader, secondary_index
 from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
 
@@ -181,6 +182,17 @@ def _pairs(read) -> dict[str, None]:
     return dict.fromkeys(sorted(f"{dict(r)['v']}${dict(r)['id']}" for r in read))
 
 
+def _read_through_index(table, rows, filters, ids: list[str]) -> None:
+    """A read filtered by values of the indexed column opens only the file groups the record index places
+    `ids` (the keys holding those values) in, fewer than the table's, and returns the rows of `ids`."""
+    handle = HudiTable.open(table.location)
+    located = record_index_reader.lookup(handle, ids)
+    read = {(s.partition, s.file_id) for s in snapshot_slices(handle, spec=table.spec, filters=filters)}
+    assert read == {(located[i].partition, located[i].file_id) for i in ids}, filters
+    assert len(read) < len(snapshot_slices(handle, spec=table.spec))
+    assert tablespec_rows(table, filters=filters) == [r for r in rows if dict(r)["id"] in ids]
+
+
 def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_path, capsys):
     """A version 9 copy-on-write table with Hudi 1.2's record index and `CREATE INDEX idx_v ON t (v)`: it imports
     with the index declared and plans clean; tablespec's upsert (a value changed, a key moved with a new value, a
@@ -199,6 +211,8 @@ def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_p
     ours = tablespec_rows(table)
     assert sorted((dict(r)["id"], dict(r)["v"]) for r in ours) == [("b", 20), ("c", 30), ("d", 4), ("e", 5)]
     assert _secondary_index(location) == _pairs(ours)
+    _read_through_index(table, ours, {"v": 20}, ["b"])                  # tablespec reads by value through it too
+    _read_through_index(table, ours, [("v", "in", [4, 30, 99])], ["c", "d"])
 
     wheres = ("v = 20", "v = 30", "v = 4", "v = 5", "v = 10", "v = 2", "v = 3")
     steps = [step for where in wheres for step in (read_step(location, where, **ON), read_step(location, where, **OFF))]
@@ -214,6 +228,28 @@ def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_p
     assert differences == []
     assert _ids(after) == ["c"]
     assert _secondary_index(location) == _pairs(every)             # Hudi continued it
+    rows = tablespec_rows(table)
+    _read_through_index(table, rows, {"v": 31}, ["c"])
+
+    # a truncated HFile of the index: verify reports it, plan proposes the rebuild and changes nothing, reads
+    # go on without it (every file group read) and stay correct; apply rebuilds it as it was
+    for hfile in Path(location, ".hoodie", "metadata", SECONDARY).glob("*.hfile"):
+        hfile.write_bytes(hfile.read_bytes()[:100])
+    code, out, err = cli(capsys, "verify", str(location))
+    assert code != 0 and f"{SECONDARY}/" in out and ".hfile" in out, out + err
+    before = table_files(location)
+    code, out, _ = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    [drop] = [a for t in json.loads(out)["tables"] for a in t["actions"]]
+    assert drop["kind"] == "drop_metadata_partitions" and drop["params"]["partitions"] == [SECONDARY]
+    assert drop["reasons"][0].startswith("rebuild: ") and ".hfile" in drop["reasons"][0]
+    assert table_files(location) == before
+    handle = HudiTable.open(str(location))
+    assert len(snapshot_slices(handle, spec=table.spec, filters={"v": 31})) == len(snapshot_slices(handle, spec=table.spec))
+    assert tablespec_rows(table, filters={"v": 31}) == [r for r in rows if dict(r)["id"] == "c"]
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["drop_metadata_partitions", "build_data_skipping"]
+    assert _secondary_index(location) == _pairs(every)
+    code, shown, _ = cli(capsys, "show", str(location))
+    assert code == 0 and f"; data-skipping indexes {SECONDARY} " in shown, shown
 
     doc["spec"]["dataSkipping"] = {}                            # declares none: the index is dropped
     save_spec(doc, spec_file)

@@ -7,21 +7,28 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
   of live file groups that completed commits record, per partition, by name and size. Skipped while
   a clean, rollback or restore is pending (they are deleting files).
 - `record_index`: every log block that counts decoded, and each base file's trailer and index read.
-- both: each log file as long as the completed deltacommits' write stats say they made it.
+- `bloom_filters` and secondary indexes (those tablespec keeps, completely built): every file decoded, and
+  nothing missing that readers look up: a filter for each latest base file; for each key the record
+  index holds, an entry (and none of a key it lacks).
+- all: each log file as long as the completed deltacommits' write stats say they made it.
 """
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tablespec.errors import HudiFormatError, MetadataTableDamaged
 from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats.hfile import HFileReader
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import layout, reader, record_index_reader
+from tablespec.hudi.mdt import bloom_filters, layout, reader, record_index_reader, secondary_index
+from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
+from tablespec.hudi.mdt.column_stats import latest
+from tablespec.hudi.mdt.column_stats_changes import half_built, kept
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.timeline.instant import CLEAN, RESTORE, ROLLBACK
 
@@ -40,13 +47,17 @@ class Damage:
 
 
 def checked(table: HudiTable) -> list[str]:
-    """The partitions `find` checks: those of `CHECKED` hoodie.properties name as ready."""
-    named = named_partitions(table.config)
-    return [p for p in CHECKED if p in named]
+    """The partitions `find` checks: those of `CHECKED` hoodie.properties name as ready, and the bloom
+    filters and secondary indexes tablespec keeps there, completely built (a half-built one is dropped)."""
+    config = table.config
+    named = named_partitions(config)
+    indexes = [p for p in (BLOOM_FILTERS,) if p in kept(table)] + list(secondary_index.kept_in(config))
+    unbuilt = half_built(table) if indexes else ()
+    return [p for p in CHECKED if p in named] + [p for p in indexes if p not in unbuilt]
 
 
 def find(table: HudiTable) -> list[Damage]:
-    """The damaged partitions among those hoodie.properties name as ready (`files`, `record_index`)."""
+    """The damaged partitions among those `checked`."""
     return [d for p in checked(table) if (d := _damage(table, p)) is not None]
 
 
@@ -66,7 +77,8 @@ def record_index_damage(table: HudiTable) -> str | None:
 
 
 def _damage(table: HudiTable, partition: str) -> Damage | None:
-    check = _files if partition == layout.FILES else _record_index
+    check = {layout.FILES: _files, RECORD_INDEX: _record_index, BLOOM_FILTERS: _bloom_filters}.get(
+        partition, partial(_secondary_index, partition=partition))
     try:
         why = _short_logs(table, partition) or check(table)
         if why is None:
@@ -168,3 +180,42 @@ def _record_index(table: HudiTable) -> str | None:
             path = join(folder, current.base_file)
             reader.damaged_if_unreadable(RECORD_INDEX, partial(HFileReader.open, table.storage, path, current.base_size))
     return None
+
+
+def _entries(table: HudiTable, partition: str) -> Mapping[str, Mapping[str, Any]]:
+    """Every live record of a partition's latest slices, each block and base file decoded."""
+    fmt = layout.Format.of(table.config)
+    metadata = layout.timeline(table.storage, table.base, fmt)
+    completed = layout.completions(metadata)
+    valid = reader.valid_instants(table.timeline, metadata) & set(completed)
+    return latest(record for current in layout.latest_slices(table.storage, table.base, completed, partition, fmt)
+                   for record in reader.slice_records(table.storage, table.base, current, valid))
+
+
+def _bloom_filters(table: HudiTable) -> str | None:
+    """A latest base file the `bloom_filters` partition holds no filter of (a BLOOM lookup through it would
+    miss the file's keys), or None."""
+    stored = _entries(table, BLOOM_FILTERS)
+    missing = [f"{s.partition}/{s.base_file.name}" if s.partition else s.base_file.name
+               for s in table.view.latest_slices()
+               if s.base_file is not None and bloom_filters.key(s.partition, s.base_file.name) not in stored]
+    if not missing:
+        return None
+    return (f"{layout.partition_path(table.base, BLOOM_FILTERS)}: no bloom filter of {len(missing)} latest base "
+            f"file(s) (e.g. {', '.join(missing[:EXAMPLES])})")
+
+
+def _secondary_index(table: HudiTable, partition: str) -> str | None:
+    """Record keys the record index holds that the secondary index has no entry of (a lookup by value would
+    miss their rows), or keys it has entries of that the record index lacks, or None."""
+    indexed = {secondary_index.record_key(k) for k in _entries(table, partition)}
+    try:
+        held = set(record_index_reader.scan(table))
+    except MetadataTableDamaged:
+        return None                        # the record index's own check reports it
+    parts = [f"{len(found)} record key(s) {what} (e.g. {', '.join(sorted(found)[:EXAMPLES])})"
+             for found, what in ((held - indexed, "the record index holds have no entry"),
+                                 (indexed - held, "it has entries of are not in the table")) if found]
+    if not parts:
+        return None
+    return f"{layout.partition_path(table.base, partition)}: {'; '.join(parts)}"

@@ -70,6 +70,16 @@ def index_key(value: str | None, record_key: str) -> str:
     return f"{escape(value)}${escape(record_key)}"
 
 
+def record_key(key: str) -> str:
+    """The record key of an index key (its escapes undone)."""
+    out, escaped = [], False
+    for c in key[_separator(key) + 1:]:
+        if escaped or c != "\\":
+            out.append(c)
+        escaped = not escaped and c == "\\"
+    return "".join(out)
+
+
 def file_group(key: str, count: int) -> int:
     """The file group of an index key: the hash of its value part with the separator."""
     cut = _separator(key)
@@ -223,4 +233,4 @@ def initialize(table: HudiTable, name: str, column: str, keys: Iterable[str]) ->
 
 
 __all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "file_keys", "from_commit",
-           "index_key", "initialize", "kept_in", "named", "partition", "record", "stored"]
+           "index_key", "initialize", "kept_in", "named", "partition", "record", "record_key", "stored"]
