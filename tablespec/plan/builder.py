@@ -51,7 +51,13 @@ from tablespec.plan.clustering import clustering_actions, compacting, pending_ru
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
 from tablespec.plan.compaction import compaction_actions, pending_notes
 from tablespec.plan.locations import occupied_message
-from tablespec.plan.merge_on_read import CONVERSION_REASON, back_to_copy_on_write, converts_in_place, merged_rewrite
+from tablespec.plan.merge_on_read import (
+    CONVERSION_REASON,
+    back_to_copy_on_write,
+    converts_in_place,
+    merged_rewrite,
+    upgrade_refusal,
+)
 from tablespec.plan.merge_on_read import REWRITES as MERGED_REWRITES
 from tablespec.plan.metadata_table import data_skipping_actions, indexes_to_build, metadata_table_actions, rebuilt
 from tablespec.plan.settings import (
@@ -158,6 +164,10 @@ def state_problems(loaded: LoadedSpec, state: TableState) -> list[Diagnostic]:
     wanted = spec.spec.table_version
     if wanted is not None and (why := version_refusal(state.table_config.version, wanted)) is not None:
         return [at("spec.tableVersion", f"the table at {spec.spec.location!r} ({state.location}): {why}")]
+    current = state.table_config.version
+    if wanted not in (None, current) and state.table_config.table_type != spec.spec.table_type == MERGE_ON_READ:
+        return [at("spec.tableType", f"the table at {spec.spec.location!r} ({state.location}): "
+                                     f"{upgrade_refusal(current, wanted)}")]
     old, new, said = state.table_config.name, spec.metadata.name, spec.metadata.renamed_from
     if old == new or said == old:
         return []
@@ -434,7 +444,7 @@ def table_actions(spec, state: TableState, version: int = 6) -> list[Action]:
         return [_create(spec, version)]
     settings = diff_settings(spec, state.table_config.to_properties())
     columns = diff_columns(spec_columns(spec), [(c.name, c.type, c.nullable) for c in state.columns]) if state.columns else []
-    converting = [s for s in settings if converts_in_place(s, state)]
+    converting = [s for s in settings if converts_in_place(s, spec.spec.table_version or state.table_config.version)]
     destructive = [s for s in settings if s.category == "key" and s not in converting] + [c for c in columns if c.destructive]
     renames = [s for s in settings if s.path == "metadata.name"]
     if destructive:

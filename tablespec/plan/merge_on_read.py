@@ -80,10 +80,19 @@ def refusal(action: Action, state: TableState) -> str | None:
     return None
 
 
-def converts_in_place(change, state: TableState) -> bool:
-    """Whether a setting change (plan/settings.py) is COPY_ON_WRITE -> MERGE_ON_READ, done in place."""
-    return (change.prop == TABLE_TYPE.name and change.new == MERGE_ON_READ
-            and state.table_config.version in CONVERTED_ON)
+def converts_in_place(change, version: int) -> bool:
+    """Whether a setting change (plan/settings.py) is COPY_ON_WRITE -> MERGE_ON_READ, done in place on
+    a table at `version` once the plan's upgrade, if any, has run."""
+    return change.prop == TABLE_TYPE.name and change.new == MERGE_ON_READ and version in CONVERTED_ON
+
+
+def upgrade_refusal(current: int, wanted: int) -> str:
+    """The one line refusing COPY_ON_WRITE -> MERGE_ON_READ on a plan that upgrades the table: measured
+    with Apache Hudi at version 6 only, and tablespec upgrades no merge-on-read table."""
+    return (f"COPY_ON_WRITE -> MERGE_ON_READ in place runs on table version {' and '.join(map(str, CONVERTED_ON))} "
+            f"(this plan upgrades the table {current} -> {wanted}); change one at a time: spec.tableType at version "
+            f"{current} (Apache Hudi upgrades the merge-on-read table), or spec.tableVersion first (the table type "
+            "then changes by replacing the table)")
 
 
 CONVERSION_REASON = (f"COPY_ON_WRITE -> MERGE_ON_READ in place: {TABLE_TYPE.name} switches, no file is rewritten "

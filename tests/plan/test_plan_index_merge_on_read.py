@@ -15,7 +15,7 @@ from _support import cli, table_files
 from test_builder import BASE, LOCATION, actions, state_for
 
 from tablespec.engine.rebucket import rebucket
-from tablespec.errors import TablespecError, UnsupportedTableError
+from tablespec.errors import SpecError, TablespecError, UnsupportedTableError
 from tablespec.hudi.services.compaction import schedule
 from tablespec.hudi.table import HudiTable
 from tablespec.plan.compaction import policy
@@ -108,6 +108,17 @@ def test_copy_on_write_converts_in_place_and_not_back():
     with pytest.raises(UnsupportedTableError, match="does not convert it back .Apache Hudi's copy-on-write readers "
                                                     "take neither log files nor the base files deltacommits wrote"):
         actions(BASE, state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ"}))
+
+
+def test_copy_on_write_is_not_converted_on_a_plan_that_upgrades_it():
+    """The in-place conversion is measured with Apache Hudi on version 6 only: a spec that upgrades the table
+    and converts it is refused (spec file and field named), as is the conversion at version 9."""
+    mor = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  tableVersion: 9\n  index:")
+    with pytest.raises(SpecError, match=r"orders.yaml:\d+:\d+: spec.tableType: .*COPY_ON_WRITE -> MERGE_ON_READ in "
+                                        r"place runs on table version 6 \(this plan upgrades the table 6 -> 9\)"):
+        actions(mor, state_for(BASE))
+    [action] = actions(mor, state_for(BASE, **{"hoodie.table.version": "9"}))
+    assert action.kind == "replace_table"
 
 
 def test_record_level_waits_for_log_only_file_groups_compacted():
