@@ -3,6 +3,7 @@ with `CREATE INDEX idx_v ON t (v)` over v = 1, 2, 3, 3 and then 5: keys `1$a`, `
 file groups 5, 6, 7, 7, 9 of 10), and the escaping of its key parts."""
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections import Counter
@@ -178,6 +179,41 @@ def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     [new] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
     assert ts in new and storage.reads == {new: 1, old: 1}
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 3, "c": 4})
+
+
+class _ReadCounting(LocalStorage):
+    """Local files, counting the reads of each data base file's bytes (footer, column chunks)."""
+
+    def __init__(self):
+        self.reads: Counter[str] = Counter()
+
+    def open_input_file(self, path, size=None):
+        reads, name = self.reads, path.rsplit("/", 1)[-1]
+
+        class Counted(io.FileIO):
+            def read(self, size=-1):
+                reads[name] += 1
+                return super().read(size)
+
+        return pa.PythonFile(Counted(path, "rb"), mode="r")
+
+
+def test_a_compaction_reads_the_footers_of_its_base_files_only(tmp_path):
+    """A compaction moves no key: its metadata update (column stats, record index) reads the footer of the
+    base file it wrote, in one read, and no column of it."""
+    base, _ = _indexed(tmp_path, {"a": 1, "b": 2})
+    table = HudiTable.open(base)
+    with table.transaction_lock("column stats build"):
+        column_stats_init.initialize(table, {}, [COLUMN_STATS], ["v"])
+    [written] = [s.base_file for s in HudiTable.open(base).view.latest_slices()]
+    stat = WriteStat(file_id=FG, path=f"p/{written.name}", prev_commit="null", num_writes=2, partition_path="p",
+                     file_size_in_bytes=written.size)
+    compaction = CommitMetadata({"p": [stat]}, operation_type="COMPACT", compacted=True,
+                                extra_metadata={"schema": _avro_schema({"v": pa.int64()})})
+    storage = _ReadCounting()
+    table = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
+    _, index, stats = sync.partition_changes(table, _start(base)[0], files_change(compaction), compaction)
+    assert stats and index == RecordIndexChange() and storage.reads == {written.name: 1}
 
 
 def test_a_file_written_before_the_column_was_added_indexes_its_rows_as_null(tmp_path):

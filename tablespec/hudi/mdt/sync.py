@@ -82,7 +82,7 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
     indexed = secondary_index.columns(table, secondary_index.kept_in(table.config)) if keyed else {}
     with_index = record_index_writer.is_enabled(table)
     # each base file read once, with the columns every kept partition needs
-    reads = BaseFileReads(table.storage, ({KEY} if indexed or with_index else set()) | set(indexed.values()))
+    reads = BaseFileReads(table.storage, ({KEY} if keyed and (indexed or with_index) else set()) | set(indexed.values()))
     stats = (column_stats_changes.from_commit(table, instant, commit, skipping, reads) if commit is not None
              else column_stats_changes.from_removed(table, instant, change, skipping)) if skipping else {}
     if commit is not None and indexed:
