@@ -15,15 +15,13 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from tablespec.arrow.merge import RECORD_KEY, read_slice
+from tablespec.arrow.merge import merged_keys
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import record_index_reader, record_index_writer
 from tablespec.hudi.mdt.record_index import Location
-from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
 from tablespec.hudi.table import HudiTable
 
 EXAMPLES = 5
@@ -102,15 +100,14 @@ class VerifyResult:
 def data_locations(table: HudiTable) -> pa.Table:
     """(key, partition_path, file_id) of every row of the latest file slices, as a snapshot reads them:
     a slice with log files merged with its counting blocks (a merge-on-read key moved or deleted keeps
-    its row in the base file; a delete block removes it)."""
+    its row in the base file; a delete block removes it), as the index build reads them."""
     storage = table.storage
     slices = table.view.latest_slices()
-    wanted = counting(table.timeline)
-    reads = {r.file_id: r for r in slice_reads(table.timeline, [s for s in slices if s.log_files], wanted)}
+    merged = merged_keys(table.table_config, table.timeline, slices, table.base)
     parts = []
     for s in slices:
-        if s.log_files:
-            keys = _live_keys(table, reads[s.file_id], wanted)
+        if merged is not None and s.log_files:
+            keys = merged.keys(storage, s.partition, s.file_id)
         elif s.base_file is not None:
             keys = base_file_keys(s.base_file.path, storage, s.base_file.size)
         else:
@@ -118,20 +115,6 @@ def data_locations(table: HudiTable) -> pa.Table:
         parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
                                "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
     return pa.concat_tables(parts) if parts else LOCATIONS.empty_table()
-
-
-def _live_keys(table: HudiTable, read: SliceRead, wanted: Counting) -> pa.Array:
-    """The keys a snapshot read of a slice with log files returns: its key column (and ordering field,
-    typed as its base file has it, which the merge rules compare) merged with its log blocks."""
-    assert table.config is not None, "a table with log files has hoodie.properties"
-    rules = MergeRules.of(table.config)
-    fields = [pa.field(RECORD_KEY, pa.string())]
-    if rules.ordering_field and read.base_path is not None:
-        with table.storage.open_input_file(read.base_path) as f:
-            stored = pq.ParquetFile(f).schema_arrow
-        if rules.ordering_field in stored.names:
-            fields.append(stored.field(rules.ordering_field))
-    return read_slice(table.storage, read, wanted, rules, pa.schema(fields)).column(RECORD_KEY).combine_chunks()
 
 
 def verify(table: HudiTable) -> VerifyResult:

@@ -12,7 +12,7 @@ are, without a per-record step.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +20,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablespec.arrow.align import align_to_schema
+from tablespec.arrow.align import align_to_schema, arrow_type
+from tablespec.errors import TablespecError
+from tablespec.hudi.config import TableConfig
+from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.logfile import BlockType, LogBlock, avro_records, delete_records, parquet_block_table
+from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.io import Storage
-from tablespec.hudi.merge_on_read import EVENT_TIME, Counting, LogScan, MergeRules, SliceRead, damaged, log_blocks
+from tablespec.hudi.merge_on_read import (
+    EVENT_TIME,
+    Counting,
+    LogScan,
+    MergeRules,
+    SliceRead,
+    counting,
+    damaged,
+    log_blocks,
+    slice_reads,
+)
+from tablespec.hudi.timeline.active import Timeline
+from tablespec.types import stored
 
 RECORD_KEY, IS_DELETED = "_hoodie_record_key", "_hoodie_is_deleted"
 
@@ -132,3 +148,40 @@ def read_base(storage: Storage, read: SliceRead, schema: pa.Schema) -> pa.Table 
         file = pq.ParquetFile(f)
         present = set(file.schema_arrow.names)
         return align_to_schema(file.read(columns=[n for n in schema.names if n in present]), schema)
+
+
+@dataclass(frozen=True)
+class MergedKeys:
+    """The slices with log files, whose keys a snapshot reads merged with their log blocks (plain
+    data: executors read them too), by (partition, file id), as a file id can repeat across partitions."""
+    reads: dict[tuple[str, str], SliceRead]
+    wanted: Counting
+    rules: MergeRules
+    schema: pa.Schema       # the record key, and the ordering field the merge compares
+
+    def keys(self, storage: Storage, partition: str, file_id: str) -> pa.Array:
+        """The keys a snapshot read of the slice of `file_id` in `partition` returns."""
+        read = self.reads[(partition, file_id)]
+        return read_slice(storage, read, self.wanted, self.rules, self.schema).column(RECORD_KEY).combine_chunks()
+
+
+def merged_keys(config: TableConfig, timeline: Timeline, slices: Iterable[FileSlice], where: str) -> MergedKeys | None:
+    """How the keys of `slices` with log files are read (None: there are none). The ordering field is
+    typed as the table's schema has it: a log-only slice, or a base file older than the field, cannot
+    tell, and a merge without it lets the later version win where a greater ordering value must."""
+    logged = [s for s in slices if s.log_files]
+    if not logged:
+        return None
+    rules = MergeRules.of(config)
+    fields = [pa.field(RECORD_KEY, pa.string())]
+    if rules.ordering_field is not None:
+        schema = timeline.latest_schema() or config.create_schema
+        if schema is None:
+            raise TablespecError(f"{where}: the table records no schema, so its ordering field "
+                                 f"{rules.ordering_field} cannot be read from its log files")
+        columns = {c.name: c.type for c in from_avro_schema(schema)}
+        if rules.ordering_field in columns:
+            fields.append(pa.field(rules.ordering_field, arrow_type(stored(columns[rules.ordering_field]))))
+    wanted = counting(timeline)
+    return MergedKeys({(r.partition, r.file_id): r for r in slice_reads(timeline, logged, wanted)}, wanted, rules,
+                      pa.schema(fields))

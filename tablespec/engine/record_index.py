@@ -26,22 +26,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablespec.arrow.merge import read_slice
+from tablespec.arrow.merge import MergedKeys, merged_keys, read_slice
 from tablespec.engine import tasks
-from tablespec.engine.schema import arrow_type
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
 from tablespec.hudi import private_index
-from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
 from tablespec.hudi.mdt.layout import Slice
 from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_indices
-from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_read, written_ranges
+from tablespec.hudi.merge_on_read import Counting, MergeRules, counting, slice_read, written_ranges
 from tablespec.hudi.services.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.results import IndexDropped, IndexResult
-from tablespec.types import stored
 
 IB, DEL = "_ts_ib", tasks.DEL
 EXAMPLES = 5
@@ -186,29 +183,17 @@ def tag(spark, prepared, job: IndexJob, operation: str, seconds):
 
 # --- build -----------------------------------------------------------------------------------
 
-SLICES_DDL = "partition string, file_id string, path string, size long, instant string, slice int"
+SLICES_DDL = "partition string, file_id string, path string, size long, instant string"
 ENTRIES_DDL = "key string, partition string, file_id string, instant string"
 
 
-@dataclass(frozen=True)
-class MergedSlices(AtLocation):
-    """The merge-on-read slices with log files a build reads merged (plain data, pickled to executors)."""
-    location: Location
-    reads: dict[int, SliceRead]   # by the slice's number in the build's list
-    wanted: Counting
-    rules: MergeRules
-    schema: pa.Schema             # the record key, and the ordering field the merge compares
-
-
-def slice_keys(location: Location, merged: MergedSlices | None, batches):
+def slice_keys(location: Location, merged: MergedKeys | None, batches):
     """Executor: every key of each slice (its base file's, or its merged rows'), with its entry's
     partition, file id and instant."""
     for batch in batches:
         for r in batch.to_pylist():
-            if merged is not None and r["slice"] in merged.reads:
-                read = merged.reads[r["slice"]]
-                keys = read_slice(location.storage, read, merged.wanted, merged.rules, merged.schema).column(
-                    tasks.KEY).to_pylist()
+            if merged is not None and (r["partition"], r["file_id"]) in merged.reads:
+                keys = merged.keys(location.storage, r["partition"], r["file_id"]).to_pylist()
             else:
                 keys = base_file_keys(r["path"], location.storage, r["size"] or None)
             n = len(keys)
@@ -231,34 +216,15 @@ def table_entries(spark, table: HudiTable):
     from tablespec.engine.reader import to_arrow
     latest = [s for s in table.view.latest_slices() if s.base_file is not None or s.log_files]
     slices = [(s.partition, s.file_id, s.base_file.path if s.base_file else "", s.base_file.size if s.base_file else 0,
-               s.base_instant, i) for i, s in enumerate(latest)]
+               s.base_instant) for s in latest]
     if not slices:
         return pa.table({c: pa.array([], pa.string()) for c in ("key", "partition", "file_id", "instant")})
     n = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 2))
     with job_description(spark, "tablespec: record index build"):
         df = spark.createDataFrame(slices, SLICES_DDL).repartition(n)
-        keys = functools.partial(slice_keys, table.location, _merged_slices(table, latest))
+        merged = merged_keys(table.table_config, table.timeline, latest, table.base)   # as verify reads them
+        keys = functools.partial(slice_keys, table.location, merged)
         return to_arrow(df.mapInArrow(keys, ENTRIES_DDL))
-
-
-def _merged_slices(table: HudiTable, latest: list) -> MergedSlices | None:
-    """The slices with log files, as executors read them merged (None: there are none)."""
-    logged = {i: s for i, s in enumerate(latest) if s.log_files}
-    if not logged:
-        return None
-    wanted = counting(table.timeline)
-    ranges = written_ranges(table.timeline, wanted)
-    rules = MergeRules.of(table.table_config)
-    fields = [pa.field(tasks.KEY, pa.string())]
-    if rules.ordering_field is not None:   # its type as the table's schema has it
-        schema = table.timeline.latest_schema() or table.table_config.create_schema
-        if schema is None:
-            raise TablespecError(f"{table.base}: the table records no schema, so its ordering field "
-                                 f"{rules.ordering_field} cannot be read from its log files")
-        columns = {c.name: c.type for c in from_avro_schema(schema)}
-        fields.append(pa.field(rules.ordering_field, arrow_type(stored(columns[rules.ordering_field]))))
-    return MergedSlices(table.location, {i: slice_read(s, ranges) for i, s in logged.items()}, wanted, rules,
-                        pa.schema(fields))
 
 
 def build_index(spark, table: HudiTable, file_groups: int | None = None) -> IndexResult:

@@ -3,30 +3,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from tablespec.arrow.align import arrow_type
 from tablespec.errors import TablespecError
-from tablespec.types import Array, DataType, Decimal, Map, Primitive, parse_type, stored
+from tablespec.types import parse_type, stored
 
 META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                "_hoodie_partition_path", "_hoodie_file_name")
-
-_ARROW = {
-    "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "short": pa.int16(), "byte": pa.int8(),
-    "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(), "date": pa.date32(),
-    "timestamp": pa.timestamp("us", "UTC"), "timestamp_ntz": pa.timestamp("us"), "binary": pa.binary(),
-}
-
-
-def arrow_type(dt: DataType) -> pa.DataType:
-    if isinstance(dt, Primitive):
-        return _ARROW[dt.name]
-    if isinstance(dt, Decimal):
-        return pa.decimal128(dt.precision, dt.scale)
-    if isinstance(dt, Array):
-        return pa.list_(arrow_type(dt.element))
-    if isinstance(dt, Map):
-        return pa.map_(arrow_type(dt.key), arrow_type(dt.value))
-    return pa.struct([pa.field(f.name, arrow_type(f.type), f.nullable) for f in dt.fields])
-
 
 def spark_ddl(spec) -> str:
     """The spec's columns as a Spark DDL schema string (`a string NOT NULL, b bigint`)."""

@@ -5,6 +5,8 @@ committed bytes refused naming the file, rollback command blocks honoured, and t
 Apache Hudi's own reads are the judge in tests/interop/test_hudi_merge_on_read.py."""
 from __future__ import annotations
 
+import json
+
 import hudi
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,9 +15,20 @@ from _support import MOR_FIXTURES
 
 from tablespec.arrow.merge import merge_slice, read_slice
 from tablespec.errors import HudiFormatError, UnsupportedTableError
+from tablespec.hudi.config import TableConfig, init_table
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock, avro_block, delete_block, encode_block
+from tablespec.hudi.formats.naming import LogFileName
+from tablespec.hudi.formats.partition import write_partition_metadata
+from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.keys import COMPACTION_PAYLOAD_CLASS
 from tablespec.hudi.merge_on_read import COMMIT_TIME, EVENT_TIME, MergeRules, counting, slice_reads
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.timeline.active import TimelineWriter
+from tablespec.hudi.timeline.instant import DELTA_COMMIT, new_instant_time
+from tablespec.index import data_locations
+
+ST = LocalStorage()
 
 
 def _read(location) -> pa.Table:
@@ -164,3 +177,33 @@ def test_verify_reports_a_damaged_log_file_and_not_a_torn_append(fixture_table, 
     assert code != 0 and len(found) == 1, out + err
     assert f"\t{log.relative_to(location)}\t{log}: a corrupt log block at byte 0, in the bytes completed " \
            "deltacommit 20250121000557095 wrote; the log file is damaged" in found[0]
+
+
+def _log_only_table(base: str) -> HudiTable:
+    """A merge-on-read table (event-time merges on `ts`) whose one deltacommit wrote a log file of file group
+    `g` in partitions p1 and p2: p1's deletes `a` at ts 5, then a late update of it at ts 3; p2's holds `c`."""
+    config = TableConfig(name="t", table_type="MERGE_ON_READ", version=6, record_key_fields=["_hoodie_record_key"],
+                         precombine_field="ts", create_schema=json.dumps(AVRO), extra={
+                             COMPACTION_PAYLOAD_CLASS.name: "org.apache.hudi.common.model.DefaultHoodieRecordPayload"})
+    init_table(ST, base, config)
+    table = HudiTable.open(base)
+    writer = TimelineWriter.of(table.timeline)
+    ts = new_instant_time(table.timeline.latest_time)
+    instant = writer.start(writer.request(DELTA_COMMIT, ts))
+    stats = {}
+    for partition, rows in (("p1", [("a", 1, 5, True), ("a", 2, 3, None)]), ("p2", [("c", 3, 1, None)])):
+        write_partition_metadata(ST, base, partition, ts)
+        rel = f"{partition}/{LogFileName('g', ts, 1, '0-1-0').format()}"
+        ST.write_bytes(join(base, rel), encode_block(_records(ts, *rows)[0][1]))
+        stats[partition] = [WriteStat(file_id="g", path=rel, partition_path=partition, num_writes=len(rows),
+                                      file_size_in_bytes=ST.info(join(base, rel)).size)]
+    writer.complete(instant, CommitMetadata(stats, operation_type="UPSERT", extra_metadata={"schema": json.dumps(AVRO)}))
+    return HudiTable.open(base)
+
+
+def test_log_only_slices_merge_their_keys_by_the_table_schemas_ordering_field(tmp_path):
+    """With no base file to type the ordering field, the table's schema does (a delete at ts 5 outlives an
+    update at ts 3); a file id two partitions share is two slices (verify's keys, as the index build's)."""
+    table = _log_only_table(str(tmp_path / "t"))
+    keys = data_locations(table).select(["partition_path", "key"]).to_pylist()
+    assert sorted((r["partition_path"], r["key"]) for r in keys) == [("p2", "c")]
