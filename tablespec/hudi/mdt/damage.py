@@ -134,7 +134,8 @@ class _Check:
 
     def content(self, partition: str) -> str | None:
         """What is missing from a bloom-filter or secondary-index partition, when its size is within the
-        budget; beyond `CONTENT_CHECK_BYTES` (verify) the message says how to rebuild it, as plan does not."""
+        budget; beyond `CONTENT_CHECK_BYTES` (verify) the message says how to rebuild it, as plan does not
+        (MetadataTableDamaged)."""
         size = self.size(partition)
         if self.budget is not None and size > self.budget:
             return None
@@ -145,9 +146,10 @@ class _Check:
             return why
         declared = ("bloomFilters" if partition == BLOOM_FILTERS
                     else f"the secondary index {partition.removeprefix(secondary_index.PREFIX)}")
-        return (f"{why}; plan does not read a partition this large ({size} bytes of files): to rebuild it, leave "
-                f"{declared} out of the spec's dataSkipping section (one apply drops it), then declare it again "
-                "(the next apply builds it afresh)")
+        raise MetadataTableDamaged(partition, (
+            f"{why}; the metadata table's {partition} partition is damaged, and plan does not read one this large "
+            f"({size} bytes of files): to rebuild it, leave {declared} out of the spec's dataSkipping section (one "
+            "apply drops it), then declare it again (the next apply builds it afresh)"), explained=True)
 
 
 def _short_logs(table: HudiTable, partition: str, slices: list[layout.Slice], valid: set[str]) -> str | None:
