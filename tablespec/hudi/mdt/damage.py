@@ -114,6 +114,7 @@ class _Check:
         return sum(s.base_size + sum(z for _, z in s.log_files) for p in compared for s in self.slices(p)[0])
 
     def damage(self, partition: str) -> Damage | None:
+        """What is wrong with `partition` (one of `checked`), or None."""
         table = self.table
         try:
             why = _short_logs(table, partition, *self.slices(partition))
