@@ -157,7 +157,8 @@ def observe(table: HudiTable, keep_commits: int | None = None, archive: ArchiveS
     more than its maxCommits.
 
     `check_metadata` looks for damage in Hudi's metadata table (hudi/mdt/damage.py: its files read,
-    its listing compared with the storage) for `plan` to rebuild; writes leave it to the readers,
+    its listing compared with the storage, a data-skipping index's content only while it is small) for
+    `plan` to rebuild; writes leave it to the readers,
     which refuse a damaged block as they meet it, and read nothing more."""
     with table.listing_snapshot():   # object stores: one LIST of the table, not one per folder
         return _observe(table, keep_commits, archive, check_metadata)

@@ -11,8 +11,9 @@ slices whose committed blocks do not read or decode (`log`: hudi/merge_on_read.p
 rule). The index (`index`): a BUCKET table's file groups
 against its bucket layout; a RECORD_LEVEL table's index (Hudi's record index) against its data (index.py's comparison,
 which reads key columns with pyarrow: no Spark either). Other indexes keep no state to check. Hudi's metadata table
-(`metadata`): its `files` and `record_index` partitions decode, and the listing matches the storage
-(hudi/mdt/damage.py); `plan` rebuilds a damaged one.
+(`metadata`): its `files` and `record_index` partitions decode, the listing matches the storage, and the bloom
+filters and secondary indexes hold what readers look up, however large (hudi/mdt/damage.py); `plan` rebuilds a
+damaged one (a large index's missing entries only verify finds: its message says how to rebuild it).
 """
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def _metadata_table(table: HudiTable, findings: list[Finding], checked: list[str
     named = damage.checked(table)
     if not named:
         return set()
-    found = damage.find(table)
+    found = damage.find(table, full=True)
     rel = lambda p: layout.partition_path(table.base, p)[len(table.base.rstrip('/')) + 1:]  # noqa: E731
     findings += [Finding(METADATA, "", rel(d.partition), None, d.message) for d in found]
     checked.append(f"metadata table: {', '.join(named)} "

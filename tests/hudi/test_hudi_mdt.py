@@ -18,7 +18,9 @@ from tablespec.hudi.formats.naming import BaseFileName, LogFileName, new_file_id
 from tablespec.hudi.formats.partition import write_partition_metadata
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import LocalStorage, join
-from tablespec.hudi.mdt import compaction, layout, reader, writer
+from tablespec.hudi.mdt import column_stats, column_stats_init, column_stats_reader, compaction, layout, reader, writer
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS, ColumnRange
+from tablespec.hudi.mdt.record_index import HashedChange
 from tablespec.hudi.mdt.records import STORED_SCHEMA_JSON, FilesChange, from_clean, from_commit
 from tablespec.hudi.services.clean import execute_clean, plan_clean
 from tablespec.hudi.services.rollback import rollback
@@ -189,6 +191,29 @@ def test_cleans_and_rollbacks_are_recorded_as_deletions(tmp_path):
     listed = reader.listing(HudiTable.open(base))
     assert "c" not in listed.partitions and listed.partitions == set(stored) - {"c"}
     assert listed.files == {p: f for p, f in stored.items() if p != "c"}
+
+
+def test_a_metadata_deltacommit_that_did_not_complete_counts_in_no_partition(tmp_path):
+    """A metadata deltacommit not completed on the metadata timeline never counts, even for a data instant the
+    data table counts (Hudi's log reader skips its blocks): its column stats are not read, as the record
+    index's and `files`' are not (reader.latest_slices, the one place that decides)."""
+    base = _table(tmp_path)
+    fg = new_file_id()
+    first = _commit(base, {("a", fg): 10}, recorded=False)
+    writer.initialize(HudiTable.open(base))
+    table = HudiTable.open(base)
+    with table.transaction_lock("column stats build"):
+        column_stats_init.initialize(table, {}, [COLUMN_STATS], None)
+    ts, inflight = _start(base)
+    metadata = _files(base, ts, {("a", fg): 12}, prev=first)
+    name = BaseFileName(fg, "0-1-0", ts).format()
+    stats = column_stats.column_stats_record("a", ColumnRange(name, "v", "long", 1, 2, 2, 0, 10, 10), False)
+    writer.record(HudiTable.open(base), ts, from_commit(metadata), stats={COLUMN_STATS: HashedChange(records=[stats])})
+    TimelineWriter(ST, base).complete(inflight, metadata)
+    key = column_stats.column_stats_key("v", "a", name)
+    assert set(column_stats_reader.stored(HudiTable.open(base), COLUMN_STATS, [key]) or ()) == {key}
+    ST.delete(join(layout.timeline_path(base), f"{ts}.deltacommit"))     # its metadata deltacommit left inflight
+    assert column_stats_reader.stored(HudiTable.open(base), COLUMN_STATS, [key]) == {}
 
 
 def test_records_of_a_change_are_hudis():

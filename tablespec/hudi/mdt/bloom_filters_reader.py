@@ -37,12 +37,8 @@ class StoredFilters:
         """The table's, or None where it keeps no completely built `bloom_filters` partition."""
         if BLOOM_FILTERS not in kept(table) or BLOOM_FILTERS in half_built(table):
             return None
-        fmt = layout.Format.of(table.config)
-        metadata = layout.timeline(table.storage, table.base, fmt)
-        completed = layout.completions(metadata)
-        valid = reader.valid_instants(table.timeline, metadata) & set(completed)
-        return cls(table.base, tuple(layout.latest_slices(table.storage, table.base, completed, BLOOM_FILTERS, fmt)),
-                   frozenset(valid))
+        slices, valid = reader.latest_slices(table, BLOOM_FILTERS)
+        return cls(table.base, tuple(slices), frozenset(valid))
 
     def filters(self, storage: Storage, files: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Footer]:
         """(partition, file name) -> the filter the partition holds of each of `files` that it has one of;

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tablespec.errors import MetadataTableDamaged
-from tablespec.hudi.mdt import column_stats, layout, reader
+from tablespec.hudi.mdt import column_stats, reader
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, kept
 
@@ -40,14 +40,10 @@ def stored(table: HudiTable, partition: str, keys: Collection[str]) -> Stats | N
     None when it has none ready or it does not decode (reads then skip nothing)."""
     if partition not in kept(table) or partition in half_built(table):
         return None
-    storage, base = table.storage, table.base
-    fmt = layout.Format.of(table.config)
-    metadata = layout.timeline(storage, base, fmt)
-    valid = reader.valid_instants(table.timeline, metadata)
-    slices = layout.latest_slices(storage, base, layout.completions(metadata), partition, fmt)
+    slices, valid = reader.latest_slices(table, partition)
     try:
         merged = column_stats.latest(itertools.chain.from_iterable(
-            reader.slice_records(storage, base, s, valid, keys) for s in slices))
+            reader.slice_records(table.storage, table.base, s, valid, keys) for s in slices))
     except MetadataTableDamaged:
         return None
     return {k: r["ColumnStatsMetadata"] for k, r in merged.items() if r.get("ColumnStatsMetadata")}

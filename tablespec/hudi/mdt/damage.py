@@ -7,9 +7,10 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
   of live file groups that completed commits record, per partition, by name and size. Skipped while
   a clean, rollback or restore is pending (they are deleting files).
 - `record_index`: every log block that counts decoded, and each base file's trailer and index read.
-- `bloom_filters` and secondary indexes (those tablespec keeps, completely built): every file decoded, and
-  nothing missing that readers look up: a filter for each latest base file; for each key the record
-  index holds, an entry (and none of a key it lacks).
+- `bloom_filters` and secondary indexes (those tablespec keeps, completely built): each base file's
+  trailer and index read; and their content (`full`: `verify` always, `plan` while small, see
+  `CONTENT_CHECK_BYTES`): every file decoded, and nothing missing that readers look up: a filter for
+  each latest base file; for each key the record index holds, an entry (and none of a key it lacks).
 - all: each log file as long as the completed deltacommits' write stats say they made it.
 """
 from __future__ import annotations
@@ -37,6 +38,12 @@ if TYPE_CHECKING:
 
 EXAMPLES = 3
 CHECKED = (layout.FILES, RECORD_INDEX)
+CONTENT_CHECK_BYTES = 8 << 20
+"""The most bytes of a bloom-filter or secondary-index partition's latest files (a secondary index's
+with the record index's it is compared with) whose content `find` checks by default: `plan`, `report`
+and each `apply` observation read metadata only, cheaply (issue 36), and a filter is ~330 KB per base
+file, so a large table's would be gigabytes per plan. A small one's content stays checked, so plan
+proposes its rebuild; a larger one's is checked by `verify`, whose message says how to rebuild it."""
 
 
 @dataclass(frozen=True)
@@ -56,15 +63,18 @@ def checked(table: HudiTable) -> list[str]:
     return [p for p in CHECKED if p in named] + [p for p in indexes if p not in unbuilt]
 
 
-def find(table: HudiTable) -> list[Damage]:
-    """The damaged partitions among those `checked`."""
-    return [d for p in checked(table) if (d := _damage(table, p)) is not None]
+def find(table: HudiTable, full: bool = False) -> list[Damage]:
+    """The damaged partitions among those `checked`: every one's files read as the module doc says, the
+    bloom filters' and secondary indexes' content only when `full` (verify) or within
+    `CONTENT_CHECK_BYTES`. The record index is scanned once at most, for all secondary indexes."""
+    check = _Check(table, None if full else CONTENT_CHECK_BYTES)
+    return [d for p in checked(table) if (d := check.damage(p)) is not None]
 
 
 def require_intact(table: HudiTable, partition: str) -> None:
     """Refuse (MetadataTableDamaged, one line naming the file) when `partition` is damaged: a write
     must not build on an index that lost entries."""
-    found = _damage(table, partition) if partition in checked(table) else None
+    found = _Check(table, CONTENT_CHECK_BYTES).damage(partition) if partition in checked(table) else None
     if found is not None:
         raise MetadataTableDamaged(partition, found.message, explained=True)
 
@@ -72,32 +82,81 @@ def require_intact(table: HudiTable, partition: str) -> None:
 def record_index_damage(table: HudiTable) -> str | None:
     """Why Hudi's record index must not be looked up (one line naming the file), or None: what a
     write asks before it changes anything."""
-    found = _damage(table, RECORD_INDEX) if RECORD_INDEX in checked(table) else None
+    found = _Check(table, CONTENT_CHECK_BYTES).damage(RECORD_INDEX) if RECORD_INDEX in checked(table) else None
     return found.message if found is not None else None
 
 
-def _damage(table: HudiTable, partition: str) -> Damage | None:
-    check = {layout.FILES: _files, RECORD_INDEX: _record_index, BLOOM_FILTERS: _bloom_filters}.get(
-        partition, partial(_secondary_index, partition=partition))
-    try:
-        why = _short_logs(table, partition) or check(table)
-        if why is None:
+class _Check:
+    """One damage check of a table: `budget` bytes at most of a partition whose content is checked
+    (None: any), and the record index's keys, scanned once for all its secondary indexes."""
+
+    def __init__(self, table: HudiTable, budget: int | None) -> None:
+        self.table = table
+        self.budget = budget
+        self._slices: dict[str, tuple[list[layout.Slice], set[str]]] = {}
+
+    def slices(self, partition: str) -> tuple[list[layout.Slice], set[str]]:
+        if partition not in self._slices:
+            self._slices[partition] = reader.latest_slices(self.table, partition)
+        return self._slices[partition]
+
+    @functools.cached_property
+    def held(self) -> set[str] | None:
+        """The keys the record index holds; None where it does not decode (its own check reports it)."""
+        try:
+            return set(record_index_reader.scan(self.table))
+        except MetadataTableDamaged:
             return None
-        raise MetadataTableDamaged(partition, why)
-    except MetadataTableDamaged as e:
-        return Damage(partition, str(e))
-    except HudiFormatError as e:   # a file of it that does not decode
-        return Damage(partition, str(MetadataTableDamaged(partition, str(e))))
+
+    def size(self, partition: str) -> int:
+        """The bytes a content check of `partition` reads: its latest files (and the record index's)."""
+        compared = (partition,) if partition == BLOOM_FILTERS else (partition, RECORD_INDEX)
+        return sum(s.base_size + sum(z for _, z in s.log_files) for p in compared for s in self.slices(p)[0])
+
+    def damage(self, partition: str) -> Damage | None:
+        """What is wrong with `partition` (one of `checked`), or None."""
+        table = self.table
+        try:
+            why = _short_logs(table, partition, *self.slices(partition))
+            if why is None and partition == layout.FILES:
+                why = _files(table)
+            elif why is None and partition == RECORD_INDEX:
+                _record_index(table, *self.slices(partition))
+            elif why is None:
+                _base_files_open(table, partition, self.slices(partition)[0])
+                why = self.content(partition)
+            if why is None:
+                return None
+            raise MetadataTableDamaged(partition, why)
+        except MetadataTableDamaged as e:
+            return Damage(partition, str(e))
+        except HudiFormatError as e:   # a file of it that does not decode
+            return Damage(partition, str(MetadataTableDamaged(partition, str(e))))
+
+    def content(self, partition: str) -> str | None:
+        """What is missing from a bloom-filter or secondary-index partition, when its size is within the
+        budget; beyond `CONTENT_CHECK_BYTES` (verify) the message says how to rebuild it, as plan does not
+        (MetadataTableDamaged)."""
+        size = self.size(partition)
+        if self.budget is not None and size > self.budget:
+            return None
+        entries = _entries(self.table, *self.slices(partition))
+        why = _bloom_filters(self.table, entries) if partition == BLOOM_FILTERS else \
+            _secondary_index(self.table, partition, entries, self.held)
+        if why is None or size <= CONTENT_CHECK_BYTES:
+            return why
+        declared = ("bloomFilters" if partition == BLOOM_FILTERS
+                    else f"the secondary index {partition.removeprefix(secondary_index.PREFIX)}")
+        raise MetadataTableDamaged(partition, (
+            f"{why}; the metadata table's {partition} partition is damaged, and plan does not read one this large "
+            f"({size} bytes of files): to rebuild it, leave {declared} out of the spec's dataSkipping section (one "
+            "apply drops it), then declare it again (the next apply builds it afresh)"), explained=True)
 
 
-def _short_logs(table: HudiTable, partition: str) -> str | None:
-    """A log file of the partition's latest slices shorter than the deltacommits that wrote it say."""
-    fmt = layout.Format.of(table.config)
-    metadata = layout.timeline(table.storage, table.base, fmt)
-    completed = layout.completions(metadata)
-    valid = reader.valid_instants(table.timeline, metadata) & set(completed)
+def _short_logs(table: HudiTable, partition: str, slices: list[layout.Slice], valid: set[str]) -> str | None:
+    """A log file of the partition's latest `slices` shorter than the deltacommits that wrote it say."""
     ranges: dict[str, list[tuple[int, int, str]]] | None = None
-    for current in layout.latest_slices(table.storage, table.base, completed, partition, fmt):
+    for current in slices:
         for log, size in current.log_files:
             ranges = reader.written_ranges(table.storage, table.base, valid) if ranges is None else ranges
             for _, end, instant in ranges.get(f"{partition}/{log.format()}", []):
@@ -170,32 +229,33 @@ def _compared(name: str, pending: set[str], replaced) -> bool:
     return parsed is None or (parsed.instant not in pending and parsed.file_id not in replaced)
 
 
-def _record_index(table: HudiTable) -> str | None:
-    """Every record-index log block that counts decoded, every base file's head read; None when they are."""
-    found, valid = record_index_reader.slices(table)
-    folder = layout.partition_path(table.base, RECORD_INDEX)
-    for current in found:
+def _record_index(table: HudiTable, slices: list[layout.Slice], valid: set[str]) -> None:
+    """Every record-index log block that counts decoded, every base file's head read (MetadataTableDamaged
+    where one does not)."""
+    for current in slices:
         record_index_reader.log_entries(table, current, valid)
+    _base_files_open(table, RECORD_INDEX, slices)
+
+
+def _base_files_open(table: HudiTable, partition: str, slices: list[layout.Slice]) -> None:
+    """Each base HFile of `slices` opened: its trailer and block index read, no data block
+    (MetadataTableDamaged where one does not open)."""
+    folder = layout.partition_path(table.base, partition)
+    for current in slices:
         if current.base_file:
             path = join(folder, current.base_file)
-            reader.damaged_if_unreadable(RECORD_INDEX, partial(HFileReader.open, table.storage, path, current.base_size))
-    return None
+            reader.damaged_if_unreadable(partition, partial(HFileReader.open, table.storage, path, current.base_size))
 
 
-def _entries(table: HudiTable, partition: str) -> Mapping[str, Mapping[str, Any]]:
-    """Every live record of a partition's latest slices, each block and base file decoded."""
-    fmt = layout.Format.of(table.config)
-    metadata = layout.timeline(table.storage, table.base, fmt)
-    completed = layout.completions(metadata)
-    valid = reader.valid_instants(table.timeline, metadata) & set(completed)
-    return latest(record for current in layout.latest_slices(table.storage, table.base, completed, partition, fmt)
-                   for record in reader.slice_records(table.storage, table.base, current, valid))
+def _entries(table: HudiTable, slices: list[layout.Slice], valid: set[str]) -> Mapping[str, Mapping[str, Any]]:
+    """Every live record of a partition's latest `slices`, each block and base file decoded."""
+    return latest(record for current in slices
+                  for record in reader.slice_records(table.storage, table.base, current, valid))
 
 
-def _bloom_filters(table: HudiTable) -> str | None:
-    """A latest base file the `bloom_filters` partition holds no filter of (a BLOOM lookup through it would
-    miss the file's keys), or None."""
-    stored = _entries(table, BLOOM_FILTERS)
+def _bloom_filters(table: HudiTable, stored: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """A latest base file the `bloom_filters` partition (its `stored` records) holds no filter of (a BLOOM
+    lookup through it would miss the file's keys), or None."""
     missing = [f"{s.partition}/{s.base_file.name}" if s.partition else s.base_file.name
                for s in table.view.latest_slices()
                if s.base_file is not None and bloom_filters.key(s.partition, s.base_file.name) not in stored]
@@ -205,14 +265,14 @@ def _bloom_filters(table: HudiTable) -> str | None:
             f"file(s) (e.g. {', '.join(missing[:EXAMPLES])})")
 
 
-def _secondary_index(table: HudiTable, partition: str) -> str | None:
-    """Record keys the record index holds that the secondary index has no entry of (a lookup by value would
-    miss their rows), or keys it has entries of that the record index lacks, or None."""
-    indexed = {secondary_index.record_key(k) for k in _entries(table, partition)}
-    try:
-        held = set(record_index_reader.scan(table))
-    except MetadataTableDamaged:
-        return None                        # the record index's own check reports it
+def _secondary_index(table: HudiTable, partition: str, stored: Mapping[str, Mapping[str, Any]],
+                     held: set[str] | None) -> str | None:
+    """Record keys the record index holds (`held`, None: it does not decode, its own check reports it) that
+    the secondary index (its `stored` records) has no entry of (a lookup by value would miss their rows), or
+    keys it has entries of that the record index lacks, or None."""
+    if held is None:
+        return None
+    indexed = {secondary_index.record_key(k) for k in stored}
     parts = [f"{len(found)} record key(s) {what} (e.g. {', '.join(sorted(found)[:EXAMPLES])})"
              for found, what in ((held - indexed, "the record index holds have no entry"),
                                  (indexed - held, "it has entries of are not in the table")) if found]

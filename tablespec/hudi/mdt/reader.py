@@ -56,6 +56,18 @@ def valid_instants(data: Timeline, metadata: list[layout.MetaInstant]) -> set[st
     return valid
 
 
+def latest_slices(table: HudiTable, partition: str) -> tuple[list[layout.Slice], set[str]]:
+    """A metadata partition's latest file slices and the instants whose log blocks count in them, as
+    the handle's data timeline shows them: `valid_instants` that are also completed on the metadata
+    timeline (a metadata deltacommit that did not complete never counts, whatever the data table
+    says). What every read of a partition starts from."""
+    fmt = layout.Format.of(table.config)
+    metadata = layout.timeline(table.storage, table.base, fmt)
+    completed = layout.completions(metadata)
+    return (layout.latest_slices(table.storage, table.base, completed, partition, fmt),
+            valid_instants(table.timeline, metadata) & set(completed))
+
+
 def records(table: HudiTable) -> Iterator[tuple[str, dict[str, Any]]]:
     """The `files` records of the latest file slice that readers merge, oldest first (valid as
     the handle's data timeline shows its instants)."""

@@ -65,11 +65,7 @@ Cell = tuple[HFileReader, str, bytes]        # the file or block, its schema (JS
 def slices(table: HudiTable) -> tuple[list[layout.Slice], set[str]]:
     """The record index's latest file slices (sorted by file id) and the instants whose log blocks
     count, as the handle's data timeline shows them."""
-    fmt = layout.Format.of(table.config)
-    metadata = layout.timeline(table.storage, table.base, fmt)
-    completed = layout.completions(metadata)
-    found = layout.latest_slices(table.storage, table.base, completed, RECORD_INDEX, fmt)
-    return found, reader.valid_instants(table.timeline, metadata) & set(completed)
+    return reader.latest_slices(table, RECORD_INDEX)
 
 
 def _shape(schema: Any) -> Any:

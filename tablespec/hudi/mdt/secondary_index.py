@@ -193,14 +193,11 @@ def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str
 def stored(table: HudiTable, name: str) -> dict[str, str]:
     """Every live index key of partition `name` -> the file group holding it, merged as readers merge
     the latest slices (a delete block's key removes it)."""
-    from tablespec.hudi.mdt import layout, reader
+    from tablespec.hudi.mdt import reader
     from tablespec.hudi.mdt.column_stats import latest
-    storage, base = table.storage, table.base
-    fmt = layout.Format.of(table.config)
-    metadata = layout.timeline(storage, base, fmt)
-    valid = reader.valid_instants(table.timeline, metadata)
-    return {key: slice_.file_id for slice_ in layout.latest_slices(storage, base, layout.completions(metadata), name, fmt)
-            for key in latest(reader.slice_records(storage, base, slice_, valid))}
+    slices, valid = reader.latest_slices(table, name)
+    return {key: slice_.file_id for slice_ in slices
+            for key in latest(reader.slice_records(table.storage, table.base, slice_, valid))}
 
 
 def file_id(name: str, index: int) -> str:

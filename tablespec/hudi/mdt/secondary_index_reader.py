@@ -45,11 +45,8 @@ def indexed_columns(table: HudiTable) -> dict[str, str]:
 def record_keys(table: HudiTable, partition: str, values: Collection[str]) -> set[str]:
     """The record keys whose indexed column holds one of `values` (as the index keys them): only the file
     group of each value is read. MetadataTableDamaged where a block of it does not decode."""
-    fmt = layout.Format.of(table.config)
-    metadata = layout.timeline(table.storage, table.base, fmt)
-    completed = layout.completions(metadata)
-    valid = reader.valid_instants(table.timeline, metadata) & set(completed)
-    slices = {s.file_id: s for s in layout.latest_slices(table.storage, table.base, completed, partition, fmt)}
+    found, valid = reader.latest_slices(table, partition)
+    slices = {s.file_id: s for s in found}
     name = partition[len(secondary_index.PREFIX):]
     prefixes = {secondary_index.escape(v) + "$" for v in values}
     keys: set[str] = set()
