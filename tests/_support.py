@@ -7,6 +7,8 @@ import struct
 import zipfile
 from pathlib import Path
 
+from tablespec.hudi.io import LocalStorage
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "specs" / "examples"
 GOLDEN = ROOT / "tests" / "golden"
@@ -133,3 +135,30 @@ def schema_key_offset(log: bytes) -> int:
     at = 6 + 8 + 4 + 4 + 4
     (length,) = struct.unpack_from(">i", log, at + 4)
     return at + 8 + length
+
+
+class RecordingStorage(LocalStorage):
+    """Local files, recording every read as (path, offset, length): (path, 0, -1) for a whole file,
+    (path, None, None) for a file opened for pyarrow. A real store: the reads happen."""
+
+    def __init__(self) -> None:
+        self.reads: list[tuple[str, int | None, int | None]] = []
+
+    def paths(self) -> list[str]:
+        return [p for p, _, _ in self.reads]
+
+    def read_bytes(self, path):
+        self.reads.append((path, 0, -1))
+        return super().read_bytes(path)
+
+    def read_range(self, path, offset, length):
+        self.reads.append((path, offset, length))
+        return super().read_range(path, offset, length)
+
+    def open_input_file(self, path, size=None):
+        self.reads.append((path, None, None))
+        return super().open_input_file(path, size)
+
+    def open_whole_file(self, path):
+        self.reads.append((path, None, None))
+        return super().open_whole_file(path)

@@ -4,6 +4,7 @@ value, and returns the rows a read of every file filtered the same way returns."
 from __future__ import annotations
 
 import pytest
+from _support import RecordingStorage
 from helpers import make_table, rows
 
 from tablespec.engine.commit import locked
@@ -194,25 +195,6 @@ def test_bloom_filters_declared_on_a_simple_table_built_and_kept_through_bucket_
         assert encoded == build_bloom_filter(keys(p, n))
 
 
-class _Reads(LocalStorage):
-    """The local file system, recording the path of every read."""
-
-    def __init__(self) -> None:
-        self.paths: list[str] = []
-
-    def read_bytes(self, path):
-        self.paths.append(path)
-        return super().read_bytes(path)
-
-    def read_range(self, path, offset, length):
-        self.paths.append(path)
-        return super().read_range(path, offset, length)
-
-    def open_input_file(self, path, size=None):
-        self.paths.append(path)
-        return super().open_input_file(path, size)
-
-
 def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_path, capsys):
     """A BLOOM table keeping bloom_filters: tagging looks each base file's filter up in the metadata table
     (no base file opened for it), the filter its footer holds; an upsert tags as the footers would, and a read
@@ -232,12 +214,12 @@ def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_
     table.write(spark.createDataFrame([("k6", 6, 6.0, "d0")], DDL))         # a new file the write adds to the index
     handle = table.table.refresh()
     files = {(s.partition, s.base_file.name): s.base_file.path for s in handle.view.latest_slices() if s.base_file}
-    storage = _Reads()
+    storage = RecordingStorage()
     stored = StoredFilters.of(handle)
     assert stored is not None
     found = stored.filters(storage, files)
     assert found == {f: footer_filter(pq.read_metadata(path)) for f, path in files.items()}
-    assert storage.paths and all("/.hoodie/metadata/bloom_filters/" in p for p in storage.paths)
+    assert storage.paths() and all("/.hoodie/metadata/bloom_filters/" in p for p in storage.paths())
     result = table.write(spark.createDataFrame([("k1", 10, 1.0, "d1"), ("k6", 60, 6.0, "d0"), ("k9", 9, 9.0, "d1")], DDL))
     assert (result.inserted, result.updated) == (1, 2)
     every = snapshot_files(table.table.refresh(), spec=table.spec)         # a read by key skips files by filter

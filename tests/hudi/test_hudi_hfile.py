@@ -8,6 +8,7 @@ import random
 import struct
 
 import pytest
+from _support import RecordingStorage
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.hfile import (
@@ -29,7 +30,6 @@ from tablespec.hudi.formats.hfile import (
     metadata_records,
     write_hfile,
 )
-from tablespec.hudi.io import LocalStorage
 
 RECORDS = [(f"key-{i:05d}".encode(), f"value-{i}-".encode() * (i % 7 + 1)) for i in range(0, 3000, 3)]
 INFO = {"schema": '{"type": "string"}', b"bloomFilterTypeCode": b"DYNAMIC_V0"}
@@ -227,35 +227,20 @@ def test_cells_decoded_in_bulk_equal_a_cell_by_cell_walk(records):
     assert all(reader.get(k) == v for k, v in records)
 
 
-class _CountingStorage(LocalStorage):
-    """Local files, counting what is read of them (a real store: reads happen)."""
-
-    def __init__(self):
-        self.reads: list[tuple[int, int]] = []
-
-    def read_bytes(self, path):
-        self.reads.append((0, -1))
-        return super().read_bytes(path)
-
-    def read_range(self, path, offset, length):
-        self.reads.append((offset, length))
-        return super().read_range(path, offset, length)
-
-
 def test_a_stored_hfile_is_read_by_ranges_and_its_index_kept(tmp_path):
     noise = random.Random(1)
     records = [(f"key-{i:06d}".encode(), noise.randbytes(150)) for i in range(20000)]   # 3 MB that gzip keeps
     data = write_hfile(records, INFO, block_size=16384)
     path = str(tmp_path / "f.hfile")
-    storage = _CountingStorage()
+    storage = RecordingStorage()
     storage.write_bytes(path, data)
     reader = HFileReader.open(storage, path, len(data))
-    assert reader.block_count > 50 and (0, -1) not in storage.reads       # never the whole file
-    assert len(storage.reads) == 2 and sum(n for _, n in storage.reads) < len(data) / 20    # trailer, load-on-open
+    assert reader.block_count > 50 and (path, 0, -1) not in storage.reads       # never the whole file
+    assert len(storage.reads) == 2 and sum(n for _, _, n in storage.reads) < len(data) / 20    # trailer, load-on-open
     wanted = [records[7][0], records[19990][0], b"key-0000071"]
     storage.reads.clear()
     assert list(reader.get_many(wanted)) == [records[7], records[19990]]
-    assert len(storage.reads) == 2 and sum(n for _, n in storage.reads) < len(data) / 20    # the two blocks only
+    assert len(storage.reads) == 2 and sum(n for _, _, n in storage.reads) < len(data) / 20    # the two blocks only
     storage.reads.clear()
     near = [records[100][0], records[2000][0]]                              # blocks close by: one read
     assert list(reader.get_many(near)) == [records[100], records[2000]] and len(storage.reads) == 1

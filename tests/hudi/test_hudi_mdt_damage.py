@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from _support import schema_key_offset
+from _support import RecordingStorage, schema_key_offset
 from test_hudi_mdt import ST, _commit, _files, _start
 from test_hudi_mdt_record_index import _indexed_table
 from test_hudi_mdt_secondary_index import _indexed
@@ -17,7 +17,7 @@ from test_hudi_mdt_secondary_index import _indexed
 from tablespec.errors import MetadataTableDamaged
 from tablespec.hudi.formats.logfile import BlockType, read_blocks
 from tablespec.hudi.formats.naming import new_file_id
-from tablespec.hudi.io import LocalStorage, join
+from tablespec.hudi.io import join
 from tablespec.hudi.mdt import column_stats_init, damage, layout, reader, writer
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
@@ -169,25 +169,11 @@ def test_a_log_block_of_another_type_inside_committed_bytes_is_refused(tmp_path)
     assert join(layout.partition_path(base, RECORD_INDEX), log.name) in str(damage.find(HudiTable.open(base))[0].message)
 
 
-class _Reads(LocalStorage):
-    """Local files, recording (path, offset, length) of every read (a real store: the reads happen)."""
-
-    def __init__(self):
-        self.reads: list[tuple[str, int, int]] = []
-
-    def read_bytes(self, path):
-        self.reads.append((path, 0, -1))
-        return super().read_bytes(path)
-
-    def read_range(self, path, offset, length):
-        self.reads.append((path, offset, length))
-        return super().read_range(path, offset, length)
-
-    def data_blocks(self) -> list[str]:
-        """The index partitions' base HFiles whose data blocks were read (an HFile's start, or all of it:
-        opening one reads its trailer and block index at its end only)."""
-        return [p for p, offset, _ in self.reads if p.endswith(".hfile") and offset == 0
-                and any(f"/metadata/{x}" in p for x in (BLOOM_FILTERS, RECORD_INDEX, "secondary_index_"))]
+def _data_blocks(storage: RecordingStorage) -> list[str]:
+    """The index partitions' base HFiles whose data blocks were read (an HFile's start, or all of it:
+    opening one reads its trailer and block index at its end only)."""
+    return [p for p, offset, _ in storage.reads if p.endswith(".hfile") and offset == 0
+            and any(f"/metadata/{x}" in p for x in (BLOOM_FILTERS, RECORD_INDEX, "secondary_index_"))]
 
 
 def test_plan_opens_a_large_indexs_files_while_verify_reads_its_content(tmp_path, monkeypatch):
@@ -200,18 +186,18 @@ def test_plan_opens_a_large_indexs_files_while_verify_reads_its_content(tmp_path
     with table.transaction_lock("bloom filters build"):
         column_stats_init.initialize(table, {}, [BLOOM_FILTERS], None, footers={})   # no filter of the file
     monkeypatch.setattr(damage, "CONTENT_CHECK_BYTES", 1)
-    storage = _Reads()
+    storage = RecordingStorage()
     opened = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
     assert damage.checked(opened) == [layout.FILES, RECORD_INDEX, BLOOM_FILTERS, "secondary_index_idx_v"]
     assert observe(opened).metadata_damage == ()
-    assert storage.reads and storage.data_blocks() == []
+    assert storage.reads and _data_blocks(storage) == []
 
     storage.reads.clear()
     [found] = damage.find(HudiTable.open(replace(TableLocation.parse(base), storage=storage)), full=True)
     assert found.partition == BLOOM_FILTERS and "no bloom filter of 1 latest base file(s)" in found.message
     assert "leave bloomFilters out of the spec's dataSkipping section" in found.message, found.message
     assert "tablespec plan" not in found.message
-    assert storage.data_blocks()                                 # what the plan above did not read
+    assert _data_blocks(storage)                                 # what the plan above did not read
 
     monkeypatch.undo()                                           # a small index: plan reads its content
     [found] = observe(HudiTable.open(base)).metadata_damage

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _support import cli, table_files
+from _support import RecordingStorage, cli, table_files
 from test_hudi_mdt_1x import ST, TIMELINE, _start, _table
 
 from tablespec.engine.commit import locked
@@ -139,33 +139,6 @@ def test_compaction_absorbs_the_index_so_archiving_loses_none_of_it(tmp_path):
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs(rows)
 
 
-class _OpenCounting(LocalStorage):
-    """Local files, counting the reads of each data base file (a real store: the reads happen)."""
-
-    def __init__(self):
-        self.reads: Counter[str] = Counter()
-
-    def _count(self, path: str) -> None:
-        if path.endswith(".parquet"):
-            self.reads[path.rsplit("/", 1)[-1]] += 1
-
-    def read_bytes(self, path):
-        self._count(path)
-        return super().read_bytes(path)
-
-    def read_range(self, path, offset, length):
-        self._count(path)
-        return super().read_range(path, offset, length)
-
-    def open_input_file(self, path, size=None):
-        self._count(path)
-        return super().open_input_file(path, size)
-
-    def open_whole_file(self, path):
-        self._count(path)
-        return super().open_whole_file(path)
-
-
 def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     """The metadata update of a commit keeping column stats, the record index and a secondary index reads the
     base file it wrote once (footer, key and indexed columns) and the one it replaced once, for all three."""
@@ -174,10 +147,10 @@ def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     with table.transaction_lock("column stats build"):
         column_stats_init.initialize(table, {}, [COLUMN_STATS], ["v"])
     [old] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
-    storage = _OpenCounting()
+    storage = RecordingStorage()
     ts = _commit(base, {"a": 3, "c": 4}, prev, storage=storage)
     [new] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
-    assert ts in new and storage.reads == {new: 1, old: 1}
+    assert ts in new and Counter(p.rsplit("/", 1)[-1] for p in storage.paths() if p.endswith(".parquet")) == {new: 1, old: 1}
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 3, "c": 4})
 
 
