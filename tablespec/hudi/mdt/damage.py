@@ -74,7 +74,7 @@ def find(table: HudiTable, full: bool = False) -> list[Damage]:
     bloom filters' and secondary indexes' content only when `full` (verify) or within
     `CONTENT_CHECK_BYTES`. The record index is scanned once at most, for all secondary indexes."""
     check = _Check(table, None if full else CONTENT_CHECK_BYTES)
-    return [d for p in checked(table) if (d := check.damage(p)) is not None]
+    return [d for p in check.checked if (d := check.damage(p)) is not None]
 
 
 def require_intact(table: HudiTable, partition: str) -> None:
@@ -108,6 +108,10 @@ class _Check:
         return self._slices[partition]
 
     @functools.cached_property
+    def checked(self) -> list[str]:
+        return checked(self.table)
+
+    @functools.cached_property
     def held(self) -> set[str] | None:
         """The keys the record index holds; None where it does not decode (its own check reports it)."""
         try:
@@ -120,7 +124,7 @@ class _Check:
         partition stats with column stats (when kept, completely built)."""
         if partition.startswith(secondary_index.PREFIX):
             return partition, RECORD_INDEX
-        if partition == PARTITION_STATS and COLUMN_STATS in checked(self.table):
+        if partition == PARTITION_STATS and COLUMN_STATS in self.checked:
             return partition, COLUMN_STATS
         return (partition,)
 
