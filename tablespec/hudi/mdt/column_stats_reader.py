@@ -1,7 +1,8 @@
 """Reading the metadata table's `column_stats` to skip base files, as Hudi's readers do: a file whose
 range of a column rules out a filter's condition (=, !=, <, <=, >, >=, in) holds no matching row.
 
-On version 9 the `partition_stats` partition rules out whole data partitions the same way.
+On version 9 the `partition_stats` partition rules out whole data partitions the same way, each
+confirmed by its files' `column_stats` (a lost log file leaves its bounds stale, too narrow).
 Only the keys a read needs are looked up (a compared column's key for each candidate file or
 partition: Hudi's keys are hashes, so a column's entries lie scattered through the HFiles), each in
 the data blocks the HFiles' block indexes point to; the partition's latest slices are merged as Hudi
