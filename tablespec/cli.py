@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     with_warehouse(vf)
     with_vars(vf)
 
-    lk = sub.add_parser("lookup", help="print where record keys live (RECORD_LEVEL tables)")
+    lk = sub.add_parser("lookup", help="print where record keys live (RECORD_LEVEL and BLOOM tables)")
     lk.add_argument("location", metavar="LOCATION", help="the table's base path")
     lk.add_argument("keys", nargs="+", metavar="KEY", help="record keys as stored (e.g. id:42 for complex keys)")
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from tablespec.arrow.merge import merged_keys
 from tablespec.errors import TablespecError
+from tablespec.hudi import bloom_lookup
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import record_index_reader, record_index_writer
@@ -65,8 +66,13 @@ def _strings(keys) -> list[str]:
 
 
 def lookup(table: HudiTable, keys) -> pa.Table:
-    """Where each key lives: (key, partition_path, file_id), one row per distinct key found; keys
-    the table lacks are absent."""
+    """Where each key lives: (key, partition_path, file_id), one row per distinct key found (BLOOM
+    tables: per key and partition holding it, through the files' bloom filters); keys the table lacks
+    are absent."""
+    if table.config is not None and table_index_type(table.config) == "BLOOM":
+        found = sorted(bloom_lookup.lookup(table, _strings(keys)))
+        return pa.table([pa.array(c, pa.string()) for c in zip(*found)] if found else
+                        [pa.array([], pa.string())] * 3, schema=LOCATIONS)
     return _locations(record_index_reader.lookup(open_index(table), _strings(keys)))
 
 

@@ -4,7 +4,7 @@
     table.write(df, operation="upsert")
     table.read(as_of="20261121093000123")
     table.read_incremental("20261121093000123")   # what commits after it wrote, as Hudi's incremental query
-    table.lookup(["o-1", "o-2"])   # RECORD_LEVEL tables: where keys live, no Spark
+    table.lookup(["o-1", "o-2"])   # RECORD_LEVEL and BLOOM tables: where keys live, no Spark
     table.verify()                 # missing, truncated or orphan files, index mismatches; no Spark
 """
 from __future__ import annotations
@@ -98,8 +98,9 @@ class Table:
         return read_incremental(self.spark, self.table, self.spec, begin, end)
 
     def lookup(self, keys):
-        """RECORD_LEVEL tables: pyarrow.Table(key, partition_path, file_id) of the keys the table
-        holds (absent keys are left out). Reads Hudi's record index on the driver; no Spark."""
+        """RECORD_LEVEL and BLOOM tables: pyarrow.Table(key, partition_path, file_id) of the keys the
+        table holds (absent keys are left out). Reads Hudi's record index (BLOOM: the files' bloom
+        filters, then the candidate files' keys) on the driver; no Spark."""
         from tablespec.index import lookup
         return lookup(self.table.refresh(), keys)  # the table as it is now: others may have written since
 

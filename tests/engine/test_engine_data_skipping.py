@@ -228,6 +228,8 @@ def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_
     assert rows(to_arrow(table.read(filters={"id": "k1"}).select("id", "v"))) == [(("id", "k1"), ("v", 10))]
     assert rows(to_arrow(table.read().select("id", "v"))) == rows(to_arrow(spark.createDataFrame(
         [("k0", 0), ("k1", 10), ("k2", 2), ("k3", 3), ("k4", 4), ("k5", 5), ("k6", 60), ("k9", 9)], "id string, v int")))
+    expected = _held(table, LOOKED_UP)
+    assert _looked_up(table) == (expected, {p for _, _, p in expected})     # the stored filters: only holders opened
 
     # the index misses a file tablespec wrote (the log file holding its filter lost): verify reports it, plan
     # proposes the rebuild and changes nothing, tagging still finds the file's keys (its footer); apply rebuilds it
@@ -244,6 +246,7 @@ def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_
     [(_, drop)] = plan_for(text, tmp_path).actions
     assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == ["bloom_filters"]
     assert drop.reasons[0].startswith("rebuild: ") and table_files(table.location) == before
+    assert _looked_up(table)[0] == expected                                  # the footers where filters are gone
     result = table.write(spark.createDataFrame([("k9", 90, 9.0, "d1"), ("k6", 61, 6.0, "d0")], DDL))
     assert (result.inserted, result.updated) == (0, 2)
     Applier(spark=spark).apply(plan_for(text, tmp_path))       # drops it
@@ -254,3 +257,31 @@ def test_bloom_index_takes_the_files_filters_from_the_metadata_table(spark, tmp_
         f: footer_filter(pq.read_metadata(path)) for f, path in files.items()}
     code, shown, _ = cli(capsys, "show", table.location)
     assert code == 0 and "; data-skipping indexes bloom_filters " in shown, shown
+
+
+LOOKED_UP = ["k1", "k6", "k9", "absent"]
+
+
+def _held(table, keys) -> list[tuple[str, str, str]]:
+    """(key, partition path, data file path) of each of `keys` a full read of the latest slices finds."""
+    from tablespec.index import data_locations
+    handle = table.table.refresh()
+    paths = {s.file_id: s.base_file.path for s in handle.view.latest_slices() if s.base_file}
+    full = data_locations(handle).to_pylist()
+    return sorted((r["key"], r["partition_path"], paths[r["file_id"]]) for r in full if r["key"] in keys)
+
+
+def _looked_up(table) -> tuple[list[tuple[str, str, str]], set[str]]:
+    """`lookup` of LOOKED_UP on a BLOOM table (key, partition path, data file path), and the data files it opened."""
+    from dataclasses import replace
+
+    from tablespec.hudi.table import HudiTable
+    from tablespec.hudi.table import Location as TableLocation
+    from tablespec.index import lookup
+    storage = RecordingStorage()
+    handle = HudiTable.open(replace(TableLocation.parse(table.location), storage=storage))
+    paths = {s.file_id: s.base_file.path for s in handle.view.latest_slices() if s.base_file}
+    storage.reads.clear()
+    found = lookup(handle, LOOKED_UP).to_pylist()
+    opened = {p for p in storage.paths() if "/.hoodie/" not in p and p.endswith(".parquet")}
+    return sorted((r["key"], r["partition_path"], paths[r["file_id"]]) for r in found), opened

@@ -191,6 +191,9 @@ def test_plan_opens_a_large_indexs_files_while_verify_reads_its_content(tmp_path
     assert damage.checked(opened) == [layout.FILES, RECORD_INDEX, BLOOM_FILTERS, "secondary_index_idx_v"]
     assert observe(opened).metadata_damage == ()
     assert storage.reads and _data_blocks(storage) == []
+    # of the secondary index, plan read its base files' ends (trailer, block index) only: no log file, no block
+    indexed = [(p, offset) for p, offset, _ in storage.reads if "/secondary_index_" in p]
+    assert indexed and all(p.endswith(".hfile") and offset for p, offset in indexed), indexed
 
     storage.reads.clear()
     [found] = damage.find(HudiTable.open(replace(TableLocation.parse(base), storage=storage)), full=True)

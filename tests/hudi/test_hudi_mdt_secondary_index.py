@@ -271,3 +271,17 @@ def _plan(capsys, spec_file, warehouse) -> list[dict]:
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(warehouse), "--format", "json")
     assert code == 0, err
     return [a for t in json.loads(out)["tables"] for a in t["actions"]]
+
+
+def test_the_index_definitions_are_read_once_for_every_secondary_index(tmp_path):
+    """`columns` of two secondary indexes reads `.hoodie/.index_defs/index.json` once, not once per index."""
+    base, _ = _indexed(tmp_path, {"a": 1, "b": 2})
+    table = HudiTable.open(base)
+    with table.transaction_lock("secondary index build"):
+        secondary_index.initialize(table, "idx_w", "v", set(secondary_index.stored(table, "secondary_index_idx_v")))
+    storage = RecordingStorage()
+    opened = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
+    named = secondary_index.kept_in(opened.config)
+    storage.reads.clear()
+    assert secondary_index.columns(opened, named) == {"secondary_index_idx_v": "v", "secondary_index_idx_w": "v"}
+    assert [p for p in storage.paths() if p.endswith("index.json")] == [join(base, ".hoodie", ".index_defs", "index.json")]

@@ -22,8 +22,9 @@ from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.engine.reader import snapshot_slices
-from tablespec.hudi.mdt import layout, record_index_reader, secondary_index
+from tablespec.hudi.mdt import damage, layout, record_index_reader, secondary_index
 from tablespec.hudi.table import HudiTable
+from tablespec.plan.metadata_table import metadata_table_actions
 from tablespec.state import observe
 
 SKIPPING = ("column_stats", "files", "partition_stats")
@@ -92,6 +93,8 @@ def test_tablespec_keeps_column_and_partition_stats_and_bloom_filters_hudi_1_2_s
                                     **BLOOM_FROM_METADATA}, SCHEMA,
                          [("z", 700, "2024-01-02", 70), ("x", 501, "2024-01-01", 51), ("y", 601, "2024-01-09", 61)]),
               read_step(location, "v >= 500", **ON), read_step(location)]
+    statistics = Path(location, ".hoodie", "metadata", "column_stats")
+    before_hudi = set(statistics.iterdir())
     *reads, stats, filters, _, differences, _, after, every = hudi1.process.run(steps)
     assert set(filters) == set(held)
     for name, found in held.items():        # each file's filter holds its keys, not every key of the table
@@ -109,6 +112,16 @@ def test_tablespec_keeps_column_and_partition_stats_and_bloom_filters_hudi_1_2_s
     assert _initializations(location) == built
     assert observe(HudiTable.open(str(location))).metadata_table.partitions == kept
     assert sorted(dict(r)["id"] for r in tablespec_rows(table)) == ["a", "b", "c", "d", "x", "y", "z"]
+    assert damage.find(HudiTable.open(str(location)), full=True) == []      # Hudi 1.2's statistics check whole
+    # the column statistics of Hudi's write lost: verify names a file, plan proposes the rebuild and changes nothing
+    for lost in set(statistics.iterdir()) - before_hudi:
+        lost.unlink()
+    [found] = damage.find(HudiTable.open(str(location)), full=True)
+    assert found.partition == "column_stats" and "no statistics of" in found.message, found
+    before = table_files(location)
+    [drop] = metadata_table_actions(observe(HudiTable.open(str(location))))
+    assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == ["column_stats"]
+    assert table_files(location) == before
 
 
 WITHOUT = {**DEFAULTS, "hoodie.datasource.write.operation": "upsert", "hoodie.metadata.index.column.stats.enable": "false",

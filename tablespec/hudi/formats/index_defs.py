@@ -78,12 +78,11 @@ def with_index(storage: Storage, base: str, config: TableConfig, definition: dic
                                       keys.INDEX_DEFS_PATH.default or "", **config.extra})
 
 
-def definition(storage: Storage, base: str, config: TableConfig, name: str) -> dict[str, Any] | None:
-    """The definition of index `name`; None without one."""
+def definitions(storage: Storage, base: str, config: TableConfig) -> dict[str, dict[str, Any]]:
+    """Every index definition by name, in one read of the file (none without one)."""
     if keys.INDEX_DEFS_PATH.name not in config.extra:
-        return None
-    found = _read(storage, _path(base, config))["indexDefinitions"].get(name)
-    return dict(found) if found is not None else None
+        return {}
+    return {name: dict(found) for name, found in _read(storage, _path(base, config))["indexDefinitions"].items()}
 
 
 def source_fields(storage: Storage, base: str, config: TableConfig, name: str) -> list[str] | None:
@@ -111,4 +110,4 @@ def remove(storage: Storage, base: str, config: TableConfig, names: tuple[str, .
         _write(storage, path, content)
 
 
-__all__ = ["RECORD_INDEX_DEFINITION", "check", "column_stats_definition", "definition", "remove", "source_fields", "with_index"]
+__all__ = ["RECORD_INDEX_DEFINITION", "check", "column_stats_definition", "definitions", "remove", "source_fields", "with_index"]

@@ -1,7 +1,8 @@
 """Reading the metadata table's `column_stats` to skip base files, as Hudi's readers do: a file whose
 range of a column rules out a filter's condition (=, !=, <, <=, >, >=, in) holds no matching row.
 
-On version 9 the `partition_stats` partition rules out whole data partitions the same way.
+On version 9 the `partition_stats` partition rules out whole data partitions the same way, each
+confirmed by its files' `column_stats` (a lost log file leaves its bounds stale, too narrow).
 Only the keys a read needs are looked up (a compared column's key for each candidate file or
 partition: Hudi's keys are hashes, so a column's entries lie scattered through the HFiles), each in
 the data blocks the HFiles' block indexes point to; the partition's latest slices are merged as Hudi
@@ -49,7 +50,7 @@ def stored(table: HudiTable, partition: str, keys: Collection[str]) -> Stats | N
     return {k: r["ColumnStatsMetadata"] for k, r in merged.items() if r.get("ColumnStatsMetadata")}
 
 
-def _bound(wrapped: Any) -> Any:
+def bound(wrapped: Any) -> Any:
     """A bound's value out of Hudi's wrapper (a record holding `value`), None where there is none."""
     if isinstance(wrapped, tuple):        # a named union branch: (wrapper name, record)
         wrapped = wrapped[1]
@@ -98,7 +99,7 @@ def excludes(stats: Mapping[str, Any], value: Any, kind: str | None = None, op: 
         return True                       # every value is null: no comparison holds
     if op == "in":
         return all(excludes(stats, v, kind) for v in value if v is not None)
-    lo, hi = _bound(stats.get("minValue")), _bound(stats.get("maxValue"))
+    lo, hi = bound(stats.get("minValue")), bound(stats.get("maxValue"))
     if lo is None or hi is None or not (_comparable(value, lo) and _comparable(value, hi)):
         return False
     value, lo, hi = _as_spark_compares(value, lo, hi, kind)
@@ -146,21 +147,40 @@ def _rules_out(found: Stats, key: Callable[[str], str], conditions: Iterable[tup
 def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any]],
                     kinds: Mapping[str, str | None]) -> list[str] | None:
     """The data partitions the metadata table lists less those whose `partition_stats` (tight bounds
-    over each partition's latest files: for the latest snapshot only) rule a condition out; None
-    when none is ruled out or the statistics or the listing are not there to trust."""
+    over each partition's latest files: for the latest snapshot only) rule a condition out, and the
+    `column_stats` of each of its files too; None when none is ruled out or the statistics or the
+    listing are not there to trust."""
     columns = _compared(conditions, kinds)
     if not columns or PARTITION_STATS not in kept(table):
         return None
     try:
-        partitions = reader.listing(table).partitions
+        listed = reader.listing(table)
     except MetadataTableDamaged:
         return None
+    partitions = listed.partitions
     keys = {column_stats.partition_stats_key(c, p) for p in partitions for c in columns}
     if not keys or (found := stored(table, PARTITION_STATS, keys)) is None:
         return None
     out = [p for p in sorted(partitions)
            if not _rules_out(found, functools.partial(column_stats.partition_stats_key, partition=p), conditions, kinds)]
-    return out if partitions and len(out) < len(partitions) else None
+    if not partitions or len(out) == len(partitions):
+        return None
+    confirmed = _ruled_out_by_files(table, {p: listed.files.get(p, {}) for p in partitions if p not in out},
+                                    conditions, kinds)
+    return sorted(set(partitions) - confirmed) if confirmed else None
+
+
+def _ruled_out_by_files(table: HudiTable, files: Mapping[str, Collection[str]],
+                        conditions: Collection[tuple[str, str, Any]], kinds: Mapping[str, str | None]) -> set[str] | None:
+    """The partitions (of those `partition_stats` ruled out, with the files the listing holds) whose every
+    file's `column_stats` rule a condition out too (None: no column statistics to confirm with): stale
+    partition bounds (a lost log file) never prune away a file's rows. Only the ruled-out partitions'
+    keys are looked up."""
+    columns = _compared(conditions, kinds)
+    keys = {column_stats.column_stats_key(c, p, f) for p, names in files.items() for f in names for c in columns}
+    if COLUMN_STATS not in kept(table) or (found := stored(table, COLUMN_STATS, keys)) is None:
+        return None
+    return {p for p, names in files.items() if all(skipped(found, p, f, conditions, kinds) for f in names)}
 
 
 __all__ = ["excludes", "file_stats", "partitions_left", "skipped", "stored"]

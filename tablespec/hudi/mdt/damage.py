@@ -7,10 +7,14 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
   of live file groups that completed commits record, per partition, by name and size. Skipped while
   a clean, rollback or restore is pending (they are deleting files).
 - `record_index`: every log block that counts decoded, and each base file's trailer and index read.
-- `bloom_filters` and secondary indexes (those tablespec keeps, completely built): each base file's
-  trailer and index read; and their content (`full`: `verify` always, `plan` while small, see
-  `CONTENT_CHECK_BYTES`): every file decoded, and nothing missing that readers look up: a filter for
-  each latest base file; for each key the record index holds, an entry (and none of a key it lacks).
+- `column_stats`, `partition_stats`, `bloom_filters` and secondary indexes (those tablespec keeps,
+  completely built): each base file's trailer and index read; and their content (`full`: `verify`
+  always, `plan` while small, see `CONTENT_CHECK_BYTES`): every file decoded, and nothing missing that
+  readers look up: statistics and a filter of each latest base file, statistics of each data
+  partition holding one; for each key the record index holds, an entry (and none of a key it lacks);
+  and no partition's bounds narrower than a latest base file's statistics in it (readers would prune
+  the partition away while the file holds rows it matches). A file or partition without statistics
+  is read, never skipped: readers stay correct until the rebuild.
 - all: each log file as long as the completed deltacommits' write stats say they made it.
 """
 from __future__ import annotations
@@ -26,10 +30,11 @@ from tablespec.hudi.config import named_partitions
 from tablespec.hudi.formats.hfile import HFileReader
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.io import join
-from tablespec.hudi.mdt import bloom_filters, layout, reader, record_index_reader, secondary_index
+from tablespec.hudi.mdt import bloom_filters, column_stats, layout, reader, record_index_reader, secondary_index
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
-from tablespec.hudi.mdt.column_stats import latest
+from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS, latest
 from tablespec.hudi.mdt.column_stats_changes import half_built, kept
+from tablespec.hudi.mdt.column_stats_reader import bound
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.timeline.instant import CLEAN, RESTORE, ROLLBACK
 
@@ -39,8 +44,8 @@ if TYPE_CHECKING:
 EXAMPLES = 3
 CHECKED = (layout.FILES, RECORD_INDEX)
 CONTENT_CHECK_BYTES = 8 << 20
-"""The most bytes of a bloom-filter or secondary-index partition's latest files (a secondary index's
-with the record index's it is compared with) whose content `find` checks by default: `plan`, `report`
+"""The most bytes of a data-skipping or secondary-index partition's latest files (a secondary index's
+with the record index's, partition stats' with column stats', it is compared with) whose content `find` checks by default: `plan`, `report`
 and each `apply` observation read metadata only, cheaply (issue 36), and a filter is ~330 KB per base
 file, so a large table's would be gigabytes per plan. A small one's content stays checked, so plan
 proposes its rebuild; a larger one's is checked by `verify`, whose message says how to rebuild it."""
@@ -54,11 +59,12 @@ class Damage:
 
 
 def checked(table: HudiTable) -> list[str]:
-    """The partitions `find` checks: those of `CHECKED` hoodie.properties name as ready, and the bloom
-    filters and secondary indexes tablespec keeps there, completely built (a half-built one is dropped)."""
+    """The partitions `find` checks: those of `CHECKED` hoodie.properties name as ready, and the data-
+    skipping partitions and secondary indexes tablespec keeps there, completely built (a half-built one
+    is dropped)."""
     config = table.config
     named = named_partitions(config)
-    indexes = [p for p in (BLOOM_FILTERS,) if p in kept(table)] + list(secondary_index.kept_in(config))
+    indexes = list(kept(table)) + list(secondary_index.kept_in(config))
     unbuilt = half_built(table) if indexes else ()
     return [p for p in CHECKED if p in named] + [p for p in indexes if p not in unbuilt]
 
@@ -68,7 +74,7 @@ def find(table: HudiTable, full: bool = False) -> list[Damage]:
     bloom filters' and secondary indexes' content only when `full` (verify) or within
     `CONTENT_CHECK_BYTES`. The record index is scanned once at most, for all secondary indexes."""
     check = _Check(table, None if full else CONTENT_CHECK_BYTES)
-    return [d for p in checked(table) if (d := check.damage(p)) is not None]
+    return [d for p in check.checked if (d := check.damage(p)) is not None]
 
 
 def require_intact(table: HudiTable, partition: str) -> None:
@@ -94,11 +100,16 @@ class _Check:
         self.table = table
         self.budget = budget
         self._slices: dict[str, tuple[list[layout.Slice], set[str]]] = {}
+        self._entries: dict[str, Mapping[str, Mapping[str, Any]]] = {}
 
     def slices(self, partition: str) -> tuple[list[layout.Slice], set[str]]:
         if partition not in self._slices:
             self._slices[partition] = reader.latest_slices(self.table, partition)
         return self._slices[partition]
+
+    @functools.cached_property
+    def checked(self) -> list[str]:
+        return checked(self.table)
 
     @functools.cached_property
     def held(self) -> set[str] | None:
@@ -108,9 +119,23 @@ class _Check:
         except MetadataTableDamaged:
             return None
 
+    def compared(self, partition: str) -> tuple[str, ...]:
+        """The partitions a content check of `partition` decodes: a secondary index with the record index,
+        partition stats with column stats (when kept, completely built)."""
+        if partition.startswith(secondary_index.PREFIX):
+            return partition, RECORD_INDEX
+        if partition == PARTITION_STATS and COLUMN_STATS in self.checked:
+            return partition, COLUMN_STATS
+        return (partition,)
+
+    def entries(self, partition: str) -> Mapping[str, Mapping[str, Any]]:
+        if partition not in self._entries:
+            self._entries[partition] = _entries(self.table, *self.slices(partition))
+        return self._entries[partition]
+
     def size(self, partition: str) -> int:
-        """The bytes a content check of `partition` reads: its latest files (and the record index's)."""
-        compared = (partition,) if partition == BLOOM_FILTERS else (partition, RECORD_INDEX)
+        """The bytes a content check of `partition` reads: its latest files and those it is `compared` with."""
+        compared = self.compared(partition)
         return sum(s.base_size + sum(z for _, z in s.log_files) for p in compared for s in self.slices(p)[0])
 
     def damage(self, partition: str) -> Damage | None:
@@ -140,17 +165,34 @@ class _Check:
         size = self.size(partition)
         if self.budget is not None and size > self.budget:
             return None
-        entries = _entries(self.table, *self.slices(partition))
-        why = _bloom_filters(self.table, entries) if partition == BLOOM_FILTERS else \
-            _secondary_index(self.table, partition, entries, self.held)
+        entries = self.entries(partition)
+        if partition == BLOOM_FILTERS:
+            why = _bloom_filters(self.table, entries)
+        elif partition == COLUMN_STATS:
+            why = _column_stats(self.table, entries)
+        elif partition == PARTITION_STATS:
+            why = _partition_stats(self.table, entries, self.column_stats())
+        else:
+            why = _secondary_index(self.table, partition, entries, self.held)
         if why is None or size <= CONTENT_CHECK_BYTES:
             return why
-        declared = ("bloomFilters" if partition == BLOOM_FILTERS
-                    else f"the secondary index {partition.removeprefix(secondary_index.PREFIX)}")
+        declared = {BLOOM_FILTERS: "bloomFilters", COLUMN_STATS: "columnStats", PARTITION_STATS: "partitionStats"}.get(
+            partition) or f"the secondary index {partition.removeprefix(secondary_index.PREFIX)}"
         raise MetadataTableDamaged(partition, (
             f"{why}; the metadata table's {partition} partition is damaged, and plan does not read one this large "
             f"({size} bytes of files): to rebuild it, leave {declared} out of the spec's dataSkipping section (one "
             "apply drops it), then declare it again (the next apply builds it afresh)"), explained=True)
+
+
+    def column_stats(self) -> Mapping[str, Mapping[str, Any]] | None:
+        """The `column_stats` entries partition stats are compared with; None when it is not checked or
+        does not decode (its own check reports it)."""
+        if COLUMN_STATS not in self.compared(PARTITION_STATS):
+            return None
+        try:
+            return self.entries(COLUMN_STATS)
+        except (MetadataTableDamaged, HudiFormatError):
+            return None
 
 
 def _short_logs(table: HudiTable, partition: str, slices: list[layout.Slice], valid: set[str]) -> str | None:
@@ -263,6 +305,73 @@ def _bloom_filters(table: HudiTable, stored: Mapping[str, Mapping[str, Any]]) ->
         return None
     return (f"{layout.partition_path(table.base, BLOOM_FILTERS)}: no bloom filter of {len(missing)} latest base "
             f"file(s) (e.g. {', '.join(missing[:EXAMPLES])})")
+
+
+NAME_ID = len(column_stats.name_id(""))
+"""The characters of a column's (or a partition's) hash at the head of a statistics key."""
+
+
+def _latest_base_files(table: HudiTable) -> list[tuple[str, str]]:
+    """(data partition, file name) of each latest base file."""
+    return [(s.partition, s.base_file.name) for s in table.view.latest_slices() if s.base_file is not None]
+
+
+def _column_stats(table: HudiTable, stored: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """A latest base file the `column_stats` partition (its `stored` records) holds no statistics of (reads
+    then never skip it, but its statistics are lost to them), or None. Keys are a column's hash then the
+    file's (partition and name hashes)."""
+    held = {k[NAME_ID:] for k in stored}
+    missing = [f"{p}/{n}" if p else n for p, n in _latest_base_files(table)
+               if column_stats.column_stats_key("", p, n)[NAME_ID:] not in held]
+    if not missing:
+        return None
+    return (f"{layout.partition_path(table.base, COLUMN_STATS)}: no statistics of {len(missing)} latest base "
+            f"file(s) (e.g. {', '.join(missing[:EXAMPLES])})")
+
+
+def _partition_stats(table: HudiTable, stored: Mapping[str, Mapping[str, Any]],
+                     files: Mapping[str, Mapping[str, Any]] | None) -> str | None:
+    """A data partition holding latest base files that `partition_stats` (its `stored` records) has no
+    statistics of, or one whose bounds of a column leave out a latest base file's (`files`: the
+    `column_stats` records, None: not compared): readers would prune it away for rows it holds."""
+    latest_files = _latest_base_files(table)
+    held = {k[NAME_ID:] for k in stored}
+    partitions = sorted({p for p, _ in latest_files})
+    missing = [column_stats.partition_name(p) for p in partitions
+               if column_stats.partition_stats_key("", p)[NAME_ID:] not in held]
+    by_file: dict[str, list[str]] = {}
+    for k in files or ():
+        by_file.setdefault(k[NAME_ID:], []).append(k)
+    wider = [f"{p}/{n}" if p else n for p, n in latest_files
+             if any(_outside(stored.get(k[:NAME_ID] + column_stats.partition_stats_key("", p)[NAME_ID:]), files[k])
+                    for k in by_file.get(column_stats.column_stats_key("", p, n)[NAME_ID:], ()))] if files else []
+    parts = [f"{len(found)} {what} (e.g. {', '.join(found[:EXAMPLES])})"
+             for found, what in ((missing, "data partition(s) with no statistics"),
+                                 (wider, "latest base file(s) with values beyond their partition's bounds")) if found]
+    if not parts:
+        return None
+    return f"{layout.partition_path(table.base, PARTITION_STATS)}: {'; '.join(parts)}"
+
+
+def _outside(partition: Mapping[str, Any] | None, file: Mapping[str, Any]) -> bool:
+    """Whether a file's range of a column reaches beyond its partition's (both records; False where either
+    has no bounds or they are not numbers, strings or booleans alike)."""
+    if partition is None:
+        return False
+    outer, inner = partition.get("ColumnStatsMetadata") or {}, file.get("ColumnStatsMetadata") or {}
+    lo, hi = bound(outer.get("minValue")), bound(outer.get("maxValue"))
+    a, b = bound(inner.get("minValue")), bound(inner.get("maxValue"))
+    kinds = {_kind(x) for x in (lo, hi, a, b)}
+    return len(kinds) == 1 and None not in kinds and bool(a < lo or b > hi)
+
+
+def _kind(value: Any) -> str | None:
+    """What a bound compares as (None: not compared, e.g. a decimal's unscaled bytes)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else None
 
 
 def _secondary_index(table: HudiTable, partition: str, stored: Mapping[str, Mapping[str, Any]],

@@ -117,11 +117,13 @@ def kept_in(config: TableConfig | None) -> tuple[str, ...]:
 
 def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:
     """Partition -> indexed column, from the index definitions; refused where one is missing or
-    is not an identity index of one column."""
+    is not an identity index of one column. The definitions file is read once for all."""
     from tablespec.hudi.formats import index_defs
-    out = {}
-    for name in partitions:
-        found = index_defs.definition(table.storage, table.base, table.config, name) if table.config else None
+    out: dict[str, str] = {}
+    named = tuple(partitions)
+    defined = index_defs.definitions(table.storage, table.base, table.config) if table.config and named else {}
+    for name in named:
+        found = defined.get(name)
         fields = (found or {}).get("sourceFields")
         if not found or found.get("indexFunction", "identity") != "identity" or not isinstance(fields, list) \
                 or len(fields) != 1 or not isinstance(fields[0], str):
