@@ -15,7 +15,7 @@ import time
 import pyarrow as pa
 from helpers import hudi_rs_rows, make_table, rows, tablespec_rows
 from hudi_process import read_step
-from test_hudi_concurrency import DDL, HUDI_JOB, SPEC, _data, _plan, job_outcome, latest_rows, wait_for_dead_writes
+from test_hudi_concurrency import DDL, HUDI_JOB, SPEC, _data, _plan, expire_dead_writes, job_outcome, latest_rows
 
 from tablespec.apply import Applier
 from tablespec.errors import StalePlanError
@@ -79,12 +79,12 @@ def test_tablespec_beside_a_running_hudi_1_2_job(hudi, hudi1, tmp_path, monkeypa
     ingest([(f"k{n}", -1, 0, f"d{n % 2}") for n in range(12)])
     control = tmp_path / "control"
     control.mkdir()
-    job = subprocess.Popen([sys.executable, "-c", HUDI_JOB, str(control), str(spec_file), str(tmp_path), "180",
+    job = subprocess.Popen([sys.executable, "-c", HUDI_JOB, str(control), str(spec_file), str(tmp_path), "600",
                             HUDI_1_2], env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     log = control / "log.jsonl"
     try:
-        deadline = time.monotonic() + 150
+        deadline = time.monotonic() + 400
         while not (log.exists() and '"ok": true' in log.read_text()):   # the job is up and committing
             assert job.poll() is None and time.monotonic() < deadline, job.stdout.read() if job.poll() else "slow"
             time.sleep(0.5)
@@ -112,7 +112,7 @@ def test_tablespec_beside_a_running_hudi_1_2_job(hudi, hudi1, tmp_path, monkeypa
         assert "conflict" in e["error"].lower() or "clustering" in e["error"].lower(), e["error"]
     for message in conflicts:
         assert "rolled back" in message or "no longer matches" in message or "stale" in message, message
-    wait_for_dead_writes(table.location)
+    expire_dead_writes(table.location)
     Applier(spark=hudi).apply(_plan(_spec(False), tmp_path))
     assert not HudiTable.open(table.location).timeline.pending()
 

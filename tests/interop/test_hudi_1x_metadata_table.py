@@ -4,20 +4,18 @@ keeps them all (data skipping: test_hudi_1x_data_skipping.py), upserts, deletes,
 Hudi 1.2 lays it out (`.hoodie/metadata/.hoodie/timeline/`, `<requested>_<completion>.deltacommit`
 in Avro, one log file per deltacommit named by it) and compacting it when due. After that Hudi 1.2
 reads the table through its metadata table equal to tablespec, its `validate_metadata_table_files`
-finds no difference, it writes on, and tablespec imports and plans clean."""
+finds no difference, it writes on, and tablespec imports and plans clean. A write killed after its
+metadata deltacommit and rolled back with it: test_hudi_1x_record_index.py (on a table whose metadata
+table holds `files` and the record index)."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pyarrow as pa
-from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
+from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import Batch, read_step, sql_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_metadata_table import assert_listing_is_storage, files_on_storage
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
-from tablespec.faults import CRASH_ENV
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.table import HudiTable
@@ -140,41 +138,3 @@ def test_tablespec_keeps_the_metadata_table_hudi_1_2_created(hudi, hudi1, tmp_pa
     _, every, differences, theirs = hudi1.process.run(_hudi_checks(location, "m9_again"))
     _assert_validated(_on_storage(location), every, differences)
     assert rows(pa.Table.from_pylist(theirs)) == tablespec_rows(table)
-
-
-def test_a_write_killed_after_its_metadata_deltacommit_is_rolled_back(hudi, hudi1, tmp_path, capsys):
-    """kill -9 after the metadata table's deltacommit completed and before the data instant did: the
-    next apply rolls the data instant back and the deltacommit with it (its log file and instant
-    files go, a rollback on the metadata timeline says so); Hudi 1.2 validates and reads the result."""
-    location, _ = hudi1.copy(V9_MDT, tmp_path / "m9")
-    doc, spec_file = _import(tmp_path, location, capsys)
-    _table(hudi, doc, location).write(hudi.createDataFrame([("e", 5, "2024-01-02", 3)], SCHEMA))
-    died = run_script(f"""
-        from pyspark.sql import SparkSession
-        from tablespec.spec.loader import load_spec_text
-        from tablespec.table import Table
-        spec = load_spec_text(open({str(spec_file)!r}).read(), "m9.yaml").specs[0].spec
-        spark = SparkSession.builder.master("local[1]").getOrCreate()
-        Table(spec, {str(location)!r}, spark).write(spark.createDataFrame([("a", 99, "2024-01-01", 9)], {SCHEMA!r}))
-    """, **{CRASH_ENV: "after_metadata_deltacommit"})
-    assert died.returncode == -9, died.stderr[-2000:]
-    handle, metadata = _metadata(location)
-    [dead] = handle.timeline.pending()
-    assert [i for i in metadata if i.timestamp == dead.timestamp][0].completed   # its deltacommit completed
-    assert (location / ".hoodie" / "metadata" / "files" / f".files-0000-0_{dead.timestamp}.log.1_0-0-0").exists()
-    os.utime(Path(location, ".hoodie", ".heartbeat", dead.timestamp), (0, 0))   # its heartbeat long stale
-
-    table = _table(hudi, doc, location)
-    table.write(hudi.createDataFrame([("f", 6, "2024-01-03", 10)], SCHEMA))
-    handle, metadata = _metadata(location)
-    assert not handle.timeline.pending() and not handle.timeline.contains_completed(dead.timestamp)
-    assert dead.timestamp not in {i.timestamp for i in metadata if i.action == layout.DELTA_COMMIT}
-    [rolled] = [i for i in metadata if i.action == "rollback"]
-    assert rolled.completed and rolled.completion and len(rolled.timestamp) == 17
-    assert not list((location / ".hoodie" / "metadata" / "files").glob(f"*{dead.timestamp}*"))
-    assert_listing_is_storage(str(location))
-    ours = tablespec_rows(table)
-    assert _by_id(ours) == {"a": 10, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}
-    _, every, differences, theirs = hudi1.process.run(_hudi_checks(location, "m9_killed"))
-    _assert_validated(_on_storage(location), every, differences)
-    assert rows(pa.Table.from_pylist(theirs)) == ours

@@ -17,6 +17,7 @@ from hudi_process import Batch, read_step, record_index_step, write_step
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
 from test_hudi_metadata_record_index import assert_decoded_together
+from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
@@ -142,8 +143,9 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
                                                                                           capsys):
     """Clustering (every key moves file group), a clean and the metadata table's compaction (the record
     index's file groups with log files get base files), then a write killed after its metadata
-    deltacommit (a key moving partition) and rolled back by the next: the index stays the table's,
-    and Hudi 1.2 validates, reads equal and looks every key up where tablespec does."""
+    deltacommit (a key moving partition) and rolled back by the next, the deltacommit with it (its log
+    files in `files` and `record_index` go, a rollback on the metadata timeline says so): the index stays
+    the table's, and Hudi 1.2 validates, reads equal and looks every key up where tablespec does."""
     location, _ = hudi1.copy(V9_MDT, tmp_path / "r9")
     doc, spec_file = _import(tmp_path, location, capsys)
     doc["spec"]["index"] = {"type": "RECORD_LEVEL"}
@@ -178,13 +180,23 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
         Table(spec, {str(location)!r}, spark).write(spark.createDataFrame([("b", 99, "2024-01-03", 9)], {SCHEMA!r}))
     """, **{CRASH_ENV: "after_metadata_deltacommit"})
     assert died.returncode == -9, died.stderr[-2000:]
-    handle, _ = _metadata(location)
+    handle, metadata = _metadata(location)
     [dead] = handle.timeline.pending()
+    assert [i for i in metadata if i.timestamp == dead.timestamp][0].completed   # its deltacommit completed
     assert list((location / ".hoodie" / "metadata" / "record_index").glob(f".record-index-*_{dead.timestamp}.log.*"))
+    assert (location / ".hoodie" / "metadata" / "files" / f".files-0000-0_{dead.timestamp}.log.1_0-0-0").exists()
     os.utime(Path(location, ".hoodie", ".heartbeat", dead.timestamp), (0, 0))   # its heartbeat long stale
     table = _table(hudi, doc, location)
     table.write(hudi.createDataFrame([("f", 6, "2024-01-01", 10)], SCHEMA))
+    # rolled back with the data instant: its deltacommit and log files go, a rollback on the metadata timeline says so
+    handle, metadata = _metadata(location)
+    assert not handle.timeline.pending() and not handle.timeline.contains_completed(dead.timestamp)
+    assert dead.timestamp not in {i.timestamp for i in metadata if i.action == layout.DELTA_COMMIT}
+    [rolled] = [i for i in metadata if i.action == "rollback"]
+    assert rolled.completed and rolled.completion and len(rolled.timestamp) == 17
+    assert not list((location / ".hoodie" / "metadata" / "files").glob(f"*{dead.timestamp}*"))
     assert not list((location / ".hoodie" / "metadata" / "record_index").glob(f"*{dead.timestamp}*"))
+    assert_listing_is_storage(str(location))
     _assert_index_is_the_table(location)
     ours = tablespec_rows(table)
     assert {k: v for k, v in _by_id(ours).items() if k != "c"} == {"a": 11, "b": 2, "d": 4, "e": 5, "f": 6}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from helpers import make_table
 from interop_support import HISTORY_DDL as DDL
 from interop_support import history_spec, hudi_df, hudi_rows, hudi_write
@@ -93,9 +94,25 @@ def _instant_files(base) -> list[str]:
     return sorted(p.name for p in (base / ".hoodie").iterdir() if p.is_file() and p.name[:1].isdigit())
 
 
-def test_tablespec_reads_the_archived_timeline_hudi_wrote(hudi, tmp_path):
-    base = str(tmp_path / "archived")
-    _hudi_commits(hudi, base, 7)
+@pytest.fixture(scope="module")
+def hudi_archived(spark_session, tmp_path_factory):
+    """Seven upserts through Apache Hudi, which archived as it went (its cleans too), written once for
+    the module; each test takes a copy (`archived_copy`)."""
+    spark, missing = spark_session   # the `hudi` fixture's session, for the whole module
+    if missing:
+        pytest.skip(f"Apache Hudi is not available: {missing}")
+    base = tmp_path_factory.mktemp("hudi-archived") / "archived"
+    _hudi_commits(spark, str(base), 7)
+    return base
+
+
+@pytest.fixture
+def archived_copy(hudi_archived, tmp_path):
+    return shutil.copytree(hudi_archived, tmp_path / "archived")
+
+
+def test_tablespec_reads_the_archived_timeline_hudi_wrote(hudi, archived_copy):
+    base = str(archived_copy)
     instants = _assert_same_archive(hudi, base)
     assert {a for _, a, _ in instants} == {"commit", "clean"}
 
@@ -216,10 +233,9 @@ def test_a_table_archiving_as_its_spec_says_reads_in_hudi_and_takes_hudi_upserts
     assert_readers_agree(hudi, Table(table.spec, base, hudi))
 
 
-def test_a_table_hudi_archived_imports_and_plans_clean(hudi, tmp_path, capsys):
+def test_a_table_hudi_archived_imports_and_plans_clean(hudi, archived_copy, tmp_path, capsys):
     from interop_support import cli
-    base = tmp_path / "archived"
-    _hudi_commits(hudi, str(base), 7)
+    base = archived_copy
     assert archive_files(LocalStorage(), str(base))
     code, out, err = cli(capsys, "import", str(base), "--warehouse", str(tmp_path))
     assert code == 0, err

@@ -17,6 +17,7 @@ from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.conflict import WriteConflictError
+from tablespec.hudi.timeline.heartbeat import heartbeat_path
 from tablespec.hudi.timeline.txn_lock import EXPIRE_ENV, TransactionLock, TransactionLockTimeout, lock_path, read_holder
 from tablespec.hudi_options import hudi_write_options
 from tablespec.plan.builder import build_plan
@@ -258,13 +259,15 @@ def job_outcome(log, location: str) -> tuple[list, list, list]:
     return hudi_ok, failed, in_doubt
 
 
-def wait_for_dead_writes(location: str, seconds: float = 30) -> None:
-    """Until every pending instant's heartbeat went stale (the dead attempts Hudi left for lazy
-    cleaning, which the next apply rolls back)."""
-    deadline = time.monotonic() + seconds
-    while set((state := observe(HudiTable.open(location))).pending) - set(state.expired):
-        assert time.monotonic() < deadline, state.pending
-        time.sleep(1)
+def expire_dead_writes(location: str) -> None:
+    """The pending instants the killed job left (Hudi leaves dead attempts for lazy cleaning, which the
+    next apply rolls back): their heartbeat files are set back past the tolerance, as waiting it out
+    would leave them (the job is dead: nothing beats for them any more); then every one counts as dead."""
+    state = observe(HudiTable.open(location))
+    for instant in set(state.pending) - set(state.expired):
+        _age(heartbeat_path(location, instant.timestamp), 3600)
+    state = observe(HudiTable.open(location))
+    assert not set(state.pending) - set(state.expired), state.pending
 
 
 def latest_rows(batches) -> list[tuple]:
@@ -316,7 +319,7 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
     ingest([(f"k{n}", -1, 0, f"d{n % 2}") for n in range(12)])
     control = tmp_path / "control"
     control.mkdir()
-    job = subprocess.Popen([sys.executable, "-c", HUDI_JOB, str(control), str(spec_file), str(tmp_path), "150"],
+    job = subprocess.Popen([sys.executable, "-c", HUDI_JOB, str(control), str(spec_file), str(tmp_path), "600"],
                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
     log = control / "log.jsonl"
@@ -341,7 +344,7 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
         raise AssertionError(f"{kind} did not commit; plans {tried}; conflicts {conflicts}")
 
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 400
         while not (log.exists() and '"ok": true' in log.read_text()):   # the job is up and committing
             assert job.poll() is None and time.monotonic() < deadline, job.stdout.read() if job.poll() else "slow"
             time.sleep(0.5)
@@ -395,7 +398,7 @@ def test_tablespec_actions_beside_a_running_hudi_job(hudi, tmp_path, monkeypatch
         assert "Conflict" in e["error"] or "clustering" in e["error"].lower(), e["error"]
     for message in conflicts:
         assert "rolled back" in message or "no longer matches" in message or "stale" in message, message
-    wait_for_dead_writes(table.location)
+    expire_dead_writes(table.location)
     Applier(spark=hudi).apply(_plan(spec_text(4), tmp_path))
     assert not Timeline.load(ST, table.location).pending()
 
