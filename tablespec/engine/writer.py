@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.compaction import after_deltacommit
+from tablespec.engine.compaction import run as run_compaction
 from tablespec.engine.delta import batch_partitions, log_targets, untargeted
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
@@ -33,6 +34,7 @@ from tablespec.hudi.mdt import record_index_writer
 from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
 from tablespec.hudi.mdt.damage import record_index_damage
 from tablespec.hudi.services.clustering import planned_file_groups, refuse_replacing_planned
+from tablespec.hudi.services.compaction import pending_plans
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.conflict import ALL_PARTITIONS
@@ -40,6 +42,7 @@ from tablespec.hudi.timeline.lock import TableLock
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import write_refusal
 from tablespec.plan.columns import spec_columns
+from tablespec.plan.compaction import run_by_tablespec
 from tablespec.results import Compacted
 from tablespec.state import TableState, observe
 from tablespec.wording import counted
@@ -128,7 +131,8 @@ class TableWriter:
             with locked(self.table, "writer", self.lock_timeout, self.heartbeat_tolerance, held=lock) as lock:
                 if self.table.generation != checked:  # recovery changed the table: checked again as it left it
                     self._refuse(observe(self.table, check_metadata=False))
-                seen = self.table.timeline  # as `locked` read it
+                self._finish_compactions(lock)
+                seen = self.table.timeline  # as `locked` read it (and a pending compaction run)
                 result = self._write_locked(df, operation, lock)
                 if result.instant is not None:  # the write added a commit: compact and archive as the spec says, if due
                     compacted, failed = self._compact_after(lock)
@@ -139,6 +143,15 @@ class TableWriter:
                 return result
         finally:
             lock.release()
+
+    def _finish_compactions(self, lock: TableLock) -> None:
+        """Run the compactions pending on a merge-on-read table whose spec gives compaction to tablespec
+        (a plan its housekeeping scheduled and was killed running, or one left to `apply`): deltacommits
+        wait for them (write_refusal), so the writer finishes them first, as `apply` would."""
+        if self.table.table_config.table_type != "MERGE_ON_READ" or not run_by_tablespec(self.spec):
+            return
+        for instant in sorted(pending_plans(self.table.timeline), key=lambda i: i.timestamp):
+            run_compaction(self.spark, self.spec, self.table, instant, table_avro_schema(self.spec), lock)
 
     def _compact_after(self, lock: TableLock) -> tuple[Compacted | None, str]:
         """The compaction housekeeping after a deltacommit, and why it failed ("" when it did not): the

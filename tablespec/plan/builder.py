@@ -49,7 +49,7 @@ from tablespec.plan.actions import (
 from tablespec.plan.buckets import BucketLayout, sizing_warning, suggested_buckets
 from tablespec.plan.clustering import clustering_actions, compacting, pending_runs, spec_coverage
 from tablespec.plan.columns import ColumnChange, diff_columns, spec_columns
-from tablespec.plan.compaction import compaction_actions, pending_notes
+from tablespec.plan.compaction import compaction_actions, pending_notes, run_by_tablespec
 from tablespec.plan.locations import occupied_message
 from tablespec.plan.merge_on_read import (
     CONVERSION_REASON,
@@ -251,7 +251,7 @@ def write_refusal(spec, state: TableState) -> str | None:
                 "run `tablespec plan` and `tablespec apply` first")
     if (why := unmanaged(spec, state)) is not None:
         return why
-    if state.table_config.table_type == MERGE_ON_READ and (why := _unwritable_merge_on_read(state)):
+    if state.table_config.table_type == MERGE_ON_READ and (why := _unwritable_merge_on_read(spec, state)):
         return f"table {display_name(spec)} at {state.location} is a MERGE_ON_READ table: {why}"
     if (why := unwritable_version(state.table_config)) is not None:
         return f"table {display_name(spec)} at {state.location}: {why}"
@@ -280,16 +280,17 @@ def unwritable_merge_on_read(version: int) -> str | None:
             f"(this one: version {version})")
 
 
-def _unwritable_merge_on_read(state: TableState) -> str | None:
+def _unwritable_merge_on_read(spec, state: TableState) -> str | None:
     """Why tablespec does not write deltacommits into this merge-on-read table, or None: not at a
-    version it does not write them on, and not while a compaction is pending (version 6
-    names new log files by its instant)."""
+    version it does not write them on, and not while a compaction is pending (version 6 names new
+    log files by its instant), unless the spec gives compaction to tablespec: then the writer runs
+    the pending plan first (one its own housekeeping left when killed, too)."""
     if (why := unwritable_merge_on_read(state.table_config.version)) is not None:
         return f"{why}; write it with Apache Hudi"
     pending = [i.timestamp for i in state.pending if i.action == "compaction"]
-    if pending:
+    if pending and not run_by_tablespec(spec):
         return (f"compaction {', '.join(pending)} is pending; tablespec writes deltacommits once it has run "
-                "(Apache Hudi's `run_compaction`)")
+                "(Apache Hudi's `run_compaction`, or `tablespec apply` with the spec's compaction runBy: tablespec)")
     return None
 
 

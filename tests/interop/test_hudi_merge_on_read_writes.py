@@ -319,6 +319,18 @@ def test_merge_on_read_writes_wait_for_a_pending_compaction(hudi, tmp_path, caps
         table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
     assert sorted((p, p.stat().st_size) for p in location.rglob("*") if p.is_file()) == files
 
+    # a spec giving compaction to tablespec: the writer runs the pending plan first (as `apply` would),
+    # as it does one its own housekeeping left when killed (test_hudi_merge_on_read_crash_loop.py)
+    [pending] = HudiTable.open(str(location)).timeline.pending()
+    doc["spec"]["compaction"] = {**doc["spec"].get("compaction", {}), "runBy": "tablespec"}
+    table = _table(hudi, doc, location)
+    result = table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
+    timeline = HudiTable.open(str(location)).timeline
+    assert not timeline.pending() and timeline.contains_completed(pending.timestamp)
+    assert [i.action for i in timeline.completed() if i.timestamp >= pending.timestamp] == ["commit", "deltacommit"]
+    assert timeline.head.timestamp == result.instant
+    assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 30, "d": 4, "e": 5, "z": 1}
+
 
 def test_tablespec_deltacommits_on_version_9_read_as_hudi_1_2_reads_them(hudi, hudi1, tmp_path, capsys):
     """Version 9 (a BUCKET table Hudi 1.2 created), laid out as Hudi 1.2 lays a deltacommit out

@@ -73,7 +73,7 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     """A spec saying COPY_ON_WRITE for a MERGE_ON_READ table: plan and writes refuse it in one line.
     A spec saying MERGE_ON_READ plans (no actions); writes commit deltacommits on versions 6 and 9 with the
     BUCKET, SIMPLE, BLOOM and RECORD_LEVEL indexes, and are refused on version 8 and while a compaction is
-    pending."""
+    pending, unless the spec gives compaction to tablespec (the writer runs it first)."""
     state = state_for(BASE, **{"hoodie.table.type": "MERGE_ON_READ"})
     why = write_refusal(_spec(BASE), state)
     with pytest.raises(UnsupportedTableError) as planned:
@@ -89,7 +89,10 @@ def test_a_merge_on_read_table_is_refused_by_writes_as_by_plan():
     compacting = dataclasses.replace(state, pending=(Instant("20261122000000000", "compaction", "requested"),))
     assert write_refusal(_spec(merge_on_read), compacting) == (
         "table sales.orders at /wh/sales/orders is a MERGE_ON_READ table: compaction 20261122000000000 is pending; "
-        "tablespec writes deltacommits once it has run (Apache Hudi's `run_compaction`)")
+        "tablespec writes deltacommits once it has run (Apache Hudi's `run_compaction`, or `tablespec apply` "
+        "with the spec's compaction runBy: tablespec)")
+    ours = _with(merge_on_read, compaction="{runBy: tablespec}")   # the writer runs the pending plan first
+    assert write_refusal(_spec(ours), dataclasses.replace(state_for(ours), pending=compacting.pending)) is None
     simple = _with(merge_on_read, index="{type: SIMPLE}")
     assert write_refusal(_spec(simple), state_for(simple)) is None   # SIMPLE (and BLOOM): deltacommits too
     record_level = _with(merge_on_read, index="{type: RECORD_LEVEL}")
