@@ -243,7 +243,7 @@ def read_incremental(spark, table: HudiTable, spec, begin: str, end: str | None 
                         f"been cleaned (spec.retention.keepCommits); the earliest instant still readable is {earliest}")
     last = max(i.timestamp for i in commits)
     if table.config is not None and table.config.table_type == "MERGE_ON_READ":
-        slices = incremental_slices(timeline, table.view.latest_slices(as_of=last), commits)
+        slices = incremental_slices(table.view, commits)
         files = [s.base_file.path for s in slices if not s.log_files and s.base_file is not None]
         merged = [s for s in slices if s.log_files]
     else:

@@ -37,7 +37,7 @@ from tablespec.hudi.formats.logfile import (
     read_blocks,
     rollback_target,
 )
-from tablespec.hudi.fs_view import FileSlice
+from tablespec.hudi.fs_view import FileSlice, FileSystemView, LogFile
 from tablespec.hudi.io import Storage
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, WRITE_ACTIONS, Instant
@@ -138,23 +138,39 @@ def slice_read(s: FileSlice, ranges: Mapping[str, list[tuple[int, int, str]]]) -
     return SliceRead(s.partition, s.file_id, s.base_file.path if s.base_file else None, logs)
 
 
-def incremental_slices(timeline: Timeline, slices: Iterable[FileSlice], commits: Iterable[Instant]) -> list[FileSlice]:
+def incremental_slices(view: FileSystemView, commits: Iterable[Instant]) -> list[FileSlice]:
     """The slices an incremental read of `commits` merges, as Hudi's incremental query of a
-    merge-on-read table takes them: of each latest slice, only the base file and the log files those
-    commits wrote (their write stats), merged with `Counting(commits)` (the blocks they wrote). So a
-    record's update in the range wins over a log record before it even where the snapshot orders the
-    older one first (measured with Hudi 0.15)."""
+    merge-on-read table takes them: only the base files and log files those commits wrote (their
+    write stats), merged with `Counting(commits)` (the blocks they wrote). So a record's update in
+    the range wins over a log record before it even where the snapshot orders the older one first
+    (measured with Hudi 0.15). Version 6: of each file group's slice as of the range's last commit.
+    Versions 8/9: Hudi 1.x slices the written files alone, by completion time: a file group's newest
+    base file the range wrote, with the range's log files after it (none written: all the range's
+    log files of the group), so a compaction requested inside the range but completed after it
+    does not hide the log files written before it (measured with Hudi 1.0.2 and 1.2)."""
+    commits = list(commits)
+    timeline = view.timeline
     written = {stat.path for i in commits for stat in timeline.commit_metadata(i).write_stats()}
+    last = max((i.timestamp for i in commits), default=None)
 
     def named(partition: str, name: str) -> str:
         return f"{partition}/{name}" if partition else name
 
     out = []
-    for s in slices:
-        base = s.base_file if s.base_file is not None and named(s.partition, s.base_file.name) in written else None
-        logs = tuple(f for f in s.log_files if named(s.partition, f.file_name.format()) in written)
-        if base is not None or logs:
-            out.append(FileSlice(s.file_id, s.partition, s.base_instant, base, logs))
+    for group in view.file_groups(as_of=last):
+        newest_first = reversed(group.slices) if timeline.layout == 2 else [group.slice_as_of(last)]
+        base, instant = None, None
+        logs: tuple[LogFile, ...] = ()
+        for s in newest_first:
+            if s is None:
+                continue
+            logs = tuple(f for f in s.log_files if named(s.partition, f.file_name.format()) in written) + logs
+            instant = s.base_instant
+            if s.base_file is not None and named(s.partition, s.base_file.name) in written:
+                base = s.base_file
+                break
+        if instant is not None and (base is not None or logs):
+            out.append(FileSlice(group.file_id, group.partition, instant, base, logs))
     return out
 
 

@@ -37,3 +37,40 @@ def test_version_6_ranges_requested_times():
     assert _times(incremental_commits(timeline, A)) == [B]
     assert _times(incremental_commits(timeline, "0", A)) == [A]
     assert _times(incremental_commits(timeline, B)) == []
+
+
+def test_versions_8_and_9_slice_a_merge_on_read_range_by_the_files_it_wrote(tmp_path):
+    """d4 writes a log file; compaction C is requested; d5 (completed while C is pending) writes a log
+    file; C completes after d5. A range of d4 and d5 reads both log files and not C's base file, as
+    Hudi 1.0.2 and 1.2 read it (tests/interop/test_hudi_1x_incremental.py); the slice as of d5 (C's,
+    by completion time) holds d5's log file only."""
+    import json
+
+    from tablespec.hudi.fs_view import FileSystemView
+    from tablespec.hudi.merge_on_read import incremental_slices
+
+    d0, d4, c, d5 = "20250101000000100", "20250101000000400", "20250101000000500", "20250101000000600"
+    names = {d0: f"f1_0-1-0_{d0}.parquet", d4: f".f1_{d4}.log.1_0-1-0", c: f"f1_0-1-0_{c}.parquet",
+             d5: f".f1_{d5}.log.1_0-1-0"}
+    (tmp_path / "p").mkdir()
+    timeline_dir = tmp_path / ".hoodie" / "timeline"
+    timeline_dir.mkdir(parents=True)
+    instants = [Instant(d0, "deltacommit", "completed", "20250101000000110"),
+                Instant(d4, "deltacommit", "completed", "20250101000000410"),
+                Instant(c, "commit", "completed", "20250101000000700"),
+                Instant(d5, "deltacommit", "completed", "20250101000000610")]
+    for instant in instants:
+        (tmp_path / "p" / names[instant.timestamp]).write_bytes(b"x")
+        stat = {"fileId": "f1", "path": f"p/{names[instant.timestamp]}", "partitionPath": "p", "prevCommit": "null"}
+        (timeline_dir / instant.file_name).write_text(json.dumps({"partitionToWriteStats": {"p": [stat]}}))
+    timeline = Timeline(LocalStorage(), str(tmp_path), instants, ".hoodie/timeline")
+    view = FileSystemView.build(LocalStorage(), str(tmp_path), timeline, ["p"])
+    assert [f.file_name.base_instant for f in view.latest_slices(as_of=d5)[0].log_files] == [d5]
+
+    [read] = incremental_slices(view, incremental_commits(timeline, "20250101000000400", "20250101000000610"))
+    assert read.base_file is None and [f.file_name.base_instant for f in read.log_files] == [d4, d5]
+    [read] = incremental_slices(view, incremental_commits(timeline, "20250101000000410", "20250101000000610"))
+    assert [f.file_name.base_instant for f in read.log_files] == [d5]
+    [read] = incremental_slices(view, incremental_commits(timeline, "20250101000000400"))   # C in the range
+    assert read.base_file is not None and read.base_file.file_name.instant == c and \
+        [f.file_name.base_instant for f in read.log_files] == [d5]
