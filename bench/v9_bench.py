@@ -363,20 +363,11 @@ def adopt(warehouse: str, location: str, index: str = SIMPLE, spark=None) -> Non
     specs = spec_for(location, index=index)
     at = Location.parse(warehouse)
     plan = build_plan(specs, observe_specs(specs, at), at)
-    if not location.endswith("v6"):   # the version-6 seed keeps the metadata table tablespec keeps at version 6
-        plan = without_metadata_table(plan)
     kinds = [a.kind for _, a in plan.actions]
     if set(kinds) - {"update_settings", *(("bucket_bootstrap", "build_metadata_table") if spark is not None else ())}:
         raise SystemExit(f"seed {location}: unexpected plan {kinds}")
     if kinds:
         Applier(spark=spark).apply(plan)
-
-
-def without_metadata_table(plan):
-    """The plan less its build_metadata_table: both sides write these tables with the metadata
-    table off (Hudi: hoodie.metadata.enable=false), so tablespec builds none either."""
-    return plan.model_copy(update={"tables": [t.model_copy(update={"actions": [
-        a for a in t.actions if a.kind != "build_metadata_table"]}) for t in plan.tables]})
 
 
 def copy_seed(source: str, warehouse: str, name: str) -> str:
@@ -402,7 +393,7 @@ def tablespec_action(spark, action: str, warehouse: str, name: str, sizes: dict)
     specs = {"clean": lambda: spec_for(name, keep=KEEP_COMMITS), "cluster": lambda: spec_for(name, clustering=cluster_spec(parts))
              }.get(action, lambda: action_spec(name, action))()
     at = Location.parse(warehouse)
-    plan = without_metadata_table(build_plan(specs, observe_specs(specs, at), at))
+    plan = build_plan(specs, observe_specs(specs, at), at)
     kinds = [a.kind for _, a in plan.actions]
     wanted = {"clean": "clean", "cluster": "clustering", "add_column": "schema_evolution", "upgrade": "upgrade_table"}[action]
     if wanted not in kinds or set(kinds) - {wanted, "update_settings"}:
