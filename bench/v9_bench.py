@@ -53,7 +53,7 @@ and upgrade have no plain baseline.
     python bench/v9_bench.py --quick            # smoke run, 100k rows: JVM starts and warm-ups dominate
                                                 # (7 minutes measured on the shared, loaded 2-core machine)
     python bench/v9_bench.py --no-hudi          # tablespec and plain Spark only (seeds still need Hudi 1.2)
-    python bench/v9_bench.py --quick --actions upgrade   # some actions only (every start table still written)
+    python bench/v9_bench.py --quick --actions upgrade   # some actions only (and the start tables they need)
 
 Run as `python bench/v9_bench.py --hudi-worker JOB.json OUT.json` it is the Hudi 1.2 side.
 """
@@ -212,7 +212,8 @@ def worker(todo: str, done: str) -> int:
     spark.conf.set("hoodie.metadata.enable", "false")
     out: dict = {"spark_start_s": round(time.perf_counter() - t, 2)}
     try:
-        seeds = {p: _seed(spark, job["root"], p, sz) for p, sz in job["sets"].items()}
+        needed = {START[a] for a in job["actions"]}   # the start tables the timed actions use are adopted
+        seeds = {p: _seed(spark, job["root"], p, sz, needed) for p, sz in job["sets"].items()}
         out["seeds"] = seeds
         for group in seeds.values():   # tablespec's settings recorded (pure Python, no Spark): the spec plans clean
             for key, path in group.items():
@@ -244,28 +245,34 @@ def _write(df, location: str, options: dict[str, str], operation: str) -> None:
         .mode("append").save(location)
 
 
-def _seed(spark, root: str, prefix: str, sizes: dict) -> dict:
-    """The start tables of one size set: new (empty), loaded, upserted, small (many commits),
-    bucket_loaded (bucket index), v6 (loaded at table version 6)."""
+def _seed(spark, root: str, prefix: str, sizes: dict, needed: set[str]) -> dict:
+    """The start tables of one size set the timed actions need (`needed`): new (empty), loaded,
+    upserted, small (many commits), bucket_loaded (bucket index), v6 (loaded at table version 6)."""
     rows, parts, opts = sizes["rows"], sizes["partitions"], hudi_options()
-    paths = {k: os.path.join(root, f"{prefix}{k}")
-             for k in ("new", "loaded", "upserted", "small", "bucket_loaded", "v6")}
-    _write(orders(spark.range(0, 0), parts, 0), paths["new"], opts, "bulk_insert")   # creates the table, no commit
-    _write(orders(spark.range(0, rows), parts, 0), paths["loaded"], opts, "bulk_insert")
-    shutil.copytree(paths["loaded"], paths["upserted"])
-    for _ in range(2):   # every file group rewritten twice: three slices each
-        _write(action_input(spark, "upsert", sizes), paths["upserted"], opts, "upsert")
-    per = rows // sizes["commits"]
-    for c in range(sizes["commits"]):
-        _write(orders(spark.range(c * per, (c + 1) * per), parts, 0), paths["small"], opts, "bulk_insert")
-    # Hudi's hoodie.properties names no index: tablespec's BUCKET layout given to the empty table first
-    # (else its plan would bootstrap the loaded one), then Hudi loads it with its bucket index
-    bucket = hudi_options("BUCKET", BUCKETS)
-    _write(orders(spark.range(0, 0), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
-    adopt(os.path.dirname(root), os.path.basename(paths["bucket_loaded"]), BUCKET_INDEX, spark)
-    _write(orders(spark.range(0, rows), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
-    _write(orders(spark.range(0, rows), parts, 0), paths["v6"], {**opts, "hoodie.write.table.version": "6"},
-           "bulk_insert")
+    paths = {k: os.path.join(root, f"{prefix}{k}") for k in needed}
+    if "new" in needed:
+        _write(orders(spark.range(0, 0), parts, 0), paths["new"], opts, "bulk_insert")   # creates the table, no commit
+    if "loaded" in needed or "upserted" in needed:
+        loaded = os.path.join(root, f"{prefix}loaded")
+        _write(orders(spark.range(0, rows), parts, 0), loaded, opts, "bulk_insert")
+    if "upserted" in needed:
+        shutil.copytree(loaded, paths["upserted"])
+        for _ in range(2):   # every file group rewritten twice: three slices each
+            _write(action_input(spark, "upsert", sizes), paths["upserted"], opts, "upsert")
+    if "small" in needed:
+        per = rows // sizes["commits"]
+        for c in range(sizes["commits"]):
+            _write(orders(spark.range(c * per, (c + 1) * per), parts, 0), paths["small"], opts, "bulk_insert")
+    if "bucket_loaded" in needed:
+        # Hudi's hoodie.properties names no index: tablespec's BUCKET layout given to the empty table first
+        # (else its plan would bootstrap the loaded one), then Hudi loads it with its bucket index
+        bucket = hudi_options("BUCKET", BUCKETS)
+        _write(orders(spark.range(0, 0), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
+        adopt(os.path.dirname(root), os.path.basename(paths["bucket_loaded"]), BUCKET_INDEX, spark)
+        _write(orders(spark.range(0, rows), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
+    if "v6" in needed:
+        _write(orders(spark.range(0, rows), parts, 0), paths["v6"], {**opts, "hoodie.write.table.version": "6"},
+               "bulk_insert")
     return paths
 
 
@@ -544,7 +551,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per action, best taken")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
     ap.add_argument("--actions", default=",".join(ACTIONS),
-                    help="comma-separated actions to time (default: all); the start tables are all written")
+                    help="comma-separated actions to time (default: all)")
     ap.add_argument("--out", default="bench/results/v9_bench.json")
     args = ap.parse_args()
     actions = tuple(a for a in ACTIONS if a in args.actions.split(","))
