@@ -58,6 +58,7 @@ busy, since the machine may be shared.
     python bench/upsert_bench.py [--rows 5000000] [--upsert-rows 500000] [--partitions 30] [--buckets 64]
     python bench/upsert_bench.py --rows 500000 --upsert-rows 50000     # quick run
     python bench/upsert_bench.py --quick                               # development: 100k rows, 10k upserted
+    python bench/upsert_bench.py --kinds BUCKET,SIMPLE                 # some index types only
     python bench/upsert_bench.py --no-hudi                             # tablespec and plain Spark only
 """
 from __future__ import annotations
@@ -192,8 +193,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=None,
                     help="timed runs per phase, best taken (default 2 up to 1M rows, else 1)")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help="comma-separated index types to time (BUCKET and SIMPLE always: the baselines read theirs)")
     ap.add_argument("--out", default="bench/results/upsert_bench.json")
     args = ap.parse_args()
+    chosen = set(args.kinds.split(",")) | {"BUCKET", "SIMPLE"}
+    if chosen - set(KINDS):
+        ap.error(f"--kinds: choose from {', '.join(KINDS)}")
     hudi_overrides = set_hudi_overrides(args.hudi_option)
     if args.quick:
         args.rows, args.upsert_rows, args.partitions, args.buckets = 100_000, 10_000, 10, 16
@@ -202,7 +208,7 @@ def main() -> int:
     n_updates = min(args.upsert_rows // 2, args.rows)
     n_new = args.upsert_rows - n_updates
     n_in = n_updates + n_new
-    kinds = {k: v or f"{{type: BUCKET, numBuckets: {args.buckets}}}" for k, v in KINDS.items()}
+    kinds = {k: v or f"{{type: BUCKET, numBuckets: {args.buckets}}}" for k, v in KINDS.items() if k in chosen}
 
     work = args.workdir or tempfile.mkdtemp(prefix="upsert_bench_")
     events = os.path.join(work, "events")

@@ -53,6 +53,7 @@ and upgrade have no plain baseline.
     python bench/v9_bench.py --quick            # smoke run, 100k rows: JVM starts and warm-ups dominate
                                                 # (7 minutes measured on the shared, loaded 2-core machine)
     python bench/v9_bench.py --no-hudi          # tablespec and plain Spark only (seeds still need Hudi 1.2)
+    python bench/v9_bench.py --quick --actions upgrade   # some actions only (and the start tables they need)
 
 Run as `python bench/v9_bench.py --hudi-worker JOB.json OUT.json` it is the Hudi 1.2 side.
 """
@@ -191,10 +192,10 @@ def spark_conf(driver_memory: str) -> dict[str, str]:
     return {"spark.driver.memory": driver_memory}
 
 
-def runs(seeds: dict, warehouse: str, sizes: dict) -> list[dict]:
-    """Every action, each on a copy of its start table at warehouse/bench/<action>."""
+def runs(seeds: dict, warehouse: str, sizes: dict, actions=ACTIONS) -> list[dict]:
+    """Each of `actions`, on a copy of its start table at warehouse/bench/<action>."""
     return [dict(action=a, source=seeds[START[a]], warehouse=warehouse, name=a, sizes=sizes,
-                 location=os.path.join(warehouse, "bench", a)) for a in ACTIONS]
+                 location=os.path.join(warehouse, "bench", a)) for a in actions]
 
 
 # --- the Apache Hudi 1.2 side (its own process) -----------------------------------------------
@@ -211,14 +212,15 @@ def worker(todo: str, done: str) -> int:
     spark.conf.set("hoodie.metadata.enable", "false")
     out: dict = {"spark_start_s": round(time.perf_counter() - t, 2)}
     try:
-        seeds = {p: _seed(spark, job["root"], p, sz) for p, sz in job["sets"].items()}
+        needed = {START[a] for a in job["actions"]}   # the start tables the timed actions use are adopted
+        seeds = {p: _seed(spark, job["root"], p, sz, needed) for p, sz in job["sets"].items()}
         out["seeds"] = seeds
         for group in seeds.values():   # tablespec's settings recorded (pure Python, no Spark): the spec plans clean
             for key, path in group.items():
                 adopt(os.path.dirname(os.path.dirname(path)), os.path.basename(path),
                       BUCKET_INDEX if key == "bucket_loaded" else SIMPLE, spark if key == "v6" else None)
         if job["time"]:
-            warm, timed = (runs(seeds[p], os.path.join(job["work"], d), job["sets"][p])
+            warm, timed = (runs(seeds[p], os.path.join(job["work"], d), job["sets"][p], job["actions"])
                            for p, d in (("w_", "hudi_warm"), ("", "hudi")))
             out["warmup_s"] = round(_time_all(spark, warm, 1)[1], 2)
             out["timed"], _ = _time_all(spark, timed, job["repeat"])
@@ -243,28 +245,34 @@ def _write(df, location: str, options: dict[str, str], operation: str) -> None:
         .mode("append").save(location)
 
 
-def _seed(spark, root: str, prefix: str, sizes: dict) -> dict:
-    """The start tables of one size set: new (empty), loaded, upserted, small (many commits),
-    bucket_loaded (bucket index), v6 (loaded at table version 6)."""
+def _seed(spark, root: str, prefix: str, sizes: dict, needed: set[str]) -> dict:
+    """The start tables of one size set the timed actions need (`needed`): new (empty), loaded,
+    upserted, small (many commits), bucket_loaded (bucket index), v6 (loaded at table version 6)."""
     rows, parts, opts = sizes["rows"], sizes["partitions"], hudi_options()
-    paths = {k: os.path.join(root, f"{prefix}{k}")
-             for k in ("new", "loaded", "upserted", "small", "bucket_loaded", "v6")}
-    _write(orders(spark.range(0, 0), parts, 0), paths["new"], opts, "bulk_insert")   # creates the table, no commit
-    _write(orders(spark.range(0, rows), parts, 0), paths["loaded"], opts, "bulk_insert")
-    shutil.copytree(paths["loaded"], paths["upserted"])
-    for _ in range(2):   # every file group rewritten twice: three slices each
-        _write(action_input(spark, "upsert", sizes), paths["upserted"], opts, "upsert")
-    per = rows // sizes["commits"]
-    for c in range(sizes["commits"]):
-        _write(orders(spark.range(c * per, (c + 1) * per), parts, 0), paths["small"], opts, "bulk_insert")
-    # Hudi's hoodie.properties names no index: tablespec's BUCKET layout given to the empty table first
-    # (else its plan would bootstrap the loaded one), then Hudi loads it with its bucket index
-    bucket = hudi_options("BUCKET", BUCKETS)
-    _write(orders(spark.range(0, 0), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
-    adopt(os.path.dirname(root), os.path.basename(paths["bucket_loaded"]), BUCKET_INDEX, spark)
-    _write(orders(spark.range(0, rows), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
-    _write(orders(spark.range(0, rows), parts, 0), paths["v6"], {**opts, "hoodie.write.table.version": "6"},
-           "bulk_insert")
+    paths = {k: os.path.join(root, f"{prefix}{k}") for k in needed}
+    if "new" in needed:
+        _write(orders(spark.range(0, 0), parts, 0), paths["new"], opts, "bulk_insert")   # creates the table, no commit
+    if "loaded" in needed or "upserted" in needed:
+        loaded = os.path.join(root, f"{prefix}loaded")
+        _write(orders(spark.range(0, rows), parts, 0), loaded, opts, "bulk_insert")
+    if "upserted" in needed:
+        shutil.copytree(loaded, paths["upserted"])
+        for _ in range(2):   # every file group rewritten twice: three slices each
+            _write(action_input(spark, "upsert", sizes), paths["upserted"], opts, "upsert")
+    if "small" in needed:
+        per = rows // sizes["commits"]
+        for c in range(sizes["commits"]):
+            _write(orders(spark.range(c * per, (c + 1) * per), parts, 0), paths["small"], opts, "bulk_insert")
+    if "bucket_loaded" in needed:
+        # Hudi's hoodie.properties names no index: tablespec's BUCKET layout given to the empty table first
+        # (else its plan would bootstrap the loaded one), then Hudi loads it with its bucket index
+        bucket = hudi_options("BUCKET", BUCKETS)
+        _write(orders(spark.range(0, 0), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
+        adopt(os.path.dirname(root), os.path.basename(paths["bucket_loaded"]), BUCKET_INDEX, spark)
+        _write(orders(spark.range(0, rows), parts, 0), paths["bucket_loaded"], bucket, "bulk_insert")
+    if "v6" in needed:
+        _write(orders(spark.range(0, rows), parts, 0), paths["v6"], {**opts, "hoodie.write.table.version": "6"},
+               "bulk_insert")
     return paths
 
 
@@ -504,9 +512,9 @@ BASELINES = {"bulk_insert": ("bulk_insert", "bulk_insert_arrow"), "upsert": ("up
              "cluster": ("cluster",)}   # action -> its plain variants; the fastest is its baseline
 
 
-def time_baselines(spark, seeds: dict, sizes: dict, work: str, repeat: int) -> dict:
+def time_baselines(spark, seeds: dict, sizes: dict, work: str, repeat: int, baselines: dict) -> dict:
     out = {}
-    for action, variants in BASELINES.items():
+    for action, variants in baselines.items():
         timed = {}
         for variant in variants:
             scratch, times = os.path.join(work, f"baseline_{variant}"), []
@@ -542,8 +550,13 @@ def main() -> int:
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per action, best taken")
     ap.add_argument("--workdir", default=None, help="scratch directory, kept (default: a temporary one, removed)")
+    ap.add_argument("--actions", default=",".join(ACTIONS),
+                    help="comma-separated actions to time (default: all)")
     ap.add_argument("--out", default="bench/results/v9_bench.json")
     args = ap.parse_args()
+    actions = tuple(a for a in ACTIONS if a in args.actions.split(","))
+    if set(args.actions.split(",")) - set(actions):
+        ap.error(f"--actions: choose from {', '.join(ACTIONS)}")
     if args.quick:
         args.rows, args.upsert_rows, args.delete_rows, args.partitions, args.commits = 100_000, 10_000, 5_000, 10, 5
     sizes = dict(rows=args.rows, upsert_rows=args.upsert_rows, delete_rows=args.delete_rows,
@@ -558,7 +571,8 @@ def main() -> int:
     # on the tiny ones and every action timed.
     t = time.perf_counter()
     hudi_out = hudi.run({"root": os.path.join(work, "seeds", "bench"), "work": work, "sets": {"w_": tiny, "": sizes},
-                         "time": args.hudi, "repeat": args.repeat}, work)
+                         "time": args.hudi, "repeat": args.repeat,
+                         "actions": actions}, work)
     seeds, warm_seeds = hudi_out["seeds"][""], hudi_out["seeds"]["w_"]
     setup["Hudi 1.2 process (start, seeds, warm-up, timed, reads)"] = round(time.perf_counter() - t, 2)
 
@@ -567,15 +581,16 @@ def main() -> int:
     try:
         jvm = jvm_pid(spark)
         t = time.perf_counter()
-        time_tablespec(spark, runs(warm_seeds, os.path.join(work, "ts_warm"), tiny), 1, jvm)
-        for action, variants in BASELINES.items():
+        time_tablespec(spark, runs(warm_seeds, os.path.join(work, "ts_warm"), tiny, actions), 1, jvm)
+        baselines = {a: v for a, v in BASELINES.items() if a in actions}
+        for action, variants in baselines.items():
             for variant in variants:
                 scratch = os.path.join(work, "warm_baseline")
                 shutil.rmtree(scratch, ignore_errors=True)
                 baseline(spark, variant, warm_seeds[START[action]], tiny, scratch)
         setup["tablespec warm-up"] = round(time.perf_counter() - t, 2)
-        ours = time_tablespec(spark, runs(seeds, os.path.join(work, "ts"), sizes), args.repeat, jvm)
-        plain = time_baselines(spark, seeds, sizes, work, args.repeat)
+        ours = time_tablespec(spark, runs(seeds, os.path.join(work, "ts"), sizes, actions), args.repeat, jvm)
+        plain = time_baselines(spark, seeds, sizes, work, args.repeat, baselines)
         for action, r in ours.items():
             r["rows"] = tablespec_rows(spark, r["location"], action)
     finally:
@@ -583,7 +598,7 @@ def main() -> int:
 
     # 4. The table.
     results, checks = {}, {}
-    for action in ACTIONS:
+    for action in actions:
         expected = expected_rows(action, sizes)
         ts = {**ours[action], **outcome(ours[action]["location"], action)}
         hd = {**hudi_out["timed"][action], **outcome(hudi_out["timed"][action]["location"], action)} \
@@ -630,7 +645,8 @@ def main() -> int:
               f"{files:>14}{mb:>13}{others:>13}  {rss_cell(ts['peak_rss']):<17}")
     print("x Hudi = tablespec / Hudi seconds; plain = plain Spark to the same rows and layout (bulk_insert: the rows "
           "with meta-like columns partitionBy(order_date), or written by pyarrow's dataset writer in Spark tasks, "
-          "the faster: " + (plain["bulk_insert"]["variant"]) + "; upsert: every file plus the new rows; delete: every "
+          "the faster: " + (plain["bulk_insert"]["variant"] if "bulk_insert" in plain else "-")
+          + "; upsert: every file plus the new rows; delete: every "
           "file less the deleted keys; cluster: every file sorted by customer_id, one file per partition); files w = base "
           "files the instant wrote (clean: -files deleted); others = CPU cores other processes kept busy; "
           "peak RSS = tablespec's driver Python / JVM / Python workers, MiB")

@@ -309,6 +309,7 @@ class TableWriter:
                                      tasks.STATS_DDL)
                 return [r.asDict() for r in rows.collect()], 0.0
             tagged = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
+            spread = True   # the write tasks get their rows by file group (a shuffle)
             seconds = self.spark.sparkContext.accumulator(0.0)
             if job.buckets:
                 if job.operation == "delete":   # keys of existing file groups only (a slice may have no base file)
@@ -327,11 +328,27 @@ class TableWriter:
                 tagged = (tagged.repartition(n, tasks.PART).sortWithinPartitions(tasks.PART, tasks.KEY, tasks.SEQ)
                           .mapInArrow(functools.partial(tasks.timed, seconds,
                                                         functools.partial(tasks.tag_partitions, job)), tagged.schema))
+                # (record-level: a key that moves partition leaves a file group of another partition)
+                spread = index is not None or not self._writes_where_tagged(df, view)
             # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
-            rows = (tagged.repartition(n, tasks.FG).sortWithinPartitions(tasks.FG, tasks.SEQ)
+            rows = ((tagged.repartition(n, tasks.FG) if spread else tagged).sortWithinPartitions(tasks.FG, tasks.SEQ)
                     .mapInArrow(functools.partial(tasks.write_file_groups if job.log_targets is None
                                                   else tasks.append_file_groups, job), tasks.STATS_DDL).collect())
         return [r.asDict() for r in rows], seconds.value
+
+    def _writes_where_tagged(self, df, view: FileSystemView) -> bool:
+        """Whether the tasks that tag a partition's rows also write its file groups (no second
+        shuffle, one Python stage less: on a small batch, the tasks' start-up is most of the write).
+        Only where no task gets more to write than when spread by file group: no partition's latest
+        slices add up to more than one target file, and the batch is smaller than one target file by
+        Spark's estimate (an unknown size is huge), so its inserts open few new file groups."""
+        target = self.spec.spec.clustering.target_file_size
+        stored: dict[str, int] = {}
+        for s in view.latest_slices():
+            stored[s.partition] = stored.get(s.partition, 0) + s.size
+        if max(stored.values(), default=0) > target:
+            return False
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())) < target
 
     def _rows_per_file(self, view: FileSystemView, job: tasks.WriteJob) -> int:
         """Records per new file group: the target file size at the table's bytes per record."""

@@ -21,11 +21,14 @@ def jobs(spark) -> dict[int, str | None]:
     return {j.jobId(): j.description().get() if j.description().isDefined() else None for j in jobs}
 
 
-@pytest.mark.parametrize("index, labels", [("{type: SIMPLE}", {"tablespec: write"}),
-                                           ("{type: RECORD_LEVEL}", {"tablespec: write"})])
+@pytest.mark.parametrize("index, labels, write_jobs", [("{type: SIMPLE}", {"tablespec: write"}, 2),
+                                                          ("{type: RECORD_LEVEL}", {"tablespec: write"}, None)])
 def test_an_upsert_labels_its_jobs_reports_its_tagging_time_and_restores_the_callers_description(spark, tmp_path,
-                                                                                                index, labels):
-    """Tagging runs inside the write job (no pass of its own); its task seconds come back in the result."""
+                                                                                                index, labels,
+                                                                                                write_jobs):
+    """Tagging runs inside the write job (no pass of its own); its task seconds come back in the result.
+    SIMPLE: a small batch into small partitions is tagged and written by the same tasks: one shuffle, by
+    partition (AQE runs a shuffle's map side as a job of its own: two jobs; spread by file group: three)."""
     spec = ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", index)
     table = make_table(spark, tmp_path, spec)
     table.write(orders(spark, 0, 20), "bulk_insert")
@@ -39,4 +42,7 @@ def test_an_upsert_labels_its_jobs_reports_its_tagging_time_and_restores_the_cal
         sc.setJobDescription(None)
     assert (result.inserted, result.updated) == (10, 10)
     assert result.tag_seconds > 0
-    assert labels == {d for job, d in jobs(spark).items() if job > before} - {None, "caller's step"}
+    labelled = {job: d for job, d in jobs(spark).items() if job > before}
+    assert labels == set(labelled.values()) - {None, "caller's step"}
+    if write_jobs is not None:
+        assert sum(d == "tablespec: write" for d in labelled.values()) == write_jobs
