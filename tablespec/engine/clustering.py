@@ -2,7 +2,8 @@
 
 Each clustering group is one Spark task: it reads its slices (pyarrow, aligned to the table's
 current columns; a merge-on-read slice merged with the log files the plan names, as a snapshot
-read and compaction merge it: arrow/merge.py), lays the rows out (engine/arrow/layout.py), and
+read and compaction merge it: arrow/merge.py; a slice of log files only, which Apache Hudi 1.x
+plans, from its logs alone), lays the rows out (engine/arrow/layout.py), and
 writes `numOutputFileGroups` new file groups of consecutive rows, so every output file holds a
 narrow range of the layout.
 With fewer groups than cores, a task reads and writes its files on several threads (the cores
@@ -174,7 +175,7 @@ def _input_slices(view: FileSystemView, base: str, plan: ClusteringPlan,
                 raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name or 'no base file'} of file group "
                                      f"{s.file_id}, which is not the file group's latest base file; `tablespec plan` "
                                      "offers to roll the plan back (discarding it)")
-            if tuple(f.file_name.format() for f in current.log_files) != s.log_names:
+            if sorted(f.file_name.format() for f in current.log_files) != sorted(s.log_names):
                 raise TablespecError(f"{base}: clustering plan {instant.timestamp} merges {len(s.log_names)} log "
                                      f"file(s) of file group {s.file_id}, whose latest slice has "
                                      f"{len(current.log_files)}; `tablespec plan` offers to roll the plan back")

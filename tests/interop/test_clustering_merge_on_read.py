@@ -42,6 +42,9 @@ pytestmark = pytest.mark.hudi
 ROOT = Path(__file__).resolve().parents[2]
 SORTED = {"strategy": "SORT", "sortColumns": ["v"]}
 HUDI_OPTIONS = "hoodie.metadata.enable=true"
+INDEXES_BUCKET = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2",
+                  "hoodie.index.bucket.engine": "SIMPLE", "hoodie.table.type": "MERGE_ON_READ"}
+INDEX_HASH = {"hoodie.bucket.index.hash.field": "id"}
 
 
 @pytest.fixture(scope="module")
@@ -386,7 +389,7 @@ def test_version_9_bucket_bootstrap_reads_merged_slices_hudi_1_2_reads_upserts_a
     bucket = {**_options("mor9_clustered", "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
     *_, read = hudi1.process.run([
         write_step(location, bucket, SCHEMA, [("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20)]),
-        # inline: Hudi 1.2's run_compaction procedure knows no bucket hash field (NullPointerException)
+        # inline: Hudi 1.2's run_compaction, not given the record key, fails its bucket checks (NullPointerException)
         write_step(location, {**bucket, "hoodie.compact.inline": "true"}, SCHEMA, [("e", 9, "2024-01-01", 21)]),
         read_step(location)])
     assert any(i.action == "commit" for i in HudiTable.open(str(location)).timeline.commits()), "Hudi did not compact"
@@ -424,3 +427,42 @@ def test_version_9_record_index_build_reads_merged_slices_hudi_1_2_upserts_with_
     assert len(read) == len(_values(read)) and _values(read) == {**_values(before), "a": 7, "b": 21, "d": 8, "f": 9}
     assert tablespec_rows(table) == _as_read(read)
     _hudi_1_2_agrees(hudi1, location, table, "r9_after", optimized=False)
+
+
+def test_version_9_hudi_1_2s_clustering_plan_of_log_only_slices_is_read(hudi, hudi1, tmp_path, capsys):
+    """Hudi 1.2's non-blocking concurrency control on a BUCKET table puts a new bucket's inserts into a
+    log file (a file group without a base file), and Hudi 1.2 plans clustering over such slices (an
+    empty `dataFilePath`; a log-only slice counts no bytes, so one group takes every bucket of a
+    partition). tablespec imports the table and plans the pending plan as runnable; running it is
+    refused in one line, nothing changed, as the group would merge buckets of a BUCKET table."""
+    from _support import table_files
+    from test_hudi_merge_on_read import _record_index
+    name = "mor9_nbcc"
+    bucket = {**INDEXES_BUCKET, **INDEX_HASH, "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL",
+              "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
+              "hoodie.clean.failed.writes.policy": "LAZY"}
+    recipe = tuple(Batch.of({**_options(name, "bucket", op), **bucket}, SCHEMA, data) for op, data in HISTORY)
+    location, _ = hudi1.copy(recipe, tmp_path / name)
+    assert any(s.base_file is None for s in _with_logs(location)), "Hudi wrote no log-only file group"
+    # the procedure's writer checks the bucket hash field against the record key: both given
+    options = ",".join(f"{k}={v}" for k, v in {**KEYED, **bucket}.items())
+    hudi1.process.run([sql_step(f"CALL run_clustering(path => '{location}', op => 'schedule', order => 'v', "
+                                f"options => '{options}')")])
+    scheduled = HudiTable.open(str(location))
+    [theirs] = pending_plans(scheduled.timeline)
+    raw = avro_content((location / ".hoodie" / "timeline" / theirs.file_name).read_bytes(), theirs.file_name)
+    log_only = [s for g in raw["clusteringPlan"]["inputGroups"] for s in g["slices"] if not s["dataFilePath"]]
+    assert log_only and all(s["deltaFilePaths"] for s in log_only), raw["clusteringPlan"]
+    assert any(len({bucket_of(s["fileId"]) for s in g["slices"]}) > 1 for g in raw["clusteringPlan"]["inputGroups"])
+    _record_index(location, "bucket")
+    doc, spec_file = _import(tmp_path, location, capsys, ("clustering",))
+    doc["spec"]["clustering"] = {**SORTED, "everyNCommits": 100}
+    save_spec(doc, spec_file)
+    plan = _plan(spec_file, tmp_path)
+    assert [(a.kind, a.params.instant) for _, a in plan.actions if isinstance(a, Clustering)] == \
+        [("clustering", theirs.timestamp)]
+    files = {k: v for k, v in table_files(location).items() if k != ".hoodie/hoodie.properties"}
+    with pytest.raises(TablespecError, match=f"clustering plan {theirs.timestamp} would merge or split buckets of a "
+                                             "BUCKET table"):
+        Applier(spark=hudi).apply(plan)   # (the spec's clustering settings are stored first)
+    assert {k: v for k, v in table_files(location).items() if k != ".hoodie/hoodie.properties"} == files
