@@ -2,7 +2,8 @@
 
 Each clustering group is one Spark task: it reads its slices (pyarrow, aligned to the table's
 current columns; a merge-on-read slice merged with the log files the plan names, as a snapshot
-read and compaction merge it: arrow/merge.py), lays the rows out (engine/arrow/layout.py), and
+read and compaction merge it: arrow/merge.py; a slice of log files only, which Apache Hudi 1.x
+plans, from its logs alone), lays the rows out (engine/arrow/layout.py), and
 writes `numOutputFileGroups` new file groups of consecutive rows, so every output file holds a
 narrow range of the layout.
 With fewer groups than cores, a task reads and writes its files on several threads (the cores
@@ -137,7 +138,7 @@ def _read_slice(job: ClusteringJob, read: SliceRead, schema: pa.Schema) -> pa.Ta
     """A slice's rows in `schema`: its base file, merged with its log files when it has some."""
     if read.logs:
         return read_slice(job.storage, read, job.wanted, job.rules, schema)
-    assert read.base_path is not None, "a plan's slice has a base file (decode_plan)"
+    assert read.base_path is not None, "a slice without log files has a base file"
     return _read_aligned(job.storage, read.base_path, schema)
 
 
@@ -170,11 +171,11 @@ def _input_slices(view: FileSystemView, base: str, plan: ClusteringPlan,
         slices = []
         for s in g.slices:
             current = latest.get((s.partition, s.file_id))
-            if current is None or current.base_file is None or current.base_file.name != s.file_name:
-                raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name} of file group "
+            if current is None or (current.base_file.name if current.base_file else None) != s.file_name:
+                raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name or 'no base file'} of file group "
                                      f"{s.file_id}, which is not the file group's latest base file; `tablespec plan` "
                                      "offers to roll the plan back (discarding it)")
-            if tuple(f.file_name.format() for f in current.log_files) != s.log_names:
+            if sorted(f.file_name.format() for f in current.log_files) != sorted(s.log_names):
                 raise TablespecError(f"{base}: clustering plan {instant.timestamp} merges {len(s.log_names)} log "
                                      f"file(s) of file group {s.file_id}, whose latest slice has "
                                      f"{len(current.log_files)}; `tablespec plan` offers to roll the plan back")

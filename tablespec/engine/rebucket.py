@@ -13,9 +13,10 @@ each task reading the whole partition and keeping only its buckets' rows.
 On a merge-on-read table a slice with log files is read merged with them, as a snapshot read and
 compaction merge it (arrow/merge.py: updates and deletes in the logs win, a log-only file group
 counts), one slice at a time, and the replacecommit replaces the whole file group, its log files
-included (measured with Hudi 0.15: its snapshot and read-optimized reads, and its next compaction,
-then see only the new base files). A file group under a pending compaction is not rewritten: the
-compaction runs first.
+included (measured with Hudi 0.15 on version 6 and Hudi 1.2 on version 9, whose log files are named
+by their deltacommits and sliced by completion time, as the file-system view slices them: its
+snapshot and read-optimized reads, and its next compaction, then see only the new base files). A
+file group under a pending compaction is not rewritten: the compaction runs first.
 """
 from __future__ import annotations
 

@@ -214,16 +214,15 @@ def _beat(state: TableState, instant) -> str:
 
 
 MERGE_ON_READ = "MERGE_ON_READ"
-# What plan and apply do on a merge-on-read table so far: its settings, its catalog entry,
+# What plan and apply do on a merge-on-read table (versions 6 and 9): its settings, its catalog entry,
 # compaction (scheduled and run by tablespec, or left to Hudi's writers / `run_compaction`), clean
 # (file slices with their log files), archiving (deltacommits and compactions), clustering (slices
-# read merged with their log files, RFC-19) and rollback (of dead writes, which every apply's lock
-# recovers anyway, and of clustering plans that can no longer run), on table versions 6 and 9; on
-# version 6 also index changes: bucket bootstrap / rescale (slices read merged) and SIMPLE <-> BLOOM
+# read merged with their log files, RFC-19), rollback (of dead writes, which every apply's lock
+# recovers anyway, and of clustering plans that can no longer run), and index changes: bucket
+# bootstrap / rescale (slices read merged), SIMPLE <-> BLOOM and the record index build
 # (plan/merge_on_read.py).
 MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive",
-                                   "clustering", "rollback"})
-MERGE_ON_READ_V6_ACTIONS = MERGE_ON_READ_ACTIONS | MERGED_REWRITES
+                                   "clustering", "rollback"}) | MERGED_REWRITES
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -352,22 +351,21 @@ def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[li
     """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
     for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
     of the table's data or layout, which would need its log files merged."""
-    runs = MERGE_ON_READ_V6_ACTIONS if state.table_config.version == 6 else MERGE_ON_READ_ACTIONS
-    actions = [merged_rewrite(a, state) if a.kind in MERGED_REWRITES and a.kind in runs else a for a in actions]
-    changing = [a.kind for a in actions if a.kind not in runs and not a.housekeeping]
+    actions = [merged_rewrite(a, state) if a.kind in MERGED_REWRITES else a for a in actions]
+    changing = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS and not a.housekeeping]
     if changing:
         raise UnsupportedTableError(
             f"{state.location}: the spec asks for {', '.join(dict.fromkeys(changing))} on a MERGE_ON_READ table; "
             "tablespec does not rewrite merge-on-read tables yet (it reads, imports and plans them): change the "
             "table with Apache Hudi, or the spec to match it")
-    left = [a.kind for a in actions if a.kind not in runs]
+    left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
     warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
                 "(on merge-on-read tables tablespec runs compaction, clustering, clean, archiving and rollback)"] if left else []
     if skipped := compacting(state) & {(fg.partition, fg.file_id) for fg in state.file_groups}:
-        if any(a.kind == "clustering" for a in actions if a.kind in runs):
+        if any(a.kind == "clustering" for a in actions):
             warnings.append(f"{counted(len(skipped), 'file group')} under a pending compaction are not clustered "
                             "until it completes (RFC-19)")
-    return [a for a in actions if a.kind in runs], warnings
+    return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
 
 
 def _table_plan(loaded: LoadedSpec, state: TableState, actions: list[Action], warnings: list[str]) -> TablePlan:

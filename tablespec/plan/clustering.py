@@ -291,9 +291,9 @@ def unrunnable(plan: ClusteringPlan, state) -> str | None:
         fg = latest.get((s.partition, s.file_id))
         if fg is None:
             return f"file group {s.file_id} in partition '{s.partition}' is no longer in the table"
-        if s.file_name and s.file_name != fg.base_file:
-            return f"file group {s.file_id} has a newer base file than the plan's {s.file_name}"
-        if s.log_names != fg.log_names:
+        if (s.file_name or None) != (fg.base_file or None):
+            return f"file group {s.file_id} has a newer base file than the plan's {s.file_name or 'log files'}"
+        if sorted(s.log_names) != sorted(fg.log_names):   # in the order Hudi lists them or not
             return f"file group {s.file_id} has other log files than the plan's ({len(fg.log_names)}, not {len(s.log_names)})"
     columns = {c.name for c in state.columns}
     missing = [c for c in plan.layout.columns if c not in columns]

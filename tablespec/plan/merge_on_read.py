@@ -1,4 +1,4 @@
-"""Index changes on a merge-on-read table: which tablespec runs and why it refuses the others.
+"""Index changes on a merge-on-read table (versions 6 and 9): which tablespec runs and why it refuses the others.
 
 A bucket bootstrap or rescale reads every slice merged with its log files (engine/rebucket.py)
 and replaces whole file groups, logs included; it cannot take a file group a pending compaction

@@ -4,7 +4,9 @@ import io
 import json
 
 import fastavro
+import pytest
 
+from tablespec.errors import HudiFormatError
 from tablespec.hudi.services.clustering import (
     ClusteringGroup,
     ClusteringPlan,
@@ -89,3 +91,17 @@ def test_plan_round_trips_through_encode_and_decode():
     assert [g.num_output_file_groups for g in decoded.groups] == [2]
     assert (decoded.layout, decoded.extra_metadata, decoded.strategy_class, decoded.params) == \
         (original.layout, {"why": "test"}, original.strategy_class, {})
+
+
+def test_a_slice_of_log_files_only_decodes_without_a_base_file():
+    """Apache Hudi 1.2 plans a file group of log files only with an empty `dataFilePath`; a slice
+    naming neither a base file nor a log file is refused, naming the file."""
+    log = "2024/.f1-0_20240101000000000.log.1_0-1-1"
+    requested = {"clusteringPlan": {"inputGroups": [{"slices": [
+        {"fileId": "f1-0", "partitionPath": "2024", "dataFilePath": "", "deltaFilePaths": [log]}]}]}}
+    [[s]] = [g.slices for g in decode_plan(requested, "t.clustering.requested").groups]
+    assert (s.data_file, s.file_name, s.delta_files) == (None, None, (log,))
+    requested["clusteringPlan"]["inputGroups"][0]["slices"][0]["deltaFilePaths"] = []
+    with pytest.raises(HudiFormatError, match=r"t.clustering.requested: group 0 has a slice without fileId, or with "
+                                              "neither a dataFilePath nor deltaFilePaths"):
+        decode_plan(requested, "t.clustering.requested")

@@ -3,8 +3,9 @@ each file slice is read merged with its log files into new base files in a repla
 plan lists the log files (`deltaFilePaths`) as Hudi's does, and plans cross over both ways; a file
 group under a pending clustering takes no update (Hudi's default update strategy rejects it too)
 and no compaction. One small SIMPLE-index history Hudi wrote (base files and log files) serves
-every test, copied. A bucket bootstrap reads the same merged slices (Hudi reads, upserts and
-compacts on its replacecommit)."""
+every test, copied. A bucket bootstrap and a record index build read the same merged slices (Hudi
+reads, upserts and compacts on them); on version 9 the same history Hudi 1.2 wrote (log files named
+by their deltacommits) is clustered, bucket-bootstrapped and indexed with Hudi 1.2 as judge."""
 from __future__ import annotations
 
 import os
@@ -16,9 +17,11 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import hudi_rs_rows, tablespec_rows
+from hudi_process import Batch, read_step, record_index_step, sql_step, write_step
 from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
 from test_engine_clustering import plan_for
-from test_hudi_merge_on_read import HISTORY, RO, _no_file_name, _options, _values
+from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
+from test_hudi_merge_on_read import HISTORY, RO, _as_read, _no_file_name, _options, _values
 from test_hudi_metadata_record_index import RECORD_INDEX_ON, hudi_lookup
 from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
@@ -31,6 +34,7 @@ from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.services.clustering import pending_plans
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
+from tablespec.hudi_options import hudi_write_options
 from tablespec.plan.actions import Clustering
 from tablespec.state import observe
 
@@ -38,6 +42,9 @@ pytestmark = pytest.mark.hudi
 ROOT = Path(__file__).resolve().parents[2]
 SORTED = {"strategy": "SORT", "sortColumns": ["v"]}
 HUDI_OPTIONS = "hoodie.metadata.enable=true"
+INDEXES_BUCKET = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2",
+                  "hoodie.index.bucket.engine": "SIMPLE", "hoodie.table.type": "MERGE_ON_READ"}
+INDEX_HASH = {"hoodie.bucket.index.hash.field": "id"}
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +274,7 @@ def test_tablespec_bucket_bootstraps_merged_slices_hudi_reads_upserts_and_compac
     hudi_validates(hudi, str(location))
 
     # Hudi's bucket-index writer updates into log files of the new bucket file groups and compacts
-    bucket = {**_options(location.name, "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
+    bucket = {**_options("mor9_clustered", "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
     hudi_write(hudi.createDataFrame([("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20)], SCHEMA), str(location),
                bucket)
     hudi_write(hudi.createDataFrame([("e", 9, "2024-01-01", 21)], SCHEMA), str(location),
@@ -337,3 +344,125 @@ def test_tablespec_builds_the_record_index_from_merged_slices_hudi_upserts_with_
     assert len(rows) == len(_values(rows)) and _values(rows) == {**before, "a": 7, "d": 8, "f": 9}
     assert tablespec_rows(table) == rows
     hudi_validates(hudi, str(location))
+
+
+def _version_9_history(hudi, hudi1, tmp_path, capsys, name: str, index: dict):
+    """A copy of HISTORY as Hudi 1.2 writes it (version 9, SIMPLE: log files named by their deltacommits;
+    the table the version 9 clustering test uses), imported, its spec asking for `index`: (location,
+    spec file, table, rows before)."""
+    recipe = tuple(Batch.of(_options("mor9_clustered", "simple", op), SCHEMA, data) for op, data in HISTORY)
+    location, _ = hudi1.copy(recipe, tmp_path / name)
+    doc, spec_file = _import(tmp_path, location, capsys)
+    doc["spec"]["index"] = index
+    save_spec(doc, spec_file)
+    table = _table(hudi, doc, location)
+    before = tablespec_rows(table)
+    assert "d" not in _values(before) and _with_logs(location)   # d's delete is in a log file
+    return location, spec_file, table, before
+
+
+def _hudi_1_2_agrees(hudi1, location, table, check: str, optimized: bool = True) -> list:
+    """Hudi 1.2 reads (snapshot, and read-optimized if `optimized`: every slice a base file) and
+    validates its metadata table: its reads equal tablespec's. tablespec's rows."""
+    reads = [read_step(location), *([read_step(location, **RO)] if optimized else [])]
+    *read, _, every, differences, _ = hudi1.process.run([*reads, *_hudi_checks(location, check)])
+    ours = tablespec_rows(table)
+    assert all(_as_read(r) == ours for r in read)
+    _assert_validated(_on_storage(location), every, differences)
+    return ours
+
+
+def test_version_9_bucket_bootstrap_reads_merged_slices_hudi_1_2_reads_upserts_and_compacts(hudi, hudi1, tmp_path,
+                                                                                           capsys):
+    """SIMPLE -> BUCKET on a version 9 merge-on-read table, as on version 6: slices read merged with log
+    files named by their deltacommits; Hudi 1.2 reads and validates the new layout, upserts with its
+    bucket index and compacts without a second row of a key; hudi-rs reads the same."""
+    location, spec_file, table, before = _version_9_history(hudi, hudi1, tmp_path, capsys, "mor9_bucketed",
+                                                            {"type": "BUCKET", "numBuckets": 2, "hashFields": ["id"]})
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["bucket_bootstrap"]
+    booted = HudiTable.open(str(location))
+    assert _with_logs(location) == [] and {bucket_of(s.file_id) for s in booted.view.latest_slices()} <= {0, 1}
+    after = _hudi_1_2_agrees(hudi1, location, table, "b9")
+    assert _no_file_name(after) == _no_file_name(before)   # nothing lost or resurrected, meta columns kept
+    assert hudi_rs_rows(str(location)) == after
+
+    bucket = {**_options("mor9_clustered", "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
+    *_, read = hudi1.process.run([
+        write_step(location, bucket, SCHEMA, [("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20)]),
+        # inline: Hudi 1.2's run_compaction, not given the record key, fails its bucket checks (NullPointerException)
+        write_step(location, {**bucket, "hoodie.compact.inline": "true"}, SCHEMA, [("e", 9, "2024-01-01", 21)]),
+        read_step(location)])
+    assert any(i.action == "commit" for i in HudiTable.open(str(location)).timeline.commits()), "Hudi did not compact"
+    assert tablespec_rows(table) == _as_read(read)
+    assert _values(read) == {**_values(after), "a": 7, "d": 8, "e": 9} and len(read) == len(_values(read))
+    assert hudi_rs_rows(str(location)) == tablespec_rows(table)
+
+
+def test_version_9_record_index_build_reads_merged_slices_hudi_1_2_upserts_with_it(hudi, hudi1, tmp_path, capsys):
+    """SIMPLE -> RECORD_LEVEL on a version 9 merge-on-read table: the index holds each slice's keys merged
+    with its log files (d, deleted in a log, is not indexed), as Hudi 1.2's own lookup reads it; Hudi 1.2
+    validates, upserts through it (d inserted once again) and compacts without a duplicate key."""
+    location, spec_file, table, before = _version_9_history(hudi, hudi1, tmp_path, capsys, "mor9_indexed",
+                                                            {"type": "RECORD_LEVEL"})
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["index_migration"]
+    indexed = rli_reader.scan(HudiTable.open(str(location)))
+    assert sorted(indexed) == sorted(_values(before))
+    looked_up, snapshot, _, every, differences, _ = hudi1.process.run([
+        record_index_step(location, [*sorted(_values(before)), "d"]), read_step(location), *_hudi_checks(location, "r9")])
+    assert {k: tuple(v[:2]) for k, v in looked_up.items()} == {k: (v.partition, v.file_id) for k, v in indexed.items()}
+    assert _as_read(snapshot) == tablespec_rows(table)
+    _assert_validated(_on_storage(location), every, differences)
+
+    options = {k: v for k, v in hudi_write_options(table.spec, HudiTable.open(str(location)), line="1.2").items()
+               if k != "path"}
+    assert options["hoodie.index.type"] == "RECORD_INDEX"
+    upsert = {**_options("mor9_clustered", "simple", "upsert"), **options}
+    *_, read = hudi1.process.run([
+        write_step(location, upsert, SCHEMA, [("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20),
+                                              ("f", 9, "2024-01-02", 20)]),
+        write_step(location, upsert, SCHEMA, [("b", 21, "2024-01-01", 21)]),
+        sql_step(f"CALL run_compaction(op => 'scheduleandexecute', path => '{location}')"),
+        read_step(location)])
+    assert any(i.action == "commit" for i in HudiTable.open(str(location)).timeline.commits()), "Hudi did not compact"
+    assert len(read) == len(_values(read)) and _values(read) == {**_values(before), "a": 7, "b": 21, "d": 8, "f": 9}
+    assert tablespec_rows(table) == _as_read(read)
+    _hudi_1_2_agrees(hudi1, location, table, "r9_after", optimized=False)
+
+
+def test_version_9_hudi_1_2s_clustering_plan_of_log_only_slices_is_read(hudi, hudi1, tmp_path, capsys):
+    """Hudi 1.2's non-blocking concurrency control on a BUCKET table puts a new bucket's inserts into a
+    log file (a file group without a base file), and Hudi 1.2 plans clustering over such slices (an
+    empty `dataFilePath`; a log-only slice counts no bytes, so one group takes every bucket of a
+    partition). tablespec imports the table and plans the pending plan as runnable; running it is
+    refused in one line, nothing changed, as the group would merge buckets of a BUCKET table."""
+    from _support import table_files
+    from test_hudi_merge_on_read import _record_index
+    name = "mor9_nbcc"
+    bucket = {**INDEXES_BUCKET, **INDEX_HASH, "hoodie.write.concurrency.mode": "NON_BLOCKING_CONCURRENCY_CONTROL",
+              "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
+              "hoodie.clean.failed.writes.policy": "LAZY"}
+    recipe = tuple(Batch.of({**_options(name, "bucket", op), **bucket}, SCHEMA, data) for op, data in HISTORY)
+    location, _ = hudi1.copy(recipe, tmp_path / name)
+    assert any(s.base_file is None for s in _with_logs(location)), "Hudi wrote no log-only file group"
+    # the procedure's writer checks the bucket hash field against the record key: both given
+    options = ",".join(f"{k}={v}" for k, v in {**KEYED, **bucket}.items())
+    hudi1.process.run([sql_step(f"CALL run_clustering(path => '{location}', op => 'schedule', order => 'v', "
+                                f"options => '{options}')")])
+    scheduled = HudiTable.open(str(location))
+    [theirs] = pending_plans(scheduled.timeline)
+    raw = avro_content((location / ".hoodie" / "timeline" / theirs.file_name).read_bytes(), theirs.file_name)
+    log_only = [s for g in raw["clusteringPlan"]["inputGroups"] for s in g["slices"] if not s["dataFilePath"]]
+    assert log_only and all(s["deltaFilePaths"] for s in log_only), raw["clusteringPlan"]
+    assert any(len({bucket_of(s["fileId"]) for s in g["slices"]}) > 1 for g in raw["clusteringPlan"]["inputGroups"])
+    _record_index(location, "bucket")
+    doc, spec_file = _import(tmp_path, location, capsys, ("clustering",))
+    doc["spec"]["clustering"] = {**SORTED, "everyNCommits": 100}
+    save_spec(doc, spec_file)
+    plan = _plan(spec_file, tmp_path)
+    assert [(a.kind, a.params.instant) for _, a in plan.actions if isinstance(a, Clustering)] == \
+        [("clustering", theirs.timestamp)]
+    files = {k: v for k, v in table_files(location).items() if k != ".hoodie/hoodie.properties"}
+    with pytest.raises(TablespecError, match=f"clustering plan {theirs.timestamp} would merge or split buckets of a "
+                                             "BUCKET table"):
+        Applier(spark=hudi).apply(plan)   # (the spec's clustering settings are stored first)
+    assert {k: v for k, v in table_files(location).items() if k != ".hoodie/hoodie.properties"} == files

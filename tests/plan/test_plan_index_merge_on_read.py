@@ -87,10 +87,16 @@ def test_index_switches_on_merge_on_read(real_table, tmp_path, capsys, index, pl
         assert planned in _error(err)
 
 
-def test_bucket_to_simple_waits_for_every_slice_compacted():
-    """BUCKET writers put inserts into log files, SIMPLE finds keys in base files only."""
-    mor = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  index:")
-    bucketed = state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ"})
+def _merge_on_read(version: int):
+    """A MERGE_ON_READ spec at table `version` and the state of its table."""
+    mor = BASE.replace("  index:", f"  tableType: MERGE_ON_READ\n  tableVersion: {version}\n  index:")
+    return mor, state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": str(version)})
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_bucket_to_simple_waits_for_every_slice_compacted(version):
+    """BUCKET writers put inserts into log files, SIMPLE finds keys in base files only (version 9 as 6)."""
+    mor, bucketed = _merge_on_read(version)
     simple = mor.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: SIMPLE}")
     group = FileGroupState("2026-01-01", "00000000-0000-0000-0000-000000000000-0", "20261121000000000", 10)
     assert [a.kind for a in actions(simple, replace(bucketed, file_groups=(group,)))] == ["index_migration"]
@@ -121,9 +127,9 @@ def test_copy_on_write_is_not_converted_on_a_plan_that_upgrades_it():
     assert action.kind == "replace_table"
 
 
-def test_record_level_waits_for_log_only_file_groups_compacted():
-    mor = BASE.replace("  index:", "  tableType: MERGE_ON_READ\n  index:")
-    bucketed = state_for(mor, **{"hoodie.table.type": "MERGE_ON_READ"})
+@pytest.mark.parametrize("version", [6, 9])
+def test_record_level_waits_for_log_only_file_groups_compacted(version):
+    mor, bucketed = _merge_on_read(version)
     record_level = mor.replace("index: {type: BUCKET, numBuckets: 16}", "index: {type: RECORD_LEVEL}")
     group = FileGroupState("2026-01-01", "00000000-0000-0000-0000-000000000000-0", "20261121000000000", 0,
                            log_files=1, log_bytes=5)

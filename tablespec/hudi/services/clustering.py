@@ -189,11 +189,12 @@ def decode_plan(requested: dict[str, Any], where: str) -> ClusteringPlan:
     for i, group in enumerate(plan.get("inputGroups") or ()):
         slices = []
         for s in group.get("slices") or ():
-            if not s.get("fileId") or not s.get("dataFilePath"):
-                raise HudiFormatError(f"{where}: group {i} has a slice without fileId or dataFilePath (a slice of "
-                                      "log files only: tablespec clusters slices with a base file)")
+            if not s.get("fileId") or not (s.get("dataFilePath") or s.get("deltaFilePaths")):
+                raise HudiFormatError(f"{where}: group {i} has a slice without fileId, or with neither a "
+                                      "dataFilePath nor deltaFilePaths")
             _inside(s, where)
-            slices.append(SliceInfo(s.get("partitionPath") or "", s["fileId"], s["dataFilePath"],
+            # an empty dataFilePath: a slice of log files only (Apache Hudi 1.x plans them)
+            slices.append(SliceInfo(s.get("partitionPath") or "", s["fileId"], s.get("dataFilePath") or None,
                                     delta_files=tuple(s.get("deltaFilePaths") or ())))
         groups.append(ClusteringGroup(tuple(slices), int(group.get("numOutputFileGroups") or 1)))
     strategy = plan.get("strategy") or {}
