@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tablespec.errors import PlanError, SpecError, UnsupportedTableError
-from tablespec.hudi.config import table_index_type, unmanaged_layout, unwritable_version
+from tablespec.hudi.config import WRITTEN_1X_VERSION, table_index_type, unmanaged_layout, unwritable_version
 from tablespec.hudi.keys import METADATA_RECORD_INDEX_ENABLE, TABLE_VERSION
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
 from tablespec.hudi.private_index import FOLDER as PRIVATE_INDEX
@@ -223,6 +223,9 @@ MERGE_ON_READ = "MERGE_ON_READ"
 # (plan/merge_on_read.py).
 MERGE_ON_READ_ACTIONS = frozenset({"update_settings", "catalog_sync", "compaction", "clean", "archive",
                                    "clustering", "rollback"}) | MERGED_REWRITES
+# The upgrades tablespec runs on merge-on-read tables, by version: 8 -> 9 changes hoodie.properties only
+# (log files, their blocks and pending compaction plans are the same on both versions).
+MERGE_ON_READ_UPGRADES = {8: {"upgrade_table"}}
 
 
 def unmanaged(spec, state: TableState) -> str | None:
@@ -336,6 +339,9 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
         actions[at:at] = runs
     if spec.catalog_name is not None and state.catalog is not None and (actions or not state.catalog.in_sync):
         actions.append(catalog_action(state.catalog, bool(actions)))
+    if state.exists and unwritable_version(state.table_config) is not None:
+        actions, waiting = _after_upgrade(actions, state)
+        warnings += waiting
     live = [i for i in state.pending if i not in state.expired and i.action != "compaction"  # noted below
             and not (i.state == "requested" and i in state.pending_clustering)]  # scheduled plans are actions
     if live:
@@ -347,25 +353,45 @@ def plan_table(loaded: LoadedSpec, state: TableState) -> TablePlan:
     return _table_plan(loaded, state, actions, warnings)
 
 
+# Actions the table's state makes due (not a change its spec asks for).
+MAINTENANCE = frozenset({"rollback", "clean", "archive", "clustering", "compaction", "build_metadata_table",
+                         "drop_metadata_partitions", "build_data_skipping"})
+
+
+def _after_upgrade(actions: list[Action], state: TableState) -> tuple[list[Action], list[str]]:
+    """On a table at a version tablespec reads only (8), apply runs the upgrade alone: the
+    maintenance that is due waits for it, in a warning (a change the spec asks for stays in the
+    plan, and apply refuses it in one line naming the version)."""
+    waiting = [a.kind for a in actions if a.kind in MAINTENANCE]
+    if not waiting:
+        return actions, []
+    version = state.table_config.version
+    return [a for a in actions if a.kind not in MAINTENANCE], [
+        f"table version {version}: {', '.join(dict.fromkeys(waiting))} wait(s) for the upgrade to version "
+        f"{WRITTEN_1X_VERSION}, which comes first (set spec.tableVersion: {WRITTEN_1X_VERSION}); tablespec runs "
+        f"nothing else on version {version} tables"]
+
+
 def _merge_on_read_actions(actions: list[Action], state: TableState) -> tuple[list[Action], list[str]]:
     """The actions tablespec runs on a merge-on-read table (MERGE_ON_READ_ACTIONS), and a warning
     for the housekeeping it leaves to Hudi's writers; UnsupportedTableError, one line, for a change
     of the table's data or layout, which would need its log files merged."""
+    runs = MERGE_ON_READ_ACTIONS | MERGE_ON_READ_UPGRADES.get(state.table_config.version, set())
     actions = [merged_rewrite(a, state) if a.kind in MERGED_REWRITES else a for a in actions]
-    changing = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS and not a.housekeeping]
+    changing = [a.kind for a in actions if a.kind not in runs and not a.housekeeping]
     if changing:
         raise UnsupportedTableError(
             f"{state.location}: the spec asks for {', '.join(dict.fromkeys(changing))} on a MERGE_ON_READ table; "
             "tablespec does not rewrite merge-on-read tables yet (it reads, imports and plans them): change the "
             "table with Apache Hudi, or the spec to match it")
-    left = [a.kind for a in actions if a.kind not in MERGE_ON_READ_ACTIONS]
+    left = [a.kind for a in actions if a.kind not in runs]
     warnings = [f"MERGE_ON_READ table: {', '.join(dict.fromkeys(left))} left to Apache Hudi's writers "
                 "(on merge-on-read tables tablespec runs compaction, clustering, clean, archiving and rollback)"] if left else []
     if skipped := compacting(state) & {(fg.partition, fg.file_id) for fg in state.file_groups}:
         if any(a.kind == "clustering" for a in actions):
             warnings.append(f"{counted(len(skipped), 'file group')} under a pending compaction are not clustered "
                             "until it completes (RFC-19)")
-    return [a for a in actions if a.kind in MERGE_ON_READ_ACTIONS], warnings
+    return [a for a in actions if a.kind in runs], warnings
 
 
 def _table_plan(loaded: LoadedSpec, state: TableState, actions: list[Action], warnings: list[str]) -> TablePlan:
@@ -424,8 +450,8 @@ def _upgrade(spec, state: TableState) -> UpgradeTable | None:
         return UpgradeTable(params=VersionChange(from_=current, to=wanted), estimate=UpgradeEstimate(instants=0, archive_files=0),
                             changes=change, reasons=[
             "table version 8 -> 9 (Apache Hudi 1.1+), as Hudi's upgrade does it: hoodie.properties names the "
-            "ordering field and the legacy payload class with their version-9 keys; the timeline, its history and "
-            "the metadata table stay as they are. No data file is rewritten"])
+            "ordering field and the legacy payload class with their version-9 keys; the timeline, its history, "
+            "log files, pending compaction plans and the metadata table stay as they are. No data file is rewritten"])
     work = state.upgrade_work
     return UpgradeTable(
         params=VersionChange(from_=current, to=wanted),

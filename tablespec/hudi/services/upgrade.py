@@ -34,6 +34,7 @@ from tablespec.hudi.archive.lsm_write import write_batch
 from tablespec.hudi.archive.timeline import ArchivedTimeline
 from tablespec.hudi.config import (
     META_FOLDER,
+    PROPERTIES_FILE,
     TableConfig,
     archive_folder,
     timeline_folder,
@@ -42,6 +43,7 @@ from tablespec.hudi.config import (
 from tablespec.hudi.formats.clean_format import CLEAN_METADATA_SCHEMA
 from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.commit_avro import encode_commit_metadata
+from tablespec.hudi.formats.properties import parse_properties
 from tablespec.hudi.formats.rollback_format import ROLLBACK_METADATA_SCHEMA
 from tablespec.hudi.io import join
 from tablespec.hudi.timeline.active import avro_record, parse_instants
@@ -49,6 +51,7 @@ from tablespec.hudi.timeline.instant import (
     CLEAN,
     CLUSTERING,
     COMMIT,
+    COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,
     ROLLBACK,
@@ -237,7 +240,8 @@ class Upgraded:
 def upgrade(table, version: int) -> Upgraded:
     """Take the version-6 table to `version` (8 or 9); or, at that version already, delete what a
     stopped upgrade left. The caller holds tablespec's table lock and Hudi's transaction lock, and
-    recovery left no write pending (requested clustering plans may be)."""
+    recovery left no write pending (requested clustering plans may be; from version 8 requested
+    compaction plans too, which Hudi 1.2 upgrades beside and runs after: both versions lay them out alike)."""
     config = table.fresh_config()
     if config.version >= version:
         stale = table.refresh(config=False).upgrade_leftovers
@@ -248,8 +252,8 @@ def upgrade(table, version: int) -> Upgraded:
         raise UnsupportedTableError(f"{table.base}: {why}")
     storage, base = table.storage, table.base
     timeline = table.fresh_timeline()
-    if pending := [i for i in timeline.pending() if not (i.action in (REPLACE_COMMIT, CLUSTERING)
-                                                         and i.state == "requested")]:
+    scheduled = (REPLACE_COMMIT, CLUSTERING, COMPACTION) if config.version == 8 else (REPLACE_COMMIT, CLUSTERING)
+    if pending := [i for i in timeline.pending() if not (i.action in scheduled and i.state == "requested")]:
         raise UnsupportedTableError(f"{base}: cannot upgrade while instants are pending "
                                     f"({', '.join(map(str, pending))}); run `tablespec apply` again once they complete")
     if config.version == 8:
@@ -290,7 +294,10 @@ def upgrade(table, version: int) -> Upgraded:
 
 
 def _eight_to_nine(table) -> Upgraded:
-    """Version 8 -> 9: the timeline and the metadata table's layout stay; the metadata table's
+    """Version 8 -> 9, copy-on-write and merge-on-read: the timeline, log files, pending compaction
+    plans and the metadata table's layout stay (Hudi 1.2's upgrade of a merge-on-read table with no
+    compaction pending also compacts every slice with log files; tablespec leaves that to the spec's
+    compaction trigger: the slices read the same at version 9); the metadata table's
     hoodie.properties says 9 first, then the table's (the switch). A crash between the two leaves a
     version-8 table that the next apply takes to 9."""
     storage, base = table.storage, table.base
@@ -299,7 +306,8 @@ def _eight_to_nine(table) -> Upgraded:
         props = {**mdt.to_properties(), keys.TABLE_VERSION.name: "9"}
         metadata.wrote_config(write_table_config(storage, metadata.base, TableConfig.from_properties(props), props))
     crash_point("upgrade.metadata_table")
-    spelled = nine_from_eight(table.table_config.to_properties())
-    table.wrote_config(write_table_config(storage, base, TableConfig.from_properties(spelled), spelled))
+    as_written = parse_properties(storage.read_bytes(join(base, META_FOLDER, PROPERTIES_FILE)).decode("latin-1"))
+    config = TableConfig.from_properties(nine_from_eight(table.table_config.to_properties()))
+    table.wrote_config(write_table_config(storage, base, config, nine_from_eight(as_written)))   # keys spelled as Hudi 1.0.2 did
     table.refresh()
     return Upgraded(0, 0, False, 0)
