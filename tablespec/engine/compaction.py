@@ -100,6 +100,13 @@ def _slice_schema(spec) -> pa.Schema:
                      + list(data_schema(spec)))
 
 
+def running(table: HudiTable, instant: Instant) -> bool:
+    """Whether a process is running the pending compaction `instant`: inflight, its heartbeat live
+    (an expired one's run died; the next run rolls it back to its plan)."""
+    return instant.state == "inflight" and not heartbeat_expired(table.storage, table.base, instant.timestamp,
+                                                                 tolerance_seconds())
+
+
 def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=None,
         scheduled: bool = False) -> Compacted:
     """Execute the pending compaction plan `instant` and complete it as a commit.
@@ -114,7 +121,7 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     if current is None:
         raise TablespecError(f"{base}: no pending compaction plan {instant.timestamp}")
     if current.state == "inflight":
-        if not heartbeat_expired(table.storage, base, current.timestamp, tolerance_seconds()):
+        if running(table, current):
             raise TablespecError(f"{base}: compaction {current.timestamp} is running (its heartbeat is live); "
                                  "run `tablespec apply` again once it completes or its heartbeat expires")
         rollback(table, current)   # back to the plan, its files deleted (refreshes the handle)

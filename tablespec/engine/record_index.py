@@ -62,11 +62,16 @@ class IndexJob(AtLocation):
     merge_rules: MergeRules = MergeRules()
 
 
-def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
-    """The record index as the handle's timeline shows it (listed once, on the driver)."""
+def require_index(table: HudiTable) -> None:
+    """Raise IndexMissing when the table's metadata table has no record index to look keys up in."""
     if not record_index_writer.is_enabled(table):
         raise IndexMissing(f"{table.base}: the table is RECORD_LEVEL but its metadata table has no record index; "
                            "run `tablespec plan` and `tablespec apply` to build it (record_index_build)")
+
+
+def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
+    """The record index as the handle's timeline shows it (listed once, on the driver)."""
+    require_index(table)
     damage.require_intact(table, RECORD_INDEX)   # a lookup missing keys would insert them again
     found, valid = record_index_reader.slices(table)
     if not found:
@@ -283,4 +288,4 @@ def drop_index(table: HudiTable) -> IndexDropped:
                         private_files_removed=private_index.remove(table.storage, table.base))
 
 
-__all__ = ["IndexJob", "IndexMissing", "build_index", "drop_index", "ensure_index", "index_job", "tag"]
+__all__ = ["IndexJob", "IndexMissing", "build_index", "drop_index", "ensure_index", "index_job", "require_index", "tag"]

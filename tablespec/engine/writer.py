@@ -1,13 +1,15 @@
 """The copy-on-write writer's driver: one write = one commit transaction on the timeline.
 
 Order of events: check the table may be written (it matches the spec where rows are concerned;
-no table type, layout or pending Hudi restore tablespec refuses), take the table lock and check
-again where the table changed, finish or roll back leftover work, check the data's schema,
-request + start the instant (with a heartbeat), let executors write file slices, refuse bad
-keys / pending-clustering conflicts, remove files of failed task attempts, write partition
-metadata, and complete the instant last. Any error after the instant was requested rolls it
-back; a killed driver leaves an inflight instant whose heartbeat expires, and the next writer
-or apply rolls it back.
+no table type, layout or pending Hudi restore tablespec refuses, no compaction it would finish
+running elsewhere) and the data's schema (an empty input stops here: nothing changes), take the
+table lock and check again where the table changed, finish or roll back leftover work (and the
+pending compactions a spec giving compaction to tablespec leaves the writer), request + start
+the instant (with a heartbeat), let executors write file slices, refuse bad keys /
+pending-clustering conflicts, remove files of failed task attempts, write partition metadata,
+and complete the instant last. Any error after the instant was requested rolls it back; a killed
+driver leaves an inflight instant whose heartbeat expires, and the next writer or apply rolls it
+back.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
-from tablespec.engine.compaction import after_deltacommit
+from tablespec.engine.compaction import after_deltacommit, running
 from tablespec.engine.compaction import run as run_compaction
 from tablespec.engine.delta import batch_partitions, log_targets, untargeted
 from tablespec.engine.schema import conform, data_schema
@@ -38,6 +40,7 @@ from tablespec.hudi.services.compaction import pending_plans
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.conflict import ALL_PARTITIONS
+from tablespec.hudi.timeline.instant import COMPACTION
 from tablespec.hudi.timeline.lock import TableLock
 from tablespec.plan.buckets import BucketLayout
 from tablespec.plan.builder import write_refusal
@@ -117,6 +120,14 @@ class TableWriter:
             raise WriteRefused(f"bulk_insert into the MERGE_ON_READ BUCKET table {self.spec.qualified_name} is refused: "
                                "Apache Hudi 0.15's opens a second file group for a bucket that has one, which readers "
                                "cannot tell apart; use insert (each bucket's rows to a log file of its file group)")
+        # Bad input and a compaction another process runs are refused before the lock: recovery under
+        # it, and the pending compactions the writer finishes first, change the table.
+        self._refuse_running_compaction()
+        df = self._conformed(df, operation)
+        if df.isEmpty():  # reads up to the first row: an empty input changes nothing (no commit, no housekeeping)
+            return WriteResult(None, operation, 0, 0, 0, ())
+        if self.spec.spec.index.type == "RECORD_LEVEL":
+            self._require_index()
         lock = table_lock(self.table, "writer", self.lock_timeout)
         try:
             # Refusals come before anything changes: `locked` drops metadata-table partitions tablespec
@@ -133,7 +144,7 @@ class TableWriter:
                     self._refuse(observe(self.table, check_metadata=False))
                 self._finish_compactions(lock)
                 seen = self.table.timeline  # as `locked` read it (and a pending compaction run)
-                result = self._write_locked(df, operation, lock)
+                result = self._commit(df, operation, lock)
                 if result.instant is not None:  # the write added a commit: compact and archive as the spec says, if due
                     compacted, failed = self._compact_after(lock)
                     if failed:   # the table changed in ways archiving has not been checked against: next time
@@ -144,11 +155,26 @@ class TableWriter:
         finally:
             lock.release()
 
+    def _finish_by_tablespec(self) -> bool:
+        """Whether the writer finishes pending compactions first (`_finish_compactions`)."""
+        return self.table.table_config.table_type == "MERGE_ON_READ" and run_by_tablespec(self.spec)
+
+    def _refuse_running_compaction(self) -> None:
+        """A pending compaction the writer would finish first that a live process is running: it
+        would refuse under the lock, after recovery changed the table."""
+        if not self._finish_by_tablespec():
+            return
+        for instant in self.table.timeline.pending():
+            if instant.action == COMPACTION and running(self.table, instant):
+                raise WriteRefused(f"table {self.spec.qualified_name} at {self.base}: compaction {instant.timestamp} "
+                                   "is running (its heartbeat is live); write again once it completes or its "
+                                   "heartbeat expires")
+
     def _finish_compactions(self, lock: TableLock) -> None:
         """Run the compactions pending on a merge-on-read table whose spec gives compaction to tablespec
         (a plan its housekeeping scheduled and was killed running, or one left to `apply`): deltacommits
         wait for them (write_refusal), so the writer finishes them first, as `apply` would."""
-        if self.table.table_config.table_type != "MERGE_ON_READ" or not run_by_tablespec(self.spec):
+        if not self._finish_by_tablespec():
             return
         for instant in sorted(pending_plans(self.table.timeline), key=lambda i: i.timestamp):
             run_compaction(self.spark, self.spec, self.table, instant, table_avro_schema(self.spec), lock)
@@ -179,6 +205,14 @@ class TableWriter:
             raise WriteRefused(why)
         return state
 
+    def _require_index(self) -> None:
+        """RECORD_LEVEL tables: refuse one whose metadata table has no record index (keys are looked up there)."""
+        from tablespec.engine.record_index import IndexMissing, require_index
+        try:
+            require_index(self.table)
+        except IndexMissing as e:
+            raise WriteRefused(str(e)) from None
+
     def _record_index(self):
         """RECORD_LEVEL tables: Hudi's record index as the handle shows it (None for other indexes)."""
         if self.spec.spec.index.type != "RECORD_LEVEL":
@@ -189,16 +223,13 @@ class TableWriter:
         except IndexMissing as e:
             raise WriteRefused(str(e)) from None
 
-    def _write_locked(self, df, operation: str, lock: TableLock) -> WriteResult:
-        spec = self.spec.spec
-        auto = spec.record_key.auto_generate
+    def _conformed(self, df, operation: str):
+        """`df` as the spec's columns (schema.conform); input that does not fit the spec is refused."""
+        auto = self.spec.spec.record_key.auto_generate
         if auto and operation in ("upsert", "delete") and "_hoodie_record_key" not in df.columns:
             raise WriteRefused(f"{operation} into {self.spec.qualified_name} needs the `_hoodie_record_key` column: "
                                "its keys are auto-generated, so only the stored key identifies a record")
-        df = conform(df, self.spec, key_column_allowed=auto)
-        if df.isEmpty():  # reads up to the first row: an empty input makes no (empty) commit
-            return WriteResult(None, operation, 0, 0, 0, ())
-        return self._commit(df, operation, lock)
+        return conform(df, self.spec, key_column_allowed=auto)
 
     def overwrite(self, df, lock: TableLock) -> WriteResult:
         """Replace every file group with `df` written under this spec (one replacecommit).

@@ -23,15 +23,16 @@ from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
 from test_hudi_merge_on_read import COMPACT, HISTORY, RO, SCHEDULE, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
-from tablespec.engine.schema import conform
-from tablespec.engine.writer import TableWriter
+from tablespec.engine.schema import DataSchemaError, conform
+from tablespec.engine.writer import TableWriter, WriteRefused
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt.reader import listing
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline.active import Timeline
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter
+from tablespec.hudi.timeline.heartbeat import heartbeat_path
 from tablespec.index import verify
 from tablespec.table import Table
 
@@ -55,6 +56,12 @@ def _assert_listing_is_storage(location) -> None:
                            if BaseFileName.parse(f.name) or LogFileName.parse(f.name)}
                   for p in location.iterdir() if p.is_dir() and p.name != ".hoodie"}
     assert listing(HudiTable.open(str(location))).files == on_storage
+
+
+def _files(location, meta: bool = True) -> list[tuple]:
+    """Every file (`meta`: .hoodie/ too) with its size and modification time."""
+    return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in location.rglob("*")
+                  if p.is_file() and (meta or ".hoodie" not in p.relative_to(location).parts))
 
 
 def _mor_table(hudi, tmp_path, capsys, name: str):
@@ -324,10 +331,27 @@ def test_merge_on_read_writes_wait_for_a_pending_compaction(hudi, tmp_path, caps
     [pending] = HudiTable.open(str(location)).timeline.pending()
     doc["spec"]["compaction"] = {**doc["spec"].get("compaction", {}), "runBy": "tablespec"}
     table = _table(hudi, doc, location)
+    # bad input is refused, and an empty one changes nothing, before the plan runs: the table untouched
+    files = _files(location)
+    with pytest.raises(DataSchemaError, match="input does not match the spec: column 'colour' is not in the spec"):
+        table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1, "red")], SCHEMA + ", colour string"))
+    assert table.write(hudi.createDataFrame([], SCHEMA)).instant is None
+    assert _files(location) == files and HudiTable.open(str(location)).timeline.pending() == (pending,)
+    # a run of the plan another process has started (inflight, its heartbeat live) refuses the write
+    timeline = HudiTable.open(str(location)).timeline
+    started = TimelineWriter.of(timeline).start(pending)
+    LOCAL.touch(heartbeat_path(str(location), pending.timestamp))
+    files_started = _files(location)
+    with pytest.raises(WriteRefused, match=f"compaction {pending.timestamp} is running \\(its heartbeat is live\\)"):
+        table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
+    assert _files(location) == files_started
+    assert HudiTable.open(str(location)).timeline.pending() == (started,)
+    LOCAL.delete(heartbeat_path(str(location), pending.timestamp))   # its process died: rolled back, run again
     result = table.write(hudi.createDataFrame([("z", 1, "2024-01-01", 1)], SCHEMA))
     timeline = HudiTable.open(str(location)).timeline
     assert not timeline.pending() and timeline.contains_completed(pending.timestamp)
-    assert [i.action for i in timeline.completed() if i.timestamp >= pending.timestamp] == ["commit", "deltacommit"]
+    assert [i.action for i in timeline.completed() if i.timestamp >= pending.timestamp] == ["commit", "rollback",
+                                                                                          "deltacommit"]
     assert timeline.head.timestamp == result.instant
     assert _values(_agree(hudi, table, location)) == {"a": 10, "b": 2, "c": 30, "d": 4, "e": 5, "z": 1}
 
