@@ -85,16 +85,27 @@ GOAL = 1.2
 OPS = ("plan", "show", "verify", "upsert")
 
 
+class ArrowRows:
+    """An Arrow table of the spec's columns where the writer takes a DataFrame: past conforming, the
+    writer asks it only whether it is empty, and hands it to `_run`."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+
+    def isEmpty(self) -> bool:  # noqa: N802 - the DataFrame method the writer calls
+        return self.table.num_rows == 0
+
+
 class DriverWriter(TableWriter):
     """tablespec's writer with its Spark job run in this process: the rows are an Arrow table of the
     spec's columns (conformed already), and the tasks run as one task on the driver."""
 
-    def _write_locked(self, rows: pa.Table, operation: str, lock):
-        self._check_table()
-        return self._commit(rows, operation, lock)
+    def _conformed(self, rows: pa.Table, operation: str) -> ArrowRows:
+        return ArrowRows(rows)
 
-    def _run(self, rows: pa.Table, job, view, index=None, bulk: bool = False):
+    def _run(self, arrow: ArrowRows, job, view, index=None, bulk: bool = False):
         assert job.buckets and index is None, "the driver path covers the BUCKET index only"
+        rows = arrow.table
         prepared = pa.Table.from_batches(list(tasks.prepare(job, rows.to_batches())))
         prepared = prepared.sort_by([(tasks.FG, "ascending"), (tasks.SEQ, "ascending")])  # as the job sorts
         out = list(tasks.write_file_groups(job, prepared.to_batches()))
