@@ -61,19 +61,19 @@ def _avro_schema(columns: dict) -> str:
 
 
 def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: dict | None = None,
-            storage: LocalStorage = ST) -> str:
-    """A copy-on-write commit rewriting file group FG of partition `p` to hold `rows` (record key -> v),
+            storage: LocalStorage = ST, partition: str = "p") -> str:
+    """A copy-on-write commit rewriting file group FG of `partition` to hold `rows` (record key -> v),
     recorded in the metadata table (files, record index, secondary index; read through `storage`) before it
     completes, then the metadata table compacted when due, as tablespec's writers do."""
     ts, inflight = _start(base)
-    write_partition_metadata(ST, base, "p", ts)
-    rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"
+    write_partition_metadata(ST, base, partition, ts)
+    rel = f"{partition}/{BaseFileName(FG, '0-1-0', ts).format()}"
     columns = {"_hoodie_record_key": pa.array(list(rows), pa.string()),
-               "_hoodie_partition_path": pa.array(["p"] * len(rows), pa.string())}
+               "_hoodie_partition_path": pa.array([partition] * len(rows), pa.string())}
     columns |= {name: pa.array(list(rows.values()), kind) for name, kind in (schema or {"v": pa.int64()}).items()}
     pq.write_table(pa.table(columns), join(base, rel))
-    metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
-                                              partition_path="p", file_size_in_bytes=ST.info(join(base, rel)).size)]},
+    metadata = CommitMetadata({partition: [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
+                                                    partition_path=partition, file_size_in_bytes=ST.info(join(base, rel)).size)]},
                               operation_type="UPSERT", extra_metadata={"schema": _avro_schema(schema or {"v": pa.int64()})})
     table = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
     with sync.completing(table, "commit") as locked:
