@@ -141,7 +141,8 @@ def test_compaction_absorbs_the_index_so_archiving_loses_none_of_it(tmp_path):
 
 def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     """The metadata update of a commit keeping column stats, the record index and a secondary index reads the
-    base file it wrote once (footer, key and indexed columns) and the one it replaced once, for all three."""
+    base file it wrote once (footer, key and indexed columns) and the one it replaced once, for all three;
+    and the index definitions (their source fields) once."""
     base, prev = _indexed(tmp_path, {"a": 1, "b": 2})
     table = HudiTable.open(base)
     with table.transaction_lock("column stats build"):
@@ -151,6 +152,7 @@ def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     ts = _commit(base, {"a": 3, "c": 4}, prev, storage=storage)
     [new] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
     assert ts in new and Counter(p.rsplit("/", 1)[-1] for p in storage.paths() if p.endswith(".parquet")) == {new: 1, old: 1}
+    assert [p for p in storage.paths() if p.endswith("index.json")] == [join(base, ".hoodie", ".index_defs", "index.json")]
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 3, "c": 4})
 
 
