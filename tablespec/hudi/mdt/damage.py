@@ -10,7 +10,8 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
 - `column_stats`, `partition_stats`, `bloom_filters` and secondary indexes (those tablespec keeps,
   completely built): each base file's trailer and index read; and their content (`full`: `verify`
   always, `plan` while small, see `CONTENT_CHECK_BYTES`): every file decoded, and nothing missing that
-  readers look up: statistics and a filter of each latest base file, statistics of each data
+  readers look up: statistics (but of a file its commit wrote no record into) and a filter of each
+  latest base file, statistics of each data
   partition holding one; for each key the record index holds, an entry (and none of a key it lacks);
   and no partition's bounds narrower than a latest base file's statistics in it (readers would prune
   the partition away while the file holds rows it matches). A file or partition without statistics
