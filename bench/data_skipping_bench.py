@@ -9,9 +9,8 @@ page cache, the parsed HFile heads cleared before each):
   before it looked keys up;
 - file keys: the statistics `Table.read(filters=[("c0", ">=", ...)])` looks up, one column's key
   for every file (`column_stats_reader.file_stats`);
-- one partition: the same for one partition's files (what is left after `partition_stats` ruled
-  the others out), and the partition_stats lookup of one column in every partition (what
-  `partitions_left` looks up; the synthetic table's files listing is empty, so not that call).
+- one partition: the same for one partition's files, and the partition_stats lookup of one
+  column in every partition (what `partitions_ruled_out` looks up).
 
     PYTHONPATH=$PWD python bench/data_skipping_bench.py [--files 3000 --columns 40 --repeat 3]
 """

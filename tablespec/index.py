@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablespec.arrow.merge import merged_keys
+from tablespec.arrow.merge import merged_keys, slice_keys
 from tablespec.errors import TablespecError
 from tablespec.hudi import bloom_lookup
 from tablespec.hudi.config import RECORD_LEVEL, table_index_type
-from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import record_index_reader, record_index_writer
 from tablespec.hudi.mdt.record_index import Location
 from tablespec.hudi.table import HudiTable
@@ -107,19 +106,13 @@ def data_locations(table: HudiTable) -> pa.Table:
     """(key, partition_path, file_id) of every row of the latest file slices, as a snapshot reads them:
     a slice with log files merged with its counting blocks (a merge-on-read key moved or deleted keeps
     its row in the base file; a delete block removes it), as the index build reads them."""
-    storage = table.storage
     slices = table.view.latest_slices()
     merged = merged_keys(table.table_config, table.timeline, slices, table.base)
     parts = []
     for s in slices:
-        if merged is not None and s.log_files:
-            keys = merged.keys(storage, s.partition, s.file_id)
-        elif s.base_file is not None:
-            keys = base_file_keys(s.base_file.path, storage, s.base_file.size)
-        else:
-            continue
-        parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
-                               "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
+        if (keys := slice_keys(table.storage, merged, s)) is not None:
+            parts.append(pa.table({"key": keys, "partition_path": pa.array([s.partition] * len(keys), pa.string()),
+                                   "file_id": pa.array([s.file_id] * len(keys), pa.string())}))
     return pa.concat_tables(parts) if parts else LOCATIONS.empty_table()
 
 

@@ -24,6 +24,7 @@ from tablespec.arrow.align import align_to_schema, arrow_type
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import TableConfig
 from tablespec.hudi.formats.avro import from_avro_schema
+from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.formats.logfile import BlockType, LogBlock, avro_records, delete_records, parquet_block_table
 from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.io import Storage
@@ -185,3 +186,11 @@ def merged_keys(config: TableConfig, timeline: Timeline, slices: Iterable[FileSl
     wanted = counting(timeline)
     return MergedKeys({(r.partition, r.file_id): r for r in slice_reads(timeline, logged, wanted)}, wanted, rules,
                       pa.schema(fields))
+
+
+def slice_keys(storage: Storage, merged: MergedKeys | None, s: FileSlice) -> pa.Array | None:
+    """The record keys a snapshot reads from slice `s`: merged with its log files (`merged`: the slices'
+    `merged_keys`), else its base file's; None: it has neither."""
+    if merged is not None and s.log_files:
+        return merged.keys(storage, s.partition, s.file_id)
+    return base_file_keys(s.base_file.path, storage, s.base_file.size) if s.base_file is not None else None

@@ -2,10 +2,11 @@
 
 Which files to read is decided from metadata only (timeline + file-system view); Spark only
 reads them. Filters (engine/filters.py) prune: an equality filter on every hash field of a BUCKET
-table to one bucket; with the metadata table's partition statistics, the partitions whose ranges rule
-a condition out are not even listed (latest snapshot only); with its column statistics, base files
-whose ranges rule a condition out are skipped (mdt/column_stats_reader.py; slices with log files are
-always read); with a secondary index (version 9) on a column an equality or IN filter compares, only the
+table to one bucket; with the metadata table's column statistics, base files whose ranges rule a
+condition out are skipped, and with its partition statistics, in a partition whose range rules one out
+(latest snapshot only), any slice whose files' (log files' too) column statistics rule it out
+(mdt/column_stats_reader.py, one lookup for both; other slices with log files are always read); with a
+secondary index (version 9) on a column an equality or IN filter compares, only the
 file groups the record index places the keys of those values in (mdt/secondary_index_reader.py; latest
 snapshot only); with its `bloom_filters`, an equality on every record-key field skips the base files whose
 filter rules the key out.
@@ -29,7 +30,7 @@ from tablespec.errors import TablespecError
 from tablespec.hudi.archive import ArchivedTimeline
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.naming import bucket_of
-from tablespec.hudi.fs_view import FileSlice, FileSystemView
+from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.hashing import record_key_hashes
 from tablespec.hudi.io import Storage
 from tablespec.hudi.mdt import column_stats, column_stats_reader, secondary_index_reader
@@ -83,7 +84,7 @@ def _slices(table: HudiTable, as_of: str | None, spec, conds: tuple[Condition, .
             hint = f"; the oldest retained commit is {completed[0]}" if completed and as_of < completed[0] else ""
             raise ReadError(f"{base}: {as_of} is not a completed commit on the timeline{hint}")
     kinds = {f.name: column_stats.kind_of(f) for f in data_schema(spec)} if conds else {}
-    files = pruned_view(table, as_of, conds, kinds)
+    files = table.view
     if view == READ_OPTIMIZED:
         slices = [FileSlice(s.file_id, s.partition, s.base_instant, s.base_file)
                   for g in files.file_groups(as_of=as_of)
@@ -102,30 +103,11 @@ def _slices(table: HudiTable, as_of: str | None, spec, conds: tuple[Condition, .
         slices = [s for s in slices if (s.partition, s.file_id) in groups]
     if key is not None:
         slices = _skipped_by_bloom_filters(table, slices, key)
-    return _skipped_by_statistics(table, slices, conds, kinds)
+    return column_stats_reader.slices_left(table, slices, conds, kinds, latest=as_of is None)
 
 
 def _conditions(spec, filters) -> tuple[Condition, ...]:
     return conditions(filters, [*META_FIELDS, *data_schema(spec).names])
-
-
-def pruned_view(table: HudiTable, as_of: str | None, conds: tuple[Condition, ...],
-                 kinds: dict[str, str | None]) -> FileSystemView:
-    """The table's view, or, when the metadata table's `partition_stats` rule partitions out of the
-    latest snapshot, a view of the other partitions only: the ruled-out ones are not listed."""
-    left = column_stats_reader.partitions_left(table, conds, kinds) if as_of is None else None
-    return table.view if left is None else table.view_of(table.timeline, left)
-
-
-def _skipped_by_statistics(table: HudiTable, slices: list[FileSlice], conds: tuple[Condition, ...],
-                           kinds: dict[str, str | None]) -> list[FileSlice]:
-    """`slices` less the base files (without log files) whose column statistics rule a condition out
-    (only their statistics of the compared columns are read)."""
-    files = [(s.partition, s.base_file.name) for s in slices if not s.log_files and s.base_file is not None]
-    if (found := column_stats_reader.file_stats(table, files, conds, kinds)) is None:
-        return slices
-    return [s for s in slices if s.log_files or s.base_file is None
-            or not column_stats_reader.skipped(found, s.partition, s.base_file.name, conds, kinds)]
 
 
 def _filter_key(spec, filters: dict) -> pa.Array | None:

@@ -25,20 +25,18 @@ from tablespec.arrow.basefile import (
     ROW_GROUP_BYTES,
     BaseFileWriter,
     java_sort_indices,
-    read_footer_keys,
     with_meta_fields,
-    within_java_range,
     write_base_file,
 )
-from tablespec.arrow.bloom import parse_bloom_filter, read_bloom_filter
 from tablespec.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.arrow.merge import read_slice
+from tablespec.hudi.bloom_lookup import may_hold
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.formats.logfile import avro_block, delete_block, encode_block
 from tablespec.hudi.formats.markers import write_marker
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName, bucket_file_id, new_file_id, write_token
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
-from tablespec.hudi.io import LOCAL, Storage, join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead
@@ -244,7 +242,8 @@ def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], f
     record count of each file whose keys were read."""
     found = np.full(len(keys), None, dtype=object)
     if job.lookup == "BLOOM" and job.stored_filters is not None:
-        _stored_filters(job, [f for f in files if f[1] not in footers], footers)
+        job.stored_filters.into(job.storage, {job.base_files[fid][:2]: path for fid, path, _ in files
+                                              if fid in job.base_files and path not in footers}, footers)
     for file_id, path, size in files:
         if job.lookup == "BLOOM" and not may_hold(path, keys, footers, job.storage):
             continue
@@ -253,27 +252,6 @@ def _look_up(job: WriteJob, keys: pa.Array, files: list[tuple[str, str, int]], f
             counted[path] = len(stored)
         found[np.asarray(pc.is_in(keys, value_set=stored))] = file_id
     return pa.array(found, pa.string())
-
-
-def _stored_filters(job: WriteJob, files: list[tuple[str, str, int]], footers: dict) -> None:
-    """Put into `footers` the filters of `files` the metadata table holds (no key range: the footers are
-    not opened); a file it holds none of is left to its footer."""
-    assert job.stored_filters is not None
-    named = {job.base_files[file_id][:2]: path for file_id, path, _ in files if file_id in job.base_files}
-    for where, (encoded, type_code) in job.stored_filters.filters(job.storage, named).items():
-        footers[named[where]] = (None, None, parse_bloom_filter(encoded, type_code))
-
-
-def may_hold(path: str, keys: pa.Array, footers: dict, storage: Storage = LOCAL) -> bool:
-    """BLOOM: whether the base file at `path` may hold one of `keys`: one within its footer's key
-    range that passes its bloom filter (files without a range or filter may hold any key).
-    Footers are read once per task (`footers` caches them)."""
-    if path not in footers:
-        footers[path] = (*read_footer_keys(path, storage), read_bloom_filter(path, storage))
-    lo, hi, bloom = footers[path]
-    if lo is not None and hi is not None:
-        keys = keys.filter(within_java_range(keys, lo, hi))
-    return bool(len(keys)) and (bloom is None or bool(np.any(bloom.might_contain(keys))))
 
 
 class _InsertTargets:

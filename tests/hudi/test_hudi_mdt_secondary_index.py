@@ -61,19 +61,19 @@ def _avro_schema(columns: dict) -> str:
 
 
 def _commit(base: str, rows: dict[str, int | None], prev: str = "null", schema: dict | None = None,
-            storage: LocalStorage = ST) -> str:
-    """A copy-on-write commit rewriting file group FG of partition `p` to hold `rows` (record key -> v),
+            storage: LocalStorage = ST, partition: str = "p") -> str:
+    """A copy-on-write commit rewriting file group FG of `partition` to hold `rows` (record key -> v),
     recorded in the metadata table (files, record index, secondary index; read through `storage`) before it
     completes, then the metadata table compacted when due, as tablespec's writers do."""
     ts, inflight = _start(base)
-    write_partition_metadata(ST, base, "p", ts)
-    rel = f"p/{BaseFileName(FG, '0-1-0', ts).format()}"
+    write_partition_metadata(ST, base, partition, ts)
+    rel = f"{partition}/{BaseFileName(FG, '0-1-0', ts).format()}"
     columns = {"_hoodie_record_key": pa.array(list(rows), pa.string()),
-               "_hoodie_partition_path": pa.array(["p"] * len(rows), pa.string())}
+               "_hoodie_partition_path": pa.array([partition] * len(rows), pa.string())}
     columns |= {name: pa.array(list(rows.values()), kind) for name, kind in (schema or {"v": pa.int64()}).items()}
     pq.write_table(pa.table(columns), join(base, rel))
-    metadata = CommitMetadata({"p": [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
-                                              partition_path="p", file_size_in_bytes=ST.info(join(base, rel)).size)]},
+    metadata = CommitMetadata({partition: [WriteStat(file_id=FG, path=rel, prev_commit=prev, num_writes=len(rows),
+                                                    partition_path=partition, file_size_in_bytes=ST.info(join(base, rel)).size)]},
                               operation_type="UPSERT", extra_metadata={"schema": _avro_schema(schema or {"v": pa.int64()})})
     table = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
     with sync.completing(table, "commit") as locked:
@@ -141,7 +141,8 @@ def test_compaction_absorbs_the_index_so_archiving_loses_none_of_it(tmp_path):
 
 def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     """The metadata update of a commit keeping column stats, the record index and a secondary index reads the
-    base file it wrote once (footer, key and indexed columns) and the one it replaced once, for all three."""
+    base file it wrote once (footer, key and indexed columns) and the one it replaced once, for all three;
+    and the index definitions (their source fields) once."""
     base, prev = _indexed(tmp_path, {"a": 1, "b": 2})
     table = HudiTable.open(base)
     with table.transaction_lock("column stats build"):
@@ -151,6 +152,7 @@ def test_a_commit_reads_each_base_file_once_for_all_the_indexes(tmp_path):
     ts = _commit(base, {"a": 3, "c": 4}, prev, storage=storage)
     [new] = [s.base_file.name for s in HudiTable.open(base).view.latest_slices()]
     assert ts in new and Counter(p.rsplit("/", 1)[-1] for p in storage.paths() if p.endswith(".parquet")) == {new: 1, old: 1}
+    assert [p for p in storage.paths() if p.endswith("index.json")] == [join(base, ".hoodie", ".index_defs", "index.json")]
     assert set(secondary_index.stored(HudiTable.open(base), "secondary_index_idx_v")) == _pairs({"a": 3, "c": 4})
 
 

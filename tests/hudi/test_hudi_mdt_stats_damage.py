@@ -4,17 +4,19 @@ HFile. `verify` reports each, `plan` proposes the rebuild without touching the t
 prune the rows such a partition misses."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from _support import table_files
+from _support import RecordingStorage, table_files
 from test_hudi_mdt_1x import _table
 from test_hudi_mdt_secondary_index import _commit
 
 from tablespec.hudi.mdt import column_stats, column_stats_init, column_stats_reader, damage, layout
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import Location as TableLocation
 from tablespec.plan.metadata_table import metadata_table_actions
 from tablespec.state import observe
 from tablespec.verify import verify_table
@@ -81,15 +83,18 @@ def test_a_file_missing_from_column_stats_is_found_and_never_skipped(tmp_path):
 def test_partition_stats_narrower_than_a_file_are_found_and_prune_nothing(tmp_path):
     base, written = _stats_table(tmp_path)
     table = HudiTable.open(base)
-    assert column_stats_reader.partitions_left(table, [("v", "=", 99)], KINDS) == []   # pruned while sound
+    assert column_stats_reader.partitions_ruled_out(table, ["p"], [("v", "=", 99)], KINDS) == {"p"}  # while sound
     _lose(base, PARTITION_STATS, written[PARTITION_STATS])    # p's bounds back to 1..2; its file holds 50
     name = _latest_file(base)
     [found] = damage.find(HudiTable.open(base))
     assert found.partition == PARTITION_STATS and f"1 latest base file(s) with values beyond their partition's " \
         f"bounds (e.g. p/{name})" in found.message, found.message
     _planned_rebuild(base, PARTITION_STATS, name)
-    # reads: the stale bounds would rule p out for v = 50; the file's own statistics keep it
-    assert column_stats_reader.partitions_left(HudiTable.open(base), [("v", "=", 50)], KINDS) is None
+    # reads: the stale bounds rule p out for v = 50; the file's own statistics keep it
+    table = HudiTable.open(base)
+    assert column_stats_reader.partitions_ruled_out(table, ["p"], [("v", "=", 50)], KINDS) == {"p"}
+    slices = table.view.latest_slices()
+    assert column_stats_reader.slices_left(table, slices, [("v", "=", 50)], KINDS) == slices
 
 
 def test_a_partition_missing_from_partition_stats_is_found(tmp_path, monkeypatch):
@@ -121,4 +126,53 @@ def test_a_truncated_statistics_hfile_is_found_by_every_plan(tmp_path, monkeypat
     if partition == COLUMN_STATS:
         assert column_stats_reader.file_stats(table, [("p", _latest_file(base))], [("v", "=", 99)], KINDS) is None
     else:
-        assert column_stats_reader.partitions_left(table, [("v", "=", 99)], KINDS) is None
+        assert column_stats_reader.partitions_ruled_out(table, ["p"], [("v", "=", 99)], KINDS) == set()
+
+
+def test_partition_pruning_looks_the_column_stats_up_once_for_the_latest_files(tmp_path):
+    """partition_stats rule p (v 1..50) out for v >= 55, q (60..70) stays: p's slice is confirmed by the
+    column_stats of its latest file (not of the older one the table keeps) in the same lookup that skips
+    q's files, so the read costs what file skipping alone costs, every block read once."""
+    base, _ = _stats_table(tmp_path)
+    _commit(base, {"d": 60, "e": 70}, partition="q")
+    storage = RecordingStorage()
+    table = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
+    slices = table.view.latest_slices()
+
+    def stats_reads(read) -> list[tuple[str, int | None, int | None]]:
+        storage.reads.clear()
+        read()
+        return [r for r in storage.reads if f"/metadata/{COLUMN_STATS}/" in r[0]]
+
+    conditions = [("v", ">=", 55)]
+    assert column_stats_reader.partitions_ruled_out(table, ["p", "q"], conditions, KINDS) == {"p"}
+    left = []
+    pruned = stats_reads(lambda: left.extend(column_stats_reader.slices_left(table, slices, conditions, KINDS)))
+    assert [s.partition for s in left] == ["q"]
+    files = [(s.partition, s.base_file.name) for s in slices]
+    assert pruned and len(set(pruned)) == len(pruned)
+    assert pruned == stats_reads(lambda: column_stats_reader.file_stats(table, files, conditions, KINDS))
+
+
+def test_an_empty_base_file_without_statistics_is_no_damage(tmp_path):
+    """Every key of the file group deleted: the commit writes a base file of no record (numWrites 0), which
+    Hudi may keep no statistics of; a healthy table, while a file of records without them is damage."""
+    base, _ = _stats_table(tmp_path)
+    folder = Path(layout.partition_path(base, COLUMN_STATS))
+    before = {f.name for f in folder.iterdir()}
+    _commit(base, {}, HudiTable.open(base).timeline.head.timestamp)
+    _lose(base, COLUMN_STATS, {f.name for f in folder.iterdir()} - before)
+    assert damage.find(HudiTable.open(base), full=True) == []
+
+
+def _bounds(lo: str, hi: str) -> dict:
+    return {"ColumnStatsMetadata": {"minValue": {"value": lo}, "maxValue": {"value": hi}}}
+
+
+def test_string_bounds_compare_in_java_order():
+    """Java's String.compareTo (Hudi's) orders UTF-16 code units: a character beyond U+FFFF (a surrogate
+    pair) sorts before U+E000..U+FFFF, where Python's code-point order puts it after."""
+    assert damage.java_order("\U0001F600") < damage.java_order("\uE000") and "\U0001F600" > "\uE000"
+    partition = _bounds("\U0001F600", "\uE000")           # Java's min and max over the partition's files
+    assert not damage._outside(partition, _bounds("\uE000", "\uE000"))
+    assert damage._outside(partition, _bounds("\uE000", "\uF000")) and damage._outside(partition, _bounds("a", "\uE000"))

@@ -5,7 +5,8 @@ both partitions in each change. Hudi 0.15 then reads with data skipping on exact
 with it off for filters only the new rows satisfy, its own column-stats lookup finds each latest
 file's range, its bloom-filter lookup each latest file's filter (none of a cleaned file), its BLOOM
 index reading them from the metadata table finds the keys tablespec wrote, and its next write with
-both on does not build the partitions again."""
+both on does not build the partitions again; its delete of every key of a file group leaves a base file
+of no record, without statistics, which `verify` finds healthy."""
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ from tablespec.faults import CRASH_ENV
 from tablespec.hudi.mdt import layout, reader
 from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
+from tablespec.verify import verify_table
 
 COLUMN_STATS = {"hoodie.metadata.enable": "true", "hoodie.metadata.index.column.stats.enable": "true"}
 BLOOM_FILTERS = {"hoodie.metadata.index.bloom.filter.enable": "true"}
@@ -112,6 +114,16 @@ def test_tablespec_keeps_column_stats_and_bloom_filters_hudi_0_15_skips_with(hud
     assert len(rows) == len({r.id for r in rows}) == 6
     assert _ids(hudi, location, "v >= 500", **ON) == ["x", "y", "z"]
     _assert_hudi_finds_the_filters(hudi, location, gone)
+
+    # every key of a file group deleted (y, all of 2024-01-09): Hudi writes a base file of no record, which
+    # its column_stats may hold no statistics of; tablespec finds a healthy table
+    hudi_write(hudi.createDataFrame([("y", 601, "2024-01-09", 61)], SCHEMA), str(location),
+               {**options, **BLOOM_FROM_METADATA, "hoodie.datasource.write.operation": "delete"})
+    handle = HudiTable.open(str(location))
+    [emptied] = [s.base_file for s in handle.view.latest_slices() if s.partition == "2024-01-09"]
+    assert emptied is not None and pq.read_metadata(emptied.path).num_rows == 0
+    report = verify_table(handle)
+    assert not [f for f in report.findings if f.kind == "metadata"], str(report)
 
 
 KILLED_BUILD = """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from tablespec.errors import HudiFormatError
@@ -85,17 +86,18 @@ def definitions(storage: Storage, base: str, config: TableConfig) -> dict[str, d
     return {name: dict(found) for name, found in _read(storage, _path(base, config))["indexDefinitions"].items()}
 
 
-def source_fields(storage: Storage, base: str, config: TableConfig, name: str) -> list[str] | None:
-    """The source fields of index `name` as its definition lists them; None without a definition."""
+def source_fields(storage: Storage, base: str, config: TableConfig, name: str,
+                  defined: Mapping[str, Mapping[str, Any]] | None = None) -> list[str] | None:
+    """The source fields of index `name` as its definition lists them; None without a definition.
+    `defined`: the definitions `definitions` read already (a commit reads the file once), else read."""
     if keys.INDEX_DEFS_PATH.name not in config.extra:
         return None
-    path = _path(base, config)
-    definition = _read(storage, path)["indexDefinitions"].get(name)
+    definition = (definitions(storage, base, config) if defined is None else defined).get(name)
     if definition is None:
         return None
     fields = definition.get("sourceFields")
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-        raise HudiFormatError(f"{path}: index {name!r} has no list of source fields (sourceFields)")
+        raise HudiFormatError(f"{_path(base, config)}: index {name!r} has no list of source fields (sourceFields)")
     return fields
 
 

@@ -10,10 +10,11 @@ reads that file's footer, never skipping a file on an index it cannot trust.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tablespec.arrow.bloom import parse_bloom_filter
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.io import Storage
 from tablespec.hudi.mdt import layout, reader
@@ -58,6 +59,13 @@ class StoredFilters:
             if k in keys and found.get("bloomFilter"):
                 out[keys[k]] = (found["bloomFilter"], found.get("type") or FILTER_TYPE)
         return out
+
+    def into(self, storage: Storage, files: Mapping[tuple[str, str], str], footers: dict) -> None:
+        """Put into `footers` (base file path -> (min key, max key, filter), as `bloom_lookup.may_hold`
+        takes them) the filters of `files` ((partition, file name) -> path) held here, with no key range:
+        their footers are not opened. A file it holds none of is left to its footer."""
+        for where, (encoded, type_code) in self.filters(storage, files).items():
+            footers[files[where]] = (None, None, parse_bloom_filter(encoded, type_code))
 
 
 __all__ = ["StoredFilters"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -83,13 +83,14 @@ def hudi_default_columns(columns: Iterable[tuple[str, DataType]]) -> list[str]:
     return [*INDEXED_META_COLUMNS, *data][:MAX_INDEXED_COLUMNS]
 
 
-def indexed_columns(table: HudiTable) -> Collection[str] | None:
+def indexed_columns(table: HudiTable, defined: Mapping[str, Mapping[str, Any]] | None = None) -> Collection[str] | None:
     """The columns the table's column stats cover: on version 9 the index definition's source
-    fields; on version 6 (no definitions) every column Hudi 0.15 indexes (None)."""
+    fields (`defined`: the definitions read already, else read); on version 6 (no definitions)
+    every column Hudi 0.15 indexes (None)."""
     config = table.config
     if config is None or config.version < 8:
         return None
-    fields = index_defs.source_fields(table.storage, table.base, config, COLUMN_STATS)
+    fields = index_defs.source_fields(table.storage, table.base, config, COLUMN_STATS, defined)
     return None if fields is None else tuple(fields)
 
 
@@ -149,13 +150,15 @@ def _log_ranges(table: HudiTable, path: str, columns: Collection[str] | None) ->
 
 
 def from_commit(table: HudiTable, instant: str, metadata: CommitMetadata, partitions: Collection[str],
-                reads: BaseFileReads | None = None) -> dict[str, HashedChange]:
+                reads: BaseFileReads | None = None, defined: Mapping[str, Mapping[str, Any]] | None = None
+                ) -> dict[str, HashedChange]:
     """The change of each kept partition (`partitions`, from `kept`) for a commit or replacecommit
     `instant` that has not completed yet (the handle's timeline shows it pending); the footers of the
-    base files it wrote come through `reads` (the update's shared reads)."""
+    base files it wrote come through `reads` (the update's shared reads), the index definitions through
+    `defined` (read once per commit) where given."""
     reads = reads or BaseFileReads(table.storage)
     one_x = table.config is not None and table.config.version >= 8
-    columns = indexed_columns(table)
+    columns = indexed_columns(table, defined)
     written: dict[str, dict[str, list[ColumnRange]]] = {}      # partition -> file id -> its ranges
     appended = {st.file_id for stats in metadata.partition_to_write_stats.values() for st in stats
                 if st.path and LogFileName.parse(posixpath.basename(st.path)) is not None}

@@ -2,7 +2,8 @@
 range of a column rules out a filter's condition (=, !=, <, <=, >, >=, in) holds no matching row.
 
 On version 9 the `partition_stats` partition rules out whole data partitions the same way, each
-confirmed by its files' `column_stats` (a lost log file leaves its bounds stale, too narrow).
+slice of them confirmed by its files' `column_stats` (a lost log file leaves its bounds stale, too
+narrow), in the same lookup as the file skipping.
 Only the keys a read needs are looked up (a compared column's key for each candidate file or
 partition: Hudi's keys are hashes, so a column's entries lie scattered through the HFiles), each in
 the data blocks the HFiles' block indexes point to; the partition's latest slices are merged as Hudi
@@ -28,6 +29,7 @@ from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, kept
 
 if TYPE_CHECKING:
+    from tablespec.hudi.fs_view import FileSlice
     from tablespec.hudi.table import HudiTable
 
 Stats = Mapping[str, Mapping[str, Any]]   # column_stats key -> its ColumnStatsMetadata
@@ -144,43 +146,41 @@ def _rules_out(found: Stats, key: Callable[[str], str], conditions: Iterable[tup
                and excludes(s, v, kinds.get(c), op) for c, op, v in conditions)
 
 
-def partitions_left(table: HudiTable, conditions: Collection[tuple[str, str, Any]],
-                    kinds: Mapping[str, str | None]) -> list[str] | None:
-    """The data partitions the metadata table lists less those whose `partition_stats` (tight bounds
-    over each partition's latest files: for the latest snapshot only) rule a condition out, and the
-    `column_stats` of each of its files too; None when none is ruled out or the statistics or the
-    listing are not there to trust."""
+def partitions_ruled_out(table: HudiTable, partitions: Collection[str], conditions: Collection[tuple[str, str, Any]],
+                         kinds: Mapping[str, str | None]) -> set[str]:
+    """Of `partitions`, those whose `partition_stats` (tight bounds over each partition's latest files:
+    for the latest snapshot only) rule a condition out; candidates only, `slices_left` confirms each
+    slice of them with its files' `column_stats` (bounds gone stale with a lost log file are too narrow)."""
     columns = _compared(conditions, kinds)
     if not columns or PARTITION_STATS not in kept(table):
-        return None
-    try:
-        listed = reader.listing(table)
-    except MetadataTableDamaged:
-        return None
-    partitions = listed.partitions
+        return set()
     keys = {column_stats.partition_stats_key(c, p) for p in partitions for c in columns}
     if not keys or (found := stored(table, PARTITION_STATS, keys)) is None:
-        return None
-    out = [p for p in sorted(partitions)
-           if not _rules_out(found, functools.partial(column_stats.partition_stats_key, partition=p), conditions, kinds)]
-    if not partitions or len(out) == len(partitions):
-        return None
-    confirmed = _ruled_out_by_files(table, {p: listed.files.get(p, {}) for p in partitions if p not in out},
-                                    conditions, kinds)
-    return sorted(set(partitions) - confirmed) if confirmed else None
+        return set()
+    return {p for p in partitions
+            if _rules_out(found, functools.partial(column_stats.partition_stats_key, partition=p), conditions, kinds)}
 
 
-def _ruled_out_by_files(table: HudiTable, files: Mapping[str, Collection[str]],
-                        conditions: Collection[tuple[str, str, Any]], kinds: Mapping[str, str | None]) -> set[str] | None:
-    """The partitions (of those `partition_stats` ruled out, with the files the listing holds) whose every
-    file's `column_stats` rule a condition out too (None: no column statistics to confirm with): stale
-    partition bounds (a lost log file) never prune away a file's rows. Only the ruled-out partitions'
-    keys are looked up."""
-    columns = _compared(conditions, kinds)
-    keys = {column_stats.column_stats_key(c, p, f) for p, names in files.items() for f in names for c in columns}
-    if COLUMN_STATS not in kept(table) or (found := stored(table, COLUMN_STATS, keys)) is None:
-        return None
-    return {p for p, names in files.items() if all(skipped(found, p, f, conditions, kinds) for f in names)}
+def slices_left(table: HudiTable, slices: list[FileSlice], conditions: Collection[tuple[str, str, Any]],
+                kinds: Mapping[str, str | None], latest: bool = True) -> list[FileSlice]:
+    """`slices` less those the statistics rule out, in one `column_stats` lookup: a base file without log
+    files by its own statistics; with `partition_stats` (`latest`: the slices are the latest snapshot's),
+    in a partition they rule out, a slice whose every file (base and log files) the `column_stats` rule
+    out too. Only those files' keys are looked up: about what file skipping alone costs."""
+    ruled_out = partitions_ruled_out(table, {s.partition for s in slices}, conditions, kinds) if latest else set()
+
+    def compared(s: FileSlice) -> list[str]:
+        """The files whose statistics decide whether `s` is skipped (none: it is read)."""
+        if s.log_files and s.partition not in ruled_out:
+            return []
+        base = [s.base_file.name] if s.base_file is not None else []
+        return base + [f.file_name.format() for f in s.log_files]
+
+    files = [(s.partition, f) for s in slices for f in compared(s)]
+    if (found := file_stats(table, files, conditions, kinds)) is None:
+        return slices
+    return [s for s in slices
+            if not ((names := compared(s)) and all(skipped(found, s.partition, f, conditions, kinds) for f in names))]
 
 
-__all__ = ["excludes", "file_stats", "partitions_left", "skipped", "stored"]
+__all__ = ["excludes", "file_stats", "partitions_ruled_out", "skipped", "slices_left", "stored"]

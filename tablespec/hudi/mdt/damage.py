@@ -10,7 +10,8 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
 - `column_stats`, `partition_stats`, `bloom_filters` and secondary indexes (those tablespec keeps,
   completely built): each base file's trailer and index read; and their content (`full`: `verify`
   always, `plan` while small, see `CONTENT_CHECK_BYTES`): every file decoded, and nothing missing that
-  readers look up: statistics and a filter of each latest base file, statistics of each data
+  readers look up: statistics (but of a file its commit wrote no record into) and a filter of each
+  latest base file, statistics of each data
   partition holding one; for each key the record index holds, an entry (and none of a key it lacks);
   and no partition's bounds narrower than a latest base file's statistics in it (readers would prune
   the partition away while the file holds rows it matches). A file or partition without statistics
@@ -298,9 +299,7 @@ def _entries(table: HudiTable, slices: list[layout.Slice], valid: set[str]) -> M
 def _bloom_filters(table: HudiTable, stored: Mapping[str, Mapping[str, Any]]) -> str | None:
     """A latest base file the `bloom_filters` partition (its `stored` records) holds no filter of (a BLOOM
     lookup through it would miss the file's keys), or None."""
-    missing = [f"{s.partition}/{s.base_file.name}" if s.partition else s.base_file.name
-               for s in table.view.latest_slices()
-               if s.base_file is not None and bloom_filters.key(s.partition, s.base_file.name) not in stored]
+    missing = [_named(p, n) for p, n in _latest_base_files(table) if bloom_filters.key(p, n) not in stored]
     if not missing:
         return None
     return (f"{layout.partition_path(table.base, BLOOM_FILTERS)}: no bloom filter of {len(missing)} latest base "
@@ -316,17 +315,40 @@ def _latest_base_files(table: HudiTable) -> list[tuple[str, str]]:
     return [(s.partition, s.base_file.name) for s in table.view.latest_slices() if s.base_file is not None]
 
 
+def _named(partition: str, name: str) -> str:
+    return f"{partition}/{name}" if partition else name
+
+
 def _column_stats(table: HudiTable, stored: Mapping[str, Mapping[str, Any]]) -> str | None:
     """A latest base file the `column_stats` partition (its `stored` records) holds no statistics of (reads
-    then never skip it, but its statistics are lost to them), or None. Keys are a column's hash then the
-    file's (partition and name hashes)."""
+    then never skip it, but its statistics are lost to them), or None; not one its commit says holds no
+    record (`_without_records`). Keys are a column's hash then the file's (partition and name hashes)."""
     held = {k[NAME_ID:] for k in stored}
-    missing = [f"{p}/{n}" if p else n for p, n in _latest_base_files(table)
-               if column_stats.column_stats_key("", p, n)[NAME_ID:] not in held]
+    unheld = [(p, n) for p, n in _latest_base_files(table) if column_stats.column_stats_key("", p, n)[NAME_ID:] not in held]
+    empty = _without_records(table, unheld) if unheld else set()
+    missing = [_named(p, n) for p, n in unheld if (p, n) not in empty]
     if not missing:
         return None
     return (f"{layout.partition_path(table.base, COLUMN_STATS)}: no statistics of {len(missing)} latest base "
             f"file(s) (e.g. {', '.join(missing[:EXAMPLES])})")
+
+
+def _without_records(table: HudiTable, files: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of latest base `files` ((partition, name)), those the write statistics of the commit that wrote them
+    say hold no record: Hudi writes an empty base file when every key of a file group is deleted, and may
+    keep no statistics of it. Only the active timeline's commits are read (no data file); a file whose
+    commit is archived counts as holding records."""
+    wanted = set(files)
+    instants = {s.base_instant for s in table.view.latest_slices()
+                if s.base_file is not None and (s.partition, s.base_file.name) in wanted}
+    out: set[tuple[str, str]] = set()
+    for instant in table.timeline.commits():
+        if instant.timestamp not in instants:
+            continue
+        for stats in table.timeline.commit_metadata(instant).partition_to_write_stats.values():
+            out.update(f for st in stats if st.num_writes == 0
+                       and (f := (st.partition_path or "", (st.path or "").rsplit("/", 1)[-1])) in wanted)
+    return out
 
 
 def _partition_stats(table: HudiTable, stored: Mapping[str, Mapping[str, Any]],
@@ -342,7 +364,7 @@ def _partition_stats(table: HudiTable, stored: Mapping[str, Mapping[str, Any]],
     by_file: dict[str, list[str]] = {}
     for k in files or ():
         by_file.setdefault(k[NAME_ID:], []).append(k)
-    wider = [f"{p}/{n}" if p else n for p, n in latest_files
+    wider = [_named(p, n) for p, n in latest_files
              if any(_outside(stored.get(k[:NAME_ID] + column_stats.partition_stats_key("", p)[NAME_ID:]), files[k])
                     for k in by_file.get(column_stats.column_stats_key("", p, n)[NAME_ID:], ()))] if files else []
     parts = [f"{len(found)} {what} (e.g. {', '.join(found[:EXAMPLES])})"
@@ -355,14 +377,25 @@ def _partition_stats(table: HudiTable, stored: Mapping[str, Mapping[str, Any]],
 
 def _outside(partition: Mapping[str, Any] | None, file: Mapping[str, Any]) -> bool:
     """Whether a file's range of a column reaches beyond its partition's (both records; False where either
-    has no bounds or they are not numbers, strings or booleans alike)."""
+    has no bounds or they are not numbers, strings or booleans alike). Strings compare as Java's
+    `String.compareTo` (Hudi's order): by UTF-16 code units."""
     if partition is None:
         return False
     outer, inner = partition.get("ColumnStatsMetadata") or {}, file.get("ColumnStatsMetadata") or {}
     lo, hi = bound(outer.get("minValue")), bound(outer.get("maxValue"))
     a, b = bound(inner.get("minValue")), bound(inner.get("maxValue"))
     kinds = {_kind(x) for x in (lo, hi, a, b)}
-    return len(kinds) == 1 and None not in kinds and bool(a < lo or b > hi)
+    if len(kinds) != 1 or None in kinds:
+        return False
+    if kinds == {"string"}:
+        lo, hi, a, b = (java_order(x) for x in (lo, hi, a, b))
+    return bool(a < lo or b > hi)
+
+
+def java_order(text: str) -> bytes:
+    """`text` as Java orders strings: its UTF-16 code units, big-endian (a character beyond U+FFFF, a
+    surrogate pair from U+D800, sorts before U+E000..U+FFFF, unlike in Python)."""
+    return text.encode("utf-16-be", "surrogatepass")
 
 
 def _kind(value: Any) -> str | None:

@@ -115,13 +115,16 @@ def kept_in(config: TableConfig | None) -> tuple[str, ...]:
     return named(config) if "record_index" in named_partitions(config) else ()
 
 
-def columns(table: HudiTable, partitions: Iterable[str]) -> dict[str, str]:
-    """Partition -> indexed column, from the index definitions; refused where one is missing or
-    is not an identity index of one column. The definitions file is read once for all."""
+def columns(table: HudiTable, partitions: Iterable[str], defined: Mapping[str, Mapping[str, Any]] | None = None
+            ) -> dict[str, str]:
+    """Partition -> indexed column, from the index definitions (`defined`: as `index_defs.definitions`
+    read them already, else read here, once for all); refused where one is missing or is not an
+    identity index of one column."""
     from tablespec.hudi.formats import index_defs
     out: dict[str, str] = {}
     named = tuple(partitions)
-    defined = index_defs.definitions(table.storage, table.base, table.config) if table.config and named else {}
+    if defined is None:
+        defined = index_defs.definitions(table.storage, table.base, table.config) if table.config and named else {}
     for name in named:
         found = defined.get(name)
         fields = (found or {}).get("sourceFields")

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from tablespec.faults import crash_point
+from tablespec.hudi.formats import index_defs
 from tablespec.hudi.formats.base_keys import KEY
 from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.naming import LogFileName
@@ -79,11 +80,15 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
     (its slices' keys stay in their file groups; deletes were recorded by the deltacommits that wrote them)."""
     skipping = column_stats_changes.kept(table)
     keyed = commit is not None and not commit.compacted     # its keys may have moved: the record and secondary indexes
-    indexed = secondary_index.columns(table, secondary_index.kept_in(table.config)) if keyed else {}
+    named = secondary_index.kept_in(table.config) if keyed else ()
+    # the index definitions, read once for the secondary indexes' columns and the statistics' columns
+    defined = index_defs.definitions(table.storage, table.base, table.config) \
+        if table.config is not None and (named or (skipping and commit is not None)) else None
+    indexed = secondary_index.columns(table, named, defined)
     with_index = record_index_writer.is_enabled(table)
     # each base file read once, with the columns every kept partition needs
     reads = BaseFileReads(table.storage, ({KEY} if keyed and (indexed or with_index) else set()) | set(indexed.values()))
-    stats = (column_stats_changes.from_commit(table, instant, commit, skipping, reads) if commit is not None
+    stats = (column_stats_changes.from_commit(table, instant, commit, skipping, reads, defined) if commit is not None
              else column_stats_changes.from_removed(table, instant, change, skipping)) if skipping else {}
     if commit is not None and indexed:
         stats |= secondary_index.from_commit(table, commit, indexed, reads)
