@@ -43,12 +43,11 @@ from tablespec.hudi.formats.naming import BaseFileName, bucket_file_id, bucket_o
 from tablespec.hudi.fs_view import FileSlice, FileSystemView, refuse_missing_latest
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead, counting, slice_reads
-from tablespec.hudi.services.clustering import CLUSTER, ClusteringPlan, Layout, encode_plan, pending_plans
+from tablespec.hudi.services.clustering import CLUSTER, ClusteringPlan, cannot_run, encode_plan, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
 from tablespec.hudi.timeline.active import TimelineWriter
 from tablespec.hudi.timeline.instant import Instant, new_instant_time, plan_action
 from tablespec.results import Clustered
-from tablespec.types import Array, Map, Struct
 
 
 @dataclass(frozen=True)
@@ -160,29 +159,19 @@ def _output_ids(base: str, instant: str, index: int, plan_group, bucketed: bool)
     return tuple(ids)
 
 
-def _input_slices(view: FileSystemView, base: str, plan: ClusteringPlan,
-                  instant: Instant) -> tuple[list[list[FileSlice]], int]:
-    """Each group's file slices and their total bytes, checked against the file-system view: a
-    plan whose slices are no longer the latest of their file groups (or gone), or whose slices
-    have other log files than it names (merging fewer would lose their records), cannot run."""
+def _input_slices(view: FileSystemView, base: str, plan: ClusteringPlan, instant: Instant, spec,
+                  bucketed: bool) -> tuple[list[list[FileSlice]], int]:
+    """Each group's file slices and their total bytes; a plan that cannot run on them (the check
+    `plan` makes, which then offers to discard it) is refused before anything is written."""
     latest = {(s.partition, s.file_id): s for s in view.latest_slices()}
-    out, size = [], 0
-    for g in plan.groups:
-        slices = []
-        for s in g.slices:
-            current = latest.get((s.partition, s.file_id))
-            if current is None or (current.base_file.name if current.base_file else None) != s.file_name:
-                raise TablespecError(f"{base}: clustering plan {instant.timestamp} reads {s.file_name or 'no base file'} of file group "
-                                     f"{s.file_id}, which is not the file group's latest base file; `tablespec plan` "
-                                     "offers to roll the plan back (discarding it)")
-            if sorted(f.file_name.format() for f in current.log_files) != sorted(s.log_names):
-                raise TablespecError(f"{base}: clustering plan {instant.timestamp} merges {len(s.log_names)} log "
-                                     f"file(s) of file group {s.file_id}, whose latest slice has "
-                                     f"{len(current.log_files)}; `tablespec plan` offers to roll the plan back")
-            slices.append(current)
-            size += current.size
-        out.append(slices)
-    return out, size
+    why = cannot_run(plan, {k: (s.base_file.name if s.base_file else None,
+                                tuple(f.file_name.format() for f in s.log_files)) for k, s in latest.items()},
+                     {c.name: c.data_type for c in spec.spec.columns}, bucketed)
+    if why:
+        raise TablespecError(f"{base}: clustering plan {instant.timestamp} cannot run ({why}); `tablespec plan` "
+                             "offers to roll it back (discarding it)")
+    slices = [[latest[(s.partition, s.file_id)] for s in g.slices] for g in plan.groups]
+    return slices, sum(s.size for group in slices for s in group)
 
 
 def schedule(table: HudiTable, plan: ClusteringPlan) -> Instant:
@@ -214,20 +203,15 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
     plan = next((p for i, p in pending_plans(timeline).items() if i.timestamp == instant.timestamp), None)
     if plan is None:
         raise TablespecError(f"{base}: no pending clustering plan {instant.timestamp}")
-    _check_layout(spec, plan.layout)
     view = table.view  # as before the clustering
     refuse_missing_latest(view, {g.partition for g in plan.groups}, doing=f"to run clustering plan {instant.timestamp}")
-    slices, bytes_read = _input_slices(view, base, plan, instant)
-    logs = any(s.log_files for group in slices for s in group)
-    wanted = counting(timeline, as_of=instant.timestamp)   # the log blocks of writes before the plan
-    reads = [slice_reads(timeline, group, wanted) for group in slices]
     # the table's index as it is now (a pending plan may run before the spec's index is applied)
     props = table.table_config.to_properties()
     bucketed = table_index_type(props) == "BUCKET"
-    if bucketed and any(g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1
-                        for g in plan.groups):
-        raise TablespecError(f"{base}: clustering plan {instant.timestamp} would merge or split buckets of a BUCKET "
-                             "table (each group must be one bucket's file group, written into one file group)")
+    slices, bytes_read = _input_slices(view, base, plan, instant, spec, bucketed)
+    logs = any(s.log_files for group in slices for s in group)
+    wanted = counting(timeline, as_of=instant.timestamp)   # the log blocks of writes before the plan
+    reads = [slice_reads(timeline, group, wanted) for group in slices]
     with Transaction(table, "replacecommit", lock, requested=instant.to("requested"), basis=timeline,
                      scheduled=scheduled) as txn:
         groups = tuple(GroupTask(g.partition, tuple(r), _output_ids(base, txn.instant, i, g, bucketed))
@@ -249,10 +233,3 @@ def run(spark, spec, table: HudiTable, instant: Instant, avro_schema: str, lock=
                             sum(s["bytes"] for s in stats), sum(s["num_writes"] for s in stats),
                             time.monotonic() - started)
 
-
-def _check_layout(spec, layout: Layout) -> None:
-    """A plan (possibly Hudi's) must sort by primitive columns of the table."""
-    bad = [c for c in layout.columns if spec.column(c) is None or isinstance(spec.column(c).data_type, Array | Map | Struct)]
-    if bad:
-        raise TablespecError(f"clustering plan sorts by {', '.join(bad)}: not primitive columns of "
-                             f"{spec.qualified_name}")

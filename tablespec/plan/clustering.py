@@ -40,8 +40,9 @@ from __future__ import annotations
 import math
 import re
 
+from tablespec.hudi.config import table_index_type
 from tablespec.hudi.io import join
-from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
+from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo, cannot_run
 from tablespec.plan.actions import Clustering as ClusteringAction
 from tablespec.plan.actions import ClusteringEstimate, ClusteringParams, DiscardPlans, GroupSummary, Rollback, Step
 from tablespec.plan.settings import REGISTRY, effective
@@ -285,19 +286,10 @@ def pending_runs(state) -> list[ClusteringAction | Rollback]:
 
 def unrunnable(plan: ClusteringPlan, state) -> str | None:
     """Why a pending plan cannot run any more (changed outside tablespec: an input file group was
-    rewritten or replaced, a sort column dropped), or None."""
-    latest = {(fg.partition, fg.file_id): fg for fg in state.file_groups}
-    for s in (s for g in plan.groups for s in g.slices):
-        fg = latest.get((s.partition, s.file_id))
-        if fg is None:
-            return f"file group {s.file_id} in partition '{s.partition}' is no longer in the table"
-        if (s.file_name or None) != (fg.base_file or None):
-            return f"file group {s.file_id} has a newer base file than the plan's {s.file_name or 'log files'}"
-        if sorted(s.log_names) != sorted(fg.log_names):   # in the order Hudi lists them or not
-            return f"file group {s.file_id} has other log files than the plan's ({len(fg.log_names)}, not {len(s.log_names)})"
-    columns = {c.name for c in state.columns}
-    missing = [c for c in plan.layout.columns if c not in columns]
-    return f"sort column(s) {', '.join(missing)} not in the table" if missing else None
+    rewritten or replaced, a sort column dropped; or never could: it merges buckets), or None."""
+    latest = {(fg.partition, fg.file_id): (fg.base_file or None, fg.log_names) for fg in state.file_groups}
+    return cannot_run(plan, latest, {c.name: c.type for c in state.columns},
+                      bucketed=table_index_type(state.table_config) == "BUCKET")
 
 
 def clustering_actions(spec, state) -> list[ClusteringAction | Rollback]:

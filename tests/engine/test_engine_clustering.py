@@ -266,7 +266,13 @@ def test_plan_scheduled_by_hudi_runs(spark, tmp_path):
     assert content(table) == before
 
 
-def test_plan_merging_buckets_is_refused_and_changes_nothing(spark, tmp_path):
+def test_plan_merging_buckets_is_discarded_before_anything_changes(spark, tmp_path):
+    """A pending plan (Hudi's) merging two buckets of a BUCKET table never runs: `plan` offers to
+    discard it (nothing changed yet, hoodie.properties included), a run is refused, and apply
+    rolls it back, rows unchanged."""
+    from _support import table_files
+
+    from tablespec.engine import clustering
     from tablespec.errors import TablespecError
     text = spec_text("{strategy: SORT, sortColumns: [amount], everyNCommits: 100}", index="{type: BUCKET, numBuckets: 2}")
     table = small_table(spark, tmp_path, text, commits=1, operation="upsert")
@@ -274,10 +280,17 @@ def test_plan_merging_buckets_is_refused_and_changes_nothing(spark, tmp_path):
     slices = [s for s in latest_files(table.location) if s.partition == "order_date=2026-11-01"]
     assert len(slices) == 2
     ts = request_hudi_plan(table.location, slices, {"hoodie.clustering.plan.strategy.sort.columns": "amount"})
-    with pytest.raises(TablespecError, match="would merge or split buckets"):
-        Applier(spark=spark).apply(plan_for(text, tmp_path))
-    assert content(table) == before
-    assert [(i.timestamp, i.state) for i in Timeline.load(LocalStorage(), table.location).pending()] == [(ts, "requested")]
+    files = table_files(Path(table.location))
+    [(_, discard)] = plan_for(text, tmp_path).actions
+    assert (discard.kind, discard.params.discard_plans) == ("rollback", [ts]), discard
+    assert "would merge or split buckets of a BUCKET table" in discard.reasons[0]
+    handle = HudiTable.open(table.location)
+    with pytest.raises(TablespecError, match=f"clustering plan {ts} cannot run \\(it would merge or split buckets"):
+        clustering.run(spark, load_spec_text(text, "t.yaml").specs[0].spec, handle, handle.timeline.pending()[0], "")
+    assert table_files(Path(table.location)) == files
+    Applier(spark=spark).apply(plan_for(text, tmp_path))
+    assert not Timeline.load(LocalStorage(), table.location).pending() and content(table) == before
+    assert not plan_for(text, tmp_path).has_changes
 
 
 @pytest.mark.parametrize("point, warehouse", [("mid_write", "local"), ("before_completion", "local"),

@@ -27,6 +27,7 @@ from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.apply import Applier
+from tablespec.engine.clustering import run as run_clustering
 from tablespec.errors import TablespecError
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.formats.naming import bucket_of
@@ -35,7 +36,8 @@ from tablespec.hudi.services.clustering import pending_plans
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
 from tablespec.hudi_options import hudi_write_options
-from tablespec.plan.actions import Clustering
+from tablespec.plan.actions import Clustering, Rollback
+from tablespec.spec.loader import load_spec_text
 from tablespec.state import observe
 
 pytestmark = pytest.mark.hudi
@@ -433,8 +435,9 @@ def test_version_9_hudi_1_2s_clustering_plan_of_log_only_slices_is_read(hudi, hu
     """Hudi 1.2's non-blocking concurrency control on a BUCKET table puts a new bucket's inserts into a
     log file (a file group without a base file), and Hudi 1.2 plans clustering over such slices (an
     empty `dataFilePath`; a log-only slice counts no bytes, so one group takes every bucket of a
-    partition). tablespec imports the table and plans the pending plan as runnable; running it is
-    refused in one line, nothing changed, as the group would merge buckets of a BUCKET table."""
+    partition). tablespec imports the table; as the group would merge buckets of a BUCKET table, `plan`
+    offers to discard the pending plan before anything changes (a run is refused in one line, nothing
+    changed, hoodie.properties included), and apply rolls it back, the data files untouched."""
     from _support import table_files
     from test_hudi_merge_on_read import _record_index
     name = "mor9_nbcc"
@@ -455,14 +458,21 @@ def test_version_9_hudi_1_2s_clustering_plan_of_log_only_slices_is_read(hudi, hu
     assert log_only and all(s["deltaFilePaths"] for s in log_only), raw["clusteringPlan"]
     assert any(len({bucket_of(s["fileId"]) for s in g["slices"]}) > 1 for g in raw["clusteringPlan"]["inputGroups"])
     _record_index(location, "bucket")
-    doc, spec_file = _import(tmp_path, location, capsys, ("clustering",))
+    doc, spec_file = _import(tmp_path, location, capsys, ("rollback",))
     doc["spec"]["clustering"] = {**SORTED, "everyNCommits": 100}
     save_spec(doc, spec_file)
     plan = _plan(spec_file, tmp_path)
-    assert [(a.kind, a.params.instant) for _, a in plan.actions if isinstance(a, Clustering)] == \
-        [("clustering", theirs.timestamp)]
-    files = {k: v for k, v in table_files(location).items() if k != ".hoodie/hoodie.properties"}
-    with pytest.raises(TablespecError, match=f"clustering plan {theirs.timestamp} would merge or split buckets of a "
-                                             "BUCKET table"):
-        Applier(spark=hudi).apply(plan)   # (the spec's clustering settings are stored first)
-    assert {k: v for k, v in table_files(location).items() if k != ".hoodie/hoodie.properties"} == files
+    assert not [a for _, a in plan.actions if isinstance(a, Clustering)]
+    [discard] = [a for _, a in plan.actions if isinstance(a, Rollback)]
+    assert discard.params.discard_plans == [theirs.timestamp]
+    assert "it would merge or split buckets of a BUCKET table" in discard.reasons[0], discard.reasons
+    files = table_files(location)   # hoodie.properties included
+    spec = load_spec_text(Path(spec_file).read_text(), spec_file).specs[0].spec
+    with pytest.raises(TablespecError, match=f"clustering plan {theirs.timestamp} cannot run \\(it would merge or "
+                                             "split buckets of a BUCKET table"):
+        run_clustering(hudi, spec, HudiTable.open(str(location)), theirs, "")
+    assert table_files(location) == files
+    Applier(spark=hudi).apply(plan)   # discards the plan (and stores the spec's clustering settings)
+    assert not pending_plans(HudiTable.open(str(location)).timeline)
+    assert {k: v for k, v in table_files(location).items() if not k.startswith(".hoodie/")} == \
+        {k: v for k, v in files.items() if not k.startswith(".hoodie/")}

@@ -5,7 +5,7 @@ import dataclasses
 
 from test_builder import BASE, actions, load, state_for
 
-from tablespec.hudi.services.clustering import Layout
+from tablespec.hudi.services.clustering import ClusteringGroup, ClusteringPlan, Layout, SliceInfo
 from tablespec.hudi.timeline.instant import Instant
 from tablespec.plan.clustering import clustering_plan, describe_coverage, spec_coverage
 from tablespec.state import FileGroupState
@@ -219,3 +219,28 @@ def test_coverage_counts_file_groups_a_clustering_with_the_declared_layout_wrote
     assert describe_coverage(cov) == ("clustered as declared (ZORDER(customer_id, amount)): 1/3 file groups (33%) "
                                       "in the 2 of 3 partitions it clusters, 3.0 MiB of 5.0 MiB")
     assert spec_coverage(spec(with_clustering(SIMPLE, "{}")), st) is None  # NONE promises no order
+
+
+def test_a_pending_plan_merging_buckets_or_sorting_by_a_nested_column_is_discarded_not_offered_to_run():
+    """Hudi 1.2 plans every log-only bucket of a partition into one group; run, it would merge buckets
+    (and a sort by a struct has no order): `plan` offers to discard such a plan, before apply changes
+    anything (it would otherwise store the spec's settings first and then refuse the run)."""
+    text = with_clustering(BASE, "{strategy: SORT, sortColumns: [customer_id]}")
+    groups = (FileGroupState("d=01", "00000000-aaaa-0", "1", MiB, "00000000-aaaa-0_0-1-2_1.parquet"),
+              FileGroupState("d=01", "00000001-bbbb-0", "1", MiB, "00000001-bbbb-0_0-1-2_1.parquet"))
+    merging = ClusteringPlan((ClusteringGroup(tuple(SliceInfo("d=01", g.file_id, f"d=01/{g.base_file}")
+                                                    for g in groups)),), Layout("SORT", ("customer_id",)))
+    each = dataclasses.replace(merging, groups=tuple(ClusteringGroup((s,)) for s in merging.groups[0].slices))
+    nested_text = BASE.replace("{name: amount, type: \"decimal(12,2)\"}", "{name: amount, type: \"struct<a:int>\"}")
+    cases = [(text, merging, "it would merge or split buckets of a BUCKET table (a group of bucket(s) 0, 1 in "
+                             "partition 'd=01' into 1 file group(s)"),
+             (nested_text, dataclasses.replace(each, layout=Layout("SORT", ("amount",))),
+              "it sorts by amount, not primitive columns")]
+    for spec_text, pending_plan, why in cases:
+        pending = {Instant("20261121000000001", "replacecommit", "requested"): pending_plan}
+        [action] = actions(spec_text, state(spec_text, groups, pending=tuple(pending), pending_clustering=pending))
+        assert (action.kind, action.params.discard_plans) == ("rollback", ["20261121000000001"]), action
+        assert f"clustering plan 20261121000000001 can no longer run ({why}" in action.reasons[0], action.reasons
+    pending = {Instant("20261121000000001", "replacecommit", "requested"): each}   # one bucket a group: it runs
+    [run] = actions(text, state(text, groups, pending=tuple(pending), pending_clustering=pending))
+    assert (run.kind, run.params.instant) == ("clustering", "20261121000000001")

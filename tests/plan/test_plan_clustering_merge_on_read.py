@@ -71,6 +71,7 @@ def test_a_plan_missing_a_slices_log_file_is_discarded_not_run(real_table, tmp_p
             "than the plan's (1, not 0)): it is rolled back and discarded") in " ".join(out.split()), out
     files = table_files(base)
     spec = load_spec_text(spec_file.read_text(), "t.yaml").specs[0].spec
-    with pytest.raises(TablespecError, match=f"clustering plan {instant.timestamp} merges 0 log file"):
+    with pytest.raises(TablespecError, match=f"clustering plan {instant.timestamp} cannot run \\(file group "
+                                             f"{logs.file_id} has other log files than the plan's \\(1, not 0\\)\\)"):
         clustering.run(None, spec, table.refresh(), instant, "")
     assert table_files(base) == files

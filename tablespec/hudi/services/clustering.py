@@ -16,6 +16,7 @@ groups a clustering with the declared layout wrote (laid out as declared).
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +24,12 @@ from tablespec.errors import HudiFormatError, TablespecError
 from tablespec.hudi import keys
 from tablespec.hudi.formats.clustering_format import REQUESTED_REPLACE_SCHEMA
 from tablespec.hudi.formats.commit import CLUSTER
+from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.io import join, outside_reason
 from tablespec.hudi.services.rollback import is_clustering_plan
 from tablespec.hudi.timeline.active import Timeline, avro_record
 from tablespec.hudi.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant
+from tablespec.types import Array, DataType, Map, Struct
 
 if TYPE_CHECKING:
     from tablespec.hudi.archive.timeline import ArchivedTimeline
@@ -215,6 +218,39 @@ def pending_plans(timeline: Timeline) -> dict[Instant, ClusteringPlan]:
             requested = instant.to("requested")
             out[instant] = decode_plan(timeline.read_metadata(requested), join(timeline.meta, requested.file_name))
     return out
+
+
+def cannot_run(plan: ClusteringPlan, latest: Mapping[tuple[str, str], tuple[str | None, tuple[str, ...]]],
+               columns: Mapping[str, DataType], bucketed: bool) -> str | None:
+    """Why a pending plan (tablespec's or Hudi's) cannot run on the table as it is, or None: the
+    one check `plan` (which then offers to discard it) and a run (which refuses it) both make.
+    `latest`: (partition, file id) -> (base file name, log file names) of each latest slice;
+    `columns`: the table's columns and types; `bucketed`: a BUCKET-index table, whose buckets a
+    clustering sorts within and never merges or splits (Hudi 1.2 plans every log-only bucket of a
+    partition into one group)."""
+    for s in (s for g in plan.groups for s in g.slices):
+        current = latest.get((s.partition, s.file_id))
+        if current is None:
+            return f"file group {s.file_id} in partition '{s.partition}' is no longer in the table"
+        base, logs = current
+        if (s.file_name or None) != (base or None):
+            return f"file group {s.file_id} has a newer base file than the plan's {s.file_name or 'log files'}"
+        if sorted(s.log_names) != sorted(logs):   # merging fewer would lose their records
+            return f"file group {s.file_id} has other log files than the plan's ({len(logs)}, not {len(s.log_names)})"
+    missing = [c for c in plan.layout.columns if c not in columns]
+    if missing:
+        return f"sort column(s) {', '.join(missing)} not in the table"
+    nested = [c for c in plan.layout.columns if isinstance(columns[c], Array | Map | Struct)]
+    if nested:
+        return f"it sorts by {', '.join(nested)}, not primitive columns"
+    merged = [g for g in plan.groups if g.num_output_file_groups != 1 or len({bucket_of(s.file_id) for s in g.slices}) != 1]
+    if bucketed and merged:
+        buckets = sorted({b for s in merged[0].slices if (b := bucket_of(s.file_id)) is not None})
+        return (f"it would merge or split buckets of a BUCKET table (a group of bucket(s) "
+                f"{', '.join(map(str, buckets))} in partition '{merged[0].partition}' into "
+                f"{merged[0].num_output_file_groups} file group(s); each group must be one bucket's file group, "
+                "written into one)")
+    return None
 
 
 def planned_file_groups(timeline: Timeline) -> set[tuple[str, str]]:
