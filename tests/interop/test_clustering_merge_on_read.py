@@ -276,7 +276,7 @@ def test_tablespec_bucket_bootstraps_merged_slices_hudi_reads_upserts_and_compac
     hudi_validates(hudi, str(location))
 
     # Hudi's bucket-index writer updates into log files of the new bucket file groups and compacts
-    bucket = {**_options("mor9_clustered", "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
+    bucket = {**_options(location.name, "bucket", "upsert"), "hoodie.bucket.index.hash.field": "id"}
     hudi_write(hudi.createDataFrame([("a", 7, "2024-01-01", 20), ("d", 8, "2024-01-02", 20)], SCHEMA), str(location),
                bucket)
     hudi_write(hudi.createDataFrame([("e", 9, "2024-01-01", 21)], SCHEMA), str(location),
