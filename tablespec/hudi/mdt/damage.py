@@ -10,12 +10,10 @@ files (Apache Hudi counts fewer rows) or keys (an upsert inserts a key again).
 - `column_stats`, `partition_stats`, `bloom_filters` and secondary indexes (those tablespec keeps,
   completely built): each base file's trailer and index read; and their content (`full`: `verify`
   always, `plan` while small, see `CONTENT_CHECK_BYTES`): every file decoded, and nothing missing that
-  readers look up: statistics (but of a file its commit wrote no record into) and a filter of each
-  latest base file, statistics of each data
-  partition holding one; for each key the record index holds, an entry (and none of a key it lacks);
-  and no partition's bounds narrower than a latest base file's statistics in it (readers would prune
-  the partition away while the file holds rows it matches). A file or partition without statistics
-  is read, never skipped: readers stay correct until the rebuild.
+  readers look up: a filter of each latest base file; for each key the record index holds, an entry
+  (and none of a key it lacks); and no partition's bounds narrower than a latest base file's
+  statistics in it (readers would prune the partition away while the file holds rows it matches). A
+  file or partition without statistics is no damage: readers read it, never skip it.
 - all: each log file as long as the completed deltacommits' write stats say they made it.
 """
 from __future__ import annotations
@@ -45,10 +43,10 @@ if TYPE_CHECKING:
 EXAMPLES = 3
 CHECKED = (layout.FILES, RECORD_INDEX)
 CONTENT_CHECK_BYTES = 8 << 20
-"""The most bytes of a data-skipping or secondary-index partition's latest files (a secondary index's
-with the record index's, partition stats' with column stats', it is compared with) whose content `find` checks by default: `plan`, `report`
-and each `apply` observation read metadata only, cheaply (issue 36), and a filter is ~330 KB per base
-file, so a large table's would be gigabytes per plan. A small one's content stays checked, so plan
+"""The most bytes of a data-skipping or secondary-index partition's latest files (with those it is
+compared with: a secondary index's with the record index's, partition stats' with column stats') whose
+content `find` checks by default: `plan`, `report` and each `apply` observation read metadata only,
+cheaply, and a filter is ~330 KB per base file, so a large table's would be gigabytes per plan. A small one's content stays checked, so plan
 proposes its rebuild; a larger one's is checked by `verify`, whose message says how to rebuild it."""
 
 
