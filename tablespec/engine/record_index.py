@@ -14,8 +14,9 @@ recorded with its metadata-table deltacommit (mdt/sync.py), read back from the f
 Build (`build_index`): executors read `_hoodie_record_key` of every latest base file (a merge-on-read
 slice with log files: the keys of the slice merged with them, so a key only the logs hold counts and a
 key they delete does not); each key's entry is (key, partition, file id, base instant of its slice),
-as Hudi bootstraps the index, and `record_index_writer.initialize` writes it (crash-safe: a build that
-died is redone).
+as Hudi bootstraps the index. The entries stay on executors: shuffled to their file groups, sorted,
+each file group's HFile written by the task holding it (`record_index_writer.write_file_group`); the
+driver commits (`record_index_writer.initialize_written`, crash-safe: a build that died is redone).
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ from tablespec.errors import TablespecError
 from tablespec.hudi import private_index
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
+from tablespec.hudi.mdt.initializer import Written
 from tablespec.hudi.mdt.layout import Slice
-from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_indices
+from tablespec.hudi.mdt.record_index import RECORD_INDEX, file_group_count, file_group_indices
 from tablespec.hudi.merge_on_read import Counting, MergeRules, counting, slice_read, written_ranges
 from tablespec.hudi.services.clustering import ClusteringPending, pending_plans
 from tablespec.hudi.table import AtLocation, HudiTable, Location
@@ -217,48 +219,113 @@ def _refuse_under_pending_clustering(timeline, base: str) -> None:
 
 
 def table_entries(spark, table: HudiTable):
-    """(key, partition, file id, instant) of every record of the latest slices, read on executors."""
-    from tablespec.engine.reader import to_arrow
+    """(key, partition, file id, instant) of every record of the latest slices: a DataFrame read
+    on executors (None: the table has no slices)."""
     latest = [s for s in table.view.latest_slices() if s.base_file is not None or s.log_files]
     slices = [(s.partition, s.file_id, s.base_file.path if s.base_file else "", s.base_file.size if s.base_file else 0,
                s.base_instant) for s in latest]
     if not slices:
-        return pa.table({c: pa.array([], pa.string()) for c in ("key", "partition", "file_id", "instant")})
+        return None
     n = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 2))
-    with job_description(spark, "tablespec: record index build"):
-        df = spark.createDataFrame(slices, SLICES_DDL).repartition(n)
-        merged = merged_keys(table.table_config, table.timeline, latest, table.base)   # as verify reads them
-        keys = functools.partial(slice_keys, table.location, merged)
-        return to_arrow(df.mapInArrow(keys, ENTRIES_DDL))
+    df = spark.createDataFrame(slices, SLICES_DDL).repartition(n)
+    merged = merged_keys(table.table_config, table.timeline, latest, table.base)   # as verify reads them
+    return df.mapInArrow(functools.partial(slice_keys, table.location, merged), ENTRIES_DDL)
+
+
+def add_group(count: int, batches):
+    """Executor: each entry's record index file group (of `count`)."""
+    for batch in batches:
+        keys = batch.column("key").to_pylist()
+        yield batch.append_column(IB, pa.array(file_group_indices(keys, count).astype(np.int32)))
+
+
+def repeated_keys(batches):
+    """Executor: a few keys stored twice among rows sorted by (file group, key): equal keys are neighbours."""
+    chunks = [b.column("key") for b in batches if len(b)]
+    keys = pa.concat_arrays(chunks) if chunks else pa.array([], pa.string())
+    same = pc.equal(keys.slice(1), keys.slice(0, max(len(keys) - 1, 0)))
+    twice = pc.unique(keys.slice(1).filter(same)).slice(0, EXAMPLES)
+    yield pa.RecordBatch.from_arrays([twice], ["key"])
+
+
+WRITTEN_DDL = "file_group int, name string, size long, records long"
+
+
+def write_groups(location: Location, instant: str, one_x: bool, batches):
+    """Executor: the base file of each file group among rows sorted by (file group, key), one file
+    group's rows held at a time; yields what it wrote."""
+    pending: list[pa.RecordBatch] = []
+    written: list[tuple[int, str, int, int]] = []
+
+    def flush() -> None:
+        rows = pa.Table.from_batches(pending)
+        written.append(record_index_writer.write_file_group(location.storage, location.uri, instant,
+                                                            rows.column(IB)[0].as_py(), one_x, rows))
+        pending.clear()
+    for batch in batches:
+        groups = batch.column(IB).to_numpy()
+        cuts = [0, *(np.flatnonzero(np.diff(groups)) + 1).tolist(), len(groups)]
+        for begin, end in zip(cuts, cuts[1:]):
+            if pending and pending[0].column(IB)[0] != batch.column(IB)[begin]:
+                flush()
+            pending.append(batch.slice(begin, end - begin))
+    if pending:
+        flush()
+    yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(zip(*written) if written else ([],) * 4, (
+        pa.int32(), pa.string(), pa.int64(), pa.int64()))], ["file_group", "name", "size", "records"])
 
 
 def build_index(spark, table: HudiTable, file_groups: int | None = None) -> IndexResult:
     """Build Hudi's record index from the table's latest slices (RFC-08's bootstrap, as Hudi does
-    it), with `file_groups` file groups (None: as many as Hudi would give it). The caller holds
+    it), with `file_groups` file groups (None: as many as Hudi would give it). Executors read the
+    keys, place them in their file groups (one shuffle, sorted by key) and write each file group's
+    base file; the driver holds counts and file names only, never the entries. The caller holds
     the table lock; the build itself is one metadata-table deltacommit under Hudi's transaction
     lock, refused if another writer committed while the keys were read. Keys stored twice (a
-    writer with a non-global index inserted a key again elsewhere) are refused by name."""
+    writer with a non-global index inserted a key again elsewhere) are refused by name before
+    anything is written."""
+    from pyspark import StorageLevel
     base, timeline = table.base, table.timeline
     _refuse_under_pending_clustering(timeline, base)
-    entries = table_entries(spark, table)
-    keys = entries.column("key")
-    counts = entries.group_by("key").aggregate([("key", "count")])
-    twice = counts.filter(pc.greater(counts.column("key_count"), 1)).column("key").to_pylist()
-    if twice:
-        raise TablespecError(f"{base}: record key(s) stored more than once in the table, e.g. "
-                             f"{', '.join(sorted(twice)[:EXAMPLES])}; a RECORD_LEVEL index needs every key once in "
-                             "the table (a writer with a non-global index may insert a key again in another "
-                             "partition): delete the extra copies first")
     head = timeline.head
-    with table.transaction_lock("record_index_build"):
-        now = table.fresh_timeline().head
-        if now != head:
-            raise TablespecError(f"{base}: another writer committed {now} while the record index was being built; "
-                                 "nothing was built: run `tablespec apply` again")
-        rows = zip(keys.to_pylist(), *(entries.column(c).to_pylist() for c in ("partition", "file_id", "instant")))
-        instant = record_index_writer.initialize(table, rows, file_groups)
+    entries = table_entries(spark, table)
+    cached = []
+    try:
+        with job_description(spark, "tablespec: record index build"):
+            if entries is not None:
+                cached.append(entries.persist(StorageLevel.MEMORY_AND_DISK))
+            rows = entries.count() if entries is not None else 0
+            count = file_groups or file_group_count(rows)
+            placed = None
+            if rows:
+                tasks_n = max(1, min(count, spark.sparkContext.defaultParallelism * 2))
+                placed = (entries.mapInArrow(functools.partial(add_group, count), f"{ENTRIES_DDL}, {IB} int")
+                          .repartition(tasks_n, IB).sortWithinPartitions(IB, "key"))
+                cached.append(placed.persist(StorageLevel.MEMORY_AND_DISK))
+                twice = sorted(r.key for r in placed.select("key").mapInArrow(repeated_keys, "key string").collect())
+                if twice:
+                    raise TablespecError(
+                        f"{base}: record key(s) stored more than once in the table, e.g. "
+                        f"{', '.join(twice[:EXAMPLES])}; a RECORD_LEVEL index needs every key once in the table "
+                        "(a writer with a non-global index may insert a key again in another partition): delete "
+                        "the extra copies first")
+
+            def write(instant: str, one_x: bool) -> list[Written]:
+                if placed is None:
+                    return []
+                done = placed.mapInArrow(functools.partial(write_groups, table.location, instant, one_x), WRITTEN_DDL)
+                return [tuple(r) for r in done.collect()]
+            with table.transaction_lock("record_index_build"):
+                now = table.fresh_timeline().head
+                if now != head:
+                    raise TablespecError(f"{base}: another writer committed {now} while the record index was being "
+                                         "built; nothing was built: run `tablespec apply` again")
+                instant = record_index_writer.initialize_written(table, count, write)
+    finally:
+        for df in cached:
+            df.unpersist()
     found, _ = record_index_reader.slices(table)
-    return IndexResult(rows=len(keys), instant=instant, file_groups=len(found))
+    return IndexResult(rows=rows, instant=instant, file_groups=len(found))
 
 
 def ensure_index(spark, table: HudiTable, file_groups: int | None = None) -> IndexResult:

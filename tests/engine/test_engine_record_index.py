@@ -361,7 +361,7 @@ def test_a_private_index_table_migrates_to_hudis_record_index(spark, tmp_path):
     """A table tablespec kept RECORD_LEVEL with its private index (.hoodie/.tablespec/record_index,
     hoodie.index.type GLOBAL_SIMPLE, no record_index partition): plan proposes the migration with
     its reason, apply builds Hudi's record index and removes the folder, the table plans clean and
-    writes tag through Hudi's index."""
+    writes tag through Hudi's index. The build's entries stay on executors: they write the HFiles."""
     from test_engine_rebucket import plan_for
 
     from tablespec.apply import Applier
@@ -389,7 +389,12 @@ def test_a_private_index_table_migrates_to_hudis_record_index(spark, tmp_path):
     assert any(".hoodie/.tablespec/record_index" in r for r in action.reasons), action.reasons
     with pytest.raises(Exception, match="record_index_build"):  # writers wait for the migration
         table.write(spark.createDataFrame([("k1", "ams", 50)], DDL), "upsert")
-    result = Applier(spark=spark).apply(plan)
+    def on_the_driver(*_args, **_kw):
+        raise AssertionError("the driver wrote a record index base file")
+
+    with pytest.MonkeyPatch.context() as mp:  # executors (other processes) write the HFiles, the driver only commits
+        mp.setattr(initializer, "write_base_file", on_the_driver)
+        result = Applier(spark=spark).apply(plan)
     assert result.actions[0].actual.rows == 12 and result.actions[0].actual.private_files_removed == 3
     assert not private_index.present(storage, base) and file_groups(base) == 3
     assert read_table_config(storage, base).to_properties()["hoodie.index.type"] == "RECORD_INDEX"

@@ -28,7 +28,7 @@ from tablespec.hudi.formats.hfile import write_hfile
 from tablespec.hudi.formats.logfile import delete_block, encode_block
 from tablespec.hudi.formats.naming import LogFileName
 from tablespec.hudi.formats.partition import write_partition_metadata
-from tablespec.hudi.io import join
+from tablespec.hudi.io import Storage, join
 from tablespec.hudi.mdt import layout, writer
 from tablespec.hudi.mdt.instants import complete_instant, write_instant_file
 from tablespec.hudi.mdt.layout import DELTA_COMMIT, FILES, INIT_SUFFIX, SOLO_COMMIT_TIMESTAMP, WRITE_TOKEN, Format
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 # a file group's (key, record) pairs, sorted by key; `encode(record, base file name)` gives its stored bytes
 Group = Sequence[tuple[str, Any]]
+Written = tuple[int, str, int, int]      # a base file written: its file group's number, name, bytes, records
 
 
 def _init_instant(head: str | None, taken: set[str], fmt: Format = layout.V1) -> str:
@@ -104,6 +105,17 @@ def _name(table: HudiTable, config: TableConfig, partition: str, ready: bool) ->
     table.refresh()
 
 
+def write_base_file(storage: Storage, base: str, partition: str, instant: str, group: str, records: Group,
+                    encode: Callable[[Any, str], bytes], one_x: bool) -> tuple[str, int]:
+    """Write file group `group`'s HFile base file of `records` (sorted by key, stored as
+    `encode(record, base file name)`) at `instant`; returns its name and size. Executors call it
+    for the file groups they build (`initialize_written`)."""
+    name = layout.base_file_name(instant, group)
+    data = write_hfile(((k, encode(r, name)) for k, r in records), {"schema": stored_schema_json(one_x)})
+    storage.write_bytes(join(layout.partition_path(base, partition), name), data)
+    return name, len(data)
+
+
 def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_id: Callable[[int], str],
                encode: Callable[[Any, str], bytes], define: Callable[[TableConfig], TableConfig] | None = None) -> str:
     """Build metadata partition `partition` with one file group per entry of `groups` (file group
@@ -112,6 +124,25 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
     config naming the definitions file. Returns the initializing instant. Call under the table lock
     and Hudi's transaction lock with no data instant pending, on a table whose metadata table has its
     `files` partition. The handle is refreshed."""
+    one_x = table.config is not None and Format.of(table.config).is_1x
+
+    def write(instant: str) -> list[Written]:
+        out = []
+        for index, records in enumerate(groups):
+            if records:
+                out.append((index, *write_base_file(table.storage, table.base, partition, instant, file_id(index),
+                                                    records, encode, one_x), len(records)))
+                crash_point("during_metadata_partition_build")
+        return out
+    return initialize_written(table, partition, len(groups), file_id, write, define)
+
+
+def initialize_written(table: HudiTable, partition: str, count: int, file_id: Callable[[int], str],
+                       write: Callable[[str], list[Written]],
+                       define: Callable[[TableConfig], TableConfig] | None = None) -> str:
+    """`initialize` with `count` file groups whose base files `write(instant)` writes (elsewhere:
+    Spark executors, `write_base_file`) once the partition is named inflight and its deltacommit
+    requested, returning (file group number, base file name, bytes, records) of each it wrote."""
     storage, base, config = table.storage, table.base, table.config
     if config is None:
         raise HudiFormatError(f"{base}: no Hudi table to build a {partition} partition for")
@@ -134,19 +165,12 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
     write_instant_file(storage, base, layout.instant_file(instant, DELTA_COMMIT, "inflight"), fmt=fmt)
     write_partition_metadata(storage, layout.table_path(base), partition, instant)
     folder = layout.partition_path(base, partition)
-    stats = []
-    for index, records in enumerate(groups):
-        group = file_id(index)
-        first_log = LogFileName(group, instant, 1, WRITE_TOKEN)
+    for index in range(count):
+        first_log = LogFileName(file_id(index), instant, 1, WRITE_TOKEN)
         storage.write_bytes(join(folder, first_log.format()), encode_block(delete_block(instant, ())))
-        if not records:
-            continue
-        name = layout.base_file_name(instant, group)
-        data = write_hfile(((k, encode(r, name)) for k, r in records), {"schema": stored_schema_json(fmt.is_1x)})
-        storage.write_bytes(join(folder, name), data)
-        stats.append(writer.write_stat(f"{partition}/{name}", "null", len(records), len(data), inserts=True,
-                                       partition=partition, file_id=group))
-        crash_point("during_metadata_partition_build")
+    stats = [writer.write_stat(f"{partition}/{name}", "null", records, size, inserts=True, partition=partition,
+                               file_id=file_id(index))
+             for index, name, size, records in sorted(write(instant))]
     operation = "BULK_INSERT_PREPPED" if fmt.is_1x else "BULK_INSERT"      # as each Hudi line names it
     complete_instant(storage, base, instant, DELTA_COMMIT, writer.completed_metadata(stats, operation, fmt), fmt)
     config = table.table_config
@@ -156,4 +180,4 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
     return instant
 
 
-__all__ = ["Group", "initialize"]
+__all__ = ["Group", "Written", "initialize", "initialize_written", "write_base_file"]
