@@ -1,9 +1,9 @@
 """Record-level index (Apache Hudi's record index): lookup latency at 2M and 10M keys, and the tagging share of an upsert.
 
 Lookups (no Spark): Hudi's record index of N keys ("ord-%010d", 0 <= id < N) is built through the
-format layer directly (tablespec.hudi.mdt.record_index_writer.initialize on an empty table: one
-HFile base file per record-index file group, as many file groups as Hudi gives N keys), not by
-ingesting N rows through Spark. Each repetition looks up 100k keys, half present (ids below N) and
+format layer directly (tablespec.hudi.mdt.record_index_writer on an empty table: one HFile base
+file per record-index file group, as many file groups as Hudi gives N keys, written one file group
+at a time), not by ingesting N rows through Spark. Each repetition looks up 100k keys, half present (ids below N) and
 half absent (ids from N to 2N), in random order, on the driver as `Table.lookup` does
 (record_index_reader.lookup); p50 / p95 over the repetitions, wall and CPU (process time: on a
 shared machine the steadier figure). Targets: p95 at most 60 ms at 2M keys, 100 ms at 10M. Before
@@ -12,8 +12,9 @@ target at most 300 ms at 2M.
 
 Tagging share (Spark): one orders table (bench/_common.py) is loaded with `--rows` rows,
 copied, and the copy moved to RECORD_LEVEL through `index_migration` (plan -> apply: Hudi's record
-index built). The same upsert (half updates over every partition, half new keys) then runs into
-both. Tagging runs inside the write job, so it is the task seconds the writer reports
+index built: its seconds, the driver's CPU seconds and peak RSS of driver / JVM / Python workers,
+`--build-only` stops there). The same upsert (half updates over every partition, half new keys)
+then runs into both. Tagging runs inside the write job, so it is the task seconds the writer reports
 (`WriteResult.tag_seconds`: record-index lookups, SIMPLE's key-column reads, insert placement),
 and its share is of the upsert's task capacity (wall seconds x cores); the record index's change
 is written with the commit's metadata-table deltacommit and is part of the upsert's time. Prints
@@ -46,6 +47,7 @@ Lookups have no Hudi counterpart here: Hudi reads its record index inside its wr
     python bench/rli_bench.py --sizes 2000000 --rows 200000 --upsert-rows 20000   # quick run
     python bench/rli_bench.py --quick       # development: 200k keys, 10 lookup runs, 100k rows, 10k upserted
     python bench/rli_bench.py --no-hudi     # without Apache Hudi
+    python bench/rli_bench.py --sizes "" --rows 10000000 --build-only   # the build's driver memory at 10M rows
 """
 from __future__ import annotations
 
@@ -60,12 +62,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from _common import (
+    PeakRss,
     add_hudi_arguments,
     hudi_options,
     hudi_read,
     hudi_write,
+    jvm_pid,
     make_table,
     orders,
+    rss_cell,
     set_hudi_overrides,
     spec_text,
     start_spark,
@@ -74,6 +79,7 @@ from _common import (
 
 from tablespec.actions.metadata import create_table
 from tablespec.hudi.mdt import record_index_reader, record_index_writer
+from tablespec.hudi.mdt.record_index import file_group_count, file_group_indices
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.spec.loader import load_spec_text
 
@@ -86,14 +92,29 @@ def order_keys(ids: np.ndarray) -> pa.Array:
 
 def build_index(location: str, n: int) -> tuple[HudiTable, int, float]:
     """Hudi's record index of keys 0..n-1 on an empty table (partition and file id vary like a
-    real table's); returns the table, its file-group count and the build's seconds."""
+    real table's), one file group's entries at a time (`record_index_writer.write_file_group`, as
+    the Spark build's executors write them); returns the table, its file-group count and the
+    build's seconds."""
     spec = load_spec_text(spec_text("orders", "{type: SIMPLE}"), "orders.yaml").specs[0].spec
     table = HudiTable.open(location)
     create_table(table, spec)
-    keys = order_keys(np.arange(n)).to_pylist()
     t = time.perf_counter()
-    entries = ((k, f"order_date=2026-01-{i % 30 + 1}", f"fg-{i % 997}", INSTANT) for i, k in enumerate(keys))
-    record_index_writer.initialize(table, entries)
+    count = file_group_count(n)
+    chunks = np.array_split(np.arange(n), max(1, n // 1_000_000))
+    groups = np.concatenate([file_group_indices(order_keys(c).to_pylist(), count) for c in chunks])
+
+    def write(instant: str, one_x: bool) -> list:
+        out = []
+        for index in range(count):
+            ids = np.flatnonzero(groups == index)          # ascending ids: keys in order
+            day, file_no = pa.array(ids % 30 + 1).cast(pa.string()), pa.array(ids % 997).cast(pa.string())
+            entries = pa.table({"key": order_keys(ids),
+                                "partition": pc.binary_join_element_wise("order_date=2026-01-", day, ""),
+                                "file_id": pc.binary_join_element_wise("fg-", file_no, ""),
+                                "instant": pa.array([INSTANT] * len(ids), pa.string())})
+            out.append(record_index_writer.write_file_group(table.storage, table.base, instant, index, one_x, entries))
+        return out
+    record_index_writer.initialize_written(table, count, write)
     return table, len(record_index_reader.slices(table)[0]), time.perf_counter() - t
 
 
@@ -155,9 +176,13 @@ def tagging_share(args, work: str) -> dict:
         text = spec_text("orders", "{type: RECORD_LEVEL}").replace("location: bench/orders", "location: bench/orders_rli")
         loaded = load_spec_text(text, "orders.yaml")
         plan = build_plan(loaded.specs, {rli_location: observe(HudiTable.open(rli_location))}, Location.parse(warehouse))
-        t = time.perf_counter()
-        built = Applier(spark=spark).apply(plan).actions[0].actual
-        out["index_build"] = dict(seconds=time.perf_counter() - t, **built.model_dump())
+        t, cpu = time.perf_counter(), time.process_time()
+        with PeakRss(jvm_pid(spark)) as rss:
+            built = Applier(spark=spark).apply(plan).actions[0].actual
+        out["index_build"] = dict(seconds=time.perf_counter() - t, driver_cpu_s=time.process_time() - cpu,
+                                  peak_rss_mb=rss.peak, **built.model_dump())
+        if args.build_only:
+            return out
         tables = {"SIMPLE": simple, "RECORD_LEVEL": Table(loaded.specs[0].spec, rli_location, spark)}
         for kind, table in tables.items():
             t = time.perf_counter()
@@ -219,6 +244,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the upsert table (0: skip the Spark part)")
     ap.add_argument("--upsert-rows", type=int, default=100_000, help="rows upserted; half update existing keys")
     ap.add_argument("--partitions", type=int, default=30)
+    ap.add_argument("--build-only", action="store_true", help="of the Spark part, the index build alone")
     ap.add_argument("--quick", action="store_true",
                     help="development sizes: 200k keys, 20k lookups x 10, 100k rows, 10k upserted, 10 partitions")
     add_hudi_arguments(ap)
@@ -255,8 +281,15 @@ def main() -> int:
             share = tagging_share(args, work)
             result["upsert"] = {"rows": args.rows, "upsert_rows": args.upsert_rows, "partitions": args.partitions,
                                 "master": args.master, **share}
-            print(f"\nupsert of {args.upsert_rows:,} rows (half updates) into {args.rows:,} rows, "
-                  f"{args.partitions} partitions; index build (index_migration) {share['index_build']['seconds']:.1f}s")
+            b = share["index_build"]
+            print(f"\nindex build (index_migration) of {args.rows:,} rows, {args.partitions} partitions: "
+                  f"{b['seconds']:.1f}s, driver CPU {b['driver_cpu_s']:.1f}s, peak RSS MiB driver/JVM/workers "
+                  f"{rss_cell(b['peak_rss_mb'])}")
+            if args.build_only:
+                write_report(args.out, result)
+                return 0 if all(r["ok"] for r in result["lookups"].values()) else 1
+            print(f"upsert of {args.upsert_rows:,} rows (half updates) into {args.rows:,} rows, "
+                  f"{args.partitions} partitions")
             print(f"{'index':<14}{'upsert s':>9}{'tag task s':>11}{'tag share':>10}")
             for kind in ("SIMPLE", "RECORD_LEVEL"):
                 u = share[kind]

@@ -390,10 +390,10 @@ def test_a_private_index_table_migrates_to_hudis_record_index(spark, tmp_path):
     with pytest.raises(Exception, match="record_index_build"):  # writers wait for the migration
         table.write(spark.createDataFrame([("k1", "ams", 50)], DDL), "upsert")
     def on_the_driver(*_args, **_kw):
-        raise AssertionError("the driver wrote a record index base file")
+        raise AssertionError("the driver encoded a record index base file")
 
     with pytest.MonkeyPatch.context() as mp:  # executors (other processes) write the HFiles, the driver only commits
-        mp.setattr(initializer, "write_base_file", on_the_driver)
+        mp.setattr(initializer, "write_hfile", on_the_driver)
         result = Applier(spark=spark).apply(plan)
     assert result.actions[0].actual.rows == 12 and result.actions[0].actual.private_files_removed == 3
     assert not private_index.present(storage, base) and file_groups(base) == 3

@@ -32,6 +32,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -320,15 +321,14 @@ def _views(blocks: list[tuple[Cells, int]]) -> pa.Array:
                                  [None, pa.py_buffer(np.concatenate(out)), *(pa.py_buffer(c.data) for c, _ in blocks)])
 
 
-def _decode_blocks(hfile: HFileReader, schema: str, block_nos: list[int]) -> dict[int, _Located]:
-    """Blocks of a base file decoded and kept: their keys, and their values numbered together
-    (one Arrow hash over all of them) in the index's `_Parts`; locations are decoded later, for the
-    keys a lookup finds."""
+def _decode_blocks(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> dict[int, _Located]:
+    """Blocks of a base file (their cells `read`) decoded and kept: their keys, and their values
+    numbered together (one Arrow hash over all of them) in the index's `_Parts`; locations are
+    decoded later, for the keys a lookup finds."""
     out: dict[int, _Located] = {}
     fast: list[tuple[int, Cells, int]] = []
     empty = np.empty(0, np.int64)
-    for n in block_nos:
-        cells = hfile.cells(n)
+    for n, cells in read.items():
         start = _shared_start(cells) if _stored_layout(schema) else None
         if start is None:
             numbers: dict[bytes, int] = {}
@@ -393,12 +393,14 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     wanted = [int(blocks[g[0]]) for g in groups]
     with _LOCK:
         missing = [n for n in wanted if (path, current.base_size, n) not in _BLOCKS]
-    hfile.prefetch(missing)                           # read outside the lock: other threads seek meanwhile
+    hfile.prefetch(missing)              # read and decompressed outside the lock: other threads work meanwhile
+    read = {n: hfile.cells(n) for n in missing}
     with _LOCK:
         have = {n: _BLOCKS.get((path, current.base_size, n)) for n in wanted}
         for n in (n for n, found in have.items() if found is not None):
             _BLOCKS.move_to_end((path, current.base_size, n))       # recently used
-        have.update(_decode_blocks(hfile, schema, [n for n, found in have.items() if found is None]))
+        have.update(_decode_blocks(hfile, schema, {n: read[n] if n in read else hfile.cells(n)
+                                                   for n, found in have.items() if found is None}))
         positions: list[np.ndarray] = []
         codes: list[np.ndarray] = []
         runs: list[tuple[_Located, int]] = []          # blocks in a row picking from the same values: where they start
@@ -497,11 +499,19 @@ def lookup(table: HudiTable, keys: Iterable[str]) -> dict[str, Location]:
     order = np.argsort(indices, kind="stable")
     keys_found: list[str] = []
     locations: list[Location] = []
-    for part in np.split(order, np.flatnonzero(np.diff(indices[order])) + 1):
-        more, where = _in_file_group(table.storage, table.base, found[int(indices[part[0]])], valid, strings, raw, part)
+    parts = np.split(order, np.flatnonzero(np.diff(indices[order])) + 1)
+    for more, where in _threads().map(lambda part: _in_file_group(
+            table.storage, table.base, found[int(indices[part[0]])], valid, strings, raw, part), parts):
         keys_found += more
         locations += where
     return dict(zip(keys_found, locations))
+
+
+@functools.lru_cache(maxsize=1)
+def _threads() -> ThreadPoolExecutor:
+    """The threads file groups are looked up in: reading and decompressing blocks (a cold lookup's
+    most) runs outside the GIL, so a lookup over several file groups uses the cores there are."""
+    return ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)), thread_name_prefix="record-index")
 
 
 def lookup_file_group(storage: Storage, base: str, current: layout.Slice, valid: set[str],
