@@ -137,6 +137,14 @@ def _java_message(e: Exception) -> str:
     return str(java.toString()) if java is not None else str(e).splitlines()[0]
 
 
+# --- processes the tests kill ------------------------------------------------------------------
+
+# A writer a test kills starts a JVM of its own for a few tiny jobs: the JIT's first tier alone and one
+# GC thread halve that JVM's CPU seconds (measured: 10-11 s -> 5-6 s for a start and one job), which on
+# two shared cores is the test's wall time. Nothing a test asserts depends on how the JVM compiles.
+SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+
+
 # --- the CLI as a user runs it -----------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from helpers import hudi_rs_rows, tablespec_rows
 from hudi_process import Batch, read_step, record_index_step, sql_step, write_step
-from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, hudi_rows, hudi_write, save_spec
 from test_engine_clustering import plan_for
 from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
 from test_hudi_merge_on_read import HISTORY, RO, _as_read, _no_file_name, _options, _values
@@ -92,7 +92,7 @@ def test_tablespec_clusters_merged_slices_killed_once_hudi_reads_upserts_and_com
     before = tablespec_rows(table)
     logs = _with_logs(location)
     # killed while writing the new base files: the replacecommit is left inflight
-    env = {**os.environ, CRASH_ENV: "mid_write", "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, **SHORT_LIVED_JVM, CRASH_ENV: "mid_write", "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(spec_file), "--warehouse",
                            str(tmp_path), "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]

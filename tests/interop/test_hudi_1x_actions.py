@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 from helpers import rows, tablespec_rows
 from hudi_process import Batch, read_step, write_step
-from interop_support import apply_until_done, cli, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, cli, save_spec
 from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
 from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
@@ -125,7 +125,7 @@ def _killed(hudi, hudi1, warehouse: Path, captured) -> Case:
     before = {i.timestamp for i in HudiTable.open(str(location)).timeline.completed()}
     _bucket(doc)
     save_spec(doc, spec_file)
-    env = {**os.environ, CRASH_ENV: "after_data_files", "TABLESPEC_SPARK_MASTER": "local[1]",
+    env = {**os.environ, **SHORT_LIVED_JVM, CRASH_ENV: "after_data_files", "TABLESPEC_SPARK_MASTER": "local[1]",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     died = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(spec_file), "--warehouse",
                            str(warehouse), "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)

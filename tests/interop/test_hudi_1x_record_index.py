@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 from helpers import rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, record_index_step, write_step
-from interop_support import apply_until_done, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _assert_validated, _by_id, _hudi_checks, _metadata, _on_storage
 from test_hudi_metadata_record_index import assert_decoded_together
 from test_hudi_metadata_table import assert_listing_is_storage
@@ -178,7 +178,7 @@ def test_the_version_9_record_index_through_clustering_clean_compaction_and_a_ki
         spec = load_spec_text(open({str(spec_file)!r}).read(), "r9.yaml").specs[0].spec
         spark = SparkSession.builder.master("local[1]").getOrCreate()
         Table(spec, {str(location)!r}, spark).write(spark.createDataFrame([("b", 99, "2024-01-03", 9)], {SCHEMA!r}))
-    """, **{CRASH_ENV: "after_metadata_deltacommit"})
+    """, **{CRASH_ENV: "after_metadata_deltacommit"}, **SHORT_LIVED_JVM)
     assert died.returncode == -9, died.stderr[-2000:]
     handle, metadata = _metadata(location)
     [dead] = handle.timeline.pending()

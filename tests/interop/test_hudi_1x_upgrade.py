@@ -16,7 +16,7 @@ import pytest
 from helpers import hudi_rs_rows, make_table, rows, run_script, tablespec_rows
 from hudi_process import read_step, write_step
 from interop_support import HISTORY_DDL as DDL
-from interop_support import apply_until_done, cli, history_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, cli, history_spec
 
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.archive import ArchivedTimeline
@@ -138,7 +138,7 @@ def test_an_upgrade_killed_at_each_step_is_finished_by_the_next_apply(hudi, tmp_
         died = run_script(f"""
             from tablespec.cli import main
             main(["apply", {str(spec_file)!r}, "--warehouse", {str(warehouse)!r}, "--auto-approve"])
-        """, **{CRASH_ENV: point})
+        """, **{CRASH_ENV: point}, **SHORT_LIVED_JVM)
         assert died.returncode == -9, died.stderr[-2000:]
         version = _props(location)["hoodie.table.version"]
         assert version == ("9" if point == "upgrade.switched" else "6"), point

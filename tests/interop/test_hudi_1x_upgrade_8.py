@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, sql_step, write_step
-from interop_support import apply_until_done, cli, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, cli, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
@@ -89,7 +89,7 @@ def test_an_upgrade_from_8_killed_after_the_metadata_tables_switch_is_finished(h
     died = run_script(f"""
         from tablespec.cli import main
         main(["apply", {str(spec_file)!r}, "--warehouse", {str(tmp_path)!r}, "--auto-approve"])
-    """, **{CRASH_ENV: "upgrade.metadata_table"})
+    """, **{CRASH_ENV: "upgrade.metadata_table"}, **SHORT_LIVED_JVM)
     assert died.returncode == -9, died.stderr[-2000:]
     assert _props(location)["hoodie.table.version"] == "8" and _props(location, metadata=True)["hoodie.table.version"] == "9"
     doc8 = {**doc, "spec": {k: v for k, v in doc["spec"].items() if k != "tableVersion"}}

@@ -15,7 +15,7 @@ import pytest
 from fastavro.schema import to_parsing_canonical_form
 from helpers import hudi_rs_rows, rows, run_script, tablespec_rows
 from hudi_process import Batch, read_step, sql_step, write_step
-from interop_support import apply_until_done, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, save_spec
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
 
 from tablespec.faults import CRASH_ENV
@@ -112,7 +112,7 @@ def test_a_write_killed_inside_a_version_9_commit_is_rolled_back(hudi, hudi1, tm
         spec = load_spec_text(open({str(spec_file)!r}).read(), "w9.yaml").specs[0].spec
         spark = SparkSession.builder.master("local[1]").getOrCreate()
         Table(spec, {str(location)!r}, spark).write(spark.createDataFrame([("a", 99, "2024-01-01", 9)], {SCHEMA!r}))
-    """, **{CRASH_ENV: point})
+    """, **{CRASH_ENV: point}, **SHORT_LIVED_JVM)
     assert died.returncode == -9, died.stderr[-2000:]
     [dead] = HudiTable.open(str(location)).timeline.pending()
     assert dead.state == "inflight" and (Path(location, ".hoodie", "timeline", dead.file_name)).exists()

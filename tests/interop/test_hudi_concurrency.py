@@ -8,7 +8,7 @@ import time
 
 import pytest
 from helpers import make_table, run_script  # noqa: I001 (interop_support puts tests/engine on the path)
-from interop_support import assert_readers_agree
+from interop_support import SHORT_LIVED_JVM, assert_readers_agree
 
 from tablespec.apply import Applier
 from tablespec.faults import CRASH_ENV
@@ -176,7 +176,7 @@ def test_a_dead_writers_lock_frees_after_its_expiry(hudi, tmp_path, monkeypatch)
         spec = load_spec_text({_spec("dead_writer")!r}, "occ.yaml").specs[0].spec
         spark = SparkSession.builder.master("local[1]").getOrCreate()
         Table(spec, {base!r}, spark).write(spark.createDataFrame([("a1", 13, 4, "d1")], {DDL!r}), "upsert")
-    """, **{CRASH_ENV: "before_completion"})
+    """, **{CRASH_ENV: "before_completion"}, **SHORT_LIVED_JVM)
     assert died.returncode == -9, died.stderr
     dead = Timeline.load(ST, base).pending()
     assert [i.state for i in dead] == ["inflight"] and os.path.exists(lock_path(base))

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from helpers import hudi_rs_rows, rows, tablespec_rows
 from hudi_process import read_step, write_step
-from interop_support import apply_until_done, cli, hudi_rows, hudi_write, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, cli, hudi_rows, hudi_write, save_spec
 from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
 from test_hudi_metadata_table import hudi_validates
 from test_hudi_tables import KEYED, SCHEMA, _import, _table
@@ -313,7 +313,7 @@ def test_a_compaction_killed_after_writing_is_rolled_back_and_run_again(hudi, tm
     location, doc, spec_file, table, before = _hudi_0_15_history(hudi, tmp_path / "mor_killed", capsys)
     doc["spec"]["compaction"] = RUN_BY_TABLESPEC
     save_spec(doc, spec_file)
-    env = {**os.environ, CRASH_ENV: point, "TABLESPEC_SPARK_MASTER": "local[1]",
+    env = {**os.environ, **SHORT_LIVED_JVM, CRASH_ENV: point, "TABLESPEC_SPARK_MASTER": "local[1]",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     died = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", spec_file, "--warehouse", str(tmp_path),
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)

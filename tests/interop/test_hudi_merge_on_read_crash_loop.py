@@ -17,7 +17,7 @@ import time
 
 import pytest
 from helpers import hudi_rs_rows, run_script, tablespec_rows
-from interop_support import hudi_rows, hudi_write, save_spec
+from interop_support import SHORT_LIVED_JVM, hudi_rows, hudi_write, save_spec
 from test_hudi_merge_on_read import HISTORY, _options, _record_index
 from test_hudi_merge_on_read_writes import _logs
 from test_hudi_tables import SCHEMA, _import, _table
@@ -151,7 +151,7 @@ def test_deltacommits_killed_at_random_points_are_all_or_nothing(hudi, hudi1, tm
         script = _WRITER.format(spec_file=str(spec_file), location=str(location), batch=batch, schema=SCHEMA,
                                 operation=operation)
         proc = run_script(script, **{CRASH_ENV: point, "TABLESPEC_HEARTBEAT_TOLERANCE": "0",
-                                     "TABLESPEC_SPARK_MASTER": "local[1]"})
+                                     "TABLESPEC_SPARK_MASTER": "local[1]", **SHORT_LIVED_JVM})
         history.append(f"#{i} {operation} {batch} killed at {point}: exit {proc.returncode}")
         where = f"seed {SEED + version}:\n" + "\n".join(history) + "\n" + proc.stderr[-3000:]
         assert proc.returncode in (0, -9), where

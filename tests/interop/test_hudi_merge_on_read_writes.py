@@ -19,7 +19,7 @@ import sys
 import pytest
 from _support import ROOT
 from helpers import hudi_rs_rows, tablespec_rows
-from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, hudi_rows, hudi_write, save_spec
 from test_hudi_merge_on_read import COMPACT, HISTORY, RO, SCHEDULE, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
@@ -197,7 +197,7 @@ def test_a_merge_on_read_table_created_from_its_spec_is_hudis(hudi, tmp_path, ca
 
 
 def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, CRASH_ENV: point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, **SHORT_LIVED_JVM, CRASH_ENV: point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     return subprocess.run([sys.executable, "-m", "tablespec.cli", "ingest", str(spec_file), "--input", str(csv),
                            "--input-format", "csv", "--operation", "upsert", "--warehouse", str(warehouse)],
                           env=env, capture_output=True, text=True, timeout=600)

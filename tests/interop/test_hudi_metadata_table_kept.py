@@ -16,7 +16,7 @@ import pytest
 import yaml
 from _support import ROOT
 from helpers import make_table, tablespec_rows
-from interop_support import apply_until_done, hudi_rows, hudi_write, save_spec
+from interop_support import SHORT_LIVED_JVM, apply_until_done, hudi_rows, hudi_write, save_spec
 from test_hudi_metadata_table import METADATA_ON, SPEC, assert_listing_is_storage, hudi_validates
 from test_hudi_reads import batch
 
@@ -123,7 +123,7 @@ def test_every_tablespec_action_keeps_the_metadata_table(hudi, tmp_path, capsys)
 
 
 def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, CRASH_ENV: point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, **SHORT_LIVED_JVM, CRASH_ENV: point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
     return subprocess.run([sys.executable, "-m", "tablespec.cli", "ingest", str(spec_file), "--input", str(csv),
                            "--input-format", "csv", "--operation", "upsert", "--warehouse", str(warehouse)],
                           env=env, capture_output=True, text=True, timeout=600)
