@@ -8,6 +8,7 @@ commits what the tasks report.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -32,9 +33,10 @@ from tablespec.arrow.keys import auto_keys, partition_paths, record_keys
 from tablespec.arrow.merge import read_slice
 from tablespec.hudi.bloom_lookup import may_hold
 from tablespec.hudi.formats.base_keys import base_file_keys
-from tablespec.hudi.formats.logfile import avro_block, delete_block, encode_block
+from tablespec.hudi.formats.logfile import Header, LogBlock, avro_block, delete_block, encode_block
 from tablespec.hudi.formats.markers import write_marker
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName, bucket_file_id, new_file_id, write_token
+from tablespec.hudi.formats.positions import encode_positions
 from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
@@ -102,6 +104,7 @@ class WriteJob(AtLocation):
     log_targets: dict | None = None
     counting: Counting | None = None
     merge_rules: MergeRules | None = None
+    record_positions: bool = False      # log blocks name their records' rows in the slice's base file
 
     @property
     def uses_existing(self) -> bool:
@@ -503,6 +506,8 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
         records = [{**meta, SEQNO: f"{job.instant}_{partition_id}_{i}", KEY: key, **row}
                    for i, (key, row) in enumerate(zip(keys.to_pylist(), incoming.to_pylist()))]
         blocks.append(avro_block(records, json.loads(schema), job.instant))
+    if blocks and job.record_positions:
+        blocks = [_with_positions(blocks[0], keys, target.read.base_path, job.storage)]
     if len(leaving):   # after the data block, as Hudi's append handle writes both
         blocks.append(delete_block(job.instant, [(k, partition) for k in leaving.to_pylist()], schema))
         deletes += len(leaving)
@@ -514,6 +519,25 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
                 num_deletes=deletes, bytes=len(data), invalid=0, invalid_sample="", num_ignored=ignored,
                 log_version=target.next_version, base_file=target.base_file,
                 log_files=json.dumps([*target.log_files, name]))
+
+
+def _with_positions(block: LogBlock, keys: pa.Array, base_path: str | None, storage: Storage) -> LogBlock:
+    """`block` with the rows of its records' `keys` in the slice's base file (RECORD_POSITIONS, and
+    the base file's instant they refer to), as Apache Hudi 1.2 writes the blocks of a SIMPLE or BLOOM
+    deltacommit (measured): a reader may then merge by row number. Only when every key has a row
+    there (a slice without a base file, or a key it does not hold: no positions, as Hudi writes none
+    when it cannot name each record's row); readers without positions merge by key."""
+    if base_path is None:
+        return block
+    rows = pc.index_in(keys, value_set=base_file_keys(base_path, storage))
+    if rows.null_count:
+        return block
+    base = BaseFileName.parse(base_path.rsplit("/", 1)[-1])
+    if base is None:
+        return block
+    return dataclasses.replace(block, header={
+        **block.header, Header.RECORD_POSITIONS: encode_positions(rows.to_pylist()),
+        Header.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: base.instant})
 
 
 def write_new_file_groups(job: WriteJob, rows_per_file: int, batches, prepared: bool = False):

@@ -137,12 +137,19 @@ def compacting(state) -> set[tuple[str, str]]:
 
 
 def _open(spec, state) -> list:
-    """File groups a clustering may take: with a base file, in a clustered partition, under no pending
-    clustering or compaction plan."""
+    """File groups a clustering may take: in a clustered partition, under no pending clustering or
+    compaction plan. Merge-on-read file groups of log files only (Hudi 1.x writes them, e.g. BUCKET
+    with non-blocking concurrency) are taken too: their rows are read merged like any slice's."""
     locked = set().union(*(plan.file_ids() for plan in state.pending_clustering.values())) | compacting(state)
     parts = _scope(spec, state)
     return [fg for fg in state.file_groups
-            if fg.base_file and fg.partition in parts and (fg.partition, fg.file_id) not in locked]
+            if (fg.base_file or fg.log_names) and fg.partition in parts and (fg.partition, fg.file_id) not in locked]
+
+
+def _file_bytes(fg) -> int:
+    """What the small-file checks weigh: the base file (as Hudi's size-based strategy does), or a
+    log-only slice's log files (Hudi counts them as nothing, which makes every one small)."""
+    return fg.size if fg.base_file else fg.log_bytes
 
 
 def _to_lay_out(spec, state) -> list:
@@ -150,7 +157,7 @@ def _to_lay_out(spec, state) -> list:
     c, layout = spec.spec.clustering, declared_layout(spec)
     done = _written_with(state, layout)
     return [fg for fg in _open(spec, state)
-            if fg.base_instant not in done and (layout.columns or fg.size < c.small_file_limit)]
+            if fg.base_instant not in done and (layout.columns or _file_bytes(fg) < c.small_file_limit)]
 
 
 def due_reasons(spec, state) -> list[str]:
@@ -174,7 +181,7 @@ def due_reasons(spec, state) -> list[str]:
         since = f"since the last clustering ({state.last_clustering})" if state.last_clustering else "and no clustering yet"
         reasons.append(f"{counted(state.commits_since_clustering, 'commit')} {since}; everyNCommits is {c.every_n_commits}")
     if c.max_small_files is not None:
-        small = sum(1 for fg in _to_lay_out(spec, state) if fg.size < c.small_file_limit)
+        small = sum(1 for fg in _to_lay_out(spec, state) if _file_bytes(fg) < c.small_file_limit)
         if small > c.max_small_files:
             reasons.append(f"{counted(small, 'small file')} (below smallFileLimit) exceed maxSmallFiles {c.max_small_files}")
     return reasons
@@ -187,7 +194,7 @@ def _joining(spec, state, todo: list) -> list:
     done = _written_with(state, layout)
     fresh = {fg.partition for fg in todo if state.last_clustering is None or fg.base_instant > state.last_clustering}
     return [fg for fg in _open(spec, state)
-            if fg.base_instant in done and fg.size < c.small_file_limit and fg.partition in fresh]
+            if fg.base_instant in done and _file_bytes(fg) < c.small_file_limit and fg.partition in fresh]
 
 
 def _pack_groups(spec, state, todo: list, joining: list) -> list[ClusteringGroup]:
@@ -201,7 +208,7 @@ def _pack_groups(spec, state, todo: list, joining: list) -> list[ClusteringGroup
     joiners = {(fg.partition, fg.file_id) for fg in joining}
     by_partition: dict[str, list[SliceInfo]] = {}
     for fg in todo + joining:
-        path = join(state.location, fg.partition, fg.base_file)
+        path = join(state.location, fg.partition, fg.base_file) if fg.base_file else None
         logs = tuple(join(state.location, fg.partition, name) for name in fg.log_names)
         by_partition.setdefault(fg.partition, []).append(
             SliceInfo(fg.partition, fg.file_id, path, fg.size + fg.log_bytes, logs, fg.log_bytes))

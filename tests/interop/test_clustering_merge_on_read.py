@@ -437,7 +437,9 @@ def test_version_9_hudi_1_2s_clustering_plan_of_log_only_slices_is_read(hudi, hu
     empty `dataFilePath`; a log-only slice counts no bytes, so one group takes every bucket of a
     partition). tablespec imports the table; as the group would merge buckets of a BUCKET table, `plan`
     offers to discard the pending plan before anything changes (a run is refused in one line, nothing
-    changed, hoodie.properties included), and apply rolls it back, the data files untouched."""
+    changed, hoodie.properties included), and apply rolls it back, the data files untouched. tablespec's
+    own plan then takes the log-only file groups, one bucket per group (Hudi 1.2 runs no clustering on a
+    simple-bucket table: tablespec runs it), and Hudi 1.2 reads and validates the result."""
     from _support import table_files
     from test_hudi_merge_on_read import _record_index
     name = "mor9_nbcc"
@@ -476,3 +478,25 @@ def test_version_9_hudi_1_2s_clustering_plan_of_log_only_slices_is_read(hudi, hu
     assert not pending_plans(HudiTable.open(str(location)).timeline)
     assert {k: v for k, v in table_files(location).items() if not k.startswith(".hoodie/")} == \
         {k: v for k, v in files.items() if not k.startswith(".hoodie/")}
+
+    # tablespec's own plan takes the log-only file groups too (one bucket per group, weighed by their
+    # log files, an empty dataFilePath as Hudi's); run, every bucket gets a base file, Hudi 1.2 reads it
+    doc["spec"]["clustering"]["everyNCommits"] = 1   # the settings the discard stored: due by commits
+    save_spec(doc, spec_file)
+    table = _table(hudi, doc, location)
+    before = _no_file_name(tablespec_rows(table))
+    plan = _plan(spec_file, tmp_path)
+    assert [a for _, a in plan.actions if isinstance(a, Clustering)], plan.actions
+    Applier(spark=hudi, schedule_only=True).apply(plan)
+    [ours] = pending_plans(HudiTable.open(str(location)).timeline)
+    raw = avro_content((location / ".hoodie" / "timeline" / ours.file_name).read_bytes(), ours.file_name)
+    groups = raw["clusteringPlan"]["inputGroups"]
+    assert [s for g in groups for s in g["slices"] if s["dataFilePath"] == "" and s["deltaFilePaths"]], groups
+    assert all(len(g["slices"]) == 1 for g in groups)
+    # Hudi 1.2 runs no clustering on a simple-bucket table ("SparkExecuteClusteringCommitActionExecutor is
+    # not compatible with table layout HoodieSimpleBucketLayout", measured): tablespec runs its plan
+    Applier(spark=hudi).apply(_plan(spec_file, tmp_path))
+    clustered = HudiTable.open(str(location))
+    assert clustered.timeline.contains_completed(ours.timestamp)
+    assert all(s.base_file is not None for s in clustered.view.latest_slices())
+    assert _no_file_name(_hudi_1_2_agrees(hudi1, location, table, "nbcc_clustered", optimized=False)) == before

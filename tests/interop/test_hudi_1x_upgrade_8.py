@@ -84,7 +84,13 @@ def test_a_version_8_table_upgraded_to_9_as_hudi_1_2_does(hudi, hudi10, hudi1, t
 
 
 def test_an_upgrade_from_8_killed_after_the_metadata_tables_switch_is_finished(hudi, hudi10, tmp_path, capsys):
-    location, hudi_read = hudi10.copy(V8, tmp_path / "orders_v8")
+    _killed_upgrade(hudi, tmp_path, capsys, *hudi10.copy(V8, tmp_path / "orders_v8"))
+
+
+def _killed_upgrade(hudi, tmp_path, capsys, location, hudi_read, views=("snapshot",)) -> tuple:
+    """kill -9 between the metadata table's switch to 9 and the table's: the table stays version 8 and
+    reads as Hudi read it (each of `views`); the next apply finishes the upgrade. Returns the spec
+    document and file."""
     doc, spec_file = _upgrade_spec(tmp_path, location, capsys)
     died = run_script(f"""
         from tablespec.cli import main
@@ -93,11 +99,15 @@ def test_an_upgrade_from_8_killed_after_the_metadata_tables_switch_is_finished(h
     assert died.returncode == -9, died.stderr[-2000:]
     assert _props(location)["hoodie.table.version"] == "8" and _props(location, metadata=True)["hoodie.table.version"] == "9"
     doc8 = {**doc, "spec": {k: v for k, v in doc["spec"].items() if k != "tableVersion"}}
-    assert tablespec_rows(_table(hudi, doc8, location)) == rows(pa.Table.from_pylist(hudi_read)) \
-        == hudi_rs_rows(str(location))
+    table = _table(hudi, doc8, location)
+    assert tablespec_rows(table) == rows(pa.Table.from_pylist(hudi_read)) == hudi_rs_rows(str(location))
+    views_before = {v: tablespec_rows(table, view=v) for v in views}
     kinds = apply_until_done(capsys, spec_file, tmp_path)
     assert kinds[0] == "upgrade_table", kinds
     assert _props(location)["hoodie.table.version"] == "9"
+    table = _table(hudi, doc, location)
+    assert {v: tablespec_rows(table, view=v) for v in views} == views_before
+    return doc, spec_file
 
 
 # A merge-on-read table Hudi 1.0.2 wrote (metadata table on): inserts, an update to a log file, a
@@ -172,3 +182,15 @@ def test_a_version_8_merge_on_read_table_upgraded_to_9_as_hudi_1_2_does(hudi, hu
     doc["spec"]["compaction"] = {"runBy": "tablespec", "deltaCommits": 1}
     save_spec(doc, spec_file)
     assert {"clean", "compaction"} <= {a["kind"] for a in _plan(capsys, spec_file, tmp_path)}
+
+
+def test_a_merge_on_read_upgrade_from_8_killed_after_the_metadata_tables_switch_is_finished(hudi, hudi10, tmp_path,
+                                                                                            capsys):
+    """The same kill on the merge-on-read table (log files, a pending compaction): both views read as
+    before the kill and after the finished upgrade, the compaction still pending, hoodie.properties as
+    an upgrade that was never killed leaves them (the test above)."""
+    location, hudi_read = hudi10.copy(V8_MOR, tmp_path / "events_v8")
+    pending = [i.timestamp for i in HudiTable.open(str(location)).timeline.pending()]
+    _killed_upgrade(hudi, tmp_path, capsys, location, hudi_read, views=("snapshot", "read_optimized"))
+    assert [i.timestamp for i in HudiTable.open(str(location)).timeline.pending()] == pending != []
+    assert _props(location)["hoodie.table.ordering.fields"] == "ts"

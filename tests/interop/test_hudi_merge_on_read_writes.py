@@ -26,8 +26,10 @@ from test_hudi_tables import SCHEMA, _import, _table
 from tablespec.engine.schema import DataSchemaError, conform
 from tablespec.engine.writer import TableWriter, WriteRefused
 from tablespec.faults import CRASH_ENV
-from tablespec.hudi.formats.logfile import BlockType, Header, read_blocks
+from tablespec.hudi.formats.base_keys import base_file_keys
+from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, deleted_keys, read_blocks
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
+from tablespec.hudi.formats.positions import decode_positions
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt.reader import listing
 from tablespec.hudi.table import HudiTable
@@ -41,6 +43,29 @@ def _logs(location) -> dict[str, list]:
     """Log file name -> its blocks."""
     return {p.name: list(read_blocks(p.read_bytes())) for p in sorted(location.rglob(".*.log.*"))
             if not p.name.endswith(".crc") and ".hoodie" not in p.parts}
+
+
+def _positioned(location) -> dict[str, bool]:
+    """Each data or delete block's log file (and index in it) -> whether it carries record positions;
+    those it carries are checked to be the rows of the block's keys in its file group's base file of
+    the instant the block names."""
+    carried = {}
+    for name, blocks in _logs(location).items():
+        log = LogFileName.parse(name)
+        [partition] = {p.parent for p in location.rglob(name) if ".hoodie" not in p.parts}
+        for i, block in enumerate(blocks):
+            if block.type not in (BlockType.AVRO_DATA, BlockType.DELETE):
+                continue
+            carried[f"{name}#{i}"] = Header.RECORD_POSITIONS in block.header
+            if not carried[f"{name}#{i}"]:
+                continue
+            keys = ([k for k, _ in deleted_keys(block)] if block.type == BlockType.DELETE
+                    else [r["_hoodie_record_key"] for r in avro_records(block)])
+            instant = block.header[Header.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS]
+            [base] = [p for p in partition.glob(f"{log.file_id}_*_{instant}.parquet")]
+            stored = base_file_keys(str(base)).to_pylist()
+            assert decode_positions(block.header[Header.RECORD_POSITIONS]) == sorted(stored.index(k) for k in keys)
+    return carried
 
 
 def _agree(hudi, table, location) -> list[tuple]:
@@ -553,8 +578,11 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
     files, so the layout is SIMPLE's): a key moving partition is inserted in its new partition and
     removed from its old file group by a delete block; the same deltacommit's record index records
     inserted and moved keys at the deltacommit, keeps an updated key's entry and drops deleted keys, as
-    Hudi 1.2's does (measured). Hudi 1.2 reads, looks keys up and validates, then upserts (through the
-    record index tablespec kept) and compacts on top; tablespec and hudi-rs read what it wrote."""
+    Hudi 1.2's does (measured). SIMPLE / BLOOM blocks carry their keys' rows in the slice's base file
+    (RECORD_POSITIONS) as Hudi 1.2's do, which its reader merges by (hoodie.merge.use.record.positions,
+    on by default); RECORD_LEVEL blocks carry none, as Hudi's record index writes none. Hudi 1.2 reads,
+    looks keys up and validates, then upserts (through the record index tablespec kept) and compacts on
+    top; tablespec and hudi-rs read what it wrote."""
     from hudi_process import read_step, record_index_step, write_step
     from test_hudi_1x_metadata_table import _assert_validated, _hudi_checks, _on_storage
     from test_hudi_merge_on_read import _as_read
@@ -617,6 +645,9 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
         [[BlockType.AVRO_DATA], [BlockType.AVRO_DATA], *deletes]
     ours, ours_ro = tablespec_rows(table), tablespec_rows(table, view="read_optimized")
     assert _values(ours) == {"a": 12, "c": 3, "d": 4, "y": 8}
+    # SIMPLE / BLOOM: every block names its keys' rows in the base file, as Hudi 1.2's do (RECORD_LEVEL: none)
+    positioned = _positioned(location)
+    assert set(positioned.values()) == {not record_level}, positioned
     on_storage, indexed = _on_storage(location), _index(location) if record_level else {}
     if record_level:   # `verify` takes each slice's live keys, log files merged: the rows of moved and
         # deleted keys stay in their old base files, delete blocks remove them
@@ -637,6 +668,8 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
     assert _as_read(optimized) == ours_ro
     _assert_validated(on_storage, every, differences)
     assert any(i.action == "commit" for i in HudiTable.open(str(location)).timeline.commits())   # Hudi compacted
+    hudis = {block: carries for block, carries in _positioned(location).items() if block not in positioned}
+    assert hudis and set(hudis.values()) == {not record_level}, hudis   # Hudi's own blocks, the same rule
     ours = tablespec_rows(table)
     assert ours == _as_read(after) == _as_read(after_ro)
     assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}

@@ -244,3 +244,25 @@ def test_a_pending_plan_merging_buckets_or_sorting_by_a_nested_column_is_discard
     pending = {Instant("20261121000000001", "replacecommit", "requested"): each}   # one bucket a group: it runs
     [run] = actions(text, state(text, groups, pending=tuple(pending), pending_clustering=pending))
     assert (run.kind, run.params.instant) == ("clustering", "20261121000000001")
+
+
+def test_log_only_file_groups_are_clustered_sized_by_their_log_files():
+    """A merge-on-read file group of log files only (Hudi 1.x writes them: BUCKET with non-blocking
+    concurrency) is taken like any slice, weighed by its log files, and recorded in the plan with an
+    empty data file path as Hudi 1.2 records one; a bucket table keeps one group per bucket."""
+    from tablespec.hudi.services.clustering import decode_plan, encode_plan
+    from tablespec.hudi.timeline.active import avro_content
+    log = ".00000001-bbbb-0_20261121000000002.log.1_0-1-2"
+    groups = (FileGroupState("d=01", "00000000-aaaa-0", "1", MiB, "00000000-aaaa-0_0-1-2_1.parquet"),
+              FileGroupState("d=01", "00000001-bbbb-0", "20261121000000002", 0, "", 1, 3 * MiB, (log,)))
+    text = with_clustering(BASE, "{strategy: SORT, sortColumns: [customer_id]}")
+    plan = clustering_plan(spec(text), state(text, groups))
+    assert [[(s.file_id, s.file_name, s.log_names, s.size // MiB) for s in g.slices] for g in plan.groups] == [
+        [("00000000-aaaa-0", "00000000-aaaa-0_0-1-2_1.parquet", (), 1)], [("00000001-bbbb-0", None, (log,), 3)]]
+    stored = avro_content(encode_plan(plan), "x.replacecommit.requested")
+    assert [s["dataFilePath"] for g in stored["clusteringPlan"]["inputGroups"] for s in g["slices"]][1] == ""
+    slices = lambda p: [(s.file_id, s.data_file, s.delta_files) for g in p.groups for s in g.slices]  # noqa: E731
+    assert slices(decode_plan(stored, "x.replacecommit.requested")) == slices(plan)
+    stitched = with_clustering(SIMPLE, "{strategy: NONE, smallFileLimit: 4MiB}")   # small by its log bytes
+    plan = clustering_plan(spec(stitched), state(stitched, groups))
+    assert [sorted(s.file_id for s in g.slices) for g in plan.groups] == [["00000000-aaaa-0", "00000001-bbbb-0"]]

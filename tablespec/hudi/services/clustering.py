@@ -144,7 +144,9 @@ def _metrics(group: ClusteringGroup) -> dict[str, float]:
 
 def encode_plan(plan: ClusteringPlan) -> bytes:
     """The plan as the content of `T.replacecommit.requested`."""
-    groups: list[dict[str, Any]] = [{"slices": [{"dataFilePath": s.data_file, "deltaFilePaths": list(s.delta_files), "fileId": s.file_id,
+    # a slice of log files only: an empty dataFilePath, as Apache Hudi 1.2 records one
+    groups: list[dict[str, Any]] = [{"slices": [{"dataFilePath": s.data_file or "",
+                                                 "deltaFilePaths": list(s.delta_files), "fileId": s.file_id,
                            "partitionPath": s.partition, "bootstrapFilePath": "", "version": 1} for s in g.slices],
                "metrics": _metrics(g), "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None,
                "version": 1}
