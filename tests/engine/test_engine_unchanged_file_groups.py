@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 from decimal import Decimal
 
 import pytest
@@ -15,8 +16,10 @@ from helpers import assert_hudi_rs_agrees, make_table
 
 from tablespec.hudi.formats.naming import BaseFileName
 from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import table_location
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi.timeline.lock import read_lock
+from tablespec.table import Table
 
 pytestmark = pytest.mark.spark
 
@@ -41,10 +44,23 @@ def orders(spark, rows):
                                   for k, h, d in rows], SCHEMA)
 
 
-def stored_table(spark, tmp_path, index: str):
-    table = make_table(spark, tmp_path, spec_for(index))
-    table.write(orders(spark, STORED), "upsert")
-    return table
+@pytest.fixture(scope="module")
+def written() -> dict[str, Table]:
+    """The STORED rows written once per index for the module (on first use); tests change copies."""
+    return {}
+
+
+@pytest.fixture
+def stored_table(spark, written, tmp_path_factory):
+    """A factory: stored_table(warehouse, index) copies that index's table of the STORED rows into `warehouse`."""
+    def make(warehouse, index: str) -> Table:
+        if index not in written:
+            written[index] = make_table(spark, tmp_path_factory.mktemp(index.lower()), spec_for(index))
+            written[index].write(orders(spark, STORED), "upsert")
+        table = Table(written[index].spec, table_location(str(warehouse), written[index].spec.spec.location), spark)
+        shutil.copytree(written[index].location, table.location)
+        return table
+    return make
 
 
 def slices_per_group(table) -> dict[tuple[str, str], int]:
@@ -93,8 +109,8 @@ def assert_changes_nothing(table, df, operation: str, message: str) -> None:
 
 
 @pytest.mark.parametrize("index", INDEXES)
-def test_a_batch_that_changes_nothing_commits_nothing(spark, tmp_path, index):
-    table = stored_table(spark, tmp_path, index)
+def test_a_batch_that_changes_nothing_commits_nothing(spark, tmp_path, index, stored_table):
+    table = stored_table(tmp_path, index)
     assert len(slices_per_group(table)) > 2   # several file groups to leave alone
     stale = [(k, 1, d) for k, _, d in STORED]
     assert_changes_nothing(table, orders(spark, stale), "upsert",
@@ -111,8 +127,8 @@ def test_a_batch_that_changes_nothing_commits_nothing(spark, tmp_path, index):
 
 
 @pytest.mark.parametrize("index", INDEXES)
-def test_only_the_file_groups_whose_content_changes_get_a_new_slice(spark, tmp_path, index):
-    table = stored_table(spark, tmp_path, index)
+def test_only_the_file_groups_whose_content_changes_get_a_new_slice(spark, tmp_path, index, stored_table):
+    table = stored_table(tmp_path, index)
     before, groups = slices_per_group(table), group_of(table)
     # o02 newer, o08 an identical row with an equal ordering value (it wins: a change), the rest older
     batch = [("o02", 6, 1), ("o08", 5, 2)] + [(k, 1, d) for k, _, d in STORED if k not in ("o02", "o08")]
@@ -133,10 +149,10 @@ def test_only_the_file_groups_whose_content_changes_get_a_new_slice(spark, tmp_p
 
 
 @pytest.mark.parametrize("index", ["BUCKET", "RECORD_LEVEL"])
-def test_a_streamed_merge_decides_before_it_writes(spark, tmp_path, monkeypatch, index):
+def test_a_streamed_merge_decides_before_it_writes(spark, tmp_path, monkeypatch, index, stored_table):
     """A base file above the task's memory is merged streaming: whether it changes is found from
     its key and ordering columns first, so an unchanged file group is not rewritten either."""
-    table = stored_table(spark, tmp_path, index)
+    table = stored_table(tmp_path, index)
     monkeypatch.setenv("TABLESPEC_TASK_MEMORY_BYTES", TINY)
     assert_changes_nothing(table, orders(spark, [(k, 1, d) for k, _, d in STORED]), "upsert",
                            "no changes (upsert): 12 rows ignored (the stored rows are newer), so no commit was made")
@@ -151,11 +167,11 @@ def test_a_streamed_merge_decides_before_it_writes(spark, tmp_path, monkeypatch,
     assert_hudi_rs_agrees(table)
 
 
-def test_ingest_says_the_batch_changed_nothing(spark, tmp_path, capsys):
+def test_ingest_says_the_batch_changed_nothing(spark, tmp_path, capsys, stored_table):
     from tablespec.cli import main
     spec = tmp_path / "orders.yaml"
     spec.write_text(spec_for("BUCKET"))
-    table = stored_table(spark, tmp_path / "wh", "BUCKET")
+    table = stored_table(tmp_path / "wh", "BUCKET")
     stale = tmp_path / "stale.csv"   # every row three hours older than the stored one
     stale.write_text("order_id,customer_id,amount,updated_at,order_date\n"
                      + "".join(f"{k},1,1.00,2026-11-01T14:00:00Z,2026-11-0{d}\n" for k, _, d in STORED))
