@@ -155,6 +155,19 @@ def _kept_expression_indexes(spec, state: TableState, where: str) -> str | None:
             "with Apache Hudi")
 
 
+def expression_index_refusal(spec, state: TableState) -> str | None:
+    """Why a write must not go on, or None: the table has expression indexes, which its files' change would
+    leave stale (a spec keeping them) or which it would drop unplanned (a spec leaving them out: apply drops
+    them, visibly)."""
+    where = f"table {spec.metadata.name} at {state.location}"
+    if (kept := _kept_expression_indexes(spec, state, where)) is not None:
+        return kept
+    if named := expression_index.named(state.config):
+        return (f"{where} has Hudi's expression index(es) {', '.join(p[len(expression_index.PREFIX):] for p in named)}, "
+                "which its spec leaves out: run `tablespec plan` and `tablespec apply` first (they drop them)")
+    return None
+
+
 def _indexed_columns(spec, state: TableState) -> list[str] | None:
     """The columns a build indexes: on version 9 the declared ones or Hudi 1.x's default selection
     (its definition lists them); None on version 6 (every column Hudi 0.15 indexes)."""
