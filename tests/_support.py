@@ -162,3 +162,50 @@ class RecordingStorage(LocalStorage):
     def open_whole_file(self, path):
         self.reads.append((path, None, None))
         return super().open_whole_file(path)
+
+
+class DriverReads(LocalStorage):
+    """Local files, recording the byte ranges each opening of a file reads (`opened`: path and its
+    ranges, a pyarrow footer read first). It pickles as plain local storage, so a table opened with it
+    records its driver's reads alone (Spark's tasks get their own). A real store: the reads happen."""
+
+    def __init__(self) -> None:
+        self.opened: list[tuple[str, list[tuple[int, int]]]] = []
+
+    def __reduce__(self):
+        return LocalStorage, ()
+
+    def open_input_file(self, path, size=None):
+        import io
+
+        import pyarrow as pa
+        ranges: list[tuple[int, int]] = []
+
+        class Recorded(io.FileIO):
+            def read(self, size=-1):
+                start = self.tell()
+                data = super().read(size)
+                ranges.append((start, len(data)))
+                return data
+
+        self.opened.append((path, ranges))
+        return pa.PythonFile(Recorded(path, "rb"), mode="r")
+
+    def open_whole_file(self, path):
+        self.opened.append((path, [(0, 0), (0, os.path.getsize(path))]))   # every byte, past a footer read
+        return super().open_whole_file(path)
+
+    def column_read(self, column: str) -> list[str]:
+        """The Parquet files of which a read past the footer covered a byte of `column`."""
+        import pyarrow.parquet as pq
+        out = []
+        for path, ranges in self.opened:
+            if not path.endswith(".parquet") or len(ranges) < 2:
+                continue
+            meta = pq.read_metadata(path)
+            chunks = [(c.dictionary_page_offset or c.data_page_offset, c.total_compressed_size)
+                      for g in range(meta.num_row_groups) for c in (meta.row_group(g).column(i)
+                      for i in range(meta.num_columns)) if c.path_in_schema == column]
+            if any(start < o + n and o < start + length for start, length in ranges[1:] for o, n in chunks):
+                out.append(path)
+        return out

@@ -18,6 +18,7 @@ from tablespec.hudi.formats.partition import PARTITION_METAFILE, write_partition
 from tablespec.hudi.io import join
 from tablespec.hudi.mdt import sync as mdt_sync
 from tablespec.hudi.mdt.column_stats_changes import half_built
+from tablespec.hudi.mdt.secondary_index import Reported
 from tablespec.hudi.metadata_table import drop_partitions, unmaintained
 from tablespec.hudi.services.rollback import recover, rollback
 from tablespec.hudi.table import HudiTable
@@ -209,7 +210,9 @@ class Transaction:
         if self.requested.action == DELTA_COMMIT:
             self.storage.delete_tree(marker_dir(self.base, self.instant))
 
-    def commit(self, stats: list[dict], metadata: CommitMetadata) -> None:
+    def commit(self, stats: list[dict], metadata: CommitMetadata, reported: Reported | None = None) -> None:
+        """Complete the instant with `metadata`, recording it in the metadata table first (`reported`: the
+        secondary-index changes the write's tasks found)."""
         crash_point("after_data_files")
         marked = reconcile(self.table, self.instant, stats, logs=self.requested.action == DELTA_COMMIT)
         for partition in {s["partition"] for s in stats} - marked:  # listed with its metadata file: marked
@@ -219,7 +222,7 @@ class Transaction:
                 self.check_conflicts(metadata)
             if self.lock is not None:
                 self.lock.verify()  # the lease must still be ours at the commit point
-            recorded = mdt_sync.record_commit(self.table, self.instant, metadata)  # Hudi's metadata table first
+            recorded = mdt_sync.record_commit(self.table, self.instant, metadata, reported)  # Hudi's metadata table first
             crash_point("before_completion")
             # started by this transaction, lease verified; a layout-2 completion time is taken under this lock
             self.writer.complete(self.inflight, metadata, checked=True, locked=True, after=mdt_sync.completed_by(recorded))

@@ -41,6 +41,7 @@ from tablespec.hudi.hashing import bucket_ids_for_record_keys
 from tablespec.hudi.io import Storage, join
 from tablespec.hudi.keygen import TimestampPartitioning
 from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
+from tablespec.hudi.mdt.secondary_index import PairChanges
 from tablespec.hudi.merge_on_read import Counting, MergeRules, SliceRead
 from tablespec.hudi.table import AtLocation, Location
 from tablespec.plan.buckets import BucketLayout
@@ -56,11 +57,12 @@ STATS_SCHEMA = pa.schema([
     # a log file a deltacommit wrote (merge-on-read): its version, its slice's base file, the slice's log files (JSON)
     ("log_version", pa.int64()), ("base_file", pa.string()), ("log_files", pa.string()),
     ("log_scan", pa.string()),   # a compacted slice: what its log files held (LogScan.write_stat_fields, JSON)
+    ("index_changes", pa.string()),   # secondary indexes: the pairs its file groups changed (PairChanges.report)
 ])
 STATS_DDL = ("partition string, file_id string, path string, prev_commit string, num_writes bigint, "
              "num_inserts bigint, num_updates bigint, num_deletes bigint, bytes bigint, invalid bigint, "
              "invalid_sample string, num_ignored bigint, log_version bigint, base_file string, log_files string, "
-             "log_scan string")
+             "log_scan string, index_changes string")
 DEFAULT_RECORD_BYTES = 128   # bytes per stored record where no base file tells
 TASK_MEMORY_BYTES = 512 * 1024 * 1024
 
@@ -105,6 +107,7 @@ class WriteJob(AtLocation):
     counting: Counting | None = None
     merge_rules: MergeRules | None = None
     record_positions: bool = False      # log blocks name their records' rows in the slice's base file
+    indexed: tuple[str, ...] = ()       # columns of secondary indexes: each write reports their changed pairs
 
     @property
     def uses_existing(self) -> bool:
@@ -610,6 +613,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     inc_keys = group.column(KEY).combine_chunks()
     name = BaseFileName(file_id, token, job.instant).format()
     rel = f"{partition}/{name}" if partition else name
+    pairs = PairChanges(job.base, job.indexed) if job.indexed else None
     if existing_info is not None and existing_info[3] > job.memory_bytes:
         old_part, old_name, prev_commit, size = existing_info
         if not _changes_stored(job, join(job.base, old_part, old_name), size, incoming, inc_keys, leaving):
@@ -618,11 +622,12 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
                             partition_id=partition_id, avro_schema_json=job.avro_schema, preserve_meta=True,
                             bloom_filter=job.bloom_filter, storage=job.storage,
                             row_group_bytes=max(1, min(ROW_GROUP_BYTES, job.memory_bytes // 4))) as out:
-            counts = _merge_streaming(job, join(job.base, old_part, old_name), size, incoming, inc_keys, leaving, out)
+            counts = _merge_streaming(job, join(job.base, old_part, old_name), size, incoming, inc_keys, leaving, out,
+                                      pairs)
             written = out.close()
     else:
         prev_commit = existing_info[2] if existing_info is not None else "null"
-        table, all_keys, counts = _merge_in_memory(job, existing_info, incoming, inc_keys, leaving)
+        table, all_keys, counts = _merge_in_memory(job, existing_info, incoming, inc_keys, leaving, pairs)
         if not any(counts[:3]):
             return _unchanged(partition, file_id, prev_commit, ignored=counts[3])
         written = write_base_file(join(job.base, rel), table, commit_time=job.instant, partition_path=partition,
@@ -631,7 +636,7 @@ def _write_group(job: WriteJob, group: pa.Table, file_id: str, token: str, parti
     inserts, updates, deletes, ignored = counts
     return dict(partition=partition, file_id=file_id, path=rel, prev_commit=prev_commit, num_writes=written.num_rows,
                 num_inserts=inserts, num_updates=updates, num_deletes=deletes, bytes=written.size, invalid=0,
-                invalid_sample="", num_ignored=ignored)
+                invalid_sample="", num_ignored=ignored, index_changes=None if pairs is None else pairs.report())
 
 
 def _unchanged(partition: str, file_id: str, prev_commit: str, ignored: int) -> dict:
@@ -691,9 +696,10 @@ def _old_wins(old_ord: pa.Array, new_ord: pa.Array) -> np.ndarray:
         np.asarray(new_ord.is_null()) & ~np.asarray(old_ord.is_null()))
 
 
-def _merge_in_memory(job: WriteJob, existing_info, incoming: pa.Table, inc_keys: pa.Array, leaving: pa.Array):
+def _merge_in_memory(job: WriteJob, existing_info, incoming: pa.Table, inc_keys: pa.Array, leaving: pa.Array,
+                     pairs: PairChanges | None = None):
     """The new slice's rows and keys from the whole base file and the incoming rows, and the
-    counts (inserts, updates, deletes, ignored)."""
+    counts (inserts, updates, deletes, ignored); `pairs` gets the stored rows dropped and the rows written."""
     n_in = len(inc_keys)
     old = None
     if existing_info is not None:
@@ -702,6 +708,7 @@ def _merge_in_memory(job: WriteJob, existing_info, incoming: pa.Table, inc_keys:
             old = pq.read_table(f)
         # A file written before a schema evolution: bring it to the current columns first.
         old = align_to_schema(old, _stored_schema(job))
+    stored = old
     inserts = updates = deletes = ignored = 0
     if old is not None and len(leaving):
         gone = pc.is_in(old.column(KEY), value_set=leaving)
@@ -737,6 +744,11 @@ def _merge_in_memory(job: WriteJob, existing_info, incoming: pa.Table, inc_keys:
             kept = old.filter(pa.array(~replace_old))
             new_rows, new_keys = incoming.filter(pa.array(take_new)), inc_keys.filter(pa.array(take_new))
     schema = _slice_schema(job)
+    if pairs is not None:
+        if stored is not None:
+            left = kept.column(KEY).combine_chunks() if kept is not None else pa.array([], pa.string())
+            pairs.remove(stored.filter(pc.invert(pc.is_in(stored.column(KEY), value_set=left))))
+        pairs.add(new_rows, new_keys)
     pieces, keys = [schema.empty_table()], [pa.array([], pa.string())]
     if kept is not None and kept.num_rows:
         pieces.append(align_to_schema(kept, schema))
@@ -754,11 +766,11 @@ def _new_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _merge_streaming(job: WriteJob, path: str, size: int, incoming: pa.Table, inc_keys: pa.Array,
-                     leaving: pa.Array, out: BaseFileWriter) -> tuple[int, int, int, int]:
+                     leaving: pa.Array, out: BaseFileWriter, pairs: PairChanges | None = None) -> tuple[int, int, int, int]:
     """Merge a base file too large to hold, batch by batch, with the same rules as
     `_merge_in_memory`: kept stored rows are written in their stored order, then the incoming
     rows that win, sorted by key (as Apache Hudi's merge handle lays a slice out). Returns the
-    counts (inserts, updates, deletes, ignored)."""
+    counts (inserts, updates, deletes, ignored); `pairs` gets the stored rows dropped and the rows written."""
     n_in = len(inc_keys)
     matched_new, take_new = np.zeros(n_in, dtype=bool), np.ones(n_in, dtype=bool)
     deletes = 0
@@ -791,6 +803,8 @@ def _merge_streaming(job: WriteJob, path: str, size: int, incoming: pa.Table, in
                         replaced = ~old_wins
                     keep[old_idx[replaced]] = False
             kept = old.filter(pa.array(keep))
+            if pairs is not None:
+                pairs.remove(old.filter(pa.array(~keep)))
             if kept.num_rows:
                 out.write(align_to_schema(kept, schema), kept.column(KEY))
     if job.operation == "delete":
@@ -801,6 +815,8 @@ def _merge_streaming(job: WriteJob, path: str, size: int, incoming: pa.Table, in
     else:
         counts = (n_in, 0, deletes, 0)
     new_rows, new_keys = incoming.filter(pa.array(take_new)), inc_keys.filter(pa.array(take_new))
+    if pairs is not None:
+        pairs.add(new_rows, new_keys)
     if len(new_keys):
         order = java_sort_indices(new_keys)
         out.write(_new_rows(new_rows.take(order), schema), new_keys.take(order))

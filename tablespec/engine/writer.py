@@ -18,6 +18,8 @@ import functools
 import json
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.compaction import after_deltacommit, running
@@ -32,7 +34,7 @@ from tablespec.hudi.formats.avro import to_avro_schema
 from tablespec.hudi.formats.naming import bucket_of
 from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.layout_switch import REWRITE_MARK
-from tablespec.hudi.mdt import record_index_writer
+from tablespec.hudi.mdt import record_index_writer, secondary_index
 from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
 from tablespec.hudi.mdt.damage import record_index_damage
 from tablespec.hudi.services.clustering import planned_file_groups, refuse_replacing_planned
@@ -261,6 +263,8 @@ class TableWriter:
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
+            else:   # the tasks report the secondary indexes' changes (an overwrite's are read at commit)
+                job = dataclasses.replace(job, indexed=self._indexed_columns(job.data_schema))
             stats, tag_seconds = self._run(df, job, view, index, bulk=operation == "bulk_insert")
             self._refuse_bad(stats, timeline)
             if merge_on_read and (unseen := untargeted(view, job, stats)):
@@ -279,10 +283,20 @@ class TableWriter:
             # replace: hoodie.properties switches to this spec after the commit (layout_switch)
             marks = {REWRITE_MARK: "true"} if replace else None
             txn.commit(stats, commit_metadata(stats, "INSERT_OVERWRITE_TABLE" if replace else OPERATIONS[operation],
-                                              table_avro_schema(self.spec), marks, replaced=replaced))
+                                              table_avro_schema(self.spec), marks, replaced=replaced),
+                       secondary_index.gathered(s["index_changes"] for s in stats) if job.indexed else None)
         return WriteResult(txn.instant, operation, sum(s["num_inserts"] for s in stats),
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), ignored, tag_seconds)
+
+    def _indexed_columns(self, schema: pa.Schema) -> tuple[str, ...]:
+        """The columns of the secondary indexes the table keeps; refused when one's values cannot be keyed."""
+        named = secondary_index.kept_in(self.table.config)
+        columns = sorted(set(secondary_index.columns(self.table, named).values())) if named else []
+        for column in columns:
+            if column in schema.names:
+                secondary_index.refuse_unkeyable(self.base, column, schema.field(column).type)
+        return tuple(columns)
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str],
              delta=None) -> tasks.WriteJob:

@@ -59,7 +59,13 @@ from tablespec.plan.merge_on_read import (
     upgrade_refusal,
 )
 from tablespec.plan.merge_on_read import REWRITES as MERGED_REWRITES
-from tablespec.plan.metadata_table import data_skipping_actions, indexes_to_build, metadata_table_actions, rebuilt
+from tablespec.plan.metadata_table import (
+    data_skipping_actions,
+    expression_index_refusal,
+    indexes_to_build,
+    metadata_table_actions,
+    rebuilt,
+)
 from tablespec.plan.settings import (
     HASH_FIELDS,
     LABEL_PREFIX,
@@ -259,6 +265,8 @@ def write_refusal(spec, state: TableState) -> str | None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
         return state.pending_restore.refusal(state.location)
+    if (why := expression_index_refusal(spec, state)) is not None:
+        return why
     pending = [a for a in table_actions(spec, state)
                if not (isinstance(a, UpdateSettings) and not any(shapes_rows(c.property) for c in a.changes))]
     if pending:

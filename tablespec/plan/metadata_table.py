@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
+from tablespec.hudi.formats import index_defs
 from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
-from tablespec.hudi.mdt import secondary_index
+from tablespec.hudi.mdt import expression_index, secondary_index
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
 from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
 from tablespec.hudi.mdt.column_stats_changes import half_built, hudi_default_columns, indexed_columns, kept_in
@@ -135,6 +136,38 @@ def _unkeyable_secondary_indexes(spec, state: TableState, where: str) -> str | N
             "without it (apply drops it), or DROP INDEX with Apache Hudi")
 
 
+def _kept_expression_indexes(spec, state: TableState, where: str) -> str | None:
+    """Why the plan would keep expression indexes, which tablespec's writes would leave stale: declared ones,
+    or the table's where the spec has no dataSkipping section (which keeps what the table has); or None."""
+    declared = spec.spec.data_skipping
+    if declared is not None and declared.expression_indexes:
+        kept = [i.model_dump() for i in declared.expression_indexes]
+        whose = "spec.dataSkipping.expressionIndexes declares"
+    elif declared is None and (named := expression_index.named(state.config)):
+        defined = index_defs.definitions(state.handle.storage, state.handle.base, state.table_config)
+        kept = [expression_index.declared(p, defined.get(p)) for p in named]
+        whose = "the spec keeps the table's data-skipping indexes (it has no dataSkipping section), among them"
+    else:
+        return None
+    return (f"{where}: {whose} the expression index(es) {'; '.join(map(expression_index.described, kept))}: "
+            "tablespec's writes cannot keep Hudi's expression indexes (their values are Spark SQL functions of every "
+            "row), so they would go stale; declare spec.dataSkipping without them (apply drops them) or DROP INDEX "
+            "with Apache Hudi")
+
+
+def expression_index_refusal(spec, state: TableState) -> str | None:
+    """Why a write must not go on, or None: the table has expression indexes, which its files' change would
+    leave stale (a spec keeping them) or which it would drop unplanned (a spec leaving them out: apply drops
+    them, visibly)."""
+    where = f"table {spec.metadata.name} at {state.location}"
+    if (kept := _kept_expression_indexes(spec, state, where)) is not None:
+        return kept
+    if named := expression_index.named(state.config):
+        return (f"{where} has Hudi's expression index(es) {', '.join(p[len(expression_index.PREFIX):] for p in named)}, "
+                "which its spec leaves out: run `tablespec plan` and `tablespec apply` first (they drop them)")
+    return None
+
+
 def _indexed_columns(spec, state: TableState) -> list[str] | None:
     """The columns a build indexes: on version 9 the declared ones or Hudi 1.x's default selection
     (its definition lists them); None on version 6 (every column Hudi 0.15 indexes)."""
@@ -157,7 +190,7 @@ def data_skipping_actions(spec, state: TableState) -> list:
     if not state.exists or unwritable_version(state.table_config) is not None:
         return []
     where = f"table {spec.metadata.name} at {state.location}"
-    if (problem := _unkeyable_secondary_indexes(spec, state, where)) is not None:
+    if (problem := _unkeyable_secondary_indexes(spec, state, where) or _kept_expression_indexes(spec, state, where)):
         raise PlanError(problem)
     if spec.spec.data_skipping is None:
         return []

@@ -316,6 +316,25 @@ class SecondaryIndex(SpecModel):
     """Indexed column (a table column of a primitive type)."""
 
 
+class ExpressionIndex(SpecModel):
+    """A Hudi 1.x expression index (`CREATE INDEX name ON t USING column_stats(column)
+    OPTIONS(expr='from_unixtime', format='yyyy-MM-dd')`, or `bloom_filters`): the metadata table's
+    `expr_index_<name>` partition holds statistics or bloom filters of a Spark SQL function of `column`.
+    `import` declares the ones a table has; tablespec's writes cannot keep them (they would go stale), so a
+    plan of a spec declaring one is refused: declare `dataSkipping` without it to drop it."""
+
+    name: Name
+    """Index name (its metadata partition is `expr_index_<name>`)."""
+    type: Literal["column_stats", "bloom_filters"]
+    """What the partition holds of the expression's values."""
+    column: str
+    """The column the expression reads."""
+    expression: str
+    """The Spark SQL function (`expr`), e.g. from_unixtime, lower, upper, substring."""
+    options: dict[str, str] = {}
+    """The function's other options, as Hudi's index definition records them (e.g. format)."""
+
+
 class DataSkipping(SpecModel):
     """Indexes in Hudi's metadata table that Hudi's readers skip files and partitions with. tablespec keeps the
     declared ones in every change, computed from the Parquet footers it writes, builds a declared one the table
@@ -331,6 +350,8 @@ class DataSkipping(SpecModel):
     Hudi's BLOOM index reads instead of the files' footers (hoodie.bloom.index.use.metadata)."""
     secondary_indexes: list[SecondaryIndex] = []
     """Hudi 1.x's secondary indexes (table version 9, copy-on-write, RECORD_LEVEL index): kept in every change."""
+    expression_indexes: list[ExpressionIndex] = []
+    """Hudi 1.x's expression indexes, as `import` finds them: not kept by tablespec (a plan declaring one is refused)."""
 
 
 class Clustering(SpecModel):

@@ -287,3 +287,22 @@ def test_the_index_definitions_are_read_once_for_every_secondary_index(tmp_path)
     storage.reads.clear()
     assert secondary_index.columns(opened, named) == {"secondary_index_idx_v": "v", "secondary_index_idx_w": "v"}
     assert [p for p in storage.paths() if p.endswith("index.json")] == [join(base, ".hoodie", ".index_defs", "index.json")]
+
+
+def test_the_tasks_changes_join_into_the_commits():
+    """Each write task reports the pairs its file groups lose and write (`PairChanges`, on executors); joined on
+    the driver, an update keeping its value and a key moving partition with its value change nothing, a value
+    changed deletes the old pair and inserts the new, a deleted key deletes its pair; a task without a report
+    (a path that reads on the driver) gives none."""
+    one, two = secondary_index.PairChanges("t", ["v"]), secondary_index.PairChanges("t", ["v"])
+    stored = pa.table({"_hoodie_record_key": ["a", "b", "m", "x"], "v": [1, 2, 3, 4]})
+    one.remove(stored)                                               # file group 1 rewrites all four
+    one.add(pa.table({"v": [1, 20]}), pa.array(["a", "b"]))          # a kept, b changed, m moved, x deleted
+    two.remove(pa.table({"w": [9]}), pa.array(["n"]))                # an old file without v: n's value null
+    two.add(pa.table({"v": [3, 5]}), pa.array(["m", "n"]))           # m arrives with its value, n gets one
+    reported = secondary_index.gathered([one.report(), two.report()])
+    assert reported == {"v": ({"20$b", "5$n"}, {"2$b", "4$x", "\0$n"})}
+    [(name, change)] = secondary_index.from_reported({"secondary_index_idx_v": "v"}, reported).items()
+    assert name == "secondary_index_idx_v" and change.deletes == ["\0$n", "2$b", "4$x"]
+    assert [k for k, _ in change.records] == ["20$b", "5$n"] and change.group is secondary_index.file_group
+    assert secondary_index.gathered([one.report(), None]) is None

@@ -63,6 +63,12 @@ def record_index_step(path, keys: list[str]) -> dict:
     return {"op": "record_index", "path": str(path), "keys": list(keys)}
 
 
+def secondary_index_step(path, partition: str, values: list[str]) -> dict:
+    """Hudi 1.x's own lookup of `values` through the secondary index `partition`
+    (HoodieBackedTableMetadata.readSecondaryIndexDataTableRecordKeysWithKeys): value -> record keys."""
+    return {"op": "secondary_index", "path": str(path), "partition": partition, "values": list(values)}
+
+
 def sql_step(statement: str) -> dict:
     """Run Spark SQL (Hudi's extension loaded); the result rows as dicts."""
     return {"op": "sql", "statement": statement}
@@ -232,6 +238,8 @@ def _step(spark, step: dict):
         return _rows(spark.sql(step["statement"]))
     if step["op"] == "record_index":
         return _record_index(spark, step["path"], step["keys"])
+    if step["op"] == "secondary_index":
+        return _secondary_index(spark, step["path"], step["partition"], step["values"])
     if step["op"] == "column_stats":
         return column_stats_lookup(spark, step["path"], step["files"], step["column"])
     if step["op"] == "bloom_filters":
@@ -261,6 +269,20 @@ def _record_index(spark, base: str, keys: list[str]) -> dict:
         found = metadata.readRecordIndexLocationsWithKeys(wanted).collectAsList()
         return {p.getKey(): [p.getValue().getPartitionPath(), p.getValue().getFileId(), p.getValue().getInstantTime()]
                 for p in found}
+    finally:
+        metadata.close()
+
+
+def _secondary_index(spark, base: str, partition: str, values: list[str]) -> dict:
+    """Hudi 1.x's lookup of values through a secondary index, run as a Spark job over the values."""
+    jvm, jsc = spark._jvm, spark._jsc
+    metadata = _table_metadata(spark, base)
+    try:
+        wanted = jvm.org.apache.hudi.data.HoodieJavaRDD.of(jsc.parallelize(jvm.java.util.ArrayList(values), 1))
+        found: dict[str, list[str]] = {}
+        for pair in metadata.readSecondaryIndexDataTableRecordKeysWithKeys(wanted, partition).collectAsList():
+            found.setdefault(pair.getKey(), []).append(pair.getValue())
+        return {value: sorted(keys) for value, keys in sorted(found.items())}
     finally:
         metadata.close()
 

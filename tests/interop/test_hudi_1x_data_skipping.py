@@ -9,12 +9,23 @@ metadata table) updates the keys tablespec wrote and does not build the partitio
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from _support import cli, table_files
-from helpers import tablespec_rows
-from hudi_process import Batch, bloom_filter_step, column_stats_step, read_step, sql_step, write_step
+import pytest
+from _support import DriverReads, cli, table_files
+from helpers import hudi_rs_rows, tablespec_rows
+from hudi_process import (
+    Batch,
+    bloom_filter_step,
+    column_stats_step,
+    read_step,
+    secondary_index_step,
+    sql_step,
+    write_step,
+)
 from interop_support import apply_until_done, save_spec
 from test_hudi_1x_metadata_table import DEFAULTS, V9_MDT, _metadata, clustered_and_cleaned
 from test_hudi_1x_record_index import HUDI_RLI, V9_RLI
@@ -22,8 +33,11 @@ from test_hudi_metadata_table import assert_listing_is_storage
 from test_hudi_tables import SCHEMA, _import, _table
 
 from tablespec.engine.reader import snapshot_slices
+from tablespec.errors import TablespecError
 from tablespec.hudi.mdt import damage, layout, record_index_reader, secondary_index
 from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import Location as TableLocation
+from tablespec.importer import spec_document
 from tablespec.plan.metadata_table import metadata_table_actions
 from tablespec.state import observe
 
@@ -79,6 +93,7 @@ def test_tablespec_keeps_column_and_partition_stats_and_bloom_filters_hudi_1_2_s
     doc["spec"]["retention"]["keepCommits"] = 10
     save_spec(doc, spec_file)
     assert apply_until_done(capsys, spec_file, tmp_path) == ["update_settings"]
+    assert hudi_rs_rows(str(location)) == tablespec_rows(table)      # hudi-rs reads what tablespec wrote and clustered
 
     files = _latest_files(location)
     expected = {f"{p}/{n}": pq.read_table(Path(location, p, n), columns=["v"]).column("v") for p, n in files}
@@ -206,31 +221,41 @@ def test_tablespec_keeps_the_secondary_index_hudi_1_2_created(hudi, hudi1, tmp_p
     """A version 9 copy-on-write table with Hudi 1.2's record index and `CREATE INDEX idx_v ON t (v)`: it imports
     with the index declared and plans clean; tablespec's upsert (a value changed, a key moved with a new value, a
     key inserted) and delete keep the index as Hudi keeps it (the old value's entry deleted, the new one
-    inserted, in the file group of the value); Hudi 1.2 reads by value with data skipping what it reads without,
-    validates, and writes on; removing the declaration drops the partition and its definition."""
+    inserted, in the file group of the value), the write tasks finding the old values in the rows they merge (the
+    driver reads no indexed column); Hudi 1.2's lookup through the index finds each key under its new value only,
+    it reads by value with data skipping what it reads without, validates, and writes on; removing the
+    declaration drops the partition and its definition."""
     location, _ = hudi1.copy(V9_RLI, tmp_path / "x9")
     hudi1.process.run([sql_step(f"CREATE TABLE x9 USING hudi LOCATION '{location}'"), sql_step(LOCKED),
                        sql_step("CREATE INDEX idx_v ON x9 (v)")])
     doc, spec_file = _import(tmp_path, location, capsys)       # plans clean: nothing to drop
     assert doc["spec"]["dataSkipping"] == {"secondaryIndexes": [{"name": "idx_v", "column": "v"}]}
     table = _table(hudi, doc, location)
+    driver = DriverReads()
+    table.table = HudiTable.open(replace(TableLocation.parse(str(location)), storage=driver))
     table.write(hudi.createDataFrame([("b", 20, "2024-01-03", 3), ("c", 30, "2024-01-02", 3),
                                       ("d", 4, "2024-01-01", 3), ("e", 5, "2024-01-01", 3)], SCHEMA))
     table.write(hudi.createDataFrame([("a", 10, "2024-01-02", 4)], SCHEMA), "delete")
+    data_files = {path for path, _ in driver.opened if "/.hoodie/" not in path}
+    assert data_files and driver.column_read("v") == []    # the record index's keys read, never the values
     ours = tablespec_rows(table)
     assert sorted((dict(r)["id"], dict(r)["v"]) for r in ours) == [("b", 20), ("c", 30), ("d", 4), ("e", 5)]
+    assert hudi_rs_rows(str(location)) == ours
     assert _secondary_index(location) == _pairs(ours)
     _read_through_index(table, ours, {"v": 20}, ["b"])                  # tablespec reads by value through it too
     _read_through_index(table, ours, [("v", "in", [4, 30, 99])], ["c", "d"])
 
     wheres = ("v = 20", "v = 30", "v = 4", "v = 5", "v = 10", "v = 2", "v = 3")
     steps = [step for where in wheres for step in (read_step(location, where, **ON), read_step(location, where, **OFF))]
-    steps += [sql_step(f"CREATE TABLE x9 USING hudi LOCATION '{location}'"),
+    values = ["1", "2", "3", "4", "5", "10", "20", "30"]                   # the values before and after
+    steps += [secondary_index_step(location, SECONDARY, values),
+              sql_step(f"CREATE TABLE x9 USING hudi LOCATION '{location}'"),
               sql_step("CALL validate_metadata_table_files(table => 'x9')"),
               write_step(location, {**HUDI_RLI, "hoodie.write.lock.provider": LOCKED.split("=", 1)[1]}, SCHEMA,
                          [("c", 31, "2024-01-02", 5), ("f", 6, "2024-01-09", 5)]),
               read_step(location, "v = 31", **ON), read_step(location)]
-    *reads, _, differences, _, after, every = hudi1.process.run(steps)
+    *reads, looked_up, _, differences, _, after, every = hudi1.process.run(steps)
+    assert looked_up == {"20": ["b"], "30": ["c"], "4": ["d"], "5": ["e"]}
     for where, on, off in zip(wheres, reads[::2], reads[1::2]):
         assert _ids(on) == _ids(off), where
     assert [_ids(r) for r in reads[::2]] == [["b"], ["c"], ["d"], ["e"], [], [], []]
@@ -300,3 +325,55 @@ def test_a_declared_secondary_index_is_built_hudi_1_2_reads_and_continues_it(hud
     assert differences == []
     assert _ids(after) == ["d"]
     assert _secondary_index(location) == _pairs(every)
+
+
+EXPRESSION = "expr_index_idx_day"
+
+
+def test_an_expression_index_hudi_1_2_created_is_imported_and_never_left_stale(hudi, hudi1, tmp_path, capsys):
+    """Hudi 1.2's `CREATE INDEX idx_day ON t USING column_stats(ts) OPTIONS(expr='from_unixtime', format=...)`
+    (measured: partition `expr_index_idx_day`, its definition's type, function, source field and options):
+    `import` declares it; tablespec cannot keep it, so a plan keeping it (declared, or a spec without a
+    dataSkipping section) and a write are refused in one line naming it, every file unchanged; a spec
+    leaving it out drops the partition and its definition in a plan action, and writes go on."""
+    location, _ = hudi1.copy(V9_RLI, tmp_path / "e9")
+    hudi1.process.run([sql_step(f"CREATE TABLE e9 USING hudi LOCATION '{location}'"), sql_step(LOCKED),
+                       sql_step("CREATE INDEX idx_day ON e9 USING column_stats(ts) "
+                                "OPTIONS(expr='from_unixtime', format='yyyy-MM-dd')")])
+    defined = json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())["indexDefinitions"]
+    assert {k: defined[EXPRESSION][k] for k in ("indexType", "indexFunction", "sourceFields", "indexOptions")} == {
+        "indexType": "column_stats", "indexFunction": "from_unixtime", "sourceFields": ["ts"],
+        "indexOptions": {"expr": "from_unixtime", "format": "yyyy-MM-dd"}}
+    code, out, err = cli(capsys, "import", str(location), "--warehouse", str(tmp_path))
+    assert code == 0 and ("    expressionIndexes:\n    - name: idx_day\n      type: column_stats\n      column: ts\n"
+                          "      expression: from_unixtime\n      options: {format: yyyy-MM-dd}\n") in out, out + err
+    spec_file = tmp_path / "e9.yaml"
+    spec_file.write_text(out)
+    doc = spec_document(observe(HudiTable.open(str(location))), TableLocation.parse(str(tmp_path)))
+    named = "idx_day (column_stats of from_unixtime(ts), format=yyyy-MM-dd)"
+    before = table_files(location)
+    without = {**doc, "spec": {k: v for k, v in doc["spec"].items() if k != "dataSkipping"}}
+    for kept in (doc, without):                     # declared, or no dataSkipping section (keeps the table's)
+        save_spec(kept, spec_file)
+        code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path))
+        [refusal] = [line for line in err.splitlines() if "warning:" not in line]    # the spec's own warnings aside
+        assert code != 0 and named in refusal and "DROP INDEX" in refusal, out + err
+        with pytest.raises(TablespecError, match=re.escape(named)):
+            _table(hudi, kept, location).write(hudi.createDataFrame([("z", 9, "2024-01-01", 9)], SCHEMA))
+        assert table_files(location) == before
+
+    doc["spec"]["dataSkipping"] = {k: v for k, v in doc["spec"]["dataSkipping"].items() if k != "expressionIndexes"}
+    save_spec(doc, spec_file)
+    with pytest.raises(TablespecError, match=r"expression index\(es\) idx_day, which its spec leaves out"):
+        _table(hudi, doc, location).write(hudi.createDataFrame([("z", 9, "2024-01-01", 9)], SCHEMA))
+    assert table_files(location) == before                     # a write never drops it unplanned
+    code, out, _ = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
+    [drop] = [a for t in json.loads(out)["tables"] for a in t["actions"]]
+    assert drop["kind"] == "drop_metadata_partitions" and drop["params"]["partitions"] == [EXPRESSION]
+    assert apply_until_done(capsys, spec_file, tmp_path) == ["drop_metadata_partitions"]
+    assert EXPRESSION not in observe(HudiTable.open(str(location))).metadata_table.partitions
+    assert EXPRESSION not in json.loads(Path(location, ".hoodie", ".index_defs", "index.json").read_text())[
+        "indexDefinitions"]
+    table = _table(hudi, doc, location)
+    table.write(hudi.createDataFrame([("z", 9, "2024-01-01", 9)], SCHEMA))
+    assert ("z", 9) in {(dict(r)["id"], dict(r)["v"]) for r in tablespec_rows(table)}

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from _support import cli
+from helpers import hudi_rs_rows, tablespec_rows
 from hudi_process import bloom_filter_lookup, column_stats_lookup
 from interop_support import apply_until_done, hudi_df, hudi_write, save_spec
 from test_hudi_metadata_table import assert_listing_is_storage
@@ -100,6 +101,7 @@ def test_tablespec_keeps_column_stats_and_bloom_filters_hudi_0_15_skips_with(hud
     _assert_hudi_skips_with_it(hudi, location)
     _assert_hudi_finds_the_filters(hudi, location, gone)
     hudi_validates_in_place(hudi, str(location))
+    assert hudi_rs_rows(str(location)) == tablespec_rows(table)      # hudi-rs reads what tablespec wrote and clustered
 
     # Hudi's next write with both on continues the partitions (nothing built again); its BLOOM index, reading
     # the filters from the metadata table, finds the keys tablespec wrote: updated, not inserted twice

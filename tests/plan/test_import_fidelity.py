@@ -141,7 +141,7 @@ NOT_SETTINGS = {"apiVersion", "kind", "metadata.labels", "metadata.renamedFrom",
                 # the metadata table's data-skipping partitions: read from hoodie.properties' partition list and the
                 # index definitions by import and plan (plan/metadata_table.py), no setting of their own
                 "spec.dataSkipping.columnStats.columns", "spec.dataSkipping.partitionStats",
-                "spec.dataSkipping.bloomFilters", "spec.dataSkipping.secondaryIndexes"}
+                "spec.dataSkipping.bloomFilters", "spec.dataSkipping.secondaryIndexes", "spec.dataSkipping.expressionIndexes"}
 DERIVED_BY_IMPORT = {"spec.partitioning.timestamp.field", "spec.partitioning.timestamp.input",
                      "spec.partitioning.timestamp.inputFormat", "spec.partitioning.timestamp.outputFormat",
                      "spec.partitioning.timestamp.timeZone", "spec.partitioning.timestamp.unit",

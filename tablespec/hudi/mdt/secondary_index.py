@@ -14,12 +14,16 @@ with its record index):
 - the definition in `.hoodie/.index_defs/index.json`: `secondary_index_<name>`, type `secondary_index`,
   function `identity`, its column as the one source field, no options, version V2.
 
-tablespec computes a commit's changes from the indexed column and key column of the base files it wrote
-and of the slices they replace (copy-on-write rewrites a file group's whole base file), so clustering's
-rewrite changes nothing, as a pair that survives is neither deleted nor inserted.
+tablespec computes a commit's changes from the indexed column and key column of the rows it removes and
+writes (copy-on-write rewrites a file group's whole base file), so clustering's rewrite changes nothing, as
+a pair that survives is neither deleted nor inserted. A write's tasks hold those rows already (the stored
+rows they merge, the rows they write): each reports its file groups' changes (`PairChanges`) and the driver
+gathers them (`gathered`); the commits no task reports for (clustering, bucket rewrites, an overwrite) are
+read on the driver from the files they wrote and replaced (`from_commit`).
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -139,22 +143,80 @@ def columns(table: HudiTable, partitions: Iterable[str], defined: Mapping[str, M
 Pairs = set[tuple[str | None, str]]   # (value as Hudi keys it, record key)
 
 
-def _pairs(where: str, found: pa.Table, columns: Iterable[str]) -> dict[str, Pairs]:
-    """Column -> the (value, record key) pairs of every row of a base file of the table at `where`, from
-    `found` (its key column and those of `columns` it has); a column the file lacks (written before the
+def refuse_unkeyable(where: str, column: str, kind: pa.DataType) -> None:
+    """Refuse an index on a column whose values tablespec cannot key as Hudi does."""
+    if not any(check(kind) for check in SUPPORTED):
+        raise HudiFormatError(f"{where}: the secondary index on column {column} of type {kind}: "
+                              "tablespec keeps secondary indexes on string and integer columns only")
+
+
+def _pairs(where: str, found: pa.Table, columns: Iterable[str], keys: pa.Array | pa.ChunkedArray | None = None
+           ) -> dict[str, Pairs]:
+    """Column -> the (value, record key) pairs of every row of `found` (rows of the table at `where`: its
+    key column, or `keys`, and those of `columns` it has); a column the rows lack (a file written before the
     column was added) is null in every row."""
-    keys = found.column(KEY).cast(pa.string()).to_pylist()
+    texts = (found.column(KEY) if keys is None else keys).cast(pa.string()).to_pylist()
     out: dict[str, Pairs] = {}
     for column in sorted(set(columns)):
         if column not in found.column_names:
-            out[column] = {(None, k) for k in keys}
+            out[column] = {(None, k) for k in texts}
             continue
         values = found.column(column)
-        if not any(check(values.type) for check in SUPPORTED):
-            raise HudiFormatError(f"{where}: the secondary index on column {column} of type {values.type}: "
-                                  "tablespec keeps secondary indexes on string and integer columns only")
-        out[column] = set(zip(values.cast(pa.string()).to_pylist(), keys))
+        refuse_unkeyable(where, column, values.type)
+        out[column] = set(zip(values.cast(pa.string()).to_pylist(), texts))
     return out
+
+
+Reported = dict[str, tuple[set[str], set[str]]]    # column -> (index keys inserted, index keys deleted)
+
+
+class PairChanges:
+    """What one write task does to the secondary indexes on `columns`, from the rows it holds anyway: the
+    pairs of the stored rows its file groups lose (deleted or replaced) and of the rows it writes. Runs on
+    executors, so the driver reads no base file for these indexes."""
+
+    def __init__(self, where: str, columns: Iterable[str]):
+        self.where = where
+        self.removed: dict[str, Pairs] = {c: set() for c in columns}
+        self.added: dict[str, Pairs] = {c: set() for c in self.removed}
+
+    def remove(self, rows: pa.Table, keys: pa.Array | pa.ChunkedArray | None = None) -> None:
+        """Stored rows (with their key column, or `keys`) a file group no longer holds."""
+        for column, pairs in _pairs(self.where, rows, self.removed, keys).items():
+            self.removed[column] |= pairs
+
+    def add(self, rows: pa.Table, keys: pa.Array | pa.ChunkedArray) -> None:
+        """Rows written (their record keys `keys`)."""
+        for column, pairs in _pairs(self.where, rows, self.added, keys).items():
+            self.added[column] |= pairs
+
+    def report(self) -> str:
+        """As JSON for the task's write stats: column -> [index keys inserted, index keys deleted]; a pair
+        both removed and written (an update keeping the value) is neither."""
+        return json.dumps({c: [sorted(index_key(*p) for p in self.added[c] - gone),
+                               sorted(index_key(*p) for p in gone - self.added[c])]
+                           for c, gone in self.removed.items()})
+
+
+def gathered(reports: Iterable[str | None]) -> Reported | None:
+    """The tasks' reports (`PairChanges.report`) of one commit joined: a pair one file group deleted and
+    another inserted (a key moving partition with its value) is neither. None when a report is missing."""
+    out: Reported = {}
+    for text in reports:
+        if text is None:
+            return None
+        for column, (inserted, deleted) in json.loads(text).items():
+            both = out.setdefault(column, (set(), set()))
+            both[0].update(inserted)
+            both[1].update(deleted)
+    return {c: (inserted - deleted, deleted - inserted) for c, (inserted, deleted) in out.items()}
+
+
+def from_reported(indexed: Mapping[str, str], reported: Reported) -> dict[str, HashedChange]:
+    """Partition -> what the tasks reported for each index (`indexed`: partition -> column)."""
+    return {name: HashedChange(records=[(k, record(k)) for k in sorted(reported[c][0])],
+                               deletes=sorted(reported[c][1]), group=file_group)
+            for name, c in sorted(indexed.items())}
 
 
 def from_commit(table: HudiTable, metadata: CommitMetadata, indexed: Mapping[str, str],
@@ -234,5 +296,6 @@ def initialize(table: HudiTable, name: str, column: str, keys: Iterable[str]) ->
                                                                        definition(name, column)))
 
 
-__all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "columns", "definition", "escape", "file_group", "file_id", "file_keys", "from_commit",
-           "index_key", "initialize", "kept_in", "named", "partition", "record", "record_key", "stored"]
+__all__ = ["COLUMN_TYPES", "FILE_GROUPS", "PREFIX", "PairChanges", "Reported", "columns", "definition", "escape",
+           "file_group", "file_id", "file_keys", "from_commit", "from_reported", "gathered", "index_key", "initialize",
+           "kept_in", "named", "partition", "record", "record_key", "refuse_unkeyable", "stored"]

@@ -70,14 +70,17 @@ def maintained_partitions(config: TableConfig | None) -> frozenset[str]:
 ROLLBACK_SUFFIX = "006"                  # Hudi's suffix of a metadata-table rollback instant
 
 
-def partition_changes(table: HudiTable, instant: str, change: FilesChange, commit: CommitMetadata | None = None
+def partition_changes(table: HudiTable, instant: str, change: FilesChange, commit: CommitMetadata | None = None,
+                      reported: secondary_index.Reported | None = None
                       ) -> tuple[FilesChange, RecordIndexChange | None, dict[str, HashedChange]]:
     """What data instant `instant` does to the maintained partitions: `files` gets its file
     change; `record_index` (when the table has it) the keys a commit or replacecommit (`commit`)
     wrote to a new place or deleted, read from its files (None when the table has no record
     index); `column_stats` / `partition_stats` (those the table has) the files' statistics, read
-    from their footers, and those of files a clean deleted, by partition. A compaction moves no key
-    (its slices' keys stay in their file groups; deletes were recorded by the deltacommits that wrote them)."""
+    from their footers, and those of files a clean deleted, by partition; the secondary indexes what the
+    write's tasks `reported` (column -> index keys inserted and deleted), else read from the commit's files.
+    A compaction moves no key (its slices' keys stay in their file groups; deletes were recorded by the
+    deltacommits that wrote them)."""
     skipping = column_stats_changes.kept(table)
     keyed = commit is not None and not commit.compacted     # its keys may have moved: the record and secondary indexes
     named = secondary_index.kept_in(table.config) if keyed else ()
@@ -86,12 +89,17 @@ def partition_changes(table: HudiTable, instant: str, change: FilesChange, commi
         if table.config is not None and (named or (skipping and commit is not None)) else None
     indexed = secondary_index.columns(table, named, defined)
     with_index = record_index_writer.is_enabled(table)
+    if reported is not None and not set(indexed.values()) <= set(reported):
+        reported = None                     # an index the tasks did not know of: read for all of them
+    read_pairs = {} if reported is not None else indexed
     # each base file read once, with the columns every kept partition needs
-    reads = BaseFileReads(table.storage, ({KEY} if keyed and (indexed or with_index) else set()) | set(indexed.values()))
+    reads = BaseFileReads(table.storage, ({KEY} if keyed and (read_pairs or with_index) else set())
+                          | set(read_pairs.values()))
     stats = (column_stats_changes.from_commit(table, instant, commit, skipping, reads, defined) if commit is not None
              else column_stats_changes.from_removed(table, instant, change, skipping)) if skipping else {}
     if commit is not None and indexed:
-        stats |= secondary_index.from_commit(table, commit, indexed, reads)
+        stats |= (secondary_index.from_reported(indexed, reported) if reported is not None
+                  else secondary_index.from_commit(table, commit, indexed, reads))
     if not with_index:
         return change, None, stats
     if commit is None or commit.compacted:
@@ -105,8 +113,8 @@ def maintained(table: HudiTable) -> bool:
     return writer.is_enabled(table)
 
 
-def record(table: HudiTable, instant: str, change: FilesChange,
-           commit: CommitMetadata | None = None) -> list[MetaInstant] | None:
+def record(table: HudiTable, instant: str, change: FilesChange, commit: CommitMetadata | None = None,
+           reported: secondary_index.Reported | None = None) -> list[MetaInstant] | None:
     """The metadata table's deltacommit at data instant `instant`, when the table keeps one. Call
     under Hudi's transaction lock, right before the data instant's completed file. Returns the
     metadata timeline with it (for `compact_if_due`), None when nothing was recorded: no
@@ -117,7 +125,7 @@ def record(table: HudiTable, instant: str, change: FilesChange,
     timeline = layout.timeline(table.storage, table.base, Format.of(table.config))
     if any(i.timestamp == instant and i.completed and i.action == DELTA_COMMIT for i in timeline):
         return None
-    files, record_index, stats = partition_changes(table, instant, change, commit)
+    files, record_index, stats = partition_changes(table, instant, change, commit, reported)
     crash_point("before_metadata_deltacommit")
     done = writer.record(table, instant, files, record_index=record_index, stats=stats, timeline=timeline)
     crash_point("after_metadata_deltacommit")
@@ -130,8 +138,10 @@ def completed_by(recorded: list[MetaInstant] | None) -> str | None:
     return max((i.completion for i in recorded or () if i.completion), default=None)
 
 
-def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata) -> list[MetaInstant] | None:
-    return record(table, instant, records.from_commit(metadata), metadata)
+def record_commit(table: HudiTable, instant: str, metadata: CommitMetadata,
+                  reported: secondary_index.Reported | None = None) -> list[MetaInstant] | None:
+    """`record` of a commit or replacecommit; `reported`: its secondary-index changes as its tasks found them."""
+    return record(table, instant, records.from_commit(metadata), metadata, reported)
 
 
 def record_clean(table: HudiTable, instant: str, metadata: Mapping[str, Any]) -> list[MetaInstant] | None:
