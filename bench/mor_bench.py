@@ -4,22 +4,26 @@ One run, the same generated rows everywhere (bench/_common.py `orders`): a `--ro
 `--partitions` partitions by BUCKET(`--buckets`) index, then upserts of `--upsert-rows` (default
 1%) updates of existing keys spread over every partition and bucket.
 
-Tables (version 6; tablespec writes deltacommits on version 6 MERGE_ON_READ tables with the BUCKET
-index, and creates none: Apache Hudi creates them, tablespec imports them):
+Tables (version 6; the BUCKET merge-on-read table tablespec writes on is one Apache Hudi created,
+imported, as users adopt Hudi's tables):
 - tablespec MOR: Apache Hudi 0.15 bulk-inserts the rows into a MERGE_ON_READ table (untimed), the
   table is copied and imported into tablespec as `tablespec import` does (its spec as import writes
   it, plus `compaction: {runBy: tablespec, deltaCommits: N, strategy: UNBOUNDED}`, recorded by an
-  untimed apply);
+  untimed apply; its writes go through the same spec with `runBy: hudi`, so no write compacts);
 - Hudi MOR: the same bulk-inserted table, written on by Apache Hudi's datasource (bucket index,
   same buckets and hash field, inline compaction off);
 - tablespec COW: the same spec as COPY_ON_WRITE, created and bulk-inserted by tablespec (untimed);
-- Hudi COW: Hudi's datasource bulk_insert into a COPY_ON_WRITE table (untimed).
+- Hudi COW: Hudi's datasource bulk_insert into a COPY_ON_WRITE table (untimed);
+- RECORD_LEVEL (unless `--no-record-level`): a version 6 MERGE_ON_READ table with the RECORD_LEVEL
+  index created from its spec and bulk-inserted by tablespec, the same as COPY_ON_WRITE, and Hudi
+  0.15's MERGE_ON_READ table with its RECORD_INDEX (metadata table on), bulk-inserted (untimed).
 
 Phases (each timed once: they change the tables; reads best of `--read-repeat`):
 1. `upsert <table>`: the first upsert batch into each table (tablespec MOR: a deltacommit of log
    files, checked on its timeline; COW: a commit rewriting the touched base files). Then
    `--deltacommits` - 1 more batches (other keys, newer values) into both MOR tables, each timed
-   (`deltacommit k`).
+   (`deltacommit k`). RECORD_LEVEL: the first batch into each of its three tables (`upsert
+   RECORD_LEVEL <table>`; tablespec MOR: a deltacommit of log files).
 2. `compaction`: tablespec's table after its deltacommits is copied; tablespec compacts it
    (`plan` + `apply`, in this session: schedule the plan under Hudi's lock and run it on Spark) and
    Apache Hudi 0.15 compacts the copy (`call run_compaction(op => 'schedule')`, then `op => 'run'`,
@@ -28,10 +32,14 @@ Phases (each timed once: they change the tables; reads best of `--read-repeat`):
    (snapshot) and read-optimized (base files only), and the snapshot after compaction: `count()` and
    a full scan (every column materialised, Spark's `noop` sink); Apache Hudi's snapshot and
    read-optimized reads of its own MOR table for reference.
+4. `--long-deltacommits` (default 50; 0: none) more batches into tablespec's compacted MOR table
+   (each timed: `long deltacommit k`), then its snapshot read (`read after N deltacommits`), against
+   the read right after compaction.
 
 Goals (the merge-on-read issues' Performance sections): upsert tablespec MOR <= 0.3x tablespec COW
-and <= 0.5x Hudi MOR; compaction <= 0.5x Hudi's; snapshot read with the log files <= 2x the
-read-optimized read and <= 2x the snapshot after compaction. Each phase records wall seconds, the
+and <= 0.5x Hudi MOR, for BUCKET and RECORD_LEVEL; compaction <= 0.5x Hudi's; snapshot read with the
+log files <= 2x the read-optimized read; snapshot after the long run of deltacommits <= 2x the
+snapshot right after compaction. Each phase records wall seconds, the
 driver's Python CPU seconds (tablespec's metadata work: planning, timelines, commit files) and the
 peak RSS of driver / JVM / Python workers (PeakRss), and the CPU cores other processes took. Wrong
 setups fail loudly: the tablespec MOR upsert must commit a deltacommit of log files only, Hudi's
@@ -64,12 +72,14 @@ from _common import (
     rss_cell,
     set_hudi_overrides,
     set_phase,
+    spec_text,
     start_spark,
     write_report,
 )
 
+from tablespec.actions.metadata import create_table
 from tablespec.apply import Applier
-from tablespec.hudi.io import LOCAL
+from tablespec.hudi.io import LOCAL, table_location
 from tablespec.hudi.table import HudiTable, Location
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.importer import spec_document
@@ -79,8 +89,9 @@ from tablespec.state import observe
 from tablespec.table import Table
 
 GOALS = {"upsert tablespec MOR / tablespec COW": 0.3, "upsert tablespec MOR / Hudi MOR": 0.5,
+         "RECORD_LEVEL upsert tablespec MOR / tablespec COW": 0.3, "RECORD_LEVEL upsert tablespec MOR / Hudi MOR": 0.5,
          "compaction tablespec / Hudi": 0.5, "snapshot / read-optimized (scan)": 2.0,
-         "snapshot / after compaction (scan)": 2.0}
+         "long snapshot / after compaction (scan)": 2.0}
 
 
 def update_ids(spark, rows: int, n: int, batch: int):
@@ -96,10 +107,22 @@ def updates(spark, rows: int, n: int, partitions: int, batch: int):
     return orders(update_ids(spark, rows, n, batch), partitions, version=batch)
 
 
-def mor_options(name: str, buckets: int) -> dict[str, str]:
-    """Hudi 0.15 MERGE_ON_READ options: the bench's bucket index, compaction neither scheduled nor run inline."""
-    return {**hudi_options(name, "BUCKET", buckets), "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+def mor_options(name: str, buckets: int, index: str = "BUCKET") -> dict[str, str]:
+    """Hudi 0.15 MERGE_ON_READ options: the bench's bucket index (or `index`), compaction neither
+    scheduled nor run inline."""
+    return {**hudi_options(name, index, buckets), "hoodie.datasource.write.table.type": "MERGE_ON_READ",
             "hoodie.compact.inline": "false", "hoodie.compact.schedule.inline": "false"}
+
+
+def record_level_table(spark, warehouse: str, name: str, merge_on_read: bool) -> Table:
+    """A RECORD_LEVEL orders table tablespec creates from its spec (MERGE_ON_READ: table version 6)."""
+    text = spec_text(name, "{type: RECORD_LEVEL}")
+    if merge_on_read:
+        text += "  tableType: MERGE_ON_READ\n  tableVersion: 6\n"
+    spec = load_spec(text, name).spec
+    location = table_location(warehouse, spec.spec.location)
+    create_table(HudiTable.open(location), spec)
+    return Table(spec, location, spark)
 
 
 def timeline_actions(location: str) -> list[tuple[str, str]]:
@@ -117,7 +140,9 @@ def log_files_per_slice(location: str) -> dict:
 def imported(spark, hudi_location: str, location: str, warehouse: str, buckets: int, delta_commits: int):
     """Copy Hudi's MERGE_ON_READ table to `location` and import it as `tablespec import` does (the
     BUCKET settings recorded in hoodie.properties, where Hudi keeps none), with compaction run by
-    tablespec; the policy recorded by an apply. Returns the loaded spec and the table."""
+    tablespec; the policy recorded by an apply. Returns the loaded spec (which `plan` compacts with)
+    and the table to write on, with the same spec but `runBy: hudi`: a tablespec writer compacts after
+    its deltacommit when the trigger is due, which would move the compaction into a timed upsert."""
     shutil.copytree(hudi_location, location)
     props = os.path.join(location, ".hoodie", "hoodie.properties")
     with open(props, "a") as fh:
@@ -131,7 +156,8 @@ def imported(spark, hudi_location: str, location: str, warehouse: str, buckets: 
     kinds = apply_plan(spark, loaded, warehouse)
     if kinds != ["update_settings"]:
         raise SystemExit(f"importing {location}: expected only update_settings to apply, got {kinds}")
-    return loaded, Table(loaded.spec, location, spark)
+    doc["spec"]["compaction"]["runBy"] = "hudi"
+    return loaded, Table(load_spec(json.dumps(doc), os.path.basename(location)).spec, location, spark)
 
 
 def load_spec(text: str, name: str):
@@ -191,6 +217,10 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=20, help="distinct order_date values")
     ap.add_argument("--buckets", type=int, default=32, help="numBuckets of every table")
     ap.add_argument("--deltacommits", type=int, default=5, help="upsert batches into the MOR tables before compaction")
+    ap.add_argument("--long-deltacommits", type=int, default=50,
+                    help="upsert batches into tablespec's MOR table after compaction, then a snapshot read (0: none)")
+    ap.add_argument("--record-level", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time the first upsert with the RECORD_LEVEL index (default: yes)")
     ap.add_argument("--quick", action="store_true", help="development sizes: 200k rows, 10 partitions, BUCKET(16)")
     add_hudi_arguments(ap)
     ap.add_argument("--master", default="local[*]")
@@ -245,6 +275,15 @@ def main() -> int:
         w_cow.write(updates(spark, 2000, 50, 3, 1), "upsert")
         scan(w.read())
         scan(w.read(view="read_optimized"))
+        if args.record_level:
+            for mor_table in (True, False):
+                w_rli = record_level_table(spark, warehouse, f"w_rli_{mor_table}", mor_table)
+                w_rli.write(orders(spark.range(0, 2000), 3, 0), "bulk_insert")
+                w_rli.write(updates(spark, 2000, 50, 3, 1), "upsert")
+            w_hudi_rli = os.path.join(bench, "w_hudi_rli")
+            for op in ("bulk_insert", "upsert"):
+                hudi_write(orders(spark.range(0, 2000), 3, 0) if op == "bulk_insert" else updates(spark, 2000, 50, 3, 1),
+                           w_hudi_rli, mor_options("w_rli", 4, "RECORD_LEVEL"), op)
         setup["warm-up"] = time.perf_counter() - t
 
         # The tables (untimed): Hudi creates the merge-on-read one, tablespec the copy-on-write one.
@@ -257,6 +296,13 @@ def main() -> int:
                                args.deltacommits)
         cow = make_table(spark, warehouse, "orders_cow", f"{{type: BUCKET, numBuckets: {args.buckets}}}")
         cow.write(load(), "bulk_insert")
+        if args.record_level:
+            rli = {"tablespec MOR": record_level_table(spark, warehouse, "orders_rli_mor", True),
+                   "tablespec COW": record_level_table(spark, warehouse, "orders_rli_cow", False)}
+            for table in rli.values():
+                table.write(load(), "bulk_insert")
+            hudi_rli = os.path.join(bench, "hudi_rli_mor")
+            hudi_write(load(), hudi_rli, mor_options("orders_rli_mor", args.buckets, "RECORD_LEVEL"), "bulk_insert")
         setup["load"] = time.perf_counter() - t
         loaded_print = fingerprint(mor.read(view="read_optimized"))
 
@@ -280,6 +326,20 @@ def main() -> int:
             facts[f"upsert {name}"] = stats
         check(timeline_actions(hudi_mor)[-1] == ("deltacommit", "completed"), "Hudi's MOR upsert is no deltacommit")
         check(timeline_actions(hudi_cow)[-1] == ("commit", "completed"), "Hudi's COW upsert is no commit")
+        if args.record_level:
+            batch = updates(spark, args.rows, n, args.partitions, 1)
+            for name, table in rli.items():
+                result = measure(f"upsert RECORD_LEVEL {name}", lambda table=table: table.write(batch))
+                check(result.updated == n, f"RECORD_LEVEL {name} upsert: {result.updated} updated, not {n}")
+                check(name != "tablespec MOR" or (
+                    timeline_actions(table.location)[-1] == ("deltacommit", "completed")
+                    and all(".log." in f for f in result.files)),
+                      f"tablespec's RECORD_LEVEL MOR upsert wrote {list(result.files)[:3]}, not log files")
+                facts[f"upsert RECORD_LEVEL {name}"] = dict(updated=result.updated, files_written=len(result.files))
+            facts["upsert RECORD_LEVEL Hudi MOR"] = measure("upsert RECORD_LEVEL Hudi MOR", lambda: hudi_write(
+                batch, hudi_rli, mor_options("orders_rli_mor", args.buckets, "RECORD_LEVEL"), "upsert"))
+            check(timeline_actions(hudi_rli)[-1] == ("deltacommit", "completed"), "Hudi's RECORD_LEVEL MOR upsert "
+                  "is no deltacommit")
         for k in range(2, args.deltacommits + 1):
             batch = updates(spark, args.rows, n, args.partitions, k)
             result = measure(f"deltacommit {k} tablespec", lambda batch=batch: mor.write(batch))
@@ -327,6 +387,20 @@ def main() -> int:
         # 3. (after compaction)
         measure("read after compaction count", lambda: mor.read().count(), args.read_repeat)
         measure("read after compaction scan", lambda: scan(mor.read()), args.read_repeat)
+
+        # 4. A long run of deltacommits on the compacted table, then its snapshot read.
+        long = args.long_deltacommits
+        for k in range(args.deltacommits + 1, args.deltacommits + long + 1):
+            batch = updates(spark, args.rows, n, args.partitions, k)
+            result = measure(f"long deltacommit {k}", lambda batch=batch: mor.write(batch))
+            check(result.updated == n and all(".log." in f for f in result.files), f"long deltacommit {k}: {result}")
+        if long:
+            facts[f"log files per slice after {long} deltacommits"] = log_files_per_slice(mor.location)
+            measure(f"read after {long} deltacommits count", lambda: mor.read().count(), args.read_repeat)
+            measure(f"read after {long} deltacommits scan", lambda: scan(mor.read()), args.read_repeat)
+            set_phase(sc, "verify")
+            checks[f"after {long} deltacommits"] = fingerprint(mor.read())
+            check(checks[f"after {long} deltacommits"]["rows"] == args.rows, f"rows after {long} deltacommits: {checks}")
     finally:
         set_phase(sc, None)
         spark.stop()
@@ -346,7 +420,19 @@ def main() -> int:
         ratios[f"snapshot / read-optimized ({what})"] = secs(f"read snapshot {what}") / secs(f"read read-optimized {what}")
         ratios[f"snapshot / after compaction ({what})"] = secs(f"read snapshot {what}") / secs(f"read after compaction {what}")
         ratios[f"snapshot tablespec / Hudi ({what})"] = secs(f"read snapshot {what}") / secs(f"read Hudi snapshot {what}")
-    goals = {k: dict(ratio=round(ratios[k], 3), goal=g, met=ratios[k] <= g) for k, g in GOALS.items()}
+    long = args.long_deltacommits
+    if args.record_level:
+        for other in ("tablespec COW", "Hudi MOR"):
+            ratios[f"RECORD_LEVEL upsert tablespec MOR / {other}"] = (secs("upsert RECORD_LEVEL tablespec MOR")
+                                                                      / secs(f"upsert RECORD_LEVEL {other}"))
+    if long:
+        ratios["long deltacommits tablespec / first deltacommit"] = (
+            sum(secs(f"long deltacommit {k}") for k in range(args.deltacommits + 1, args.deltacommits + long + 1))
+            / long / secs("upsert tablespec MOR"))
+        for what in ("count", "scan"):
+            ratios[f"long snapshot / after compaction ({what})"] = (secs(f"read after {long} deltacommits {what}")
+                                                                    / secs(f"read after compaction {what}"))
+    goals = {k: dict(ratio=round(ratios[k], 3), goal=g, met=ratios[k] <= g) for k, g in GOALS.items() if k in ratios}
 
     print(f"merge-on-read: {args.rows:,} rows, {args.partitions} partitions, BUCKET({args.buckets}); upserts of "
           f"{n:,} updates; {args.deltacommits} deltacommits before compaction; tablespec and Apache Hudi 0.15.0; "
@@ -355,6 +441,9 @@ def main() -> int:
     lf = facts["log files per slice"]
     print(f"log files per slice before compaction: mean {lf['mean']}, max {lf['max']}, {lf['with_logs']} of "
           f"{lf['slices']} slices with log files")
+    if long:
+        lf = facts[f"log files per slice after {long} deltacommits"]
+        print(f"log files per slice after {long} deltacommits: mean {lf['mean']}, max {lf['max']}")
     print(f"{'phase':<34}{'seconds':>9}{'driver CPU s':>13}{'others':>8}  {'peak RSS MiB d/JVM/w':<21}")
     results = {}
     for phase, timing in timings.items():
@@ -371,7 +460,8 @@ def main() -> int:
           "they must be)")
     write_report(args.out, {
         "rows": args.rows, "upsert_rows": n, "partitions": args.partitions, "buckets": args.buckets,
-        "deltacommits": args.deltacommits, "master": args.master, "cpus": os.cpu_count(),
+        "deltacommits": args.deltacommits, "long_deltacommits": long, "record_level": args.record_level,
+        "master": args.master, "cpus": os.cpu_count(),
         "driver_memory": args.driver_memory, "read_repeat": args.read_repeat, "hudi_overrides": hudi_overrides,
         "spark_start_s": SPARK_START["seconds"], "setup_s": setup, "results": results,
         "ratios": {k: round(v, 3) for k, v in ratios.items()}, "goals": goals,
