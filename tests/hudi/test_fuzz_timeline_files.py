@@ -26,7 +26,8 @@ from tablespec.hudi.services.clean import execute_clean, plan_clean
 from tablespec.hudi.table import HudiTable
 from tablespec.state import observe
 
-FUZZ = settings(max_examples=100, deadline=5000, derandomize=True, database=None,
+FUZZ = settings(max_examples=100, deadline=None,  # a loaded machine pauses; a hang meets the run's timeout
+                derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 ODD_VALUES = [5, -1, 0, "x", "", None, [], {}, [1], {"a": 1}, 1e308, 10 ** 30, True, "../../other", "/etc",
               "20261128001823509", "\u0000"]
