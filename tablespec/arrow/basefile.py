@@ -17,6 +17,7 @@ instant completes.
 """
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 from contextlib import ExitStack
@@ -94,9 +95,7 @@ class BaseFileWriter:
         self.path, self.commit_time, self.partition_path = path, commit_time, partition_path
         self.partition_id, self.avro_schema_json, self.preserve_meta = partition_id, avro_schema_json, preserve_meta
         self.bloom_filter, self.row_group_bytes = bloom_filter, row_group_bytes
-        self.data_schema = pa.schema([pa.field(f.name, hudi_type(f.type), f.nullable)
-                                      for f in schema if f.name not in META_COLUMNS])
-        self.schema = pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + list(self.data_schema))
+        self.data_schema, self.schema = _file_schemas(schema)
         self.rows = 0
         self._pending: list[pa.Table] = []
         self._pending_bytes = 0
@@ -168,6 +167,14 @@ class BaseFileWriter:
             self._writer.close()
             self._result = WrittenFile(self.path, self._sink.tell(), self.rows, min_key, max_key)
         return self._result
+
+
+@functools.lru_cache(maxsize=32)
+def _file_schemas(schema: pa.Schema) -> tuple[pa.Schema, pa.Schema]:
+    """The data columns in Hudi's types, and the file's schema (meta columns first), for rows of
+    `schema`: derived once per schema, not per file (a write of many small file groups opens one each)."""
+    data = pa.schema([pa.field(f.name, hudi_type(f.type), f.nullable) for f in schema if f.name not in META_COLUMNS])
+    return data, pa.schema([pa.field(c, pa.string()) for c in META_COLUMNS] + list(data))
 
 
 def _checked_keys(record_keys, n: int) -> pa.StringArray:
@@ -245,6 +252,7 @@ def hudi_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+@functools.lru_cache(maxsize=32)
 def with_meta_fields(avro_schema_json: str) -> str:
     """The table's Avro schema with Hudi's five meta fields first, as Hudi puts it in footers."""
     schema = json.loads(avro_schema_json)
