@@ -493,6 +493,14 @@ def cpu_ticks() -> tuple[int, int]:
     return sum(cpu) - cpu[3] - cpu[4], ours  # minus idle and iowait
 
 
+def finish_worker(spark, out: dict, done: str) -> int:
+    """A Hudi worker process's end: its session stopped, its results (or Hudi's error) handed to the parent."""
+    spark.stop()
+    with open(done, "w") as fh:
+        json.dump(out, fh)
+    return 1 if "error" in out else 0
+
+
 def stage_line(s: dict) -> str:
     return (f"  stage {s['stage']:>4} {s['ops'][:44]:<44}{s['wall_s']:>7.2f}{s['task_run_s']:>8.2f}{s['tasks']:>6}"
             f"  out {s['output_mb']:.0f} MB, shuffle w {s['shuffle_write_mb']:.0f} r {s['shuffle_read_mb']:.0f} MB")

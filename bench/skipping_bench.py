@@ -40,8 +40,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
-from _common import EPOCH_2026, SPARK_START, UPDATE_SHIFT, cpu_ticks, start_spark, write_report
+from _common import EPOCH_2026, SPARK_START, UPDATE_SHIFT, cpu_ticks, finish_worker, start_spark, write_report
 
 HUDI_VERSION = "1.2.0"
 STATS_COLUMNS = ("seq", "customer_id", "amount", "quantity", "price", "status", "region", "sku", "updated_at",
@@ -187,13 +188,8 @@ def worker(todo: str, done: str) -> int:
             out[label] = dict(seconds=secs, runs=times, other_cpu_cores=others, rows=len(rows),
                               ids=ids_of(rows))
     except Exception:  # noqa: BLE001 - reported to the parent with Hudi's own message
-        import traceback
         out["error"] = traceback.format_exc()[-4000:]
-    finally:
-        spark.stop()
-    with open(done, "w") as fh:
-        json.dump(out, fh)
-    return 1 if "error" in out else 0
+    return finish_worker(spark, out, done)
 
 
 def hudi_reads(master: str, driver_memory: str, path: str, a: int, b: int, repeat: int, work: str) -> dict:

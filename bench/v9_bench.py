@@ -71,6 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 from _common import (
     HUDI_CODEC,
@@ -78,6 +79,7 @@ from _common import (
     SPARK_START,
     PeakRss,
     cpu_ticks,
+    finish_worker,
     jvm_pid,
     latest_base_files,
     orders,
@@ -225,13 +227,8 @@ def worker(todo: str, done: str) -> int:
             out["warmup_s"] = round(_time_all(spark, warm, 1)[1], 2)
             out["timed"], _ = _time_all(spark, timed, job["repeat"])
     except Exception:  # noqa: BLE001 - reported to the parent with Hudi's own message
-        import traceback
         out["error"] = traceback.format_exc()[-4000:]
-    finally:
-        spark.stop()
-    with open(done, "w") as fh:
-        json.dump(out, fh)
-    return 1 if "error" in out else 0
+    return finish_worker(spark, out, done)
 
 
 def _hudi_session(jar: str) -> dict[str, str]:
