@@ -187,9 +187,13 @@ def _kept_columns(state: TableState, missing: tuple[str, ...]) -> list[str] | No
 def data_skipping_actions(spec, state: TableState) -> list:
     """Building the declared data-skipping partitions the table lacks (or has half-built), and
     dropping those the spec does not declare; refused: other columns than the table's."""
-    if not state.exists or unwritable_version(state.table_config) is not None:
-        return []
     where = f"table {spec.metadata.name} at {state.location}"
+    if not state.exists:   # declared expression indexes are refused on a new table too: no write keeps them
+        if (problem := _kept_expression_indexes(spec, state, where)) is not None:
+            raise PlanError(problem)
+        return []
+    if unwritable_version(state.table_config) is not None:
+        return []
     if (problem := _unkeyable_secondary_indexes(spec, state, where) or _kept_expression_indexes(spec, state, where)):
         raise PlanError(problem)
     if spec.spec.data_skipping is None:

@@ -300,3 +300,14 @@ def test_plan_keeps_hudis_record_index_on_version_9_as_on_6_and_leaves_8_alone(v
         assert built == ["record_index_build"]
         [drop] = dropped
         assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == ["record_index"]
+
+
+def test_an_expression_index_declared_for_a_new_table_is_refused_naming_it():
+    """No tablespec write keeps an expression index: declaring one is refused when the table does not exist
+    yet too (not a create whose every later write and plan would be refused), naming the index."""
+    from tablespec.errors import PlanError
+    text = ORDERS_SPEC + ("  tableVersion: 9\n  dataSkipping:\n    expressionIndexes: [{name: idx_day, type: column_stats,"
+                          " column: updated_at, expression: from_unixtime, options: {format: yyyy-MM-dd}}]\n")
+    with pytest.raises(PlanError, match=r"declares the expression index\(es\) idx_day ") as refused:
+        actions(text, TableState(location=LOCATION, exists=False))
+    assert "\n" not in str(refused.value)
