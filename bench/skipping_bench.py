@@ -21,8 +21,8 @@ Timed:
    its datasource with data skipping on (its defaults: metadata table and `hoodie.enable.data.skipping`)
    and off, the same way timed.
 
-Goals (the data-skipping issue's Performance section): upsert with / without <= 1.1; read without /
-with >= 5; read tablespec / Hudi 1.2 (skipping on) <= 1. Every read must return the same rows.
+Goals (data skipping's performance targets): upsert with / without <= 1.1; read without / with >= 5;
+read tablespec / Hudi 1.2 (skipping on) <= 1. Every read must return the same rows.
 
     python bench/skipping_bench.py                               # 2M rows, 20 partitions, 200k upserted
     python bench/skipping_bench.py --rows 400000                 # reduced (upsert 10%: 40k)
