@@ -86,11 +86,12 @@ def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
                     MergeRules.of(table.table_config) if merge_on_read else MergeRules())
 
 
-def add_file_group(job: IndexJob, batches):
-    """Executor: each row's record index file group (rows with an invalid key go to group 0)."""
+def add_file_group(count: int, key: str, batches):
+    """Executor: each row's record index file group of `count`, from its column `key` (rows with an
+    invalid key go to group 0)."""
     for batch in batches:
-        keys = pc.fill_null(batch.column(tasks.KEY), "").to_pylist()
-        yield batch.append_column(IB, pa.array(file_group_indices(keys, len(job.slices)).astype(np.int32)))
+        keys = pc.fill_null(batch.column(key), "").to_pylist()
+        yield batch.append_column(IB, pa.array(file_group_indices(keys, count).astype(np.int32)))
 
 
 def locate(job: IndexJob, keys: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -179,7 +180,7 @@ def tag(spark, prepared, job: IndexJob, operation: str, seconds):
     """Tag prepared rows with their file groups through Hudi's record index; adds the DEL column.
     The lookups' task seconds add up in the accumulator `seconds`."""
     from pyspark.sql.types import BooleanType, IntegerType, StructField, StructType
-    with_group = prepared.mapInArrow(functools.partial(add_file_group, job),
+    with_group = prepared.mapInArrow(functools.partial(add_file_group, len(job.slices), tasks.KEY),
                                      StructType(prepared.schema.fields + [StructField(IB, IntegerType())]))
     n = max(1, min(spark.sparkContext.defaultParallelism * 2, len(job.slices)))
     out_schema = StructType(prepared.schema.fields + [StructField(DEL, BooleanType())])
@@ -191,7 +192,7 @@ def tag(spark, prepared, job: IndexJob, operation: str, seconds):
 # --- build -----------------------------------------------------------------------------------
 
 SLICES_DDL = "partition string, file_id string, path string, size long, instant string"
-ENTRIES_DDL = "key string, partition string, file_id string, instant string"
+ENTRIES_DDL = ", ".join(f"{c} string" for c in record_index_writer.ENTRY_COLUMNS)
 
 
 def slice_keys(location: Location, merged: MergedKeys | None, batches):
@@ -232,13 +233,6 @@ def table_entries(spark, table: HudiTable):
     return df.mapInArrow(functools.partial(slice_keys, table.location, merged), ENTRIES_DDL)
 
 
-def add_group(count: int, batches):
-    """Executor: each entry's record index file group (of `count`)."""
-    for batch in batches:
-        keys = batch.column("key").to_pylist()
-        yield batch.append_column(IB, pa.array(file_group_indices(keys, count).astype(np.int32)))
-
-
 def repeated_keys(batches):
     """Executor: a few keys stored twice among rows sorted by (file group, key): equal keys are neighbours."""
     chunks = [b.column("key") for b in batches if len(b)]
@@ -275,6 +269,21 @@ def write_groups(location: Location, instant: str, one_x: bool, batches):
         pa.int32(), pa.string(), pa.int64(), pa.int64()))], ["file_group", "name", "size", "records"])
 
 
+def checked_written(base: str, written: list[Written], rows: int) -> list[Written]:
+    """What the executors wrote, refused unless each file group was written once and the file groups
+    hold every entry counted (a lost or repeated task): the build then stays inflight, and the next
+    one drops it and starts again."""
+    numbers = [w[0] for w in written]
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    held = sum(w[3] for w in written)
+    if twice or held != rows:
+        raise TablespecError(f"{base}: the record index build's tasks wrote {held} entries in {len(written)} file "
+                             f"group(s)" + (f", file group(s) {', '.join(map(str, twice))} more than once" if twice
+                                            else "") + f", but the table has {rows} keys; nothing was committed: "
+                             "run `tablespec apply` again")
+    return written
+
+
 def build_index(spark, table: HudiTable, file_groups: int | None = None) -> IndexResult:
     """Build Hudi's record index from the table's latest slices (RFC-08's bootstrap, as Hudi does
     it), with `file_groups` file groups (None: as many as Hudi would give it). Executors read the
@@ -299,10 +308,11 @@ def build_index(spark, table: HudiTable, file_groups: int | None = None) -> Inde
             placed = None
             if rows:
                 tasks_n = max(1, min(count, spark.sparkContext.defaultParallelism * 2))
-                placed = (entries.mapInArrow(functools.partial(add_group, count), f"{ENTRIES_DDL}, {IB} int")
+                placed = (entries.mapInArrow(functools.partial(add_file_group, count, "key"), f"{ENTRIES_DDL}, {IB} int")
                           .repartition(tasks_n, IB).sortWithinPartitions(IB, "key"))
                 cached.append(placed.persist(StorageLevel.MEMORY_AND_DISK))
                 twice = sorted(r.key for r in placed.select("key").mapInArrow(repeated_keys, "key string").collect())
+                entries.unpersist()   # `placed` is materialised: the entries are read from it from here on
                 if twice:
                     raise TablespecError(
                         f"{base}: record key(s) stored more than once in the table, e.g. "
@@ -314,7 +324,7 @@ def build_index(spark, table: HudiTable, file_groups: int | None = None) -> Inde
                 if placed is None:
                     return []
                 done = placed.mapInArrow(functools.partial(write_groups, table.location, instant, one_x), WRITTEN_DDL)
-                return [tuple(r) for r in done.collect()]
+                return checked_written(base, [tuple(r) for r in done.collect()], rows)
             with table.transaction_lock("record_index_build"):
                 now = table.fresh_timeline().head
                 if now != head:
