@@ -109,10 +109,11 @@ def write_base_file(storage: Storage, base: str, partition: str, instant: str, g
                     encode: Callable[[Any, str], bytes], one_x: bool) -> tuple[str, int]:
     """Write file group `group`'s HFile base file of `records` (sorted by key, stored as
     `encode(record, base file name)`) at `instant`; returns its name and size. Executors call it
-    for the file groups they build (`initialize_written`)."""
+    for the file groups they build (`initialize_written`): in one step, so a retried or speculative
+    task writing the same name never leaves a committed file truncated."""
     name = layout.base_file_name(instant, group)
     data = write_hfile(((k, encode(r, name)) for k, r in records), {"schema": stored_schema_json(one_x)})
-    storage.write_bytes(join(layout.partition_path(base, partition), name), data)
+    storage.write_atomic(join(layout.partition_path(base, partition), name), data)
     return name, len(data)
 
 
