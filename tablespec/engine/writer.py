@@ -18,8 +18,6 @@ import functools
 import json
 from dataclasses import dataclass
 
-import pyarrow as pa
-
 from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.compaction import after_deltacommit, running
@@ -263,8 +261,8 @@ class TableWriter:
                 job = dataclasses.replace(job, operation="upsert")  # keys stay unique across the table
             if replace:
                 job = dataclasses.replace(job, bucket_groups={}, base_files={})
-            else:   # the tasks report the secondary indexes' changes (an overwrite's are read at commit)
-                job = dataclasses.replace(job, indexed=self._indexed_columns(job.data_schema))
+            elif not merge_on_read:   # the tasks report the secondary indexes' changes (an overwrite's, and
+                job = dataclasses.replace(job, indexed=self._indexed_columns())  # log files', are read at commit)
             stats, tag_seconds = self._run(df, job, view, index, bulk=operation == "bulk_insert")
             self._refuse_bad(stats, timeline)
             if merge_on_read and (unseen := untargeted(view, job, stats)):
@@ -289,14 +287,11 @@ class TableWriter:
                            sum(s["num_updates"] for s in stats), sum(s["num_deletes"] for s in stats),
                            tuple(s["path"] for s in stats), ignored, tag_seconds)
 
-    def _indexed_columns(self, schema: pa.Schema) -> tuple[str, ...]:
-        """The columns of the secondary indexes the table keeps; refused when one's values cannot be keyed."""
+    def _indexed_columns(self) -> tuple[str, ...]:
+        """The columns of the secondary indexes the table keeps (one on a column tablespec cannot key
+        was refused before the write began: write_refusal)."""
         named = secondary_index.kept_in(self.table.config)
-        columns = sorted(set(secondary_index.columns(self.table, named).values())) if named else []
-        for column in columns:
-            if column in schema.names:
-                secondary_index.refuse_unkeyable(self.base, column, schema.field(column).type)
-        return tuple(columns)
+        return tuple(sorted(set(secondary_index.columns(self.table, named).values()))) if named else ()
 
     def _job(self, instant_ts: str, operation: str, view: FileSystemView, props: dict[str, str],
              delta=None) -> tasks.WriteJob:

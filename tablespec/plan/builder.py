@@ -65,6 +65,7 @@ from tablespec.plan.metadata_table import (
     indexes_to_build,
     metadata_table_actions,
     rebuilt,
+    secondary_index_refusal,
 )
 from tablespec.plan.settings import (
     HASH_FIELDS,
@@ -265,7 +266,7 @@ def write_refusal(spec, state: TableState) -> str | None:
         return f"table {display_name(spec)} at {state.location}: {why}"
     if state.pending_restore is not None:
         return state.pending_restore.refusal(state.location)
-    if (why := expression_index_refusal(spec, state)) is not None:
+    if (why := expression_index_refusal(spec, state) or secondary_index_refusal(spec, state)) is not None:
         return why
     pending = [a for a in table_actions(spec, state)
                if not (isinstance(a, UpdateSettings) and not any(shapes_rows(c.property) for c in a.changes))]

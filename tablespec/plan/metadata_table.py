@@ -168,6 +168,12 @@ def expression_index_refusal(spec, state: TableState) -> str | None:
     return None
 
 
+def secondary_index_refusal(spec, state: TableState) -> str | None:
+    """Why a write must not go on, or None: a secondary index the table keeps is on a column tablespec
+    cannot key, which its tasks would find only after writing the data files."""
+    return _unkeyable_secondary_indexes(spec, state, f"table {spec.metadata.name} at {state.location}")
+
+
 def _indexed_columns(spec, state: TableState) -> list[str] | None:
     """The columns a build indexes: on version 9 the declared ones or Hudi 1.x's default selection
     (its definition lists them); None on version 6 (every column Hudi 0.15 indexes)."""

@@ -231,6 +231,13 @@ def test_a_kept_index_on_a_column_tablespec_cannot_key_is_refused_by_plan(tmp_pa
     assert code != 0 and len(err.strip().splitlines()) == 1, out + err
     assert "secondary index idx_v is on column v of type double" in err and "string, byte, short, int, long" in err, err
     assert table_files(base) == before
+    # a write is refused the same way before it changes anything (write_refusal, under its lock), not once
+    # its tasks have written data files
+    from tablespec.plan.builder import write_refusal
+    from tablespec.spec.loader import load_specs
+    from tablespec.state import observe
+    why = write_refusal(load_specs([spec_file]).specs[0].spec, observe(HudiTable.open(base), check_metadata=False))
+    assert why is not None and why in err and "\n" not in why, why
 
     spec_file.write_text(spec_file.read_text().replace("\n  index:", "\n  dataSkipping: {}\n  index:", 1))
     code, out, err = cli(capsys, "plan", str(spec_file), "--warehouse", str(tmp_path), "--format", "json")
