@@ -31,6 +31,7 @@ from tablespec.arrow.merge import MergedKeys, merged_keys, read_slice
 from tablespec.engine import tasks
 from tablespec.engine.session import job_description
 from tablespec.errors import TablespecError
+from tablespec.faults import crash_point
 from tablespec.hudi import private_index
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.mdt import damage, record_index_reader, record_index_writer
@@ -256,6 +257,7 @@ def write_groups(location: Location, instant: str, one_x: bool, batches):
         written.append(record_index_writer.write_file_group(location.storage, location.uri, instant,
                                                             rows.column(IB)[0].as_py(), one_x, rows))
         pending.clear()
+        crash_point("during_metadata_partition_build")
     for batch in batches:
         groups = batch.column(IB).to_numpy()
         cuts = [0, *(np.flatnonzero(np.diff(groups)) + 1).tolist(), len(groups)]

@@ -36,6 +36,12 @@ def metadata_table_actions(state: TableState, rebuilt_by_spec: tuple[str, ...] =
         return []  # a table tablespec does not write keeps what its Hudi writers keep
     actions: list = []
     dropped = tuple(p for p in unmaintained(state.config, maintained_partitions(state.config)) if p not in rebuilt_by_spec)
+    building = tuple(p for p in dropped if p in state.metadata_table.inflight)
+    dropped = tuple(p for p in dropped if p not in building)
+    if building:
+        actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(building)), reasons=[
+            f"Hudi's metadata table has {', '.join(building)} half-built (inflight in hoodie.properties: a build "
+            "that died, or one still running): dropped, never trusted; built again where the spec needs it"]))
     if dropped:
         actions.append(DropMetadataPartitions(params=MetadataPartitions(partitions=list(dropped)), reasons=[
             f"Hudi's metadata table has partition(s) tablespec does not maintain ({', '.join(dropped)}): "

@@ -426,29 +426,37 @@ def test_a_table_hudi_wrote_without_the_record_index_gets_it_built(spark, tmp_pa
     assert len(assert_consistent(table)) == 8
 
 
-def test_a_build_that_died_before_naming_the_partition_is_redone(spark, tmp_path):
-    """initialize names record_index ready in hoodie.properties last (inflight before its first
-    file, as Hudi does): a build killed before leaves files no reader uses, which the next apply
-    drops (the inflight partition) and deletes before building again."""
+def test_a_build_whose_executors_died_is_left_inflight_and_redone(spark, tmp_path):
+    """The executors write the index's file groups; initialize names record_index ready in
+    hoodie.properties last (inflight before its first file, as Hudi does): a build whose tasks are
+    killed after their first HFile (every attempt) fails before its deltacommit completes, leaving
+    files no reader uses, which the next plan shows half-built and its apply drops before building again."""
     from test_engine_rebucket import plan_for
 
     from tablespec.apply import Applier
+    from tablespec.faults import CRASH_ENV
     table = make_table(spark, tmp_path, SIMPLE)
     table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(8)], DDL), "insert")
     plan, _ = plan_for(SPEC, tmp_path)
-
-    def crash(*_args, **_kw):
-        raise OSError("killed before the deltacommit completed")
-
-    with pytest.MonkeyPatch.context() as mp, pytest.raises(OSError, match="killed"):
-        mp.setattr(initializer, "complete_instant", crash)
-        Applier(spark=spark).apply(plan)
+    folder = tmp_path / "people" / ".hoodie" / "metadata" / "record_index"
+    workers = spark.sparkContext.environment      # the environment of the Python workers it starts from now on
+    workers[CRASH_ENV] = "during_metadata_partition_build"
+    try:
+        with pytest.raises(Exception, match="Python worker exited unexpectedly"):
+            Applier(spark=spark).apply(plan)
+    finally:
+        del workers[CRASH_ENV]
     assert file_groups(table.location) == 0  # not named ready: no reader or writer uses the files
     assert HudiTable.open(table.location).table_config.extra[INFLIGHT_KEY] == "record_index"
+    left = {p.name for p in folder.glob("*.hfile")}
+    assert left   # the killed tasks' first files
     plan, _ = plan_for(SPEC, tmp_path)
     assert [a.kind for _, a in plan.actions] == ["drop_metadata_partitions", "index_migration"]
+    assert "half-built" in " ".join(plan.actions[0][1].reasons), plan.actions[0][1].reasons
     Applier(spark=spark).apply(plan)
     assert file_groups(table.location) == 3 and not plan_for(SPEC, tmp_path)[0].has_changes
+    # the same initializing instant again (the data timeline's head): each file group's HFile once, no temp files
+    assert len(list(folder.glob("*.hfile"))) == 3 and not list(folder.glob(".*.tmp"))
     from tablespec.table import Table
     assert len(assert_consistent(Table(plan_for(SPEC, tmp_path)[1], table.location, spark))) == 8
 

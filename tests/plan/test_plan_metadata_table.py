@@ -61,7 +61,7 @@ def test_plan_builds_the_metadata_table_and_drops_what_tablespec_does_not_mainta
     [drop] = _plan(capsys, "t.yaml", warehouse)
     assert drop["kind"] == "drop_metadata_partitions" and drop["params"] == {"partitions": ["column_stats",
                                                                                            "bloom_filters"]}
-    assert "tablespec does not maintain (column_stats)" in drop["reasons"][0]
+    assert "metadata table has column_stats half-built (inflight in hoodie.properties" in drop["reasons"][0]
     assert _cli(capsys, "apply", "t.yaml", "--warehouse", warehouse, "--auto-approve")[0] == 0
     props = HudiTable.open(str(base)).table_config.to_properties()
     assert props[PARTITIONS_KEY] == "files" and props[INFLIGHT_KEY] == ""
