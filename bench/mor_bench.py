@@ -36,7 +36,7 @@ Phases (each timed once: they change the tables; reads best of `--read-repeat`):
    (each timed: `long deltacommit k`), then its snapshot read (`read after N deltacommits`), against
    the read right after compaction.
 
-Goals (the merge-on-read issues' Performance sections): upsert tablespec MOR <= 0.3x tablespec COW
+Goals (merge-on-read's performance goals): upsert tablespec MOR <= 0.3x tablespec COW
 and <= 0.5x Hudi MOR, for BUCKET and RECORD_LEVEL; compaction <= 0.5x Hudi's; snapshot read with the
 log files <= 2x the read-optimized read; snapshot after the long run of deltacommits <= 2x the
 snapshot right after compaction. Each phase records wall seconds, the
