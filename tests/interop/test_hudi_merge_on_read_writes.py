@@ -20,6 +20,7 @@ import pytest
 from _support import ROOT
 from helpers import hudi_rs_rows, tablespec_rows
 from interop_support import SHORT_LIVED_JVM, apply_until_done, hudi_rows, hudi_write, save_spec
+from record_positions import decode_positions
 from test_hudi_merge_on_read import COMPACT, HISTORY, RO, SCHEDULE, _options, _record_index, _values
 from test_hudi_tables import SCHEMA, _import, _table
 
@@ -29,7 +30,6 @@ from tablespec.faults import CRASH_ENV
 from tablespec.hudi.formats.base_keys import base_file_keys
 from tablespec.hudi.formats.logfile import BlockType, Header, avro_records, deleted_keys, read_blocks
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
-from tablespec.hudi.formats.positions import decode_positions
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt.reader import listing
 from tablespec.hudi.table import HudiTable
@@ -48,7 +48,8 @@ def _logs(location) -> dict[str, list]:
 def _positioned(location) -> dict[str, bool]:
     """Each data or delete block's log file (and index in it) -> whether it carries record positions;
     those it carries are checked to be the rows of the block's keys in its file group's base file of
-    the instant the block names."""
+    the instant the block names, in block order (a positional reader pairs the i-th record with the
+    i-th smallest position)."""
     carried = {}
     for name, blocks in _logs(location).items():
         log = LogFileName.parse(name)
@@ -64,7 +65,7 @@ def _positioned(location) -> dict[str, bool]:
             instant = block.header[Header.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS]
             [base] = [p for p in partition.glob(f"{log.file_id}_*_{instant}.parquet")]
             stored = base_file_keys(str(base)).to_pylist()
-            assert decode_positions(block.header[Header.RECORD_POSITIONS]) == sorted(stored.index(k) for k in keys)
+            assert decode_positions(block.header[Header.RECORD_POSITIONS]) == [stored.index(k) for k in keys]
     return carried
 
 
@@ -616,9 +617,11 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
     [merged] = timeline.commit_metadata(timeline.head).write_stats()
     assert merged.prev_commit == BaseFileName.parse(first.name).instant and "logFiles" not in merged.extra
 
-    # b's update to a log file named by the deltacommit; then a's update to another, the insert y to a
-    # new file group (the slice has logs now)
-    result = table.write(df([("b", 20, "2024-01-01", 6)]))
+    # a's and b's updates to a log file named by the deltacommit; then a's update to another, the insert
+    # y to a new file group (the slice has logs now). The base file holds b, a, x in that row order (its
+    # kept row, then the merged ones): the first block's records are b then a, in the order of their
+    # rows (positions), not in key order
+    result = table.write(df([("a", 11, "2024-01-01", 6), ("b", 20, "2024-01-01", 3)]))
     result = table.write(df([("a", 12, "2024-01-01", 7), ("y", 8, "2024-01-01", 7)]))
     [log] = [f for f in result.files if ".log." in f]
     [new] = [f for f in result.files if f.endswith(".parquet")]
