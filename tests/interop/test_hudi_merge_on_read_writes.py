@@ -617,11 +617,9 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
     [merged] = timeline.commit_metadata(timeline.head).write_stats()
     assert merged.prev_commit == BaseFileName.parse(first.name).instant and "logFiles" not in merged.extra
 
-    # a's and b's updates to a log file named by the deltacommit; then a's update to another, the insert
-    # y to a new file group (the slice has logs now). The base file holds b, a, x in that row order (its
-    # kept row, then the merged ones): the first block's records are b then a, in the order of their
-    # rows (positions), not in key order
-    result = table.write(df([("a", 11, "2024-01-01", 6), ("b", 20, "2024-01-01", 3)]))
+    # b's update to a log file named by the deltacommit; then a's update to another, the insert y to a
+    # new file group (the slice has logs now)
+    result = table.write(df([("b", 20, "2024-01-01", 6)]))
     result = table.write(df([("a", 12, "2024-01-01", 7), ("y", 8, "2024-01-01", 7)]))
     [log] = [f for f in result.files if ".log." in f]
     [new] = [f for f in result.files if f.endswith(".parquet")]
@@ -646,8 +644,11 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
     assert result.deleted == 2 and all(".log." in f for f in result.files), str(result)
     assert [[b.type for b in blocks] for blocks in _logs(location).values()] == \
         [[BlockType.AVRO_DATA], [BlockType.AVRO_DATA], *deletes]
+    # updates of c and d: Hudi's base file of 2024-01-02 holds d before c, so the block's records are d
+    # then c, in the order of their rows (positions), not in key order
+    table.write(df([("c", 30, "2024-01-02", 8), ("d", 40, "2024-01-02", 8)]))
     ours, ours_ro = tablespec_rows(table), tablespec_rows(table, view="read_optimized")
-    assert _values(ours) == {"a": 12, "c": 3, "d": 4, "y": 8}
+    assert _values(ours) == {"a": 12, "c": 30, "d": 40, "y": 8}
     # SIMPLE / BLOOM: every block names its keys' rows in the base file, as Hudi 1.2's do (RECORD_LEVEL: none)
     positioned = _positioned(location)
     assert set(positioned.values()) == {not record_level}, positioned
@@ -675,6 +676,6 @@ def test_simple_bloom_and_record_level_deltacommits_on_version_9_are_laid_out_as
     assert hudis and set(hudis.values()) == {not record_level}, hudis   # Hudi's own blocks, the same rule
     ours = tablespec_rows(table)
     assert ours == _as_read(after) == _as_read(after_ro)
-    assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 4, "y": 8}
+    assert _values(ours) == {"a": 11, "b": 2, "c": 33, "d": 40, "y": 8}
     assert len(_values(ours)) == len(ours)   # no key twice
     assert _values(hudi_rs_rows(table.location)) == _values(ours)
