@@ -421,8 +421,8 @@ def append_file_groups(job: WriteJob, batches):
             sample += bad.drop_columns([KEY, PART, FG, SEQ, INVALID]).slice(0, 3 - len(sample)).to_pylist()
         elif invalid:
             continue
-        elif file_id in targets and not _merges_inserts(job, group, file_id):
-            stats.append(_append_group(job, group, file_id, targets[file_id], token, partition_id))
+        elif file_id in targets and not _merges_inserts(job, group, file_id, base := _base_keys(job, file_id)):
+            stats.append(_append_group(job, group, file_id, targets[file_id], token, partition_id, base))
         elif file_id in targets:   # a small base file takes inserts: merged into its next base file
             target = targets[file_id]
             write_marker(job.storage, job.base, job.instant, target.partition,
@@ -439,16 +439,30 @@ def append_file_groups(job: WriteJob, batches):
         yield stats_batch(stats)
 
 
-def _merges_inserts(job: WriteJob, group: pa.Table, file_id: str) -> bool:
-    """SIMPLE, BLOOM and RECORD_LEVEL (not BUCKET): a slice without log files that the batch gives
-    inserts (a small file chosen for them) is merged into a new base file, updates and all, as
-    Apache Hudi 0.15 and 1.2 do (measured); other slices take the changes in a log file. The slice's
-    facts come from the job (`no_fill` holds the slices with log files), not from the target, whose
-    base and log files are what the write stat names (none on version 9)."""
-    if job.buckets is not None or job.operation == "delete" or file_id in job.no_fill or file_id not in job.base_files:
-        return False
+def _fills(job: WriteJob, file_id: str) -> bool:
+    """SIMPLE, BLOOM and RECORD_LEVEL (not BUCKET): a slice with a base file and without log files
+    may take the batch's inserts. The slice's facts come from the job (`no_fill` holds the slices
+    with log files), not from the target, whose base and log files are what the write stat names
+    (none on version 9)."""
+    return (job.buckets is None and job.operation != "delete" and file_id not in job.no_fill
+            and file_id in job.base_files)
+
+
+def _base_keys(job: WriteJob, file_id: str) -> pa.Array | None:
+    """The keys of the slice's base file in row order, read once per file group when the small-file
+    choice or the record positions need them (None otherwise, or without a base file)."""
+    if not (_fills(job, file_id) or job.record_positions) or file_id not in job.base_files:
+        return None
     partition, name, _, size = job.base_files[file_id]
-    stored = base_file_keys(join(job.base, partition, name), job.storage, size)
+    return base_file_keys(join(job.base, partition, name), job.storage, size)
+
+
+def _merges_inserts(job: WriteJob, group: pa.Table, file_id: str, stored: pa.Array | None) -> bool:
+    """A slice that `_fills` and that the batch gives inserts (keys its base file's `stored` keys
+    lack: a small file chosen for them) is merged into a new base file, updates and all, as Apache
+    Hudi 0.15 and 1.2 do (measured); other slices take the changes in a log file."""
+    if not _fills(job, file_id) or stored is None:
+        return False
     return not pc.all(pc.is_in(group.column(KEY), value_set=stored)).as_py()
 
 
@@ -462,10 +476,11 @@ def _stored_versions(job: WriteJob, target: LogTarget) -> pa.Table:
 
 
 def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarget, token: str,
-                  partition_id: int) -> dict:
+                  partition_id: int, base_keys: pa.Array | None) -> dict:
     """One existing file group's log file: the incoming rows that change what a snapshot reads
     (an upsert's row older than the stored one is ignored, as on copy-on-write; a delete of a key
-    the slice does not hold deletes nothing). Nothing to write: no file, only the counts."""
+    the slice does not hold deletes nothing). Nothing to write: no file, only the counts.
+    `base_keys`: the keys of the slice's base file in row order, for the record positions."""
     partition = target.partition
     leaving = pa.array([], pa.string())
     if DEL in group.column_names:   # RECORD_LEVEL: keys moving partition leave this file group (a delete block)
@@ -498,6 +513,10 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
     if not take.any() and not len(leaving):
         return _unchanged(partition, file_id, target.log_instant, ignored)
     incoming, keys = incoming.filter(pa.array(take)), keys.filter(pa.array(take))
+    rows = _base_rows(keys, base_keys) if job.record_positions else None
+    if rows is not None:   # a positional reader pairs the i-th record with the i-th smallest row
+        order = pa.array(np.argsort(rows, kind="stable"))
+        incoming, keys, rows = incoming.take(order), keys.take(order), rows[order.to_numpy()]
     name = LogFileName(file_id, target.log_instant, target.next_version, token).format()
     rel = f"{partition}/{name}" if partition else name
     schema = with_meta_fields(job.avro_schema)
@@ -509,8 +528,8 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
         records = [{**meta, SEQNO: f"{job.instant}_{partition_id}_{i}", KEY: key, **row}
                    for i, (key, row) in enumerate(zip(keys.to_pylist(), incoming.to_pylist()))]
         blocks.append(avro_block(records, json.loads(schema), job.instant))
-    if blocks and job.record_positions:
-        blocks = [_with_positions(blocks[0], keys, target.read.base_path, job.storage)]
+    if blocks and rows is not None:
+        blocks[0] = _with_positions(blocks[0], rows, job.base_files[file_id][1])
     if len(leaving):   # after the data block, as Hudi's append handle writes both
         blocks.append(delete_block(job.instant, [(k, partition) for k in leaving.to_pylist()], schema))
         deletes += len(leaving)
@@ -524,22 +543,26 @@ def _append_group(job: WriteJob, group: pa.Table, file_id: str, target: LogTarge
                 log_files=json.dumps([*target.log_files, name]))
 
 
-def _with_positions(block: LogBlock, keys: pa.Array, base_path: str | None, storage: Storage) -> LogBlock:
-    """`block` with the rows of its records' `keys` in the slice's base file (RECORD_POSITIONS, and
-    the base file's instant they refer to), as Apache Hudi 1.2 writes the blocks of a SIMPLE or BLOOM
-    deltacommit (measured): a reader may then merge by row number. Only when every key has a row
-    there (a slice without a base file, or a key it does not hold: no positions, as Hudi writes none
-    when it cannot name each record's row); readers without positions merge by key."""
-    if base_path is None:
-        return block
-    rows = pc.index_in(keys, value_set=base_file_keys(base_path, storage))
-    if rows.null_count:
-        return block
-    base = BaseFileName.parse(base_path.rsplit("/", 1)[-1])
+def _base_rows(keys: pa.Array, stored: pa.Array | None) -> np.ndarray | None:
+    """The row of each of `keys` in the slice's base file (`stored`: its keys in row order), or None
+    when there is no base file or a key has no row there: Hudi then writes no positions, as it
+    cannot name each record's row (a reader merges by key instead)."""
+    if stored is None or not len(keys):
+        return None
+    rows = pc.index_in(keys, value_set=stored)
+    return None if rows.null_count else rows.to_numpy(zero_copy_only=False)
+
+
+def _with_positions(block: LogBlock, rows: np.ndarray, base_name: str) -> LogBlock:
+    """`block` (its records in the order of `rows`) with those rows of the slice's base file
+    `base_name` (RECORD_POSITIONS, and the base file's instant they refer to), as Apache Hudi 1.2
+    writes the blocks of a SIMPLE or BLOOM deltacommit (measured): a reader may then merge by row
+    number, pairing the i-th record with the i-th smallest position."""
+    base = BaseFileName.parse(base_name)
     if base is None:
         return block
     return dataclasses.replace(block, header={
-        **block.header, Header.RECORD_POSITIONS: encode_positions(rows.to_pylist()),
+        **block.header, Header.RECORD_POSITIONS: encode_positions(rows.tolist()),
         Header.BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS: base.instant})
 
 

@@ -14,11 +14,8 @@ is written as runs when that is smaller, so the bytes equal Hudi's for the same 
 from __future__ import annotations
 
 import base64
-import binascii
 import struct
 from collections.abc import Iterable
-
-from tablespec.errors import HudiFormatError
 
 _COOKIE = 12346             # no run containers: the container count follows as a uint32
 _RUN_COOKIE = 12347         # run containers: count - 1 in the cookie's high 16 bits, then a run flag bitset
@@ -86,60 +83,3 @@ def encode_positions(positions: Iterable[int]) -> str:
     for high, low in by_high.items():
         out.append(struct.pack("<I", high) + _bitmap32(low))
     return base64.b64encode(b"".join(out)).decode("ascii")
-
-
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self.data):
-            raise HudiFormatError("RECORD_POSITIONS header is truncated")
-        values = struct.unpack_from(fmt, self.data, self.pos)
-        self.pos += size
-        return values
-
-
-def _read_bitmap32(r: _Reader) -> list[int]:
-    (cookie,) = r.take("<I")
-    if cookie & 0xFFFF == _RUN_COOKIE:
-        n = (cookie >> 16) + 1
-        flags = r.take(f"<{(n + 7) // 8}B")
-        runs = [bool(flags[i >> 3] >> (i & 7) & 1) for i in range(n)]
-    elif cookie == _COOKIE:
-        (n,) = r.take("<I")
-        runs = [False] * n
-    else:
-        raise HudiFormatError(f"RECORD_POSITIONS header has no Roaring bitmap cookie ({cookie})")
-    header = [r.take("<HH") for _ in range(n)]
-    if not any(runs) or n >= _NO_OFFSET_THRESHOLD:
-        r.take(f"<{n}I")                       # offsets: the containers follow in order anyway
-    values: list[int] = []
-    for (key, count_less_one), run in zip(header, runs):
-        base, count = key << 16, count_less_one + 1
-        if run:
-            (nruns,) = r.take("<H")
-            pairs = r.take(f"<{2 * nruns}H")
-            values += [base + v for start, length in zip(pairs[::2], pairs[1::2])
-                       for v in range(start, start + length + 1)]
-        elif count <= _ARRAY_MAX:
-            values += [base + v for v in r.take(f"<{count}H")]
-        else:
-            bits = r.take(f"<{_BITSET_BYTES}B")
-            values += [base + (i << 3) + b for i, byte in enumerate(bits) if byte for b in range(8) if byte >> b & 1]
-    return values
-
-
-def decode_positions(value: str) -> list[int]:
-    """The sorted positions a RECORD_POSITIONS header value holds."""
-    try:
-        r = _Reader(base64.b64decode(value, validate=True))
-    except (binascii.Error, ValueError):
-        raise HudiFormatError("RECORD_POSITIONS header is not Base64") from None
-    (buckets,) = r.take("<Q")
-    positions: list[int] = []
-    for _ in range(buckets):
-        (high,) = r.take("<I")
-        positions += [(high << 32) | low for low in _read_bitmap32(r)]
-    return positions
