@@ -44,6 +44,13 @@ def orders(spark, rows):
                                   for k, h, d in rows], SCHEMA)
 
 
+def write_stored(spark, warehouse, index: str) -> Table:
+    """A table of the STORED rows with `index`, written in `warehouse`."""
+    table = make_table(spark, warehouse, spec_for(index))
+    table.write(orders(spark, STORED), "upsert")
+    return table
+
+
 @pytest.fixture(scope="module")
 def written() -> dict[str, Table]:
     """The STORED rows written once per index for the module (on first use); tests change copies."""
@@ -55,8 +62,7 @@ def stored_table(spark, written, tmp_path_factory):
     """A factory: stored_table(warehouse, index) copies that index's table of the STORED rows into `warehouse`."""
     def make(warehouse, index: str) -> Table:
         if index not in written:
-            written[index] = make_table(spark, tmp_path_factory.mktemp(index.lower()), spec_for(index))
-            written[index].write(orders(spark, STORED), "upsert")
+            written[index] = write_stored(spark, tmp_path_factory.mktemp(index.lower()), index)
         table = Table(written[index].spec, table_location(str(warehouse), written[index].spec.spec.location), spark)
         shutil.copytree(written[index].location, table.location)
         return table

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 from interop_support import assert_readers_agree, hudi_write
-from test_engine_unchanged_file_groups import STORED, orders, slices_per_group, stored_table
+from test_engine_unchanged_file_groups import STORED, orders, slices_per_group, write_stored
 
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi_options import hudi_write_options
@@ -24,7 +24,7 @@ def content(table, first: str) -> list[tuple]:
 
 @pytest.mark.parametrize("index", ["SIMPLE", "BLOOM", "BUCKET"])
 def test_apache_hudi_agrees_with_a_write_that_rewrites_only_changed_file_groups(hudi, tmp_path, index):
-    ours = stored_table(hudi, tmp_path / "ours", index)
+    ours = write_stored(hudi, tmp_path / "ours", index)
     first = ours.read().first()._hoodie_commit_time
     theirs = Table(ours.spec, str(tmp_path / "theirs"), hudi)
     shutil.copytree(ours.location, theirs.location)
