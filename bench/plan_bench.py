@@ -67,6 +67,7 @@ spec:
     - {{name: amount, type: "decimal(12,2)"}}
     - {{name: ts, type: timestamp}}
     - {{name: day, type: string}}
+  tableType: {table_type}
   recordKey: {{fields: [id]}}
   partitioning: {{fields: [day]}}
   orderingField: ts
@@ -79,9 +80,10 @@ GOAL_MS = 7.0
 """`plan` of an unchanged table on local disk, no JVM: at most this many ms per table."""
 
 
-def write_commits(location: str, commits: int, partitions: int) -> None:
-    """A few completed commits of tiny parquet files, so observe has real listings to read; each
-    records the table schema, as writers' commits do (readers take the latest)."""
+def write_commits(location: str, commits: int, partitions: int, action: str = "commit") -> None:
+    """A few completed commits (`action`: deltacommits on merge-on-read tables) of tiny parquet files,
+    so observe has real listings to read; each records the table schema, as writers' commits do
+    (readers take the latest)."""
     storage = LocalStorage()
     schema = read_table_config(storage, location).create_schema
     writer = TimelineWriter(storage, location)
@@ -90,7 +92,7 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
     for _ in range(commits):
         ts = new_instant_time(after=last)
         last = ts
-        instant = writer.start(writer.request("commit", ts))
+        instant = writer.start(writer.request(action, ts))
         stats = {}
         for p in range(partitions):
             part = f"day=2026-11-{p + 1:02d}"
@@ -133,6 +135,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timed plans of the unchanged tables (the best counts)")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the N costliest functions of an unchanged plan")
     ap.add_argument("--quick", action="store_true", help="development size: 50 tables")
+    ap.add_argument("--table-type", choices=("COPY_ON_WRITE", "MERGE_ON_READ"), default="COPY_ON_WRITE",
+                    help="the tables' type (merge-on-read: their commits are deltacommits)")
     ap.add_argument("--out", default="bench/results/plan_bench.json")
     args = ap.parse_args()
     if args.quick:
@@ -142,12 +146,13 @@ def main() -> int:
         specs_dir, warehouse = Path(tmp, "specs"), Path(tmp, "warehouse")
         specs_dir.mkdir()
         for i in range(args.tables):
-            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=10))
+            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=10, table_type=args.table_type))
         t0 = time.perf_counter()
         for ls in load_specs([str(specs_dir)]).specs:
             loc = table_location(str(warehouse), ls.spec.spec.location)
             create_table(HudiTable.open(loc), ls.spec)
-            write_commits(loc, args.commits, args.partitions)
+            write_commits(loc, args.commits, args.partitions,
+                          "deltacommit" if args.table_type == "MERGE_ON_READ" else "commit")
         setup = time.perf_counter() - t0
         unchanged = []
         for _ in range(args.repeat):
@@ -156,7 +161,7 @@ def main() -> int:
             unchanged.append(time.perf_counter() - t)
         profile = profile_top(lambda: plan_cli(specs_dir, warehouse), args.profile) if args.profile else []
         for i in rng.sample(range(args.tables), args.tables // 5):  # a fifth of the specs change
-            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=20))
+            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=20, table_type=args.table_type))
 
         timings = {}
         t = time.perf_counter()
@@ -178,7 +183,7 @@ def main() -> int:
     total = sum(timings.values())
     n = args.tables
     unchanged_ms = min(unchanged) / n * 1000
-    print(f"{n} tables ({args.commits} commits x {args.partitions} partitions each); setup {setup:.1f}s; "
+    print(f"{n} {args.table_type} tables ({args.commits} commits x {args.partitions} partitions each); setup {setup:.1f}s; "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"plan (CLI) of {n} unchanged tables: {unchanged_ms:.2f} ms per table, best of {args.repeat} "
           f"({', '.join(f'{s / n * 1000:.2f}' for s in unchanged)}); goal <= {GOAL_MS:g} ms: "
@@ -194,7 +199,7 @@ def main() -> int:
         print(f"{phase:<16}{secs:>10.3f}{secs / n * 1000:>15.3f}")
     print(f"{'total':<16}{total:>10.3f}{total / n * 1000:>15.3f}")
     print(text.strip().splitlines()[-1])
-    result = {"tables": n, "commits_per_table": args.commits, "partitions_per_table": args.partitions,
+    result = {"tables": n, "table_type": args.table_type, "commits_per_table": args.commits, "partitions_per_table": args.partitions,
               "load_average": os.getloadavg(),
               "unchanged_plan": {"runs_ms_per_table": [s / n * 1000 for s in unchanged], "ms_per_table": unchanged_ms,
                                  "goal_ms_per_table": GOAL_MS, "met": unchanged_ms <= GOAL_MS, "profile_top": profile},

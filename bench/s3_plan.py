@@ -44,6 +44,7 @@ from tablespec.hudi.io import (  # noqa: E402
     join,
     table_location,  # noqa: E402
 )
+from tablespec.hudi.mdt import sync as mdt_sync  # noqa: E402
 from tablespec.hudi.table import HudiTable, Location  # noqa: E402
 from tablespec.hudi.timeline.active import TimelineWriter  # noqa: E402
 from tablespec.hudi.timeline.instant import new_instant_time  # noqa: E402
@@ -52,8 +53,9 @@ from tablespec.spec.loader import load_specs  # noqa: E402
 SPEC = (Path(__file__).parent / "plan_bench.py").read_text().split('SPEC = """', 1)[1].split('"""', 1)[0]
 
 
-def write_commits(location: str, commits: int, partitions: int) -> None:
-    """Commits as writers make them: each records the table schema (readers take the latest)."""
+def write_commits(location: str, commits: int, partitions: int, action: str = "commit") -> None:
+    """Commits as writers make them (`action`: deltacommits on merge-on-read tables), recorded in the
+    metadata table first; each records the table schema (readers take the latest)."""
     from tablespec.hudi.config import read_table_config
     at = Location.parse(location)   # stopgap until this layer takes handles (i28-engine)
     storage, base = at.storage, at.uri
@@ -65,7 +67,7 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
     last = None
     for _ in range(commits):
         ts = last = new_instant_time(after=last)
-        instant = writer.start(writer.request("commit", ts))
+        instant = writer.start(writer.request(action, ts))
         stats = {}
         for p in range(partitions):
             part = f"day=2026-11-{p + 1:02d}"
@@ -75,15 +77,16 @@ def write_commits(location: str, commits: int, partitions: int) -> None:
             storage.write_bytes(join(base, part, name), data)
             stats[part] = [WriteStat(file_id=fid, path=f"{part}/{name}", num_writes=1, num_inserts=1,
                                      total_write_bytes=len(data), file_size_in_bytes=len(data), partition_path=part)]
-        writer.complete(instant, CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT",
-                                                  extra_metadata={"schema": schema}).to_json())
+        metadata = CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT", extra_metadata={"schema": schema})
+        recorded = mdt_sync.record_commit(HudiTable.open(location), ts, metadata)   # Hudi's metadata table first, as writers do
+        writer.complete(instant, metadata.to_json(), after=mdt_sync.completed_by(recorded))
 
 
-def setup(specs_dir: Path, warehouse: str, commits: int, partitions: int) -> None:
+def setup(specs_dir: Path, warehouse: str, commits: int, partitions: int, action: str) -> None:
     def one(ls):
         loc = table_location(warehouse, ls.spec.spec.location)
         create_table(HudiTable.open(loc), ls.spec)
-        write_commits(loc, commits, partitions)
+        write_commits(loc, commits, partitions, action)
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(one, load_specs([str(specs_dir)]).specs))
 
@@ -105,7 +108,7 @@ def data_action(server: S3Server, warehouse: str, tmp: str) -> dict:
     from tablespec.hudi.fs_view import FileSystemView
     from tablespec.hudi.timeline.active import Timeline
     from tablespec.table import Table
-    spec_text = SPEC.format(i=9999, buckets=4, keep=10)
+    spec_text = SPEC.format(i=9999, buckets=4, keep=10, table_type="COPY_ON_WRITE")
     spec_file = Path(tmp, "data.yaml")
     spec_file.write_text(spec_text)
     spark = get_spark("local[2]", {"spark.sql.shuffle.partitions": "4"})
@@ -148,6 +151,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--quick", action="store_true", help="50 tables")
     ap.add_argument("--no-data", action="store_true", help="skip the data action (no Spark)")
+    ap.add_argument("--table-type", choices=("COPY_ON_WRITE", "MERGE_ON_READ"), default="COPY_ON_WRITE",
+                    help="the planned tables' type (merge-on-read: their commits are deltacommits)")
     ap.add_argument("--out", default=str(ROOT / "bench/results/s3_plan.json"))
     args = ap.parse_args()
     if args.quick:
@@ -161,12 +166,13 @@ def main() -> int:
         specs_dir = Path(tmp, "specs")
         specs_dir.mkdir()
         for i in range(n):
-            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=10))
+            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=10, table_type=args.table_type))
         local, remote = str(Path(tmp, "warehouse")), "s3://bench/warehouse"
         t = time.perf_counter()
-        setup(specs_dir, local, args.commits, args.partitions)
-        setup(specs_dir, remote, args.commits, args.partitions)
-        print(f"setup: {n} tables x {args.commits} commits x {args.partitions} partitions on each storage, "
+        action = "deltacommit" if args.table_type == "MERGE_ON_READ" else "commit"
+        setup(specs_dir, local, args.commits, args.partitions, action)
+        setup(specs_dir, remote, args.commits, args.partitions, action)
+        print(f"setup: {n} {args.table_type} tables x {args.commits} commits x {args.partitions} partitions on each storage, "
               f"{time.perf_counter() - t:.1f}s")
         local_s, _ = timed_plan(specs_dir, local)
         server.requests(reset=True)
@@ -188,7 +194,7 @@ def main() -> int:
                      f"{d['requests']} requests") if name == "s3" else ""
             print(f"  {name:<6} {d['seconds']:.2f}s, base files written {d['base_file_bytes_written']:,} B, "
                   f"rewritten from {d['base_file_bytes_read']:,} B{extra}")
-    result = {"tables": n, "commits_per_table": args.commits, "partitions_per_table": args.partitions,
+    result = {"tables": n, "table_type": args.table_type, "commits_per_table": args.commits, "partitions_per_table": args.partitions,
               "local_ms_per_table": local_s / n * 1000, "s3_ms_per_table": s3_s / n * 1000,
               "s3_requests_per_table": per_table, "s3_requests_by_method": methods,
               "s3_bytes_sent_per_table": counted["bytes_sent"] / n, "data_action": data}
