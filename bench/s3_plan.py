@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
+from plan_bench import typed  # noqa: E402
 from s3server import S3Server  # noqa: E402
 
 from tablespec.actions.metadata import create_table  # noqa: E402
@@ -108,7 +109,7 @@ def data_action(server: S3Server, warehouse: str, tmp: str) -> dict:
     from tablespec.hudi.fs_view import FileSystemView
     from tablespec.hudi.timeline.active import Timeline
     from tablespec.table import Table
-    spec_text = SPEC.format(i=9999, buckets=4, keep=10, table_type="COPY_ON_WRITE")
+    spec_text = SPEC.format(i=9999, buckets=4, keep=10)
     spec_file = Path(tmp, "data.yaml")
     spec_file.write_text(spec_text)
     spark = get_spark("local[2]", {"spark.sql.shuffle.partitions": "4"})
@@ -166,7 +167,7 @@ def main() -> int:
         specs_dir = Path(tmp, "specs")
         specs_dir.mkdir()
         for i in range(n):
-            (specs_dir / f"t{i:04d}.yaml").write_text(SPEC.format(i=i, buckets=16, keep=10, table_type=args.table_type))
+            (specs_dir / f"t{i:04d}.yaml").write_text(typed(SPEC.format(i=i, buckets=16, keep=10), args.table_type))
         local, remote = str(Path(tmp, "warehouse")), "s3://bench/warehouse"
         t = time.perf_counter()
         action = "deltacommit" if args.table_type == "MERGE_ON_READ" else "commit"
