@@ -73,7 +73,8 @@ def compaction_actions(spec, state, now: datetime | None = None) -> tuple[list[C
 
 
 def _estimate(state, backlog: Backlog, strategy: str, operations) -> CompactionEstimate:
-    records = [backlog.log_records.get((op.partition, op.file_id)) for op in operations]
+    written = backlog.count_log_records()
+    records = [written.get((op.partition, op.file_id)) for op in operations]
     base_sizes = {(fg.partition, fg.file_id): fg.size for fg in state.file_groups}
     return CompactionEstimate(
         strategy=strategy,

@@ -7,8 +7,10 @@ Hudi's names (measured in Hudi 0.15's and 1.2's bundles, the same in both): the 
 """
 from __future__ import annotations
 
+import functools
 import posixpath
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -75,13 +77,15 @@ class Backlog:
     """What a merge-on-read table's timeline and file-system view say about compaction: the latest
     compaction (completed or pending), the deltacommits completed since, the pending plans, and the
     latest file slices with log files a new plan may take (none under a pending compaction or
-    clustering: RFC-19), with the records the deltacommits since wrote into each file group."""
+    clustering: RFC-19), with a count of the records the deltacommits since wrote into each file group."""
     last_compaction: str | None
     delta_commits: tuple[str, ...]
     first_delta_commit: str | None
     pending: tuple[tuple[Instant, CompactionPlan], ...]
     operations: tuple[CompactionOperation, ...]
-    log_records: dict[tuple[str, str], int] = field(default_factory=dict)
+    count_log_records: Callable[[], dict[tuple[str, str], int]] = dict
+    """(partition, file id) -> the records the deltacommits since wrote there: read from their commit
+    files only when an estimate asks (an unchanged plan reads none of them)."""
 
     @property
     def since(self) -> str | None:
@@ -113,15 +117,21 @@ def backlog(timeline: Timeline, view: FileSystemView, clustering: set[tuple[str,
                                (s.base_file.name, s.base_file.size) if s.base_file else None,
                                [(f.file_name.format(), f.size) for f in s.log_files])
         for s in view.latest_slices() if s.log_files and (s.partition, s.file_id) not in taken)
+    count = functools.partial(log_records, timeline, tuple(i for i in deltas if i.timestamp in since))
+    return Backlog(last, since, deltas[0].timestamp if deltas else None, tuple(pending.items()), operations, count)
+
+
+def log_records(timeline: Timeline, deltas: tuple[Instant, ...]) -> dict[tuple[str, str], int]:
+    """(partition, file id) -> the records `deltas` wrote into its log files, from their commit files."""
     records: dict[tuple[str, str], int] = {}
-    for instant in (i for i in deltas if i.timestamp in since):
+    for instant in deltas:
         for partition, stats in timeline.commit_metadata(instant).partition_to_write_stats.items():
             for st in stats:
                 if LogFileName.parse(posixpath.basename(st.path or "")) is None:
                     continue   # a base file the deltacommit wrote (inserts): no log records
                 key = (st.partition_path if st.partition_path is not None else partition, st.file_id)
                 records[key] = records.get(key, 0) + st.num_writes + st.num_deletes
-    return Backlog(last, since, deltas[0].timestamp if deltas else None, tuple(pending.items()), operations, records)
+    return records
 
 
 def due_reasons(policy: Policy, backlog: Backlog, now: datetime) -> list[str]:
