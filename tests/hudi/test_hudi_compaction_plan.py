@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
 from tablespec.hudi.formats.compaction_format import (
     PLAN_SCHEMA,
     PLAN_SCHEMA_1X,
@@ -16,10 +17,12 @@ from tablespec.hudi.formats.compaction_format import (
     CompactionPlan,
     plan_record,
 )
-from tablespec.hudi.services.compaction import Backlog, Policy, due_reasons, pending_plans, select
+from tablespec.hudi.fs_view import FileSystemView
+from tablespec.hudi.io import LocalStorage
+from tablespec.hudi.services.compaction import Backlog, Policy, backlog, due_reasons, pending_plans, select
 from tablespec.hudi.table import HudiTable
-from tablespec.hudi.timeline.active import avro_record
-from tablespec.hudi.timeline.instant import format_instant_time
+from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
+from tablespec.hudi.timeline.instant import format_instant_time, new_instant_time
 
 MB = 1024 * 1024
 
@@ -122,3 +125,32 @@ def test_triggers_as_hudis(trigger, deltas, age, due):
 def test_elapsed_time_counts_from_the_first_deltacommit_before_any_compaction():
     assert due_reasons(Policy(trigger="ELAPSED_TIME", elapsed_seconds=1200), _backlog(3, None), NOW) == [
         "1800 s since 20240102113000000; elapsedSeconds is 1200"]
+
+
+class _Reads(LocalStorage):
+    """Local files, recording the paths read whole (instant files are)."""
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def read_bytes(self, path: str) -> bytes:
+        self.read.append(path)
+        return super().read_bytes(path)
+
+
+def test_the_backlog_reads_the_deltacommits_only_when_their_records_are_counted(tmp_path):
+    base, storage = str(tmp_path), _Reads()
+    writer, last = TimelineWriter(storage, base), None
+    for n in range(3):
+        ts = last = new_instant_time(after=last)
+        log = f".f1_20240101000000000.log.{n + 1}_0-1-1"
+        stats = {"p": [WriteStat(file_id="f1", path=f"p/{log}", num_writes=2, num_deletes=1, partition_path="p")]}
+        writer.complete(writer.start(writer.request("deltacommit", ts)),
+                        CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT").to_json())
+    timeline = Timeline.load(storage, base)
+    storage.read.clear()
+    found = backlog(timeline, FileSystemView.build(storage, base, timeline), set())
+    assert len(found.delta_commits) == 3
+    assert not [p for p in storage.read if p.endswith(".deltacommit")], storage.read   # an unchanged plan reads none
+    assert found.count_log_records() == {("p", "f1"): 9}
+    assert len([p for p in storage.read if p.endswith(".deltacommit")]) == 3
