@@ -241,7 +241,6 @@ def observed_data_skipping(state: TableState) -> dict | None:
     expression indexes it has (which plan refuses to keep), None
     without any; a half-built one is not declared (plan drops it), nor a secondary index on a column of a
     type tablespec cannot key (plan refuses a table keeping one)."""
-    from tablespec.hudi.formats import index_defs
     from tablespec.hudi.mdt import expression_index, secondary_index
     from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
     from tablespec.hudi.mdt.column_stats import COLUMN_STATS, PARTITION_STATS
@@ -266,9 +265,8 @@ def observed_data_skipping(state: TableState) -> dict | None:
                                    if types.get(column, "string") in secondary_index.COLUMN_TYPES]
         if not out["secondaryIndexes"]:
             del out["secondaryIndexes"]
-    if expressions := expression_index.named(state.config):   # said, though not kept: plan refuses to keep them
-        defined = index_defs.definitions(state.handle.storage, state.handle.base, state.table_config)
-        out["expressionIndexes"] = [expression_index.declared(p, defined.get(p)) for p in expressions]
+    if expressions := expression_index.found(state.handle):   # said, though not kept: plan refuses to keep them
+        out["expressionIndexes"] = expressions
     return out or None
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from tablespec.errors import PlanError
 from tablespec.hudi.config import unwritable_version
-from tablespec.hudi.formats import index_defs
 from tablespec.hudi.keys import METADATA_COLUMN_STATS_ENABLE, METADATA_ENABLE
 from tablespec.hudi.mdt import expression_index, secondary_index
 from tablespec.hudi.mdt.bloom_filters import BLOOM_FILTERS
@@ -149,9 +148,7 @@ def _kept_expression_indexes(spec, state: TableState, where: str) -> str | None:
     if declared is not None and declared.expression_indexes:
         kept = [i.model_dump() for i in declared.expression_indexes]
         whose = "spec.dataSkipping.expressionIndexes declares"
-    elif declared is None and (named := expression_index.named(state.config)):
-        defined = index_defs.definitions(state.handle.storage, state.handle.base, state.table_config)
-        kept = [expression_index.declared(p, defined.get(p)) for p in named]
+    elif declared is None and expression_index.named(state.config) and (kept := expression_index.found(state.handle)):
         whose = "the spec keeps the table's data-skipping indexes (it has no dataSkipping section), among them"
     else:
         return None

@@ -12,9 +12,13 @@ spec says what is there; a plan keeping one is refused, one leaving it out drops
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablespec.hudi.config import TableConfig, named_partitions
+from tablespec.hudi.formats import index_defs
+
+if TYPE_CHECKING:
+    from tablespec.hudi.table import HudiTable
 
 PREFIX = "expr_index_"
 
@@ -35,10 +39,19 @@ def declared(partition: str, definition: Mapping[str, Any] | None) -> dict[str, 
             "options": options}
 
 
+def found(table: HudiTable) -> list[dict[str, Any]]:
+    """The declarations of the expression indexes `table` has, from its definitions file (read only when it has one)."""
+    partitions = named(table.config)
+    if not partitions:
+        return []
+    defined = index_defs.definitions(table.storage, table.base, table.table_config)
+    return [declared(p, defined.get(p)) for p in partitions]
+
+
 def described(index: Mapping[str, Any]) -> str:
     """One index for a message: `idx_day (column_stats of from_unixtime(ts), format=yyyy-MM-dd)`."""
     options = "".join(f", {k}={v}" for k, v in sorted((index.get("options") or {}).items()))
     return f"{index['name']} ({index['type']} of {index['expression']}({index['column']}){options})"
 
 
-__all__ = ["PREFIX", "declared", "described", "named"]
+__all__ = ["PREFIX", "declared", "described", "found", "named"]
