@@ -243,6 +243,7 @@ def repeated_keys(batches):
     yield pa.RecordBatch.from_arrays([twice], ["key"])
 
 
+WRITTEN = pa.schema([("file_group", pa.int32()), ("name", pa.string()), ("size", pa.int64()), ("records", pa.int64())])
 WRITTEN_DDL = "file_group int, name string, size long, records long"
 
 
@@ -267,8 +268,7 @@ def write_groups(location: Location, instant: str, one_x: bool, batches):
             pending.append(batch.slice(begin, end - begin))
     if pending:
         flush()
-    yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(zip(*written) if written else ([],) * 4, (
-        pa.int32(), pa.string(), pa.int64(), pa.int64()))], ["file_group", "name", "size", "records"])
+    yield pa.RecordBatch.from_pylist([dict(zip(WRITTEN.names, w)) for w in written], schema=WRITTEN)
 
 
 def checked_written(base: str, written: list[Written], rows: int) -> list[Written]:

@@ -125,9 +125,7 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
     config naming the definitions file. Returns the initializing instant. Call under the table lock
     and Hudi's transaction lock with no data instant pending, on a table whose metadata table has its
     `files` partition. The handle is refreshed."""
-    one_x = table.config is not None and Format.of(table.config).is_1x
-
-    def write(instant: str) -> list[Written]:
+    def write(instant: str, one_x: bool) -> list[Written]:
         out = []
         for index, records in enumerate(groups):
             if records:
@@ -139,9 +137,9 @@ def initialize(table: HudiTable, partition: str, groups: Sequence[Group], file_i
 
 
 def initialize_written(table: HudiTable, partition: str, count: int, file_id: Callable[[int], str],
-                       write: Callable[[str], list[Written]],
+                       write: Callable[[str, bool], list[Written]],
                        define: Callable[[TableConfig], TableConfig] | None = None) -> str:
-    """`initialize` with `count` file groups whose base files `write(instant)` writes (elsewhere:
+    """`initialize` with `count` file groups whose base files `write(instant, one_x)` writes (elsewhere:
     Spark executors, `write_base_file`) once the partition is named inflight and its deltacommit
     requested, returning (file group number, base file name, bytes, records) of each it wrote."""
     storage, base, config = table.storage, table.base, table.config
@@ -171,7 +169,7 @@ def initialize_written(table: HudiTable, partition: str, count: int, file_id: Ca
         storage.write_bytes(join(folder, first_log.format()), encode_block(delete_block(instant, ())))
     stats = [writer.write_stat(f"{partition}/{name}", "null", records, size, inserts=True, partition=partition,
                                file_id=file_id(index))
-             for index, name, size, records in sorted(write(instant))]
+             for index, name, size, records in sorted(write(instant, fmt.is_1x))]
     operation = "BULK_INSERT_PREPPED" if fmt.is_1x else "BULK_INSERT"      # as each Hudi line names it
     complete_instant(storage, base, instant, DELTA_COMMIT, writer.completed_metadata(stats, operation, fmt), fmt)
     config = table.table_config

@@ -78,9 +78,7 @@ def initialize_written(table: HudiTable, count: int,
                        write: Callable[[str, bool], list[initializer.Written]]) -> str:
     """`initialize` with `count` file groups whose base files `write(instant, one_x)` has written
     (`write_file_group` where the entries are), returning what each wrote."""
-    one_x = table.config is not None and Format.of(table.config).is_1x
-    return initializer.initialize_written(table, RECORD_INDEX, count, file_group_id,
-                                          lambda instant: write(instant, one_x), _define(table))
+    return initializer.initialize_written(table, RECORD_INDEX, count, file_group_id, write, _define(table))
 
 
 def _define(table: HudiTable) -> Callable:
