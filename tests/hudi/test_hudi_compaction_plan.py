@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from _support import RecordingStorage
 
 from tablespec.errors import HudiFormatError
 from tablespec.hudi.formats.commit import CommitMetadata, WriteStat
@@ -18,7 +19,6 @@ from tablespec.hudi.formats.compaction_format import (
     plan_record,
 )
 from tablespec.hudi.fs_view import FileSystemView
-from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.services.compaction import Backlog, Policy, backlog, due_reasons, pending_plans, select
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline, TimelineWriter, avro_record
@@ -127,19 +127,8 @@ def test_elapsed_time_counts_from_the_first_deltacommit_before_any_compaction():
         "1800 s since 20240102113000000; elapsedSeconds is 1200"]
 
 
-class _Reads(LocalStorage):
-    """Local files, recording the paths read whole (instant files are)."""
-
-    def __init__(self) -> None:
-        self.read: list[str] = []
-
-    def read_bytes(self, path: str) -> bytes:
-        self.read.append(path)
-        return super().read_bytes(path)
-
-
 def test_the_backlog_reads_the_deltacommits_only_when_their_records_are_counted(tmp_path):
-    base, storage = str(tmp_path), _Reads()
+    base, storage = str(tmp_path), RecordingStorage()
     writer, last = TimelineWriter(storage, base), None
     for n in range(3):
         ts = last = new_instant_time(after=last)
@@ -148,9 +137,9 @@ def test_the_backlog_reads_the_deltacommits_only_when_their_records_are_counted(
         writer.complete(writer.start(writer.request("deltacommit", ts)),
                         CommitMetadata(partition_to_write_stats=stats, operation_type="UPSERT").to_json())
     timeline = Timeline.load(storage, base)
-    storage.read.clear()
+    storage.reads.clear()
     found = backlog(timeline, FileSystemView.build(storage, base, timeline), set())
     assert len(found.delta_commits) == 3
-    assert not [p for p in storage.read if p.endswith(".deltacommit")], storage.read   # an unchanged plan reads none
+    assert not [p for p in storage.paths() if p.endswith(".deltacommit")], storage.paths()   # an unchanged plan reads none
     assert found.count_log_records() == {("p", "f1"): 9}
-    assert len([p for p in storage.read if p.endswith(".deltacommit")]) == 3
+    assert len([p for p in storage.paths() if p.endswith(".deltacommit")]) == 3
