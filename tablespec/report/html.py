@@ -122,7 +122,9 @@ def commits_chart(timeline: dict) -> str:
     if few:   # more: labels and dots would not be readable (and each dot is SVG nodes to draw); the JSON's `recent` lists them
         chart.x_labels = [c["instant"] for c in recent]
     chart.add("rows (left axis)", [c["rows"] for c in recent])
-    chart.add("seconds (right axis)", [c["seconds"] for c in recent], secondary=True)
+    seconds = [c["seconds"] for c in recent]
+    if any(s is not None for s in seconds):   # unknown everywhere (an object store's whole-second mtimes): pygal cannot scale an empty axis
+        chart.add("seconds (right axis)", seconds, secondary=True)
     return _svg(chart)
 
 

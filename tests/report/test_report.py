@@ -170,6 +170,15 @@ def test_the_html_is_one_self_contained_page(warehouse, capsys):
     assert 'data-chart="buckets"' in page and 'data-chart="scores"' in page
 
 
+def test_commits_whose_durations_are_all_unknown_still_chart():
+    """An object store's mtimes are whole seconds, so a commit can seem to finish before it began:
+    its seconds are unknown (None). A chart of only such commits draws the rows alone (it raised)."""
+    from tablespec.report.html import commits_chart
+    recent = [{"instant": f"2026112912000{i}000", "rows": 10 * i, "seconds": None} for i in range(3)]
+    svg = commits_chart({"recent": recent})
+    assert "<path" in svg and "rows (left axis)" in svg and "seconds (right axis)" not in svg
+
+
 def test_no_specs_here_reports_every_table_under_the_warehouse(warehouse, capsys):
     specs, wh = warehouse
     shutil.rmtree(specs)
