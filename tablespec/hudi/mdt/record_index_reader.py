@@ -19,7 +19,7 @@ names); log blocks are too (they are small).
 
 Base files never change once written (a new slice is a new file), so a process keeps what it
 decoded of them: each read block's keys and codes, and a file whose blocks are all kept as one
-array ordered by 64-bit key fingerprints (an integer search); least recently used dropped past
+array, searched by 64-bit integers that order the keys as their bytes do; least recently used dropped past
 `CACHE_BYTES` (env TABLESPEC_RECORD_INDEX_CACHE_MB, 0 turns it off). Repeated lookups on a driver
 or a reused executor worker then seek in memory, as Hudi's readers do through their block cache.
 Keys are encoded and hashed with numpy, not key by key.
@@ -197,51 +197,57 @@ class _Listed:
 
 @dataclass(frozen=True)
 class _Located:
-    """One data block of a base file (or all of them), decoded: its keys and each key's location.
-    Keys are sorted, or (a whole file with `fingerprints`) in the order of their fingerprints."""
+    """One data block of a base file (or all of them), decoded: its keys (sorted) and each key's
+    location. A whole file also has `ordinals`: each key's 8 bytes after the prefix all its keys
+    `share`, as big-endian integers, as sorted as the keys (a lookup searches integers)."""
     cells: Cells                 # rows only (no data kept)
     codes: np.ndarray            # per key: its location's number in `values`
     values: _Parts | _Listed     # the locations by number (one `_Parts` shared by an index's files)
     prefix: bytes                # the bytes before every value's location part (`_Parts` only)
     schema: str                  # the file's schema (JSON)
-    fingerprints: np.ndarray | None = None
+    ordinals: np.ndarray | None = None
+    shared: bytes = b""
 
     @property
     def nbytes(self) -> int:
-        extra = self.fingerprints.nbytes if self.fingerprints is not None else 0
+        extra = self.ordinals.nbytes if self.ordinals is not None else 0
         return int(self.cells.rows.nbytes + self.codes.nbytes + extra)
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The positions in `keys` of those present, and their places in `cells`."""
-        if self.fingerprints is None:
+        if self.ordinals is None:
             return self.cells.find(keys)
         if keys.dtype == object:           # keys ending in a NUL: no row here (rows of S arrays never do)
             plain = np.flatnonzero([not k.endswith(b"\x00") for k in keys.tolist()])
             hit, at = self.find(np.array(keys[plain].tolist() or [b""], dtype="S")[:len(plain)])
             return plain[hit], at
-        rows, wanted = self.cells.rows, _fingerprints(keys, self.cells.rows.dtype.itemsize)
+        rows, skip, width = self.cells.rows, len(self.shared), keys.dtype.itemsize
+        if skip > width or not len(keys):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        raw = np.ascontiguousarray(keys).view(np.uint8).reshape(len(keys), width)
+        inside = np.flatnonzero((raw[:, :skip] == np.frombuffer(self.shared, np.uint8)).all(axis=1))
+        keys, wanted = keys[inside], _ordinals(raw[inside], skip)
         order = np.argsort(wanted)                       # sorted needles: each search starts where the last ended
         at = np.empty(len(wanted), np.int64)
-        at[order] = np.minimum(np.searchsorted(self.fingerprints, wanted[order]), len(rows) - 1)
-        hit = np.flatnonzero(self.fingerprints[at] == wanted)
-        hit = hit[rows[at[hit]] == keys[hit]]            # a fingerprint is not the key: compare the two
-        return hit, at[hit]
+        at[order] = np.minimum(np.searchsorted(self.ordinals, wanted[order]), len(rows) - 1)
+        same = self.ordinals[at] == wanted
+        hit = same & (rows[at] == keys)
+        tied = np.flatnonzero(same & ~hit)               # keys alike in those 8 bytes: search the bytes
+        if len(tied):
+            near = np.minimum(np.searchsorted(rows, keys[tied]), len(rows) - 1)
+            ok = rows[near] == keys[tied]
+            hit[tied[ok]], at[tied[ok]] = True, near[ok]
+        hit = np.flatnonzero(hit)
+        return inside[hit], at[hit]
 
 
-def _fingerprints(rows: np.ndarray, width: int) -> np.ndarray:
-    """A 64-bit hash of each of the numpy bytes `rows` taken `width` bytes wide (zero-padded or cut):
-    integer searches instead of byte-string ones. The same key gives the same fingerprint at any
-    array width; different keys rarely collide, and equal fingerprints are checked against the keys."""
-    n, have = len(rows), rows.dtype.itemsize
-    words = -(-width // 8)
-    raw = np.zeros((n, words * 8), np.uint8)
-    raw[:, :min(width, have)] = np.ascontiguousarray(rows).view(np.uint8).reshape(n, have)[:, :width]
-    chunks = raw.view(">u8").astype(np.uint64)
-    out = np.full(n, 0x9E3779B97F4A7C15, np.uint64)
-    for column in range(words):
-        out = (out ^ chunks[:, column]) * np.uint64(0xBF58476D1CE4E5B9)
-        out ^= out >> np.uint64(31)
-    return out
+def _ordinals(raw: np.ndarray, skip: int) -> np.ndarray:
+    """Bytes `skip` to `skip + 8` of each row of `raw` (uint8, one key a row, zero-padded) as
+    big-endian 64-bit integers: ordered as the keys are (ties aside)."""
+    out = np.zeros((len(raw), 8), np.uint8)
+    take = max(0, min(8, raw.shape[1] - skip))
+    out[:, :take] = raw[:, skip:skip + take]
+    return out.view(">u8").ravel()
 
 
 _BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()   # (path, size, block or WHOLE_FILE)
@@ -309,8 +315,9 @@ def _views(blocks: list[tuple[Cells, int]]) -> pa.Array:
         view[:, 0] = length
         view[:, 2] = number
         view[:, 3] = at
+        if len(buf) >= 4:                                          # a strided view: one gather
+            view[:, 1] = np.ndarray((len(buf) - 3,), "<i4", buffer=cells.data, strides=(1,))[np.minimum(at, len(buf) - 4)]
         bytes_ = view.view(np.uint8)
-        bytes_[:, 4:8] = buf[np.minimum(at[:, None] + np.arange(4), len(buf) - 1)]
         short = np.flatnonzero(length <= 12)                       # held in the view itself, zero-padded
         if len(short):
             inline = buf[np.minimum(at[short, None] + np.arange(12), len(buf) - 1)]
@@ -323,8 +330,45 @@ def _views(blocks: list[tuple[Cells, int]]) -> pa.Array:
 
 def _decode_blocks(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> dict[int, _Located]:
     """Blocks of a base file (their cells `read`) decoded and kept: their keys, and their values
-    numbered together (one Arrow hash over all of them) in the index's `_Parts`; locations are
-    decoded later, for the keys a lookup finds."""
+    numbered (one Arrow hash over all of them) in the index's `_Parts`; locations are decoded
+    later, for the keys a lookup finds."""
+    out = _numbered_together(hfile, schema, read) if read and _stored_layout(schema) else None
+    if out is None:
+        out = _numbered_apart(hfile, schema, read)
+    for n, located in out.items():
+        _keep((hfile.source, hfile.size, n), located)
+    return out
+
+
+def _numbered_together(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> dict[int, _Located] | None:
+    """The blocks' whole values hashed together, and the distinct ones (a file of Hudi's holds
+    ~7x fewer than keys) checked to share the bytes before their locations, which are numbered;
+    None if they do not share them."""
+    if any(not len(cells.rows) for cells in read.values()):
+        return None
+    encoded = pc.dictionary_encode(_views([(cells, 0) for cells in read.values()]))
+    distinct = encoded.dictionary.cast(pa.binary())
+    _, offsets, data = distinct.buffers()
+    ends = np.frombuffer(offsets, np.int32, len(distinct) + 1, distinct.offset * 4).astype(np.int64)
+    raw = data.to_pybytes() if data is not None else b""
+    empty = np.empty(0, np.int64)
+    start = _shared_start(Cells(empty, ends[:-1], ends[1:], raw))
+    if start is None:
+        return None
+    parts = _parts_of(hfile.source, schema)
+    longest = int((ends[1:] - ends[:-1]).max())                  # (Arrow's slice without an end fails)
+    codes = parts.number(pc.binary_slice(distinct, start, longest))[encoded.indices.to_numpy()]
+    prefix = raw[int(ends[0]):int(ends[0]) + start]
+    out, at = {}, 0
+    for n, cells in read.items():
+        out[n] = _Located(Cells(cells.rows, empty, empty, b""), codes[at:at + len(cells.rows)], parts, prefix, schema)
+        at += len(cells.rows)
+    return out
+
+
+def _numbered_apart(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> dict[int, _Located]:
+    """Blocks whose values do not all share the bytes before their locations: each block whose
+    own values do numbered in `_Parts`, any other decoded value by value."""
     out: dict[int, _Located] = {}
     fast: list[tuple[int, Cells, int]] = []
     empty = np.empty(0, np.int64)
@@ -349,8 +393,6 @@ def _decode_blocks(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> d
             out[n] = _Located(Cells(cells.rows, empty, empty, b""), codes[at:at + len(cells.rows)], parts,
                               cells.data[first:first + start], schema)
             at += len(cells.rows)
-    for n, located in out.items():
-        _keep((hfile.source, hfile.size, n), located)
     return out
 
 
@@ -440,11 +482,11 @@ def _join_blocks(hfile: HFileReader) -> None:
             whole = _Located(Cells(np.concatenate([r.astype(object) for r in rows]), empty, empty, b""), codes,
                              first.values, first.prefix, first.schema)
         else:
-            joined = np.concatenate(rows)
-            prints = _fingerprints(joined, joined.dtype.itemsize)
-            order = np.argsort(prints)
-            whole = _Located(Cells(joined[order], empty, empty, b""), codes[order], first.values, first.prefix,
-                             first.schema, prints[order])
+            joined = np.concatenate(rows)                # the blocks in file order: the keys stay sorted
+            shared = os.path.commonprefix([joined[0], joined[-1]])
+            raw = joined.view(np.uint8).reshape(len(joined), joined.dtype.itemsize)
+            whole = _Located(Cells(joined, empty, empty, b""), codes, first.values, first.prefix, first.schema,
+                             _ordinals(raw, len(shared)), shared)
         for key in keys:
             _cached_bytes -= _BLOCKS.pop(key).nbytes
         _BLOCKS[(hfile.source, hfile.size, WHOLE_FILE)] = whole
