@@ -292,7 +292,7 @@ def _multi_block_index(tmp_path):
 def test_lookups_agree_cold_warm_and_with_the_cache_off(tmp_path, monkeypatch):
     """An index whose file groups span several HFile blocks: lookups read only the blocks their
     keys fall in, keep what they decoded, and answer the same cold, warm (each block, then each
-    file joined and searched by fingerprint) and with the cache off; keys of every shape."""
+    file joined and searched by integers) and with the cache off; keys of every shape."""
     base, keys, expected = _multi_block_index(tmp_path)
     table = HudiTable.open(base)
     slices, _ = rli_reader.slices(table)
@@ -340,3 +340,34 @@ def test_lookups_on_s3_read_base_files_by_range_once(tmp_path, s3_bucket, s3_ser
     assert rli_reader.lookup(table, wanted[::-1]) == {k: expected[k] for k in wanted if k in expected}
     warm = s3_server.requests()
     assert warm["total"] < cold["total"] and warm["bytes_sent"] < 20_000
+
+
+def test_keys_alike_for_long_stretches_look_up_the_same_cold_and_warm_across_small_blocks(tmp_path):
+    """A base file of keys sharing a long prefix and, past it, 8 bytes alike (a joined file is
+    searched by those 8 bytes as integers: ties are settled on the whole key) in blocks of a few
+    keys each: every present key (so each block's first and last), keys absent between two present
+    ones, shorter or longer than present ones or outside the file's prefix answer the same cold
+    (block by block) and warm (the file joined)."""
+    base, _, expected, _ = _indexed_table(tmp_path, file_groups=1)
+    table = HudiTable.open(base)
+    (current,), _ = rli_reader.slices(table)
+    path = join(layout.partition_path(base, RECORD_INDEX), current.base_file)
+    schema = HFileReader(ST.read_bytes(path)).file_info[b"schema"]
+    some = next(iter(expected.values()))
+    keys = sorted({f"tenant-0042/{i:04d}-same-{j}" for i in range(40) for j in (1, 2, 10, 11, 123)}
+                  | {"tenant-0042/0007", "tenant-0042/0008-same-"})
+    where = {k: Location(f"p={n % 7}", some.file_id, some.instant) for n, k in enumerate(keys)}
+    ST.write_bytes(path, write_hfile([(k, encode_location(where[k], current.base_file)) for k in keys],
+                                     {"schema": schema}, block_size=300))
+    absent = ["tenant-0042/0003-same-3", "tenant-0042/0003-same-100", "tenant-0042/0003-same-1\x00",
+              "tenant-0042/0003-same-1234567890", "tenant-0042/0007-", "tenant-0042/00", "tenant-0042/",
+              "tenant-0041/0001-same-1", "tenant-0042/9999-same-1", "", "zzz"]
+    asked = [*keys[::-1], *absent]
+    rli_reader.clear_cache()
+    table = HudiTable.open(base)
+    (current,), _ = rli_reader.slices(table)                                              # the new file's size
+    assert HFileReader.open(ST, path, current.base_size).block_count >= 20
+    assert rli_reader.lookup(table, asked) == where                                       # cold: block by block
+    assert (path, current.base_size, rli_reader.WHOLE_FILE) in rli_reader._BLOCKS         # every block read: joined
+    assert rli_reader.lookup(table, asked) == where                                       # warm: the file as one
+    assert rli_reader.lookup(table, absent + keys[5:9]) == {k: where[k] for k in keys[5:9]}
