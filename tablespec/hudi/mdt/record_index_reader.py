@@ -303,50 +303,52 @@ def _shared_start(cells: Cells) -> int | None:
     return start
 
 
-def _views(blocks: list[tuple[Cells, int]]) -> pa.Array:
-    """The location parts of the blocks' values as one Arrow binary-view array over the blocks'
-    own bytes (block i is its buffer i): numbered without copying them out one by one."""
-    out = []
-    for number, (cells, start) in enumerate(blocks):
-        buf = np.frombuffer(cells.data, np.uint8)
-        at = cells.value_start + start
-        length = (cells.value_end - at).astype("<i4")
-        view = np.empty((len(at), 4), "<i4")                       # length, first 4 bytes, buffer, offset
-        view[:, 0] = length
-        view[:, 2] = number
-        view[:, 3] = at
-        if len(buf) >= 4:                                          # a strided view: one gather
-            view[:, 1] = np.ndarray((len(buf) - 3,), "<i4", buffer=cells.data, strides=(1,))[np.minimum(at, len(buf) - 4)]
-        bytes_ = view.view(np.uint8)
-        short = np.flatnonzero(length <= 12)                       # held in the view itself, zero-padded
-        if len(short):
-            inline = buf[np.minimum(at[short, None] + np.arange(12), len(buf) - 1)]
-            inline[np.arange(12) >= length[short, None]] = 0
-            bytes_[short, 4:] = inline
-        out.append(view)
-    return pa.Array.from_buffers(pa.binary_view(), sum(len(v) for v in out),
-                                 [None, pa.py_buffer(np.concatenate(out)), *(pa.py_buffer(c.data) for c, _ in blocks)])
+def _block_views(cells: Cells, start: int, number: int) -> np.ndarray:
+    """Arrow binary-view structs (length, first 4 bytes, buffer `number`, offset) of the block's
+    values from their byte `start` on: best made while the block's bytes are in the CPU's cache."""
+    buf = np.frombuffer(cells.data, np.uint8)
+    at = cells.value_start + start
+    length = (cells.value_end - at).astype("<i4")
+    view = np.empty((len(at), 4), "<i4")
+    view[:, 0] = length
+    view[:, 2] = number
+    view[:, 3] = at
+    if len(buf) >= 4:                                          # a strided view: one gather
+        view[:, 1] = np.ndarray((len(buf) - 3,), "<i4", buffer=cells.data, strides=(1,))[np.minimum(at, len(buf) - 4)]
+    bytes_ = view.view(np.uint8)
+    short = np.flatnonzero(length <= 12)                       # held in the view itself, zero-padded
+    if len(short):
+        inline = buf[np.minimum(at[short, None] + np.arange(12), len(buf) - 1)]
+        inline[np.arange(12) >= length[short, None]] = 0
+        bytes_[short, 4:] = inline
+    return view
 
 
-def _decode_blocks(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> dict[int, _Located]:
-    """Blocks of a base file (their cells `read`) decoded and kept: their keys, and their values
-    numbered (one Arrow hash over all of them) in the index's `_Parts`; locations are decoded
-    later, for the keys a lookup finds."""
-    out = _numbered_together(hfile, schema, read) if read and _stored_layout(schema) else None
-    if out is None:
-        out = _numbered_apart(hfile, schema, read)
-    for n, located in out.items():
-        _keep((hfile.source, hfile.size, n), located)
-    return out
+def _views(blocks: list[tuple[Cells, np.ndarray]]) -> pa.Array:
+    """The blocks' values (their `_block_views`, block i numbered i) as one Arrow binary-view
+    array over the blocks' own bytes: hashed without copying them out one by one."""
+    return pa.Array.from_buffers(pa.binary_view(), sum(len(v) for _, v in blocks),
+                                 [None, pa.py_buffer(np.concatenate([v for _, v in blocks])),
+                                  *(pa.py_buffer(c.data) for c, _ in blocks)])
 
 
-def _numbered_together(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> dict[int, _Located] | None:
-    """The blocks' whole values hashed together, and the distinct ones (a file of Hudi's holds
-    ~7x fewer than keys) checked to share the bytes before their locations, which are numbered;
-    None if they do not share them."""
-    if any(not len(cells.rows) for cells in read.values()):
+@dataclass(frozen=True)
+class _Hashed:
+    """Blocks' whole values hashed together: which blocks, per value the number of its distinct
+    value, and the distinct values' location parts past the `prefix` they all share."""
+    blocks: tuple[int, ...]
+    indices: np.ndarray
+    parts: pa.Array
+    prefix: bytes
+
+
+def _hashed(read: dict[int, Cells], views: list[np.ndarray]) -> _Hashed | None:
+    """The values of blocks `read` (their `_block_views` from byte 0) hashed by Arrow, and the
+    distinct ones (a file of Hudi's holds ~7x fewer than keys) checked to share the bytes before
+    their locations; None if they do not. Touches no shared state: runs outside the lock."""
+    if not read or any(not len(cells.rows) for cells in read.values()):
         return None
-    encoded = pc.dictionary_encode(_views([(cells, 0) for cells in read.values()]))
+    encoded = pc.dictionary_encode(_views(list(zip(read.values(), views))))
     distinct = encoded.dictionary.cast(pa.binary())
     _, offsets, data = distinct.buffers()
     ends = np.frombuffer(offsets, np.int32, len(distinct) + 1, distinct.offset * 4).astype(np.int64)
@@ -355,13 +357,36 @@ def _numbered_together(hfile: HFileReader, schema: str, read: dict[int, Cells]) 
     start = _shared_start(Cells(empty, ends[:-1], ends[1:], raw))
     if start is None:
         return None
-    parts = _parts_of(hfile.source, schema)
     longest = int((ends[1:] - ends[:-1]).max())                  # (Arrow's slice without an end fails)
-    codes = parts.number(pc.binary_slice(distinct, start, longest))[encoded.indices.to_numpy()]
-    prefix = raw[int(ends[0]):int(ends[0]) + start]
+    return _Hashed(tuple(read), encoded.indices.to_numpy(), pc.binary_slice(distinct, start, longest),
+                   raw[int(ends[0]):int(ends[0]) + start])
+
+
+def _decode_blocks(hfile: HFileReader, schema: str, read: dict[int, Cells],
+                   hashed: _Hashed | None = None) -> dict[int, _Located]:
+    """Blocks of a base file (their cells `read`; `hashed`: their values, if hashed already)
+    decoded and kept: their keys, and their values numbered in the index's `_Parts`; locations
+    are decoded later, for the keys a lookup finds."""
+    if hashed is not None and hashed.blocks != tuple(read):
+        hashed = None                                 # another thread kept some of them meanwhile
+    if hashed is None and read and _stored_layout(schema):
+        hashed = _hashed(read, [_block_views(cells, 0, i) for i, cells in enumerate(read.values())])
+    out = _numbered_together(hfile, schema, read, hashed) if hashed is not None else _numbered_apart(hfile, schema, read)
+    for n, located in out.items():
+        _keep((hfile.source, hfile.size, n), located)
+    return out
+
+
+def _numbered_together(hfile: HFileReader, schema: str, read: dict[int, Cells], hashed: _Hashed) -> dict[int, _Located]:
+    """Blocks whose values share the bytes before their locations: the distinct location parts
+    numbered in the index's `_Parts`, each key given its value's number."""
+    parts = _parts_of(hfile.source, schema)
+    codes = parts.number(hashed.parts)[hashed.indices]
+    empty = np.empty(0, np.int64)
     out, at = {}, 0
     for n, cells in read.items():
-        out[n] = _Located(Cells(cells.rows, empty, empty, b""), codes[at:at + len(cells.rows)], parts, prefix, schema)
+        out[n] = _Located(Cells(cells.rows, empty, empty, b""), codes[at:at + len(cells.rows)], parts,
+                          hashed.prefix, schema)
         at += len(cells.rows)
     return out
 
@@ -384,7 +409,7 @@ def _numbered_apart(hfile: HFileReader, schema: str, read: dict[int, Cells]) -> 
         else:
             fast.append((n, cells, start))
     if fast:
-        encoded = pc.dictionary_encode(_views([(c, s) for _, c, s in fast]))
+        encoded = pc.dictionary_encode(_views([(c, _block_views(c, s, i)) for i, (_, c, s) in enumerate(fast)]))
         parts = _parts_of(hfile.source, schema)
         codes = parts.number(encoded.dictionary.cast(pa.binary()))[encoded.indices.to_numpy()]
         at = 0
@@ -435,14 +460,19 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     wanted = [int(blocks[g[0]]) for g in groups]
     with _LOCK:
         missing = [n for n in wanted if (path, current.base_size, n) not in _BLOCKS]
-    hfile.prefetch(missing)              # read and decompressed outside the lock: other threads work meanwhile
-    read = {n: hfile.cells(n) for n in missing}
+    hfile.prefetch(missing)              # read, decompressed and hashed outside the lock: other threads work meanwhile
+    read, views = {}, []
+    for n in missing:
+        read[n] = hfile.cells(n)
+        if _stored_layout(schema):
+            views.append(_block_views(read[n], 0, len(views)))      # while the block is in the CPU's cache
+    hashed = _hashed(read, views) if views else None
     with _LOCK:
         have = {n: _BLOCKS.get((path, current.base_size, n)) for n in wanted}
         for n in (n for n, found in have.items() if found is not None):
             _BLOCKS.move_to_end((path, current.base_size, n))       # recently used
         have.update(_decode_blocks(hfile, schema, {n: read[n] if n in read else hfile.cells(n)
-                                                   for n, found in have.items() if found is None}))
+                                                   for n, found in have.items() if found is None}, hashed))
         positions: list[np.ndarray] = []
         codes: list[np.ndarray] = []
         runs: list[tuple[_Located, int]] = []          # blocks in a row picking from the same values: where they start
