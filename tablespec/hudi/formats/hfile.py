@@ -40,7 +40,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import crc32c
 import fastavro
@@ -236,6 +236,9 @@ def _compress(data: bytes, codec: int) -> bytes:
             + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF))
 
 
+_INFLATE_ERROR = cast(type[Exception], isal_zlib.error)     # (its type stubs declare an instance)
+
+
 def _decompress(data: bytes, codec: int) -> bytes:
     """A block's data uncompressed; gzip by ISA-L's inflate (about three times zlib's speed: a cold
     record-index lookup inflates every block of the index). Raises zlib.error on bad bytes."""
@@ -249,7 +252,7 @@ def _decompress(data: bytes, codec: int) -> bytes:
             if not gz.eof:
                 raise zlib.error("truncated gzip stream")
             rest = gz.unused_data
-    except isal_zlib.error as e:
+    except _INFLATE_ERROR as e:
         raise zlib.error(str(e)) from None
     return b"".join(out)
 

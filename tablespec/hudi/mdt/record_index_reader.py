@@ -461,7 +461,8 @@ def _base_locations(storage: Storage, base: str, current: layout.Slice,
     with _LOCK:
         missing = [n for n in wanted if (path, current.base_size, n) not in _BLOCKS]
     hfile.prefetch(missing)              # read, decompressed and hashed outside the lock: other threads work meanwhile
-    read, views = {}, []
+    read: dict[int, Cells] = {}
+    views: list[np.ndarray] = []
     for n in missing:
         read[n] = hfile.cells(n)
         if _stored_layout(schema):
