@@ -199,14 +199,15 @@ class _Listed:
 class _Located:
     """One data block of a base file (or all of them), decoded: its keys (sorted) and each key's
     location. A whole file also has `ordinals`: each key's 8 bytes after the prefix all its keys
-    `share`, as big-endian integers, as sorted as the keys (a lookup searches integers)."""
+    share (`skip` bytes), as big-endian integers, as sorted as the keys (a lookup searches integers;
+    a key outside the prefix may share an integer, never its row)."""
     cells: Cells                 # rows only (no data kept)
     codes: np.ndarray            # per key: its location's number in `values`
     values: _Parts | _Listed     # the locations by number (one `_Parts` shared by an index's files)
     prefix: bytes                # the bytes before every value's location part (`_Parts` only)
     schema: str                  # the file's schema (JSON)
     ordinals: np.ndarray | None = None
-    shared: bytes = b""
+    skip: int = 0                # the length of the prefix all its keys share
 
     @property
     def nbytes(self) -> int:
@@ -221,16 +222,11 @@ class _Located:
             plain = np.flatnonzero([not k.endswith(b"\x00") for k in keys.tolist()])
             hit, at = self.find(np.array(keys[plain].tolist() or [b""], dtype="S")[:len(plain)])
             return plain[hit], at
-        rows, skip, width = self.cells.rows, len(self.shared), keys.dtype.itemsize
-        if skip > width or not len(keys):
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        raw = np.ascontiguousarray(keys).view(np.uint8).reshape(len(keys), width)
-        inside = np.flatnonzero((raw[:, :skip] == np.frombuffer(self.shared, np.uint8)).all(axis=1))
-        keys, wanted = keys[inside], _ordinals(raw[inside], skip)
+        rows, wanted = self.cells.rows, _ordinals(keys, self.skip)
         order = np.argsort(wanted)                       # sorted needles: each search starts where the last ended
         at = np.empty(len(wanted), np.int64)
         at[order] = np.minimum(np.searchsorted(self.ordinals, wanted[order]), len(rows) - 1)
-        same = self.ordinals[at] == wanted
+        same = self.ordinals[at] == wanted               # a present key has its row's integer
         hit = same & (rows[at] == keys)
         tied = np.flatnonzero(same & ~hit)               # keys alike in those 8 bytes: search the bytes
         if len(tied):
@@ -238,16 +234,20 @@ class _Located:
             ok = rows[near] == keys[tied]
             hit[tied[ok]], at[tied[ok]] = True, near[ok]
         hit = np.flatnonzero(hit)
-        return inside[hit], at[hit]
+        return hit, at[hit]
 
 
-def _ordinals(raw: np.ndarray, skip: int) -> np.ndarray:
-    """Bytes `skip` to `skip + 8` of each row of `raw` (uint8, one key a row, zero-padded) as
-    big-endian 64-bit integers: ordered as the keys are (ties aside)."""
-    out = np.zeros((len(raw), 8), np.uint8)
-    take = max(0, min(8, raw.shape[1] - skip))
-    out[:, :take] = raw[:, skip:skip + take]
-    return out.view(">u8").ravel()
+def _ordinals(rows: np.ndarray, skip: int) -> np.ndarray:
+    """Bytes `skip` to `skip + 8` of each of the numpy bytes `rows` (zero-padded) as 64-bit
+    integers read big-endian: ordered as the rows are (ties aside)."""
+    rows = np.ascontiguousarray(rows)
+    n, width = len(rows), rows.dtype.itemsize
+    if width >= skip + 8:                        # one strided read
+        return np.ndarray((n,), ">u8", buffer=rows, offset=skip, strides=(width,)).astype(np.uint64)
+    out = np.zeros((n, 8), np.uint8)
+    take = max(0, width - skip)
+    out[:, :take] = rows.view(np.uint8).reshape(n, width)[:, skip:skip + take]
+    return out.view(">u8").ravel().astype(np.uint64)
 
 
 _BLOCKS: OrderedDict[tuple[str, int, int], _Located] = OrderedDict()   # (path, size, block or WHOLE_FILE)
@@ -514,10 +514,9 @@ def _join_blocks(hfile: HFileReader) -> None:
                              first.values, first.prefix, first.schema)
         else:
             joined = np.concatenate(rows)                # the blocks in file order: the keys stay sorted
-            shared = os.path.commonprefix([joined[0], joined[-1]])
-            raw = joined.view(np.uint8).reshape(len(joined), joined.dtype.itemsize)
+            skip = len(os.path.commonprefix([joined[0], joined[-1]]))
             whole = _Located(Cells(joined, empty, empty, b""), codes, first.values, first.prefix, first.schema,
-                             _ordinals(raw, len(shared)), shared)
+                             _ordinals(joined, skip), skip)
         for key in keys:
             _cached_bytes -= _BLOCKS.pop(key).nbytes
         _BLOCKS[(hfile.source, hfile.size, WHOLE_FILE)] = whole
