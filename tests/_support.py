@@ -23,6 +23,16 @@ COW_FIXTURES = (
 MOR_FIXTURES = ("mor_parquet_v6_nonpartitioned", "mor_parquet_v6_simplekeygen_nonhivestyle")
 
 
+# Every JVM the tests start runs tiny jobs on two shared cores: the JIT's first tier alone and one GC
+# thread leave the cores to the work. A process started for a few jobs (a writer a test kills, a
+# local-cluster, a Hive or Hudi job beside the session) halves its CPU seconds (measured: 10-11 s ->
+# 5-6 s for a start and one job); the session's JVM and the Apache Hudi 1.x workers, which serve the
+# whole run, spend a fifth less (measured: 166-169 -> 132-133 CPU s on test_hudi_1x_upgrade.py and
+# test_engine_write.py). Nothing a test asserts depends on how the JVM compiles.
+TINY_JOBS_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": TINY_JOBS_JVM_OPTIONS}   # the environment of a subprocess that starts one
+
+
 def _junk(member: str) -> bool:
     """macOS archive litter: resource forks under __MACOSX/ and Finder's .DS_Store files."""
     parts = member.split("/")

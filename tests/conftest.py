@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from _support import S3_KEY_ID, S3_SECRET, unzip_fixture
+from _support import S3_KEY_ID, S3_SECRET, TINY_JOBS_JVM_OPTIONS, unzip_fixture
 
 # The S3 tests' credentials are in the environment from the start, as a user's would be: Spark's
 # Python workers inherit the environment of the JVM the session fixture starts, and take their
@@ -82,10 +82,12 @@ def _hudi_conf() -> tuple[dict[str, str], str | None]:
 @pytest.fixture(scope="session")
 def spark_session():
     """The one SparkSession of the test run: 2 threads, task retries allowed (tests make tasks fail),
-    with Apache Hudi loaded beside tablespec when its bundle is available."""
-    from tablespec.engine.session import get_spark
+    with Apache Hudi loaded beside tablespec when its bundle is available; its JVM is tuned for tiny jobs."""
+    from tablespec.engine.session import DRIVER_OPTIONS, get_spark
     hudi, missing = _hudi_conf()
-    session = get_spark("local[2,4]", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2", **hudi})
+    java = " ".join(filter(None, [hudi.pop(DRIVER_OPTIONS, None), TINY_JOBS_JVM_OPTIONS]))
+    session = get_spark("local[2,4]", {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2", **hudi,
+                                       DRIVER_OPTIONS: java})
     yield session, missing
     session.stop()
 

@@ -74,13 +74,13 @@ def assert_hudi_rs_agrees(table: Table) -> list[tuple]:
 
 def run_script(body: str, **env: str):
     """Run `body` (dedented) in a fresh Python process that imports this checkout and these helpers
-    (for local-cluster sessions and crash tests); returns the CompletedProcess."""
+    (for local-cluster sessions and crash tests) with a short-lived JVM's flags; returns the CompletedProcess."""
     import os
     import subprocess
     import sys
     import textwrap
 
-    from _support import ROOT
+    from _support import ROOT, SHORT_LIVED_JVM
     script = f"import sys\nsys.path.insert(0, {str(ROOT / 'tests' / 'engine')!r})\n" + textwrap.dedent(body)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **SHORT_LIVED_JVM, **env})

@@ -16,7 +16,7 @@ import fastavro
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from _support import ORDERS_SPEC, ROOT, storage_and_base
+from _support import ORDERS_SPEC, ROOT, SHORT_LIVED_JVM, storage_and_base
 from helpers import assert_hudi_rs_agrees, hudi_rs_table, make_table
 
 from tablespec.apply import Applier
@@ -302,7 +302,8 @@ def test_clustering_killed_mid_execution_reruns_its_plan(spark, tmp_path, wareho
     (specs / "orders.yaml").write_text(text)
     table = small_table(spark, warehouse, text)
     before = content(table)
-    env = {**os.environ, "TABLESPEC_CRASH_AT": point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, "TABLESPEC_CRASH_AT": point, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]",
+           **SHORT_LIVED_JVM}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", warehouse,
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -352,7 +353,7 @@ def test_clustering_a_record_level_table_moves_its_keys_in_the_index(spark, tmp_
     before = content(table)
     old_ids = {s.file_id for s in latest_files(table.location)}
     env = {**os.environ, "TABLESPEC_CRASH_AT": "before_completion", "PYTHONPATH": str(ROOT),
-           "TABLESPEC_SPARK_MASTER": "local[1]"}
+           "TABLESPEC_SPARK_MASTER": "local[1]", **SHORT_LIVED_JVM}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", str(warehouse),
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]

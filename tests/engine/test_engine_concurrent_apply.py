@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from _support import ROOT
+from _support import ROOT, SHORT_LIVED_JVM
 from helpers import assert_hudi_rs_agrees, make_table
 
 from tablespec.hudi.io import table_location
@@ -42,7 +42,7 @@ def test_two_applies_serialize_per_table(spark, tmp_path):
         path = tmp_path / f"{name}.yaml"
         path.write_text(SPEC.format(name=name, index="{type: BUCKET, numBuckets: 4}"))
         specs.append(str(path))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]", **SHORT_LIVED_JVM}
     cmd = [sys.executable, "-c", "import sys; from tablespec.cli import main; sys.exit(main())", "apply", *specs,
            "--warehouse", warehouse, "--auto-approve"]
     procs = [subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

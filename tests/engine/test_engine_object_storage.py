@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from _support import ORDERS_SPEC, ROOT, S3_KEY_ID, S3_SECRET, storage_and_base
+from _support import ORDERS_SPEC, ROOT, S3_KEY_ID, S3_SECRET, SHORT_LIVED_JVM, storage_and_base
 from helpers import make_table, rows, tablespec_rows
 
 from tablespec.apply import Applier
@@ -142,7 +142,8 @@ def test_killed_apply_is_rolled_back_and_redone(spark, warehouse, tmp_path, monk
     specs.mkdir()
     target = SIMPLE.replace("{type: SIMPLE}", "{type: BUCKET, numBuckets: 2}")
     (specs / "orders.yaml").write_text(target)
-    env = {**os.environ, "TABLESPEC_CRASH_AT": "before_completion", "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+    env = {**os.environ, "TABLESPEC_CRASH_AT": "before_completion", "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]",
+           **SHORT_LIVED_JVM}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse", warehouse,
                            "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]

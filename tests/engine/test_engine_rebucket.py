@@ -8,7 +8,7 @@ import sys
 from decimal import Decimal
 
 import pytest
-from _support import ORDERS_SPEC, ROOT
+from _support import ORDERS_SPEC, ROOT, SHORT_LIVED_JVM
 from helpers import assert_hudi_rs_agrees, make_table
 from test_engine_write import java_bucket
 
@@ -134,7 +134,7 @@ def test_bootstrap_killed_at_any_point_recovers(spark, tmp_path, warehouse, monk
     before = content(table)
     (specs / "orders.yaml").write_text(ORDERS_SPEC.replace("numBuckets: 16", "numBuckets: 4"))
     env = {**os.environ, "TABLESPEC_CRASH_AT": point, "TABLESPEC_REWRITE_BATCH_BYTES": "1",
-           "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]"}
+           "PYTHONPATH": str(ROOT), "TABLESPEC_SPARK_MASTER": "local[1]", **SHORT_LIVED_JVM}
     proc = subprocess.run([sys.executable, "-m", "tablespec.cli", "apply", str(specs), "--warehouse",
                            warehouse, "--auto-approve"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]

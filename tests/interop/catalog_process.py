@@ -36,11 +36,12 @@ def hive_sync_step(base: str, database: str, table: str, partition_fields: list[
 
 
 def run_steps(metastore: Path, steps: list[dict], timeout: float = 600) -> list:
-    """Run `steps` in one subprocess against `metastore`; each step's result (rows, or None)."""
+    """Run `steps` in one subprocess (a short-lived JVM) against `metastore`; each step's result (rows, or None)."""
+    from _support import SHORT_LIVED_JVM
     with tempfile.TemporaryDirectory(prefix="catalog-process-") as tmp:
         steps_file, results_file = Path(tmp, "steps.json"), Path(tmp, "results.json")
         steps_file.write_text(json.dumps(steps))
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **SHORT_LIVED_JVM}
         done = subprocess.run([sys.executable, __file__, str(metastore), str(steps_file), str(results_file)],
                               capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
         if not results_file.exists():
@@ -58,6 +59,7 @@ def standalone_metastore(db: Path, timeout: float = 120):
     import socket
 
     import pyspark
+    from _support import SHORT_LIVED_JVM
 
     from tablespec.catalog.metastore import EmbeddedMetastore, spark_conf
     from tablespec.engine.hudi_bundle import sqlite_jdbc_jar
@@ -73,7 +75,7 @@ def standalone_metastore(db: Path, timeout: float = 120):
            "--hiveconf", "hive.metastore.warehouse.dir=" + str(db.parent / "hms-warehouse"),
            *[a for c in conf for a in ("--hiveconf", c)]]
     log = open(db.parent / "metastore.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **SHORT_LIVED_JVM})
     try:
         deadline = time.monotonic() + timeout
         while True:

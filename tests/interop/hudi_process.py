@@ -120,10 +120,12 @@ class HudiProcess:
         return answer["results"]
 
     def _start(self) -> subprocess.Popen:
+        from _support import SHORT_LIVED_JVM  # the flags for tiny jobs, on a JVM kept for the run too
         self.close()
         self._home = tempfile.TemporaryDirectory(prefix="hudi-process-")
         paths = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        env = {**os.environ, "TABLESPEC_HUDI_VERSION": self.version, "PYTHONPATH": os.pathsep.join([str(ROOT), *paths])}
+        env = {**os.environ, **SHORT_LIVED_JVM, "TABLESPEC_HUDI_VERSION": self.version,
+               "PYTHONPATH": os.pathsep.join([str(ROOT), *paths])}
         with open(Path(self._home.name, "stderr.log"), "w") as log:
             self._worker = subprocess.Popen([sys.executable, __file__, str(self.jar)], stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=log, text=True, env=env,

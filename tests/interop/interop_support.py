@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 
-from _support import cli  # noqa: F401 (tests import it from here)
+from _support import SHORT_LIVED_JVM, cli  # noqa: F401 (tests import them from here)
 from helpers import hudi_rs_rows, rows, tablespec_rows  # tests/engine, put on sys.path by conftest
 
 from tablespec.engine.reader import to_arrow
@@ -135,14 +135,6 @@ def rejected_properties(spark, props: dict[str, str]) -> dict[str, str]:
 def _java_message(e: Exception) -> str:
     java = getattr(e, "java_exception", None)
     return str(java.toString()) if java is not None else str(e).splitlines()[0]
-
-
-# --- processes the tests kill ------------------------------------------------------------------
-
-# A writer a test kills starts a JVM of its own for a few tiny jobs: the JIT's first tier alone and one
-# GC thread halve that JVM's CPU seconds (measured: 10-11 s -> 5-6 s for a start and one job), which on
-# two shared cores is the test's wall time. Nothing a test asserts depends on how the JVM compiles.
-SHORT_LIVED_JVM = {"JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
 
 
 # --- the CLI as a user runs it -----------------------------------------------------------------

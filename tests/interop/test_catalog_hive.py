@@ -7,6 +7,7 @@ and Hudi's sync into an empty metastore registers what tablespec registered.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sqlite3
@@ -14,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from _support import EXAMPLES
+from _support import EXAMPLES, SHORT_LIVED_JVM
 from catalog_process import hive_sync_step, run_steps, sql_step
 from report.chromium import assert_page_renders
 
@@ -160,7 +161,8 @@ def test_the_demos_tables_answer_spark_sql_by_name(spark, tmp_path, monkeypatch,
     command = next(line.strip() for line in out.splitlines() if line.strip().startswith("spark-sql --properties-file"))
     argv = shlex.split(command)
     argv[-1] += "; SELECT count(*) FROM analytics.events; SELECT count(*) FROM sales.customers"
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, **SHORT_LIVED_JVM})
     assert done.returncode == 0, done.stderr[-3000:]
 
     def read(name: str):   # tablespec's read of the demo table
