@@ -148,11 +148,12 @@ def _replaced_options(name: str, operation: str, extra: dict) -> dict[str, str]:
 
 def _spanning_ranges(location) -> list[tuple[str, str | None]]:
     """Ranges over the requested and completion times of the completed instants, each spanning three
-    or four of those times (so every replacecommit and compaction is inside some ranges and at
-    either end of others), and the whole timeline."""
+    of those times (so every time begins one range, ends another and lies inside two: every
+    replacecommit and compaction is inside some ranges and at either end of others), and the whole
+    timeline."""
     timeline = HudiTable.open(str(location)).timeline
     points = sorted({"0", *(i.timestamp for i in timeline.completed()), *(i.completed_at for i in timeline.completed())})
-    return [(b, e) for n, b in enumerate(points) for e in points[n + 3:n + 5]] + [("0", None)]
+    return [(b, e) for n, b in enumerate(points) for e in points[n + 3:n + 4]] + [("0", None)]
 
 
 def _write_replaced(hudi, location, version: int, process) -> None:
