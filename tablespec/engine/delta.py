@@ -17,7 +17,6 @@ from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.merge_on_read import MergeRules, counting, slice_reads
 from tablespec.hudi.table import HudiTable
 
-
 TARGETS_WITHOUT_SCAN = 4096
 """The most latest slices a deltacommit targets all of, without a Spark pass to find the batch's
 partitions: their targets, pickled into every task, cost less than that pass's Python stage (about

@@ -33,9 +33,10 @@ def test_an_input_that_changes_between_reads_is_refused_before_it_hides_a_slice(
     would get a new base file for an existing file group, hiding its committed rows. The write is
     refused and nothing is lost. A table with few file groups targets them all (no first read): the
     same input lands in a log file wherever it goes."""
-    from tablespec.engine import delta
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
+
+    from tablespec.engine import delta
 
     table = make_table(spark, tmp_path, SPEC)
     table.write(spark.createDataFrame([("k1", 1, "d1"), ("k2", 2, "d2")], "id string, v int, dt string"))
