@@ -1,7 +1,7 @@
 """The driver's part of a deltacommit on a merge-on-read table: where each file group's log file
 goes and how its stored rows are read, decided from the timeline and the file-system view, for
-the partitions the batch writes only (a deltacommit touches no file group elsewhere, and every
-task gets the job)."""
+the partitions the batch writes (a deltacommit touches no file group elsewhere, and every task gets
+the job), or for all of a table with few file groups (`target_partitions`)."""
 from __future__ import annotations
 
 import functools
@@ -16,6 +16,20 @@ from tablespec.engine.tasks import LogTarget, WriteJob
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.merge_on_read import MergeRules, counting, slice_reads
 from tablespec.hudi.table import HudiTable
+
+TARGETS_WITHOUT_SCAN = 4096
+"""The most latest slices a deltacommit targets all of, without a Spark pass to find the batch's
+partitions: their targets, pickled into every task, cost less than that pass's Python stage (about
+a tenth of a small deltacommit, measured)."""
+
+
+def target_partitions(df, job: WriteJob, partitions: frozenset[str], slices: int, moves: bool) -> frozenset[str]:
+    """The partitions of the table (`partitions`, holding `slices` latest slices) whose file groups a
+    deltacommit of `df` targets: all of them when keys `moves` partition (RECORD_LEVEL: a key leaves a
+    file group of another partition) or when they are few; else the batch's (`batch_partitions`)."""
+    if moves or slices <= TARGETS_WITHOUT_SCAN:
+        return partitions
+    return batch_partitions(df, job)
 
 
 def batch_partitions(df, job: WriteJob) -> frozenset[str]:

@@ -22,7 +22,7 @@ from tablespec.engine import tasks
 from tablespec.engine.commit import Transaction, commit_metadata, locked, table_lock
 from tablespec.engine.compaction import after_deltacommit, running
 from tablespec.engine.compaction import run as run_compaction
-from tablespec.engine.delta import batch_partitions, log_targets, untargeted
+from tablespec.engine.delta import log_targets, target_partitions, untargeted
 from tablespec.engine.schema import conform, data_schema
 from tablespec.engine.session import job_description
 from tablespec.errors import HudiFormatError, TablespecError
@@ -326,8 +326,8 @@ class TableWriter:
         if delta is None:
             return job
         # RECORD_LEVEL: a key moving partition leaves a file group of another partition (a delete block)
-        partitions = (frozenset(s.partition for s in slices) if spec.index.type == "RECORD_LEVEL"
-                      else batch_partitions(delta, job))
+        partitions = target_partitions(delta, job, frozenset(s.partition for s in slices), len(slices),
+                                       moves=spec.index.type == "RECORD_LEVEL")
         # version 9 SIMPLE / BLOOM: blocks name their records' base-file rows, as Hudi 1.2's (measured; its
         # BUCKET and RECORD_INDEX writes name none)
         return dataclasses.replace(job, **log_targets(self.table, view, instant_ts, partitions, job.no_fill),

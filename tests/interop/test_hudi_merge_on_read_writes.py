@@ -149,9 +149,12 @@ def test_tablespec_deltacommits_read_as_hudi_reads_them(hudi, tmp_path, capsys):
     _assert_listing_is_storage(location)
 
 
-def test_a_deltacommit_ships_the_log_targets_of_the_partitions_it_writes_only(hudi, tmp_path, capsys):
-    """Every task gets the job: a deltacommit into one partition of a three-partition table carries
-    the log targets (and slice reads) of that partition's file groups, none of the others'."""
+def test_a_deltacommit_ships_the_log_targets_of_the_partitions_it_writes_only(hudi, tmp_path, capsys, monkeypatch):
+    """Every task gets the job: a deltacommit into one partition of a three-partition table with many
+    file groups carries the log targets (and slice reads) of that partition's file groups, none of the
+    others'; a table with few file groups ships them all, without a Spark pass to find the partitions."""
+    from tablespec.engine import delta
+
     location = tmp_path / "mor_partitions"
     rows = [(k, 1, f"2024-01-0{p}", 1) for p in (1, 2, 3) for k in ("a", "b", "c", "d")]
     hudi_write(hudi.createDataFrame([(f"{k}{dt[-1]}", v, dt, ts) for k, v, dt, ts in rows], SCHEMA), str(location),
@@ -163,7 +166,11 @@ def test_a_deltacommit_ships_the_log_targets_of_the_partitions_it_writes_only(hu
     assert {s.partition for s in view.latest_slices()} == {"2024-01-01", "2024-01-02", "2024-01-03"}
     writer = TableWriter(hudi, table.spec, table.table)
     batch = conform(hudi.createDataFrame([("a2", 5, "2024-01-02", 2), ("z", 5, "2024-01-02", 2)], SCHEMA), table.spec)
-    job = writer._job("20990101000000000", "upsert", view, table.table.table_config.to_properties(), batch)
+    props = table.table.table_config.to_properties()
+    assert set(writer._job("20990101000000000", "upsert", view, props, batch).log_targets) == {
+        s.file_id for s in view.latest_slices()}
+    monkeypatch.setattr(delta, "TARGETS_WITHOUT_SCAN", 1)   # the table's six file groups count as many
+    job = writer._job("20990101000000000", "upsert", view, props, batch)
     mine = {s.file_id for s in view.latest_slices() if s.partition == "2024-01-02"}
     assert set(job.log_targets) == mine and len(mine) == 2
     assert {t.partition for t in job.log_targets.values()} == {t.read.partition for t in job.log_targets.values()} \

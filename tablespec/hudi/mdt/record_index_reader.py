@@ -604,9 +604,22 @@ def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[by
 
 
 def log_entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> int:
-    """How many keys the file group's log blocks that count settle (each block decoded: a check)."""
-    return len(reader.damaged_if_unreadable(RECORD_INDEX, lambda: _log_cells(
-        table.storage, table.base, current, valid, None)))
+    """How many records the file group's log blocks that count hold, each block decoded (a check,
+    as a lookup decodes them): its cells found, no record made a Python object, so a write's check
+    of a large index costs its blocks' decoding, not a dict of every key."""
+    return reader.damaged_if_unreadable(RECORD_INDEX, lambda: _log_records(table.storage, table.base, current, valid))
+
+
+def _log_records(storage: Storage, base: str, current: layout.Slice, valid: set[str]) -> int:
+    found = 0
+    for path, block in reader.log_blocks(storage, base, current, valid):
+        if block.type == BlockType.DELETE:
+            found += len(_deleted(path, block))
+            continue
+        reader.block_schema(RECORD_INDEX, path, block)
+        hfile = HFileReader(block.content, path)
+        found += sum(len(hfile.cells(n).value_start) for n in range(hfile.block_count))
+    return found
 
 
 def entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[str, dict[str, Any]]:
