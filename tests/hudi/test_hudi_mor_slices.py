@@ -207,3 +207,20 @@ def test_log_only_slices_merge_their_keys_by_the_table_schemas_ordering_field(tm
     table = _log_only_table(str(tmp_path / "t"))
     keys = data_locations(table).select(["partition_path", "key"]).to_pylist()
     assert sorted((r["partition_path"], r["key"]) for r in keys) == [("p2", "c")]
+
+
+def test_a_long_run_of_blocks_merges_each_key_over_all_of_them():
+    """Many small blocks (a slice after many deltacommits), a key's versions interleaved across them:
+    the greatest ordering value wins, ties to the later write; a version without an ordering value
+    loses to one with it (the base file's row too); after a natural delete the next version wins."""
+    blocks = [_records("2", ("a", 10, 6, None), ("b", 20, None, None), ("e", 50, 3, None)),
+              _records("3", ("a", 11, 6, None), ("c", 30, 4, None)),
+              [("x.log.2", delete_block("4", [("a", ""), ("e", "")]))],
+              _records("5", ("a", 12, 1, None), ("d", 40, None, None)),
+              _records("6", ("d", 41, None, None), ("e", 51, 0, None)),
+              _records("7", ("d", 42, 2, None), ("a", 13, 9, True)),
+              _records("8", ("d", 43, None, None))]
+    assert _merged(EVENT, BASE, *blocks) == {"b": 2, "c": 3, "d": 42, "e": 51}
+    assert _merged(PAYLOAD_V6, BASE, *blocks) == {"b": 20, "c": 30, "d": 42, "e": 51}
+    assert _merged(COMMIT, BASE, *blocks) == {"b": 20, "c": 30, "d": 43, "e": 51}
+    assert _merged(EVENT, [("a", 1, 5), ("e", 5, 1)], *blocks[:4]) == {"a": 1, "b": 20, "c": 30, "d": 40}
