@@ -18,16 +18,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.arrow.align import align_to_schema, arrow_type
+from tablespec.arrow.avro_rows import RawFields, raw_fields, records_table
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import TableConfig
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.base_keys import base_file_keys
-from tablespec.hudi.formats.logfile import BlockType, LogBlock, avro_records, delete_records, parquet_block_table
+from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock, avro_records, delete_records, parquet_block_table
 from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.io import Storage
 from tablespec.hudi.merge_on_read import (
@@ -67,6 +69,7 @@ class _LogRecords:
         self.tables: list[pa.Table] = []
         self.rows = 0                       # data rows gathered (tables and pending)
         self.pending: list[tuple[str, LogBlock, list[dict[str, Any]]]] = []
+        self.pending_fields: RawFields | None = None      # how the pending records were decoded
         self.segments: list[range | _Deletes] = []
 
     def add(self, path: str, block: LogBlock) -> None:
@@ -76,8 +79,13 @@ class _LogRecords:
                 self.segments.append(_Deletes(path, block, [(k, o if o != 0 else None)
                                                             for k, _, o in delete_records(block)]))
             elif block.type == BlockType.AVRO_DATA:
-                records = avro_records(block)
+                text = block.header.get(Header.SCHEMA)
+                fields = raw_fields(text, self.wanted) if text is not None else None
+                if fields is not self.pending_fields:
+                    self._flush()
+                records = avro_records(block, writer_schema=fields.writer if fields is not None else None)
                 self.pending.append((path, block, records))
+                self.pending_fields = fields
                 self._extend(len(records))
             else:
                 self._flush()
@@ -96,14 +104,15 @@ class _LogRecords:
         self.rows += n
 
     def _flush(self) -> None:
-        if not self.pending:
+        if not self.pending or self.pending_fields is None:
             return
+        fields = self.pending_fields
         try:
-            self.tables.append(pa.Table.from_pylist([r for _, _, rs in self.pending for r in rs], schema=self.wanted))
+            self.tables.append(records_table([r for _, _, rs in self.pending for r in rs], fields, self.wanted))
         except Exception:  # noqa: BLE001 - some block's records do not convert: name it
             for path, block, records in self.pending:
                 try:
-                    pa.Table.from_pylist(records, schema=self.wanted)
+                    records_table(records, fields, self.wanted)
                 except Exception as e:  # noqa: BLE001 - pyarrow raises several types for values of another type
                     raise damaged(path, block, e) from None
             raise
@@ -123,11 +132,11 @@ class _LogRecords:
         for segment in self.segments:
             if isinstance(segment, range):
                 part = data.slice(segment.start, len(segment))
-                keys.append(part.column(RECORD_KEY))
-                order.append(part.column(self.ordering_field).cast(kind) if self.ordering_field
-                             else pa.nulls(part.num_rows, kind))
-                deleted.append(part.column(IS_DELETED).fill_null(False))
-                rows.append(pa.array(segment, pa.int64()))
+                keys.extend(part.column(RECORD_KEY).chunks)      # chunks: a list of arrays concatenates at once
+                order.extend(part.column(self.ordering_field).cast(kind).chunks if self.ordering_field
+                             else [pa.nulls(part.num_rows, kind)])
+                deleted.extend(part.column(IS_DELETED).fill_null(False).chunks)
+                rows.append(pa.array(np.arange(segment.start, segment.stop, dtype=np.int64)))
                 continue
             keys.append(pa.array([k for k, _ in segment.found], pa.string()))
             try:
@@ -154,7 +163,7 @@ def _latest_versions(events: pa.Table, mode: str) -> pa.Table:
     COMMIT_TIME: the last. EVENT_TIME: after a key's last natural delete (which wins over everything
     before it and loses to anything after), the greatest ordering value, ties to the later; a version
     without an ordering value loses to one with it. A sort then each key's last: no per-record step."""
-    seq = pa.array(range(events.num_rows), pa.int64())
+    seq = pa.array(np.arange(events.num_rows, dtype=np.int64))
     ordering = events.column("ordering")
     natural = pc.and_(events.column("deleted"), pc.is_null(ordering))
     events = events.append_column("natural", natural)
