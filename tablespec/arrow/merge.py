@@ -59,8 +59,8 @@ class _Deletes:
 
 class _LogRecords:
     """A slice's log records in order, as merge events: the data blocks' records gathered into one
-    table (consecutive Avro blocks decoded into one list and converted once: a slice of many small
-    blocks pays Arrow's per-conversion cost once, not per block) and the delete blocks' keys, in
+    table (consecutive Avro blocks of one writer schema decoded into one list and converted once: a
+    slice of many small blocks pays Arrow's per-conversion cost once, not per block) and the delete blocks' keys, in
     segments of log order (a `range` of data rows, or `_Deletes`)."""
 
     def __init__(self, schema: pa.Schema, ordering_field: str | None):
@@ -104,9 +104,10 @@ class _LogRecords:
         self.rows += n
 
     def _flush(self) -> None:
-        if not self.pending or self.pending_fields is None:
+        if not self.pending:
             return
         fields = self.pending_fields
+        assert fields is not None, "pending records were decoded by their schema's fields"
         try:
             self.tables.append(records_table([r for _, _, rs in self.pending for r in rs], fields, self.wanted))
         except Exception:  # noqa: BLE001 - some block's records do not convert: name it
