@@ -8,7 +8,9 @@ order, then record order), by the rules' `mode`; a delete (a delete block's key,
 rules' `base_mode`. Under COMMIT_TIME ordering the later version wins; under EVENT_TIME ordering
 the later wins unless the earlier's ordering value is greater, and a delete without an ordering
 value always wins (Hudi's natural-order delete). Keys only the base file holds are taken as they
-are, without a per-record step.
+are. No step is per record or per block: a slice's data records are gathered into one table and each
+key's winner is found by one sort, so a slice with many small log files (a long run of
+deltacommits) costs about what its records do.
 """
 from __future__ import annotations
 
@@ -16,16 +18,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.arrow.align import align_to_schema, arrow_type
+from tablespec.arrow.avro_rows import RawFields, raw_fields, records_table
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import TableConfig
 from tablespec.hudi.formats.avro import from_avro_schema
 from tablespec.hudi.formats.base_keys import base_file_keys
-from tablespec.hudi.formats.logfile import BlockType, LogBlock, avro_records, delete_records, parquet_block_table
+from tablespec.hudi.formats.logfile import BlockType, Header, LogBlock, avro_records, delete_records, parquet_block_table
 from tablespec.hudi.fs_view import FileSlice
 from tablespec.hudi.io import Storage
 from tablespec.hudi.merge_on_read import (
@@ -46,49 +50,145 @@ RECORD_KEY, IS_DELETED = "_hoodie_record_key", "_hoodie_is_deleted"
 
 
 @dataclass(frozen=True)
-class _Version:
-    ordering: Any
-    deleted: bool
-    table: int          # -1: the base file; else the index of the log table
-    row: int
+class _Deletes:
+    """A delete block's keys with their ordering values (None: a natural delete)."""
+    path: str
+    block: LogBlock
+    found: list[tuple[str, Any]]
 
 
-def _wins(mode: str, old: _Version, new: _Version) -> bool:
-    if mode != EVENT_TIME:
-        return True
-    if new.deleted and new.ordering is None or old.deleted and old.ordering is None:
-        return True
-    if old.ordering is None or new.ordering is None:
-        return new.ordering is not None or old.ordering is None
-    return not old.ordering > new.ordering
+class _LogRecords:
+    """A slice's log records in order, as merge events: the data blocks' records gathered into one
+    table (consecutive Avro blocks of one writer schema decoded into one list and converted once: a
+    slice of many small blocks pays Arrow's per-conversion cost once, not per block) and the delete blocks' keys, in
+    segments of log order (a `range` of data rows, or `_Deletes`)."""
 
+    def __init__(self, schema: pa.Schema, ordering_field: str | None):
+        self.wanted = schema if IS_DELETED in schema.names else pa.schema([*schema, pa.field(IS_DELETED, pa.bool_())])
+        self.ordering_field = ordering_field if ordering_field in schema.names else None
+        self.tables: list[pa.Table] = []
+        self.rows = 0                       # data rows gathered (tables and pending)
+        self.pending: list[tuple[str, LogBlock, list[dict[str, Any]]]] = []
+        self.pending_fields: RawFields | None = None      # how the pending records were decoded
+        self.segments: list[range | _Deletes] = []
 
-def block_table(path: str, block: LogBlock, schema: pa.Schema) -> pa.Table:
-    """A data block's records as `schema`'s columns (one the block lacks is null; `_hoodie_is_deleted`
-    kept when the block has it)."""
-    wanted = pa.schema([*schema, pa.field(IS_DELETED, pa.bool_())]) if IS_DELETED not in schema.names else schema
-    try:
-        if block.type == BlockType.AVRO_DATA:
-            return pa.Table.from_pylist(avro_records(block), schema=wanted)
-        return align_to_schema(parquet_block_table(block, wanted.names), wanted)
-    except Exception as e:  # noqa: BLE001 - fastavro and pyarrow raise several types for bytes that are not records
-        raise damaged(path, block, e) from None
-
-
-def _decoded(path: str, block: LogBlock, schema: pa.Schema, ordering_field: str | None):
-    """A block's versions as (key, ordering value, deleted, row) and, for a data block, its table."""
-    if block.type == BlockType.DELETE:
+    def add(self, path: str, block: LogBlock) -> None:
+        """Take a data or delete block that counts; LogFileDamaged naming the file when it does not decode."""
         try:
-            deleted = delete_records(block)
-        except Exception as e:  # noqa: BLE001 - a counting block that does not decode is damage
+            if block.type == BlockType.DELETE:
+                self.segments.append(_Deletes(path, block, [(k, o if o != 0 else None)
+                                                            for k, _, o in delete_records(block)]))
+            elif block.type == BlockType.AVRO_DATA:
+                text = block.header.get(Header.SCHEMA)
+                fields = raw_fields(text, self.wanted) if text is not None else None
+                if fields is not self.pending_fields:
+                    self._flush()
+                records = avro_records(block, writer_schema=fields.writer if fields is not None else None)
+                self.pending.append((path, block, records))
+                self.pending_fields = fields
+                self._extend(len(records))
+            else:
+                self._flush()
+                table = align_to_schema(parquet_block_table(block, self.wanted.names), self.wanted)
+                self.tables.append(table)
+                self._extend(table.num_rows)
+        except Exception as e:  # noqa: BLE001 - fastavro and pyarrow raise several types for bytes that are not records
             raise damaged(path, block, e) from None
-        return None, [(k, o if o != 0 else None, True, 0) for k, _, o in deleted]
-    table = block_table(path, block, schema)
-    keys = table.column(RECORD_KEY).to_pylist()
-    order = (table.column(ordering_field).to_pylist() if ordering_field in table.column_names
-             else [None] * table.num_rows)
-    flags = table.column(IS_DELETED).fill_null(False).to_pylist()
-    return table, [(k, o, bool(d), r) for r, (k, o, d) in enumerate(zip(keys, order, flags))]
+
+    def _extend(self, n: int) -> None:
+        last = self.segments[-1] if self.segments else None
+        if isinstance(last, range):          # data right after data: one segment
+            self.segments[-1] = range(last.start, last.stop + n)
+        else:
+            self.segments.append(range(self.rows, self.rows + n))
+        self.rows += n
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        fields = self.pending_fields
+        assert fields is not None, "pending records were decoded by their schema's fields"
+        try:
+            self.tables.append(records_table([r for _, _, rs in self.pending for r in rs], fields, self.wanted))
+        except Exception:  # noqa: BLE001 - some block's records do not convert: name it
+            for path, block, records in self.pending:
+                try:
+                    records_table(records, fields, self.wanted)
+                except Exception as e:  # noqa: BLE001 - pyarrow raises several types for values of another type
+                    raise damaged(path, block, e) from None
+            raise
+        self.pending = []
+
+    def data(self) -> pa.Table:
+        """Every data record, in log order."""
+        self._flush()
+        return pa.concat_tables(self.tables) if self.tables else self.wanted.empty_table()
+
+    def events(self, data: pa.Table) -> pa.Table:
+        """One row per version in log order: key, ordering value, deleted, row (in `data`; -1 for a
+        delete block's key)."""
+        kind = self._ordering_type()
+        keys, order, deleted, rows = [pa.array([], pa.string())], [pa.array([], kind)], [pa.array([], pa.bool_())], \
+            [pa.array([], pa.int64())]
+        for segment in self.segments:
+            if isinstance(segment, range):
+                part = data.slice(segment.start, len(segment))
+                keys.extend(part.column(RECORD_KEY).chunks)      # chunks: a list of arrays concatenates at once
+                order.extend(part.column(self.ordering_field).cast(kind).chunks if self.ordering_field
+                             else [pa.nulls(part.num_rows, kind)])
+                deleted.extend(part.column(IS_DELETED).fill_null(False).chunks)
+                rows.append(pa.array(np.arange(segment.start, segment.stop, dtype=np.int64)))
+                continue
+            keys.append(pa.array([k for k, _ in segment.found], pa.string()))
+            try:
+                order.append(pa.array([o for _, o in segment.found], kind))
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+                raise damaged(segment.path, segment.block, e) from None
+            deleted.append(pa.array([True] * len(segment.found)))
+            rows.append(pa.array([-1] * len(segment.found), pa.int64()))
+        return pa.table({"key": pa.chunked_array(keys, pa.string()), "ordering": pa.chunked_array(order, kind),
+                         "deleted": pa.chunked_array(deleted, pa.bool_()),
+                         "row": pa.chunked_array(rows, pa.int64())}).combine_chunks()
+
+    def _ordering_type(self) -> pa.DataType:
+        """The ordering values' type: the ordering field's; without it in the schema, what the delete
+        blocks' values convert to (the data records have none)."""
+        if self.ordering_field is not None:
+            return self.wanted.field(self.ordering_field).type
+        values = [o for s in self.segments if isinstance(s, _Deletes) for _, o in s.found]
+        return pa.array(values).type if any(v is not None for v in values) else pa.null()
+
+
+def _latest_versions(events: pa.Table, mode: str) -> pa.Table:
+    """Each key's winning version among `events` (in log order; kept in it), with `natural` added.
+    COMMIT_TIME: the last. EVENT_TIME: after a key's last natural delete (which wins over everything
+    before it and loses to anything after), the greatest ordering value, ties to the later; a version
+    without an ordering value loses to one with it. A sort then each key's last: no per-record step."""
+    seq = pa.array(np.arange(events.num_rows, dtype=np.int64))
+    ordering = events.column("ordering")
+    natural = pc.and_(events.column("deleted"), pc.is_null(ordering))
+    events = events.append_column("natural", natural)
+    columns = {"key": events.column("key"), "seq": seq}
+    sort = [("key", "ascending")]
+    if mode == EVENT_TIME:
+        if pc.any(natural).as_py():      # (a plain upsert's logs have none: no grouping to pay for)
+            last = pa.table({"key": columns["key"], "natural": pc.if_else(natural, seq, None)}) \
+                .group_by("key").aggregate([("natural", "max")])
+            cut = pc.take(last.column("natural_max"), pc.index_in(columns["key"], value_set=last.column("key")))
+            columns["after"] = pc.fill_null(pc.greater_equal(seq, cut), True)
+            sort.append(("after", "ascending"))
+        columns["ordered"] = pc.is_valid(ordering)
+        sort.append(("ordered", "ascending"))
+        if not pa.types.is_null(ordering.type):
+            columns["ordering"] = ordering
+            sort.append(("ordering", "ascending"))
+    order = pc.sort_indices(pa.table(columns), sort_keys=[*sort, ("seq", "ascending")])
+    keys = pc.take(columns["key"], order)
+    n = events.num_rows
+    last_of_key = pa.concat_arrays([pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).combine_chunks(),
+                                    pa.array([True])]) if n else pa.array([], pa.bool_())
+    winners = pc.filter(order, last_of_key)
+    return events.take(pc.take(winners, pc.sort_indices(winners)))
 
 
 def merge_slice(base: pa.Table | None, blocks: Sequence[tuple[str, LogBlock]], rules: MergeRules,
@@ -96,40 +196,30 @@ def merge_slice(base: pa.Table | None, blocks: Sequence[tuple[str, LogBlock]], r
     """The slice's rows as `schema` (`base`: the base file's rows as `schema`, None without one),
     merged as the module says; `scan` counts the logs' data records and merged keys."""
     base = schema.empty_table() if base is None else base
-    tables: list[pa.Table] = []
-    events: list[list[tuple[str, Any, bool, int, int]]] = []   # per block: (key, ordering, deleted, table, row)
+    logs = _LogRecords(schema, rules.ordering_field)
     for path, block in blocks:
-        table, found = _decoded(path, block, schema, rules.ordering_field)
-        index = -2
-        if table is not None:
-            index = len(tables)
-            tables.append(table)
-            if scan is not None:
-                scan.records += table.num_rows
-        events.append([(k, o, d, index, r) for k, o, d, r in found])
-    versions: dict[str, _Version] = {}
-    for found in events:
-        for key, ordering, deleted, index, row in found:
-            old, new = versions.get(key), _Version(ordering, deleted, index, row)
-            versions[key] = new if old is None or _wins(rules.mode, old, new) else old
+        logs.add(path, block)
+    data = logs.data()
+    latest = _latest_versions(logs.events(data), rules.mode)
     if scan is not None:
-        scan.merged_keys = len(versions)
-    in_logs = pc.is_in(base.column(RECORD_KEY), value_set=pa.array(list(versions), pa.string()))
-    rows = pc.indices_nonzero(in_logs).to_pylist()
-    if rows:    # keys the base file holds too: its row against the logs' version, by the base rule
-        picked = base.take(pa.array(rows, pa.int64()))
-        keys = picked.column(RECORD_KEY).to_pylist()
-        order = (picked.column(rules.ordering_field).to_pylist() if rules.ordering_field in picked.column_names
-                 else [None] * len(rows))
-        for key, ordering, row in zip(keys, order, rows):
-            old = _Version(ordering, False, -1, row)
-            if not _wins(rules.base_mode, old, versions[key]):
-                versions[key] = old
-    live = [v for v in versions.values() if not v.deleted]
-    parts = [base.filter(pc.invert(in_logs)), base.take(pa.array([v.row for v in live if v.table == -1], pa.int64()))]
-    for index, table in enumerate(tables):
-        if chosen := [v.row for v in live if v.table == index]:
-            parts.append(table.take(pa.array(chosen, pa.int64())).select(schema.names))
+        scan.records += data.num_rows
+        scan.merged_keys = latest.num_rows
+    in_logs = pc.is_in(base.column(RECORD_KEY), value_set=latest.column("key"))
+    picked = base.filter(in_logs)
+    # keys the base file holds too: its row against the logs' version, by the base rule
+    against = latest.take(pc.index_in(picked.column(RECORD_KEY), value_set=latest.column("key")))
+    if rules.base_mode == EVENT_TIME and rules.ordering_field in picked.column_names and picked.num_rows:
+        mine = picked.column(rules.ordering_field).cast(against.column("ordering").type)
+        theirs = against.column("ordering")
+        greater = pc.or_kleene(pc.is_null(theirs), pc.less(theirs, mine))
+        base_wins = pc.fill_null(pc.and_(pc.invert(against.column("natural")), pc.and_(pc.is_valid(mine), greater)), False)
+    else:
+        base_wins = pa.array([False] * picked.num_rows, pa.bool_())
+    beaten = pc.filter(against.column("key"), base_wins)
+    live = latest.filter(pc.and_(pc.invert(latest.column("deleted")),
+                                 pc.invert(pc.is_in(latest.column("key"), value_set=beaten))))
+    parts = [base.filter(pc.invert(in_logs)), picked.filter(base_wins),
+             data.take(live.column("row")).select(schema.names)]
     return pa.concat_tables(parts).combine_chunks()
 
 

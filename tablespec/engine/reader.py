@@ -184,7 +184,8 @@ def _merged_slices(spark, table: HudiTable, slices: list[FileSlice], wanted: Cou
     task = functools.partial(_read_slices, table.storage, reads, wanted, rules,
                              to_arrow_schema(schema))  # type: ignore[arg-type]  # a DDL of columns parses to a StructType
     n = max(1, min(len(reads), spark.sparkContext.defaultParallelism * 2))
-    return spark.createDataFrame([(i,) for i in range(len(reads))], "i int").repartition(n).mapInArrow(task, schema)
+    # the slices' numbers from a range: no rows sent from the driver, no shuffle to spread them
+    return spark.range(len(reads), numPartitions=n).mapInArrow(task, schema)
 
 
 def _read_slices(storage: Storage, reads: list[SliceRead], wanted: Counting, rules: MergeRules, schema: pa.Schema,

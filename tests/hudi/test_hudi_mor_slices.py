@@ -5,7 +5,9 @@ committed bytes refused naming the file, rollback command blocks honoured, and t
 Apache Hudi's own reads are the judge in tests/interop/test_hudi_merge_on_read.py."""
 from __future__ import annotations
 
+import datetime
 import json
+from decimal import Decimal
 
 import hudi
 import pyarrow as pa
@@ -207,3 +209,49 @@ def test_log_only_slices_merge_their_keys_by_the_table_schemas_ordering_field(tm
     table = _log_only_table(str(tmp_path / "t"))
     keys = data_locations(table).select(["partition_path", "key"]).to_pylist()
     assert sorted((r["partition_path"], r["key"]) for r in keys) == [("p2", "c")]
+
+
+def test_a_long_run_of_blocks_merges_each_key_over_all_of_them():
+    """Many small blocks (a slice after many deltacommits), a key's versions interleaved across them:
+    the greatest ordering value wins, ties to the later write; a version without an ordering value
+    loses to one with it (the base file's row too); after a natural delete the next version wins."""
+    blocks = [_records("2", ("a", 10, 6, None), ("b", 20, None, None), ("e", 50, 3, None)),
+              _records("3", ("a", 11, 6, None), ("c", 30, 4, None)),
+              [("x.log.2", delete_block("4", [("a", ""), ("e", "")]))],
+              _records("5", ("a", 12, 1, None), ("d", 40, None, None)),
+              _records("6", ("d", 41, None, None), ("e", 51, 0, None)),
+              _records("7", ("d", 42, 2, None), ("a", 13, 9, True)),
+              _records("8", ("d", 43, None, None))]
+    assert _merged(EVENT, BASE, *blocks) == {"b": 2, "c": 3, "d": 42, "e": 51}
+    assert _merged(PAYLOAD_V6, BASE, *blocks) == {"b": 20, "c": 30, "d": 42, "e": 51}
+    assert _merged(COMMIT, BASE, *blocks) == {"b": 20, "c": 30, "d": 43, "e": 51}
+    assert _merged(EVENT, [("a", 1, 5), ("e", 5, 1)], *blocks[:4]) == {"a": 1, "b": 20, "c": 30, "d": 40}
+
+
+def test_logical_types_of_avro_log_records_read_as_their_values():
+    """Timestamps (micros, millis, before 1970), dates and decimals (fixed and bytes, negative, null)
+    decode from their stored integers and bytes to the values Avro's logical types mean."""
+    def decimal(kind: str, precision: int, scale: int) -> dict:
+        return {"type": kind, "name": "fixed", "size": 6, "logicalType": "decimal", "precision": precision,
+                "scale": scale} if kind == "fixed" else {"type": kind, "logicalType": "decimal",
+                                                         "precision": precision, "scale": scale}
+    avro = {"type": "record", "name": "t_record", "namespace": "hoodie.t", "fields": [
+        {"name": "_hoodie_record_key", "type": ["null", "string"]},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+        {"name": "ms", "type": [{"type": "long", "logicalType": "timestamp-millis"}, "null"]},
+        {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+        {"name": "amount", "type": ["null", decimal("fixed", 12, 2)]},
+        {"name": "rate", "type": ["null", decimal("bytes", 10, 3)]}]}
+    schema = pa.schema([("_hoodie_record_key", pa.string()), ("ts", pa.timestamp("us", "UTC")),
+                        ("ms", pa.timestamp("us", "UTC")), ("day", pa.date32()), ("amount", pa.decimal128(12, 2)),
+                        ("rate", pa.decimal128(12, 3))])
+    utc = datetime.UTC
+    records = [{"_hoodie_record_key": "a", "ts": datetime.datetime(1969, 7, 20, 20, 17, 40, 123456, utc),
+                "ms": datetime.datetime(2026, 1, 2, 3, 4, 5, 678000, utc), "day": datetime.date(1900, 3, 1),
+                "amount": Decimal("-1234567890.12"), "rate": Decimal("-0.001")},
+               {"_hoodie_record_key": "b", "ts": None, "ms": None, "day": None, "amount": None, "rate": None},
+               {"_hoodie_record_key": "c", "ts": datetime.datetime(2262, 1, 1, tzinfo=utc),
+                "ms": datetime.datetime(1960, 1, 1, 0, 0, 0, 1000, utc), "day": datetime.date(2026, 11, 29),
+                "amount": Decimal("9999999999.99"), "rate": Decimal("1234567.890")}]
+    merged = merge_slice(None, [("x.log.1", avro_block(records, avro, "2"))], COMMIT, schema)
+    assert rows(merged) == rows(pa.Table.from_pylist(records, schema))

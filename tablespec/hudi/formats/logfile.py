@@ -190,15 +190,17 @@ def avro_block(records: Iterable[Mapping[str, Any]], schema: Mapping[str, Any],
 
 
 def avro_records(block: LogBlock, reader_schema: Mapping[str, Any] | None = None,
-                 wanted: Callable[[bytes], bool] | None = None) -> list[dict[str, Any]]:
+                 wanted: Callable[[bytes], bool] | None = None, writer_schema: Any = None) -> list[dict[str, Any]]:
     """The records of an Avro data block, decoded with the writer's schema from its header
     (projected onto `reader_schema` when given). `wanted`: a test of a record's encoded bytes;
-    the records it refuses are skipped undecoded (decoding is most of a block's cost)."""
+    the records it refuses are skipped undecoded (decoding is most of a block's cost).
+    `writer_schema`: that schema as parsed for fastavro by the caller (the same encoding, e.g. with
+    logical types dropped so values stay the integers and bytes they are stored as)."""
     if block.type != BlockType.AVRO_DATA:
         raise HudiFormatError(f"not an Avro data block: {block.type.name}")
     if Header.SCHEMA not in block.header:
         raise HudiFormatError("Avro data block without a SCHEMA header")
-    writer = parsed_schema(block.header[Header.SCHEMA])
+    writer = writer_schema if writer_schema is not None else parsed_schema(block.header[Header.SCHEMA])
     reader = fastavro.parse_schema(dict(reader_schema)) if reader_schema is not None else None
     c = _Cursor(block.content, 0, len(block.content))
     c.int32()                                   # the block's own version: every version lays out records alike
