@@ -274,7 +274,7 @@ def _record_index(table: HudiTable, slices: list[layout.Slice], valid: set[str])
     """Every record-index log block that counts decoded, every base file's head read (MetadataTableDamaged
     where one does not)."""
     for current in slices:
-        record_index_reader.log_entries(table, current, valid)
+        record_index_reader.check_log_blocks(table, current, valid)
     _base_files_open(table, RECORD_INDEX, slices)
 
 

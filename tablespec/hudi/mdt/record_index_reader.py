@@ -603,23 +603,22 @@ def _merged(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[by
     return {k: c for k, c in merged.items() if c is not None}
 
 
-def log_entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> int:
-    """How many records the file group's log blocks that count hold, each block decoded (a check,
-    as a lookup decodes them): its cells found, no record made a Python object, so a write's check
-    of a large index costs its blocks' decoding, not a dict of every key."""
-    return reader.damaged_if_unreadable(RECORD_INDEX, lambda: _log_records(table.storage, table.base, current, valid))
+def check_log_blocks(table: HudiTable, current: layout.Slice, valid: set[str]) -> None:
+    """Decode each of the file group's log blocks that count, as a lookup decodes them (its cells
+    found, no record made a Python object: a write's check of a large index costs its blocks'
+    decoding, not a dict of every key); MetadataTableDamaged naming the file where one does not."""
+    reader.damaged_if_unreadable(RECORD_INDEX, lambda: _decode_log_blocks(table.storage, table.base, current, valid))
 
 
-def _log_records(storage: Storage, base: str, current: layout.Slice, valid: set[str]) -> int:
-    found = 0
+def _decode_log_blocks(storage: Storage, base: str, current: layout.Slice, valid: set[str]) -> None:
     for path, block in reader.log_blocks(storage, base, current, valid):
         if block.type == BlockType.DELETE:
-            found += len(_deleted(path, block))
+            _deleted(path, block)
             continue
         reader.block_schema(RECORD_INDEX, path, block)
         hfile = HFileReader(block.content, path)
-        found += sum(len(hfile.cells(n).value_start) for n in range(hfile.block_count))
-    return found
+        for n in range(hfile.block_count):
+            hfile.cells(n)
 
 
 def entries(table: HudiTable, current: layout.Slice, valid: set[str]) -> dict[str, dict[str, Any]]:
@@ -636,4 +635,4 @@ def scan(table: HudiTable) -> dict[str, Location]:
         k.decode(): _location(c) for current in found for k, c in _merged(table, current, valid).items()})
 
 
-__all__ = ["clear_cache", "entries", "log_entries", "lookup", "lookup_file_group", "scan", "slices"]
+__all__ = ["check_log_blocks", "clear_cache", "entries", "lookup", "lookup_file_group", "scan", "slices"]
