@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablespec.arrow.avro_columns import ColumnsPlan, columns_plan
+
 _MICROS = ("timestamp-micros", "local-timestamp-micros")
 _MILLIS = ("timestamp-millis", "local-timestamp-millis")
 
@@ -28,10 +30,12 @@ _MILLIS = ("timestamp-millis", "local-timestamp-millis")
 class RawFields:
     """How a writer schema's records decode: `writer` parsed for fastavro with the logical types of
     the fields in `stored` dropped; `stored`: field -> the Arrow type its stored values read as;
-    `millis`: those of them that are timestamps in milliseconds."""
+    `millis`: those of them that are timestamps in milliseconds; `columns`: how the records decode
+    column by column into `schema(wanted)`, None when they must be decoded record by record."""
     writer: Any
     stored: dict[str, pa.DataType]
     millis: frozenset[str] = frozenset()
+    columns: ColumnsPlan | None = None
 
     def schema(self, wanted: pa.Schema) -> pa.Schema:
         """`wanted` with those fields as their stored types."""
@@ -70,12 +74,17 @@ def raw_fields(text: str, wanted: pa.Schema) -> RawFields:
             stored[field["name"]] = kind
             if logical[0].pop("logicalType") in _MILLIS:
                 millis.add(field["name"])
-    return RawFields(fastavro.parse_schema(record), stored, frozenset(millis))
+    fields = RawFields(fastavro.parse_schema(record), stored, frozenset(millis))
+    return RawFields(fields.writer, stored, fields.millis, columns_plan(record, fields.schema(wanted)))
 
 
 def records_table(records: Sequence[dict[str, Any]], fields: RawFields, wanted: pa.Schema) -> pa.Table:
     """Records decoded by `fields` as a table of `wanted` (fields a record lacks are null)."""
-    table = pa.Table.from_pylist(list(records), schema=fields.schema(wanted))
+    return stored_as_wanted(pa.Table.from_pylist(list(records), schema=fields.schema(wanted)), fields, wanted)
+
+
+def stored_as_wanted(table: pa.Table, fields: RawFields, wanted: pa.Schema) -> pa.Table:
+    """A table of `fields.schema(wanted)` (the stored values of logical types) as `wanted`."""
     for name in fields.stored:
         i = table.schema.get_field_index(name)
         column, target = table.column(i).combine_chunks(), wanted.field(name).type

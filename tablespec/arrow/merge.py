@@ -14,6 +14,7 @@ deltacommits) costs about what its records do.
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablespec.arrow.align import align_to_schema, arrow_type
-from tablespec.arrow.avro_rows import RawFields, raw_fields, records_table
+from tablespec.arrow.avro_columns import decode_columns, record_spans
+from tablespec.arrow.avro_rows import RawFields, raw_fields, records_table, stored_as_wanted
 from tablespec.errors import TablespecError
 from tablespec.hudi.config import TableConfig
 from tablespec.hudi.formats.avro import from_avro_schema
@@ -59,17 +61,19 @@ class _Deletes:
 
 class _LogRecords:
     """A slice's log records in order, as merge events: the data blocks' records gathered into one
-    table (consecutive Avro blocks of one writer schema decoded into one list and converted once: a
-    slice of many small blocks pays Arrow's per-conversion cost once, not per block) and the delete blocks' keys, in
-    segments of log order (a `range` of data rows, or `_Deletes`)."""
+    table (consecutive Avro blocks of one writer schema decoded together, column by column where the
+    schema is flat, else into one list converted once: a slice of many small blocks pays the per-call
+    costs once, not per block) and the delete blocks' keys, in segments of log order (a `range` of
+    data rows, or `_Deletes`)."""
 
     def __init__(self, schema: pa.Schema, ordering_field: str | None):
         self.wanted = schema if IS_DELETED in schema.names else pa.schema([*schema, pa.field(IS_DELETED, pa.bool_())])
         self.ordering_field = ordering_field if ordering_field in schema.names else None
         self.tables: list[pa.Table] = []
         self.rows = 0                       # data rows gathered (tables and pending)
-        self.pending: list[tuple[str, LogBlock, list[dict[str, Any]]]] = []
-        self.pending_fields: RawFields | None = None      # how the pending records were decoded
+        # blocks not yet converted: with their records, or their `record_spans` to decode column by column
+        self.pending: list[tuple[str, LogBlock, list[Any]]] = []
+        self.pending_fields: RawFields | None = None      # how the pending records decode
         self.segments: list[range | _Deletes] = []
 
     def add(self, path: str, block: LogBlock) -> None:
@@ -83,7 +87,9 @@ class _LogRecords:
                 fields = raw_fields(text, self.wanted) if text is not None else None
                 if fields is not self.pending_fields:
                     self._flush()
-                records = avro_records(block, writer_schema=fields.writer if fields is not None else None)
+                spans = _spans(block) if fields is not None and fields.columns is not None else None
+                records = avro_records(block, writer_schema=fields.writer if fields is not None else None) \
+                    if spans is None else spans
                 self.pending.append((path, block, records))
                 self.pending_fields = fields
                 self._extend(len(records))
@@ -108,6 +114,15 @@ class _LogRecords:
             return
         fields = self.pending_fields
         assert fields is not None, "pending records were decoded by their schema's fields"
+        if fields.columns is not None:
+            try:
+                table = decode_columns(fields.columns, [b.content for _, b, _ in self.pending],
+                                       [spans for _, _, spans in self.pending])
+                self.tables.append(stored_as_wanted(table, fields, self.wanted))
+                self.pending = []
+                return
+            except Exception:  # noqa: BLE001 - bytes that are not records: decode block by block, to name it
+                self.pending = [(p, b, self._records(p, b, fields)) for p, b, _ in self.pending]
         try:
             self.tables.append(records_table([r for _, _, rs in self.pending for r in rs], fields, self.wanted))
         except Exception:  # noqa: BLE001 - some block's records do not convert: name it
@@ -118,6 +133,13 @@ class _LogRecords:
                     raise damaged(path, block, e) from None
             raise
         self.pending = []
+
+    @staticmethod
+    def _records(path: str, block: LogBlock, fields: RawFields) -> list[dict[str, Any]]:
+        try:
+            return avro_records(block, writer_schema=fields.writer)
+        except Exception as e:  # noqa: BLE001 - fastavro raises several types for bytes that are not records
+            raise damaged(path, block, e) from None
 
     def data(self) -> pa.Table:
         """Every data record, in log order."""
@@ -157,6 +179,15 @@ class _LogRecords:
             return self.wanted.field(self.ordering_field).type
         values = [o for s in self.segments if isinstance(s, _Deletes) for _, o in s.found]
         return pa.array(values).type if any(v is not None for v in values) else pa.null()
+
+
+def _spans(block: LogBlock) -> list[tuple[int, int]] | None:
+    """The block's `record_spans`, or None when its framing is broken (the record-by-record decoder
+    then names the damage)."""
+    try:
+        return record_spans(block.content)
+    except (ValueError, struct.error):
+        return None
 
 
 def _latest_versions(events: pa.Table, mode: str) -> pa.Table:
