@@ -80,23 +80,29 @@ def columns_plan(writer: dict[str, Any], schema: pa.Schema) -> ColumnsPlan | Non
     return ColumnsPlan(tuple(fields), tuple(names), schema)
 
 
-def record_spans(content: bytes) -> list[tuple[int, int]]:
+def record_spans(content: bytes) -> np.ndarray:
     """(start, end) of each record in an Avro data block's content (version, count, then each
-    record's length and bytes); ValueError where the lengths run past the content."""
+    record's length and bytes), one row each; ValueError where the lengths run past the content."""
     count = struct.unpack_from(">i", content, 4)[0]
-    spans, pos, size = [], 8, len(content)
+    starts, pos, size, unpack = [], 8, len(content), struct.Struct(">i").unpack_from
     for _ in range(count):
-        length = struct.unpack_from(">i", content, pos)[0]
-        start = pos + 4
-        pos = start + length
+        length = unpack(content, pos)[0]
+        pos += 4
+        starts.append(pos)
+        pos += length
         if length < 0 or pos > size:
             raise ValueError("an Avro record runs past its block")
-        spans.append((start, pos))
+    spans = np.empty((count, 2), np.int64)
+    spans[:, 0] = starts
+    spans[:-1, 1] = spans[1:, 0] - 4         # each record ends where the next one's length begins ...
+    if count:
+        spans[-1, 1] = pos                   # ... the last where the block's records do
     return spans
 
 
 class _Records:
-    """Every record's cursor over one buffer, moved field by field."""
+    """Every record's cursor over one buffer, moved field by field. A cursor may run past its
+    record's end inside a varint (the check comes after the last field) but not before a gather."""
 
     def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
         self.buf, self.pos, self.ends = buf, starts.copy(), ends
@@ -104,33 +110,48 @@ class _Records:
     def varints(self, rows: np.ndarray) -> np.ndarray:
         """The zigzag longs at the cursors of `rows`, cursors moved past them."""
         pos = self.pos[rows]
-        raw = np.zeros(len(rows), np.uint64)
+        first = self.buf[pos]
+        if not (first & 0x80).any():            # every value in one byte (lengths, union branches, small ints)
+            self.pos[rows] = pos + 1
+            raw = first.astype(np.int64)
+            return (raw >> 1) ^ -(raw & 1)
+        value = np.zeros(len(rows), np.uint64)
         used = np.zeros(len(rows), np.int64)
         going = np.ones(len(rows), bool)
         for k in range(_VARINT_MAX):
             byte = self.buf[pos + k].astype(np.uint64)
-            raw |= np.where(going, (byte & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
+            value |= np.where(going, (byte & np.uint64(0x7F)) << np.uint64(7 * k), np.uint64(0))
             used += going
             going &= (byte & np.uint64(0x80)) != 0
             if not going.any():
                 break
         else:
             raise ValueError("an Avro varint longer than 10 bytes")
-        self.advance(rows, used)
-        return (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
+        self.pos[rows] = pos + used
+        return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
 
-    def advance(self, rows: np.ndarray, by: np.ndarray | int) -> None:
-        self.pos[rows] += by
-        if (self.pos[rows] > self.ends[rows]).any():
+    def skip(self, rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Cursors of `rows` moved past `lengths` bytes; where they were."""
+        starts = self.pos[rows]
+        if (lengths < 0).any() or (starts + lengths > self.ends[rows]).any():
             raise ValueError("an Avro record ends inside a field")
+        self.pos[rows] = starts + lengths
+        return starts
 
     def gather(self, rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """The bytes of `lengths` at the cursors of `rows`, concatenated; cursors moved past them."""
-        starts = self.pos[rows]
-        self.advance(rows, lengths)
-        total = int(lengths.sum())
+        starts = self.skip(rows, lengths)
         first = np.cumsum(lengths) - lengths
-        return self.buf[np.repeat(starts - first, lengths) + np.arange(total)]
+        return self.buf[np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))]
+
+    def widths(self, rows: np.ndarray, width: int) -> np.ndarray:
+        """The `width` bytes at the cursors of `rows`, one row each; cursors moved past them."""
+        starts = self.skip(rows, np.full(len(rows), width, np.int64))
+        return self.buf[starts[:, None] + np.arange(width)]
+
+    def check_ends(self) -> None:
+        if (self.pos > self.ends).any():
+            raise ValueError("an Avro record ends inside a field")
 
 
 def _offsets(lengths: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
@@ -146,7 +167,7 @@ def _column(records: _Records, field: _Field, rows: np.ndarray, n: int) -> pa.Ar
     """The field's values at the rows that hold one (others null), or None for a skipped field."""
     kind, keep = field.kind, field.target is not None
     if kind == "boolean":
-        values = records.gather(rows, np.ones(len(rows), np.int64))
+        values = records.widths(rows, 1)[:, 0]
         if not keep:
             return None
         out: np.ndarray = np.zeros(n, bool)
@@ -161,18 +182,17 @@ def _column(records: _Records, field: _Field, rows: np.ndarray, n: int) -> pa.Ar
         out[rows] = decoded
     elif kind in _WIDTHS:
         width = _WIDTHS[kind]
-        raw = records.gather(rows, np.full(len(rows), width, np.int64))
+        raw = records.widths(rows, width)
         if not keep:
             return None
         out = np.zeros(n, np.float32 if width == 4 else np.float64)
-        out[rows] = raw.view("<f4" if width == 4 else "<f8")
+        out[rows] = raw.reshape(-1).view("<f4" if width == 4 else "<f8")
     else:
         lengths = np.full(len(rows), field.size, np.int64) if kind == "fixed" else records.varints(rows)
-        if (lengths < 0).any():
-            raise ValueError("an Avro string or bytes of negative length")
-        data = records.gather(rows, lengths)
         if not keep:
+            records.skip(rows, lengths)
             return None
+        data = records.gather(rows, lengths)
         valid = None if len(rows) == n else pa.py_buffer(np.packbits(_mask(rows, n), bitorder="little"))
         array = pa.Array.from_buffers(pa.string() if kind == "string" else pa.binary(), n,
                                       [valid, pa.py_buffer(_offsets(lengths, rows, n)), pa.py_buffer(data)])
@@ -188,11 +208,11 @@ def _mask(rows: np.ndarray, n: int) -> np.ndarray:
     return held
 
 
-def decode_columns(plan: ColumnsPlan, contents: list[bytes], spans: list[list[tuple[int, int]]]) -> pa.Table:
+def decode_columns(plan: ColumnsPlan, contents: list[bytes], spans: list[np.ndarray]) -> pa.Table:
     """The records of `contents` (data blocks' contents, each with its `record_spans`), in order,
     as a table of the plan's schema; ValueError for bytes that are not the writer schema's records."""
     offsets = np.cumsum([0, *(len(c) for c in contents)])
-    bounds = np.array([(a + o, b + o) for s, o in zip(spans, offsets) for a, b in s], np.int64).reshape(-1, 2)
+    bounds = np.concatenate([s + o for s, o in zip(spans, offsets)]) if spans else np.empty((0, 2), np.int64)
     buf = np.frombuffer(b"".join([*contents, _PAD.tobytes()]), np.uint8)
     n = len(bounds)
     records = _Records(buf, bounds[:, 0], bounds[:, 1])
@@ -208,5 +228,6 @@ def decode_columns(plan: ColumnsPlan, contents: list[bytes], spans: list[list[tu
         column = _column(records, field, rows, n)
         if column is not None and name is not None:
             columns[name] = column if column.type == field.target else column.cast(field.target)
+    records.check_ends()
     return pa.table([columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in plan.schema],
                     schema=plan.schema)

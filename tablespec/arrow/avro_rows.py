@@ -97,10 +97,19 @@ def stored_as_wanted(table: pa.Table, fields: RawFields, wanted: pa.Schema) -> p
 
 
 def _decimals(column: pa.Array, target: pa.DataType) -> pa.Array:
-    """Big-endian two's complement unscaled values (Avro's decimal) as `target` (decimal128)."""
-    values = column.to_pylist()
-    wide = b"".join(v.rjust(16, b"\xff" if v[:1] >= b"\x80" else b"\0") if v is not None else bytes(16)
-                    for v in values)
-    little = np.frombuffer(wide, np.uint8).reshape(-1, 16)[:, ::-1].tobytes()
-    out = pa.Array.from_buffers(target, len(values), [None, pa.py_buffer(little)])
+    """Big-endian two's complement unscaled values (Avro's decimal, at most 16 bytes) as `target`
+    (decimal128): each sign-extended to 16 bytes and reversed, for every value at once."""
+    n = len(column)
+    binary = column.cast(pa.binary())
+    offsets = np.frombuffer(binary.buffers()[1], np.int32, n + 1, binary.offset * 4)
+    data = np.frombuffer(binary.buffers()[2], np.uint8) if binary.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets).astype(np.int64)
+    if (lengths > 16).any():
+        raise ValueError("a decimal's unscaled value of more than 16 bytes")
+    starts = offsets[:-1]
+    first = np.where(lengths > 0, data[np.minimum(starts, len(data) - 1)], 0) if len(data) else np.zeros(n, np.uint8)
+    wide = np.repeat(np.where(first >= 0x80, 0xFF, 0).astype(np.uint8)[:, None], 16, axis=1)
+    to = np.repeat(np.arange(n) * 16 + 16 - lengths - starts, lengths) + np.arange(offsets[0], offsets[-1])
+    wide.reshape(-1)[to] = data[offsets[0]:offsets[-1]]
+    out = pa.Array.from_buffers(target, n, [None, pa.py_buffer(wide[:, ::-1].tobytes())])
     return pc.if_else(pc.is_valid(column), out, pa.scalar(None, target)) if column.null_count else out

@@ -72,7 +72,7 @@ class _LogRecords:
         self.tables: list[pa.Table] = []
         self.rows = 0                       # data rows gathered (tables and pending)
         # blocks not yet converted: with their records, or their `record_spans` to decode column by column
-        self.pending: list[tuple[str, LogBlock, list[Any]]] = []
+        self.pending: list[tuple[str, LogBlock, Any]] = []
         self.pending_fields: RawFields | None = None      # how the pending records decode
         self.segments: list[range | _Deletes] = []
 
@@ -181,7 +181,7 @@ class _LogRecords:
         return pa.array(values).type if any(v is not None for v in values) else pa.null()
 
 
-def _spans(block: LogBlock) -> list[tuple[int, int]] | None:
+def _spans(block: LogBlock) -> np.ndarray | None:
     """The block's `record_spans`, or None when its framing is broken (the record-by-record decoder
     then names the damage)."""
     try:
