@@ -111,37 +111,59 @@ class _Cursor:
     def int32(self) -> int:
         return struct.unpack(">i", self.take(4))[0]
 
-    def int64(self) -> int:
-        return struct.unpack(">q", self.take(8))[0]
 
-    def metadata(self) -> dict[int, str]:
-        entries = {}
-        for _ in range(self.int32()):
-            key = self.int32()
-            entries[key] = self.take(self.int32()).decode("utf-8")
-        return entries
+_INT, _LONG, _TWO_INTS = struct.Struct(">i"), struct.Struct(">q"), struct.Struct(">ii")
+
+
+def _metadata_at(data: bytes, pos: int, end: int) -> tuple[dict[int, str], int]:
+    """A header or footer at `pos` and where it ends; HudiFormatError when it runs past `end`."""
+    if pos + 4 > end:
+        raise HudiFormatError("log block runs past its length")
+    entries = {}
+    count = _INT.unpack_from(data, pos)[0]
+    pos += 4
+    for _ in range(count):
+        if pos + 8 > end:
+            raise HudiFormatError("log block runs past its length")
+        key, size = _TWO_INTS.unpack_from(data, pos)
+        pos += 8
+        if size < 0 or pos + size > end:
+            raise HudiFormatError("log block runs past its length")
+        entries[key] = data[pos:pos + size].decode("utf-8")
+        pos += size
+    return entries, pos
 
 
 def _block_at(data: bytes, pos: int) -> LogBlock | None:
-    """The block whose magic is at `pos`, or None when it is incomplete or inconsistent."""
+    """The block whose magic is at `pos`, or None when it is incomplete or inconsistent (parsed
+    with one struct call per field: a slice after a long run of deltacommits has many small blocks)."""
     head = pos + len(MAGIC)
     if head + 8 > len(data):
         return None
-    length = struct.unpack(">q", data[head:head + 8])[0]
+    length = _LONG.unpack_from(data, head)[0]
     end = head + 8 + length
     if length < 8 or end > len(data):
         return None
-    if struct.unpack(">q", data[end - 8:end])[0] != end - 8 - pos:
+    if _LONG.unpack_from(data, end - 8)[0] != end - 8 - pos:
         return None
-    c = _Cursor(data, head + 8, end - 8)
+    at, stop = head + 8, end - 8
     try:
-        version, kind = c.int32(), c.int32()
-        header = c.metadata()
-        content = c.take(c.int64())
-        footer = c.metadata() if version >= 1 else {}
+        if at + 8 > stop:
+            return None
+        version, kind = _TWO_INTS.unpack_from(data, at)
+        header, at = _metadata_at(data, at + 8, stop)
+        if at + 8 > stop:
+            return None
+        size = _LONG.unpack_from(data, at)[0]
+        at += 8
+        if size < 0 or at + size > stop:
+            return None
+        content = data[at:at + size]
+        at += size
+        footer, at = _metadata_at(data, at, stop) if version >= 1 else ({}, at)
     except (HudiFormatError, UnicodeDecodeError):
         return None
-    if c.pos != c.end:
+    if at != stop:
         return None
     try:
         kind = BlockType(kind)
