@@ -11,6 +11,8 @@ import pyarrow.parquet  # noqa: F401
 from pyspark.daemon import manager
 
 import tablespec.engine.clustering  # noqa: F401
+import tablespec.engine.compaction  # noqa: F401
+import tablespec.engine.reader  # noqa: F401
 import tablespec.engine.rebucket  # noqa: F401
 import tablespec.engine.record_index  # noqa: F401
 import tablespec.engine.tasks  # noqa: F401
