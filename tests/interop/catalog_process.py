@@ -7,7 +7,8 @@ whose metastore is the given SQLite file.
 
 Run as a script it is the worker: `python catalog_process.py METASTORE.db STEPS.json RESULTS.json`,
 steps being {"op": "sql", "statement"} (rows as dicts) or {"op": "hive_sync", "base", "database",
-"table", "partition_fields"} (Hudi's HiveSyncTool in hms mode).
+"table", "partition_fields", "metastore"} (Hudi's HiveSyncTool in hms mode; into another SQLite file
+where "metastore" names one, from a thread of its own: Hive keeps its metastore client per thread).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -30,9 +32,11 @@ def sql_step(statement: str) -> dict:
     return {"op": "sql", "statement": statement}
 
 
-def hive_sync_step(base: str, database: str, table: str, partition_fields: list[str]) -> dict:
+def hive_sync_step(base: str, database: str, table: str, partition_fields: list[str],
+                   metastore: Path | None = None) -> dict:
+    """Hudi's sync of `base`, into the process's metastore or into `metastore` (a second one, in the same start)."""
     return {"op": "hive_sync", "base": base, "database": database, "table": table,
-            "partition_fields": ",".join(partition_fields)}
+            "partition_fields": ",".join(partition_fields), "metastore": str(metastore) if metastore else None}
 
 
 def run_steps(metastore: Path, steps: list[dict], timeout: float = 600) -> list:
@@ -106,6 +110,39 @@ def _plain(value):
     return value
 
 
+def _hive_sync(spark, step: dict, metastore: Path) -> None:
+    """Apache Hudi's HiveSyncTool (hms mode) of the step's table into `metastore`."""
+    from tablespec.catalog.metastore import spark_conf
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for k, v in {"hoodie.datasource.hive_sync.mode": "hms",
+                 "hoodie.datasource.meta.sync.base.path": step["base"],
+                 "hoodie.datasource.hive_sync.database": step["database"],
+                 "hoodie.datasource.hive_sync.table": step["table"],
+                 "hoodie.datasource.hive_sync.partition_fields": step["partition_fields"],
+                 "hoodie.datasource.hive_sync.partition_extractor_class":
+                     "org.apache.hudi.hive.MultiPartKeysValueExtractor" if step["partition_fields"]
+                     else "org.apache.hudi.hive.NonPartitionedExtractor"}.items():
+        props.setProperty(k, v)
+    conf = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())
+    for k, v in spark_conf(metastore).items():
+        if k.startswith("spark.hadoop."):
+            conf.set(k.removeprefix("spark.hadoop."), v)
+    tool = jvm.org.apache.hudi.hive.HiveSyncTool(props, conf)
+    try:
+        tool.syncHoodieTable()
+    finally:
+        tool.close()
+
+
+def _hive_sync_into(spark, step: dict, failed: list[str]) -> None:
+    """`_hive_sync` into the step's own metastore; what failed, into `failed`."""
+    try:
+        _hive_sync(spark, step, Path(step["metastore"]))
+    except Exception:
+        failed.append(traceback.format_exc())
+
+
 def _worker(metastore: str, steps_file: str, results_file: str) -> None:
     from pyspark.sql import SparkSession
 
@@ -123,27 +160,16 @@ def _worker(metastore: str, steps_file: str, results_file: str) -> None:
         for step in json.loads(Path(steps_file).read_text()):
             if step["op"] == "sql":
                 results.append([_plain(r.asDict(recursive=True)) for r in spark.sql(step["statement"]).collect()])
+            elif step["op"] == "hive_sync" and step.get("metastore"):
+                failed: list[str] = []
+                thread = threading.Thread(target=_hive_sync_into, args=(spark, step, failed))
+                thread.start()   # its own JVM thread (PySpark pins one to each Python thread)
+                thread.join()
+                if failed:
+                    raise RuntimeError(failed[0])
+                results.append(None)
             elif step["op"] == "hive_sync":
-                jvm = spark._jvm
-                props = jvm.java.util.Properties()
-                for k, v in {"hoodie.datasource.hive_sync.mode": "hms",
-                             "hoodie.datasource.meta.sync.base.path": step["base"],
-                             "hoodie.datasource.hive_sync.database": step["database"],
-                             "hoodie.datasource.hive_sync.table": step["table"],
-                             "hoodie.datasource.hive_sync.partition_fields": step["partition_fields"],
-                             "hoodie.datasource.hive_sync.partition_extractor_class":
-                                 "org.apache.hudi.hive.MultiPartKeysValueExtractor" if step["partition_fields"]
-                                 else "org.apache.hudi.hive.NonPartitionedExtractor"}.items():
-                    props.setProperty(k, v)
-                conf = spark._jsc.hadoopConfiguration()
-                for k, v in spark_conf(Path(metastore)).items():
-                    if k.startswith("spark.hadoop."):
-                        conf.set(k.removeprefix("spark.hadoop."), v)
-                tool = jvm.org.apache.hudi.hive.HiveSyncTool(props, conf)
-                try:
-                    tool.syncHoodieTable()
-                finally:
-                    tool.close()
+                _hive_sync(spark, step, Path(metastore))
                 results.append(None)
         Path(results_file).write_text(json.dumps({"results": results}))
     except Exception:

@@ -24,7 +24,9 @@ from tablespec.hudi.mdt.cleaner import CLEANER_COMMITS_RETAINED_1X
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import avro_content
 
-WRITES = 45    # enough for the metadata table to retain more than its cleaner's 20 commits and archive
+# Enough for three compactions of the metadata table (one per 10 of its deltacommits), more commits than its
+# cleaner's 20 retained and archiving: 30 writes do it (measured; 26 make two compactions), 2 spare
+WRITES = 32
 
 
 def _history(location) -> list[dict]:

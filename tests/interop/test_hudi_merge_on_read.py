@@ -300,7 +300,7 @@ def test_version_9_tablespec_runs_the_compaction_hudi_1_2_scheduled(hudi, hudi1,
 # table recording them, the compaction not completed. (Files written but not yet recorded in the
 # metadata table, `compaction_written`, roll back as any such instant does: proven by
 # test_hudi_metadata_table_kept.py::test_a_write_killed_during_its_metadata_update_is_recovered
-# [before_metadata_deltacommit]; the files' deletion by `before_completion` here.)
+# (before_metadata_deltacommit); the files' deletion by `before_completion` here.)
 KILLED_AT = ["compaction_requested", "compaction_inflight", "before_completion"]
 
 

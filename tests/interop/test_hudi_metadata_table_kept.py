@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from _support import ROOT
 from helpers import make_table, tablespec_rows
@@ -23,6 +22,7 @@ from test_hudi_reads import batch
 from tablespec.faults import CRASH_ENV
 from tablespec.hudi.io import LOCAL
 from tablespec.hudi.mdt import layout, writer
+from tablespec.hudi.mdt.compaction import MAX_DELTA_COMMITS
 from tablespec.hudi.table import HudiTable
 from tablespec.hudi.timeline.active import Timeline
 from tablespec.hudi_options import hudi_write_options
@@ -131,46 +131,59 @@ def _ingest(spec_file, warehouse, csv, point: str) -> subprocess.CompletedProces
 
 # `before_completion` (engine/commit.py) follows `after_metadata_deltacommit` with nothing written
 # between them: the same files on storage, so one of the two is killed here
-@pytest.mark.parametrize("point", ["before_metadata_deltacommit", "after_metadata_deltacommit",
-                                   "during_metadata_compaction"])
-def test_a_write_killed_during_its_metadata_update_is_recovered(hudi, tmp_path, monkeypatch, point):
+KILLED_AT = ("before_metadata_deltacommit", "after_metadata_deltacommit", "during_metadata_compaction")
+
+
+def _deltas_since_compaction(base: str) -> int:
+    metadata = layout.timeline(LOCAL, base)
+    last = max((i.timestamp for i in metadata if i.action == "compaction"), default="")
+    return len([i for i in metadata if i.action == "deltacommit" and i.completed and i.timestamp > last])
+
+
+def test_a_write_killed_during_its_metadata_update_is_recovered(hudi, tmp_path, monkeypatch):
     """kill -9 before the metadata deltacommit, after it (the data instant not completed), and
-    during the metadata table's compaction (the 10th deltacommit): Hudi reads the completed
-    instants through the metadata table meanwhile; the next tablespec write repairs it."""
+    during the metadata table's compaction (its 10th deltacommit), one after the other on one table:
+    Hudi reads the completed instants through the metadata table meanwhile; the next tablespec write
+    repairs it each time."""
     table = make_table(hudi, tmp_path, SPEC)
     base = table.location
     table.write(batch(hudi, range(0, 12)), "insert")
-    if point == "during_metadata_compaction":   # 1 initializing + 8 deltacommits: the next one makes 10
-        for version in range(1, 8):
-            table.write(batch(hudi, range(version, version + 2), version=version), "upsert")
-    before = tablespec_rows(table)
     spec_file = tmp_path / "orders.yaml"
     spec_file.write_text(SPEC)
     csv = tmp_path / "in.csv"
     csv.write_text("order_id,customer_id,amount,updated_at,order_date\n"
                    "o0001,7,99.25,2026-11-03T12:00:00Z,2026-11-02\no9000,2,3.25,2026-11-01T13:00:00Z,2026-11-03\n")
-    proc = _ingest(spec_file, tmp_path, csv, point)
-    assert proc.returncode == -9, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for point in KILLED_AT:
+        if point == "during_metadata_compaction":   # deltacommits since the last compaction: the next one makes 10
+            version = 1
+            while _deltas_since_compaction(base) < MAX_DELTA_COMMITS - 1:
+                table.write(batch(hudi, range(version, version + 2), version=version), "upsert")
+                version += 1
+        before = tablespec_rows(table)
+        rollbacks = {i.timestamp for i in layout.timeline(LOCAL, base) if i.action == "rollback"}
+        proc = _ingest(spec_file, tmp_path, csv, point)
+        assert proc.returncode == -9, point + proc.stdout[-2000:] + proc.stderr[-2000:]
 
-    metadata = layout.timeline(LOCAL, base)
-    if point == "during_metadata_compaction":
-        assert not Timeline.load(LOCAL, base).pending()      # the data instant completed
-        assert [i.action for i in metadata if not i.completed] == ["compaction"]
-        after = tablespec_rows(table)
-        assert after != before and hudi_rows(hudi, base, **METADATA_ON) == after   # readers keep the old slice
-    else:
-        [crashed] = Timeline.load(LOCAL, base).pending()
-        recorded = {i.timestamp: i.completed for i in metadata}
-        assert recorded.get(crashed.timestamp) == (None if point == "before_metadata_deltacommit" else True)
-        assert hudi_rows(hudi, base, **METADATA_ON) == before   # the crashed write counts nowhere
+        metadata = layout.timeline(LOCAL, base)
+        if point == "during_metadata_compaction":
+            assert not Timeline.load(LOCAL, base).pending()      # the data instant completed
+            assert [i.action for i in metadata if not i.completed] == ["compaction"]
+            after = tablespec_rows(table)
+            assert after != before and hudi_rows(hudi, base, **METADATA_ON) == after   # readers keep the old slice
+        else:
+            [crashed] = Timeline.load(LOCAL, base).pending()
+            recorded = {i.timestamp: i.completed for i in metadata}
+            assert recorded.get(crashed.timestamp) == (None if point == "before_metadata_deltacommit" else True)
+            assert hudi_rows(hudi, base, **METADATA_ON) == before, point   # the crashed write counts nowhere
 
-    monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
-    table.write(batch(hudi, range(20, 22), version=9), "upsert")   # recovery first, under the lock
-    metadata = layout.timeline(LOCAL, base)
-    assert all(i.completed for i in metadata)
-    if point == "during_metadata_compaction":
-        assert any(i.action == "compaction" for i in metadata)
-    elif point != "before_metadata_deltacommit":   # the rolled-back write's deltacommit, rolled back too
-        assert crashed.timestamp not in {i.timestamp for i in metadata}
-        assert any(i.action == "rollback" and i.timestamp.endswith("006") for i in metadata)
-    assert_metadata_table_true(hudi, table)
+        monkeypatch.setenv("TABLESPEC_HEARTBEAT_TOLERANCE", "0")
+        table.write(batch(hudi, range(20, 22), version=9), "upsert")   # recovery first, under the lock
+        metadata = layout.timeline(LOCAL, base)
+        assert all(i.completed for i in metadata), point
+        if point == "during_metadata_compaction":
+            assert any(i.action == "compaction" for i in metadata)
+        elif point != "before_metadata_deltacommit":   # the rolled-back write's deltacommit, rolled back too
+            assert crashed.timestamp not in {i.timestamp for i in metadata}
+            new = {i.timestamp for i in metadata if i.action == "rollback"} - rollbacks
+            assert any(t.endswith("006") for t in new), new
+        assert_metadata_table_true(hudi, table)
