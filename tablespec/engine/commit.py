@@ -225,10 +225,11 @@ class Transaction:
             recorded = mdt_sync.record_commit(self.table, self.instant, metadata, reported)  # Hudi's metadata table first
             crash_point("before_completion")
             # started by this transaction, lease verified; a layout-2 completion time is taken under this lock
-            self.writer.complete(self.inflight, metadata, checked=True, locked=True, after=mdt_sync.completed_by(recorded))
+            done = self.writer.complete(self.inflight, metadata, checked=True, locked=True,
+                                        after=mdt_sync.completed_by(recorded))
             self.completed = True
         self._drop_markers()
-        self.table.refresh(config=False)  # this process changed the timeline: later reads see the commit
+        self.table.committed(done, metadata)  # this process changed the timeline: later reads see the commit
         try:
             mdt_sync.compact_if_due(self.table, recorded)
         except Exception as e:  # the commit stands: its metadata deltacommit is recorded, compaction can wait

@@ -351,7 +351,9 @@ class TableWriter:
                 rows = df.mapInArrow(functools.partial(tasks.write_new_file_groups, job, self._rows_per_file(view, job)),
                                      tasks.STATS_DDL)
                 return [r.asDict() for r in rows.collect()], 0.0
-            tagged = df.mapInArrow(functools.partial(tasks.prepare, job), out_schema)
+            # the log targets (every latest slice's log files and ranges) go to the write tasks only
+            lean = dataclasses.replace(job, log_targets=None)
+            tagged = df.mapInArrow(functools.partial(tasks.prepare, lean), out_schema)
             spread = True   # the write tasks get their rows by file group (a shuffle)
             seconds = self.spark.sparkContext.accumulator(0.0)
             if job.buckets:
@@ -370,7 +372,7 @@ class TableWriter:
                 # A partition's rows in one task, by key: keys found there, inserts placed.
                 tagged = (tagged.repartition(n, tasks.PART).sortWithinPartitions(tasks.PART, tasks.KEY, tasks.SEQ)
                           .mapInArrow(functools.partial(tasks.timed, seconds,
-                                                        functools.partial(tasks.tag_partitions, job)), tagged.schema))
+                                                        functools.partial(tasks.tag_partitions, lean)), tagged.schema))
                 # (record-level: a key that moves partition leaves a file group of another partition)
                 spread = index is not None or not self._writes_where_tagged(df, view)
             # Sorted (Spark spills), each task gets its file groups' rows one file group after another.

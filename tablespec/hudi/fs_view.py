@@ -15,17 +15,26 @@ slice whose base instant is before the deltacommit's completion time.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from tablespec.errors import HudiFormatError
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.formats.naming import BaseFileName, LogFileName
 from tablespec.hudi.formats.partition import discover_partitions
-from tablespec.hudi.io import Storage, join
+from tablespec.hudi.io import FileInfo, Storage, join
 from tablespec.hudi.timeline.active import Timeline
-from tablespec.hudi.timeline.instant import COMPACTION, LOG_COMPACTION, WRITE_ACTIONS
+from tablespec.hudi.timeline.instant import COMPACTION, LOG_COMPACTION, WRITE_ACTIONS, Instant
 
 _WRITES = WRITE_ACTIONS | {COMPACTION, LOG_COMPACTION}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _file_name(name: str) -> BaseFileName | LogFileName | None:
+    """A data file's parsed name. Kept: each write lists every log file of the partitions it
+    builds its view of, and a file's name never changes."""
+    return BaseFileName.parse(name) or LogFileName.parse(name)
 
 
 @dataclass(frozen=True)
@@ -112,15 +121,16 @@ def _partition_groups(storage: Storage, base: str, partition: str,
     for info in storage.list_dir(join(base, partition)) if listed is None else listed:
         if info.is_dir:
             continue
-        if (name := BaseFileName.parse(info.name)) and visible(name.instant):
+        name = _file_name(info.name)
+        if isinstance(name, BaseFileName) and visible(name.instant):
             key = (name.file_id, name.instant)
             # A retried task can leave a second file for one slice (Hudi's commit
             # reconciliation normally deletes it): choose one deterministically.
             if key not in bases or bases[key].file_name.write_token < name.write_token:
                 bases[key] = BaseFile(info.path, name, info.size, partition)
-        elif (log := LogFileName.parse(info.name)) and log.extension == "log" and (
-                visible(log.base_instant) or log.base_instant in slicing.pending_compactions):
-            logs.setdefault(log.file_id, []).append(LogFile(info.path, log, info.size, partition))
+        elif isinstance(name, LogFileName) and name.extension == "log" and (
+                visible(name.base_instant) or name.base_instant in slicing.pending_compactions):
+            logs.setdefault(name.file_id, []).append(LogFile(info.path, name, info.size, partition))
     instants: dict[str, set[str]] = {}
     for file_id, instant in bases:
         instants.setdefault(file_id, set()).add(instant)
@@ -167,8 +177,10 @@ def _slices_1x(base_instants: list[str], logs: list[LogFile], completions: Mappi
 class FileSystemView:
     """File groups of a table's partitions, filtered through a timeline."""
 
-    def __init__(self, timeline: Timeline, partitions: Iterable[str], groups: Iterable[FileGroup]):
-        self.timeline = timeline
+    def __init__(self, timeline: Timeline, partitions: Iterable[str], groups: Iterable[FileGroup],
+                 listed: Timeline | None = None):
+        """`listed`: the timeline as the files were listed (`timeline` by default)."""
+        self.timeline, self.listed = timeline, listed or timeline
         self.partitions: tuple[str, ...] = tuple(sorted(partitions))
         self._groups = tuple(sorted(groups, key=lambda g: (g.partition, g.file_id)))
 
@@ -185,7 +197,39 @@ class FileSystemView:
     def over(self, timeline: Timeline) -> FileSystemView:
         """This view's files over `timeline`, which differs from this view's only by pending
         instants (they make no file visible or hidden): no listing."""
-        return FileSystemView(timeline, self.partitions, self._groups)
+        return FileSystemView(timeline, self.partitions, self._groups, self.listed)
+
+    def after_commit(self, timeline: Timeline, done: Instant, metadata: CommitMetadata) -> FileSystemView | None:
+        """The view over `timeline` once `done` (completed by this process with `metadata`) is part
+        of it, without listing: this view's files plus those the write stats name, sliced again.
+        None when this view was listed after `done` was requested (it may hold files of failed task
+        attempts, deleted since), or when `timeline` differs from the one listed by more than `done`
+        (another writer's instant: list again). Every file a writer adds or removes comes with an
+        instant of its own, requested before its first file, so with no other instant changed the
+        files on storage are these."""
+        if done not in timeline.instants or \
+                [i for i in timeline.instants if i.timestamp != done.timestamp] != list(self.listed.instants):
+            return None
+        added: dict[str, list[FileInfo]] = {}
+        for partition, stats in metadata.partition_to_write_stats.items():
+            for stat in stats:
+                if stat.path:
+                    name = stat.path.rsplit("/", 1)[-1]
+                    added.setdefault(stat.partition_path if stat.partition_path is not None else partition, []).append(
+                        FileInfo(name, join(self.timeline.base, stat.path), stat.file_size_in_bytes, 0, False))
+        listed: dict[str, list[FileInfo]] = {p: [] for p in added}
+        for g in self._groups:
+            if g.partition in added:
+                listed[g.partition] += [FileInfo(f.path.rsplit("/", 1)[-1], f.path, f.size, 0, False)
+                                        for s in g.slices for f in ((s.base_file,) if s.base_file else ()) + s.log_files]
+        visible, slicing = _visibility(timeline), _Slicing.of(timeline)
+        groups = [g for g in self._groups if g.partition not in added]
+        for p, files in listed.items():
+            fresh = {f.path: f for f in files}
+            fresh.update((f.path, f) for f in added[p])   # a file the commit wrote, at the size it left
+            groups += _partition_groups(self.timeline.storage, self.timeline.base, p, visible,
+                                        sorted(fresh.values(), key=lambda f: f.name), slicing)
+        return FileSystemView(timeline, set(self.partitions) | set(added), groups)
 
     def file_groups(self, partition: str | None = None, as_of: str | None = None) -> list[FileGroup]:
         """File groups that are part of the table (as of `as_of`), replaced groups excluded."""

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from tablespec.errors import HudiFormatError
 from tablespec.hudi import partition_buckets
 from tablespec.hudi.config import META_FOLDER, TableConfig, read_table_config, timeline_folder, timeline_layout
+from tablespec.hudi.formats.commit import CommitMetadata
 from tablespec.hudi.fs_view import FileSystemView
 from tablespec.hudi.io import (
     LOCAL,
@@ -121,6 +122,8 @@ class HudiTable:
         self._read: Timeline | None = None   # the last timeline loaded (whose instant contents were read)
         self.generation = 0   # counts what the handle forgot or was told changed: same generation, same state
         self._view: FileSystemView | None = None
+        self._earlier: FileSystemView | None = None   # the view a listing with other instants dropped
+        self._committed: tuple[FileSystemView, Instant, CommitMetadata] | None = None   # see `committed`
 
     @classmethod
     def open(cls, value: str | Location, options: StorageOptions | None = None, origin: str | None = None) -> HudiTable:
@@ -200,8 +203,12 @@ class HudiTable:
                 and folders == self._meta_folders)
         if self._read is not None:  # a completed instant's file never changes: its content is kept
             timeline.keep_contents(self._read)
+        earlier = self._view or self._earlier
         view = self._view.over(timeline) if same and self._view is not None else None
-        self._timeline, self._view, self._read = timeline, view, timeline
+        if view is None and self._committed is not None:
+            view = self._committed[0].after_commit(timeline, *self._committed[1:])
+        self._timeline, self._view, self._read, self._committed = timeline, view, timeline, None
+        self._earlier = None if view is not None else earlier   # (this process's own commit may follow)
         self._meta_folders, self._leftovers, self._meta_listing = folders, leftovers, tuple(listed)
         return not same
 
@@ -264,9 +271,19 @@ class HudiTable:
         only the timeline (and view) changed, as after a commit; hoodie.properties stays cached."""
         if config:
             self._config, self._config_read = None, False
-        self._timeline, self._view = None, None
+        self._timeline, self._view, self._earlier, self._committed = None, None, None, None
         self.generation += 1
         return self
+
+    def committed(self, instant: Instant, metadata: CommitMetadata) -> None:
+        """This process completed `instant` with `metadata`: forget what was read, as
+        `refresh(config=False)`, but when the next listing shows no other change than that
+        completion, the view follows from the last one built and the files the write stats name
+        (`FileSystemView.after_commit`): a deltacommit's housekeeping lists no log file again."""
+        view = self._view or self._earlier
+        self.refresh(config=False)
+        if view is not None:
+            self._committed = (view, instant, metadata)
 
     def fresh_timeline(self) -> Timeline:
         """The active timeline as it is now (and cached from here on): for the points where a

@@ -123,3 +123,35 @@ def test_clustering_a_file_group_a_key_moved_out_of_keeps_the_key_indexed(spark,
     assert {k: e.partition for k, e in index.items()} == {"k1": "dt=d2", "k2": "dt=d1"}
     live = {(s.partition, s.file_id) for s in clustered.view.latest_slices()}
     assert {(e.partition, e.file_id) for e in index.values()} <= live
+
+
+def test_housekeeping_after_a_deltacommit_lists_no_partition_again(spark, tmp_path):
+    """The view after the write's own deltacommit follows from the one it wrote with and the files its
+    write stats name: the compaction trigger's look at every slice after the commit lists no
+    partition (30,000 log files in a large table), and sees what a fresh listing does."""
+    from dataclasses import replace
+
+    from tablespec.hudi.fs_view import FileSystemView
+    from tablespec.hudi.io import LocalStorage
+
+    class Listings(LocalStorage):
+        """Local files, recording each folder listed. A real store: the listings happen."""
+        listed: list[str] = []
+
+        def list_dir(self, path):
+            self.listed.append(path)
+            return super().list_dir(path)
+
+    table = make_table(spark, tmp_path, SPEC + "  compaction: {runBy: tablespec, deltaCommits: 5}\n")
+    storage = Listings()
+    table.table = HudiTable.open(replace(table.table.location, storage=storage))
+    ddl = "id string, v int, dt string"
+    table.write(spark.createDataFrame([("k1", 1, "d1"), ("k2", 2, "d2")], ddl))
+    storage.listed.clear()
+    table.write(spark.createDataFrame([("k1", 10, "d1"), ("k3", 3, "d3")], ddl))   # a log file; a new partition
+    assert storage.listed.count(f"{table.location}/dt=d2") == 1     # the write's own view; none after its commit
+    handle = table.table
+    fresh = FileSystemView.build(LocalStorage(), table.location, handle.timeline)
+    assert handle.view.partitions == fresh.partitions == ("dt=d1", "dt=d2", "dt=d3")
+    assert handle.view.file_groups() == fresh.file_groups()
+    assert [len(s.log_files) for s in fresh.latest_slices()] == [1, 0, 0]

@@ -230,3 +230,30 @@ def test_missing_latest_base_file_is_found_from_the_commits_write_stats(syntheti
     assert str(e.value) == (f"{base}: refusing the upsert: file group {ids['b']} in partition 'part=b': its latest "
                             f"base file {latest.name} (written by instant {c5}) is missing from storage; restore it "
                             f"or roll back {c5}; nothing was committed")
+
+
+def test_the_view_after_this_process_commits_follows_from_the_one_before(synthetic):
+    """The view after a commit this process made (new file groups, a new slice, a new partition) is
+    the view it wrote with plus the files the write stats name, the same as a fresh listing's; with
+    another writer's instant on the timeline meanwhile there is no such view (list again)."""
+    base, ids = synthetic
+    before = FileSystemView.build(ST, base, Timeline.load(ST, base))
+    ts = new_instant_time(Timeline.load(ST, base).instants[-1].timestamp)
+    writer = TimelineWriter(ST, base)
+    inflight = writer.start(writer.request("commit", ts))
+    stats: dict = {}
+    for partition, file_id, prev in (("part=b", ids["b"], ids["c1"]), ("part=b", new_file_id(), "null"),
+                                     ("part=e", new_file_id(), "null")):
+        write_partition_metadata(ST, base, partition, ts)
+        stats.setdefault(partition, []).append(_write_base_file(base, partition, file_id, ts, [{"id": "9", "value": 9}],
+                                                                prev))
+    metadata = CommitMetadata(stats, extra_metadata={"schema": SCHEMA}, operation_type="UPSERT")
+    done = writer.complete(inflight, metadata)
+    after = Timeline.load(ST, base)
+    derived = before.after_commit(after, done, metadata)
+    fresh = FileSystemView.build(ST, base, after)
+    assert derived is not None and derived.partitions == fresh.partitions == ("part=a", "part=b", "part=e")
+    assert derived.file_groups() == fresh.file_groups() and derived.latest_slices() == fresh.latest_slices()
+    assert _ours(base) == _hudi_rs(base)
+    writer.request("commit", new_instant_time(ts))     # another writer starts: its files would not be known
+    assert before.after_commit(Timeline.load(ST, base), done, metadata) is None

@@ -73,14 +73,16 @@ class Timeline:
                 latest[key] = instant
         self.instants: tuple[Instant, ...] = tuple(sorted(latest.values()))
         self._cache: dict[Instant, bytes] = {}
+        self._parsed: dict[Instant, CommitMetadata] = {}   # completed instants' commit metadata
 
     def keep_contents(self, older: Timeline) -> None:
         """Take over what `older` (an earlier listing of this table) read of completed instants
         still on this timeline: their files are written once and never change."""
         kept = set(self.instants)
-        for instant in [i for i in older._cache if not (i.is_completed and i in kept)]:
-            del older._cache[instant]
-        self._cache = older._cache   # shared: what either reads from here on serves both
+        for cache in (older._cache, older._parsed):
+            for instant in [i for i in cache if not (i.is_completed and i in kept)]:
+                del cache[instant]
+        self._cache, self._parsed = older._cache, older._parsed   # shared: what either reads serves both
 
     def remember(self, instant: Instant, content: bytes) -> None:
         """`instant`'s content, as its writer (this process) wrote it."""
@@ -142,13 +144,22 @@ class Timeline:
             raise HudiFormatError(f"{join(self.meta, instant.file_name)}: unreadable metadata: {e}") from None
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """An instant's commit metadata. A completed instant's is parsed once and shared by every
+        caller (and by later listings, `keep_contents`): its file never changes, and readers
+        iterate every deltacommit's write stats on each write. Callers must not change it."""
+        if (parsed := self._parsed.get(instant)) is not None:
+            return parsed
         data = self.read_metadata(instant)
         try:
             if self.read_bytes(instant).startswith(_AVRO_MAGIC):   # versions 8 and 9
-                return CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
-            return CommitMetadata.from_dict(data)
+                parsed = CommitMetadata.from_avro(data, replace=instant.action == REPLACE_COMMIT)
+            else:
+                parsed = CommitMetadata.from_dict(data)
         except HudiFormatError as e:
             raise HudiFormatError(f"{join(self.meta, instant.file_name)}: {e}") from None
+        if instant.is_completed:
+            self._parsed[instant] = parsed
+        return parsed
 
     def replaced_file_ids(self, as_of: str | None = None) -> dict[str, set[str]]:
         """File groups that completed replacecommits (up to `as_of`) took out of the table."""
