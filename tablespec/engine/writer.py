@@ -373,8 +373,9 @@ class TableWriter:
                 tagged = (tagged.repartition(n, tasks.PART).sortWithinPartitions(tasks.PART, tasks.KEY, tasks.SEQ)
                           .mapInArrow(functools.partial(tasks.timed, seconds,
                                                         functools.partial(tasks.tag_partitions, job)), tagged.schema))
-                # (record-level: a key that moves partition leaves a file group of another partition)
-                spread = index is not None or not self._writes_where_tagged(df, view)
+                # (record-level: a key that moves partition leaves a file group of another partition,
+                # by a delete row the index tasks gave that partition: its task writes it there too)
+                spread = not self._writes_where_tagged(df, view)
             # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
             rows = ((tagged.repartition(n, tasks.FG) if spread else tagged).sortWithinPartitions(tasks.FG, tasks.SEQ)
                     .mapInArrow(functools.partial(tasks.write_file_groups if job.log_targets is None
