@@ -72,11 +72,14 @@ def require_index(table: HudiTable) -> None:
                            "run `tablespec plan` and `tablespec apply` to build it (record_index_build)")
 
 
-def index_job(table: HudiTable, ordering_field: str | None = None) -> IndexJob:
-    """The record index as the handle's timeline shows it (listed once, on the driver)."""
+def index_job(table: HudiTable, ordering_field: str | None = None,
+              check: damage.RecordIndexCheck | None = None) -> IndexJob:
+    """The record index as the handle's timeline shows it (listed once, on the driver), refused if
+    damaged: a lookup missing keys would insert them again (`check`: the write's, which checks again
+    only files that changed since it found the index intact)."""
     require_index(table)
-    damage.require_intact(table, RECORD_INDEX)   # a lookup missing keys would insert them again
     found, valid = record_index_reader.slices(table)
+    (check or damage.RecordIndexCheck(table)).require((found, valid))
     if not found:
         raise IndexMissing(f"{table.base}: Hudi's record index has no file groups; the metadata table is damaged")
     live = {s.file_id: s for s in table.view.latest_slices() if s.base_file is not None}

@@ -34,7 +34,7 @@ from tablespec.hudi.fs_view import FileSystemView, refuse_missing_latest
 from tablespec.hudi.layout_switch import REWRITE_MARK
 from tablespec.hudi.mdt import record_index_writer, secondary_index
 from tablespec.hudi.mdt.bloom_filters_reader import StoredFilters
-from tablespec.hudi.mdt.damage import record_index_damage
+from tablespec.hudi.mdt.damage import RecordIndexCheck
 from tablespec.hudi.services.clustering import planned_file_groups, refuse_replacing_planned
 from tablespec.hudi.services.compaction import pending_plans
 from tablespec.hudi.table import HudiTable
@@ -110,10 +110,12 @@ class TableWriter:
         self.spark, self.spec, self.lock_timeout = spark, spec, lock_timeout
         self.heartbeat_tolerance = heartbeat_tolerance
         self.table, self.storage, self.base = table, table.storage, table.base
+        self.index_check = RecordIndexCheck(table)   # the record index checked once per write (`write`)
 
     def write(self, df, operation: str = "upsert") -> WriteResult:
         if operation not in OPERATIONS:
             raise WriteRefused(f"unknown operation {operation!r}; choose one of {', '.join(OPERATIONS)}")
+        self.index_check = RecordIndexCheck(self.table)   # what an earlier write found intact is checked again
         state = self._refuse(observe(self.table.refresh(), check_metadata=False))  # before the lock, the table as it is now
         if (operation == "bulk_insert" and self.spec.spec.index.type == "BUCKET"
                 and state.table_config.table_type == "MERGE_ON_READ"):
@@ -197,7 +199,7 @@ class TableWriter:
         from tablespec.stored_paths import unconfirmed, unrecorded
         why = write_refusal(self.spec, state)
         if why is None and self.spec.spec.index.type == "RECORD_LEVEL" and record_index_writer.is_enabled(self.table):
-            why = record_index_damage(self.table)   # its keys are looked up: one lost would be inserted again
+            why = self.index_check.damage()   # its keys are looked up: one lost would be inserted again
         if why is None and unrecorded(self.spec, state.table_config.to_properties()):  # reads a few files: only then
             why = unconfirmed(self.spec, state)
             why = why and f"table {self.spec.qualified_name} at {self.base}: {why}"
@@ -219,7 +221,7 @@ class TableWriter:
             return None
         from tablespec.engine.record_index import IndexMissing, index_job
         try:
-            return index_job(self.table, self.spec.spec.ordering_field)
+            return index_job(self.table, self.spec.spec.ordering_field, self.index_check)
         except IndexMissing as e:
             raise WriteRefused(str(e)) from None
 
@@ -373,8 +375,9 @@ class TableWriter:
                 tagged = (tagged.repartition(n, tasks.PART).sortWithinPartitions(tasks.PART, tasks.KEY, tasks.SEQ)
                           .mapInArrow(functools.partial(tasks.timed, seconds,
                                                         functools.partial(tasks.tag_partitions, lean)), tagged.schema))
-                # (record-level: a key that moves partition leaves a file group of another partition)
-                spread = index is not None or not self._writes_where_tagged(df, view)
+                # (record-level: a key that moves partition leaves a file group of another partition,
+                # by a delete row the index tasks gave that partition: its task writes it there too)
+                spread = not self._writes_where_tagged(df, view)
             # Sorted (Spark spills), each task gets its file groups' rows one file group after another.
             rows = ((tagged.repartition(n, tasks.FG) if spread else tagged).sortWithinPartitions(tasks.FG, tasks.SEQ)
                     .mapInArrow(functools.partial(tasks.write_file_groups if job.log_targets is None

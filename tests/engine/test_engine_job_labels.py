@@ -22,13 +22,14 @@ def jobs(spark) -> dict[int, str | None]:
 
 
 @pytest.mark.parametrize("index, labels, write_jobs", [("{type: SIMPLE}", {"tablespec: write"}, 2),
-                                                          ("{type: RECORD_LEVEL}", {"tablespec: write"}, None)])
+                                                          ("{type: RECORD_LEVEL}", {"tablespec: write"}, 3)])
 def test_an_upsert_labels_its_jobs_reports_its_tagging_time_and_restores_the_callers_description(spark, tmp_path,
                                                                                                 index, labels,
                                                                                                 write_jobs):
     """Tagging runs inside the write job (no pass of its own); its task seconds come back in the result.
     SIMPLE: a small batch into small partitions is tagged and written by the same tasks: one shuffle, by
-    partition (AQE runs a shuffle's map side as a job of its own: two jobs; spread by file group: three)."""
+    partition (AQE runs a shuffle's map side as a job of its own: two jobs; spread by file group: three).
+    RECORD_LEVEL: one shuffle more, by the index's file groups, where the index tasks look keys up."""
     spec = ORDERS_SPEC.replace("{type: BUCKET, numBuckets: 16}", index)
     table = make_table(spark, tmp_path, spec)
     table.write(orders(spark, 0, 20), "bulk_insert")

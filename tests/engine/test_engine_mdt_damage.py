@@ -5,6 +5,8 @@ which `apply` gives lookups equal to the data (before, an upsert of a key the co
 inserted it a second time)."""
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,11 @@ from test_engine_record_index import DDL, SPEC, assert_consistent
 
 from tablespec.errors import TablespecError
 from tablespec.hudi.formats.logfile import BlockType, read_blocks
+from tablespec.hudi.io import LocalStorage
 from tablespec.hudi.mdt import layout
 from tablespec.hudi.mdt import record_index_reader as rli_reader
 from tablespec.hudi.mdt.record_index import RECORD_INDEX
-from tablespec.hudi.table import HudiTable
+from tablespec.hudi.table import HudiTable, Location
 
 pytestmark = pytest.mark.spark
 
@@ -27,6 +30,21 @@ def _files(root: str) -> dict[str, bytes]:
     """Every file of the table but its lock files, with its bytes."""
     return {str(p): p.read_bytes() for p in Path(root).rglob("*")
             if p.is_file() and "lock" not in p.relative_to(root).parts and not p.name.endswith(".lock")}
+
+
+class _DriverReads(LocalStorage):
+    """Local files, counting the driver's whole-file reads (log files are read whole); pickled as plain
+    local storage, so Spark's tasks are not counted."""
+
+    def __init__(self) -> None:
+        self.read: Counter[str] = Counter()
+
+    def __reduce__(self):
+        return LocalStorage, ()
+
+    def read_bytes(self, path):
+        self.read[path] += 1
+        return super().read_bytes(path)
 
 
 def _newest_index_log(base: str, instant: str) -> Path:
@@ -43,8 +61,12 @@ def _newest_index_log(base: str, instant: str) -> Path:
 def test_a_damaged_record_index_log_is_refused_then_rebuilt(spark, tmp_path, damaged):
     table = make_table(spark, tmp_path, SPEC)
     table.write(spark.createDataFrame([(f"k{i}", ["ams", "ber"][i % 2], i) for i in range(12)], DDL), "insert")
-    table.write(spark.createDataFrame([(f"n{i}", "cph", i) for i in range(9)], DDL), "upsert")
     base = table.location
+    driver = _DriverReads()
+    table.table = HudiTable.open(replace(Location.parse(base), storage=driver))
+    table.write(spark.createDataFrame([(f"n{i}", "cph", i) for i in range(9)], DDL), "upsert")
+    index_logs = {p: n for p, n in driver.read.items() if f"/{RECORD_INDEX}/" in p}
+    assert index_logs and set(index_logs.values()) == {1}, index_logs   # checked once a write (before: twice)
     log = _newest_index_log(base, HudiTable.open(base).timeline.head.timestamp)
     data = bytearray(log.read_bytes())
     if damaged == "schema key":

@@ -86,7 +86,7 @@ def test_damage_in_a_completed_deltacommits_record_index_log_is_refused_naming_t
     [finding] = [f for f in verify_table(table).findings if f.kind == "metadata"]   # (its data files are stubs)
     assert log.name in finding.message
     with pytest.raises(MetadataTableDamaged, match=log.name):
-        damage.require_intact(table, RECORD_INDEX)                      # what a write checks first
+        damage.RecordIndexCheck(table).require()                        # what a write checks first
 
     [drop, *_] = metadata_table_actions(observe(HudiTable.open(base)))
     assert drop.kind == "drop_metadata_partitions" and drop.params.partitions == [RECORD_INDEX]
@@ -205,3 +205,20 @@ def test_plan_opens_a_large_indexs_files_while_verify_reads_its_content(tmp_path
     monkeypatch.undo()                                           # a small index: plan reads its content
     [found] = observe(HudiTable.open(base)).metadata_damage
     assert found.partition == BLOOM_FILTERS and "dataSkipping" not in found.message
+
+
+def test_a_writes_record_index_check_reads_the_index_again_only_where_its_files_changed(tmp_path):
+    base, expected, log = indexed_with_upserts(tmp_path)
+    storage = RecordingStorage()
+    table = HudiTable.open(replace(TableLocation.parse(base), storage=storage))
+    check = damage.RecordIndexCheck(table)
+    check.require()                                                     # the write's, before anything changes
+    assert str(log) in storage.paths()
+    storage.reads.clear()
+    check.require(rli_reader.slices(table))                             # its index job's: the same files
+    assert not [p for p in storage.paths() if f"/{RECORD_INDEX}/" in p]  # before: every log block decoded again
+
+    data = log.read_bytes()
+    log.write_bytes(data[:-len(data) // 3])                              # damaged between the two
+    with pytest.raises(MetadataTableDamaged, match=log.name):
+        check.require(rli_reader.slices(table))

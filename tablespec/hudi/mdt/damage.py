@@ -76,19 +76,41 @@ def find(table: HudiTable, full: bool = False) -> list[Damage]:
     return [d for p in check.checked if (d := check.damage(p)) is not None]
 
 
-def require_intact(table: HudiTable, partition: str) -> None:
-    """Refuse (MetadataTableDamaged, one line naming the file) when `partition` is damaged: a write
-    must not build on an index that lost entries."""
-    found = _Check(table, CONTENT_CHECK_BYTES).damage(partition) if partition in checked(table) else None
-    if found is not None:
-        raise MetadataTableDamaged(partition, found.message, explained=True)
+Listed = tuple[list[layout.Slice], set[str]]
+"""A metadata partition's latest slices and the instants whose log blocks count (`reader.latest_slices`)."""
 
 
-def record_index_damage(table: HudiTable) -> str | None:
-    """Why Hudi's record index must not be looked up (one line naming the file), or None: what a
-    write asks before it changes anything."""
-    found = _Check(table, CONTENT_CHECK_BYTES).damage(RECORD_INDEX) if RECORD_INDEX in checked(table) else None
-    return found.message if found is not None else None
+class RecordIndexCheck:
+    """The record index's damage check of one write: what the write asks before it changes anything,
+    and its index job again before it looks keys up, the check itself run again only where the index's
+    files differ from those it found intact (a writer committed, a rollback or compaction ran in between:
+    the check runs before the table lock). Metadata files are written once or appended to, never
+    rewritten in place, so the same slices (file names and sizes) under the same counting instants are
+    the same bytes, and the check holds. One per write: bytes changed in place are found by the next
+    write's check."""
+
+    def __init__(self, table: HudiTable) -> None:
+        self.table = table
+        self.intact: Listed | None = None     # the slices and instants last found intact
+
+    def damage(self, listed: Listed | None = None) -> str | None:
+        """Why the record index must not be looked up (one line naming the file), or None; `listed`: its
+        slices as the caller listed them just now (None: listed here)."""
+        if self.intact is not None and (listed or reader.latest_slices(self.table, RECORD_INDEX)) == self.intact:
+            return None
+        check = _Check(self.table, CONTENT_CHECK_BYTES)
+        if RECORD_INDEX not in check.checked:
+            return None
+        found = check.damage(RECORD_INDEX)
+        self.intact = check.slices(RECORD_INDEX) if found is None else None
+        return found.message if found is not None else None
+
+    def require(self, listed: Listed | None = None) -> None:
+        """Refuse (MetadataTableDamaged, one line naming the file) where `damage` finds any: a write must
+        not build on an index that lost entries."""
+        why = self.damage(listed)
+        if why is not None:
+            raise MetadataTableDamaged(RECORD_INDEX, why, explained=True)
 
 
 class _Check:
